@@ -1,0 +1,40 @@
+# The two commands in the README: `make run` and `make test`. Everything else is a helper.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test check lint openapi lock clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install --quiet -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(VENV)/.installed $@
+
+run: $(VENV)/.installed
+	$(BIN)/pokna serve
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -n 2 --dist loadgroup
+
+openapi: $(VENV)/.installed
+	$(BIN)/python scripts/export_openapi.py
+
+# Re-pin every dependency after changing pyproject.toml.
+lock: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip freeze --exclude-editable --exclude pip > constraints.txt
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

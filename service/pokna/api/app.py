@@ -1,0 +1,65 @@
+"""The FastAPI application, assembled from routers. Created per process; holds no game state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from pokna import __version__
+from pokna.api import health
+from pokna.api.middleware import BodySizeLimit, RequestContext
+from pokna.api.problems import install_problem_handlers, problem_responses
+from pokna.runtime import Runtime
+from pokna.settings import Settings, get_settings
+
+DESCRIPTION = """\
+Pokna runs the Huttese dice game of Vigo's Favor for integrating apps: provably fair rolls
+(commit–reveal HMAC-SHA256), a double-entry ledger, and signed, verifiable proofs.
+
+Every error is an RFC 9457 `application/problem+json` document with a stable `code`.
+"""
+
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    runtime = runtime or Runtime.from_settings(settings)
+    app = FastAPI(
+        title="Pokna",
+        version=__version__,
+        description=DESCRIPTION,
+        responses=problem_responses(400, 404, 405, 413, 422, 500),
+    )
+    app.state.runtime = runtime
+    install_problem_handlers(app)
+    app.include_router(health.router)
+    # Outermost last: the request id must exist before the body limit can refuse anything.
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContext)
+    app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI documents its own 422 shape; ours is problem+json everywhere, so say so everywhere."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    document = get_openapi(
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=app.routes,
+        servers=[{"url": "http://127.0.0.1:8000", "description": "`pokna serve` on the embedded default"}],
+    )
+    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for path_item in document.get("paths", {}).values():
+        for operation in path_item.values():
+            for status, response in operation.get("responses", {}).items():
+                if status[0] in "45":
+                    response["content"] = problem
+    schemas = document.get("components", {}).get("schemas", {})
+    schemas.pop("HTTPValidationError", None)
+    schemas.pop("ValidationError", None)
+    app.openapi_schema = document
+    return document

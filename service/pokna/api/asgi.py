@@ -1,0 +1,15 @@
+"""Entry point for ASGI servers: `uvicorn --factory pokna.api.asgi:create_app`."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from pokna.api.app import create_app as _create_app
+from pokna.logs import configure_logging
+from pokna.settings import get_settings
+
+
+def create_app() -> FastAPI:
+    settings = get_settings()
+    configure_logging(settings.log_level)
+    return _create_app(settings)

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from pokna.api.deps import RuntimeDep
+from pokna.api.problems import problem_response, problem_responses
+from pokna.db.migrate import current_revision, head_revision
+
+router = APIRouter(tags=["health"])
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    database: str
+    schema_revision: str | None
+
+
+@router.get("/healthz", response_model=Health, summary="The process is alive")
+def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    summary="The database is reachable and its schema is at the head migration",
+    responses=problem_responses(503),
+)
+def readyz(request: Request, runtime: RuntimeDep) -> Readiness | JSONResponse:
+    try:
+        with runtime.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        revision = current_revision(runtime.engine)
+    except SQLAlchemyError as exc:
+        return problem_response(
+            request,
+            status=503,
+            code="database_unavailable",
+            title="Database unavailable",
+            detail=f"cannot reach the database: {type(exc).__name__}",
+        )
+    head = head_revision()
+    if revision != head:
+        return problem_response(
+            request,
+            status=503,
+            code="schema_out_of_date",
+            title="Schema out of date",
+            detail=f"database schema is at {revision or 'nothing'}, the code needs {head}; run `pokna db upgrade`",
+        )
+    return Readiness(status="ready", database=runtime.engine.dialect.name, schema_revision=revision)

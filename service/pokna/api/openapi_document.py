@@ -1,0 +1,22 @@
+"""The committed OpenAPI document is generated from the app; this renders it deterministically."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pokna.api.app import create_app
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+
+
+def openapi_document() -> dict[str, Any]:
+    # The document does not depend on the database, so an in-memory engine that is never connected is enough.
+    settings = Settings(env=Environment.TEST, database_url="sqlite://")
+    app = create_app(settings, Runtime.from_settings(settings))
+    document: dict[str, Any] = app.openapi()
+    return document
+
+
+def render_openapi() -> str:
+    return json.dumps(openapi_document(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

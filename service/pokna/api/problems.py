@@ -1,0 +1,181 @@
+"""RFC 9457 problem details for every error the API can return, including the framework's own."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from pokna.errors import PoknaError
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("pokna.api")
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "too_many_requests",
+    503: "service_unavailable",
+}
+
+
+class InvalidParam(BaseModel):
+    name: str = Field(description="Dotted path of the offending field, e.g. `body.stake`.")
+    reason: str
+    pointer: str = Field(description="JSON Pointer (RFC 6901) into the request part, e.g. `/stake`.")
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details. `code` is stable and machine-readable; `title`/`detail` are for people."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "type": "https://pokna.dev/problems/validation_error",
+                    "title": "Request validation failed",
+                    "status": 422,
+                    "detail": "body.stake: Input should be greater than 0",
+                    "code": "validation_error",
+                    "invalid_params": [
+                        {
+                            "name": "body.stake",
+                            "reason": "Input should be greater than 0",
+                            "pointer": "/stake",
+                        }
+                    ],
+                }
+            ]
+        },
+    )
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    instance: str | None = None
+    request_id: str | None = None
+    invalid_params: list[InvalidParam] | None = None
+
+
+def problem_response(
+    request: Request, *, status: int, code: str, title: str, detail: str, **extensions: Any
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": f"https://pokna.dev/problems/{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "instance": request.url.path,
+        "request_id": getattr(request.state, "request_id", None),
+    }
+    body.update(extensions)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+
+
+def _field_name(location: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in location)
+
+
+def _pointer(location: tuple[Any, ...]) -> str:
+    parts = [str(part).replace("~", "~0").replace("/", "~1") for part in location[1:]]
+    return "/" + "/".join(parts) if parts else ""
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    if any(error.get("type") == "json_invalid" for error in errors):
+        return problem_response(
+            request,
+            status=400,
+            code="malformed_json",
+            title="Malformed JSON",
+            detail="The request body is not valid JSON.",
+            invalid_params=[{"name": "body", "reason": "not valid JSON", "pointer": ""}],
+        )
+    params = [
+        {
+            "name": _field_name(tuple(error["loc"])),
+            "reason": str(error["msg"]),
+            "pointer": _pointer(tuple(error["loc"])),
+        }
+        for error in errors
+    ]
+    detail = "; ".join(f"{param['name']}: {param['reason']}" for param in params)
+    return problem_response(
+        request,
+        status=422,
+        code="validation_error",
+        title="Request validation failed",
+        detail=detail,
+        invalid_params=params,
+    )
+
+
+async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
+    response = problem_response(
+        request,
+        status=exc.status_code,
+        code=code,
+        title=code.replace("_", " ").capitalize(),
+        detail=str(exc.detail),
+    )
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, PoknaError)
+    return problem_response(
+        request, status=exc.status, code=exc.code, title=exc.title, detail=exc.detail, **exc.extensions
+    )
+
+
+async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error", extra={"path": request.url.path})
+    return problem_response(
+        request,
+        status=500,
+        code="internal_error",
+        title="Internal server error",
+        detail="An unexpected error occurred; nothing was committed. Quote the request id when reporting it.",
+    )
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    app.add_exception_handler(PoknaError, _on_domain_error)
+    app.add_exception_handler(Exception, _on_unhandled)
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` entries so every documented error names its problem+json schema."""
+    return {
+        status: {
+            "model": Problem,
+            "content": {PROBLEM_JSON: {}},
+            "description": _HTTP_CODES.get(status, "error"),
+        }
+        for status in statuses
+    }

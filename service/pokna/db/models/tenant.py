@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from pokna.db.base import Base
+from pokna.db.types import UTCDateTime, utc_now
+
+
+class Tenant(Base):
+    """An integrating app. Every other resource belongs to exactly one tenant."""
+
+    __tablename__ = "tenant"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class ApiKey(Base):
+    """A bearer credential. Only the SHA-256 of the secret is stored; the key is shown once."""
+
+    __tablename__ = "api_key"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    secret_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

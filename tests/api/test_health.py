@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from pokna.api.app import create_app
+from pokna.db import migrate
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+
+
+def test_healthz_answers_without_the_database(client: TestClient) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_reports_the_head_revision(client: TestClient, backend: str) -> None:
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ready"
+    assert body["database"] == backend
+    assert body["schema_revision"] == migrate.head_revision()
+
+
+def test_readyz_is_503_problem_when_schema_is_behind(empty_database_url: str, tmp_path: object) -> None:
+    settings = Settings(env=Environment.TEST, database_url=empty_database_url)
+    runtime = Runtime.from_settings(settings)
+    try:
+        with TestClient(create_app(settings, runtime)) as client:
+            response = client.get("/readyz")
+    finally:
+        runtime.engine.dispose()
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["code"] == "schema_out_of_date"
+
+
+def test_readyz_is_503_problem_when_database_is_unreachable() -> None:
+    settings = Settings(
+        env=Environment.TEST,
+        database_url="postgresql+psycopg://nobody@127.0.0.1:1/nowhere?connect_timeout=2",
+    )
+    with TestClient(create_app(settings)) as client:
+        response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["code"] == "database_unavailable"

@@ -1,0 +1,145 @@
+"""Every test that touches the database runs on SQLite and on a real PostgreSQL (ids say which).
+
+With POKNA_TEST_DATABASE_URL unset, the run starts a throwaway PostgreSQL cluster from the local
+server binaries and removes it afterwards. Without binaries the PostgreSQL half is skipped loudly,
+except under CI=true, where that is an error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.api.app import create_app
+from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+from support.databases import PostgresDatabases, SqliteDatabases
+from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
+
+PG_URL_ENV = "POKNA_TEST_DATABASE_URL"
+PG_UNAVAILABLE_ENV = "POKNA_TEST_PG_UNAVAILABLE"
+BACKENDS = ("sqlite", "postgresql")
+_cluster: Cluster | None = None
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    global _cluster
+    if hasattr(config, "workerinput") or os.environ.get(PG_URL_ENV) or os.environ.get(PG_UNAVAILABLE_ENV):
+        return  # an xdist worker inherits the controller's decision through the environment
+    try:
+        _cluster = start_cluster()
+    except PostgresUnavailable as exc:
+        if _in_ci():
+            raise pytest.UsageError(f"CI=true and PostgreSQL is unavailable: {exc}") from exc
+        os.environ[PG_UNAVAILABLE_ENV] = str(exc)
+        return
+    stop_on_exit(_cluster)
+    os.environ[PG_URL_ENV] = _cluster.url
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _cluster is not None:
+        _cluster.stop()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    if reason := os.environ.get(PG_UNAVAILABLE_ENV):
+        return [f"!!! PostgreSQL tests WILL BE SKIPPED: {reason}"]
+    where = "throwaway cluster" if _cluster else "POKNA_TEST_DATABASE_URL"
+    return [f"PostgreSQL: {where}"]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if reason := os.environ.get(PG_UNAVAILABLE_ENV):
+        terminalreporter.write_line(f"!!! THE POSTGRESQL HALF OF THE SUITE WAS SKIPPED: {reason}", red=True)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        only_pg = metafunc.definition.get_closest_marker("postgres_only") is not None
+        backends = ("postgresql",) if only_pg else BACKENDS
+        metafunc.parametrize("backend", backends, indirect=True)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    if name == "postgresql" and (reason := os.environ.get(PG_UNAVAILABLE_ENV)):
+        pytest.skip(f"PostgreSQL unavailable: {reason}")
+    return name
+
+
+@pytest.fixture(scope="session")
+def postgres_databases(worker_id: str) -> Iterator[PostgresDatabases]:
+    databases = PostgresDatabases(os.environ[PG_URL_ENV], prefix=f"pokna_{worker_id}")
+    yield databases
+    databases.close()
+
+
+@pytest.fixture(scope="session")
+def sqlite_databases(tmp_path_factory: pytest.TempPathFactory) -> SqliteDatabases:
+    return SqliteDatabases(tmp_path_factory.mktemp("sqlite-template"))
+
+
+@pytest.fixture
+def database_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database at the head migration, for this test alone."""
+    if backend == "sqlite":
+        yield request.getfixturevalue("sqlite_databases").migrated(tmp_path)
+        return
+    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
+    url = databases.migrated()
+    yield url
+    databases.drop(url)
+
+
+@pytest.fixture
+def empty_database_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database with no schema at all, for migration tests."""
+    if backend == "sqlite":
+        yield request.getfixturevalue("sqlite_databases").empty(tmp_path)
+        return
+    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
+    url = databases.empty()
+    yield url
+    databases.drop(url)
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    engine = make_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def sessions(engine: Engine) -> sessionmaker[Session]:
+    return make_sessionmaker(engine)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    return Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=database_url)
+
+
+@pytest.fixture
+def runtime(settings: Settings, engine: Engine) -> Runtime:
+    return Runtime.from_settings(settings, engine=engine)
+
+
+@pytest.fixture
+def client(settings: Settings, runtime: Runtime) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as test_client:
+        yield test_client
