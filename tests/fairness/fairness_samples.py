@@ -1,0 +1,156 @@
+"""A realistic signed proof and keys shared by the fairness tests (deterministic, so failures reproduce)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from pokna.fairness.keyring import KeyRing
+from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
+from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
+from pokna.fairness.receipt import build_commitment_receipt
+from pokna.fairness.terms import GameTerms, SeatAccount
+
+CHECK_SERVER_SEED = "5d5c1ae0f3b7d8ab1a6c3e6f6b4e2d9a0c1b2a3f4e5d6c7b8a9f0e1d2c3b4a59"
+CHECK_SERVER_SEED_HASH = "861e71aae3914702057bf23c67148ff7bf08956965cd1b6f3d48792fa5875587"
+GAME_ID = "game-0001"
+
+SEED_B = (
+    "7c5d3bc613611eb1c9844baf2a63c8f3f0371890caa869971736e3e1b0195de4"  # sha256("pokna test vector seed B")
+)
+GAME_CLIENT_SEED_B = (
+    "3aca9319b4b5040aacac6263d3c89ae176c0392d5839e53cc2b372545346ec6f"  # vigo-seed, alice.1, bob_~-2
+)
+
+# (server seed, game client seed, nonce, f, face, colour): the same table is in docs/fairness.md.
+VECTORS = [
+    (CHECK_SERVER_SEED, "pokna-client", 0, "0.2409662576392293", 2, "red"),
+    (CHECK_SERVER_SEED, "pokna-client", 1, "0.017791770631447434", 1, "red"),
+    (CHECK_SERVER_SEED, "pokna-client", 2, "0.009487502975389361", 1, "red"),
+    (CHECK_SERVER_SEED, "pokna-client", 3, "0.5079281881917268", 4, "blue"),
+    (CHECK_SERVER_SEED, "pokna-client", 255, "0.9503746908158064", 6, "blue"),
+    (CHECK_SERVER_SEED, "pokna-client", 256, "0.3093701181933284", 2, "red"),
+    (CHECK_SERVER_SEED, "pokna-client", 1000, "0.08149614976719022", 1, "red"),
+    (SEED_B, GAME_CLIENT_SEED_B, 0, "0.020052955951541662", 1, "red"),
+    (SEED_B, GAME_CLIENT_SEED_B, 1, "0.45009276270866394", 3, "red"),
+    (SEED_B, GAME_CLIENT_SEED_B, 5, "0.22619571560062468", 2, "red"),
+    (SEED_B, GAME_CLIENT_SEED_B, 255, "0.09087231406010687", 1, "red"),
+    (SEED_B, GAME_CLIENT_SEED_B, 256, "0.5023851392325014", 4, "blue"),
+    (SEED_B, GAME_CLIENT_SEED_B, 4095, "0.35045653744600713", 3, "red"),
+    (SEED_B, GAME_CLIENT_SEED_B, 65536, "0.7418651850894094", 5, "blue"),
+    (SEED_B, GAME_CLIENT_SEED_B, 1000000, "0.37705379631370306", 3, "red"),
+]
+
+OLD_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+NEW_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32, 64)))
+STRANGER_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(64, 96)))
+KEY_RING = KeyRing.of(NEW_KEY.public_key(), retired=[OLD_KEY.public_key()])
+
+TERMS = GameTerms.of(
+    stake=100,
+    challenge_raise=50,
+    seats=[SeatAccount(0, "acct-vigo"), SeatAccount(1, "acct-alice"), SeatAccount(2, "acct-bob")],
+)
+CLIENT_SEEDS = [
+    SeatClientSeed(0, "acct-vigo", "vigo-seed", "player"),
+    SeatClientSeed(1, "acct-alice", "alice.1", "player"),
+    SeatClientSeed(2, "acct-bob", "Srv_generated-0001", "server"),
+]
+ROLL_PLAN = [
+    (0, RollPurpose.FAVOR),
+    (1, RollPurpose.SEEK),
+    (2, RollPurpose.SEEK),
+    (1, RollPurpose.CHALLENGE_FAVOR),
+    (2, RollPurpose.CHALLENGE),
+]
+ACTIONS: list[dict[str, Any]] = [
+    {"type": "seek", "seat": 1},
+    {"type": "seek", "seat": 2, "timeout": True},
+    {"type": "challenge", "seat": 1, "choice": "red"},
+]
+OUTCOME: dict[str, Any] = {"status": "settled", "winners": [1], "reason": "challenge_won"}
+TRANSFERS = [
+    TransferRecord("stake", 1, "pot", 100),
+    TransferRecord("stake", 2, "pot", 100),
+    TransferRecord("challenge_raise", 1, "pot", 50),
+    TransferRecord("payout", "pot", 1, 250),
+]
+
+
+def sample_rolls(server_seed: str = CHECK_SERVER_SEED) -> list[RecordedRoll]:
+    client_seed = game_client_seed([entry.client_seed for entry in CLIENT_SEEDS])
+    accounts = {seat.seat: seat.account_id for seat in TERMS.seats}
+    return [
+        RecordedRoll.of(nonce, seat, accounts[seat], purpose, roll(server_seed, client_seed, nonce).face)
+        for nonce, (seat, purpose) in enumerate(ROLL_PLAN)
+    ]
+
+
+def sample_proof(private_key: Ed25519PrivateKey = NEW_KEY) -> dict[str, Any]:
+    return build_proof(
+        game_id=GAME_ID,
+        server_seed=CHECK_SERVER_SEED,
+        client_seeds=CLIENT_SEEDS,
+        terms=TERMS,
+        rolls=sample_rolls(),
+        actions=ACTIONS,
+        outcome=OUTCOME,
+        transfers=TRANSFERS,
+        private_key=private_key,
+    )
+
+
+def sample_receipt(private_key: Ed25519PrivateKey = NEW_KEY) -> dict[str, Any]:
+    return build_commitment_receipt(
+        game_id=GAME_ID,
+        server_seed_hash=server_seed_hash(CHECK_SERVER_SEED),
+        created_at="2025-01-01T12:00:00Z",
+        terms=GameTerms.of(TERMS.stake, TERMS.challenge_raise, TERMS.seats[:1]),
+        private_key=private_key,
+    )
+
+
+Path = tuple[str | int, ...]
+
+
+def leaf_paths(value: object, prefix: Path = ()) -> Iterator[Path]:
+    """Every scalar inside `value`, as a path of keys and indexes."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from leaf_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from leaf_paths(item, (*prefix, index))
+    else:
+        yield prefix
+
+
+def get_at(document: Any, path: Path) -> Any:
+    for step in path:
+        document = document[step]
+    return document
+
+
+def altered(value: object) -> object:
+    """A different value of the same JSON type, so the document still parses."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, str):
+        if not value:
+            return "x"
+        last = value[-1]
+        replacement = "1" if last == "0" else "0" if last.isdigit() else "b" if last == "a" else "a"
+        return value[:-1] + replacement
+    raise AssertionError(f"unexpected leaf {value!r}")
+
+
+def with_leaf(document: dict[str, Any], path: Path, new_value: object) -> dict[str, Any]:
+    changed = copy.deepcopy(document)
+    parent = get_at(changed, path[:-1])
+    parent[path[-1]] = new_value
+    return changed

@@ -1,0 +1,132 @@
+"""RFC 8785 canonical JSON against the RFC's own examples."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pokna.fairness.canonical_json import MAX_SAFE_INTEGER, canonicalize, format_number
+from pokna.fairness.errors import NotCanonicalizableError
+
+
+def test_rfc8785_section_3_2_2_example() -> None:
+    source = r"""{
+      "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+      "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+      "literals": [null, true, false]
+    }"""
+    expected = (
+        '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
+        '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+    )
+    assert canonicalize(json.loads(source)) == expected.encode("utf-8")
+
+
+def test_rfc8785_section_3_2_3_sorts_by_utf16_code_units() -> None:
+    source = r"""{
+      "\u20ac": "Euro Sign",
+      "\r": "Carriage Return",
+      "\ufb33": "Hebrew Letter Dalet With Dagesh",
+      "1": "One",
+      "\ud83d\ude00": "Emoji: Grinning Face",
+      "\u0080": "Control",
+      "\u00f6": "Latin Small Letter O With Diaeresis"
+    }"""
+    values = [value for value in json.loads(canonicalize(json.loads(source)))]
+    assert values == ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
+
+
+# RFC 8785 appendix B: IEEE 754 bit patterns and their canonical text.
+APPENDIX_B = [
+    ("0000000000000000", "0"),
+    ("8000000000000000", "0"),
+    ("0000000000000001", "5e-324"),
+    ("8000000000000001", "-5e-324"),
+    ("7fefffffffffffff", "1.7976931348623157e+308"),
+    ("ffefffffffffffff", "-1.7976931348623157e+308"),
+    ("4340000000000000", "9007199254740992"),
+    ("c340000000000000", "-9007199254740992"),
+    ("4430000000000000", "295147905179352830000"),
+    ("44b52d02c7e14af5", "9.999999999999997e+22"),
+    ("44b52d02c7e14af6", "1e+23"),
+    ("44b52d02c7e14af7", "1.0000000000000001e+23"),
+    ("444b1ae4d6e2ef4e", "999999999999999700000"),
+    ("444b1ae4d6e2ef4f", "999999999999999900000"),
+    ("444b1ae4d6e2ef50", "1e+21"),
+    ("3eb0c6f7a0b5ed8c", "9.999999999999997e-7"),
+    ("3eb0c6f7a0b5ed8d", "0.000001"),
+    ("41b3de4355555553", "333333333.3333332"),
+    ("41b3de4355555554", "333333333.33333325"),
+    ("41b3de4355555555", "333333333.3333333"),
+    ("41b3de4355555556", "333333333.3333334"),
+    ("41b3de4355555557", "333333333.33333343"),
+    ("becbf647612f3696", "-0.0000033333333333333333"),
+    ("43143ff3c1cb0959", "1424953923781206.2"),
+]
+
+
+@pytest.mark.parametrize(("bits", "text"), APPENDIX_B)
+def test_rfc8785_appendix_b_numbers(bits: str, text: str) -> None:
+    assert format_number(struct.unpack(">d", bytes.fromhex(bits))[0]) == text
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_numbers_are_refused(value: float) -> None:
+    with pytest.raises(NotCanonicalizableError):
+        canonicalize({"x": [value]})
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_numbers_round_trip(value: float) -> None:
+    assert float(format_number(value)) == value
+
+
+def test_integers_outside_the_safe_range_are_refused() -> None:
+    assert canonicalize(MAX_SAFE_INTEGER) == b"9007199254740991"
+    assert canonicalize(-MAX_SAFE_INTEGER) == b"-9007199254740991"
+    with pytest.raises(NotCanonicalizableError, match=r"\$\.amount"):
+        canonicalize({"amount": MAX_SAFE_INTEGER + 1})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{1: "non-string key"}, {"bytes": b"x"}, {"set": {1}}, "lone \ud800 surrogate", {"\udc00": 1}, object()],
+)
+def test_values_without_a_json_form_are_refused(value: object) -> None:
+    with pytest.raises(NotCanonicalizableError):
+        canonicalize(value)
+
+
+def test_control_characters_use_lowercase_unicode_escapes() -> None:
+    assert canonicalize("\x00\x1f\x7f\b\t\n\f\r") == b'"\\u0000\\u001f\x7f\\b\\t\\n\\f\\r"'
+
+
+def test_nested_whitespace_free_and_ordered() -> None:
+    assert (
+        canonicalize({"b": [1, {"d": None, "c": True}], "a": "x"}) == b'{"a":"x","b":[1,{"c":true,"d":null}]}'
+    )
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER)
+    | st.text(alphabet=st.characters(exclude_categories=["Cs"])),
+    lambda children: (
+        st.lists(children)
+        | st.dictionaries(st.text(alphabet=st.characters(exclude_categories=["Cs"])), children)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_canonical_form_parses_back_and_is_a_fixed_point(value: object) -> None:
+    text = canonicalize(value)
+    assert json.loads(text) == value
+    assert canonicalize(json.loads(text)) == text

@@ -1,0 +1,201 @@
+"""`pokna roll` and `pokna verify` through typer's CliRunner: output and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fairness_samples import CHECK_SERVER_SEED, KEY_RING, NEW_KEY, OLD_KEY, sample_proof, sample_receipt
+from typer.testing import CliRunner
+
+import pokna.cli.fairness as fairness_cli
+from pokna.cli.app import app
+from pokna.fairness.proof import Proof
+from pokna.fairness.signing import private_key_to_pem, public_key_to_b64url, public_key_to_pem, sign_document
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def proof_file(tmp_path: Path) -> Path:
+    path = tmp_path / "proof.json"
+    path.write_text(json.dumps(sample_proof()))
+    return path
+
+
+@pytest.fixture
+def keys_file(tmp_path: Path) -> Path:
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps(KEY_RING.to_json()))
+    return path
+
+
+def test_roll_prints_the_check_vector() -> None:
+    result = runner.invoke(
+        app, ["roll", "--server-seed", CHECK_SERVER_SEED, "--client-seed", "pokna-client", "--nonce", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "f                 0.2409662576392293" in result.output
+    assert "face              2" in result.output
+    assert "colour            red" in result.output
+    assert "861e71aae3914702057bf23c67148ff7bf08956965cd1b6f3d48792fa5875587" in result.output
+
+
+def test_roll_json() -> None:
+    args = [
+        "roll",
+        "--server-seed",
+        CHECK_SERVER_SEED,
+        "--client-seed",
+        "pokna-client",
+        "--nonce",
+        "256",
+        "--json",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert (document["f"], document["face"], document["color"], document["nonce"]) == (
+        0.3093701181933284,
+        2,
+        "red",
+        256,
+    )
+
+
+def test_roll_refuses_a_malformed_seed_and_a_negative_nonce() -> None:
+    result = runner.invoke(app, ["roll", "--server-seed", "ABC", "--client-seed", "c", "--nonce", "0"])
+    assert result.exit_code == 2
+    assert "64 lowercase hexadecimal" in result.output
+    result = runner.invoke(
+        app, ["roll", "--server-seed", CHECK_SERVER_SEED, "--client-seed", "c", "--nonce", "-1"]
+    )
+    assert result.exit_code == 2
+
+
+def test_verify_valid_with_key_ring(proof_file: Path, keys_file: Path) -> None:
+    result = runner.invoke(app, ["verify", str(proof_file), "--keys", str(keys_file)])
+    assert result.exit_code == 0, result.output
+    assert "Proof of game game-0001" in result.output
+    assert "PASS     rolls" in result.output
+    assert "VALID (not run: receipt, replay)" in result.output
+
+
+def test_verify_valid_with_pem_or_raw_public_key(tmp_path: Path, proof_file: Path) -> None:
+    pem = tmp_path / "key.pem"
+    pem.write_bytes(public_key_to_pem(NEW_KEY.public_key()))
+    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(pem)]).exit_code == 0
+    raw = tmp_path / "key.txt"
+    raw.write_text(public_key_to_b64url(NEW_KEY.public_key()) + "\n")
+    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(raw)]).exit_code == 0
+    wrong = tmp_path / "old.pem"
+    wrong.write_bytes(private_key_to_pem(OLD_KEY))  # a private key PEM is accepted; its public half is used
+    result = runner.invoke(app, ["verify", str(proof_file), "--public-key", str(wrong)])
+    assert result.exit_code == 1
+    assert "INVALID: failed checks: signature" in result.output
+
+
+def test_verify_without_keys_runs_the_rest(proof_file: Path) -> None:
+    result = runner.invoke(app, ["verify", str(proof_file)])
+    assert result.exit_code == 0
+    assert "NOT RUN  signature" in result.output
+
+
+def test_verify_with_receipt(tmp_path: Path, proof_file: Path, keys_file: Path) -> None:
+    receipt = tmp_path / "receipt.json"
+    receipt.write_text(json.dumps(sample_receipt()))
+    result = runner.invoke(
+        app, ["verify", str(proof_file), "--keys", str(keys_file), "--receipt", str(receipt)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "PASS     receipt" in result.output
+
+
+def test_verify_invalid_names_the_failed_check(tmp_path: Path, keys_file: Path) -> None:
+    proof = sample_proof()
+    recorded = proof["rolls"][3]["face"]
+    proof["rolls"][3]["face"] = recorded % 6 + 1
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(sign_document(proof, NEW_KEY)))
+    result = runner.invoke(app, ["verify", str(path), "--keys", str(keys_file)])
+    assert result.exit_code == 1
+    assert f"roll nonce 3: face {recorded % 6 + 1} recorded, {recorded} computed" in result.output
+    assert "INVALID: failed checks: rolls" in result.output
+
+
+def test_verify_json(tmp_path: Path, keys_file: Path) -> None:
+    proof = sample_proof()
+    proof["outcome"]["winners"] = [2]
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(proof))
+    result = runner.invoke(app, ["verify", str(path), "--keys", str(keys_file), "--json"])
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert report["valid"] is False
+    assert [check["name"] for check in report["checks"] if check["status"] == "fail"] == ["signature"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read the proof file"),
+        ("{not json", "is not JSON"),
+        ("[1, 2]", "not an object"),
+        ('{"protocol": "pokna-hmac-sha256-v1"}', "$.document: missing"),
+    ],
+)
+def test_verify_unusable_input_exits_2(tmp_path: Path, content: str | None, message: str) -> None:
+    path = tmp_path / "proof.json"
+    if content is not None:
+        path.write_text(content)
+    result = runner.invoke(app, ["verify", str(path)])
+    assert result.exit_code == 2
+    assert message in result.output
+    result = runner.invoke(app, ["verify", str(path), "--json"])
+    assert result.exit_code == 2
+    assert message in json.loads(result.output)["error"]
+
+
+def test_verify_unusable_keys_exit_2(tmp_path: Path, proof_file: Path, keys_file: Path) -> None:
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a key")
+    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(bad)]).exit_code == 2
+    assert (
+        runner.invoke(app, ["verify", str(proof_file), "--public-key", str(tmp_path / "none.pem")]).exit_code
+        == 2
+    )
+    both = runner.invoke(app, ["verify", str(proof_file), "--keys", str(keys_file), "--public-key", str(bad)])
+    assert both.exit_code == 2
+    assert "not both" in both.output
+
+
+def test_the_replay_hook_is_used(monkeypatch: pytest.MonkeyPatch, proof_file: Path, keys_file: Path) -> None:
+    assert fairness_cli._replay() is None
+
+    def disagreeing(proof: Proof) -> str | None:
+        return "outcome: winners [1] recorded, [2] replayed"
+
+    monkeypatch.setattr(fairness_cli, "_replay", lambda: disagreeing)
+    result = runner.invoke(app, ["verify", str(proof_file), "--keys", str(keys_file)])
+    assert result.exit_code == 1
+    assert "FAIL     replay              outcome: winners [1] recorded, [2] replayed" in result.output
+
+
+def test_the_installed_pokna_command_has_roll_and_verify() -> None:
+    """`pokna.cli.main` only knows the commands of the modules `pokna/cli/__init__.py` imports."""
+    import subprocess
+    import sys
+
+    listing = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from pokna.cli import app; print(sorted(c.name or '' for c in app.registered_commands))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "'roll'" in listing, f"pokna/cli/__init__.py must import pokna.cli.fairness; commands: {listing}"
+    assert "'verify'" in listing, f"pokna/cli/__init__.py must import pokna.cli.fairness; commands: {listing}"
