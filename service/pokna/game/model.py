@@ -1,0 +1,168 @@
+"""The state of one round of Pokna: the Vigo at seat 0 and 1-11 players at seats 1..n, clockwise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from pokna.game.cube import Color
+from pokna.game.errors import InvalidConfig
+
+VIGO_SEAT: Final = 0
+MIN_PLAYERS: Final = 1
+MAX_PLAYERS: Final = 11
+
+
+class Phase(StrEnum):
+    OPEN = "open"
+    SEEKING = "seeking"
+    VOTING = "voting"
+    LONE_SURVIVOR = "lone_survivor"
+    CHALLENGE_FAVOR = "challenge_favor"
+    CHALLENGE_ROLL = "challenge_roll"
+    SETTLED = "settled"
+    CANCELLED = "cancelled"
+
+
+FINAL_PHASES: Final = frozenset({Phase.SETTLED, Phase.CANCELLED})
+
+
+class SeatStatus(StrEnum):
+    """A player is in favor until a roll that misses the favor eliminates them."""
+
+    VIGO = "vigo"
+    IN_FAVOR = "in_favor"
+    ELIMINATED = "eliminated"
+
+
+class VoteChoice(StrEnum):
+    SPLIT = "split"
+    ROLL_AGAIN = "roll_again"
+
+
+class SettleReason(StrEnum):
+    NO_SURVIVORS = "no_survivors"
+    CLAIMED = "claimed"
+    CHALLENGE_WON = "challenge_won"
+    CHALLENGE_LOST = "challenge_lost"
+    SPLIT = "split"
+    VIGO_BUST = "vigo_bust"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    """Everything about the bet is fixed here, before any roll exists, so no one sizes a bet on known rolls."""
+
+    stake: int
+    challenge_raise: int
+    player_count: int
+
+    def __post_init__(self) -> None:
+        for name in ("stake", "challenge_raise", "player_count"):
+            if not _is_int(getattr(self, name)):
+                raise InvalidConfig(f"{name} must be an integer", field=name)
+        if self.stake <= 0:
+            raise InvalidConfig(f"the stake must be positive, not {self.stake}", field="stake")
+        if self.challenge_raise <= 0:
+            raise InvalidConfig(
+                f"the challenge raise must be positive, not {self.challenge_raise}", field="challenge_raise"
+            )
+        if not MIN_PLAYERS <= self.player_count <= MAX_PLAYERS:
+            raise InvalidConfig(
+                f"a table seats {MIN_PLAYERS} to {MAX_PLAYERS} players besides the Vigo, not {self.player_count}",
+                field="player_count",
+            )
+
+    @classmethod
+    def create(cls, *, stake: int, player_count: int, challenge_raise: int | None = None) -> GameConfig:
+        """The card has the Vigo 'increase the stake' on a challenge; by default by one more stake."""
+        return cls(
+            stake=stake,
+            challenge_raise=stake if challenge_raise is None else challenge_raise,
+            player_count=player_count,
+        )
+
+    @property
+    def seats(self) -> range:
+        return range(VIGO_SEAT, self.player_count + 1)
+
+    @property
+    def players(self) -> range:
+        return range(VIGO_SEAT + 1, self.player_count + 1)
+
+
+@dataclass(frozen=True)
+class Ballot:
+    seat: int
+    choice: VoteChoice
+
+
+@dataclass(frozen=True)
+class Payout:
+    seat: int
+    amount: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    reason: SettleReason
+    payouts: tuple[Payout, ...]
+
+
+@dataclass(frozen=True)
+class GameState:
+    """Immutable, so a refused action cannot leave a half-applied state behind.
+
+    `paid_in` and `paid_out` are per seat and let anyone check that the pot is exactly what went in
+    minus what came out.
+    """
+
+    config: GameConfig
+    phase: Phase
+    favor: Color | None
+    pot: int
+    statuses: tuple[SeatStatus, ...]
+    to_roll: tuple[int, ...]
+    votes: tuple[Ballot, ...]
+    pass_number: int
+    challenger: int | None
+    next_nonce: int
+    paid_in: tuple[int, ...]
+    paid_out: tuple[int, ...]
+    outcome: Outcome | None
+
+    @property
+    def survivors(self) -> tuple[int, ...]:
+        """Players still in favor, in clockwise order from the Vigo."""
+        return tuple(seat for seat in self.config.players if self.statuses[seat] is SeatStatus.IN_FAVOR)
+
+    @property
+    def is_over(self) -> bool:
+        return self.phase in FINAL_PHASES
+
+    def voted(self, seat: int) -> bool:
+        return any(ballot.seat == seat for ballot in self.votes)
+
+
+def new_game(config: GameConfig) -> GameState:
+    seat_count = config.player_count + 1
+    return GameState(
+        config=config,
+        phase=Phase.OPEN,
+        favor=None,
+        pot=0,
+        statuses=(SeatStatus.VIGO,) + (SeatStatus.IN_FAVOR,) * config.player_count,
+        to_roll=(),
+        votes=(),
+        pass_number=0,
+        challenger=None,
+        next_nonce=0,
+        paid_in=(0,) * seat_count,
+        paid_out=(0,) * seat_count,
+        outcome=None,
+    )
