@@ -9,6 +9,7 @@ class PoknaError(Exception):
     code: ClassVar[str] = "error"
     status: ClassVar[int] = 400
     title: ClassVar[str] = "Request failed"
+    headers: ClassVar[dict[str, str]] = {}
 
     def __init__(self, detail: str, **extensions: Any) -> None:
         super().__init__(detail)
@@ -32,3 +33,30 @@ class Unauthorized(PoknaError):
     code = "unauthorized"
     status = 401
     title = "Unauthorized"
+    headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": "Bearer"}
+
+
+class InvalidRequest(PoknaError):
+    """Input that passed the schema but not the rules of the service; `field` names the culprit."""
+
+    code = "invalid_request"
+    status = 422
+    title = "Invalid request"
+
+    def __init__(self, detail: str, *, field: str, **extensions: Any) -> None:
+        pointer = "/" + "/".join(field.split(".")[1:]) if "." in field else ""
+        super().__init__(
+            detail, invalid_params=[{"name": field, "reason": detail, "pointer": pointer}], **extensions
+        )
+
+
+class IdempotencyKeyReused(PoknaError):
+    code = "idempotency_key_reused"
+    status = 422
+    title = "Idempotency key reused with a different request"
+
+
+class IdempotencyRequestInProgress(PoknaError):
+    code = "idempotency_request_in_progress"
+    status = 409
+    title = "A request with this idempotency key is still being processed"

@@ -1,23 +1,32 @@
-"""What one process holds for its lifetime: settings, the engine and the session factory. No game state."""
+"""What one process holds for its lifetime: settings, the engine, the session factory and the keys.
+
+Never game state: every request loads what it needs from the database, so any number of processes
+can serve one PostgreSQL.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
 
 
-@dataclass(frozen=True)
 class Runtime:
-    settings: Settings
-    engine: Engine
-    sessions: sessionmaker[Session]
+    def __init__(self, settings: Settings, engine: Engine) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.sessions: sessionmaker[Session] = make_sessionmaker(engine)
 
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine | None = None) -> Runtime:
-        engine = engine or make_engine(settings.resolved_database_url)
-        return cls(settings=settings, engine=engine, sessions=make_sessionmaker(engine))
+        return cls(settings, engine or make_engine(settings.resolved_database_url))
+
+    @cached_property
+    def keys(self) -> ServiceKeys:
+        """Loaded on first use, so commands that never sign anything never create development keys."""
+        return load_service_keys(self.settings)

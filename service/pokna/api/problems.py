@@ -146,9 +146,11 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, PoknaError)
-    return problem_response(
+    response = problem_response(
         request, status=exc.status, code=exc.code, title=exc.title, detail=exc.detail, **exc.extensions
     )
+    response.headers.update(exc.headers)
+    return response
 
 
 async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:

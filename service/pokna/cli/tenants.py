@@ -1,0 +1,97 @@
+"""`pokna tenants ...`: integrating apps and their API keys (a key is printed once, never stored)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from pokna.cli.app import app
+from pokna.cli.database import command_session
+from pokna.errors import NotFound
+from pokna.tenants import service
+
+tenants_app = typer.Typer(help="Tenants (integrating apps) and their API keys.", no_args_is_help=True)
+keys_app = typer.Typer(help="A tenant's API keys.", no_args_is_help=True)
+tenants_app.add_typer(keys_app, name="keys")
+app.add_typer(tenants_app, name="tenants")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+@tenants_app.command("create")
+def create(name: Annotated[str, typer.Argument(help="The app's name.")], as_json: JsonOption = False) -> None:
+    """Create a tenant and its first API key. The key is shown only now."""
+    with command_session() as session:
+        tenant = service.create_tenant(session, name)
+        issued = service.issue_api_key(session, tenant.id)
+    _print_key(issued, as_json, tenant_name=tenant.name)
+
+
+@tenants_app.command("list")
+def list_(as_json: JsonOption = False) -> None:
+    """List tenants."""
+    with command_session() as session:
+        rows = [{"id": t.id, "name": t.name, "created_at": t.created_at.isoformat()} for t in service.list_tenants(session)]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            typer.echo(f"{row['id']}  {row['name']}")
+
+
+@keys_app.command("create")
+def create_key(tenant_id: Annotated[str, typer.Argument()], as_json: JsonOption = False) -> None:
+    """Issue another API key for a tenant (for rotation: issue, deploy, then revoke the old one)."""
+    try:
+        with command_session() as session:
+            issued = service.issue_api_key(session, tenant_id)
+    except NotFound as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from exc
+    _print_key(issued, as_json)
+
+
+@keys_app.command("list")
+def list_keys(tenant_id: Annotated[str, typer.Argument()], as_json: JsonOption = False) -> None:
+    """List a tenant's keys (ids and state only; secrets are never stored)."""
+    with command_session() as session:
+        rows = [
+            {
+                "id": key.id,
+                "created_at": key.created_at.isoformat(),
+                "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+            }
+            for key in service.list_api_keys(session, tenant_id)
+        ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            typer.echo(f"{row['id']}  {'revoked ' + str(row['revoked_at']) if row['revoked_at'] else 'active'}")
+
+
+@keys_app.command("revoke")
+def revoke_key(key_id: Annotated[str, typer.Argument()]) -> None:
+    """Revoke an API key; requests with it get 401 from then on."""
+    try:
+        with command_session() as session:
+            service.revoke_api_key(session, key_id)
+    except NotFound as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(f"revoked {key_id}")
+
+
+def _print_key(issued: service.IssuedKey, as_json: bool, tenant_name: str | None = None) -> None:
+    if as_json:
+        payload = {"tenant_id": issued.tenant_id, "key_id": issued.key_id, "api_key": issued.secret}
+        if tenant_name is not None:
+            payload["name"] = tenant_name
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    typer.echo(f"tenant:  {issued.tenant_id}")
+    typer.echo(f"key id:  {issued.key_id}")
+    typer.echo(f"API key: {issued.secret}")
+    typer.echo("Store the API key now: it is not shown again.", err=True)

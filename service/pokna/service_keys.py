@@ -1,0 +1,97 @@
+"""The service's secrets, loaded once per process: the Ed25519 signing key and the seed vault key.
+
+Configuration supplies them in production. In development (and tests) they are generated into the data
+directory on first use, with a warning, so `pokna serve` works with zero setup and restarts keep them.
+Retired public keys (PEM files in `<data dir>/keys/retired/`) stay published so old proofs verify.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from pokna.fairness.keyring import KeyRing
+from pokna.fairness.seed_vault import KEY_BYTES, generate_vault_key
+from pokna.fairness.signing import (
+    generate_signing_key,
+    key_id_of,
+    load_private_key_pem,
+    load_public_key_pem,
+    private_key_to_pem,
+)
+from pokna.settings import Environment, Settings
+
+log = logging.getLogger("pokna.keys")
+
+
+@dataclass(frozen=True)
+class ServiceKeys:
+    signing_key: Ed25519PrivateKey
+    key_ring: KeyRing
+    seed_key: bytes
+
+    @property
+    def key_id(self) -> str:
+        return key_id_of(self.signing_key.public_key())
+
+
+def load_service_keys(settings: Settings) -> ServiceKeys:
+    keys_dir = settings.data_dir / "keys"
+    if settings.signing_key is not None:
+        signing_key = load_private_key_pem(settings.signing_key.get_secret_value().encode())
+    else:
+        signing_key = _development_signing_key(settings, keys_dir / "signing_key.pem")
+    if settings.seed_encryption_key is not None:
+        seed_key = bytes.fromhex(settings.seed_encryption_key.get_secret_value().strip())
+    else:
+        seed_key = _development_seed_key(settings, keys_dir / "seed_encryption_key.hex")
+    if len(seed_key) != KEY_BYTES:
+        raise ValueError(f"POKNA_SEED_ENCRYPTION_KEY must be {KEY_BYTES * 2} hex characters")
+    retired_dir = keys_dir / "retired"
+    retired = (
+        [load_public_key_pem(path.read_bytes()) for path in sorted(retired_dir.glob("*.pem"))]
+        if retired_dir.is_dir()
+        else []
+    )
+    current_id = key_id_of(signing_key.public_key())
+    retired = [key for key in retired if key_id_of(key) != current_id]
+    return ServiceKeys(signing_key, KeyRing.of(signing_key.public_key(), retired), seed_key)
+
+
+def _refuse_in_production(settings: Settings, what: str) -> None:
+    if settings.env is Environment.PRODUCTION:
+        raise RuntimeError(f"production needs {what} from configuration; refusing to generate one")
+
+
+def _development_signing_key(settings: Settings, path: Path) -> Ed25519PrivateKey:
+    _refuse_in_production(settings, "POKNA_SIGNING_KEY")
+    if path.exists():
+        return load_private_key_pem(path.read_bytes())
+    key = generate_signing_key()
+    _write_secret(path, private_key_to_pem(key))
+    log.warning("generated a DEVELOPMENT signing key; set POKNA_SIGNING_KEY in production", extra={"path": str(path)})
+    return key
+
+
+def _development_seed_key(settings: Settings, path: Path) -> bytes:
+    _refuse_in_production(settings, "POKNA_SEED_ENCRYPTION_KEY")
+    if path.exists():
+        return bytes.fromhex(path.read_text().strip())
+    key = generate_vault_key()
+    _write_secret(path, key.hex().encode())
+    log.warning(
+        "generated a DEVELOPMENT seed encryption key; set POKNA_SEED_ENCRYPTION_KEY in production",
+        extra={"path": str(path)},
+    )
+    return key
+
+
+def _write_secret(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(content)

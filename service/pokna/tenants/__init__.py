@@ -1,0 +1,1 @@
+"""Tenants (integrating apps) and the API keys they authenticate with."""
