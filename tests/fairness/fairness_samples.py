@@ -12,7 +12,24 @@ from pokna.fairness.keyring import KeyRing
 from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
 from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
 from pokna.fairness.receipt import build_commitment_receipt
+from pokna.fairness.replay import balance_cap, outcome_to_json, recorded_balances
 from pokna.fairness.terms import GameTerms, SeatAccount
+from pokna.game import (
+    Action,
+    Challenge,
+    GameConfig,
+    Phase,
+    Roll,
+    Start,
+    Vote,
+    VoteChoice,
+    action_to_dict,
+    new_game,
+    turn,
+)
+from pokna.game import step as engine_step
+from pokna.game.events import Rolled
+from pokna.game.transfers import party_to_json
 
 CHECK_SERVER_SEED = "5d5c1ae0f3b7d8ab1a6c3e6f6b4e2d9a0c1b2a3f4e5d6c7b8a9f0e1d2c3b4a59"
 CHECK_SERVER_SEED_HASH = "861e71aae3914702057bf23c67148ff7bf08956965cd1b6f3d48792fa5875587"
@@ -59,46 +76,83 @@ CLIENT_SEEDS = [
     SeatClientSeed(1, "acct-alice", "alice.1", "player"),
     SeatClientSeed(2, "acct-bob", "Srv_generated-0001", "server"),
 ]
-ROLL_PLAN = [
-    (0, RollPurpose.FAVOR),
-    (1, RollPurpose.SEEK),
-    (2, RollPurpose.SEEK),
-    (1, RollPurpose.CHALLENGE_FAVOR),
-    (2, RollPurpose.CHALLENGE),
-]
-ACTIONS: list[dict[str, Any]] = [
-    {"type": "seek", "seat": 1},
-    {"type": "seek", "seat": 2, "timeout": True},
-    {"type": "challenge", "seat": 1, "choice": "red"},
-]
-OUTCOME: dict[str, Any] = {"status": "settled", "winners": [1], "reason": "challenge_won"}
-TRANSFERS = [
-    TransferRecord("stake", 1, "pot", 100),
-    TransferRecord("stake", 2, "pot", 100),
-    TransferRecord("challenge_raise", 1, "pot", 50),
-    TransferRecord("payout", "pot", 1, 250),
-]
+BALANCE = 10_000
+
+
+def _play_sample_game(
+    server_seed: str,
+) -> tuple[list[RecordedRoll], list[dict[str, Any]], dict[str, Any], list[TransferRecord]]:
+    """Play a real game through the rules engine with the protocol's rolls: roll when asked, challenge when
+    alone, vote split. The proof is then exactly what the service would publish, so the replay check passes."""
+    config = GameConfig.create(stake=TERMS.stake, challenge_raise=TERMS.challenge_raise, player_count=2)
+    client_seed = game_client_seed([entry.client_seed for entry in CLIENT_SEEDS])
+    accounts = {seat.seat: seat.account_id for seat in TERMS.seats}
+    balances = dict.fromkeys(config.seats, BALANCE)
+    cap = balance_cap(config.stake, config.challenge_raise, config.player_count)
+    state = new_game(config)
+    rolls: list[RecordedRoll] = []
+    actions: list[dict[str, Any]] = []
+    transfers: list[TransferRecord] = []
+    while not state.is_over:
+        now = turn(state)
+        seat = now.seats[0]
+        action: Action
+        if state.phase is Phase.OPEN:
+            action = Start(seat)
+        elif state.phase is Phase.LONE_SURVIVOR:
+            action = Challenge(seat)
+        elif state.phase is Phase.VOTING:
+            action = Vote(seat, VoteChoice.SPLIT)
+        else:
+            action = Roll(seat)
+        record = {**action_to_dict(action), "balances": recorded_balances(balances, cap)}
+        result = engine_step(
+            state, action, balances=balances, roll_face=lambda n: roll(server_seed, client_seed, n).face
+        )
+        for event in result.events:
+            if isinstance(event, Rolled):
+                rolls.append(
+                    RecordedRoll.of(
+                        event.nonce,
+                        event.seat,
+                        accounts[event.seat],
+                        RollPurpose(event.purpose.value),
+                        event.face,
+                    )
+                )
+        for transfer in result.transfers:
+            if transfer.into_pot:
+                balances[transfer.seat] -= transfer.amount
+            else:
+                balances[transfer.seat] += transfer.amount
+            transfers.append(
+                TransferRecord(
+                    transfer.kind.value,
+                    party_to_json(transfer.payer),
+                    party_to_json(transfer.payee),
+                    transfer.amount,
+                )
+            )
+        actions.append(record)
+        state = result.state
+    return rolls, actions, outcome_to_json(state.outcome), transfers
 
 
 def sample_rolls(server_seed: str = CHECK_SERVER_SEED) -> list[RecordedRoll]:
-    client_seed = game_client_seed([entry.client_seed for entry in CLIENT_SEEDS])
-    accounts = {seat.seat: seat.account_id for seat in TERMS.seats}
-    return [
-        RecordedRoll.of(nonce, seat, accounts[seat], purpose, roll(server_seed, client_seed, nonce).face)
-        for nonce, (seat, purpose) in enumerate(ROLL_PLAN)
-    ]
+    return _play_sample_game(server_seed)[0]
 
 
 def sample_proof(private_key: Ed25519PrivateKey = NEW_KEY) -> dict[str, Any]:
+    rolls, actions, outcome, transfers = _play_sample_game(CHECK_SERVER_SEED)
     return build_proof(
         game_id=GAME_ID,
         server_seed=CHECK_SERVER_SEED,
         client_seeds=CLIENT_SEEDS,
         terms=TERMS,
-        rolls=sample_rolls(),
-        actions=ACTIONS,
-        outcome=OUTCOME,
-        transfers=TRANSFERS,
+        rolls=rolls,
+        actions=actions,
+        outcome=outcome,
+        transfers=transfers,
         private_key=private_key,
     )
 

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import pokna.cli.fairness as fairness_cli
 from pokna.cli.app import app
 from pokna.fairness.proof import Proof
+from pokna.fairness.replay import replay_proof
 from pokna.fairness.signing import private_key_to_pem, public_key_to_b64url, public_key_to_pem, sign_document
 
 runner = CliRunner()
@@ -79,7 +80,8 @@ def test_verify_valid_with_key_ring(proof_file: Path, keys_file: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "Proof of game game-0001" in result.output
     assert "PASS     rolls" in result.output
-    assert "VALID (not run: receipt, replay)" in result.output
+    assert "PASS     replay" in result.output
+    assert "VALID (not run: receipt)" in result.output
 
 
 def test_verify_valid_with_pem_or_raw_public_key(tmp_path: Path, proof_file: Path) -> None:
@@ -126,14 +128,17 @@ def test_verify_invalid_names_the_failed_check(tmp_path: Path, keys_file: Path) 
 
 def test_verify_json(tmp_path: Path, keys_file: Path) -> None:
     proof = sample_proof()
-    proof["outcome"]["winners"] = [2]
+    proof["outcome"]["reason"] = "claimed"
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(proof))
     result = runner.invoke(app, ["verify", str(path), "--keys", str(keys_file), "--json"])
     assert result.exit_code == 1
     report = json.loads(result.output)
     assert report["valid"] is False
-    assert [check["name"] for check in report["checks"] if check["status"] == "fail"] == ["signature"]
+    assert [check["name"] for check in report["checks"] if check["status"] == "fail"] == [
+        "signature",
+        "replay",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -171,7 +176,7 @@ def test_verify_unusable_keys_exit_2(tmp_path: Path, proof_file: Path, keys_file
 
 
 def test_the_replay_hook_is_used(monkeypatch: pytest.MonkeyPatch, proof_file: Path, keys_file: Path) -> None:
-    assert fairness_cli._replay() is None
+    assert fairness_cli._replay() is replay_proof
 
     def disagreeing(proof: Proof) -> str | None:
         return "outcome: winners [1] recorded, [2] replayed"

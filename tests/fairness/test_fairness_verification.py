@@ -96,7 +96,16 @@ def test_the_proof_document_shape() -> None:
         "face": roll(CHECK_SERVER_SEED, proof["client_seed"], 0).face,
         "color": first["color"],
     }
-    assert proof["transfers"][3] == {"kind": "payout", "payer": "pot", "payee": 1, "amount": 250}
+    # The sample's rolls: favor red; seat 1 blue (out), seat 2 red (alone); seat 2 challenges, the Vigo
+    # rolls blue and seat 2 matches it. So seat 2 takes both antes, the raise and its match.
+    stake, challenge_raise = TERMS.stake, TERMS.challenge_raise
+    assert proof["transfers"][-1] == {
+        "kind": "payout",
+        "payer": "pot",
+        "payee": 2,
+        "amount": 2 * stake + 2 * challenge_raise,
+    }
+    assert proof["outcome"]["reason"] == "challenge_won"
     assert Proof.from_json(proof).game == TERMS
 
 
@@ -234,7 +243,14 @@ def test_replay_gets_the_parsed_proof() -> None:
     seen: list[Proof] = []
     verify_proof(sample_proof(), KEY_RING, replay=lambda parsed: seen.append(parsed))
     assert seen[0].game_id == GAME_ID
-    assert [action["type"] for action in seen[0].actions] == ["seek", "seek", "challenge"]
+    assert [action["action"] for action in seen[0].actions] == [
+        "start",
+        "roll",
+        "roll",
+        "challenge",
+        "roll",
+        "roll",
+    ]
 
 
 def test_a_crashing_replay_is_a_failed_check_not_a_crash() -> None:

@@ -17,6 +17,7 @@ from pokna.cli.app import app
 from pokna.fairness.errors import FairnessError
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.protocol import PROTOCOL, roll, server_seed_hash
+from pokna.fairness.replay import replay_proof
 from pokna.fairness.signing import load_public_key_pem, public_key_from_b64url
 from pokna.fairness.verification import CheckStatus, Replay, VerificationReport, verify_proof
 
@@ -30,15 +31,8 @@ class UnusableInputError(Exception):
 
 
 def _replay() -> Replay | None:
-    """HOOK (rules engine): return the `pokna.game` replay here once it exists, e.g.
-
-        from pokna.game.replay import replay_proof
-        return replay_proof
-
-    The callable gets the parsed `Proof` and returns None when the rules reproduce its outcome and transfers
-    from its actions and rolls, or a sentence naming the first difference. None here: "replay: not run".
-    """
-    return None
+    """The rules engine re-runs the proof's actions over its rolls: outcome and transfers must follow."""
+    return replay_proof
 
 
 @app.command("roll")
