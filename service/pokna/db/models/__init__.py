@@ -1,5 +1,14 @@
 """Every table, imported here so Alembic's autogenerate and `alembic check` see the whole schema."""
 
+from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
 from pokna.db.models.tenant import ApiKey, Tenant
 
-__all__ = ["ApiKey", "Tenant"]
+__all__ = [
+    "Account",
+    "ApiKey",
+    "JournalPosting",
+    "JournalTransaction",
+    "LedgerCheckpoint",
+    "LedgerHead",
+    "Tenant",
+]

@@ -1,0 +1,214 @@
+"""`pokna ledger ...` (export, reconcile, checkpoint) and `pokna audit verify` (offline, no database).
+
+The shell around pokna.ledger: it opens the database or reads files and prints; every judgement is the
+package's. `audit verify` exits 0 when the export is valid, 1 when it is not (each finding names its seq)
+and 2 when the input cannot be judged at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TextIO
+
+import typer
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from sqlalchemy.orm import Session
+
+from pokna.cli.app import app
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.fairness.errors import FairnessError
+from pokna.fairness.signing import load_public_key_pem, public_key_from_b64url
+from pokna.ledger.audit import AuditReport, UnusableCheckpoint, verify_export
+from pokna.ledger.checkpoint import checkpoint_document, take_checkpoint
+from pokna.ledger.export import EXPORT_FORMATS, export_lines
+from pokna.ledger.service import reconcile
+from pokna.service_keys import load_service_keys
+from pokna.settings import get_settings
+
+EXIT_VALID = 0
+EXIT_INVALID = 1
+EXIT_UNUSABLE = 2
+
+ledger_app = typer.Typer(help="The double-entry ledger: export, reconcile, checkpoint.", no_args_is_help=True)
+audit_app = typer.Typer(help="Offline audits of ledger exports. No database needed.", no_args_is_help=True)
+app.add_typer(ledger_app, name="ledger")
+app.add_typer(audit_app, name="audit")
+
+
+@contextmanager
+def _session() -> Iterator[Session]:
+    engine = make_engine(get_settings().resolved_database_url)
+    try:
+        with unit_of_work(make_sessionmaker(engine)) as session:
+            yield session
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def _output(path: Path | None) -> Iterator[TextIO]:
+    if path is None:
+        yield sys.stdout
+        return
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        yield handle
+
+
+@ledger_app.command("export")
+def export_command(
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
+    export_format: Annotated[
+        str, typer.Option("--format", help=f"One of: {', '.join(EXPORT_FORMATS)}.")
+    ] = "jsonl",
+    from_seq: Annotated[int | None, typer.Option("--from-seq", min=1, help="First seq to export.")] = None,
+    to_seq: Annotated[int | None, typer.Option("--to-seq", min=0, help="Last seq to export.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
+    ] = None,
+) -> None:
+    """Stream a tenant's journal as JSONL (what `pokna audit verify` reads), CSV or Beancount."""
+    if export_format not in EXPORT_FORMATS:
+        raise typer.BadParameter(f"one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
+    with _session() as session, _output(output) as handle:
+        for chunk in export_lines(session, tenant, export_format, from_seq=from_seq, to_seq=to_seq):
+            handle.write(chunk)
+
+
+@ledger_app.command("reconcile")
+def reconcile_command(
+    tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant (default: all).")] = None,
+    chain: Annotated[
+        bool, typer.Option("--chain/--no-chain", help="Also re-verify every hash chain.")
+    ] = True,
+) -> None:
+    """Compare stored balances with the sum of postings. Exit 1 when anything disagrees."""
+    with _session() as session:
+        report = reconcile(session, tenant, check_chain=chain)
+    for difference in report.differences:
+        typer.echo(
+            f"DRIFT    {difference.account_id} (tenant {difference.tenant_id}): stored {difference.stored}, "
+            f"postings sum to {difference.computed}"
+        )
+    for tenant_id, seq, transaction_id in report.unbalanced_transactions:
+        typer.echo(f"UNBALANCED tenant {tenant_id} seq {seq} ({transaction_id})")
+    for tenant_id, problem_seq, problem in report.chain_problems:
+        typer.echo(f"CHAIN    tenant {tenant_id} seq {problem_seq}: {problem}")
+    if not report.ok:
+        typer.echo("RECONCILE FAILED")
+        raise typer.Exit(1)
+    typer.echo(
+        "reconciled: every stored balance equals the sum of its postings"
+        + (", chains intact" if chain else "")
+    )
+
+
+@ledger_app.command("checkpoint")
+def checkpoint_command(
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
+    ] = None,
+) -> None:
+    """Sign the tenant's current chain head with the service key and print the checkpoint document."""
+    signing_key = load_service_keys(get_settings()).signing_key
+    with _session() as session:
+        document = checkpoint_document(take_checkpoint(session, tenant, signing_key))
+    with _output(output) as handle:
+        handle.write(json.dumps(document, indent=2) + "\n")
+
+
+class _Unusable(Exception):
+    pass
+
+
+@audit_app.command("verify")
+def verify_command(
+    export_file: Annotated[
+        Path, typer.Argument(metavar="EXPORT.jsonl", help="A `pokna ledger export` JSONL file.")
+    ],
+    checkpoint: Annotated[
+        Path | None, typer.Option("--checkpoint", help="A signed checkpoint the export must contain.")
+    ] = None,
+    public_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--public-key", help="The operator's Ed25519 public key: PEM, or base64url of the raw 32 bytes."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Verify a ledger export offline: hash chain, balance of every transaction, balances, trial balance."""
+    try:
+        if public_key is not None and checkpoint is None:
+            raise _Unusable("--public-key checks a --checkpoint; give both")
+        checkpoint_json = _read_checkpoint(checkpoint) if checkpoint else None
+        key = _read_public_key(public_key) if public_key else None
+        with _open_export(export_file) as lines:
+            report = verify_export(lines, checkpoint=checkpoint_json, public_key=key)
+    except (_Unusable, UnusableCheckpoint, FairnessError) as error:
+        if as_json:
+            typer.echo(json.dumps({"valid": None, "error": str(error)}))
+        else:
+            typer.echo(f"UNUSABLE INPUT: {error}", err=True)
+        raise typer.Exit(EXIT_UNUSABLE) from error
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        _print_report(export_file, report)
+    raise typer.Exit(EXIT_VALID if report.valid else EXIT_INVALID)
+
+
+@contextmanager
+def _open_export(path: Path) -> Iterator[Iterator[bytes]]:
+    try:
+        handle = path.open("rb")
+    except OSError as error:
+        raise _Unusable(f"cannot read the export {path}: {error.strerror or error}") from error
+    with handle:
+        yield iter(handle)
+
+
+def _read_checkpoint(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise _Unusable(f"cannot read the checkpoint {path}: {error.strerror or error}") from error
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _Unusable(f"the checkpoint {path} is not JSON: {error}") from error
+    if not isinstance(document, dict):
+        raise _Unusable(f"the checkpoint {path} is not a JSON object")
+    return document
+
+
+def _read_public_key(path: Path) -> Ed25519PublicKey:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise _Unusable(f"cannot read the public key {path}: {error.strerror or error}") from error
+    if b"-----BEGIN" in data:
+        return load_public_key_pem(data)
+    return public_key_from_b64url(data.decode("ascii", "replace").strip())
+
+
+def _print_report(path: Path, report: AuditReport) -> None:
+    span = "empty" if report.first_seq is None else f"seq {report.first_seq}-{report.last_seq}"
+    typer.echo(
+        f"Ledger export {path}: tenant {report.tenant_id}, {span}, "
+        f"{report.transactions} transactions, {report.postings} postings"
+    )
+    typer.echo(f"  head hash      {report.head_hash}")
+    for currency, total in sorted(report.trial_balance().items()):
+        typer.echo(f"  trial balance  {total} {currency}")
+    if report.checkpoint_checked:
+        typer.echo("  checkpoint     checked")
+    for note in report.notes:
+        typer.echo(f"  note: {note}")
+    for finding in report.findings:
+        where = f"seq {finding.seq}" if finding.seq is not None else "-"
+        line = f"line {finding.line}" if finding.line is not None else "checkpoint"
+        typer.echo(f"  FAIL  {where:>12}  {line:>10}  {finding.problem}")
+    typer.echo("VALID" if report.valid else f"INVALID: {len(report.findings)} finding(s)")

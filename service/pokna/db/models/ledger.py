@@ -1,0 +1,137 @@
+"""The double-entry ledger's tables. The schema (and its triggers) is migrations/versions/0002_ledger.py.
+
+Postings are signed: an account's balance is the sum of its postings, and every journal transaction's
+postings sum to zero per currency. Rows of `journal_transaction`, `posting` and `ledger_checkpoint` are
+append-only; `account.balance` is maintained by the database itself when a posting is inserted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from pokna.db.base import Base
+from pokna.db.types import UTCDateTime, utc_now
+
+# Bounds shared with the migration's CHECK constraints (pokna.ledger.model re-exports them).
+MAX_POSTING_AMOUNT = 10**15
+MAX_ABS_BALANCE = 10**18
+NON_NEGATIVE_KINDS = ("player_wallet", "game_pot")
+ACCOUNT_KINDS = ("player_wallet", "game_pot", "house", "external_funding")
+
+
+class Account(Base):
+    """Somewhere credits live. Player wallets and game pots can never go below zero."""
+
+    __tablename__ = "account"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "kind", "external_id"),
+        CheckConstraint(
+            "kind IN ('player_wallet', 'game_pot', 'house', 'external_funding')", name="kind_known"
+        ),
+        CheckConstraint(
+            "balance >= 0 OR kind NOT IN ('player_wallet', 'game_pot')", name="balance_non_negative"
+        ),
+        CheckConstraint(f"balance BETWEEN {-MAX_ABS_BALANCE} AND {MAX_ABS_BALANCE}", name="balance_bounded"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    currency: Mapped[str] = mapped_column(String(16), default="CREDIT")
+    external_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    balance: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class JournalTransaction(Base):
+    """One balanced, immutable, hash-chained entry in a tenant's journal."""
+
+    __tablename__ = "journal_transaction"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "seq"),
+        UniqueConstraint("tenant_id", "idempotency_key"),
+        CheckConstraint("seq >= 1", name="seq_positive"),
+        CheckConstraint("posting_count >= 2", name="at_least_two_postings"),
+        CheckConstraint("length(prev_hash) = 64 AND length(hash) = 64", name="hash_length"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(32))
+    reference: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    request_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    # How many postings this transaction has; fixed at insert, so none can be added later.
+    posting_count: Mapped[int] = mapped_column(SmallInteger)
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+    # Read-only: postings are written by pokna.ledger alone, and loaded only when asked for.
+    postings: Mapped[list[JournalPosting]] = relationship(
+        lazy="raise", order_by="JournalPosting.leg", viewonly=True
+    )
+
+
+class JournalPosting(Base):
+    """One signed leg of a journal transaction. `leg` orders the legs inside their transaction."""
+
+    __tablename__ = "posting"
+    __table_args__ = (
+        UniqueConstraint("transaction_id", "leg"),
+        Index("ix_posting_account_id", "account_id"),
+        CheckConstraint("leg >= 0", name="leg_non_negative"),
+        CheckConstraint(
+            f"amount <> 0 AND amount BETWEEN {-MAX_POSTING_AMOUNT} AND {MAX_POSTING_AMOUNT}",
+            name="amount_non_zero_bounded",
+        ),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    transaction_id: Mapped[str] = mapped_column(ForeignKey("journal_transaction.id"))
+    leg: Mapped[int] = mapped_column(Integer)
+    account_id: Mapped[str] = mapped_column(ForeignKey("account.id"))
+    amount: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(16))
+
+
+class LedgerHead(Base):
+    """A tenant's chain head. Locking this row serializes the tenant's writers, so the chain never forks."""
+
+    __tablename__ = "ledger_head"
+
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+    last_hash: Mapped[str] = mapped_column(String(64))
+
+
+class LedgerCheckpoint(Base):
+    """An Ed25519-signed statement of a tenant's chain head at some moment; auditors pin exports to it."""
+
+    __tablename__ = "ledger_checkpoint"
+    __table_args__ = (Index("ix_ledger_checkpoint_tenant_id_seq", "tenant_id", "seq"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    key_id: Mapped[str] = mapped_column(String(64))
+    signature: Mapped[str] = mapped_column(String(128))

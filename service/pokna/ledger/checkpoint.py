@@ -1,0 +1,83 @@
+"""Signed checkpoints of a tenant's chain head: what lets an auditor trust the end of an export.
+
+The hash chain shows that nothing inside an export was changed, but anyone holding the export can rewrite
+its tail and recompute every hash. A checkpoint is the service's Ed25519 signature over {tenant_id, seq,
+hash, created_at} at some moment; published or handed to the auditor, it pins history up to that seq.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Table, insert, select
+from sqlalchemy.orm import Session
+
+from pokna.db.models.ledger import LedgerCheckpoint
+from pokna.db.types import new_id, utc_now
+from pokna.fairness.signing import SIGNATURE_FIELD, sign_document
+from pokna.ledger import repository
+from pokna.ledger.audit import CHECKPOINT_TYPE
+from pokna.ledger.chain import format_timestamp
+from pokna.ledger.errors import InvalidPostings, TenantNotFound
+
+
+def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519PrivateKey) -> LedgerCheckpoint:
+    """Sign the tenant's current chain head (seq 0 and the genesis hash for an empty ledger)."""
+    if not repository.tenant_exists(session, tenant_id):
+        raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
+    seq, hash_ = repository.read_head(session, tenant_id)
+    created_at = utc_now()
+    signed = sign_document(
+        {
+            "type": CHECKPOINT_TYPE,
+            "tenant_id": tenant_id,
+            "seq": seq,
+            "hash": hash_,
+            "created_at": format_timestamp(created_at),
+        },
+        signing_key,
+    )
+    row = {
+        "id": new_id("ckpt"),
+        "tenant_id": tenant_id,
+        "seq": seq,
+        "hash": hash_,
+        "created_at": created_at,
+        "key_id": signed["key_id"],
+        "signature": signed[SIGNATURE_FIELD],
+    }
+    session.execute(insert(cast(Table, LedgerCheckpoint.__table__)), row)
+    checkpoint = session.get(LedgerCheckpoint, row["id"])
+    assert checkpoint is not None
+    return checkpoint
+
+
+def checkpoint_document(checkpoint: LedgerCheckpoint) -> dict[str, Any]:
+    """The signed JSON document, exactly as signed: give this (and the public key) to an auditor."""
+    return {
+        "type": CHECKPOINT_TYPE,
+        "tenant_id": checkpoint.tenant_id,
+        "seq": checkpoint.seq,
+        "hash": checkpoint.hash,
+        "created_at": format_timestamp(checkpoint.created_at),
+        "key_id": checkpoint.key_id,
+        SIGNATURE_FIELD: checkpoint.signature,
+    }
+
+
+def list_checkpoints(
+    session: Session, tenant_id: str, *, limit: int = 50, before_seq: int | None = None
+) -> list[LedgerCheckpoint]:
+    """Newest first."""
+    if not 1 <= limit <= 500:
+        raise InvalidPostings("limit must be between 1 and 500")
+    statement = (
+        select(LedgerCheckpoint)
+        .where(LedgerCheckpoint.tenant_id == tenant_id)
+        .order_by(LedgerCheckpoint.seq.desc(), LedgerCheckpoint.created_at.desc())
+        .limit(limit)
+    )
+    if before_seq is not None:
+        statement = statement.where(LedgerCheckpoint.seq < before_seq)
+    return list(session.scalars(statement))

@@ -1,0 +1,171 @@
+"""The ledger's vocabulary and its pure rules: kinds, bounds, postings, and how a draft is validated.
+
+Sign convention: a posting is a signed amount in minor units. An account's balance is the sum of its
+postings; the postings of one journal transaction sum to zero per currency. A deposit posts +amount to
+the player's wallet and -amount to the tenant's external funding account, so external funding is
+negative by design (it is the outside world's claim on the money inside), and wallets and pots never are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from pokna.db.models.ledger import MAX_ABS_BALANCE, MAX_POSTING_AMOUNT
+from pokna.fairness.canonical_json import canonicalize
+from pokna.fairness.errors import NotCanonicalizableError
+from pokna.ledger.errors import AmountOutOfRange, InvalidAccount, InvalidPostings, UnbalancedTransaction
+
+__all__ = [
+    "DEFAULT_CURRENCY",
+    "MAX_ABS_BALANCE",
+    "MAX_METADATA_BYTES",
+    "MAX_POSTING_AMOUNT",
+    "AccountKind",
+    "Move",
+    "Posting",
+    "TransactionKind",
+    "check_currency",
+    "check_metadata",
+    "check_postings",
+]
+
+DEFAULT_CURRENCY: Final = "CREDIT"
+MAX_METADATA_BYTES: Final = 8192
+MAX_POSTINGS: Final = 1000
+_CURRENCY_RE = re.compile(r"[A-Z][A-Z0-9]{1,15}")
+
+
+class AccountKind(StrEnum):
+    PLAYER_WALLET = "player_wallet"
+    GAME_POT = "game_pot"
+    HOUSE = "house"
+    EXTERNAL_FUNDING = "external_funding"
+
+    @property
+    def may_go_negative(self) -> bool:
+        return self in (AccountKind.HOUSE, AccountKind.EXTERNAL_FUNDING)
+
+
+class TransactionKind(StrEnum):
+    DEPOSIT = "deposit"
+    WITHDRAWAL = "withdrawal"
+    ANTE = "ante"
+    VIGO_CONTRIBUTION = "vigo_contribution"
+    CHALLENGE_RAISE = "challenge_raise"
+    CHALLENGE_MATCH = "challenge_match"
+    PAYOUT = "payout"
+    SPLIT = "split"
+    REFUND = "refund"
+    REVERSAL = "reversal"
+    ADJUSTMENT = "adjustment"
+
+
+@dataclass(frozen=True)
+class Posting:
+    """One requested leg: `amount` (signed minor units) on `account_id`. Currency is the account's."""
+
+    account_id: str
+    amount: int
+
+
+@dataclass(frozen=True)
+class Move:
+    """A game's money move: `amount` from `payer_account_id` to `payee_account_id`, as one transaction."""
+
+    kind: TransactionKind | str
+    payer_account_id: str
+    payee_account_id: str
+    amount: int
+
+    def postings(self) -> tuple[Posting, Posting]:
+        return Posting(self.payer_account_id, -self.amount), Posting(self.payee_account_id, self.amount)
+
+
+def check_currency(currency: str) -> str:
+    if not isinstance(currency, str) or _CURRENCY_RE.fullmatch(currency) is None:
+        raise InvalidAccount(
+            f"currency {currency!r} is not 2-16 upper-case letters or digits", field="currency"
+        )
+    return currency
+
+
+def check_amount(amount: object, what: str = "amount") -> int:
+    if not isinstance(amount, int) or isinstance(amount, bool):
+        raise InvalidPostings(f"{what} must be an integer number of minor units, not {amount!r}")
+    if amount == 0:
+        raise InvalidPostings(f"{what} must not be zero")
+    if abs(amount) > MAX_POSTING_AMOUNT:
+        raise AmountOutOfRange(
+            f"{what} {amount} exceeds the bound of {MAX_POSTING_AMOUNT}", limit=MAX_POSTING_AMOUNT
+        )
+    return amount
+
+
+def check_new_balance(account_id: str, balance: int) -> None:
+    if abs(balance) > MAX_ABS_BALANCE:
+        raise AmountOutOfRange(
+            f"account {account_id} would hold {balance}, beyond the bound of {MAX_ABS_BALANCE}",
+            account_id=account_id,
+            limit=MAX_ABS_BALANCE,
+        )
+
+
+def check_postings(postings: Sequence[Posting], currency_of: Mapping[str, str]) -> None:
+    """Refuse anything but >= 2 non-zero, bounded legs on distinct accounts that balance per currency."""
+    if len(postings) < 2:
+        raise InvalidPostings(f"a journal transaction has at least two postings, not {len(postings)}")
+    if len(postings) > MAX_POSTINGS:
+        raise InvalidPostings(f"a journal transaction has at most {MAX_POSTINGS} postings")
+    seen: set[str] = set()
+    totals: dict[str, int] = {}
+    for index, posting in enumerate(postings):
+        check_amount(posting.amount, f"postings[{index}].amount")
+        if posting.account_id in seen:
+            raise InvalidPostings(f"account {posting.account_id} appears twice; net its postings first")
+        seen.add(posting.account_id)
+        currency = currency_of[posting.account_id]
+        totals[currency] = totals.get(currency, 0) + posting.amount
+    unbalanced = {currency: total for currency, total in totals.items() if total != 0}
+    if unbalanced:
+        raise UnbalancedTransaction(
+            "postings must sum to zero per currency; off by "
+            + ", ".join(f"{total} {currency}" for currency, total in sorted(unbalanced.items())),
+            totals=unbalanced,
+        )
+
+
+def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Metadata is hashed into the chain, so it must have one canonical JSON form and survive a round trip.
+
+    Floats are refused (money is integers, and a float's text can differ between JSON libraries).
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidPostings("metadata must be a JSON object")
+    _refuse_floats(metadata, "metadata")
+    try:
+        encoded = canonicalize(metadata)
+    except NotCanonicalizableError as error:
+        raise InvalidPostings(f"metadata has no canonical JSON form: {error}") from error
+    if len(encoded) > MAX_METADATA_BYTES:
+        raise InvalidPostings(f"metadata is {len(encoded)} bytes; at most {MAX_METADATA_BYTES}")
+    return dict(metadata)
+
+
+def _refuse_floats(value: object, path: str) -> None:
+    if isinstance(value, float):
+        raise InvalidPostings(f"{path}: floats are not allowed in ledger metadata")
+    if isinstance(value, str) and "\x00" in value:
+        raise InvalidPostings(f"{path}: NUL characters are not allowed in ledger metadata")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _refuse_floats(key, path)
+            _refuse_floats(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _refuse_floats(item, f"{path}[{index}]")

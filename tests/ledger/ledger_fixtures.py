@@ -1,0 +1,28 @@
+"""Ledger fixtures (imported by each ledger test module): a tenant of its own in a fresh migrated database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.db.engine import unit_of_work
+from pokna.db.models.tenant import Tenant
+from pokna.db.types import new_id, utc_now
+
+
+@pytest.fixture
+def make_tenant(sessions: sessionmaker[Session]) -> Callable[[], str]:
+    def make() -> str:
+        tenant_id = new_id("ten")
+        with unit_of_work(sessions) as session:
+            session.add(Tenant(id=tenant_id, name="Jabba's Palace", created_at=utc_now()))
+        return tenant_id
+
+    return make
+
+
+@pytest.fixture
+def tenant_id(make_tenant: Callable[[], str]) -> str:
+    return make_tenant()

@@ -1,0 +1,153 @@
+"""`pokna ledger export|reconcile|checkpoint` against a real database, and `pokna audit verify` offline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
+
+import pokna.cli.ledger  # noqa: F401  (registers `ledger` and `audit`)
+from pokna.cli.app import app
+from pokna.db.engine import unit_of_work
+from pokna.fairness.signing import generate_signing_key, public_key_to_b64url, public_key_to_pem
+from pokna.ledger import deposit, open_account, withdraw
+from pokna.service_keys import load_service_keys
+from pokna.settings import Settings, get_settings
+
+pytest_plugins = ["ledger_fixtures"]
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("POKNA_DATABASE_URL", database_url)
+    monkeypatch.setenv("POKNA_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("POKNA_ENV", "test")
+    get_settings.cache_clear()
+    yield data_dir
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def funded(sessions: sessionmaker[Session], tenant_id: str) -> str:
+    with unit_of_work(sessions) as session:
+        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="jawa").id
+        deposit(session, tenant_id=tenant_id, account_id=wallet, amount=90)
+        withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=15)
+        withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=5)
+    return wallet
+
+
+def _export(tenant_id: str, path: Path, *extra: str) -> None:
+    result = runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "-o", str(path), *extra])
+    assert result.exit_code == 0, result.output
+
+
+def test_export_then_verify_offline(cli_env: Path, tenant_id: str, funded: str, tmp_path: Path) -> None:
+    export = tmp_path / "ledger.jsonl"
+    _export(tenant_id, export)
+    assert len(export.read_text().splitlines()) == 3
+    result = runner.invoke(app, ["audit", "verify", str(export)])
+    assert result.exit_code == 0, result.output
+    assert "VALID" in result.output
+    assert "seq 1-3, 3 transactions, 6 postings" in result.output
+    as_json = runner.invoke(app, ["audit", "verify", str(export), "--json"])
+    report = json.loads(as_json.output)
+    assert report["valid"] is True
+    assert report["balances"][funded] == 70
+    assert report["trial_balance"] == {"CREDIT": 0}
+
+
+def test_verify_names_the_tampered_seq_and_exits_1(
+    cli_env: Path, tenant_id: str, funded: str, tmp_path: Path
+) -> None:
+    export = tmp_path / "ledger.jsonl"
+    _export(tenant_id, export)
+    lines = export.read_text().splitlines(keepends=True)
+    export.write_text(lines[0] + lines[2])
+    result = runner.invoke(app, ["audit", "verify", str(export), "--json"])
+    assert result.exit_code == 1
+    findings = json.loads(result.output)["findings"]
+    assert 2 in {finding["seq"] for finding in findings}
+
+
+def test_unusable_input_exits_2(cli_env: Path, tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["audit", "verify", str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 2
+    export = tmp_path / "empty.jsonl"
+    export.write_text("")
+    (tmp_path / "checkpoint.json").write_text("[1, 2]")
+    (tmp_path / "key.pem").write_text("not a key")
+    bad_checkpoint = runner.invoke(
+        app, ["audit", "verify", str(export), "--checkpoint", str(tmp_path / "checkpoint.json")]
+    )
+    assert bad_checkpoint.exit_code == 2
+    (tmp_path / "checkpoint.json").write_text('{"type": "something else"}')
+    assert (
+        runner.invoke(
+            app, ["audit", "verify", str(export), "--checkpoint", str(tmp_path / "checkpoint.json")]
+        ).exit_code
+        == 2
+    )
+    key_without_checkpoint = runner.invoke(
+        app, ["audit", "verify", str(export), "--public-key", str(tmp_path / "key.pem")]
+    )
+    assert key_without_checkpoint.exit_code == 2
+
+
+def test_checkpoint_signs_the_head_and_verify_checks_it(
+    cli_env: Path, sessions: sessionmaker[Session], tenant_id: str, funded: str, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "checkpoint.json"
+    result = runner.invoke(app, ["ledger", "checkpoint", "--tenant", tenant_id, "-o", str(checkpoint)])
+    assert result.exit_code == 0, result.output
+    document = json.loads(checkpoint.read_text())
+    assert (document["tenant_id"], document["seq"]) == (tenant_id, 3)
+    public_key = load_service_keys(Settings()).signing_key.public_key()
+    pem = tmp_path / "service.pem"
+    pem.write_bytes(public_key_to_pem(public_key))
+    raw = tmp_path / "service.b64"
+    raw.write_text(public_key_to_b64url(public_key))
+    export = tmp_path / "ledger.jsonl"
+    _export(tenant_id, export)
+    for key in (pem, raw):
+        ok = runner.invoke(
+            app, ["audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", str(key)]
+        )
+        assert ok.exit_code == 0, ok.output
+        assert "checkpoint     checked" in ok.output
+    short = tmp_path / "short.jsonl"
+    _export(tenant_id, short, "--to-seq", "2")
+    truncated = runner.invoke(
+        app, ["audit", "verify", str(short), "--checkpoint", str(checkpoint), "--public-key", str(pem)]
+    )
+    assert truncated.exit_code == 1
+    assert "export ends at seq 2" in truncated.output
+    stranger = tmp_path / "stranger.pem"
+    stranger.write_bytes(public_key_to_pem(generate_signing_key().public_key()))
+    forged = runner.invoke(
+        app, ["audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", str(stranger)]
+    )
+    assert forged.exit_code == 1
+
+
+def test_other_formats_and_reconcile(cli_env: Path, tenant_id: str, funded: str, tmp_path: Path) -> None:
+    csv_file = tmp_path / "ledger.csv"
+    _export(tenant_id, csv_file, "--format", "csv")
+    assert len(csv_file.read_text().splitlines()) == 1 + 6
+    bean = tmp_path / "ledger.beancount"
+    _export(tenant_id, bean, "--format", "beancount", "--from-seq", "2")
+    assert "opening balances before seq 2" in bean.read_text()
+    stdout = runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "--from-seq", "3"])
+    assert stdout.exit_code == 0
+    assert json.loads(stdout.output)["seq"] == 3
+    assert runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "--format", "xml"]).exit_code == 2
+    reconciled = runner.invoke(app, ["ledger", "reconcile"])
+    assert reconciled.exit_code == 0, reconciled.output
+    assert "chains intact" in reconciled.output
