@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -22,6 +23,12 @@ from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support.databases import PostgresDatabases, SqliteDatabases
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
+
+# Speed is measured by benchmarks, never by a test: no per-example deadline on these shared, noisy machines.
+settings.register_profile(
+    "pokna", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("pokna")
 
 PG_URL_ENV = "POKNA_TEST_DATABASE_URL"
 PG_UNAVAILABLE_ENV = "POKNA_TEST_PG_UNAVAILABLE"
@@ -129,8 +136,8 @@ def sessions(engine: Engine) -> sessionmaker[Session]:
     return make_sessionmaker(engine)
 
 
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str) -> Settings:
+@pytest.fixture(name="settings")
+def settings_fixture(tmp_path: Path, database_url: str) -> Settings:
     return Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=database_url)
 
 

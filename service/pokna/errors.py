@@ -6,9 +6,10 @@ from typing import Any, ClassVar
 
 
 class PoknaError(Exception):
-    code: ClassVar[str] = "error"
-    status: ClassVar[int] = 400
-    title: ClassVar[str] = "Request failed"
+    # Plain attributes (not ClassVar) so an error translated from elsewhere can carry its own code.
+    code: str = "error"
+    status: int = 400
+    title: str = "Request failed"
     headers: ClassVar[dict[str, str]] = {}
 
     def __init__(self, detail: str, **extensions: Any) -> None:

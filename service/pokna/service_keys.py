@@ -73,7 +73,9 @@ def _development_signing_key(settings: Settings, path: Path) -> Ed25519PrivateKe
         return load_private_key_pem(path.read_bytes())
     key = generate_signing_key()
     _write_secret(path, private_key_to_pem(key))
-    log.warning("generated a DEVELOPMENT signing key; set POKNA_SIGNING_KEY in production", extra={"path": str(path)})
+    log.warning(
+        "generated a DEVELOPMENT signing key; set POKNA_SIGNING_KEY in production", extra={"path": str(path)}
+    )
     return key
 
 

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1)
     log_level: str = "INFO"
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    open_game_ttl_seconds: int = Field(
+        default=600, ge=1, description="A game not started within this many seconds is cancelled."
+    )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
     )

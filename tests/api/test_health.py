@@ -46,3 +46,20 @@ def test_readyz_is_503_problem_when_database_is_unreachable() -> None:
     assert response.status_code == 503
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["code"] == "database_unavailable"
+
+
+def test_the_browser_verifier_is_served(client: TestClient) -> None:
+    page = client.get("/verify")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert 'id="verdict"' in page.text
+    script = client.get("/verify.js")
+    assert script.status_code == 200
+    assert "crypto.subtle" in script.text
+
+
+def test_fairness_keys_are_public_and_name_the_current_key(client: TestClient) -> None:
+    keys = client.get("/v1/fairness/keys").json()["keys"]
+    assert [key["status"] for key in keys] == ["current"]
+    assert keys[0]["algorithm"] == "Ed25519"
+    assert keys[0]["key_id"].startswith("ed25519:")

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -86,7 +87,7 @@ def problem_response(
         "request_id": getattr(request.state, "request_id", None),
     }
     body.update(extensions)
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+    return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_JSON)
 
 
 def _field_name(location: tuple[Any, ...]) -> str:

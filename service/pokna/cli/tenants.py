@@ -33,7 +33,10 @@ def create(name: Annotated[str, typer.Argument(help="The app's name.")], as_json
 def list_(as_json: JsonOption = False) -> None:
     """List tenants."""
     with command_session() as session:
-        rows = [{"id": t.id, "name": t.name, "created_at": t.created_at.isoformat()} for t in service.list_tenants(session)]
+        rows = [
+            {"id": t.id, "name": t.name, "created_at": t.created_at.isoformat()}
+            for t in service.list_tenants(session)
+        ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     else:
@@ -69,7 +72,9 @@ def list_keys(tenant_id: Annotated[str, typer.Argument()], as_json: JsonOption =
         typer.echo(json.dumps(rows, indent=2))
     else:
         for row in rows:
-            typer.echo(f"{row['id']}  {'revoked ' + str(row['revoked_at']) if row['revoked_at'] else 'active'}")
+            typer.echo(
+                f"{row['id']}  {'revoked ' + str(row['revoked_at']) if row['revoked_at'] else 'active'}"
+            )
 
 
 @keys_app.command("revoke")

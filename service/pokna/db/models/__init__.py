@@ -1,11 +1,19 @@
 """Every table, imported here so Alembic's autogenerate and `alembic check` see the whole schema."""
 
+from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
+from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
 from pokna.db.models.tenant import ApiKey, Tenant
 
 __all__ = [
     "Account",
     "ApiKey",
+    "Game",
+    "GameEvent",
+    "GameRoll",
+    "GameSeat",
+    "GameTable",
+    "IdempotencyRecord",
     "JournalPosting",
     "JournalTransaction",
     "LedgerCheckpoint",

@@ -1,0 +1,242 @@
+"""Wallets, money in and out, and the tenant's books over REST."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import JSONResponse, StreamingResponse
+from sqlalchemy.orm import Session
+
+from pokna.api.auth import TenantDep
+from pokna.api.deps import RuntimeDep
+from pokna.api.idempotency import IdempotencyDep
+from pokna.api.pagination import Page, PageDep
+from pokna.api.problems import problem_responses
+from pokna.api.schemas.accounts import (
+    AccountCreate,
+    AccountEntryOut,
+    AccountOut,
+    CheckpointOut,
+    JournalTransactionOut,
+    MoneyMovement,
+    TrialBalanceOut,
+)
+from pokna.api.schemas.common import Currency
+from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction
+from pokna.errors import InvalidRequest
+from pokna.ledger import service as ledger
+from pokna.ledger.checkpoint import checkpoint_document, list_checkpoints, take_checkpoint
+from pokna.ledger.export import export_lines
+from pokna.ledger.model import AccountKind
+
+router = APIRouter(prefix="/v1", tags=["accounts"])
+
+AccountId = Annotated[str, Path(max_length=40, description="The account's id (`acct_...`).")]
+EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}
+
+
+def account_out(account: Account) -> dict[str, Any]:
+    return {
+        "id": account.id,
+        "object": "account",
+        "kind": account.kind,
+        "external_id": account.external_id,
+        "currency": account.currency,
+        "balance": account.balance,
+        "created_at": account.created_at,
+    }
+
+
+def transaction_out(session: Session, transaction: JournalTransaction, wallet_id: str) -> dict[str, Any]:
+    return {
+        "id": transaction.id,
+        "object": "journal_transaction",
+        "seq": transaction.seq,
+        "kind": transaction.kind,
+        "reference": transaction.reference,
+        "metadata": transaction.metadata_,
+        "postings": [
+            {"account_id": posting.account_id, "amount": posting.amount, "currency": posting.currency}
+            for posting in _postings(session, transaction)
+        ],
+        "prev_hash": transaction.prev_hash,
+        "hash": transaction.hash,
+        "created_at": transaction.created_at,
+        "balance": ledger.balance_of(session, wallet_id),
+    }
+
+
+def _postings(session: Session, transaction: JournalTransaction) -> list[JournalPosting]:
+    session.refresh(transaction, attribute_names=["postings"])
+    return list(transaction.postings)
+
+
+@router.post(
+    "/accounts",
+    status_code=201,
+    response_model=AccountOut,
+    summary="Open a player wallet",
+    responses=problem_responses(401, 409, 422),
+)
+def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: IdempotencyDep) -> JSONResponse:
+    def work(session: Session) -> tuple[int, Any]:
+        account = ledger.open_account(
+            session,
+            tenant_id=tenant_id,
+            kind=AccountKind.PLAYER_WALLET,
+            currency=body.currency,
+            external_id=body.external_id,
+        )
+        return 201, account_out(account)
+
+    return idempotency.run(work)
+
+
+@router.get(
+    "/accounts/{account_id}",
+    response_model=AccountOut,
+    summary="An account and its balance",
+    responses=problem_responses(401, 404),
+)
+def get_account(account_id: AccountId, runtime: RuntimeDep, tenant_id: TenantDep) -> dict[str, Any]:
+    with runtime.sessions() as session:
+        return account_out(ledger.get_account(session, account_id, tenant_id=tenant_id))
+
+
+@router.get(
+    "/accounts/{account_id}/transactions",
+    response_model=Page[AccountEntryOut],
+    summary="The account's postings, newest first",
+    responses=problem_responses(401, 404, 422),
+)
+def account_transactions(
+    account_id: AccountId, page: PageDep, runtime: RuntimeDep, tenant_id: TenantDep
+) -> dict[str, Any]:
+    with runtime.sessions() as session:
+        ledger.get_account(session, account_id, tenant_id=tenant_id)
+        found = ledger.transactions_of(
+            session, account_id, limit=page.limit, starting_after=page.starting_after
+        )
+    return {
+        "data": [vars(entry) for entry in found.entries],
+        "has_more": found.has_more,
+        "next_cursor": found.next_cursor,
+    }
+
+
+def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
+    def move(
+        account_id: AccountId, body: MoneyMovement, tenant_id: TenantDep, idempotency: IdempotencyDep
+    ) -> JSONResponse:
+        post = ledger.deposit if kind == "deposit" else ledger.withdraw
+
+        def work(session: Session) -> tuple[int, Any]:
+            account = ledger.get_account(session, account_id, tenant_id=tenant_id)
+            if account.kind != AccountKind.PLAYER_WALLET:
+                raise InvalidRequest(
+                    f"{kind}s go to player wallets, not a {account.kind}", field="path.account_id"
+                )
+            transaction = post(
+                session,
+                tenant_id=tenant_id,
+                account_id=account_id,
+                amount=body.amount,
+                reference=body.reference,
+                metadata=body.metadata,
+            )
+            return 201, transaction_out(session, transaction, account_id)
+
+        return idempotency.run(work)
+
+    return move
+
+
+router.add_api_route(
+    "/accounts/{account_id}/deposits",
+    _movement("deposit"),
+    methods=["POST"],
+    status_code=201,
+    response_model=JournalTransactionOut,
+    summary="Credit a wallet from outside (send an Idempotency-Key)",
+    responses=problem_responses(401, 404, 409, 422),
+)
+router.add_api_route(
+    "/accounts/{account_id}/withdrawals",
+    _movement("withdrawal"),
+    methods=["POST"],
+    status_code=201,
+    response_model=JournalTransactionOut,
+    summary="Pay out of a wallet (409 `insufficient_funds` and nothing posted if it would go below zero)",
+    responses=problem_responses(401, 404, 409, 422),
+)
+
+
+@router.get(
+    "/ledger/trial-balance",
+    response_model=TrialBalanceOut,
+    tags=["ledger"],
+    summary="Every account's balance and their total, which is zero",
+    responses=problem_responses(401, 422),
+)
+def trial_balance(runtime: RuntimeDep, tenant_id: TenantDep, currency: Currency = "CREDIT") -> dict[str, Any]:
+    with runtime.sessions() as session:
+        balance = ledger.trial_balance(session, tenant_id, currency)
+    return {
+        "currency": currency,
+        "accounts": [vars(line) for line in balance.accounts],
+        "total": balance.total,
+    }
+
+
+@router.get(
+    "/ledger/export",
+    tags=["ledger"],
+    summary="Stream the journal as JSONL (with hashes), CSV (one row per posting) or Beancount",
+    responses={
+        200: {
+            "content": {media: {"schema": {"type": "string"}} for media in EXPORT_MEDIA.values()},
+            "description": "The export, streamed",
+        },
+        **problem_responses(401, 422),
+    },
+)
+def export(
+    runtime: RuntimeDep,
+    tenant_id: TenantDep,
+    export_format: Annotated[Literal["jsonl", "csv", "beancount"], Query(alias="format")] = "jsonl",
+    from_seq: Annotated[int | None, Query(ge=1)] = None,
+    to_seq: Annotated[int | None, Query(ge=1)] = None,
+) -> StreamingResponse:
+    def lines() -> Any:
+        with runtime.sessions() as session:
+            yield from export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)
+
+    return StreamingResponse(lines(), media_type=EXPORT_MEDIA[export_format])
+
+
+@router.get(
+    "/ledger/checkpoints",
+    response_model=list[CheckpointOut],
+    tags=["ledger"],
+    summary="Signed chain heads, newest first: take one away to pin the ledger's history",
+    responses=problem_responses(401),
+)
+def checkpoints(runtime: RuntimeDep, tenant_id: TenantDep) -> list[dict[str, Any]]:
+    with runtime.sessions() as session:
+        return [checkpoint_document(row) for row in list_checkpoints(session, tenant_id)]
+
+
+@router.post(
+    "/ledger/checkpoints",
+    status_code=201,
+    response_model=CheckpointOut,
+    tags=["ledger"],
+    summary="Sign the current chain head now",
+    responses=problem_responses(401),
+)
+def new_checkpoint(runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep) -> JSONResponse:
+    def work(session: Session) -> tuple[int, Any]:
+        return 201, checkpoint_document(take_checkpoint(session, tenant_id, runtime.keys.signing_key))
+
+    return idempotency.run(work)

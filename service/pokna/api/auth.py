@@ -1,0 +1,28 @@
+"""Bearer API keys. Every route that touches a tenant's data depends on `TenantDep`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from pokna.api.deps import RuntimeDep
+from pokna.errors import Unauthorized
+from pokna.tenants.service import authenticate
+
+_bearer = HTTPBearer(
+    auto_error=False, description="`Authorization: Bearer <API key>` from `pokna tenants create`."
+)
+
+
+def get_tenant_id(
+    runtime: RuntimeDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> str:
+    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
+        raise Unauthorized("send `Authorization: Bearer <API key>`")
+    with runtime.sessions() as session:
+        return authenticate(session, credentials.credentials)
+
+
+TenantDep = Annotated[str, Depends(get_tenant_id)]

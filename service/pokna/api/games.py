@@ -1,0 +1,194 @@
+"""Games and tables over REST. Thin: parse, call the game service, shape the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path
+from fastapi.responses import JSONResponse
+
+from pokna.api.auth import TenantDep
+from pokna.api.clock import ClockDep
+from pokna.api.deps import RuntimeDep
+from pokna.api.idempotency import IdempotencyDep
+from pokna.api.pagination import Page, PageDep
+from pokna.api.problems import problem_responses
+from pokna.api.schemas.games import GameAction, GameCreate, GameEventOut, GameOut, TableCreate, TableOut
+from pokna.db.engine import unit_of_work
+from pokna.errors import InvalidRequest
+from pokna.games import repository, tables
+from pokna.games import service as games
+from pokna.runtime import Runtime
+
+router = APIRouter(prefix="/v1", tags=["games"])
+
+GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`).")]
+TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`).")]
+
+
+def _catch_up(runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> None:
+    """Deadlines apply lazily: whoever touches a game first after a deadline makes it happen."""
+    with unit_of_work(runtime.sessions) as session:
+        games.apply_due_timeouts(session, runtime.keys, clock, tenant_id, game_id)
+
+
+@router.post(
+    "/games",
+    status_code=201,
+    response_model=GameOut,
+    summary="Create a game: seats, stake and the signed fairness commitment",
+    responses=problem_responses(401, 409, 422),
+)
+def create_game(
+    body: GameCreate, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
+) -> JSONResponse:
+    terms = games.NewGame(
+        vigo_account_id=body.vigo_account_id,
+        player_account_ids=body.player_account_ids,
+        stake=body.stake,
+        challenge_raise=body.challenge_raise,
+        currency=body.currency,
+        turn_timeout_seconds=body.turn_timeout_seconds,
+    )
+
+    def work(session: Any) -> tuple[int, Any]:
+        game = games.create_game(session, runtime.keys, clock, tenant_id, terms)
+        return 201, games.read_game(session, tenant_id, game.id)
+
+    return idempotency.run(work)
+
+
+@router.get(
+    "/games/{game_id}",
+    response_model=GameOut,
+    summary="The game: status, phase, favor, pot, seats and whose turn it is",
+    responses=problem_responses(401, 404),
+)
+def get_game(game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep) -> dict[str, Any]:
+    _catch_up(runtime, clock, tenant_id, game_id)
+    with runtime.sessions() as session:
+        return games.read_game(session, tenant_id, game_id)
+
+
+@router.post(
+    "/games/{game_id}/actions",
+    response_model=GameOut,
+    summary="Act in a game: set_client_seed, start, roll, claim, challenge, vote or cancel",
+    responses=problem_responses(401, 404, 409, 422),
+)
+def act(
+    game_id: GameId,
+    action: Annotated[GameAction, Body()],
+    runtime: RuntimeDep,
+    tenant_id: TenantDep,
+    clock: ClockDep,
+    idempotency: IdempotencyDep,
+) -> JSONResponse:
+    _catch_up(runtime, clock, tenant_id, game_id)
+    request = games.PlayerAction(
+        type=action.type,
+        account_id=action.account_id,
+        choice=getattr(action, "choice", None),
+        client_seed=getattr(action, "client_seed", None),
+        expected_version=action.expected_version,
+    )
+
+    def work(session: Any) -> tuple[int, Any]:
+        return 200, games.act(session, runtime.keys, clock, tenant_id, game_id, request)
+
+    return idempotency.run(work)
+
+
+@router.get(
+    "/games/{game_id}/events",
+    response_model=Page[GameEventOut],
+    summary="Every roll (with its nonce), decision and money movement, in order",
+    responses=problem_responses(401, 404, 422),
+)
+def game_events(
+    game_id: GameId, page: PageDep, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep
+) -> dict[str, Any]:
+    _catch_up(runtime, clock, tenant_id, game_id)
+    try:
+        after = int(page.starting_after) if page.starting_after else 0
+    except ValueError:
+        raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
+    with runtime.sessions() as session:
+        repository.get_game(session, tenant_id, game_id)
+        rows = repository.event_page(session, game_id, after, page.limit + 1)
+    data = [
+        {"seq": row.seq, "kind": row.kind, "data": row.payload, "occurred_at": row.occurred_at}
+        for row in rows[: page.limit]
+    ]
+    has_more = len(rows) > page.limit
+    return {"data": data, "has_more": has_more, "next_cursor": str(data[-1]["seq"]) if has_more else None}
+
+
+@router.get(
+    "/games/{game_id}/proof",
+    summary="The signed proof once the game is over; before that, only the signed commitment",
+    responses=problem_responses(401, 404),
+)
+def game_proof(game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep) -> dict[str, Any]:
+    _catch_up(runtime, clock, tenant_id, game_id)
+    with runtime.sessions() as session:
+        game = repository.get_game(session, tenant_id, game_id)
+        if game.proof is not None:
+            return game.proof
+        return {"game_id": game.id, "status": game.status, "revealed": False, "commitment": game.receipt}
+
+
+@router.post(
+    "/tables",
+    status_code=201,
+    response_model=TableOut,
+    tags=["tables"],
+    summary="Create a table: a fixed seat order for round after round",
+    responses=problem_responses(401, 422),
+)
+def create_table(
+    body: TableCreate, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
+) -> JSONResponse:
+    terms = tables.NewTable(
+        account_ids=body.account_ids,
+        stake=body.stake,
+        challenge_raise=body.challenge_raise,
+        currency=body.currency,
+        turn_timeout_seconds=body.turn_timeout_seconds,
+    )
+
+    def work(session: Any) -> tuple[int, Any]:
+        table = tables.create_table(session, tenant_id, terms, clock)
+        return 201, tables.table_view(session, tenant_id, table.id)
+
+    return idempotency.run(work)
+
+
+@router.get(
+    "/tables/{table_id}",
+    response_model=TableOut,
+    tags=["tables"],
+    summary="The table with its rounds and each seat's running total",
+    responses=problem_responses(401, 404),
+)
+def get_table(table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep) -> dict[str, Any]:
+    with runtime.sessions() as session:
+        return tables.table_view(session, tenant_id, table_id)
+
+
+@router.post(
+    "/tables/{table_id}/rounds",
+    status_code=201,
+    response_model=GameOut,
+    tags=["tables"],
+    summary="Deal the next round: a new game with the title of Vigo passed clockwise",
+    responses=problem_responses(401, 404, 409),
+)
+def deal_round(
+    table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
+) -> JSONResponse:
+    def work(session: Any) -> tuple[int, Any]:
+        game_id = tables.deal_round(session, runtime.keys, clock, tenant_id, table_id)
+        return 201, games.read_game(session, tenant_id, game_id)
+
+    return idempotency.run(work)

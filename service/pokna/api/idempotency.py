@@ -1,0 +1,163 @@
+"""Exactly-once POSTs with `Idempotency-Key`, safe across any number of stateless processes.
+
+1. Claim the key in its own short transaction (a row keyed by tenant and key, with a lease), so a
+   concurrent retry finds it: same request still running -> 409; different request -> 422.
+2. Run the request's unit of work and, in that same transaction, store the response on the claim.
+   The response is stored exactly when the request's effects are committed.
+3. If the work fails, release the claim: nothing was committed, so the client may retry.
+A claim whose process died is taken over once its lease runs out. Records are kept for 24 hours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from pokna.api.auth import TenantDep
+from pokna.api.deps import RuntimeDep
+from pokna.db.engine import unit_of_work
+from pokna.db.models.idempotency import IdempotencyRecord
+from pokna.db.types import utc_now
+from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress, InvalidRequest
+from pokna.runtime import Runtime
+
+RETENTION = timedelta(hours=24)
+LEASE = timedelta(seconds=60)
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+Work = Callable[[Session], tuple[int, Any]]
+
+
+class Idempotency:
+    def __init__(self, runtime: Runtime, tenant_id: str, key: str | None, fingerprint: str) -> None:
+        self.runtime = runtime
+        self.tenant_id = tenant_id
+        self.key = key
+        self.fingerprint = fingerprint
+
+    def run(self, work: Work) -> JSONResponse:
+        if self.key is None:
+            with unit_of_work(self.runtime.sessions) as session:
+                status, body = work(session)
+            return JSONResponse(jsonable_encoder(body), status_code=status)
+        replay = self._claim()
+        if replay is not None:
+            return replay
+        try:
+            with unit_of_work(self.runtime.sessions) as session:
+                status, body = work(session)
+                encoded = jsonable_encoder(body)
+                record = session.get(IdempotencyRecord, (self.tenant_id, self.key))
+                assert record is not None, "the claim was committed before the work started"
+                record.response_status = status
+                record.response_body = json.dumps(encoded, separators=(",", ":"))
+                record.locked_until = None
+        except BaseException:
+            self._release()
+            raise
+        return JSONResponse(encoded, status_code=status)
+
+    def _claim(self) -> JSONResponse | None:
+        for _attempt in range(3):
+            try:
+                with unit_of_work(self.runtime.sessions) as session:
+                    return self._claim_in(session)
+            except IntegrityError:
+                continue  # a concurrent request inserted the same key first: read what it stored
+        raise IdempotencyRequestInProgress("the first request with this key is still being processed")
+
+    def _claim_in(self, session: Session) -> JSONResponse | None:
+        now = utc_now()
+        record = session.get(IdempotencyRecord, (self.tenant_id, self.key), with_for_update=True)
+        if record is not None and record.expires_at <= now:
+            session.delete(record)
+            session.flush()
+            record = None
+        if record is None:
+            session.add(
+                IdempotencyRecord(
+                    tenant_id=self.tenant_id,
+                    key=self.key,
+                    request_fingerprint=self.fingerprint,
+                    created_at=now,
+                    locked_until=now + LEASE,
+                    expires_at=now + RETENTION,
+                )
+            )
+            session.flush()
+            return None
+        if record.request_fingerprint != self.fingerprint:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used with a different request; use a new key for a new request",
+                invalid_params=[{"name": "header.Idempotency-Key", "reason": "reused", "pointer": ""}],
+            )
+        if record.response_status is not None and record.response_body is not None:
+            response = JSONResponse(json.loads(record.response_body), status_code=record.response_status)
+            response.headers[REPLAYED_HEADER] = "true"
+            return response
+        if record.locked_until is not None and record.locked_until > now:
+            raise IdempotencyRequestInProgress("the first request with this key is still being processed")
+        record.locked_until = now + LEASE  # the first attempt's process died mid-request: take over
+        return None
+
+    def _release(self) -> None:
+        with unit_of_work(self.runtime.sessions) as session:
+            session.execute(
+                delete(IdempotencyRecord).where(
+                    IdempotencyRecord.tenant_id == self.tenant_id,
+                    IdempotencyRecord.key == self.key,
+                    IdempotencyRecord.response_status.is_(None),
+                )
+            )
+
+
+def _normalize_key(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    key = raw.strip()
+    if len(key) >= 2 and key[0] == key[-1] == '"':
+        key = key[1:-1]
+    if not 1 <= len(key) <= 255 or not key.isascii() or not key.isprintable():
+        raise InvalidRequest(
+            "Idempotency-Key must be 1-255 printable ASCII characters", field="header.Idempotency-Key"
+        )
+    return key
+
+
+async def get_idempotency(
+    request: Request,
+    runtime: RuntimeDep,
+    tenant_id: TenantDep,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            description="Makes the POST safe to retry: a retry with the same key and body returns the stored "
+            "response and does nothing more. Quoted or unquoted; 1-255 printable ASCII characters.",
+        ),
+    ] = None,
+) -> Idempotency:
+    raw = await request.body()
+    try:
+        canonical = (
+            json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")).encode() if raw else b""
+        )
+    except ValueError:
+        canonical = raw
+    fingerprint = hashlib.sha256(
+        request.method.encode() + b" " + request.url.path.encode() + b"\n" + canonical
+    )
+    return Idempotency(runtime, tenant_id, _normalize_key(idempotency_key), fingerprint.hexdigest())
+
+
+IdempotencyDep = Annotated[Idempotency, Depends(get_idempotency)]

@@ -1,0 +1,38 @@
+"""Cursor pagination, one shape for every list: `limit` + `starting_after` in, `{data, has_more, next_cursor}` out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Generic, TypeVar
+
+from fastapi import Depends, Query
+from pydantic import BaseModel, Field
+
+Item = TypeVar("Item")
+
+MAX_LIMIT = 100
+
+
+class PageRequest(BaseModel):
+    limit: int
+    starting_after: str | None
+
+
+def page_request(
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page (1-100).")] = 20,
+    starting_after: Annotated[
+        str | None,
+        Query(max_length=100, description="The `next_cursor` of the previous page; omit for the first page."),
+    ] = None,
+) -> PageRequest:
+    return PageRequest(limit=limit, starting_after=starting_after)
+
+
+PageDep = Annotated[PageRequest, Depends(page_request)]
+
+
+class Page(BaseModel, Generic[Item]):
+    data: list[Item]
+    has_more: bool
+    next_cursor: str | None = Field(
+        description="Pass as `starting_after` to get the next page; null on the last."
+    )

@@ -1,0 +1,98 @@
+"""Wallets and the ledger over REST."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from pokna.api.schemas.common import Amount, Currency
+
+Text = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class AccountCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"external_id": "user-42"}]})
+
+    external_id: Text | None = Field(default=None, description="Your app's own user id; unique per tenant.")
+    currency: Currency = "CREDIT"
+
+
+class AccountOut(BaseModel):
+    id: str
+    object: Literal["account"]
+    kind: str = Field(description="player_wallet, game_pot, house or external_funding.")
+    external_id: str | None
+    currency: str
+    balance: int = Field(description="Minor units; never below zero for wallets and pots.")
+    created_at: datetime
+
+
+class MoneyMovement(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"amount": 500, "reference": "psp-charge-7781"}]}
+    )
+
+    amount: Amount
+    reference: Text | None = Field(
+        default=None, description="Your reference, e.g. the payment provider's id."
+    )
+    metadata: dict[str, Annotated[str, StringConstraints(max_length=200)]] | None = Field(
+        default=None, max_length=20, description="Up to 20 string values, kept with the journal transaction."
+    )
+
+
+class PostingOut(BaseModel):
+    account_id: str
+    amount: int
+    currency: str
+
+
+class JournalTransactionOut(BaseModel):
+    id: str
+    object: Literal["journal_transaction"]
+    seq: int = Field(description="Per-tenant sequence number, gap-free.")
+    kind: str
+    reference: str | None
+    metadata: dict[str, Any]
+    postings: list[PostingOut]
+    prev_hash: str
+    hash: str
+    created_at: datetime
+    balance: int | None = Field(
+        default=None, description="The wallet's balance right after this transaction."
+    )
+
+
+class AccountEntryOut(BaseModel):
+    transaction_id: str
+    seq: int
+    kind: str
+    reference: str | None
+    amount: int = Field(description="Signed: what this transaction did to this account.")
+    currency: str
+    created_at: datetime
+
+
+class TrialBalanceLine(BaseModel):
+    account_id: str
+    kind: str
+    external_id: str | None
+    balance: int
+
+
+class TrialBalanceOut(BaseModel):
+    currency: str
+    accounts: list[TrialBalanceLine]
+    total: int = Field(description="Always zero when the books are sound.")
+
+
+class CheckpointOut(BaseModel):
+    type: str
+    tenant_id: str
+    seq: int
+    hash: str
+    created_at: str
+    key_id: str
+    signature: str

@@ -1,0 +1,36 @@
+"""`pokna sweep`: apply every passed deadline, so no game holds money forever. Run it from cron."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Annotated
+
+import typer
+
+from pokna.cli.app import app
+from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.types import utc_now
+from pokna.games.service import Clock
+from pokna.games.sweep import sweep as sweep_games
+from pokna.service_keys import load_service_keys
+from pokna.settings import get_settings
+
+
+@app.command()
+def sweep(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+    """Time out every turn whose deadline has passed and cancel games never started; purge old idempotency keys."""
+    settings = get_settings()
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        clock = Clock(now=utc_now(), open_game_ttl=timedelta(seconds=settings.open_game_ttl_seconds))
+        report = sweep_games(make_sessionmaker(engine), load_service_keys(settings), clock)
+    finally:
+        engine.dispose()
+    if as_json:
+        typer.echo(json.dumps(vars(report)))
+    else:
+        typer.echo(
+            f"{report.games} game(s) past a deadline, {report.timeouts} timeout(s) applied, "
+            f"{report.idempotency_records_purged} expired idempotency record(s) purged"
+        )

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from pokna.db.base import Base
+from pokna.db.types import UTCDateTime
+
+
+class GameTable(Base):
+    """A table keeps its seat order across rounds; the title of Vigo passes clockwise each round."""
+
+    __tablename__ = "game_table"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    account_ids: Mapped[list[str]] = mapped_column(JSON)
+    stake: Mapped[int] = mapped_column(BigInteger)
+    challenge_raise: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(16))
+    turn_timeout_seconds: Mapped[int] = mapped_column(Integer)
+    rounds_played: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Game(Base):
+    """One round. `state` is the rules engine's state; `version` increments on every applied action."""
+
+    __tablename__ = "game"
+    __table_args__ = (
+        CheckConstraint("status IN ('open', 'in_progress', 'settled', 'cancelled')", name="status_known"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    table_id: Mapped[str | None] = mapped_column(ForeignKey("game_table.id"), nullable=True, index=True)
+    round_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    stake: Mapped[int] = mapped_column(BigInteger)
+    challenge_raise: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(16))
+    turn_timeout_seconds: Mapped[int] = mapped_column(Integer)
+    pot_account_id: Mapped[str] = mapped_column(ForeignKey("account.id"))
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    version: Mapped[int] = mapped_column(Integer)
+    server_seed_hash: Mapped[str] = mapped_column(String(64))
+    sealed_server_seed: Mapped[str] = mapped_column(String(200))
+    revealed_server_seed: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    game_client_seed: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    receipt: Mapped[dict[str, Any]] = mapped_column(JSON)
+    proof: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    turn_deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class GameSeat(Base):
+    __tablename__ = "game_seat"
+    __table_args__ = (UniqueConstraint("game_id", "account_id"),)
+
+    game_id: Mapped[str] = mapped_column(ForeignKey("game.id"), primary_key=True)
+    seat: Mapped[int] = mapped_column(Integer, primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("account.id"), index=True)
+    client_seed: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    client_seed_source: Mapped[str | None] = mapped_column(String(16), nullable=True)
+
+
+class GameRoll(Base):
+    """The primary key (game, nonce) makes a repeated nonce impossible, whatever races happen."""
+
+    __tablename__ = "game_roll"
+    __table_args__ = (
+        CheckConstraint("face BETWEEN 1 AND 6", name="face_on_cube"),
+        CheckConstraint("nonce >= 0", name="nonce_non_negative"),
+    )
+
+    game_id: Mapped[str] = mapped_column(ForeignKey("game.id"), primary_key=True)
+    nonce: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seat: Mapped[int] = mapped_column(Integer)
+    purpose: Mapped[str] = mapped_column(String(32))
+    face: Mapped[int] = mapped_column(Integer)
+    color: Mapped[str] = mapped_column(String(8))
+    rolled_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class GameEvent(Base):
+    """Every roll, decision and money movement, in order; the events endpoint pages through these."""
+
+    __tablename__ = "game_event"
+
+    game_id: Mapped[str] = mapped_column(ForeignKey("game.id"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -1,0 +1,34 @@
+"""Deadlines for abandoned games: what a request touching the game would do lazily, done in bulk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.db.engine import unit_of_work
+from pokna.db.models.idempotency import IdempotencyRecord
+from pokna.games import repository
+from pokna.games.service import Clock, apply_due_timeouts
+from pokna.service_keys import ServiceKeys
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    games: int
+    timeouts: int
+    idempotency_records_purged: int
+
+
+def sweep(sessions: sessionmaker[Session], keys: ServiceKeys, clock: Clock, batch: int = 500) -> SweepReport:
+    """Each game in its own transaction, so one stuck game cannot hold back the rest."""
+    with sessions() as session:
+        due = repository.due_game_ids(session, clock.now, batch)
+    timeouts = 0
+    for tenant_id, game_id in due:
+        with unit_of_work(sessions) as session:
+            timeouts += apply_due_timeouts(session, keys, clock, tenant_id, game_id)
+    with unit_of_work(sessions) as session:
+        purged = session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= clock.now))
+    return SweepReport(games=len(due), timeouts=timeouts, idempotency_records_purged=purged.rowcount or 0)  # type: ignore[attr-defined]

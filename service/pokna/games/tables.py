@@ -1,0 +1,109 @@
+"""Tables: a fixed seat order played round after round, the title of Vigo passing clockwise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pokna.db.models.game import GameTable
+from pokna.db.types import new_id
+from pokna.game import round_seating, state_from_dict
+from pokna.games import repository
+from pokna.games.errors import RoundInProgress
+from pokna.games.service import Clock, NewGame, check_seating, create_game
+from pokna.service_keys import ServiceKeys
+
+
+@dataclass(frozen=True)
+class NewTable:
+    account_ids: list[str]
+    stake: int
+    challenge_raise: int | None = None
+    currency: str = "CREDIT"
+    turn_timeout_seconds: int = 60
+
+
+def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock) -> GameTable:
+    fields = [f"body.account_ids.{index}" for index in range(len(terms.account_ids))]
+    check_seating(session, tenant_id, list(terms.account_ids), terms.currency, fields)
+    table = GameTable(
+        id=new_id("tbl"),
+        tenant_id=tenant_id,
+        account_ids=list(terms.account_ids),
+        stake=terms.stake,
+        challenge_raise=terms.stake if terms.challenge_raise is None else terms.challenge_raise,
+        currency=terms.currency,
+        turn_timeout_seconds=terms.turn_timeout_seconds,
+        rounds_played=0,
+        created_at=clock.now,
+    )
+    session.add(table)
+    session.flush()
+    return table
+
+
+def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, table_id: str) -> str:
+    """The next round's game, with the Vigo title passed clockwise. One round at a time per table."""
+    table = repository.get_table(session, tenant_id, table_id, for_update=True)
+    rounds = repository.games_of_table(session, table.id)
+    if rounds and rounds[-1].status in ("open", "in_progress"):
+        raise RoundInProgress(f"round {rounds[-1].round_number} ({rounds[-1].id}) has not ended")
+    game = create_game(
+        session,
+        keys,
+        clock,
+        tenant_id,
+        _new_game_for_round(table, table.rounds_played),
+        table_id=table.id,
+        round_number=table.rounds_played + 1,
+    )
+    table.rounds_played += 1
+    session.flush()
+    return game.id
+
+
+def _new_game_for_round(table: GameTable, round_index: int) -> NewGame:
+    order = [table.account_ids[position] for position in round_seating(len(table.account_ids), round_index)]
+    return NewGame(
+        vigo_account_id=order[0],
+        player_account_ids=order[1:],
+        stake=table.stake,
+        challenge_raise=table.challenge_raise,
+        currency=table.currency,
+        turn_timeout_seconds=table.turn_timeout_seconds,
+    )
+
+
+def table_view(session: Session, tenant_id: str, table_id: str) -> dict[str, Any]:
+    table = repository.get_table(session, tenant_id, table_id)
+    totals = dict.fromkeys(table.account_ids, 0)
+    rounds = []
+    for game in repository.games_of_table(session, table.id):
+        state = state_from_dict(game.state)
+        seats = repository.seats_of(session, game.id)
+        for seat in seats:
+            totals[seat.account_id] += state.paid_out[seat.seat] - state.paid_in[seat.seat]
+        rounds.append(
+            {
+                "round_number": game.round_number,
+                "game_id": game.id,
+                "status": game.status,
+                "vigo_account_id": seats[0].account_id,
+                "outcome": state.outcome.reason.value if state.outcome else None,
+            }
+        )
+    return {
+        "id": table.id,
+        "object": "table",
+        "account_ids": table.account_ids,
+        "stake": table.stake,
+        "challenge_raise": table.challenge_raise,
+        "currency": table.currency,
+        "turn_timeout_seconds": table.turn_timeout_seconds,
+        "rounds_played": table.rounds_played,
+        "rounds": rounds,
+        "totals": [{"account_id": account, "net": net} for account, net in totals.items()],
+        "created_at": table.created_at,
+    }

@@ -1,0 +1,52 @@
+"""An authenticated HTTP client for one tenant, as an integrating app would hold it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.tenants import service as tenants
+
+
+@dataclass
+class TenantApi:
+    client: TestClient
+    tenant_id: str
+    api_key: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self.client.get(path, headers={**self.headers, **kwargs.pop("headers", {})}, **kwargs)
+
+    def post(self, path: str, json: Any = None, **kwargs: Any) -> Any:
+        return self.client.post(
+            path, json=json, headers={**self.headers, **kwargs.pop("headers", {})}, **kwargs
+        )
+
+    def wallet(self, balance: int = 0, external_id: str | None = None) -> str:
+        created = self.post("/v1/accounts", {"external_id": external_id} if external_id else {})
+        assert created.status_code == 201, created.text
+        account_id: str = created.json()["id"]
+        if balance:
+            deposit = self.post(f"/v1/accounts/{account_id}/deposits", {"amount": balance})
+            assert deposit.status_code == 201, deposit.text
+        return account_id
+
+    def balance(self, account_id: str) -> int:
+        response = self.get(f"/v1/accounts/{account_id}")
+        assert response.status_code == 200, response.text
+        balance: int = response.json()["balance"]
+        return balance
+
+
+def new_tenant(client: TestClient, sessions: sessionmaker[Session], name: str = "Cantina") -> TenantApi:
+    with sessions.begin() as session:
+        tenant = tenants.create_tenant(session, name)
+        issued = tenants.issue_api_key(session, tenant.id)
+    return TenantApi(client, tenant.id, issued.secret)
