@@ -204,3 +204,34 @@ def test_the_installed_pokna_command_has_roll_and_verify() -> None:
     ).stdout
     assert "'roll'" in listing, f"pokna/cli/__init__.py must import pokna.cli.fairness; commands: {listing}"
     assert "'verify'" in listing, f"pokna/cli/__init__.py must import pokna.cli.fairness; commands: {listing}"
+
+
+def test_verify_fetches_the_key_ring_from_a_url(proof_file: Path, keys_file: Path) -> None:
+    import http.server
+    import threading
+
+    body = keys_file.read_bytes()
+
+    class KeysHandler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), KeysHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/fairness/keys"
+        result = runner.invoke(app, ["verify", str(proof_file), "--keys", url])
+        unreachable = runner.invoke(app, ["verify", str(proof_file), "--keys", "http://127.0.0.1:1/keys"])
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+    assert result.exit_code == 0, result.output
+    assert "PASS     signature" in result.output
+    assert unreachable.exit_code == 2

@@ -47,7 +47,9 @@ def test_keys_for_an_unknown_tenant_are_refused(sessions: sessionmaker[Session])
         service.issue_api_key(session, "ten_missing")
 
 
-def test_cli_creates_tenant_and_key_then_revokes_it(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_creates_tenant_and_key_then_revokes_it(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("POKNA_DATABASE_URL", database_url)
     get_settings.cache_clear()
     try:

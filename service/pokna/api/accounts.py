@@ -27,6 +27,7 @@ from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction
 from pokna.errors import InvalidRequest
 from pokna.ledger import service as ledger
 from pokna.ledger.checkpoint import checkpoint_document, list_checkpoints, take_checkpoint
+from pokna.ledger.errors import TransactionNotFound
 from pokna.ledger.export import export_lines
 from pokna.ledger.model import AccountKind
 
@@ -115,9 +116,12 @@ def account_transactions(
 ) -> dict[str, Any]:
     with runtime.sessions() as session:
         ledger.get_account(session, account_id, tenant_id=tenant_id)
-        found = ledger.transactions_of(
-            session, account_id, limit=page.limit, starting_after=page.starting_after
-        )
+        try:
+            found = ledger.transactions_of(
+                session, account_id, limit=page.limit, starting_after=page.starting_after
+            )
+        except TransactionNotFound:
+            raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
     return {
         "data": [vars(entry) for entry in found.entries],
         "has_more": found.has_more,

@@ -10,7 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from pokna import __version__
 from pokna.api import accounts, fairness, games, health
 from pokna.api.middleware import BodySizeLimit, RequestContext
-from pokna.api.problems import install_problem_handlers, problem_responses
+from pokna.api.problems import install_problem_handlers, problem_examples, problem_responses
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 
@@ -55,12 +55,16 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
         routes=app.routes,
         servers=[{"url": "http://127.0.0.1:8000", "description": "`pokna serve` on the embedded default"}],
     )
-    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for path_item in document.get("paths", {}).values():
         for operation in path_item.values():
             for status, response in operation.get("responses", {}).items():
                 if status[0] in "45":
-                    response["content"] = problem
+                    response["content"] = {
+                        "application/problem+json": {
+                            "schema": {"$ref": "#/components/schemas/Problem"},
+                            "examples": problem_examples(int(status)),
+                        }
+                    }
     schemas = document.get("components", {}).get("schemas", {})
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)

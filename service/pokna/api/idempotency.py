@@ -99,7 +99,9 @@ class Idempotency:
         if record.request_fingerprint != self.fingerprint:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was used with a different request; use a new key for a new request",
-                invalid_params=[{"name": "header.Idempotency-Key", "reason": "reused", "pointer": ""}],
+                invalid_params=[
+                    {"name": "header.Idempotency-Key", "reason": "reused", "pointer": "/Idempotency-Key"}
+                ],
             )
         if record.response_status is not None and record.response_body is not None:
             response = JSONResponse(json.loads(record.response_body), status_code=record.response_status)

@@ -90,6 +90,17 @@ def problem_response(
     return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_JSON)
 
 
+def _malformed_json(request: Request) -> JSONResponse:
+    return problem_response(
+        request,
+        status=400,
+        code="malformed_json",
+        title="Malformed JSON",
+        detail="The request body is not valid JSON.",
+        invalid_params=[{"name": "body", "reason": "not valid JSON", "pointer": ""}],
+    )
+
+
 def _field_name(location: tuple[Any, ...]) -> str:
     return ".".join(str(part) for part in location)
 
@@ -99,26 +110,38 @@ def _pointer(location: tuple[Any, ...]) -> str:
     return "/" + "/".join(parts) if parts else ""
 
 
+def _client_location(error: Any, body: Any) -> tuple[Any, ...]:
+    """Where the client put the bad value. Pydantic names a tagged union's member (`body.roll.account_id`);
+    the client never wrote `roll` as a key, so drop the tag and name the field as sent."""
+    location = tuple(error["loc"])
+    kept = list(location[:1])
+    node = body
+    for part in location[1:]:
+        if isinstance(node, dict) and part not in node and node.get("type") == part:
+            continue
+        kept.append(part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    if error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        kept.append(str((error.get("ctx") or {}).get("discriminator", "type")).strip("'"))
+    return tuple(kept)
+
+
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     if any(error.get("type") == "json_invalid" for error in errors):
-        return problem_response(
-            request,
-            status=400,
-            code="malformed_json",
-            title="Malformed JSON",
-            detail="The request body is not valid JSON.",
-            invalid_params=[{"name": "body", "reason": "not valid JSON", "pointer": ""}],
+        return _malformed_json(request)
+    params = []
+    for error in errors:
+        location = _client_location(error, exc.body)
+        params.append(
+            {"name": _field_name(location), "reason": str(error["msg"]), "pointer": _pointer(location)}
         )
-    params = [
-        {
-            "name": _field_name(tuple(error["loc"])),
-            "reason": str(error["msg"]),
-            "pointer": _pointer(tuple(error["loc"])),
-        }
-        for error in errors
-    ]
     detail = "; ".join(f"{param['name']}: {param['reason']}" for param in params)
     return problem_response(
         request,
@@ -132,6 +155,9 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+        # FastAPI's own refusal of a body json could not decode (e.g. a 5000-digit number): same as malformed JSON.
+        return _malformed_json(request)
     code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
     response = problem_response(
         request,
@@ -181,4 +207,57 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "description": _HTTP_CODES.get(status, "error"),
         }
         for status in statuses
+    }
+
+
+# Documented codes per status: every error response in the OpenAPI document lists these as examples.
+CODES_BY_STATUS: dict[int, list[tuple[str, str]]] = {
+    400: [("malformed_json", "The request body is not valid JSON.")],
+    401: [("unauthorized", "unknown or revoked API key")],
+    404: [("not_found", "no game game_0c1d...")],
+    405: [("method_not_allowed", "Method Not Allowed")],
+    409: [
+        ("not_your_turn", "it is seat 2's turn to roll, not seat 1's"),
+        ("wrong_phase", "the game is in phase voting; roll is not allowed now"),
+        ("already_voted", "seat 1 has already voted"),
+        ("game_over", "the game is settled; no further actions"),
+        ("cannot_pay", "seats 3 cannot pay the ante of 10"),
+        ("challenge_unaffordable", "seat 1 cannot match the challenge raise of 10"),
+        ("insufficient_funds", "account acct_... would go below zero"),
+        ("conflict", "expected version 7, the game is at 8"),
+        ("client_seed_locked", "client seeds can be set only before the game starts"),
+        ("round_in_progress", "round 3 (game_...) has not ended"),
+        ("account_exists", "tenant ten_... already has a player_wallet account for 'user-42'"),
+        ("idempotency_request_in_progress", "the first request with this key is still being processed"),
+    ],
+    413: [("payload_too_large", "Request bodies are limited to 65536 bytes.")],
+    422: [
+        ("validation_error", "body.stake: Input should be greater than 0"),
+        ("invalid_request", "account acct_... already sits at body.vigo_account_id"),
+        ("not_seated", "account acct_... has no seat in this game"),
+        ("idempotency_key_reused", "this Idempotency-Key was used with a different request"),
+    ],
+    500: [("internal_error", "An unexpected error occurred; nothing was committed.")],
+    503: [
+        ("database_unavailable", "cannot reach the database"),
+        ("schema_out_of_date", "run `pokna db upgrade`"),
+    ],
+}
+
+
+def problem_examples(status: int) -> dict[str, dict[str, Any]]:
+    return {
+        code: {
+            "summary": code,
+            "value": {
+                "type": f"https://pokna.dev/problems/{code}",
+                "title": code.replace("_", " ").capitalize(),
+                "status": status,
+                "detail": detail,
+                "code": code,
+                "instance": "/v1/...",
+                "request_id": "3f2a9c0e5b7d4e1f8a6b2c9d0e1f2a3b",
+            },
+        }
+        for code, detail in CODES_BY_STATUS.get(status, [(f"http_{status}", "see detail")])
     }

@@ -7,6 +7,7 @@ package, the same code the service and the browser page mirror.
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -80,7 +81,12 @@ def verify_command(
         Path | None,
         typer.Option(help="The operator's Ed25519 public key: PEM, or base64url of the raw 32 bytes."),
     ] = None,
-    keys: Annotated[Path | None, typer.Option(help="The key ring JSON from GET /v1/fairness/keys.")] = None,
+    keys: Annotated[
+        str | None,
+        typer.Option(
+            help="The key ring from GET /v1/fairness/keys: a saved JSON file, or the http(s) URL itself."
+        ),
+    ] = None,
     receipt: Annotated[
         Path | None, typer.Option(help="The commitment receipt you were given when the game was created.")
     ] = None,
@@ -142,5 +148,15 @@ def _read_public_key(path: Path) -> Ed25519PublicKey:
     return public_key_from_b64url(data.decode("ascii", "replace").strip())
 
 
-def _read_key_ring(path: Path) -> KeyRing:
-    return KeyRing.from_json(_read_json(path, "key ring"))
+def _read_key_ring(source: str) -> KeyRing:
+    """A URL is fetched (the only network access `verify` makes, and only when asked); anything else is a file."""
+    if source.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(source, timeout=10) as response:  # noqa: S310 (scheme checked above)
+                document = json.loads(response.read().decode("utf-8"))
+        except (OSError, ValueError) as error:
+            raise UnusableInputError(f"cannot fetch the key ring from {source}: {error}") from error
+        if not isinstance(document, dict):
+            raise UnusableInputError(f"{source} did not answer with a JSON object")
+        return KeyRing.from_json(document)
+    return KeyRing.from_json(_read_json(Path(source), "key ring"))

@@ -19,7 +19,7 @@ from pokna.settings import get_settings
 
 @app.command()
 def sweep(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
-    """Time out every turn whose deadline has passed and cancel games never started; purge old idempotency keys."""
+    """Time out every passed turn, cancel games never started, purge old idempotency keys, sign moved ledger heads."""
     settings = get_settings()
     engine = make_engine(settings.resolved_database_url)
     try:
@@ -32,5 +32,6 @@ def sweep(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable
     else:
         typer.echo(
             f"{report.games} game(s) past a deadline, {report.timeouts} timeout(s) applied, "
-            f"{report.idempotency_records_purged} expired idempotency record(s) purged"
+            f"{report.idempotency_records_purged} expired idempotency record(s) purged, "
+            f"{report.checkpoints_taken} ledger checkpoint(s) signed"
         )

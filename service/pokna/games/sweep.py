@@ -1,4 +1,5 @@
-"""Deadlines for abandoned games: what a request touching the game would do lazily, done in bulk."""
+"""Housekeeping for `pokna sweep`: the deadlines of abandoned games (what the next request touching a game
+would do lazily, done in bulk), expired idempotency records, and periodic ledger checkpoints."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pokna.db.engine import unit_of_work
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.games import repository
 from pokna.games.service import Clock, apply_due_timeouts
+from pokna.ledger.checkpoint import checkpoint_moved_heads
 from pokna.service_keys import ServiceKeys
 
 
@@ -19,6 +21,7 @@ class SweepReport:
     games: int
     timeouts: int
     idempotency_records_purged: int
+    checkpoints_taken: int
 
 
 def sweep(sessions: sessionmaker[Session], keys: ServiceKeys, clock: Clock, batch: int = 500) -> SweepReport:
@@ -31,4 +34,11 @@ def sweep(sessions: sessionmaker[Session], keys: ServiceKeys, clock: Clock, batc
             timeouts += apply_due_timeouts(session, keys, clock, tenant_id, game_id)
     with unit_of_work(sessions) as session:
         purged = session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= clock.now))
-    return SweepReport(games=len(due), timeouts=timeouts, idempotency_records_purged=purged.rowcount or 0)  # type: ignore[attr-defined]
+    with unit_of_work(sessions) as session:
+        checkpoints = checkpoint_moved_heads(session, keys.signing_key)
+    return SweepReport(
+        games=len(due),
+        timeouts=timeouts,
+        idempotency_records_purged=purged.rowcount or 0,  # type: ignore[attr-defined]
+        checkpoints_taken=checkpoints,
+    )

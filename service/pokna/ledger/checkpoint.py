@@ -81,3 +81,16 @@ def list_checkpoints(
     if before_seq is not None:
         statement = statement.where(LedgerCheckpoint.seq < before_seq)
     return list(session.scalars(statement))
+
+
+def checkpoint_moved_heads(session: Session, signing_key: Ed25519PrivateKey) -> int:
+    """The periodic half of "periodically and on demand": sign every chain head that moved since its last
+    checkpoint (`pokna sweep` calls this), so an auditor never has more than one sweep of unpinned history."""
+    taken = 0
+    for tenant_id in repository.tenant_ids_with_ledgers(session):
+        seq, _hash = repository.read_head(session, tenant_id)
+        latest = list_checkpoints(session, tenant_id, limit=1)
+        if seq > 0 and (not latest or latest[0].seq < seq):
+            take_checkpoint(session, tenant_id, signing_key)
+            taken += 1
+    return taken

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pokna.errors import Conflict, NotFound, PoknaError
 
+# One error for one code: the ledger's idempotency refusal is the HTTP layer's.
+from pokna.errors import IdempotencyKeyReused as IdempotencyKeyReused
+
 
 class LedgerError(PoknaError):
     code = "ledger_error"
@@ -26,14 +29,6 @@ class InsufficientFunds(Conflict):
             change=change,
         )
         self.account_id = account_id
-
-
-class IdempotencyKeyReused(LedgerError):
-    """The idempotency key already names a different request."""
-
-    code = "idempotency_key_reused"
-    status = 422
-    title = "Idempotency key reused"
 
 
 class UnbalancedTransaction(LedgerError):

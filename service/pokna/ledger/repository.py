@@ -237,9 +237,14 @@ def account_entries(
     return list(session.execute(statement))
 
 
-def transaction_seq(session: Session, transaction_id: str) -> int | None:
-    value = session.execute(select(_transaction.c.seq).where(_transaction.c.id == transaction_id)).scalar()
-    return None if value is None else int(value)
+def transaction_seq(session: Session, transaction_id: str, account_id: str) -> int | None:
+    """The seq of a transaction that touched this account: a cursor from another list is no cursor here."""
+    return session.scalar(
+        select(_transaction.c.seq)
+        .join(_posting, _posting.c.transaction_id == _transaction.c.id)
+        .where(_transaction.c.id == transaction_id, _posting.c.account_id == account_id)
+        .limit(1)
+    )
 
 
 def tenant_accounts(session: Session, tenant_id: str, currency: str | None = None) -> list[Account]:

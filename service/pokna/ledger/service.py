@@ -565,7 +565,7 @@ def transactions_of(
         raise AccountNotFound(f"no account {account_id}", account_id=account_id)
     before_seq = None
     if starting_after is not None:
-        before_seq = repository.transaction_seq(session, starting_after)
+        before_seq = repository.transaction_seq(session, starting_after, account_id)
         if before_seq is None:
             raise TransactionNotFound(
                 f"no journal transaction {starting_after}", transaction_id=starting_after
