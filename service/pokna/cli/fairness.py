@@ -9,26 +9,20 @@ from __future__ import annotations
 import json
 import urllib.request
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna.cli.app import app
+from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
 from pokna.fairness.errors import FairnessError
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.protocol import PROTOCOL, roll, server_seed_hash
 from pokna.fairness.replay import replay_proof
-from pokna.fairness.signing import load_public_key_pem, public_key_from_b64url
 from pokna.fairness.verification import CheckStatus, Replay, VerificationReport, verify_proof
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
-EXIT_UNUSABLE = 2
-
-
-class UnusableInputError(Exception):
-    """Input we cannot judge at all (missing file, bad JSON, malformed key): exit 2, not 1."""
 
 
 def _replay() -> Replay | None:
@@ -96,9 +90,9 @@ def verify_command(
     try:
         if public_key is not None and keys is not None:
             raise UnusableInputError("give --public-key or --keys, not both")
-        proof = _read_json(proof_file, "proof")
-        trusted = _read_public_key(public_key) if public_key else _read_key_ring(keys) if keys else None
-        committed = _read_json(receipt, "receipt") if receipt else None
+        proof = read_json_object(proof_file, "proof")
+        trusted = read_public_key(public_key) if public_key else _read_key_ring(keys) if keys else None
+        committed = read_json_object(receipt, "receipt") if receipt else None
         report = verify_proof(proof, trusted, replay=_replay(), receipt=committed)
     except (UnusableInputError, FairnessError) as error:
         if as_json:
@@ -124,30 +118,6 @@ def _print_report(game_id: str, report: VerificationReport) -> None:
     typer.echo(f"VALID (not run: {', '.join(skipped)})" if skipped else "VALID")
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UnusableInputError(f"cannot read the {what} file {path}: {error.strerror or error}") from error
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UnusableInputError(f"the {what} file {path} is not JSON: {error}") from error
-    if not isinstance(document, dict):
-        raise UnusableInputError(f"the {what} file {path} holds JSON but not an object")
-    return document
-
-
-def _read_public_key(path: Path) -> Ed25519PublicKey:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise UnusableInputError(
-            f"cannot read the public key file {path}: {error.strerror or error}"
-        ) from error
-    if b"-----BEGIN" in data:
-        return load_public_key_pem(data)
-    return public_key_from_b64url(data.decode("ascii", "replace").strip())
-
-
 def _read_key_ring(source: str) -> KeyRing:
     """A URL is fetched (the only network access `verify` makes, and only when asked); anything else is a file."""
     if source.startswith(("http://", "https://")):
@@ -159,4 +129,4 @@ def _read_key_ring(source: str) -> KeyRing:
         if not isinstance(document, dict):
             raise UnusableInputError(f"{source} did not answer with a JSON object")
         return KeyRing.from_json(document)
-    return KeyRing.from_json(_read_json(Path(source), "key ring"))
+    return KeyRing.from_json(read_json_object(Path(source), "key ring"))

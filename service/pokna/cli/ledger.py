@@ -12,16 +12,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, TextIO
 
 import typer
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy.orm import Session
 
 from pokna.cli.app import app
+from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.fairness.errors import FairnessError
-from pokna.fairness.signing import load_public_key_pem, public_key_from_b64url
 from pokna.ledger.audit import AuditReport, UnusableCheckpoint, verify_export
 from pokna.ledger.checkpoint import checkpoint_document, take_checkpoint
 from pokna.ledger.export import EXPORT_FORMATS, export_lines
@@ -31,7 +30,6 @@ from pokna.settings import get_settings
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
-EXIT_UNUSABLE = 2
 
 ledger_app = typer.Typer(help="The double-entry ledger: export, reconcile, checkpoint.", no_args_is_help=True)
 audit_app = typer.Typer(help="Offline audits of ledger exports. No database needed.", no_args_is_help=True)
@@ -121,10 +119,6 @@ def checkpoint_command(
         handle.write(json.dumps(document, indent=2) + "\n")
 
 
-class _Unusable(Exception):
-    pass
-
-
 @audit_app.command("verify")
 def verify_command(
     export_file: Annotated[
@@ -144,12 +138,12 @@ def verify_command(
     """Verify a ledger export offline: hash chain, balance of every transaction, balances, trial balance."""
     try:
         if public_key is not None and checkpoint is None:
-            raise _Unusable("--public-key checks a --checkpoint; give both")
-        checkpoint_json = _read_checkpoint(checkpoint) if checkpoint else None
-        key = _read_public_key(public_key) if public_key else None
+            raise UnusableInputError("--public-key checks a --checkpoint; give both")
+        checkpoint_json = read_json_object(checkpoint, "checkpoint") if checkpoint else None
+        key = read_public_key(public_key) if public_key else None
         with _open_export(export_file) as lines:
             report = verify_export(lines, checkpoint=checkpoint_json, public_key=key)
-    except (_Unusable, UnusableCheckpoint, FairnessError) as error:
+    except (UnusableInputError, UnusableCheckpoint, FairnessError) as error:
         if as_json:
             typer.echo(json.dumps({"valid": None, "error": str(error)}))
         else:
@@ -167,31 +161,9 @@ def _open_export(path: Path) -> Iterator[Iterator[bytes]]:
     try:
         handle = path.open("rb")
     except OSError as error:
-        raise _Unusable(f"cannot read the export {path}: {error.strerror or error}") from error
+        raise UnusableInputError(f"cannot read the export {path}: {error.strerror or error}") from error
     with handle:
         yield iter(handle)
-
-
-def _read_checkpoint(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise _Unusable(f"cannot read the checkpoint {path}: {error.strerror or error}") from error
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _Unusable(f"the checkpoint {path} is not JSON: {error}") from error
-    if not isinstance(document, dict):
-        raise _Unusable(f"the checkpoint {path} is not a JSON object")
-    return document
-
-
-def _read_public_key(path: Path) -> Ed25519PublicKey:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise _Unusable(f"cannot read the public key {path}: {error.strerror or error}") from error
-    if b"-----BEGIN" in data:
-        return load_public_key_pem(data)
-    return public_key_from_b64url(data.decode("ascii", "replace").strip())
 
 
 def _print_report(path: Path, report: AuditReport) -> None:
