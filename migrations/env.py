@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 import pokna.db.models  # noqa: F401  (registers every table on the metadata)
 from pokna.db.base import Base
 from pokna.db.engine import make_engine
+from pokna.db.migrate import MIGRATION_LOCK
 from pokna.settings import get_settings
 
 config = context.config
@@ -17,6 +18,16 @@ target_metadata = Base.metadata
 def _url() -> str:
     url = config.get_main_option("sqlalchemy.url")
     return url or get_settings().resolved_database_url
+
+
+def _run_locked(connection: Connection) -> None:
+    """Replicas that start together on one PostgreSQL migrate one at a time: the first applies the
+    migrations, the others wait on this lock (held to the end of the migration transaction) and then
+    find nothing left to do. SQLite's write lock (BEGIN IMMEDIATE) already serializes its writers."""
+    with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        context.run_migrations()
 
 
 def _configure(connection: Connection) -> None:
@@ -38,15 +49,13 @@ def run_migrations_online() -> None:
     existing = config.attributes.get("connection")
     if existing is not None:
         _configure(existing)
-        with context.begin_transaction():
-            context.run_migrations()
+        _run_locked(existing)
         return
     engine = make_engine(_url())
     try:
         with engine.connect() as connection:
             _configure(connection)
-            with context.begin_transaction():
-                context.run_migrations()
+            _run_locked(connection)
     finally:
         engine.dispose()
 

@@ -38,6 +38,7 @@ def upgrade() -> None:
         sa.Column("tenant_id", sa.String(length=40), nullable=False),
         sa.Column("key", sa.String(length=255), nullable=False),
         sa.Column("request_fingerprint", sa.String(length=64), nullable=False),
+        sa.Column("claim_token", sa.String(length=32), nullable=False),
         sa.Column("response_status", sa.Integer(), nullable=True),
         sa.Column("response_body", sa.Text(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),

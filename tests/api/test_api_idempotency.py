@@ -227,6 +227,7 @@ def test_a_retry_while_the_first_runs_is_409_until_its_lease_runs_out(
                 tenant_id=api.tenant_id,
                 key="running",
                 request_fingerprint=_fingerprint(sessions, api.tenant_id, "learn"),
+                claim_token="a-request-still-running",
                 created_at=now,
                 locked_until=now + timedelta(minutes=5),
                 expires_at=now + timedelta(hours=24),

@@ -1,17 +1,23 @@
 """Exactly-once POSTs with `Idempotency-Key`, safe across any number of stateless processes.
 
-1. Claim the key in its own short transaction (a row keyed by tenant and key, with a lease), so a
-   concurrent retry finds it: same request still running -> 409; different request -> 422.
-2. Run the request's unit of work and, in that same transaction, store the response on the claim.
-   The response is stored exactly when the request's effects are committed.
+1. Claim the key in its own short transaction (a row keyed by tenant and key, carrying a fresh claim
+   token and a lease), so a concurrent retry finds it: same request still running -> 409; different
+   request -> 422.
+2. Run the request's unit of work, which first locks the claim row and checks the token is still its
+   own, holds that lock to the end, and stores the response on the claim in the same transaction. The
+   response is stored exactly when the request's effects are committed.
 3. If the work fails, release the claim: nothing was committed, so the client may retry.
-A claim whose process died is taken over once its lease runs out. Records are kept for 24 hours.
+A running request holds its claim locked, so a retry cannot take it over however slow the request is.
+A claim nobody holds and whose lease ran out belonged to a process that died: a retry takes it over
+with a new token, and should the old request wake up after all, its token no longer matches and its
+work is rolled back. Records are kept for 24 hours.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Annotated, Any
@@ -20,7 +26,7 @@ from fastapi import Depends, Header, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
@@ -34,6 +40,13 @@ from pokna.runtime import Runtime
 RETENTION = timedelta(hours=24)
 LEASE = timedelta(seconds=60)
 REPLAYED_HEADER = "Idempotent-Replayed"
+IN_PROGRESS = "the first request with this key is still being processed"
+_LOCK_NOT_AVAILABLE = "55P03"
+
+
+def _lock_not_available(error: OperationalError) -> bool:
+    return getattr(error.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE
+
 
 Work = Callable[[Session], tuple[int, Any]]
 
@@ -50,15 +63,19 @@ class Idempotency:
             with unit_of_work(self.runtime.sessions) as session:
                 status, body = work(session)
             return JSONResponse(jsonable_encoder(body), status_code=status)
-        replay = self._claim()
+        token = secrets.token_hex(16)
+        replay = self._claim(token)
         if replay is not None:
             return replay
         try:
             with unit_of_work(self.runtime.sessions) as session:
+                record = session.get(IdempotencyRecord, (self.tenant_id, self.key), with_for_update=True)
+                if record is None or record.claim_token != token:
+                    raise IdempotencyRequestInProgress(
+                        "a retry with this key took over; it is being processed"
+                    )
                 status, body = work(session)
                 encoded = jsonable_encoder(body)
-                record = session.get(IdempotencyRecord, (self.tenant_id, self.key))
-                assert record is not None, "the claim was committed before the work started"
                 record.response_status = status
                 record.response_body = json.dumps(encoded, separators=(",", ":"))
                 record.locked_until = None
@@ -67,18 +84,22 @@ class Idempotency:
             raise
         return JSONResponse(encoded, status_code=status)
 
-    def _claim(self) -> JSONResponse | None:
+    def _claim(self, token: str) -> JSONResponse | None:
         for _attempt in range(3):
             try:
                 with unit_of_work(self.runtime.sessions) as session:
-                    return self._claim_in(session)
+                    return self._claim_in(session, token)
             except IntegrityError:
                 continue  # a concurrent request inserted the same key first: read what it stored
-        raise IdempotencyRequestInProgress("the first request with this key is still being processed")
+            except OperationalError as error:
+                if _lock_not_available(error):  # the first request is running and holds its claim
+                    raise IdempotencyRequestInProgress(IN_PROGRESS) from None
+                raise
+        raise IdempotencyRequestInProgress(IN_PROGRESS)
 
-    def _claim_in(self, session: Session) -> JSONResponse | None:
+    def _claim_in(self, session: Session, token: str) -> JSONResponse | None:
         now = utc_now()
-        record = session.get(IdempotencyRecord, (self.tenant_id, self.key), with_for_update=True)
+        record = session.get(IdempotencyRecord, (self.tenant_id, self.key), with_for_update={"nowait": True})
         if record is not None and record.expires_at <= now:
             session.delete(record)
             session.flush()
@@ -89,6 +110,7 @@ class Idempotency:
                     tenant_id=self.tenant_id,
                     key=self.key,
                     request_fingerprint=self.fingerprint,
+                    claim_token=token,
                     created_at=now,
                     locked_until=now + LEASE,
                     expires_at=now + RETENTION,
@@ -108,8 +130,9 @@ class Idempotency:
             response.headers[REPLAYED_HEADER] = "true"
             return response
         if record.locked_until is not None and record.locked_until > now:
-            raise IdempotencyRequestInProgress("the first request with this key is still being processed")
-        record.locked_until = now + LEASE  # the first attempt's process died mid-request: take over
+            raise IdempotencyRequestInProgress(IN_PROGRESS)
+        record.claim_token = token  # nobody holds the claim and its lease ran out: its process died
+        record.locked_until = now + LEASE
         return None
 
     def _release(self) -> None:

@@ -19,11 +19,22 @@ def get_game(session: Session, tenant_id: str, game_id: str, *, for_update: bool
     """Another tenant's game is exactly as absent as a game that does not exist."""
     query = select(Game).where(Game.id == game_id, Game.tenant_id == tenant_id)
     if for_update:
-        query = query.with_for_update()
+        query = query.with_for_update(key_share=True)
     game = session.scalars(query).one_or_none()
     if game is None:
         raise NotFound(f"no game {game_id}")
     return game
+
+
+def deadline_passed(session: Session, tenant_id: str, game_id: str, now: datetime) -> bool:
+    """Raises NotFound like get_game, so a lazy deadline check never hides an unknown game."""
+    row = session.execute(
+        select(Game.turn_deadline_at).where(Game.id == game_id, Game.tenant_id == tenant_id)
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"no game {game_id}")
+    deadline: datetime | None = row.turn_deadline_at
+    return deadline is not None and deadline <= now
 
 
 def seats_of(session: Session, game_id: str) -> list[GameSeat]:
@@ -71,7 +82,7 @@ def due_game_ids(session: Session, now: datetime, limit: int) -> list[tuple[str,
 def get_table(session: Session, tenant_id: str, table_id: str, *, for_update: bool = False) -> GameTable:
     query = select(GameTable).where(GameTable.id == table_id, GameTable.tenant_id == tenant_id)
     if for_update:
-        query = query.with_for_update()
+        query = query.with_for_update(key_share=True)
     table = session.scalars(query).one_or_none()
     if table is None:
         raise NotFound(f"no table {table_id}")

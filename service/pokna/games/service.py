@@ -220,6 +220,8 @@ def apply_due_timeouts(
 ) -> int:
     """Apply every deadline that has passed, each at its own deadline, so an abandoned game catches up
     in one touch exactly as if someone had been watching it."""
+    if not repository.deadline_passed(session, tenant_id, game_id, clock.now):
+        return 0  # the common case: no lock taken, nothing written
     game = repository.get_game(session, tenant_id, game_id, for_update=True)
     seats = repository.seats_of(session, game.id)
     applied = 0

@@ -12,7 +12,7 @@ from pokna.db.types import new_id
 from pokna.game import round_seating, state_from_dict
 from pokna.games import repository
 from pokna.games.errors import RoundInProgress
-from pokna.games.service import Clock, NewGame, check_seating, create_game
+from pokna.games.service import Clock, NewGame, apply_due_timeouts, check_seating, create_game
 from pokna.service_keys import ServiceKeys
 
 
@@ -48,6 +48,10 @@ def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str
     """The next round's game, with the Vigo title passed clockwise. One round at a time per table."""
     table = repository.get_table(session, tenant_id, table_id, for_update=True)
     rounds = repository.games_of_table(session, table.id)
+    if rounds and rounds[-1].status in ("open", "in_progress"):
+        # Whoever touches a game after its deadline applies it, dealing the next round included.
+        apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id)
+        session.refresh(rounds[-1])
     if rounds and rounds[-1].status in ("open", "in_progress"):
         raise RoundInProgress(f"round {rounds[-1].round_number} ({rounds[-1].id}) has not ended")
     game = create_game(

@@ -76,7 +76,11 @@ def advance_head(session: Session, tenant_id: str, seq: int, hash_: str) -> None
 
 
 def lock_accounts(session: Session, account_ids: Iterable[str]) -> list[Row[Any]]:
-    """Lock accounts in ascending id order, the one global order, so no two writers wait on each other."""
+    """Lock accounts in ascending id order, the one global order, so no two writers wait on each other.
+
+    FOR NO KEY UPDATE, not FOR UPDATE: a balance change never touches the key, and the weaker lock does
+    not conflict with the FOR KEY SHARE that PostgreSQL takes when another transaction inserts a row
+    referencing the account (a game seat, a pot), in whatever order that transaction inserts them."""
     ordered = sorted(set(account_ids))
     return list(
         session.execute(
@@ -85,7 +89,7 @@ def lock_accounts(session: Session, account_ids: Iterable[str]) -> list[Row[Any]
             )
             .where(_account.c.id.in_(ordered))
             .order_by(_account.c.id)
-            .with_for_update()
+            .with_for_update(key_share=True)
         )
     )
 
@@ -99,7 +103,7 @@ _LOCK_HEAD_THEN_ACCOUNTS = text(
     FROM head LEFT JOIN LATERAL (
         SELECT id, tenant_id, kind, currency, balance FROM account
         WHERE id = ANY(:account_ids) AND head.last_seq IS NOT NULL
-        ORDER BY id FOR UPDATE
+        ORDER BY id FOR NO KEY UPDATE
     ) AS a ON true
     """
 )

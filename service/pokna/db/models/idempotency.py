@@ -21,6 +21,8 @@ class IdempotencyRecord(Base):
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     request_fingerprint: Mapped[str] = mapped_column(String(64))
+    # Fences a request that outlived its lease: only the holder of the current token may complete.
+    claim_token: Mapped[str] = mapped_column(String(32))
     response_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
     response_body: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
