@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from pokna.fairness.errors import InvalidKeyError
 from pokna.settings import Environment, Settings
 
 
@@ -37,3 +38,36 @@ def test_production_starts_with_explicit_secrets() -> None:
         seed_encryption_key="00" * 32,
     )
     assert settings.env is Environment.PRODUCTION
+
+
+def test_development_keys_are_made_once_and_kept(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pokna.service_keys import load_service_keys
+
+    settings = Settings(env=Environment.DEVELOPMENT, data_dir=tmp_path / "data")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        loaded = list(pool.map(lambda _: load_service_keys(settings), range(8)))
+    assert len({keys.key_id for keys in loaded}) == 1
+    assert len({keys.seed_key for keys in loaded}) == 1
+    assert load_service_keys(settings).key_id == loaded[0].key_id
+    assert sorted(path.name for path in (tmp_path / "data" / "keys").iterdir()) == [
+        "seed_encryption_key.hex",
+        "signing_key.pem",
+    ]
+    assert ((tmp_path / "data" / "keys" / "signing_key.pem").stat().st_mode & 0o777) == 0o600
+
+
+def test_production_never_generates_keys(tmp_path: Path) -> None:
+    from pokna.service_keys import load_service_keys
+
+    settings = Settings(
+        env=Environment.PRODUCTION,
+        data_dir=tmp_path / "data",
+        database_url="postgresql+psycopg://u@h/db",
+        signing_key="not a key",  # type: ignore[arg-type]
+        seed_encryption_key="00" * 32,
+    )
+    with pytest.raises(InvalidKeyError, match="not a readable PEM"):
+        load_service_keys(settings)
+    assert not (tmp_path / "data").exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,31 +70,36 @@ def _refuse_in_production(settings: Settings, what: str) -> None:
 
 def _development_signing_key(settings: Settings, path: Path) -> Ed25519PrivateKey:
     _refuse_in_production(settings, "POKNA_SIGNING_KEY")
-    if path.exists():
-        return load_private_key_pem(path.read_bytes())
-    key = generate_signing_key()
-    _write_secret(path, private_key_to_pem(key))
-    log.warning(
-        "generated a DEVELOPMENT signing key; set POKNA_SIGNING_KEY in production", extra={"path": str(path)}
-    )
-    return key
+    if not path.exists() and _create_secret(path, private_key_to_pem(generate_signing_key())):
+        log.warning(
+            "generated a DEVELOPMENT signing key; set POKNA_SIGNING_KEY in production",
+            extra={"path": str(path)},
+        )
+    return load_private_key_pem(path.read_bytes())
 
 
 def _development_seed_key(settings: Settings, path: Path) -> bytes:
     _refuse_in_production(settings, "POKNA_SEED_ENCRYPTION_KEY")
-    if path.exists():
-        return bytes.fromhex(path.read_text().strip())
-    key = generate_vault_key()
-    _write_secret(path, key.hex().encode())
-    log.warning(
-        "generated a DEVELOPMENT seed encryption key; set POKNA_SEED_ENCRYPTION_KEY in production",
-        extra={"path": str(path)},
-    )
-    return key
+    if not path.exists() and _create_secret(path, generate_vault_key().hex().encode()):
+        log.warning(
+            "generated a DEVELOPMENT seed encryption key; set POKNA_SEED_ENCRYPTION_KEY in production",
+            extra={"path": str(path)},
+        )
+    return bytes.fromhex(path.read_text().strip())
 
 
-def _write_secret(path: Path, content: bytes) -> None:
+def _create_secret(path: Path, content: bytes) -> bool:
+    """Write a whole file under a temporary name, then link it into place: several workers starting at once
+    all end up reading the one key that won, never a half-written or a second one. True if ours won."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(content)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o600)
+        os.link(temporary, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(temporary)

@@ -11,6 +11,7 @@ import uvicorn
 from pokna.cli.app import app
 from pokna.db import migrate
 from pokna.logs import configure_logging
+from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 
 log = logging.getLogger("pokna.serve")
@@ -32,6 +33,7 @@ def serve(
     url = settings.resolved_database_url
     if migrate_first:
         migrate.upgrade(url)
+    load_service_keys(settings)  # fail fast on bad keys; in development, make them once, before any worker
     host = host or settings.host
     port = port or settings.port
     typer.echo(f"Pokna is serving on http://{host}:{port}  (database: {_redacted(url)})", err=True)
