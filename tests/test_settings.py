@@ -65,7 +65,7 @@ def test_production_never_generates_keys(tmp_path: Path) -> None:
         env=Environment.PRODUCTION,
         data_dir=tmp_path / "data",
         database_url="postgresql+psycopg://u@h/db",
-        signing_key="not a key",  # type: ignore[arg-type]
+        signing_key="not a key",
         seed_encryption_key="00" * 32,
     )
     with pytest.raises(InvalidKeyError, match="not a readable PEM"):
