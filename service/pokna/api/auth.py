@@ -21,7 +21,8 @@ def get_tenant_id(
 ) -> str:
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise Unauthorized("send `Authorization: Bearer <API key>`")
-    with runtime.sessions() as session:
+    # begin() ends the read with COMMIT: a ROLLBACK makes psycopg discard its prepared statements.
+    with runtime.sessions.begin() as session:
         return authenticate(session, credentials.credentials)
 
 

@@ -84,7 +84,7 @@ def act(
     clock: ClockDep,
     idempotency: IdempotencyDep,
 ) -> JSONResponse:
-    _catch_up(runtime, clock, tenant_id, game_id)
+    # Passed deadlines are applied inside `act`, under the game's lock, before the action itself.
     request = games.PlayerAction(
         type=action.type,
         account_id=action.account_id,

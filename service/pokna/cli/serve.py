@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Annotated
 
 import typer
 import uvicorn
+from uvicorn.supervisors import Multiprocess
 
 from pokna.cli.app import app
 from pokna.db import migrate
@@ -37,7 +39,7 @@ def serve(
     host = host or settings.host
     port = port or settings.port
     typer.echo(f"Pokna is serving on http://{host}:{port}  (database: {_redacted(url)})", err=True)
-    uvicorn.run(
+    config = uvicorn.Config(
         "pokna.api.asgi:create_app",
         factory=True,
         host=host,
@@ -46,6 +48,15 @@ def serve(
         log_config=None,
         access_log=False,
     )
+    if config.workers > 1:
+        # uvicorn's multi-worker mode leaves Nagle on for accepted connections, so every keep-alive
+        # response waits ~40 ms for the client's delayed ACK (bench/README.md). Linux passes the listening
+        # socket's TCP_NODELAY on to the connections it accepts.
+        sock = config.bind_socket()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        Multiprocess(config, sockets=[sock]).run()
+    else:
+        uvicorn.Server(config).run()
 
 
 def _redacted(url: str) -> str:

@@ -58,7 +58,7 @@ from pokna.games.proof import sign_proof, signed_terms
 from pokna.games.view import game_view, status_of
 from pokna.ledger import service as ledger
 from pokna.ledger.errors import AccountNotFound
-from pokna.ledger.holds import lock_balances
+from pokna.ledger.holds import lock_balances, read_balances
 from pokna.ledger.model import AccountKind, Move
 from pokna.service_keys import ServiceKeys
 
@@ -202,6 +202,7 @@ def act(
 ) -> dict[str, Any]:
     game = repository.get_game(session, tenant_id, game_id, for_update=True)
     seats = repository.seats_of(session, game.id)
+    _apply_passed_deadlines(session, keys, clock, game, seats)
     if request.expected_version is not None and request.expected_version != game.version:
         raise VersionConflict(
             f"expected version {request.expected_version}, the game is at {game.version}",
@@ -223,7 +224,13 @@ def apply_due_timeouts(
     if not repository.deadline_passed(session, tenant_id, game_id, clock.now):
         return 0  # the common case: no lock taken, nothing written
     game = repository.get_game(session, tenant_id, game_id, for_update=True)
-    seats = repository.seats_of(session, game.id)
+    return _apply_passed_deadlines(session, keys, clock, game, repository.seats_of(session, game.id))
+
+
+def _apply_passed_deadlines(
+    session: Session, keys: ServiceKeys, clock: Clock, game: Game, seats: Sequence[GameSeat]
+) -> int:
+    """Under the game's lock: each passed deadline's default action, stamped at that deadline."""
     applied = 0
     while game.turn_deadline_at is not None and game.turn_deadline_at <= clock.now:
         _apply(session, keys, clock, game, seats, Timeout(), game.turn_deadline_at)
@@ -294,8 +301,6 @@ def _apply(
 ) -> StepResult:
     state = state_from_dict(game.state)
     wallets = [seat.account_id for seat in seats]
-    held = lock_balances(session, tenant_id=game.tenant_id, account_ids=wallets)
-    balances = {seat.seat: held[seat.account_id] for seat in seats}
     if state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout):
         _fix_client_seeds(game, seats)
     server_seed: list[str] = []
@@ -306,10 +311,21 @@ def _apply(
         assert game.game_client_seed is not None
         return roll(server_seed[0], game.game_client_seed, nonce).face
 
-    try:
-        result = step(state, action, balances=balances, roll_face=roll_face)
-    except GameError as error:
-        raise ActionRefused(error, game_view(game, seats)) from error
+    def apply_rules(held: dict[str, int]) -> tuple[dict[int, int], StepResult]:
+        balances = {seat.seat: held[seat.account_id] for seat in seats}
+        try:
+            return balances, step(state, action, balances=balances, roll_face=roll_face)
+        except GameError as error:
+            raise ActionRefused(error, game_view(game, seats)) from error
+
+    # Most actions move no money, so the rules first run on balances read without a lock. Only a step
+    # that moves money takes the tenant's ledger lock and the seats' wallets (the ledger's lock order),
+    # and if a balance changed meanwhile the pure step simply runs again on the balances now held.
+    balances, result = apply_rules(read_balances(session, tenant_id=game.tenant_id, account_ids=wallets))
+    if result.transfers:
+        held = lock_balances(session, tenant_id=game.tenant_id, account_ids=wallets)
+        if {seat.seat: held[seat.account_id] for seat in seats} != balances:
+            balances, result = apply_rules(held)
     config = state.config
     cap = balance_cap(config.stake, config.challenge_raise, config.player_count)
     entries: list[tuple[str, dict[str, Any]]] = [
