@@ -1,0 +1,554 @@
+"""HTTP game throughput: N concurrent clients play whole games against `pokna serve`'s stack on PostgreSQL.
+
+Starts a throwaway PostgreSQL cluster, migrates it, creates tenants and API keys, serves the API under
+uvicorn (`bench/baseline_app.py`: the product app plus one bench-only route), funds wallets over HTTP,
+then alternates measured phases on the same server:
+
+    baseline, games, baseline, games, ..., baseline
+
+A games phase: every client creates a game (Vigo + `--players`, its own wallets unless
+`--shared-wallets`) and plays it to the end, following `turn.allowed_actions`, then the next one.
+A baseline phase: every client sends `POST /bench/baseline` (bearer auth, Idempotency dependency, one
+transaction that locks one account row and inserts one row) back to back. Every phase has the same
+client count and lasts `--duration` seconds (a games phase may stop earlier at `--games` games).
+Reported: median over phases of games/s, actions/s (every POST /actions), baseline requests/s, p50/p99
+per request type, the CPU each side used per request, errors (must be 0), and the ratio
+actions/s / baseline requests/s.
+
+    .venv/bin/python bench/games_http.py [--clients 8] [--workers 2] [--duration 10] [--rounds 3]
+        [--games N] [--players 3] [--tenants 1] [--shared-wallets] [--seed 1] [--keep-nagle] [--output FILE]
+
+Loopback only; the load generator runs on the same machine as the server and PostgreSQL. With
+`--workers` > 1 the listening socket gets TCP_NODELAY (uvicorn#3149 drops it; see baseline_app.py);
+`--keep-nagle` serves exactly as `pokna serve` does today, to measure that bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from baseline_app import BASELINE_PATH, create_touch_table
+from games_support import cpu_snapshot, cpu_used, median, migrated_cluster, percentile, serving
+
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.service_keys import load_service_keys
+from pokna.settings import Settings
+from pokna.tenants import service as tenants
+
+FUNDS = 10**11  # per wallet: no game in a run can bust anyone
+MAX_ACTIONS_PER_GAME = 500
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+# --- the clients -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Client:
+    """One load-generating client: a keep-alive connection with a tenant's key, and the wallets it seats."""
+
+    http: httpx.Client
+    vigo_wallet: str
+    player_wallets: list[str]
+    rng: random.Random
+
+
+@dataclass
+class Tally:
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    games: int = 0
+    actions: int = 0
+    abandoned: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def timed_post(self, http: httpx.Client, kind: str, path: str, body: Any, expected: int) -> Any:
+        """The JSON answer, or None (the error recorded) if the request failed or had another status."""
+        started = time.perf_counter()
+        try:
+            response = http.post(path, json=body)
+        except httpx.HTTPError as error:
+            self.errors.append(f"{kind}: {type(error).__name__}: {error}")
+            return None
+        self.latencies.setdefault(kind, []).append(time.perf_counter() - started)
+        if response.status_code != expected:
+            self.errors.append(f"{kind}: HTTP {response.status_code} {response.text[:300]}")
+            return None
+        return response.json()
+
+
+class GameBudget:
+    """At most `limit` games started in a phase, across all clients (None: no limit)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        if self.left is None:
+            return True
+        with self.lock:
+            if self.left <= 0:
+                return False
+            self.left -= 1
+            return True
+
+
+def next_action(game: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A plausible player: mostly split and claim, sometimes roll again or challenge."""
+    turn = game["turn"]
+    account = turn["account_ids"][0]
+    allowed = turn["allowed_actions"]
+    if "start" in allowed:
+        return {"type": "start", "account_id": account}
+    if "vote" in allowed:
+        return {
+            "type": "vote",
+            "account_id": account,
+            "choice": "split" if rng.random() < 0.75 else "roll_again",
+        }
+    if "challenge" in allowed and rng.random() < 0.25:
+        return {"type": "challenge", "account_id": account}
+    if "claim" in allowed:
+        return {"type": "claim", "account_id": account}
+    return {"type": "roll", "account_id": account}
+
+
+def play_games(client: Client, deadline: float, budget: GameBudget, stake: int) -> Tally:
+    tally = Tally()
+    terms = {
+        "vigo_account_id": client.vigo_wallet,
+        "player_account_ids": client.player_wallets,
+        "stake": stake,
+    }
+    while time.perf_counter() < deadline and budget.take():
+        game = tally.timed_post(client.http, "create", "/v1/games", terms, 201)
+        if game is None:
+            continue
+        path = f"/v1/games/{game['id']}/actions"
+        for _ in range(MAX_ACTIONS_PER_GAME):
+            if game["status"] in ("settled", "cancelled"):
+                tally.games += 1
+                break
+            if time.perf_counter() >= deadline:
+                tally.abandoned += 1  # left open; nothing else touches it
+                break
+            action = next_action(game, client.rng)
+            tally.actions += 1
+            game = tally.timed_post(client.http, action["type"], path, action, 200)
+            if game is None:
+                break
+        else:
+            tally.errors.append(f"game {game['id']} did not end within {MAX_ACTIONS_PER_GAME} actions")
+    return tally
+
+
+def touch_baseline(client: Client, deadline: float) -> Tally:
+    tally = Tally()
+    body = {"account_id": client.vigo_wallet}
+    while time.perf_counter() < deadline:
+        tally.timed_post(client.http, "baseline", BASELINE_PATH, body, 200)
+    return tally
+
+
+# --- phases ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Phase:
+    kind: str  # "baseline" or "games"
+    seconds: float
+    tally: Tally
+    cpu: dict[str, float]
+
+    @property
+    def requests(self) -> int:
+        return sum(len(samples) for samples in self.tally.latencies.values())
+
+    @property
+    def action_latencies(self) -> list[float]:
+        return [
+            s
+            for kind, samples in self.tally.latencies.items()
+            if kind not in ("create", "baseline")
+            for s in samples
+        ]
+
+    def rate(self, count: int) -> float:
+        return count / self.seconds
+
+    def summary(self) -> dict[str, Any]:
+        requests = self.requests
+        latency = {
+            kind: {
+                "count": len(samples),
+                "p50_ms": percentile(samples, 0.5) * 1e3,
+                "p99_ms": percentile(samples, 0.99) * 1e3,
+            }
+            for kind, samples in sorted(self.tally.latencies.items())
+        }
+        if self.kind == "games":
+            actions = self.action_latencies
+            latency["action (all types)"] = {
+                "count": len(actions),
+                "p50_ms": percentile(actions, 0.5) * 1e3,
+                "p99_ms": percentile(actions, 0.99) * 1e3,
+            }
+        return {
+            "kind": self.kind,
+            "seconds": round(self.seconds, 3),
+            "requests_per_s": self.rate(requests),
+            "games_per_s": self.rate(self.tally.games),
+            "actions_per_s": self.rate(self.tally.actions),
+            "games": self.tally.games,
+            "actions": self.tally.actions,
+            "abandoned_games": self.tally.abandoned,
+            "errors": len(self.tally.errors),
+            "latency": latency,
+            "cpu_ms_per_request": {
+                group: self.cpu[group] * 1e3 / max(1, requests) for group in ("api", "postgres", "loadgen")
+            },
+            "machine_busy_fraction": self.cpu["machine_busy"] / max(1e-9, self.cpu["machine_total"]),
+            "other_processes_fraction": self.cpu["other"] / max(1e-9, self.cpu["machine_total"]),
+        }
+
+
+def run_phase(
+    kind: str,
+    clients: list[Client],
+    seconds: float,
+    pids: tuple[int, int],
+    work: Callable[[Client, float], Tally],
+) -> Phase:
+    """`pids`: the server's and the cluster's postmaster's, for CPU accounting."""
+    results: list[Tally | None] = [None] * len(clients)
+    start = threading.Barrier(len(clients) + 1)
+    clock: dict[str, float] = {}
+
+    def run_client(index: int) -> None:
+        start.wait()
+        results[index] = work(clients[index], clock["deadline"])
+
+    threads = [
+        threading.Thread(target=run_client, args=(index,), daemon=True) for index in range(len(clients))
+    ]
+    for thread in threads:
+        thread.start()
+    before = cpu_snapshot(*pids)
+    began = time.perf_counter()
+    clock["deadline"] = began + seconds
+    start.wait()
+    for thread in threads:
+        thread.join(timeout=seconds + 120)
+    ended = time.perf_counter()
+    after = cpu_snapshot(*pids)
+    total = Tally()
+    for index, result in enumerate(results):
+        if result is None:
+            total.errors.append(f"client {index} did not finish")
+            continue
+        for request_kind, samples in result.latencies.items():
+            total.latencies.setdefault(request_kind, []).extend(samples)
+        total.games += result.games
+        total.actions += result.actions
+        total.abandoned += result.abandoned
+        total.errors.extend(result.errors)
+    return Phase(kind, ended - began, total, cpu_used(before, after))
+
+
+# --- set-up ----------------------------------------------------------------------------------------------
+
+
+def create_tenants(url: str, count: int) -> list[str]:
+    """API keys of `count` new tenants, made with the same service function as `pokna tenants create`."""
+    engine = make_engine(url)
+    try:
+        create_touch_table(engine)
+        keys = []
+        with unit_of_work(make_sessionmaker(engine)) as session:
+            for index in range(count):
+                tenant = tenants.create_tenant(session, f"Bench cantina {index}")
+                keys.append(tenants.issue_api_key(session, tenant.id).secret)
+        return keys
+    finally:
+        engine.dispose()
+
+
+def open_wallet(http: httpx.Client) -> str:
+    created = http.post("/v1/accounts", json={})
+    assert created.status_code == 201, created.text
+    account_id: str = created.json()["id"]
+    funded = http.post(f"/v1/accounts/{account_id}/deposits", json={"amount": FUNDS})
+    assert funded.status_code == 201, funded.text
+    return account_id
+
+
+def http_client(base_url: str, api_key: str) -> httpx.Client:
+    return httpx.Client(
+        base_url=base_url,
+        headers={"Authorization": f"Bearer {api_key}"},
+        timeout=60.0,
+        trust_env=False,  # loopback only: never through a proxy from the environment
+        limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+    )
+
+
+def seat_clients(base_url: str, keys: list[str], options: argparse.Namespace) -> list[Client]:
+    clients: list[Client] = []
+    shared: dict[int, tuple[str, list[str]]] = {}
+    for index in range(options.clients):
+        tenant = index % len(keys)
+        http = http_client(base_url, keys[tenant])
+        if options.shared_wallets and tenant in shared:
+            vigo, seated = shared[tenant]
+        else:
+            vigo, seated = open_wallet(http), [open_wallet(http) for _ in range(options.players)]
+            shared[tenant] = (vigo, seated)
+        clients.append(Client(http, vigo, seated, random.Random(f"{options.seed}:{index}")))
+    return clients
+
+
+def books_balance(base_url: str, keys: list[str]) -> list[str]:
+    """Problems with the books after the run: every tenant's trial balance must total zero."""
+    problems = []
+    for key in keys:
+        with http_client(base_url, key) as http:
+            response = http.get("/v1/ledger/trial-balance")
+            if response.status_code != 200 or response.json()["total"] != 0:
+                problems.append(f"trial balance: HTTP {response.status_code} {response.text[:300]}")
+    return problems
+
+
+# --- report ----------------------------------------------------------------------------------------------
+
+
+def report(phases: list[Phase], options: argparse.Namespace, problems: list[str]) -> dict[str, Any]:
+    summaries = [phase.summary() for phase in phases]
+    baselines = [s for s in summaries if s["kind"] == "baseline"]
+    games = [s for s in summaries if s["kind"] == "games"]
+
+    def med(rows: list[dict[str, Any]], *path: str) -> float:
+        values = []
+        for row in rows:
+            value: Any = row
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            if isinstance(value, int | float):
+                values.append(float(value))
+        return median(values)
+
+    kinds = sorted({kind for row in games for kind in row["latency"]})
+    # Each games phase against the mean of the baselines just before and after it: robust to drift.
+    per_round = [
+        games[i]["actions_per_s"]
+        / ((baselines[i]["requests_per_s"] + baselines[i + 1]["requests_per_s"]) / 2)
+        for i in range(len(games))
+    ]
+    result = {
+        "settings": {
+            "clients": options.clients,
+            "workers": options.workers,
+            "duration_s": options.duration,
+            "rounds": options.rounds,
+            "games_cap": options.games,
+            "players_per_game": options.players,
+            "tenants": options.tenants,
+            "shared_wallets": options.shared_wallets,
+            "seed": options.seed,
+            "log_level": os.environ.get("POKNA_LOG_LEVEL", "INFO"),
+            "factory": options.factory,
+            "keep_nagle": options.keep_nagle,
+        },
+        "machine": {
+            "nproc": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "phases": summaries,
+        "median": {
+            "games_per_s": med(games, "games_per_s"),
+            "actions_per_s": med(games, "actions_per_s"),
+            "game_requests_per_s": med(games, "requests_per_s"),
+            "baseline_requests_per_s": med(baselines, "requests_per_s"),
+            "baseline_p50_ms": med(baselines, "latency", "baseline", "p50_ms"),
+            "baseline_p99_ms": med(baselines, "latency", "baseline", "p99_ms"),
+            "latency": {
+                kind: {
+                    "p50_ms": med(games, "latency", kind, "p50_ms"),
+                    "p99_ms": med(games, "latency", kind, "p99_ms"),
+                }
+                for kind in kinds
+            },
+            "cpu_ms_per_request": {
+                kind: {
+                    group: med(rows, "cpu_ms_per_request", group) for group in ("api", "postgres", "loadgen")
+                }
+                for kind, rows in (("baseline", baselines), ("games", games))
+            },
+            "actions_per_game": med(games, "actions") / max(1.0, med(games, "games")),
+        },
+        "ratio_actions_to_baseline": med(games, "actions_per_s") / med(baselines, "requests_per_s"),
+        "ratio_per_round": per_round,
+        "errors": sum(s["errors"] for s in summaries) + len(problems),
+        "problems": problems,
+        "first_errors": [error for phase in phases for error in phase.tally.errors][:10],
+    }
+    return result
+
+
+def print_report(result: dict[str, Any]) -> None:
+    out = sys.stdout
+    settings = result["settings"]
+    print(
+        f"\nclients={settings['clients']} workers={settings['workers']} phase={settings['duration_s']}s "
+        f"rounds={settings['rounds']} players/game={settings['players_per_game']} tenants={settings['tenants']} "
+        f"shared_wallets={settings['shared_wallets']} nproc={result['machine']['nproc']}",
+        file=out,
+    )
+    print(
+        f"\n{'phase':<9} {'secs':>6} {'req/s':>8} {'games/s':>8} {'acts/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'err':>4} {'cpu ms/req api':>15} {'pg':>6} {'loadgen':>8} {'busy':>5} {'other':>5}",
+        file=out,
+    )
+    for row in result["phases"]:
+        main_kind = "baseline" if row["kind"] == "baseline" else "action (all types)"
+        latency = row["latency"].get(main_kind, {"p50_ms": float("nan"), "p99_ms": float("nan")})
+        cpu = row["cpu_ms_per_request"]
+        print(
+            f"{row['kind']:<9} {row['seconds']:>6.1f} {row['requests_per_s']:>8.1f} {row['games_per_s']:>8.2f} "
+            f"{row['actions_per_s']:>8.1f} {latency['p50_ms']:>7.1f} {latency['p99_ms']:>7.1f} {row['errors']:>4} "
+            f"{cpu['api']:>15.2f} {cpu['postgres']:>6.2f} {cpu['loadgen']:>8.2f} {row['machine_busy_fraction']:>5.0%} "
+            f"{row['other_processes_fraction']:>5.0%}",
+            file=out,
+        )
+    m = result["median"]
+    print("\nmedians over phases", file=out)
+    print(
+        f"  baseline       {m['baseline_requests_per_s']:8.1f} req/s   p50 {m['baseline_p50_ms']:6.1f} ms   p99 {m['baseline_p99_ms']:6.1f} ms",
+        file=out,
+    )
+    print(
+        f"  games          {m['games_per_s']:8.2f} games/s ({m['actions_per_game']:.1f} actions/game)",
+        file=out,
+    )
+    print(f"  actions        {m['actions_per_s']:8.1f} actions/s", file=out)
+    print(f"  all game reqs  {m['game_requests_per_s']:8.1f} req/s (create + actions)", file=out)
+    for kind, latency in m["latency"].items():
+        print(f"    {kind:<20} p50 {latency['p50_ms']:6.1f} ms   p99 {latency['p99_ms']:6.1f} ms", file=out)
+    for kind, cpu in m["cpu_ms_per_request"].items():
+        print(
+            f"  CPU per {kind:<8} request: api {cpu['api']:.2f} ms, postgres {cpu['postgres']:.2f} ms, "
+            f"load generator {cpu['loadgen']:.2f} ms",
+            file=out,
+        )
+    rounds = ", ".join(f"{ratio:.2f}" for ratio in result["ratio_per_round"])
+    print(
+        f"\n  ratio actions/s / baseline req/s = {result['ratio_actions_to_baseline']:.2f}   "
+        f"(per round: {rounds}; goal >= 0.70)",
+        file=out,
+    )
+    print(f"  errors: {result['errors']}", file=out)
+    for error in result["first_errors"] + result["problems"]:
+        print(f"    {error}", file=out)
+
+
+# --- main ------------------------------------------------------------------------------------------------
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (threads), default 8")
+    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes, default 2")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per measured phase, default 10")
+    parser.add_argument("--rounds", type=int, default=3, help="games phases, each between two baselines")
+    parser.add_argument("--games", type=int, default=None, help="stop a games phase after this many games")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds of each kind before measuring")
+    parser.add_argument("--players", type=int, default=3, help="players per game besides the Vigo, 1-11")
+    parser.add_argument("--stake", type=int, default=5)
+    parser.add_argument("--tenants", type=int, default=1, help="clients are spread round-robin over tenants")
+    parser.add_argument(
+        "--shared-wallets", action="store_true", help="all of a tenant's clients seat the same wallets"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seeds the players' choices (split/roll again, claim/challenge)"
+    )
+    parser.add_argument(
+        "--keep-nagle",
+        action="store_true",
+        help="serve with uvicorn's own multi-worker socket, as `pokna serve` does: no TCP_NODELAY (uvicorn#3149)",
+    )
+    parser.add_argument(
+        "--factory",
+        default="baseline_app:create_app",
+        help="for experiments only: a `module:callable` on PYTHONPATH wrapping baseline_app.create_app",
+    )
+    parser.add_argument(
+        "--output", type=Path, help="JSON results (default bench/results/games_http-<time>.json)"
+    )
+    options = parser.parse_args()
+    if not 1 <= options.players <= 11 or options.clients < 1 or options.rounds < 1 or options.tenants < 1:
+        parser.error("need 1-11 players, and at least one client, round and tenant")
+    if not 0 < options.duration <= 600:
+        parser.error("--duration is 0-600 seconds")
+    return options
+
+
+def main() -> int:
+    options = parse_arguments()
+    with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-bench-") as scratch:
+        data_dir = Path(scratch) / "data"
+        load_service_keys(Settings(data_dir=data_dir))  # development keys made once, before the workers race
+        keys = create_tenants(database.url, options.tenants)
+        env = {
+            "POKNA_DATABASE_URL": database.url,
+            "POKNA_DATA_DIR": str(data_dir),
+            "POKNA_ENV": "development",
+            "POKNA_LOG_LEVEL": os.environ.get("POKNA_LOG_LEVEL", "INFO"),
+        }
+        with serving(
+            env, options.workers, Path(scratch) / "server.log", options.factory, options.keep_nagle
+        ) as server:
+            clients = seat_clients(server.base_url, keys, options)
+            pids = (server.process.pid, database.postmaster_pid)
+
+            def games(cap: int | None) -> Callable[[Client, float], Tally]:
+                budget = GameBudget(cap)
+                return lambda client, deadline: play_games(client, deadline, budget, options.stake)
+
+            print(f"serving on {server.base_url}; warming up", file=sys.stderr)
+            run_phase("baseline", clients, options.warmup, pids, touch_baseline)
+            run_phase("games", clients, options.warmup, pids, games(None))
+            phases = [run_phase("baseline", clients, options.duration, pids, touch_baseline)]
+            for round_number in range(options.rounds):
+                phases.append(run_phase("games", clients, options.duration, pids, games(options.games)))
+                phases.append(run_phase("baseline", clients, options.duration, pids, touch_baseline))
+                print(f"round {round_number + 1}/{options.rounds} done", file=sys.stderr)
+            problems = books_balance(server.base_url, keys)
+            for client in clients:
+                client.http.close()
+        result = report(phases, options, problems)
+    print_report(result)
+    output = options.output or RESULTS / f"games_http-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2))
+    print(f"\nJSON: {output}")
+    return 1 if result["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
