@@ -22,6 +22,35 @@ from pokna.runtime import Runtime
 
 router = APIRouter(prefix="/v1", tags=["games"])
 
+ACTION_EXAMPLES: dict[str, Any] = {
+    "set_client_seed": {
+        "summary": "Choose your own client seed (before the start)",
+        "value": {
+            "type": "set_client_seed",
+            "account_id": "acct_p1",
+            "client_seed": "never-tell-me-the-odds",
+        },
+    },
+    "start": {
+        "summary": "The Vigo starts: antes, then the favor roll",
+        "value": {"type": "start", "account_id": "acct_vigo"},
+    },
+    "roll": {"summary": "Seek favor on your turn", "value": {"type": "roll", "account_id": "acct_p1"}},
+    "vote": {
+        "summary": "Vote with other survivors",
+        "value": {"type": "vote", "account_id": "acct_p1", "choice": "roll_again", "expected_version": 9},
+    },
+    "claim": {
+        "summary": "The lone survivor takes the pot",
+        "value": {"type": "claim", "account_id": "acct_p1"},
+    },
+    "challenge": {
+        "summary": "The lone survivor challenges fate",
+        "value": {"type": "challenge", "account_id": "acct_p1"},
+    },
+    "cancel": {"summary": "Call the game off before the start", "value": {"type": "cancel"}},
+}
+
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`).")]
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`).")]
 
@@ -78,7 +107,7 @@ def get_game(game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: 
 )
 def act(
     game_id: GameId,
-    action: Annotated[GameAction, Body()],
+    action: Annotated[GameAction, Body(openapi_examples=ACTION_EXAMPLES)],
     runtime: RuntimeDep,
     tenant_id: TenantDep,
     clock: ClockDep,

@@ -20,6 +20,22 @@ class AccountCreate(BaseModel):
 
 
 class AccountOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "acct_54e6013c41a8477bb55a3ee6bcf51f63",
+                    "object": "account",
+                    "kind": "player_wallet",
+                    "external_id": "han",
+                    "currency": "CREDIT",
+                    "balance": 90,
+                    "created_at": "2026-11-29T23:13:18.768380+00:00",
+                }
+            ]
+        }
+    )
+
     id: str
     object: Literal["account"]
     kind: str = Field(description="player_wallet, game_pot, house or external_funding.")
@@ -50,6 +66,29 @@ class PostingOut(BaseModel):
 
 
 class JournalTransactionOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "txn_29317f729f134c1d9f81933da7aefc7b",
+                    "object": "journal_transaction",
+                    "seq": 1,
+                    "kind": "deposit",
+                    "reference": "psp-charge-7781",
+                    "metadata": {},
+                    "postings": [
+                        {"account_id": "acct_6e3d…", "amount": 100, "currency": "CREDIT"},
+                        {"account_id": "acct_c009…", "amount": -100, "currency": "CREDIT"},
+                    ],
+                    "prev_hash": "0" * 64,
+                    "hash": "34136affb4d34210084b7fc3459f696170ad88cdc38cdb55c00a5b6169606f25",
+                    "created_at": "2026-11-29T23:13:18.768380+00:00",
+                    "balance": 100,
+                }
+            ]
+        }
+    )
+
     id: str
     object: Literal["journal_transaction"]
     seq: int = Field(description="Per-tenant sequence number, gap-free.")
@@ -83,6 +122,43 @@ class TrialBalanceLine(BaseModel):
 
 
 class TrialBalanceOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "currency": "CREDIT",
+                    "accounts": [
+                        {
+                            "account_id": "acct_54e6…",
+                            "kind": "player_wallet",
+                            "external_id": "han",
+                            "balance": 90,
+                        },
+                        {
+                            "account_id": "acct_6e3d…",
+                            "kind": "player_wallet",
+                            "external_id": "jabba",
+                            "balance": 110,
+                        },
+                        {
+                            "account_id": "acct_c009…",
+                            "kind": "external_funding",
+                            "external_id": "CREDIT",
+                            "balance": -200,
+                        },
+                        {
+                            "account_id": "acct_f01e…",
+                            "kind": "game_pot",
+                            "external_id": "game_69c5…",
+                            "balance": 0,
+                        },
+                    ],
+                    "total": 0,
+                }
+            ]
+        }
+    )
+
     currency: str
     accounts: list[TrialBalanceLine]
     total: int = Field(description="Always zero when the books are sound.")
