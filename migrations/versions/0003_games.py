@@ -65,6 +65,7 @@ def upgrade() -> None:
         sa.Column("pot_account_id", sa.String(length=40), nullable=False),
         sa.Column("state", sa.JSON(), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("event_count", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("server_seed_hash", sa.String(length=64), nullable=False),
         sa.Column("sealed_server_seed", sa.String(length=200), nullable=False),
         sa.Column("revealed_server_seed", sa.String(length=64), nullable=True),

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import JournalTransaction
 from pokna.fairness.keyring import KeyRing
@@ -208,6 +209,7 @@ def check_finished_game(api: Api, sessions: sessionmaker[Session], game_id: str,
                 select(GameRoll.nonce).where(GameRoll.game_id == game_id).order_by(GameRoll.nonce)
             )
         )
+        event_count = session.scalar(select(GameRow.event_count).where(GameRow.id == game_id))
         journal = list(
             session.execute(
                 select(JournalTransaction.id, JournalTransaction.kind)
@@ -215,6 +217,7 @@ def check_finished_game(api: Api, sessions: sessionmaker[Session], game_id: str,
                 .order_by(JournalTransaction.seq)
             )
         )
+    assert event_count == len(events)  # the row's counter is the last event's seq
     expected_nonces = list(range(game["fairness"]["next_nonce"]))
     assert rows == expected_nonces
     assert rolled == expected_nonces

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy.orm import Session
 
-from pokna.db.models.game import Game
+from pokna.db.models.game import Game, GameSeat
 from pokna.fairness.proof import (
     RecordedRoll,
     RollPurpose,
@@ -30,10 +31,18 @@ def signed_terms(stake: int, challenge_raise: int, account_ids: list[str]) -> Ga
 
 
 def sign_proof(
-    session: Session, game: Game, state: GameState, signing_key: Ed25519PrivateKey
+    session: Session,
+    game: Game,
+    state: GameState,
+    signing_key: Ed25519PrivateKey,
+    *,
+    seats: Sequence[GameSeat] | None = None,
 ) -> dict[str, Any]:
+    """`seats`, in seat order, when the caller already holds them (saves reading them again)."""
     assert game.revealed_server_seed is not None, "a proof is built only once the seed is revealed"
-    seats = repository.seats_of(session, game.id)
+    if seats is None:
+        seats = repository.seats_of(session, game.id)
+    events = repository.events_of_kinds(session, game.id, (repository.ACTION_EVENT, repository.MONEY_EVENT))
     account_of = {seat.seat: seat.account_id for seat in seats}
     return build_proof(
         game_id=game.id,
@@ -54,13 +63,14 @@ def sign_proof(
             )
             for roll in repository.rolls_of(session, game.id)
         ],
-        actions=[event.payload for event in repository.events_of(session, game.id, repository.ACTION_EVENT)],
+        actions=[event.payload for event in events if event.kind == repository.ACTION_EVENT],
         outcome=outcome_to_json(state.outcome),
         transfers=[
             TransferRecord(
                 event.payload["kind"], event.payload["payer"], event.payload["payee"], event.payload["amount"]
             )
-            for event in repository.events_of(session, game.id, repository.MONEY_EVENT)
+            for event in events
+            if event.kind == repository.MONEY_EVENT
         ],
         private_key=signing_key,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
@@ -52,6 +52,15 @@ def events_of(session: Session, game_id: str, kind: str) -> list[GameEvent]:
     return list(session.scalars(query))
 
 
+def events_of_kinds(session: Session, game_id: str, kinds: Sequence[str]) -> list[GameEvent]:
+    query = (
+        select(GameEvent)
+        .where(GameEvent.game_id == game_id, GameEvent.kind.in_(kinds))
+        .order_by(GameEvent.seq)
+    )
+    return list(session.scalars(query))
+
+
 def event_page(session: Session, game_id: str, after_seq: int, limit: int) -> list[GameEvent]:
     query = (
         select(GameEvent)
@@ -60,13 +69,6 @@ def event_page(session: Session, game_id: str, after_seq: int, limit: int) -> li
         .limit(limit)
     )
     return list(session.scalars(query))
-
-
-def last_event_seq(session: Session, game_id: str) -> int:
-    return int(
-        session.scalar(select(func.coalesce(func.max(GameEvent.seq), 0)).where(GameEvent.game_id == game_id))
-        or 0
-    )
 
 
 def due_game_ids(session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:

@@ -1,8 +1,9 @@
 """Creating and playing games: the one way in for every game write (HTTP, CLI sweep and tests alike).
 
-Every action: lock the game row, then (through the ledger) the tenant's chain head and the seats'
-wallets, read balances, apply one pure rules step, and persist the new state, the rolls, the events and
-the postings in the caller's transaction. Services flush; the caller's unit of work commits.
+Every action: lock the game row, apply its passed deadlines, run one pure rules step (on balances read
+without a lock; a step that moves money then takes the tenant's ledger head and the seats' wallets and is
+re-run on the balances held), and persist the new state, the rolls, the events and the postings in the
+caller's transaction. Services flush; the caller's unit of work commits.
 """
 
 from __future__ import annotations
@@ -62,8 +63,6 @@ from pokna.ledger.holds import lock_balances, read_balances
 from pokna.ledger.model import AccountKind, Move
 from pokna.service_keys import ServiceKeys
 
-MAX_PLAYERS = 11
-
 
 @dataclass(frozen=True)
 class NewGame:
@@ -104,11 +103,10 @@ def create_game(
     *,
     table_id: str | None = None,
     round_number: int | None = None,
-    field_prefix: str = "body",
 ) -> Game:
     account_ids = [terms.vigo_account_id, *terms.player_account_ids]
-    fields = [f"{field_prefix}.vigo_account_id"]
-    fields += [f"{field_prefix}.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
+    fields = ["body.vigo_account_id"]
+    fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
     check_seating(session, tenant_id, account_ids, terms.currency, fields)
     try:
         config = GameConfig.create(
@@ -118,9 +116,7 @@ def create_game(
         )
     except GameError as error:
         field = str(error.details.get("field", ""))
-        raise InvalidRequest(
-            error.message, field=f"{field_prefix}.{field}" if field else field_prefix
-        ) from error
+        raise InvalidRequest(error.message, field=f"body.{field}" if field else "body") from error
     game_id = new_id("game")
     server_seed = generate_server_seed()
     commitment = server_seed_hash(server_seed)
@@ -140,6 +136,7 @@ def create_game(
         pot_account_id=pot.id,
         state=state_to_dict(new_game(config)),
         version=1,
+        event_count=0,
         server_seed_hash=commitment,
         sealed_server_seed=seal_server_seed(server_seed, keys.seed_key, game_id),
         receipt=build_commitment_receipt(
@@ -288,6 +285,7 @@ def _set_client_seed(
     _record(
         session, game, now, [("client_seed_set", {"seat": seat_number, "client_seed": request.client_seed})]
     )
+    session.flush()
 
 
 def _apply(
@@ -331,10 +329,11 @@ def _apply(
     entries: list[tuple[str, dict[str, Any]]] = [
         ("action", {**action_to_dict(action), "balances": recorded_balances(balances, cap)})
     ]
+    rolls: list[GameRoll] = []
     for event in result.events:
         entries.append((event.kind.value, event.to_dict()))
         if isinstance(event, Rolled):
-            session.add(
+            rolls.append(
                 GameRoll(
                     game_id=game.id,
                     nonce=event.nonce,
@@ -346,8 +345,11 @@ def _apply(
                 )
             )
     entries += _post_transfers(session, game, seats, result)
+    session.add_all(rolls)
     _record(session, game, moment, entries)
     _advance(session, keys, clock, game, seats, state, result.state, moment)
+    # One flush per action: the rolls, the events and the game's UPDATE (with its event counter) together.
+    session.flush()
     return result
 
 
@@ -413,23 +415,26 @@ def _advance(
         ):  # cancelled before the start: the seeds are fixed now, for the proof
             _fix_client_seeds(game, seats)
         game.revealed_server_seed = open_server_seed(game.sealed_server_seed, keys.seed_key, game.id)
-        session.flush()
-        game.proof = sign_proof(session, game, after, keys.signing_key)
+        session.flush()  # the proof reads the rolls and events back
+        game.proof = sign_proof(session, game, after, keys.signing_key, seats=seats)
     elif after.phase is Phase.OPEN:
         game.turn_deadline_at = game.created_at + clock.open_game_ttl
     else:
         game.turn_deadline_at = moment + timedelta(seconds=game.turn_timeout_seconds)
-    session.flush()
 
 
 def _record(
     session: Session, game: Game, moment: datetime, entries: list[tuple[str, dict[str, Any]]]
 ) -> None:
-    seq = repository.last_event_seq(session, game.id)
+    """Number the entries on from the game's event counter (1..n per game, no gaps: the caller holds the
+    game's row lock) and add them; they are written with the next flush, with the game's UPDATE."""
+    seq = game.event_count
+    events = []
     for kind, payload in entries:
         seq += 1
-        session.add(GameEvent(game_id=game.id, seq=seq, kind=kind, payload=payload, occurred_at=moment))
-    session.flush()
+        events.append(GameEvent(game_id=game.id, seq=seq, kind=kind, payload=payload, occurred_at=moment))
+    game.event_count = seq
+    session.add_all(events)
 
 
 def _rfc3339(moment: datetime) -> str:

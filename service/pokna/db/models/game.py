@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Integer, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pokna.db.base import Base
@@ -27,7 +27,10 @@ class GameTable(Base):
 
 
 class Game(Base):
-    """One round. `state` is the rules engine's state; `version` increments on every applied action."""
+    """One round. `state` is the rules engine's state; `version` increments on every applied action.
+
+    `event_count` is the seq of the game's last event (events are numbered 1..n with no gaps), kept on the
+    row so recording an event needs no `max(seq)` query; it is written with the game's own UPDATE."""
 
     __tablename__ = "game"
     __table_args__ = (
@@ -46,6 +49,7 @@ class Game(Base):
     pot_account_id: Mapped[str] = mapped_column(ForeignKey("account.id"))
     state: Mapped[dict[str, Any]] = mapped_column(JSON)
     version: Mapped[int] = mapped_column(Integer)
+    event_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     server_seed_hash: Mapped[str] = mapped_column(String(64))
     sealed_server_seed: Mapped[str] = mapped_column(String(200))
     revealed_server_seed: Mapped[str | None] = mapped_column(String(64), nullable=True)
