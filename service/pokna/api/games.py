@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path
 from fastapi.responses import JSONResponse
+from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
 from pokna.api.clock import ClockDep
@@ -80,7 +81,7 @@ def create_game(
         turn_timeout_seconds=body.turn_timeout_seconds,
     )
 
-    def work(session: Any) -> tuple[int, Any]:
+    def work(session: Session) -> tuple[int, Any]:
         game = games.create_game(session, runtime.keys, clock, tenant_id, terms)
         return 201, games.read_game(session, tenant_id, game.id)
 
@@ -122,7 +123,7 @@ def act(
         expected_version=action.expected_version,
     )
 
-    def work(session: Any) -> tuple[int, Any]:
+    def work(session: Session) -> tuple[int, Any]:
         return 200, games.act(session, runtime.keys, clock, tenant_id, game_id, request)
 
     return idempotency.run(work)
@@ -186,7 +187,7 @@ def create_table(
         turn_timeout_seconds=body.turn_timeout_seconds,
     )
 
-    def work(session: Any) -> tuple[int, Any]:
+    def work(session: Session) -> tuple[int, Any]:
         table = tables.create_table(session, tenant_id, terms, clock)
         return 201, tables.table_view(session, tenant_id, table.id)
 
@@ -216,7 +217,7 @@ def get_table(table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep) -> d
 def deal_round(
     table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
 ) -> JSONResponse:
-    def work(session: Any) -> tuple[int, Any]:
+    def work(session: Session) -> tuple[int, Any]:
         game_id = tables.deal_round(session, runtime.keys, clock, tenant_id, table_id)
         return 201, games.read_game(session, tenant_id, game_id)
 

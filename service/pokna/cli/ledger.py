@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Annotated, TextIO
 
 import typer
-from sqlalchemy.orm import Session
 
 from pokna.cli.app import app
+from pokna.cli.database import command_session
 from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.fairness.errors import FairnessError
 from pokna.ledger.audit import AuditReport, UnusableCheckpoint, verify_export
 from pokna.ledger.checkpoint import checkpoint_document, take_checkpoint
@@ -35,16 +34,6 @@ ledger_app = typer.Typer(help="The double-entry ledger: export, reconcile, check
 audit_app = typer.Typer(help="Offline audits of ledger exports. No database needed.", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(audit_app, name="audit")
-
-
-@contextmanager
-def _session() -> Iterator[Session]:
-    engine = make_engine(get_settings().resolved_database_url)
-    try:
-        with unit_of_work(make_sessionmaker(engine)) as session:
-            yield session
-    finally:
-        engine.dispose()
 
 
 @contextmanager
@@ -71,7 +60,7 @@ def export_command(
     """Stream a tenant's journal as JSONL (what `pokna audit verify` reads), CSV or Beancount."""
     if export_format not in EXPORT_FORMATS:
         raise typer.BadParameter(f"one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
-    with _session() as session, _output(output) as handle:
+    with command_session() as session, _output(output) as handle:
         for chunk in export_lines(session, tenant, export_format, from_seq=from_seq, to_seq=to_seq):
             handle.write(chunk)
 
@@ -84,7 +73,7 @@ def reconcile_command(
     ] = True,
 ) -> None:
     """Compare stored balances with the sum of postings. Exit 1 when anything disagrees."""
-    with _session() as session:
+    with command_session() as session:
         report = reconcile(session, tenant, check_chain=chain)
     for difference in report.differences:
         typer.echo(
@@ -113,7 +102,7 @@ def checkpoint_command(
 ) -> None:
     """Sign the tenant's current chain head with the service key and print the checkpoint document."""
     signing_key = load_service_keys(get_settings()).signing_key
-    with _session() as session:
+    with command_session() as session:
         document = checkpoint_document(take_checkpoint(session, tenant, signing_key))
     with _output(output) as handle:
         handle.write(json.dumps(document, indent=2) + "\n")

@@ -45,13 +45,6 @@ def rolls_of(session: Session, game_id: str) -> list[GameRoll]:
     return list(session.scalars(select(GameRoll).where(GameRoll.game_id == game_id).order_by(GameRoll.nonce)))
 
 
-def events_of(session: Session, game_id: str, kind: str) -> list[GameEvent]:
-    query = (
-        select(GameEvent).where(GameEvent.game_id == game_id, GameEvent.kind == kind).order_by(GameEvent.seq)
-    )
-    return list(session.scalars(query))
-
-
 def events_of_kinds(session: Session, game_id: str, kinds: Sequence[str]) -> list[GameEvent]:
     query = (
         select(GameEvent)
