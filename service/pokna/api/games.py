@@ -82,8 +82,7 @@ def create_game(
     )
 
     def work(session: Session) -> tuple[int, Any]:
-        game = games.create_game(session, runtime.keys, clock, tenant_id, terms)
-        return 201, games.read_game(session, tenant_id, game.id)
+        return 201, games.create_game(session, runtime.keys, clock, tenant_id, terms)
 
     return idempotency.run(work)
 
@@ -218,7 +217,6 @@ def deal_round(
     table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
 ) -> JSONResponse:
     def work(session: Session) -> tuple[int, Any]:
-        game_id = tables.deal_round(session, runtime.keys, clock, tenant_id, table_id)
-        return 201, games.read_game(session, tenant_id, game_id)
+        return 201, tables.deal_round(session, runtime.keys, clock, tenant_id, table_id)
 
     return idempotency.run(work)

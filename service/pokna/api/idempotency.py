@@ -23,7 +23,6 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -31,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep
+from pokna.api.encoding import json_ready
 from pokna.db.engine import unit_of_work
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.types import utc_now
@@ -62,7 +62,7 @@ class Idempotency:
         if self.key is None:
             with unit_of_work(self.runtime.sessions) as session:
                 status, body = work(session)
-            return JSONResponse(jsonable_encoder(body), status_code=status)
+            return JSONResponse(json_ready(body), status_code=status)
         token = secrets.token_hex(16)
         replay = self._claim(token)
         if replay is not None:
@@ -75,7 +75,7 @@ class Idempotency:
                         "a retry with this key took over; it is being processed"
                     )
                 status, body = work(session)
-                encoded = jsonable_encoder(body)
+                encoded = json_ready(body)
                 record.response_status = status
                 record.response_body = json.dumps(encoded, separators=(",", ":"))
                 record.locked_until = None

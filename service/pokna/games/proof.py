@@ -6,9 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy.orm import Session
 
-from pokna.db.models.game import Game, GameSeat
 from pokna.fairness.proof import (
     RecordedRoll,
     RollPurpose,
@@ -21,6 +19,7 @@ from pokna.fairness.replay import outcome_to_json
 from pokna.fairness.terms import GameTerms, SeatAccount
 from pokna.game import GameState
 from pokna.games import repository
+from pokna.games.records import EventRecord, GameRecord, RollRecord, SeatRecord
 
 
 def signed_terms(stake: int, challenge_raise: int, account_ids: list[str]) -> GameTerms:
@@ -31,18 +30,16 @@ def signed_terms(stake: int, challenge_raise: int, account_ids: list[str]) -> Ga
 
 
 def sign_proof(
-    session: Session,
-    game: Game,
+    game: GameRecord,
     state: GameState,
     signing_key: Ed25519PrivateKey,
     *,
-    seats: Sequence[GameSeat] | None = None,
+    seats: Sequence[SeatRecord],
+    events: Sequence[EventRecord],
+    rolls: Sequence[RollRecord],
 ) -> dict[str, Any]:
-    """`seats`, in seat order, when the caller already holds them (saves reading them again)."""
+    """`events` and `rolls` are every one the game recorded, in order (the finishing step's included)."""
     assert game.revealed_server_seed is not None, "a proof is built only once the seed is revealed"
-    if seats is None:
-        seats = repository.seats_of(session, game.id)
-    events = repository.events_of_kinds(session, game.id, (repository.ACTION_EVENT, repository.MONEY_EVENT))
     account_of = {seat.seat: seat.account_id for seat in seats}
     return build_proof(
         game_id=game.id,
@@ -61,7 +58,7 @@ def sign_proof(
             RecordedRoll.of(
                 roll.nonce, roll.seat, account_of[roll.seat], RollPurpose(roll.purpose), roll.face
             )
-            for roll in repository.rolls_of(session, game.id)
+            for roll in rolls
         ],
         actions=[event.payload for event in events if event.kind == repository.ACTION_EVENT],
         outcome=outcome_to_json(state.outcome),

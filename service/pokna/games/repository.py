@@ -1,35 +1,57 @@
-"""Every game query lives here."""
+"""Every game query lives here. Games, seats, rolls and events are read and written as plain records
+with Core statements (pokna.games.records); tables are ORM objects."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from datetime import datetime
+from functools import lru_cache
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, TextClause, bindparam, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
+from pokna.db.models.ledger import Account
 from pokna.errors import NotFound
+from pokna.games.records import (
+    MUTABLE_GAME_COLUMNS,
+    EventRecord,
+    GameRecord,
+    RollRecord,
+    SeatRecord,
+)
 
 ACTION_EVENT = "action"
 MONEY_EVENT = "money_moved"
 
+_game = cast(Table, Game.__table__)
+_seat = cast(Table, GameSeat.__table__)
+_roll = cast(Table, GameRoll.__table__)
+_event = cast(Table, GameEvent.__table__)
+_account = cast(Table, Account.__table__)
 
-def get_game(session: Session, tenant_id: str, game_id: str, *, for_update: bool = False) -> Game:
-    """Another tenant's game is exactly as absent as a game that does not exist."""
-    query = select(Game).where(Game.id == game_id, Game.tenant_id == tenant_id)
+_SEAT_COLUMNS = (_seat.c.seat, _seat.c.account_id, _seat.c.client_seed, _seat.c.client_seed_source)
+
+
+def get_game(session: Session, tenant_id: str, game_id: str, *, for_update: bool = False) -> GameRecord:
+    """Another tenant's game is exactly as absent as a game that does not exist. `for_update` takes the
+    game's row lock (FOR NO KEY UPDATE: inserting its events and rolls takes KEY SHARE on it)."""
+    query = select(_game).where(_game.c.id == game_id, _game.c.tenant_id == tenant_id)
     if for_update:
         query = query.with_for_update(key_share=True)
-    game = session.scalars(query).one_or_none()
-    if game is None:
+    row = session.execute(query).one_or_none()
+    if row is None:
         raise NotFound(f"no game {game_id}")
-    return game
+    return GameRecord(**row._mapping)
 
 
 def deadline_passed(session: Session, tenant_id: str, game_id: str, now: datetime) -> bool:
     """Raises NotFound like get_game, so a lazy deadline check never hides an unknown game."""
     row = session.execute(
-        select(Game.turn_deadline_at).where(Game.id == game_id, Game.tenant_id == tenant_id)
+        select(_game.c.turn_deadline_at).where(_game.c.id == game_id, _game.c.tenant_id == tenant_id)
     ).one_or_none()
     if row is None:
         raise NotFound(f"no game {game_id}")
@@ -37,38 +59,245 @@ def deadline_passed(session: Session, tenant_id: str, game_id: str, now: datetim
     return deadline is not None and deadline <= now
 
 
-def seats_of(session: Session, game_id: str) -> list[GameSeat]:
-    return list(session.scalars(select(GameSeat).where(GameSeat.game_id == game_id).order_by(GameSeat.seat)))
+def insert_game(session: Session, game: GameRecord, seats: Sequence[SeatRecord]) -> None:
+    values = {field.name: getattr(game, field.name) for field in fields(GameRecord)}
+    session.execute(insert(_game), values)
+    session.execute(insert(_seat), [_seat_values(game.id, seat) for seat in seats])
 
 
-def rolls_of(session: Session, game_id: str) -> list[GameRoll]:
-    return list(session.scalars(select(GameRoll).where(GameRoll.game_id == game_id).order_by(GameRoll.nonce)))
+# Built once: an action's statements are executed with fresh parameters, not rebuilt.
+_SAVE_GAME = (
+    update(_game)
+    .where(_game.c.id == bindparam("saved_game_id"), _game.c.version == bindparam("previous_version"))
+    .values({name: bindparam(name) for name in MUTABLE_GAME_COLUMNS})
+)
+_INSERT_EVENT = insert(_event)
+_INSERT_ROLL = insert(_roll)
 
 
-def events_of_kinds(session: Session, game_id: str, kinds: Sequence[str]) -> list[GameEvent]:
-    query = (
-        select(GameEvent)
-        .where(GameEvent.game_id == game_id, GameEvent.kind.in_(kinds))
-        .order_by(GameEvent.seq)
+def save_game(session: Session, game: GameRecord, *, previous_version: int) -> None:
+    """Write the mutable columns back. The version guard is belt and braces: the caller holds the lock."""
+    values = {name: getattr(game, name) for name in MUTABLE_GAME_COLUMNS}
+    result = session.execute(
+        _SAVE_GAME, {**values, "saved_game_id": game.id, "previous_version": previous_version}
     )
-    return list(session.scalars(query))
+    if result.rowcount != 1:  # type: ignore[attr-defined]
+        raise RuntimeError(f"game {game.id} changed under its row lock (version {previous_version})")
 
 
-def event_page(session: Session, game_id: str, after_seq: int, limit: int) -> list[GameEvent]:
-    query = (
-        select(GameEvent)
-        .where(GameEvent.game_id == game_id, GameEvent.seq > after_seq)
-        .order_by(GameEvent.seq)
+def seats_of(session: Session, game_id: str) -> list[SeatRecord]:
+    rows = session.execute(select(*_SEAT_COLUMNS).where(_seat.c.game_id == game_id).order_by(_seat.c.seat))
+    return [SeatRecord(*row) for row in rows]
+
+
+def seats_of_games(session: Session, game_ids: Sequence[str]) -> dict[str, list[SeatRecord]]:
+    seats: dict[str, list[SeatRecord]] = {game_id: [] for game_id in game_ids}
+    rows = session.execute(
+        select(_seat.c.game_id, *_SEAT_COLUMNS)
+        .where(_seat.c.game_id.in_(list(game_ids)))
+        .order_by(_seat.c.game_id, _seat.c.seat)
+    )
+    for row in rows:
+        seats[row.game_id].append(
+            SeatRecord(row.seat, row.account_id, row.client_seed, row.client_seed_source)
+        )
+    return seats
+
+
+def seats_and_balances(session: Session, game_id: str) -> tuple[list[SeatRecord], dict[str, int]]:
+    """The seats in order and their wallets' balances, read without a lock (see ledger.holds)."""
+    rows = session.execute(
+        select(*_SEAT_COLUMNS, _account.c.balance)
+        .join(_account, _account.c.id == _seat.c.account_id)
+        .where(_seat.c.game_id == game_id)
+        .order_by(_seat.c.seat)
+    )
+    seats, balances = [], {}
+    for row in rows:
+        seats.append(SeatRecord(row.seat, row.account_id, row.client_seed, row.client_seed_source))
+        balances[row.account_id] = int(row.balance)
+    return seats, balances
+
+
+def wallet_candidates(session: Session, tenant_id: str, account_ids: Sequence[str]) -> dict[str, Any]:
+    """The tenant's accounts among `account_ids` (kind and currency), to check a seating in one query."""
+    rows = session.execute(
+        select(_account.c.id, _account.c.kind, _account.c.currency).where(
+            _account.c.id.in_(list(account_ids)), _account.c.tenant_id == tenant_id
+        )
+    )
+    return {row.id: row for row in rows}
+
+
+def save_client_seeds(session: Session, game_id: str, seats: Iterable[SeatRecord]) -> None:
+    session.execute(
+        update(_seat)
+        .where(_seat.c.game_id == bindparam("seat_game_id"), _seat.c.seat == bindparam("seat_number"))
+        .values(client_seed=bindparam("seed"), client_seed_source=bindparam("source")),
+        [
+            {
+                "seat_game_id": game_id,
+                "seat_number": seat.seat,
+                "seed": seat.client_seed,
+                "source": seat.client_seed_source,
+            }
+            for seat in seats
+        ],
+    )
+
+
+def insert_events(session: Session, game_id: str, events: Sequence[EventRecord]) -> None:
+    if events:
+        session.execute(_INSERT_EVENT, _event_rows(game_id, events))
+
+
+def insert_rolls(session: Session, game_id: str, rolls: Sequence[RollRecord]) -> None:
+    if rolls:
+        session.execute(_INSERT_ROLL, _roll_rows(game_id, rolls))
+
+
+def save_step(
+    session: Session,
+    game: GameRecord,
+    *,
+    previous_version: int,
+    events: Sequence[EventRecord],
+    rolls: Sequence[RollRecord],
+) -> None:
+    """A step's events, rolls and game row. On PostgreSQL one statement (data-modifying CTEs): the
+    action holds the game's lock until commit, so every round trip saved shortens that critical section."""
+    if session.get_bind().dialect.name != "postgresql":
+        insert_events(session, game.id, events)
+        insert_rolls(session, game.id, rolls)
+        save_game(session, game, previous_version=previous_version)
+        return
+    params: dict[str, Any] = {"game_id": game.id, "previous_version": previous_version}
+    for name in MUTABLE_GAME_COLUMNS:
+        value = getattr(game, name)
+        params[f"g_{name}"] = _json_text(value) if name in _JSON_GAME_COLUMNS else value
+    for index, row in enumerate(_event_rows(game.id, events)):
+        params.update({f"e{index}_{name}": value for name, value in row.items()})
+        params[f"e{index}_payload"] = _json_text(row["payload"])
+    for index, row in enumerate(_roll_rows(game.id, rolls)):
+        params.update({f"r{index}_{name}": value for name, value in row.items()})
+    if session.execute(_step_statement(len(events), len(rolls)), params).scalar_one() != 1:
+        raise RuntimeError(f"game {game.id} changed under its row lock (version {previous_version})")
+
+
+_JSON_GAME_COLUMNS = frozenset({"state", "proof"})
+_EVENT_COLUMNS = ("game_id", "seq", "kind", "payload", "occurred_at")
+_ROLL_COLUMNS = ("game_id", "nonce", "seat", "purpose", "face", "color", "rolled_at")
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"))
+
+
+@lru_cache(maxsize=64)
+def _step_statement(events: int, rolls: int) -> TextClause:
+    """WITH saved_game AS (UPDATE game ... RETURNING id), new_event AS (INSERT ...), new_roll AS (INSERT
+    ...) SELECT count(*) FROM saved_game. Only constant names and counts are formatted in; every value
+    is a bound parameter."""
+
+    def placeholder(prefix: str, name: str) -> str:
+        if name in _JSON_GAME_COLUMNS or name == "payload":
+            return f"CAST(:{prefix}{name} AS JSON)"
+        return f":{prefix}{name}"
+
+    def values(prefix: str, columns: Sequence[str], count: int) -> str:
+        return ", ".join(
+            "(" + ", ".join(placeholder(f"{prefix}{index}_", name) for name in columns) + ")"
+            for index in range(count)
+        )
+
+    assignments = ", ".join(f"{name} = {placeholder('g_', name)}" for name in MUTABLE_GAME_COLUMNS)
+    parts = [
+        f"saved_game AS (UPDATE game SET {assignments} "  # noqa: S608
+        "WHERE id = :game_id AND version = :previous_version RETURNING id)"
+    ]
+    if events:
+        parts.append(
+            f"new_event AS (INSERT INTO game_event ({', '.join(_EVENT_COLUMNS)}) "  # noqa: S608
+            f"VALUES {values('e', _EVENT_COLUMNS, events)})"
+        )
+    if rolls:
+        parts.append(
+            f"new_roll AS (INSERT INTO game_roll ({', '.join(_ROLL_COLUMNS)}) "  # noqa: S608
+            f"VALUES {values('r', _ROLL_COLUMNS, rolls)})"
+        )
+    return text("WITH " + ", ".join(parts) + " SELECT count(*) FROM saved_game")  # noqa: S608
+
+
+def _event_rows(game_id: str, events: Sequence[EventRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "game_id": game_id,
+            "seq": event.seq,
+            "kind": event.kind,
+            "payload": event.payload,
+            "occurred_at": event.occurred_at,
+        }
+        for event in events
+    ]
+
+
+def _roll_rows(game_id: str, rolls: Sequence[RollRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "game_id": game_id,
+            "nonce": roll.nonce,
+            "seat": roll.seat,
+            "purpose": roll.purpose,
+            "face": roll.face,
+            "color": roll.color,
+            "rolled_at": roll.rolled_at,
+        }
+        for roll in rolls
+    ]
+
+
+def rolls_of(session: Session, game_id: str) -> list[RollRecord]:
+    rows = session.execute(
+        select(_roll.c.nonce, _roll.c.seat, _roll.c.purpose, _roll.c.face, _roll.c.color, _roll.c.rolled_at)
+        .where(_roll.c.game_id == game_id)
+        .order_by(_roll.c.nonce)
+    )
+    return [RollRecord(*row) for row in rows]
+
+
+def _event_columns() -> tuple[Any, ...]:
+    return (_event.c.seq, _event.c.kind, _event.c.payload, _event.c.occurred_at)
+
+
+def recorded_for_proof(session: Session, game_id: str) -> tuple[list[EventRecord], list[RollRecord]]:
+    """What a proof is built from: the action and money events, and the rolls, in order."""
+    return events_of_kinds(session, game_id, (ACTION_EVENT, MONEY_EVENT)), rolls_of(session, game_id)
+
+
+def events_of_kinds(session: Session, game_id: str, kinds: Sequence[str]) -> list[EventRecord]:
+    rows = session.execute(
+        select(*_event_columns())
+        .where(_event.c.game_id == game_id, _event.c.kind.in_(list(kinds)))
+        .order_by(_event.c.seq)
+    )
+    return [EventRecord(*row) for row in rows]
+
+
+def event_page(session: Session, game_id: str, after_seq: int, limit: int) -> list[EventRecord]:
+    rows = session.execute(
+        select(*_event_columns())
+        .where(_event.c.game_id == game_id, _event.c.seq > after_seq)
+        .order_by(_event.c.seq)
         .limit(limit)
     )
-    return list(session.scalars(query))
+    return [EventRecord(*row) for row in rows]
 
 
 def due_game_ids(session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
     query = (
-        select(Game.tenant_id, Game.id)
-        .where(Game.turn_deadline_at.is_not(None), Game.turn_deadline_at <= now)
-        .order_by(Game.turn_deadline_at)
+        select(_game.c.tenant_id, _game.c.id)
+        .where(_game.c.turn_deadline_at.is_not(None), _game.c.turn_deadline_at <= now)
+        .order_by(_game.c.turn_deadline_at)
         .limit(limit)
     )
     return [(row.tenant_id, row.id) for row in session.execute(query)]
@@ -84,5 +313,16 @@ def get_table(session: Session, tenant_id: str, table_id: str, *, for_update: bo
     return table
 
 
-def games_of_table(session: Session, table_id: str) -> Sequence[Game]:
-    return session.scalars(select(Game).where(Game.table_id == table_id).order_by(Game.round_number)).all()
+def games_of_table(session: Session, table_id: str) -> list[GameRecord]:
+    rows = session.execute(select(_game).where(_game.c.table_id == table_id).order_by(_game.c.round_number))
+    return [GameRecord(**row._mapping) for row in rows]
+
+
+def _seat_values(game_id: str, seat: SeatRecord) -> dict[str, Any]:
+    return {
+        "game_id": game_id,
+        "seat": seat.seat,
+        "account_id": seat.account_id,
+        "client_seed": seat.client_seed,
+        "client_seed_source": seat.client_seed_source,
+    }

@@ -15,7 +15,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat
 from pokna.db.types import new_id
 from pokna.errors import InvalidRequest
 from pokna.fairness.protocol import (
@@ -56,10 +55,10 @@ from pokna.game.transfers import party_to_json
 from pokna.games import repository
 from pokna.games.errors import ActionRefused, ClientSeedLocked, NotSeated, VersionConflict
 from pokna.games.proof import sign_proof, signed_terms
+from pokna.games.records import EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.games.view import game_view, status_of
 from pokna.ledger import service as ledger
-from pokna.ledger.errors import AccountNotFound
-from pokna.ledger.holds import lock_balances, read_balances
+from pokna.ledger.holds import lock_balances
 from pokna.ledger.model import AccountKind, Move
 from pokna.service_keys import ServiceKeys
 
@@ -103,7 +102,8 @@ def create_game(
     *,
     table_id: str | None = None,
     round_number: int | None = None,
-) -> Game:
+) -> dict[str, Any]:
+    """The new game as a client sees it (game_view), with its signed commitment."""
     account_ids = [terms.vigo_account_id, *terms.player_account_ids]
     fields = ["body.vigo_account_id"]
     fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
@@ -123,7 +123,7 @@ def create_game(
     pot = ledger.open_account(
         session, tenant_id=tenant_id, kind=AccountKind.GAME_POT, currency=terms.currency, external_id=game_id
     )
-    game = Game(
+    game = GameRecord(
         id=game_id,
         tenant_id=tenant_id,
         table_id=table_id,
@@ -139,6 +139,8 @@ def create_game(
         event_count=0,
         server_seed_hash=commitment,
         sealed_server_seed=seal_server_seed(server_seed, keys.seed_key, game_id),
+        revealed_server_seed=None,
+        game_client_seed=None,
         receipt=build_commitment_receipt(
             game_id=game_id,
             server_seed_hash=commitment,
@@ -146,17 +148,17 @@ def create_game(
             terms=signed_terms(config.stake, config.challenge_raise, account_ids),
             private_key=keys.signing_key,
         ),
+        proof=None,
         turn_deadline_at=clock.now + clock.open_game_ttl,
         created_at=clock.now,
+        started_at=None,
+        ended_at=None,
     )
-    session.add(game)
-    session.flush()
-    session.add_all(
-        GameSeat(game_id=game_id, seat=seat, account_id=account) for seat, account in enumerate(account_ids)
-    )
-    _record(session, game, clock.now, [("game_created", {"server_seed_hash": commitment})])
-    session.flush()
-    return game
+    seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
+    events = _number(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
+    repository.insert_game(session, game, seats)
+    repository.insert_events(session, game.id, events)
+    return game_view(game, seats)
 
 
 def check_seating(
@@ -168,10 +170,11 @@ def check_seating(
         if account_id in seen:
             raise InvalidRequest(f"account {account_id} already sits at {seen[account_id]}", field=field)
         seen[account_id] = field
-        try:
-            account = ledger.get_account(session, account_id, tenant_id=tenant_id)
-        except AccountNotFound as error:
-            raise InvalidRequest(f"no account {account_id}", field=field) from error
+    accounts = repository.wallet_candidates(session, tenant_id, account_ids)
+    for field, account_id in zip(fields, account_ids, strict=True):
+        account = accounts.get(account_id)
+        if account is None:
+            raise InvalidRequest(f"no account {account_id}", field=field)
         if account.kind != AccountKind.PLAYER_WALLET:
             raise InvalidRequest(
                 f"account {account_id} is a {account.kind}, not a player wallet", field=field
@@ -198,8 +201,8 @@ def act(
     session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
 ) -> dict[str, Any]:
     game = repository.get_game(session, tenant_id, game_id, for_update=True)
-    seats = repository.seats_of(session, game.id)
-    _apply_passed_deadlines(session, keys, clock, game, seats)
+    seats, balances = repository.seats_and_balances(session, game.id)
+    _apply_passed_deadlines(session, keys, clock, game, seats, balances)
     if request.expected_version is not None and request.expected_version != game.version:
         raise VersionConflict(
             f"expected version {request.expected_version}, the game is at {game.version}",
@@ -209,7 +212,7 @@ def act(
         _set_client_seed(session, game, seats, request, clock.now)
     else:
         action = _to_engine_action(request, seats)
-        _apply(session, keys, clock, game, seats, action, clock.now)
+        _apply(session, keys, clock, game, seats, balances, action, clock.now)
     return game_view(game, seats)
 
 
@@ -221,21 +224,27 @@ def apply_due_timeouts(
     if not repository.deadline_passed(session, tenant_id, game_id, clock.now):
         return 0  # the common case: no lock taken, nothing written
     game = repository.get_game(session, tenant_id, game_id, for_update=True)
-    return _apply_passed_deadlines(session, keys, clock, game, repository.seats_of(session, game.id))
+    seats, balances = repository.seats_and_balances(session, game.id)
+    return _apply_passed_deadlines(session, keys, clock, game, seats, balances)
 
 
 def _apply_passed_deadlines(
-    session: Session, keys: ServiceKeys, clock: Clock, game: Game, seats: Sequence[GameSeat]
+    session: Session,
+    keys: ServiceKeys,
+    clock: Clock,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: dict[str, int],
 ) -> int:
     """Under the game's lock: each passed deadline's default action, stamped at that deadline."""
     applied = 0
     while game.turn_deadline_at is not None and game.turn_deadline_at <= clock.now:
-        _apply(session, keys, clock, game, seats, Timeout(), game.turn_deadline_at)
+        _apply(session, keys, clock, game, seats, balances, Timeout(), game.turn_deadline_at)
         applied += 1
     return applied
 
 
-def _seat_of(seats: Sequence[GameSeat], account_id: str | None) -> int:
+def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
     for seat in seats:
         if seat.account_id == account_id:
             return seat.seat
@@ -247,7 +256,7 @@ def _seat_of(seats: Sequence[GameSeat], account_id: str | None) -> int:
     )
 
 
-def _to_engine_action(request: PlayerAction, seats: Sequence[GameSeat]) -> Action:
+def _to_engine_action(request: PlayerAction, seats: Sequence[SeatRecord]) -> Action:
     if request.type == "cancel":
         return Cancel()
     seat = _seat_of(seats, request.account_id)
@@ -269,7 +278,7 @@ def _to_engine_action(request: PlayerAction, seats: Sequence[GameSeat]) -> Actio
 
 
 def _set_client_seed(
-    session: Session, game: Game, seats: Sequence[GameSeat], request: PlayerAction, now: datetime
+    session: Session, game: GameRecord, seats: Sequence[SeatRecord], request: PlayerAction, now: datetime
 ) -> None:
     if game.status != "open":
         raise ClientSeedLocked(
@@ -277,65 +286,75 @@ def _set_client_seed(
         )
     if (problem := client_seed_problem(request.client_seed)) is not None:
         raise InvalidRequest(problem, field="body.client_seed")
-    seat_number = _seat_of(seats, request.account_id)
-    seat = seats[seat_number]
+    seat = seats[_seat_of(seats, request.account_id)]
     seat.client_seed = request.client_seed
     seat.client_seed_source = "player"
+    previous_version = game.version
     game.version += 1
-    _record(
-        session, game, now, [("client_seed_set", {"seat": seat_number, "client_seed": request.client_seed})]
+    events = _number(
+        game, now, [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})]
     )
-    session.flush()
+    repository.save_client_seeds(session, game.id, [seat])
+    repository.insert_events(session, game.id, events)
+    repository.save_game(session, game, previous_version=previous_version)
 
 
 def _apply(
     session: Session,
     keys: ServiceKeys,
     clock: Clock,
-    game: Game,
-    seats: Sequence[GameSeat],
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: dict[str, int],
     action: Action,
     moment: datetime,
 ) -> StepResult:
+    """One rules step, persisted: postings, events, rolls and the game row. `balances` (by account) were
+    read without a lock; they are kept up to date with what this step posts."""
     state = state_from_dict(game.state)
-    wallets = [seat.account_id for seat in seats]
-    if state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout):
-        _fix_client_seeds(game, seats)
-    server_seed: list[str] = []
+    previous_version = game.version
+    starting = state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout)
+    client_seeds = _fixed_client_seeds(seats) if starting else [seat.client_seed for seat in seats]
+    seeds: list[str] = []  # the server seed and the game's client seed, opened at the first roll
 
     def roll_face(nonce: int) -> int:
-        if not server_seed:
-            server_seed.append(open_server_seed(game.sealed_server_seed, keys.seed_key, game.id))
-        assert game.game_client_seed is not None
-        return roll(server_seed[0], game.game_client_seed, nonce).face
+        if not seeds:
+            seeds.append(open_server_seed(game.sealed_server_seed, keys.seed_key, game.id))
+            seeds.append(game.game_client_seed or game_client_seed([seed or "" for seed in client_seeds]))
+        return roll(seeds[0], seeds[1], nonce).face
 
     def apply_rules(held: dict[str, int]) -> tuple[dict[int, int], StepResult]:
-        balances = {seat.seat: held[seat.account_id] for seat in seats}
+        by_seat = {seat.seat: held[seat.account_id] for seat in seats}
         try:
-            return balances, step(state, action, balances=balances, roll_face=roll_face)
+            return by_seat, step(state, action, balances=by_seat, roll_face=roll_face)
         except GameError as error:
             raise ActionRefused(error, game_view(game, seats)) from error
 
-    # Most actions move no money, so the rules first run on balances read without a lock. Only a step
-    # that moves money takes the tenant's ledger lock and the seats' wallets (the ledger's lock order),
-    # and if a balance changed meanwhile the pure step simply runs again on the balances now held.
-    balances, result = apply_rules(read_balances(session, tenant_id=game.tenant_id, account_ids=wallets))
+    # Most actions move no money, so the rules run on balances read without a lock. A step that moves
+    # money takes the tenant's ledger lock and the seats' wallets (the ledger's lock order), and if a
+    # balance changed meanwhile the pure step simply runs again on the balances now held.
+    seat_balances, result = apply_rules(balances)
+    # A finishing step signs the proof over everything recorded so far: read under the game's lock,
+    # before the ledger's lock is taken, so the ledger's critical section stays short.
+    recorded = repository.recorded_for_proof(session, game.id) if result.state.is_over else ([], [])
     if result.transfers:
-        held = lock_balances(session, tenant_id=game.tenant_id, account_ids=wallets)
-        if {seat.seat: held[seat.account_id] for seat in seats} != balances:
-            balances, result = apply_rules(held)
+        held = lock_balances(
+            session, tenant_id=game.tenant_id, account_ids=[seat.account_id for seat in seats]
+        )
+        if held != {seat.account_id: balances[seat.account_id] for seat in seats}:
+            balances.update(held)
+            seat_balances, result = apply_rules(balances)
     config = state.config
     cap = balance_cap(config.stake, config.challenge_raise, config.player_count)
     entries: list[tuple[str, dict[str, Any]]] = [
-        ("action", {**action_to_dict(action), "balances": recorded_balances(balances, cap)})
+        ("action", {**action_to_dict(action), "balances": recorded_balances(seat_balances, cap)})
     ]
-    rolls: list[GameRoll] = []
+    rolls: list[RollRecord] = []
     for event in result.events:
         entries.append((event.kind.value, event.to_dict()))
         if isinstance(event, Rolled):
             rolls.append(
-                GameRoll(
-                    game_id=game.id,
+                RollRecord(
                     nonce=event.nonce,
                     seat=event.seat,
                     purpose=event.purpose.value,
@@ -344,26 +363,50 @@ def _apply(
                     rolled_at=moment,
                 )
             )
-    entries += _post_transfers(session, game, seats, result)
-    session.add_all(rolls)
-    _record(session, game, moment, entries)
+    entries += _post_transfers(session, game, seats, balances, result)
+    if starting:
+        _seat_client_seeds(session, game, seats, client_seeds)
+    events = _number(game, moment, entries)
     _advance(session, keys, clock, game, seats, state, result.state, moment)
-    # One flush per action: the rolls, the events and the game's UPDATE (with its event counter) together.
-    session.flush()
+    if result.state.is_over:
+        game.proof = sign_proof(
+            game,
+            result.state,
+            keys.signing_key,
+            seats=seats,
+            events=[*recorded[0], *events],
+            rolls=[*recorded[1], *rolls],
+        )
+    repository.save_step(session, game, previous_version=previous_version, events=events, rolls=rolls)
     return result
 
 
-def _fix_client_seeds(game: Game, seats: Sequence[GameSeat]) -> None:
+def _fixed_client_seeds(seats: Sequence[SeatRecord]) -> list[str | None]:
     """At the start the seeds are fixed: a seat that never chose one gets a random one from the server."""
-    for seat in seats:
+    return [seat.client_seed or generate_client_seed() for seat in seats]
+
+
+def _seat_client_seeds(
+    session: Session, game: GameRecord, seats: Sequence[SeatRecord], client_seeds: Sequence[str | None]
+) -> None:
+    """Record the seeds fixed at the start, and the game's combined client seed the rolls use."""
+    seeded = []
+    for seat, seed in zip(seats, client_seeds, strict=True):
         if seat.client_seed is None:
-            seat.client_seed = generate_client_seed()
+            seat.client_seed = seed
             seat.client_seed_source = "server"
+            seeded.append(seat)
     game.game_client_seed = game_client_seed([seat.client_seed or "" for seat in seats])
+    if seeded:
+        repository.save_client_seeds(session, game.id, seeded)
 
 
 def _post_transfers(
-    session: Session, game: Game, seats: Sequence[GameSeat], result: StepResult
+    session: Session,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: dict[str, int],
+    result: StepResult,
 ) -> list[tuple[str, dict[str, Any]]]:
     if not result.transfers:
         return []
@@ -376,6 +419,13 @@ def _post_transfers(
     posted = ledger.post_transfers(
         session, tenant_id=game.tenant_id, moves=moves, reference=game.id, metadata={"game_id": game.id}
     )
+    for move in moves:
+        for account_id, change in (
+            (move.payer_account_id, -move.amount),
+            (move.payee_account_id, move.amount),
+        ):
+            if account_id in balances:
+                balances[account_id] += change
     return [
         (
             repository.MONEY_EVENT,
@@ -396,12 +446,13 @@ def _advance(
     session: Session,
     keys: ServiceKeys,
     clock: Clock,
-    game: Game,
-    seats: Sequence[GameSeat],
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
     before: GameState,
     after: GameState,
     moment: datetime,
 ) -> None:
+    """The game row after a step; a finished game reveals its seed."""
     game.state = state_to_dict(after)
     game.version += 1
     game.status = status_of(after)
@@ -413,28 +464,25 @@ def _advance(
         if (
             game.game_client_seed is None
         ):  # cancelled before the start: the seeds are fixed now, for the proof
-            _fix_client_seeds(game, seats)
+            _seat_client_seeds(session, game, seats, _fixed_client_seeds(seats))
         game.revealed_server_seed = open_server_seed(game.sealed_server_seed, keys.seed_key, game.id)
-        session.flush()  # the proof reads the rolls and events back
-        game.proof = sign_proof(session, game, after, keys.signing_key, seats=seats)
     elif after.phase is Phase.OPEN:
         game.turn_deadline_at = game.created_at + clock.open_game_ttl
     else:
         game.turn_deadline_at = moment + timedelta(seconds=game.turn_timeout_seconds)
 
 
-def _record(
-    session: Session, game: Game, moment: datetime, entries: list[tuple[str, dict[str, Any]]]
-) -> None:
-    """Number the entries on from the game's event counter (1..n per game, no gaps: the caller holds the
-    game's row lock) and add them; they are written with the next flush, with the game's UPDATE."""
-    seq = game.event_count
-    events = []
-    for kind, payload in entries:
-        seq += 1
-        events.append(GameEvent(game_id=game.id, seq=seq, kind=kind, payload=payload, occurred_at=moment))
-    game.event_count = seq
-    session.add_all(events)
+def _number(
+    game: GameRecord, moment: datetime, entries: list[tuple[str, dict[str, Any]]]
+) -> list[EventRecord]:
+    """Number the entries on from the game's event counter: 1..n per game with no gaps, since the caller
+    holds the game's row lock (or is creating the game). The counter is saved with the game row."""
+    events = [
+        EventRecord(seq=game.event_count + offset, kind=kind, payload=payload, occurred_at=moment)
+        for offset, (kind, payload) in enumerate(entries, start=1)
+    ]
+    game.event_count += len(events)
+    return events
 
 
 def _rfc3339(moment: datetime) -> str:

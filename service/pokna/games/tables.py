@@ -44,14 +44,19 @@ def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock
     return table
 
 
-def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, table_id: str) -> str:
-    """The next round's game, with the Vigo title passed clockwise. One round at a time per table."""
+def deal_round(
+    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, table_id: str
+) -> dict[str, Any]:
+    """The next round's game (game_view), with the Vigo title passed clockwise. One round at a time."""
     table = repository.get_table(session, tenant_id, table_id, for_update=True)
     rounds = repository.games_of_table(session, table.id)
-    if rounds and rounds[-1].status in ("open", "in_progress"):
-        # Whoever touches a game after its deadline applies it, dealing the next round included.
-        apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id)
-        session.refresh(rounds[-1])
+    # Whoever touches a game after its deadline applies it, dealing the next round included.
+    if (
+        rounds
+        and rounds[-1].status in ("open", "in_progress")
+        and apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id)
+    ):
+        rounds[-1] = repository.get_game(session, tenant_id, rounds[-1].id)
     if rounds and rounds[-1].status in ("open", "in_progress"):
         raise RoundInProgress(f"round {rounds[-1].round_number} ({rounds[-1].id}) has not ended")
     game = create_game(
@@ -65,7 +70,7 @@ def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str
     )
     table.rounds_played += 1
     session.flush()
-    return game.id
+    return game
 
 
 def _new_game_for_round(table: GameTable, round_index: int) -> NewGame:
@@ -84,9 +89,11 @@ def table_view(session: Session, tenant_id: str, table_id: str) -> dict[str, Any
     table = repository.get_table(session, tenant_id, table_id)
     totals = dict.fromkeys(table.account_ids, 0)
     rounds = []
-    for game in repository.games_of_table(session, table.id):
+    games = repository.games_of_table(session, table.id)
+    seats_of = repository.seats_of_games(session, [game.id for game in games])
+    for game in games:
         state = state_from_dict(game.state)
-        seats = repository.seats_of(session, game.id)
+        seats = seats_of[game.id]
         for seat in seats:
             totals[seat.account_id] += state.paid_out[seat.seat] - state.paid_in[seat.seat]
         rounds.append(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pokna.db.models.game import Game, GameSeat
 from pokna.fairness.protocol import PROTOCOL
 from pokna.fairness.replay import outcome_to_json
 from pokna.game import VIGO_SEAT, GameState, Phase, state_from_dict, turn
+from pokna.games.records import GameRecord, SeatRecord
 
 SET_CLIENT_SEED = "set_client_seed"
 
@@ -23,7 +23,7 @@ def status_of(state: GameState) -> str:
     return "in_progress"
 
 
-def game_view(game: Game, seats: Sequence[GameSeat]) -> dict[str, Any]:
+def game_view(game: GameRecord, seats: Sequence[SeatRecord]) -> dict[str, Any]:
     state = state_from_dict(game.state)
     account_of = {seat.seat: seat.account_id for seat in seats}
     now = turn(state)

@@ -1,0 +1,80 @@
+"""A game and its seats as the service works on them: plain rows, read and written with Core statements.
+
+An action is one short critical section under the game's row lock, so the shell stays thin: the ORM's
+identity map and change tracking cost more than the rules step itself. The service changes a
+GameRecord in place and `repository.save_game` writes its mutable columns back in one UPDATE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(slots=True)
+class GameRecord:
+    id: str
+    tenant_id: str
+    table_id: str | None
+    round_number: int | None
+    status: str
+    stake: int
+    challenge_raise: int
+    currency: str
+    turn_timeout_seconds: int
+    pot_account_id: str
+    state: dict[str, Any]
+    version: int
+    event_count: int
+    server_seed_hash: str
+    sealed_server_seed: str
+    revealed_server_seed: str | None
+    game_client_seed: str | None
+    receipt: dict[str, Any]
+    proof: dict[str, Any] | None
+    turn_deadline_at: datetime | None
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+# What an action may change; the rest of the row is fixed when the game is created.
+MUTABLE_GAME_COLUMNS = (
+    "status",
+    "state",
+    "version",
+    "event_count",
+    "revealed_server_seed",
+    "game_client_seed",
+    "proof",
+    "turn_deadline_at",
+    "started_at",
+    "ended_at",
+)
+
+
+@dataclass(slots=True)
+class SeatRecord:
+    seat: int
+    account_id: str
+    client_seed: str | None
+    client_seed_source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    seq: int
+    kind: str
+    payload: dict[str, Any]
+    occurred_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RollRecord:
+    nonce: int
+    seat: int
+    purpose: str
+    face: int
+    color: str
+    rolled_at: datetime
