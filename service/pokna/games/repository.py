@@ -10,7 +10,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import Table, TextClause, bindparam, insert, select, text, update
+from sqlalchemy import Table, TextClause, bindparam, func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
@@ -46,6 +47,58 @@ def get_game(session: Session, tenant_id: str, game_id: str, *, for_update: bool
     if row is None:
         raise NotFound(f"no game {game_id}")
     return GameRecord(**row._mapping)
+
+
+def _lock_game_and_seats_statement() -> Any:
+    seen = _game.alias("seen")
+    seen_version = select(seen.c.version).where(seen.c.id == bindparam("locked_game_id")).scalar_subquery()
+    seats = (
+        select(
+            func.json_agg(
+                aggregate_order_by(func.json_build_array(*_SEAT_COLUMNS, _account.c.balance), _seat.c.seat)
+            )
+        )
+        .select_from(_seat.join(_account, _account.c.id == _seat.c.account_id))
+        .where(_seat.c.game_id == _game.c.id)
+        .scalar_subquery()
+    )
+    return (
+        select(_game, seen_version.label("seen_version"), seats.label("seats"))
+        .where(_game.c.id == bindparam("locked_game_id"), _game.c.tenant_id == bindparam("locked_tenant_id"))
+        .with_for_update(of=_game, key_share=True)
+    )
+
+
+_LOCK_GAME_AND_SEATS = _lock_game_and_seats_statement()
+
+
+def lock_game_and_seats(
+    session: Session, tenant_id: str, game_id: str
+) -> tuple[GameRecord, list[SeatRecord], dict[str, int]]:
+    """get_game(for_update=True) and seats_and_balances in one round trip on PostgreSQL.
+
+    A statement's snapshot is taken before it waits for the row lock, so seats read by the same
+    statement may predate a change committed while it waited; the locked game row itself is the latest.
+    Every seat change bumps the game's version, so when the locked version is the one the snapshot saw,
+    the seats read are current; otherwise they are read again (only when two requests raced)."""
+    if session.get_bind().dialect.name != "postgresql":
+        game = get_game(session, tenant_id, game_id, for_update=True)
+        return (game, *seats_and_balances(session, game.id))
+    row = session.execute(
+        _LOCK_GAME_AND_SEATS, {"locked_game_id": game_id, "locked_tenant_id": tenant_id}
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"no game {game_id}")
+    values = dict(row._mapping)
+    seen_at, seat_rows = values.pop("seen_version"), values.pop("seats")
+    game = GameRecord(**values)
+    if seen_at != game.version:
+        return (game, *seats_and_balances(session, game.id))
+    return (
+        game,
+        [SeatRecord(seat, account_id, seed, source) for seat, account_id, seed, source, _ in seat_rows],
+        {account_id: int(balance) for _, account_id, _, _, balance in seat_rows},
+    )
 
 
 def deadline_passed(session: Session, tenant_id: str, game_id: str, now: datetime) -> bool:

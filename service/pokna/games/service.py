@@ -200,8 +200,7 @@ def read_game(session: Session, tenant_id: str, game_id: str) -> dict[str, Any]:
 def act(
     session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
 ) -> dict[str, Any]:
-    game = repository.get_game(session, tenant_id, game_id, for_update=True)
-    seats, balances = repository.seats_and_balances(session, game.id)
+    game, seats, balances = repository.lock_game_and_seats(session, tenant_id, game_id)
     _apply_passed_deadlines(session, keys, clock, game, seats, balances)
     if request.expected_version is not None and request.expected_version != game.version:
         raise VersionConflict(
@@ -223,8 +222,7 @@ def apply_due_timeouts(
     in one touch exactly as if someone had been watching it."""
     if not repository.deadline_passed(session, tenant_id, game_id, clock.now):
         return 0  # the common case: no lock taken, nothing written
-    game = repository.get_game(session, tenant_id, game_id, for_update=True)
-    seats, balances = repository.seats_and_balances(session, game.id)
+    game, seats, balances = repository.lock_game_and_seats(session, tenant_id, game_id)
     return _apply_passed_deadlines(session, keys, clock, game, seats, balances)
 
 

@@ -1,0 +1,98 @@
+"""The game's one-statement lock-and-read gives exactly what the two plain reads give, even when the
+seats changed while it waited for the game's row lock."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.db.engine import unit_of_work
+from pokna.games import repository
+from pokna.games import service as games
+from pokna.ledger import deposit, open_account
+from pokna.runtime import Runtime
+from pokna.tenants.service import create_tenant
+
+CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
+
+
+def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> tuple[str, str, list[str]]:
+    with unit_of_work(sessions) as session:
+        tenant_id = create_tenant(session, "repository").id
+        wallets = []
+        for index, amount in enumerate((50, 7, 0)):
+            wallet = open_account(
+                session, tenant_id=tenant_id, kind="player_wallet", external_id=f"p{index}"
+            ).id
+            if amount:
+                deposit(session, tenant_id=tenant_id, account_id=wallet, amount=amount)
+            wallets.append(wallet)
+        view = games.create_game(
+            session, runtime.keys, CLOCK, tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5)
+        )
+    return tenant_id, view["id"], wallets
+
+
+def test_lock_game_and_seats_reads_what_the_plain_reads_do(
+    sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    tenant_id, game_id, wallets = _new_game(sessions, runtime)
+    with unit_of_work(sessions) as session:
+        games.act(
+            session, runtime.keys, CLOCK, tenant_id, game_id,
+            games.PlayerAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
+        )  # fmt: skip
+    with unit_of_work(sessions) as session:
+        game, seats, balances = repository.lock_game_and_seats(session, tenant_id, game_id)
+    with sessions() as session:
+        assert game == repository.get_game(session, tenant_id, game_id)
+        assert (seats, balances) == repository.seats_and_balances(session, game_id)
+    assert [seat.account_id for seat in seats] == wallets
+    assert seats[1].client_seed == "jabba"
+    assert seats[1].client_seed_source == "player"
+    assert balances == dict(zip(wallets, (50, 7, 0), strict=True))
+
+
+def test_lock_game_and_seats_of_another_tenant_is_not_found(
+    sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    _, game_id, _ = _new_game(sessions, runtime)
+    with sessions() as session, pytest.raises(Exception, match="no game"):
+        repository.lock_game_and_seats(session, "ten_other", game_id)
+
+
+@pytest.mark.postgres_only
+def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
+    sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    tenant_id, game_id, wallets = _new_game(sessions, runtime)
+    holder = sessions()
+    games.act(
+        holder,
+        runtime.keys,
+        CLOCK,
+        tenant_id,
+        game_id,
+        games.PlayerAction(type="set_client_seed", account_id=wallets[2], client_seed="bib-fortuna"),
+    )  # fmt: skip  (the holder now has the game locked and a seat changed, uncommitted)
+    seen: list[str | None] = []
+    waiter_started = threading.Event()
+
+    def wait_for_the_lock() -> None:
+        with unit_of_work(sessions) as session:
+            waiter_started.set()
+            _, seats, _ = repository.lock_game_and_seats(session, tenant_id, game_id)
+            seen.append(seats[2].client_seed)
+
+    waiter = threading.Thread(target=wait_for_the_lock)
+    waiter.start()
+    waiter_started.wait(10)
+    waiter.join(0.5)
+    assert waiter.is_alive(), "the waiter should be blocked on the game's row lock"
+    holder.commit()
+    holder.close()
+    waiter.join(10)
+    assert seen == ["bib-fortuna"]
