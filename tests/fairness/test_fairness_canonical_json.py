@@ -7,10 +7,15 @@ import math
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.fairness.canonical_json import MAX_SAFE_INTEGER, canonicalize, format_number
+from pokna.fairness.canonical_json import (
+    MAX_SAFE_INTEGER,
+    canonicalize,
+    canonicalize_generic,
+    format_number,
+)
 from pokna.fairness.errors import NotCanonicalizableError
 
 
@@ -130,3 +135,49 @@ def test_canonical_form_parses_back_and_is_a_fixed_point(value: object) -> None:
     text = canonicalize(value)
     assert json.loads(text) == value
     assert canonicalize(json.loads(text)) == text
+
+
+# Every kind of text that could trip an encoder: controls, quotes, backslashes, DEL, U+2028,
+# BMP characters above the surrogates, astral characters, and lone surrogates.
+tricky_text = st.text(
+    alphabet=st.one_of(
+        st.characters(min_codepoint=0, max_codepoint=0x7F),
+        st.sampled_from(['"', "\\", "\u2028", "\ufb01", "\uffff", "\U0001f3b2", "\ud800", "é"]),
+        st.characters(),
+    ),
+    max_size=12,
+)
+anything_json_like = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | tricky_text,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(tricky_text, children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _either(encode: object, value: object) -> bytes | str:
+    try:
+        return encode(value)  # type: ignore[operator,no-any-return]
+    except NotCanonicalizableError:
+        return "refused"
+
+
+@settings(max_examples=3000)
+@given(anything_json_like)
+def test_the_fast_path_gives_the_generic_answer(value: object) -> None:
+    """canonicalize() takes the standard library's encoder where that is already RFC 8785; it must
+    produce exactly what the rule-by-rule canonicalize_generic() does, refusals included."""
+    assert _either(canonicalize, value) == _either(canonicalize_generic, value)
+
+
+def test_the_fast_path_sorts_non_ascii_keys_by_utf16_units() -> None:
+    # U+FB01 (0xFB01) sorts after U+1F3B2 (surrogates 0xD83C...) in UTF-16, before it in code points.
+    encoded = canonicalize({"\ufb01": 1, "\U0001f3b2": 2})
+    assert encoded.index("\U0001f3b2".encode()) < encoded.index("\ufb01".encode())
