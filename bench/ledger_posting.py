@@ -1,10 +1,11 @@
 """Posting throughput: two-leg transfers between random wallets, 8 concurrent writers, on PostgreSQL.
 
-Measures `pokna.ledger.post_transaction` (one unit of work per transfer, committed) beside a hand-written
-PL/pgSQL function that takes the same locks (the tenant's head, then both accounts in id order), checks
-the balance, hashes, inserts the same rows and advances the head, called in one round trip per transfer.
-Both run against the same tables (so the same triggers fire), on the same server, in the same run,
-alternating, and the median of the runs is reported.
+Measures `pokna.ledger.post_transaction` (one unit of work per transfer, committed), once without and once
+with an idempotency key per transfer ("service+key"), beside a hand-written PL/pgSQL function that takes
+the same locks (the tenant's head, then both accounts in id order), checks the balance, hashes, inserts
+the same rows and advances the head, called in one round trip per transfer. All run against the same
+tables (so the same triggers fire), on the same server, in the same run, alternating, and the median of
+the runs is reported.
 
     .venv/bin/python bench/ledger_posting.py [--writers 8] [--seconds 8] [--runs 3] [--wallets 200]
 """
@@ -16,6 +17,7 @@ import json
 import multiprocessing
 import random
 import time
+import uuid
 from typing import Any
 
 import psycopg
@@ -26,7 +28,7 @@ from sqlalchemy.engine import make_url
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import utc_now
-from pokna.ledger import Posting, deposit, open_account, post_transaction
+from pokna.ledger import Posting, deposit, open_account, post_transaction, request_fingerprint
 
 TENANT = "ten_bench"
 
@@ -88,17 +90,32 @@ def _pairs(wallets: list[str], seed: int) -> Any:
 
 
 def service_writer(args: tuple[str, list[str], float, int]) -> list[float]:
-    url, wallets, seconds, seed = args
+    return _service(*args, keyed=False)
+
+
+def keyed_service_writer(args: tuple[str, list[str], float, int]) -> list[float]:
+    return _service(*args, keyed=True)
+
+
+def _service(url: str, wallets: list[str], seconds: float, seed: int, *, keyed: bool) -> list[float]:
+    """With `keyed`, every transfer carries a unique idempotency key and request hash, as the API's do."""
     engine = make_engine(url, pool_size=1)
     sessions = make_sessionmaker(engine)
-    latencies = []
+    latencies: list[float] = []
     pairs = _pairs(wallets, seed)
+    run_id = uuid.uuid4().hex
     deadline = time.perf_counter() + seconds
     while (start := time.perf_counter()) < deadline:
         payer, payee = next(pairs)
+        key = f"bench-{run_id}-{len(latencies)}" if keyed else None
         with unit_of_work(sessions) as session:
             post_transaction(
-                session, tenant_id=TENANT, kind="ante", postings=[Posting(payer, -1), Posting(payee, 1)]
+                session,
+                tenant_id=TENANT,
+                kind="ante",
+                postings=[Posting(payer, -1), Posting(payee, 1)],
+                idempotency_key=key,
+                request_hash=None if key is None else request_fingerprint({"key": key}),
             )
         latencies.append(time.perf_counter() - start)
     engine.dispose()
@@ -108,7 +125,7 @@ def service_writer(args: tuple[str, list[str], float, int]) -> list[float]:
 def function_writer(args: tuple[str, list[str], float, int]) -> list[float]:
     url, wallets, seconds, seed = args
     dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    latencies = []
+    latencies: list[float] = []
     pairs = _pairs(wallets, seed)
     with psycopg.connect(dsn, autocommit=True) as connection:
         deadline = time.perf_counter() + seconds
@@ -144,24 +161,32 @@ def main() -> None:
     options = parser.parse_args()
     with migrated_postgres(options.database_url) as url:
         wallets = prepare(url, options.wallets)
-        results: dict[str, list[dict[str, float]]] = {"service": [], "plpgsql": []}
+        contenders = {
+            "service": service_writer,
+            "service+key": keyed_service_writer,
+            "plpgsql": function_writer,
+        }
+        results: dict[str, list[dict[str, float]]] = {name: [] for name in contenders}
         context = multiprocessing.get_context("spawn")
         with context.Pool(options.writers) as pool:
-            run(pool, service_writer, url, wallets, options.writers, 1.0, 0)  # warm-up
-            run(pool, function_writer, url, wallets, options.writers, 1.0, 0)
+            for writer in contenders.values():  # warm-up
+                run(pool, writer, url, wallets, options.writers, 1.0, 0)
             for attempt in range(1, options.runs + 1):
-                for name, writer in (("service", service_writer), ("plpgsql", function_writer)):
+                for name, writer in contenders.items():
                     figures = run(pool, writer, url, wallets, options.writers, options.seconds, attempt)
                     results[name].append(figures)
                     print(
-                        f"run {attempt} {name:8} {json.dumps({k: round(v, 2) for k, v in figures.items()})}"
+                        f"run {attempt} {name:11} {json.dumps({k: round(v, 2) for k, v in figures.items()})}"
                     )
         summary = {
             name: {key: round(median([run[key] for run in runs]), 2) for key in ("tps", "p50_ms", "p99_ms")}
             for name, runs in results.items()
         }
         summary["ratio"] = {
-            "service_over_plpgsql_tps": round(summary["service"]["tps"] / summary["plpgsql"]["tps"], 3)
+            "service_over_plpgsql_tps": round(summary["service"]["tps"] / summary["plpgsql"]["tps"], 3),
+            "service+key_over_plpgsql_tps": round(
+                summary["service+key"]["tps"] / summary["plpgsql"]["tps"], 3
+            ),
         }
         print(json.dumps(summary, indent=2))
 

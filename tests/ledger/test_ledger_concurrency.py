@@ -10,11 +10,13 @@ from typing import TypeVar
 
 import pytest
 from sqlalchemy import Engine, select, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.ledger import JournalTransaction
 from pokna.ledger import (
+    IdempotencyKeyReused,
     InsufficientFunds,
     Move,
     balance_of,
@@ -26,6 +28,7 @@ from pokna.ledger import (
     verify_export,
     withdraw,
 )
+from pokna.ledger.errors import BalancesChanged
 
 pytest_plugins = ["ledger_fixtures"]
 
@@ -177,3 +180,73 @@ def test_parallel_idempotent_retries_post_once(
     with unit_of_work(pool_sessions) as session:
         assert balance_of(session, wallet) == 250
     assert _seqs(engine, tenant_id) == [1]
+
+
+def test_parallel_requests_under_one_key_post_exactly_one(
+    pool_sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+) -> None:
+    """Each request waits for the head, then sees the key the previous holder committed: one posts, every
+    other is told the key was used for a different request."""
+    payer = _wallet(pool_sessions, tenant_id, "payer", 1000)
+    payee = _wallet(pool_sessions, tenant_id, "payee", 0)
+
+    def request(index: int) -> str:
+        try:
+            with unit_of_work(pool_sessions) as session:
+                posted = post_transfers(
+                    session,
+                    tenant_id=tenant_id,
+                    moves=[Move("ante", payer, payee, 1 + index), Move("payout", payee, payer, 1)],
+                    idempotency_key="round-7",
+                    request_hash=f"request-{index}",
+                )
+                return posted[0].request_hash or ""
+        except IdempotencyKeyReused:
+            return "refused"
+
+    outcomes = _together(THREADS, request)
+    winners = [outcome for outcome in outcomes if outcome != "refused"]
+    assert len(winners) == 1
+    winner = int(winners[0].removeprefix("request-"))
+    with unit_of_work(pool_sessions) as session:
+        assert balance_of(session, payee) == winner
+        assert reconcile(session, tenant_id).ok
+    assert _seqs(engine, tenant_id) == [1, 2, 3]
+
+
+def test_balances_changed_keeps_the_locks_until_the_caller_ends(
+    pool_sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    payer = _wallet(pool_sessions, tenant_id, "payer", 100)
+    payee = _wallet(pool_sessions, tenant_id, "payee", 0)
+    with unit_of_work(pool_sessions) as holder:
+        with pytest.raises(BalancesChanged) as raised:
+            post_transfers(
+                holder,
+                tenant_id=tenant_id,
+                moves=[Move("ante", payer, payee, 5)],
+                expected_balances={payer: 90},
+            )
+        assert raised.value.balances == {payer: 100}
+
+        # Another writer cannot move the payer's money while the holder decides again.
+        with pytest.raises(OperationalError, match="lock"):
+            _withdraw_impatiently(pool_sessions, tenant_id, payer, 100)
+
+        post_transfers(
+            holder,
+            tenant_id=tenant_id,
+            moves=[Move("ante", payer, payee, 5)],
+            expected_balances=raised.value.balances,
+        )
+    with unit_of_work(pool_sessions) as session:
+        assert (balance_of(session, payer), balance_of(session, payee)) == (95, 5)
+        withdraw(session, tenant_id=tenant_id, account_id=payer, amount=95)
+
+
+def _withdraw_impatiently(
+    sessions: sessionmaker[Session], tenant_id: str, account_id: str, amount: int
+) -> None:
+    with unit_of_work(sessions) as session:
+        session.execute(text("SET LOCAL lock_timeout = '300ms'"))
+        withdraw(session, tenant_id=tenant_id, account_id=account_id, amount=amount)

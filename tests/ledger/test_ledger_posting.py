@@ -445,3 +445,27 @@ def test_reconcile_finds_nothing_wrong_with_service_written_books(
         withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=3)
         report = reconcile(session, tenant_id, check_chain=True)
     assert report.ok, report
+
+
+def test_an_account_rolled_back_after_a_posting_is_not_found_afterwards(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    """The service remembers an account's tenant and currency; the lock still finds it gone."""
+    with pytest.raises(RuntimeError), unit_of_work(sessions) as session:  # noqa: PT012
+        ghost = _wallet(session, tenant_id, "ghost")
+        house = house_account(session, tenant_id).id
+        post_transaction(
+            session, tenant_id=tenant_id, kind="adjustment", postings=[Posting(house, -5), Posting(ghost, 5)]
+        )
+        raise RuntimeError("roll the wallet back")
+    with unit_of_work(sessions) as session:
+        house = house_account(session, tenant_id).id
+        with pytest.raises(AccountNotFound) as raised:
+            post_transaction(
+                session,
+                tenant_id=tenant_id,
+                kind="adjustment",
+                postings=[Posting(house, -5), Posting(ghost, 5)],
+            )
+        assert raised.value.extensions["account_id"] == ghost
+        assert _head_seq(session, tenant_id) == 0

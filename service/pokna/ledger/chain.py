@@ -138,3 +138,48 @@ def _sorted_json_is_canonical(value: object) -> bool:
     if isinstance(value, list):
         return all(_sorted_json_is_canonical(item) for item in value)
     return False
+
+
+def hash_parts(
+    *,
+    tenant_id: str,
+    transaction_id: str,
+    kind: str,
+    reference: str | None,
+    metadata: Mapping[str, Any],
+    created_at: str,
+    postings: Sequence[tuple[str, int, str]],
+) -> tuple[bytes, bytes, bytes]:
+    """The canonical bytes of a transaction's document, split around the two values only known under the
+    tenant's head lock: canonical bytes = before_prev || prev_hash || before_seq || seq || rest.
+
+    The hashed document's keys sort as created_at, id, kind, metadata, postings, prev_hash, reference, seq,
+    tenant_id, and a hex prev_hash and a decimal seq are their own canonical text (between quotes for the
+    hash), so the writer can hash without re-encoding: hash_from_parts, or PostgreSQL's ledger_post().
+    """
+    known = transaction_document(
+        seq=0,
+        prev_hash="",
+        tenant_id=tenant_id,
+        transaction_id=transaction_id,
+        kind=kind,
+        reference=reference,
+        metadata=metadata,
+        created_at=created_at,
+        postings=postings,
+    )
+    head = canonical_bytes(
+        {name: known[name] for name in ("created_at", "id", "kind", "metadata", "postings")}
+    )
+    before_prev = head[:-1] + b',"prev_hash":"'
+    before_seq = b'","reference":' + canonical_bytes(reference) + b',"seq":'
+    rest = b',"tenant_id":' + canonical_bytes(tenant_id) + b"}"
+    return before_prev, before_seq, rest
+
+
+def hash_from_parts(parts: tuple[bytes, bytes, bytes], prev_hash: str, seq: int) -> str:
+    """document_hash of the document hash_parts split, completed with `prev_hash` and `seq`."""
+    before_prev, before_seq, rest = parts
+    return hashlib.sha256(
+        before_prev + prev_hash.encode("ascii") + before_seq + str(seq).encode("ascii") + rest
+    ).hexdigest()

@@ -71,3 +71,16 @@ class TransactionNotFound(NotFound):
 class AccountExists(Conflict):
     code = "account_exists"
     title = "Account already exists"
+
+
+class BalancesChanged(LedgerError):
+    """The balances the caller decided on are not the ones now held. Nothing was posted, but the locks
+    stay held until the caller's transaction ends: decide again on `balances` and post again."""
+
+    code = "balances_changed"
+    status = 409
+    title = "Balances changed"
+
+    def __init__(self, balances: dict[str, int]) -> None:
+        super().__init__("balances changed since they were read", balances=balances)
+        self.balances = balances

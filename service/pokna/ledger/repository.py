@@ -2,18 +2,17 @@
 
 Writes go through Core statements on the mapped tables, not the ORM unit of work: everything between
 locking the tenant's head and the caller's commit serializes that tenant's writers, so it must be short.
-On PostgreSQL the posting path is two round trips: one statement locks the head and then the accounts
-(in id order), one data-modifying CTE inserts the transactions and postings and advances the head.
+On PostgreSQL the posting path is one round trip under the lock: the ledger_post() function locks the
+head and then the accounts (in id order), checks, hashes, inserts and advances the head.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from functools import lru_cache
-from typing import Any, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Row, Table, TextClause, func, insert, select, text, update
+from sqlalchemy import Row, Table, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
@@ -104,97 +103,73 @@ def lock_accounts(session: Session, account_ids: Iterable[str]) -> list[Row[Any]
     )
 
 
-_LOCK_HEAD_THEN_ACCOUNTS = text(
-    """
-    WITH head AS MATERIALIZED (
-        SELECT last_seq, last_hash FROM ledger_head WHERE tenant_id = :tenant_id FOR UPDATE
-    )
-    SELECT head.last_seq, head.last_hash, a.id, a.tenant_id, a.kind, a.currency, a.balance
-    FROM head LEFT JOIN LATERAL (
-        SELECT id, tenant_id, kind, currency, balance FROM account
-        WHERE id = ANY(:account_ids) AND head.last_seq IS NOT NULL
-        ORDER BY id FOR NO KEY UPDATE
-    ) AS a ON true
-    """
-)
-
-
-def lock_head_and_accounts_postgresql(
-    session: Session, tenant_id: str, account_ids: Iterable[str]
-) -> tuple[tuple[int, str] | None, list[Row[Any]]]:
-    """One round trip: the head row first (a materialized CTE), then the accounts in ascending id order
-    (the lateral subquery depends on the head row, so it can only run after the head is locked)."""
-    rows = session.execute(
-        _LOCK_HEAD_THEN_ACCOUNTS, {"tenant_id": tenant_id, "account_ids": sorted(set(account_ids))}
-    ).all()
-    if not rows:
-        return None, []
-    head = (int(rows[0].last_seq), str(rows[0].last_hash))
-    return head, [row for row in rows if row.id is not None]
-
-
-_TRANSACTION_COLUMNS = (
-    "id",
-    "tenant_id",
-    "seq",
-    "kind",
-    "reference",
-    "metadata",
-    "idempotency_key",
-    "request_hash",
-    "posting_count",
-    "prev_hash",
-    "hash",
-    "created_at",
-)
-_POSTING_COLUMNS = ("id", "transaction_id", "leg", "account_id", "amount", "currency")
-
-
-@lru_cache(maxsize=64)
-def _write_statement(transactions: int, postings: int) -> TextClause:
-    def values(columns: Sequence[str], count: int, prefix: str) -> str:
-        return ", ".join(
-            "("
-            + ", ".join(
-                f"CAST(:{prefix}{i}_{c} AS JSON)" if c == "metadata" else f":{prefix}{i}_{c}" for c in columns
+def account_attributes(session: Session, account_ids: Iterable[str]) -> list[Row[Any]]:
+    """Id, tenant and currency, read without a lock: a trigger keeps them from ever changing."""
+    return list(
+        session.execute(
+            select(_account.c.id, _account.c.tenant_id, _account.c.currency).where(
+                _account.c.id.in_(sorted(set(account_ids)))
             )
-            + ")"
-            for i in range(count)
         )
-
-    # Only constant column names and counts are formatted in; every value is a bound parameter.
-    sql = (
-        f"WITH t AS (INSERT INTO journal_transaction ({', '.join(_TRANSACTION_COLUMNS)}) "  # noqa: S608
-        f"VALUES {values(_TRANSACTION_COLUMNS, transactions, 't')}), "
-        f"p AS (INSERT INTO posting ({', '.join(_POSTING_COLUMNS)}) VALUES {values(_POSTING_COLUMNS, postings, 'p')}), "
-        "h AS (UPDATE ledger_head SET last_seq = :head_seq, last_hash = :head_hash WHERE tenant_id = :head_tenant) "
-        "SELECT 1"
     )
-    return text(sql)
 
 
-def write_postgresql(
+class PostOutcome(NamedTuple):
+    """ledger_post()'s answer: `status` says whether it posted, and if not, why (refused_* name the culprit)."""
+
+    status: str
+    refused_account_id: str | None
+    refused_balance: int | None
+    refused_change: int | None
+    first_seq: int | None
+    first_prev_hash: str | None
+    hashes: list[str] | None
+    held_account_ids: list[str] | None
+    held_balances: list[int] | None
+
+
+_LEDGER_POST = (
+    f"SELECT {', '.join(PostOutcome._fields)} FROM ledger_post("  # noqa: S608 (constant column names)
+    "%(tenant_id)s, %(account_ids)s::text[], %(expected_ids)s::text[], %(expected_balances)s::bigint[], "
+    "%(idempotency_keys)s::text[], %(t_id)s::text[], %(t_kind)s::text[], %(t_reference)s::text[], "
+    "%(t_metadata)s::text[], %(t_idempotency_key)s::text[], %(t_request_hash)s::text[], "
+    "%(t_posting_count)s::smallint[], %(t_created_at)s::timestamptz[], %(t_before_prev)s::bytea[], "
+    "%(t_before_seq)s::bytea[], %(t_rest)s::bytea[], %(p_id)s::text[], %(p_transaction)s::int[], "
+    "%(p_leg)s::int[], %(p_account_id)s::text[], %(p_amount)s::bigint[], %(p_currency)s::text[])"
+)
+
+
+def post_postgresql(
     session: Session,
+    *,
     tenant_id: str,
+    account_ids: Sequence[str],
+    expected_balances: Mapping[str, int],
+    idempotency_keys: Sequence[str],
     transactions: Sequence[dict[str, Any]],
     postings: Sequence[dict[str, Any]],
-) -> None:
-    """One round trip: every transaction, every posting, and the new head. The triggers still run:
-    the chain link BEFORE each transaction row, the balance update AFTER each posting row (at the end
-    of the statement, when the transaction rows are visible), the balance check at commit."""
+) -> PostOutcome:
+    """One round trip to ledger_post() (migrations/versions/0004_ledger_post.py): it takes the head and
+    account locks, checks, hashes and writes, or writes nothing and says why.
+
+    `transactions` carry their hash parts (`before_prev`, `before_seq`, `rest`) in place of seq and hashes;
+    `postings` carry `transaction`, the 1-based index of theirs in `transactions`."""
     params: dict[str, Any] = {
-        "head_seq": transactions[-1]["seq"],
-        "head_hash": transactions[-1]["hash"],
-        "head_tenant": tenant_id,
+        "tenant_id": tenant_id,
+        "account_ids": list(account_ids),
+        "expected_ids": list(expected_balances),
+        "expected_balances": list(expected_balances.values()),
+        "idempotency_keys": list(idempotency_keys),
+        "t_metadata": [json.dumps(row["metadata"]) for row in transactions],
     }
-    for index, row in enumerate(transactions):
-        for column in _TRANSACTION_COLUMNS:
-            value = row[column]
-            params[f"t{index}_{column}"] = json.dumps(value) if column == "metadata" else value
-    for index, row in enumerate(postings):
-        for column in _POSTING_COLUMNS:
-            params[f"p{index}_{column}"] = row[column]
-    session.execute(_write_statement(len(transactions), len(postings)), params)
+    for column in (
+        "id", "kind", "reference", "idempotency_key", "request_hash", "posting_count", "created_at",
+        "before_prev", "before_seq", "rest",
+    ):  # fmt: skip
+        params[f"t_{column}"] = [row[column] for row in transactions]
+    for column in ("id", "transaction", "leg", "account_id", "amount", "currency"):
+        params[f"p_{column}"] = [row[column] for row in postings]
+    return PostOutcome(*session.connection().exec_driver_sql(_LEDGER_POST, params).one())
 
 
 def transactions_by_idempotency_key(

@@ -7,11 +7,16 @@ Concurrency: posting locks the tenant's `ledger_head` row first, then the involv
 order. Every writer takes locks in that one order, so no two can deadlock, and the head lock makes the
 tenant's sequence gap-free and its hash chain fork-free. The head stays locked until the caller commits,
 so post as late in the unit of work as possible.
+
+On PostgreSQL everything that needs no lock happens before the lock is taken (validation, ids, timestamps,
+the hashed bytes around seq and prev_hash), and one call to the ledger_post() function takes the locks,
+checks the balances, hashes, writes and advances the head (migrations/versions/0004_ledger_post.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,10 +29,11 @@ from sqlalchemy.orm.util import identity_key
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import repository
-from pokna.ledger.chain import document_hash, format_timestamp, transaction_document
+from pokna.ledger.chain import format_timestamp, hash_from_parts, hash_parts
 from pokna.ledger.errors import (
     AccountExists,
     AccountNotFound,
+    BalancesChanged,
     IdempotencyKeyReused,
     InsufficientFunds,
     InvalidAccount,
@@ -199,6 +205,7 @@ def post_transfers(
     metadata: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
+    expected_balances: Mapping[str, int] | None = None,
 ) -> list[JournalTransaction]:
     """Post a game's money moves atomically: one two-leg journal transaction per move, in order.
 
@@ -206,6 +213,11 @@ def post_transfers(
     All moves are checked against the running balances before anything is written, so a payer short of
     funds anywhere in the list means nothing is posted. With an idempotency key, move i is stored under
     `{key}:{i}`.
+
+    `expected_balances` are the balances the caller decided the moves on (read without a lock). Under the
+    lock they are compared with the balances now held (of those accounts, which are locked too); if any
+    differs, nothing is posted and BalancesChanged carries the held ones. The locks stay held until the
+    caller's transaction ends, so deciding again on those and calling again cannot be overtaken.
     """
     if not moves:
         return []
@@ -222,7 +234,7 @@ def post_transfers(
         )
         for index, move in enumerate(moves)
     ]
-    return _post(session, tenant_id, drafts)
+    return _post(session, tenant_id, drafts, expected_balances)
 
 
 def deposit(
@@ -349,20 +361,139 @@ def _check_key(idempotency_key: str) -> None:
         raise InvalidPostings(f"idempotency_key must be 1-{MAX_IDEMPOTENCY_KEY} characters")
 
 
-def _post(session: Session, tenant_id: str, drafts: list[_Draft]) -> list[JournalTransaction]:
-    account_ids = _account_ids(drafts)
-    postgresql = repository.is_postgresql(session)
-    locked: list[Any] | None = None
-    if postgresql:
-        head, locked = repository.lock_head_and_accounts_postgresql(session, tenant_id, account_ids)
-        if head is None:
-            _create_head(session, tenant_id)
-            head, locked = repository.lock_head_and_accounts_postgresql(session, tenant_id, account_ids)
-    else:
+def _post(
+    session: Session,
+    tenant_id: str,
+    drafts: list[_Draft],
+    expected_balances: Mapping[str, int] | None = None,
+) -> list[JournalTransaction]:
+    expected = dict(expected_balances or {})
+    if repository.is_postgresql(session):
+        return _post_postgresql(session, tenant_id, drafts, expected)
+    return _post_sqlite(session, tenant_id, drafts, expected)
+
+
+def _post_postgresql(
+    session: Session, tenant_id: str, drafts: list[_Draft], expected: dict[str, int]
+) -> list[JournalTransaction]:
+    """Everything that needs no lock first (validation, ids, timestamps, the hashed bytes), then one round
+    trip to ledger_post() for what does. The head is held from there to the caller's commit."""
+    account_ids = sorted(_account_ids(drafts) | expected.keys())
+    accounts = _tenants_and_currencies(session, account_ids)
+    for account_id in [posting.account_id for draft in drafts for posting in draft.postings] + list(expected):
+        if accounts.get(account_id, ("", ""))[0] != tenant_id:
+            if not repository.tenant_exists(session, tenant_id):
+                raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
+            raise AccountNotFound(f"tenant {tenant_id} has no account {account_id}", account_id=account_id)
+    currency_of = {account_id: currency for account_id, (_, currency) in accounts.items()}
+    for draft in drafts:
+        check_postings(draft.postings, currency_of)
+    unchained = [_unchained_rows(tenant_id, draft, currency_of) for draft in drafts]
+    keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key is not None]
+    # Built now, outside the lock; only their place in the chain is filled in once it is known.
+    built = [_orm_objects(row, posting_rows) for row, posting_rows, _ in unchained]
+
+    outcome = repository.post_postgresql(
+        session,
+        tenant_id=tenant_id,
+        account_ids=account_ids,
+        expected_balances=expected,
+        idempotency_keys=keys,
+        transactions=[
+            {**row, "before_prev": parts[0], "before_seq": parts[1], "rest": parts[2]}
+            for row, _, parts in unchained
+        ],
+        postings=[
+            {**posting, "transaction": index}
+            for index, (_, posting_rows, _) in enumerate(unchained, start=1)
+            for posting in posting_rows
+        ],
+    )
+    if outcome.status != "posted":
+        return _refusal(session, tenant_id, drafts, keys, expected, outcome)
+    assert outcome.first_seq is not None
+    assert outcome.first_prev_hash is not None
+    assert outcome.hashes is not None
+    seq, prev_hash = outcome.first_seq, outcome.first_prev_hash
+    for (transaction, postings), hash_ in zip(built, outcome.hashes, strict=True):
+        transaction.seq, transaction.prev_hash, transaction.hash = seq, prev_hash, hash_
+        _attach(session, transaction, postings)
+        seq, prev_hash = seq + 1, hash_
+    _refresh_loaded_balances(session, _held(outcome))
+    return [transaction for transaction, _ in built]
+
+
+# Per database: account id -> (tenant_id, currency). Neither ever changes (trg_account_guard) and ids are
+# random, never reused, so an entry can be missing but never wrong; ledger_post() still checks under the
+# lock that each account exists in the tenant, and the posting trigger that its currency is the posting's.
+_ACCOUNT_ATTRIBUTES: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, str]]] = weakref.WeakKeyDictionary()
+_ACCOUNT_ATTRIBUTES_LIMIT = 100_000
+
+
+def _tenants_and_currencies(session: Session, account_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Read before any lock is taken, and at most once per account and process."""
+    bind = session.get_bind()
+    known = _ACCOUNT_ATTRIBUTES.setdefault(getattr(bind, "engine", bind), {})
+    found: dict[str, tuple[str, str]] = {}
+    missing = []
+    for account_id in account_ids:
+        attributes = known.get(account_id)
+        if attributes is None:
+            missing.append(account_id)
+        else:
+            found[account_id] = attributes
+    if missing:
+        if len(known) > _ACCOUNT_ATTRIBUTES_LIMIT:
+            known.clear()
+        for row in repository.account_attributes(session, missing):
+            found[row.id] = known[row.id] = (str(row.tenant_id), str(row.currency))
+    return found
+
+
+def _held(outcome: repository.PostOutcome) -> dict[str, int]:
+    return dict(zip(outcome.held_account_ids or (), outcome.held_balances or (), strict=True))
+
+
+def _refusal(
+    session: Session,
+    tenant_id: str,
+    drafts: list[_Draft],
+    keys: list[str],
+    expected: Mapping[str, int],
+    outcome: repository.PostOutcome,
+) -> list[JournalTransaction]:
+    """What ledger_post() declined to write, as the error the SQLite path raises (or the replayed originals)."""
+    account_id = str(outcome.refused_account_id)
+    if outcome.status == "replay":
+        replayed = _replay(session, tenant_id, drafts, keys)
+        assert replayed is not None
+        return replayed
+    if outcome.status == "tenant_not_found":
+        raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
+    if outcome.status == "account_not_found":
+        raise AccountNotFound(f"tenant {tenant_id} has no account {account_id}", account_id=account_id)
+    if outcome.status == "balances_changed":
+        held = _held(outcome)
+        raise BalancesChanged({held_id: held[held_id] for held_id in expected})
+    if outcome.status == "balance_out_of_range" and outcome.refused_balance is not None:
+        check_new_balance(account_id, outcome.refused_balance)
+    if (
+        outcome.status == "insufficient_funds"
+        and outcome.refused_balance is not None
+        and outcome.refused_change is not None
+    ):
+        raise InsufficientFunds(account_id, outcome.refused_balance, outcome.refused_change)
+    raise AssertionError(f"ledger_post() answered {outcome.status!r}")
+
+
+def _post_sqlite(
+    session: Session, tenant_id: str, drafts: list[_Draft], expected: dict[str, int]
+) -> list[JournalTransaction]:
+    """SQLite's BEGIN IMMEDIATE already serializes writers: lock, check and write one after the other."""
+    head = repository.lock_head(session, tenant_id)
+    if head is None:
+        _create_head(session, tenant_id)
         head = repository.lock_head(session, tenant_id)
-        if head is None:
-            _create_head(session, tenant_id)
-            head = repository.lock_head(session, tenant_id)
     assert head is not None
     last_seq, last_hash = head
 
@@ -372,32 +503,31 @@ def _post(session: Session, tenant_id: str, drafts: list[_Draft]) -> list[Journa
         if replayed is not None:
             return replayed
 
-    if locked is None:
-        locked = repository.lock_accounts(session, account_ids)
+    locked = repository.lock_accounts(session, _account_ids(drafts) | expected.keys())
     accounts = {row.id: row for row in locked}
     balances = {account_id: int(row.balance) for account_id, row in accounts.items()}
+    for account_id in expected:
+        _check_in_tenant(tenant_id, account_id, accounts)
+    if any(balances[account_id] != balance for account_id, balance in expected.items()):
+        raise BalancesChanged({account_id: balances[account_id] for account_id in expected})
     for draft in drafts:
         _apply(draft, tenant_id, accounts, balances)
 
-    written: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    currency_of = {account_id: str(row.currency) for account_id, row in accounts.items()}
+    written: list[tuple[JournalTransaction, list[JournalPosting]]] = []
     for draft in drafts:
-        row, posting_rows = _rows(tenant_id, draft, last_seq + 1, last_hash, accounts)
-        last_seq, last_hash = row["seq"], row["hash"]
-        written.append((row, posting_rows))
-    if postgresql:
-        repository.write_postgresql(
-            session,
-            tenant_id,
-            [row for row, _ in written],
-            [posting for _, posting_rows in written for posting in posting_rows],
-        )
-    else:
+        row, posting_rows, parts = _unchained_rows(tenant_id, draft, currency_of)
+        last_seq, prev_hash = last_seq + 1, last_hash
+        last_hash = hash_from_parts(parts, prev_hash, last_seq)
+        row.update(seq=last_seq, prev_hash=prev_hash, hash=last_hash)
         # SQLite's chain trigger checks each transaction's predecessor is complete: one at a time.
-        for row, posting_rows in written:
-            repository.insert_transaction(session, row, posting_rows)
-        repository.advance_head(session, tenant_id, last_seq, last_hash)
+        repository.insert_transaction(session, row, posting_rows)
+        written.append(_orm_objects(row, posting_rows))
+    repository.advance_head(session, tenant_id, last_seq, last_hash)
     _refresh_loaded_balances(session, balances)
-    return [_attach(session, row, posting_rows) for row, posting_rows in written]
+    for transaction, postings in written:
+        _attach(session, transaction, postings)
+    return [transaction for transaction, _ in written]
 
 
 def _create_head(session: Session, tenant_id: str) -> None:
@@ -430,13 +560,15 @@ def _account_ids(drafts: list[_Draft]) -> set[str]:
     return {posting.account_id for draft in drafts for posting in draft.postings}
 
 
+def _check_in_tenant(tenant_id: str, account_id: str, accounts: Mapping[str, Any]) -> None:
+    row = accounts.get(account_id)
+    if row is None or row.tenant_id != tenant_id:
+        raise AccountNotFound(f"tenant {tenant_id} has no account {account_id}", account_id=account_id)
+
+
 def _apply(draft: _Draft, tenant_id: str, accounts: Mapping[str, Any], balances: dict[str, int]) -> None:
     for posting in draft.postings:
-        row = accounts.get(posting.account_id)
-        if row is None or row.tenant_id != tenant_id:
-            raise AccountNotFound(
-                f"tenant {tenant_id} has no account {posting.account_id}", account_id=posting.account_id
-            )
+        _check_in_tenant(tenant_id, posting.account_id, accounts)
     check_postings(draft.postings, {account_id: row.currency for account_id, row in accounts.items()})
     for posting in draft.postings:
         row = accounts[posting.account_id]
@@ -447,45 +579,34 @@ def _apply(draft: _Draft, tenant_id: str, accounts: Mapping[str, Any], balances:
         balances[posting.account_id] = new_balance
 
 
-def _rows(
-    tenant_id: str,
-    draft: _Draft,
-    seq: int,
-    prev_hash: str,
-    accounts: Mapping[str, Any],
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The transaction's row, hash-chained onto `prev_hash`, and its posting rows."""
+def _unchained_rows(
+    tenant_id: str, draft: _Draft, currency_of: Mapping[str, str]
+) -> tuple[dict[str, Any], list[dict[str, Any]], tuple[bytes, bytes, bytes]]:
+    """The transaction's row without its place in the chain (seq, prev_hash, hash), its posting rows,
+    and the hashed bytes around that place (chain.hash_parts)."""
     transaction_id = new_id("txn")
     created_at = utc_now()
     legs = [
-        (posting.account_id, posting.amount, str(accounts[posting.account_id].currency))
-        for posting in draft.postings
+        (posting.account_id, posting.amount, currency_of[posting.account_id]) for posting in draft.postings
     ]
-    hash_ = document_hash(
-        transaction_document(
-            seq=seq,
-            prev_hash=prev_hash,
-            tenant_id=tenant_id,
-            transaction_id=transaction_id,
-            kind=draft.kind,
-            reference=draft.reference,
-            metadata=draft.metadata,
-            created_at=format_timestamp(created_at),
-            postings=legs,
-        )
+    parts = hash_parts(
+        tenant_id=tenant_id,
+        transaction_id=transaction_id,
+        kind=draft.kind,
+        reference=draft.reference,
+        metadata=draft.metadata,
+        created_at=format_timestamp(created_at),
+        postings=legs,
     )
     row = {
         "id": transaction_id,
         "tenant_id": tenant_id,
-        "seq": seq,
         "kind": draft.kind,
         "reference": draft.reference,
         "metadata": draft.metadata,
         "idempotency_key": draft.idempotency_key,
         "request_hash": draft.request_hash,
         "posting_count": len(legs),
-        "prev_hash": prev_hash,
-        "hash": hash_,
         "created_at": created_at,
     }
     posting_rows = [
@@ -499,19 +620,24 @@ def _rows(
         }
         for leg, (account_id, amount, currency) in enumerate(legs)
     ]
-    return row, posting_rows
+    return row, posting_rows, parts
 
 
-def _attach(session: Session, row: dict[str, Any], posting_rows: list[dict[str, Any]]) -> JournalTransaction:
-    """The ORM objects of rows written with Core, made persistent in the session without another query."""
+def _orm_objects(
+    row: dict[str, Any], posting_rows: list[dict[str, Any]]
+) -> tuple[JournalTransaction, list[JournalPosting]]:
     values = {key: value for key, value in row.items() if key != "metadata"}
-    transaction = JournalTransaction(**values, metadata_=row["metadata"])
-    postings = [JournalPosting(**posting) for posting in posting_rows]
+    return JournalTransaction(**values, metadata_=row["metadata"]), [
+        JournalPosting(**posting) for posting in posting_rows
+    ]
+
+
+def _attach(session: Session, transaction: JournalTransaction, postings: list[JournalPosting]) -> None:
+    """The ORM objects of rows written with Core, made persistent in the session without another query."""
     for instance in (transaction, *postings):
         make_transient_to_detached(instance)
         session.add(instance)
     set_committed_value(transaction, "postings", postings)
-    return transaction
 
 
 def _refresh_loaded_balances(session: Session, balances: Mapping[str, int]) -> None:
