@@ -1,18 +1,23 @@
-"""The game's one-statement lock-and-read gives exactly what the two plain reads give, even when the
-seats changed while it waited for the game's row lock."""
+"""Reading and deciding under the game's lock: the one-statement lock-and-read gives exactly what the
+plain reads give, even when the seats changed while it waited for the lock; and a step decided on
+balances that changed before it could post is decided again on the balances the ledger holds."""
 
 from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
+from pokna.db.models.ledger import JournalTransaction
 from pokna.games import repository
 from pokna.games import service as games
-from pokna.ledger import deposit, open_account
+from pokna.games.errors import ActionRefused
+from pokna.ledger import deposit, open_account, withdraw
 from pokna.runtime import Runtime
 from pokna.tenants.service import create_tenant
 
@@ -96,3 +101,43 @@ def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     holder.close()
     waiter.join(10)
     assert seen == ["bib-fortuna"]
+
+
+@pytest.mark.postgres_only
+def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
+    sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    """The start is decided on balances read without a lock (player 1 holds 7, enough for the ante of
+    5). Before it posts, a withdrawal leaves 2: the ledger answers with the held balances, the step is
+    decided again on them, and the start is refused as the rules say, with nothing posted."""
+    tenant_id, game_id, wallets = _new_game(sessions, runtime)
+    with unit_of_work(sessions) as session:
+        deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
+    withdrawal = sessions()
+    withdraw(withdrawal, tenant_id=tenant_id, account_id=wallets[1], amount=5)  # holds the ledger's locks
+    outcome: list[BaseException | dict[str, Any]] = []
+
+    def start() -> None:
+        action = games.PlayerAction(type="start", account_id=wallets[0])
+        try:
+            with unit_of_work(sessions) as session:
+                outcome.append(games.act(session, runtime.keys, CLOCK, tenant_id, game_id, action))
+        except BaseException as error:
+            outcome.append(error)
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    starter.join(1.0)
+    assert starter.is_alive(), "the start should wait for the ledger's lock"
+    withdrawal.commit()
+    withdrawal.close()
+    starter.join(10)
+    assert len(outcome) == 1
+    refusal = outcome[0]
+    assert isinstance(refusal, ActionRefused)
+    assert refusal.code == "cannot_pay"
+    with sessions() as session:
+        game, _, balances = repository.lock_game_and_seats(session, tenant_id, game_id)
+        assert game.status == "open"
+        assert balances == {wallets[0]: 50, wallets[1]: 2, wallets[2]: 5}
+        assert session.scalar(select(func.count()).where(JournalTransaction.reference == game_id)) == 0

@@ -112,12 +112,6 @@ def deadline_passed(session: Session, tenant_id: str, game_id: str, now: datetim
     return deadline is not None and deadline <= now
 
 
-def insert_game(session: Session, game: GameRecord, seats: Sequence[SeatRecord]) -> None:
-    values = {field.name: getattr(game, field.name) for field in fields(GameRecord)}
-    session.execute(insert(_game), values)
-    session.execute(insert(_seat), [_seat_values(game.id, seat) for seat in seats])
-
-
 # Built once: an action's statements are executed with fresh parameters, not rebuilt.
 _SAVE_GAME = (
     update(_game)
@@ -225,60 +219,88 @@ def save_step(
         save_game(session, game, previous_version=previous_version)
         return
     params: dict[str, Any] = {"game_id": game.id, "previous_version": previous_version}
-    for name in MUTABLE_GAME_COLUMNS:
-        value = getattr(game, name)
-        params[f"g_{name}"] = _json_text(value) if name in _JSON_GAME_COLUMNS else value
-    for index, row in enumerate(_event_rows(game.id, events)):
-        params.update({f"e{index}_{name}": value for name, value in row.items()})
-        params[f"e{index}_payload"] = _json_text(row["payload"])
-    for index, row in enumerate(_roll_rows(game.id, rolls)):
-        params.update({f"r{index}_{name}": value for name, value in row.items()})
+    _bind(params, "g", [{name: getattr(game, name) for name in MUTABLE_GAME_COLUMNS}])
+    _bind(params, "e", _event_rows(game.id, events))
+    _bind(params, "r", _roll_rows(game.id, rolls))
     if session.execute(_step_statement(len(events), len(rolls)), params).scalar_one() != 1:
         raise RuntimeError(f"game {game.id} changed under its row lock (version {previous_version})")
 
 
-_JSON_GAME_COLUMNS = frozenset({"state", "proof"})
+def insert_game(
+    session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
+) -> None:
+    """A new game with its seats and first events; on PostgreSQL in one statement."""
+    game_row = {field.name: getattr(game, field.name) for field in fields(GameRecord)}
+    seat_rows = [_seat_values(game.id, seat) for seat in seats]
+    if session.get_bind().dialect.name != "postgresql":
+        session.execute(insert(_game), game_row)
+        session.execute(insert(_seat), seat_rows)
+        insert_events(session, game.id, events)
+        return
+    params: dict[str, Any] = {}
+    _bind(params, "g", [game_row])
+    _bind(params, "s", seat_rows)
+    _bind(params, "e", _event_rows(game.id, events))
+    session.execute(_new_game_statement(len(seats), len(events)), params)
+
+
+# Only constant column names and row counts are formatted into these statements; every value is bound.
+_JSON_COLUMNS = frozenset({"state", "receipt", "proof", "payload"})
+_GAME_COLUMNS = tuple(field.name for field in fields(GameRecord))
+_SEAT_INSERT_COLUMNS = ("game_id", "seat", "account_id", "client_seed", "client_seed_source")
 _EVENT_COLUMNS = ("game_id", "seq", "kind", "payload", "occurred_at")
 _ROLL_COLUMNS = ("game_id", "nonce", "seat", "purpose", "face", "color", "rolled_at")
 
 
-def _json_text(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+def _bind(params: dict[str, Any], prefix: str, rows: Sequence[dict[str, Any]]) -> None:
+    for index, row in enumerate(rows):
+        for name, value in row.items():
+            if name in _JSON_COLUMNS and value is not None:
+                value = json.dumps(value, separators=(",", ":"))
+            params[f"{prefix}{index}_{name}"] = value
+
+
+def _placeholder(prefix: str, index: int, name: str) -> str:
+    bound = f":{prefix}{index}_{name}"
+    return f"CAST({bound} AS JSON)" if name in _JSON_COLUMNS else bound
+
+
+def _values(prefix: str, columns: Sequence[str], count: int) -> str:
+    return ", ".join(
+        "(" + ", ".join(_placeholder(prefix, index, name) for name in columns) + ")" for index in range(count)
+    )
+
+
+def _insert(cte: str, table: str, prefix: str, columns: Sequence[str], count: int) -> str:
+    columns_list = ", ".join(columns)
+    return f"{cte} AS (INSERT INTO {table} ({columns_list}) VALUES {_values(prefix, columns, count)})"  # noqa: S608
 
 
 @lru_cache(maxsize=64)
 def _step_statement(events: int, rolls: int) -> TextClause:
-    """WITH saved_game AS (UPDATE game ... RETURNING id), new_event AS (INSERT ...), new_roll AS (INSERT
-    ...) SELECT count(*) FROM saved_game. Only constant names and counts are formatted in; every value
-    is a bound parameter."""
-
-    def placeholder(prefix: str, name: str) -> str:
-        if name in _JSON_GAME_COLUMNS or name == "payload":
-            return f"CAST(:{prefix}{name} AS JSON)"
-        return f":{prefix}{name}"
-
-    def values(prefix: str, columns: Sequence[str], count: int) -> str:
-        return ", ".join(
-            "(" + ", ".join(placeholder(f"{prefix}{index}_", name) for name in columns) + ")"
-            for index in range(count)
-        )
-
-    assignments = ", ".join(f"{name} = {placeholder('g_', name)}" for name in MUTABLE_GAME_COLUMNS)
+    """WITH saved_game AS (UPDATE game ... RETURNING id), new_event AS (INSERT ...), new_roll AS
+    (INSERT ...) SELECT count(*) FROM saved_game."""
+    assignments = ", ".join(f"{name} = {_placeholder('g', 0, name)}" for name in MUTABLE_GAME_COLUMNS)
     parts = [
         f"saved_game AS (UPDATE game SET {assignments} "  # noqa: S608
         "WHERE id = :game_id AND version = :previous_version RETURNING id)"
     ]
     if events:
-        parts.append(
-            f"new_event AS (INSERT INTO game_event ({', '.join(_EVENT_COLUMNS)}) "  # noqa: S608
-            f"VALUES {values('e', _EVENT_COLUMNS, events)})"
-        )
+        parts.append(_insert("new_event", "game_event", "e", _EVENT_COLUMNS, events))
     if rolls:
-        parts.append(
-            f"new_roll AS (INSERT INTO game_roll ({', '.join(_ROLL_COLUMNS)}) "  # noqa: S608
-            f"VALUES {values('r', _ROLL_COLUMNS, rolls)})"
-        )
+        parts.append(_insert("new_roll", "game_roll", "r", _ROLL_COLUMNS, rolls))
     return text("WITH " + ", ".join(parts) + " SELECT count(*) FROM saved_game")  # noqa: S608
+
+
+@lru_cache(maxsize=64)
+def _new_game_statement(seats: int, events: int) -> TextClause:
+    parts = [
+        _insert("new_game", "game", "g", _GAME_COLUMNS, 1),
+        _insert("new_seat", "game_seat", "s", _SEAT_INSERT_COLUMNS, seats),
+    ]
+    if events:
+        parts.append(_insert("new_event", "game_event", "e", _EVENT_COLUMNS, events))
+    return text("WITH " + ", ".join(parts) + " SELECT 1")
 
 
 def _event_rows(game_id: str, events: Sequence[EventRecord]) -> list[dict[str, Any]]:

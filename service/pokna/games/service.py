@@ -58,7 +58,7 @@ from pokna.games.proof import sign_proof, signed_terms
 from pokna.games.records import EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.games.view import game_view, status_of
 from pokna.ledger import service as ledger
-from pokna.ledger.holds import lock_balances
+from pokna.ledger.errors import BalancesChanged
 from pokna.ledger.model import AccountKind, Move
 from pokna.service_keys import ServiceKeys
 
@@ -156,8 +156,7 @@ def create_game(
     )
     seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
     events = _number(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
-    repository.insert_game(session, game, seats)
-    repository.insert_events(session, game.id, events)
+    repository.insert_game(session, game, seats, events)
     return game_view(game, seats)
 
 
@@ -328,20 +327,22 @@ def _apply(
         except GameError as error:
             raise ActionRefused(error, game_view(game, seats)) from error
 
-    # Most actions move no money, so the rules run on balances read without a lock. A step that moves
-    # money takes the tenant's ledger lock and the seats' wallets (the ledger's lock order), and if a
-    # balance changed meanwhile the pure step simply runs again on the balances now held.
+    # The rules run on balances read without a lock. A step that moves money posts with those balances
+    # as expected: the ledger locks its head and the wallets in one round trip, and if a balance moved
+    # meanwhile it posts nothing and answers with the balances it now holds, on which the pure step
+    # simply runs again (the locks stay held: nothing can change them a second time).
     seat_balances, result = apply_rules(balances)
-    # A finishing step signs the proof over everything recorded so far: read under the game's lock,
-    # before the ledger's lock is taken, so the ledger's critical section stays short.
-    recorded = repository.recorded_for_proof(session, game.id) if result.state.is_over else ([], [])
-    if result.transfers:
-        held = lock_balances(
-            session, tenant_id=game.tenant_id, account_ids=[seat.account_id for seat in seats]
-        )
-        if held != {seat.account_id: balances[seat.account_id] for seat in seats}:
-            balances.update(held)
-            seat_balances, result = apply_rules(balances)
+    # A finishing step signs the proof over everything recorded so far: read under the game's lock but
+    # before the ledger's, so that the ledger's critical section stays short.
+    recorded = repository.recorded_for_proof(session, game.id) if result.state.is_over else None
+    try:
+        money = _post_transfers(session, game, seats, balances, result)
+    except BalancesChanged as changed:
+        balances.update(changed.balances)
+        seat_balances, result = apply_rules(balances)
+        if result.state.is_over and recorded is None:
+            recorded = repository.recorded_for_proof(session, game.id)
+        money = _post_transfers(session, game, seats, balances, result)
     config = state.config
     cap = balance_cap(config.stake, config.challenge_raise, config.player_count)
     entries: list[tuple[str, dict[str, Any]]] = [
@@ -361,19 +362,21 @@ def _apply(
                     rolled_at=moment,
                 )
             )
-    entries += _post_transfers(session, game, seats, balances, result)
+    entries += money
     if starting:
         _seat_client_seeds(session, game, seats, client_seeds)
     events = _number(game, moment, entries)
     _advance(session, keys, clock, game, seats, state, result.state, moment)
     if result.state.is_over:
+        assert recorded is not None
+        recorded_events, recorded_rolls = recorded
         game.proof = sign_proof(
             game,
             result.state,
             keys.signing_key,
             seats=seats,
-            events=[*recorded[0], *events],
-            rolls=[*recorded[1], *rolls],
+            events=[*recorded_events, *events],
+            rolls=[*recorded_rolls, *rolls],
         )
     repository.save_step(session, game, previous_version=previous_version, events=events, rolls=rolls)
     return result
@@ -415,7 +418,12 @@ def _post_transfers(
 
     moves = [Move(t.kind.value, account(t.payer), account(t.payee), t.amount) for t in result.transfers]
     posted = ledger.post_transfers(
-        session, tenant_id=game.tenant_id, moves=moves, reference=game.id, metadata={"game_id": game.id}
+        session,
+        tenant_id=game.tenant_id,
+        moves=moves,
+        reference=game.id,
+        metadata={"game_id": game.id},
+        expected_balances={seat.account_id: balances[seat.account_id] for seat in seats},
     )
     for move in moves:
         for account_id, change in (
