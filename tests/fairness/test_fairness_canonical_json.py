@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from enum import StrEnum
 
 import pytest
 from hypothesis import given, settings
@@ -147,9 +148,17 @@ tricky_text = st.text(
     ),
     max_size=12,
 )
+
+
+class Purpose(StrEnum):
+    FAVOR = "favor"
+    ODD = '\u00e9\n"q'
+
+
 anything_json_like = st.recursive(
     st.none()
     | st.booleans()
+    | st.sampled_from(Purpose)
     | st.integers(min_value=-(2**60), max_value=2**60)
     | st.floats(allow_nan=True, allow_infinity=True)
     | tricky_text,

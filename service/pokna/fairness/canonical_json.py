@@ -51,7 +51,8 @@ _encode_sorted = json.JSONEncoder(
 
 
 def _stdlib_form_is_canonical(value: object) -> bool:
-    if value is None or type(value) is str or type(value) is bool:
+    # Text subclasses (StrEnum members) encode as their text in both encoders; numbers must be exact.
+    if value is None or isinstance(value, str) or type(value) is bool:
         return True
     if type(value) is int:
         return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER

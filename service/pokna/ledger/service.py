@@ -94,6 +94,7 @@ def open_account(
     )
     session.add(account)
     session.flush()
+    _remember_accounts(session, {account.id: (tenant_id, currency)})
     return account
 
 
@@ -430,10 +431,23 @@ _ACCOUNT_ATTRIBUTES: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, str]]] 
 _ACCOUNT_ATTRIBUTES_LIMIT = 100_000
 
 
+def _known_accounts(session: Session) -> dict[str, tuple[str, str]]:
+    bind = session.get_bind()
+    return _ACCOUNT_ATTRIBUTES.setdefault(getattr(bind, "engine", bind), {})
+
+
+def _remember_accounts(session: Session, attributes: Mapping[str, tuple[str, str]]) -> None:
+    """An account opened here is known at once (a game's pot is posted to in its first action). Should
+    the opening roll back, the entry is harmless: ledger_post() still finds the account missing."""
+    known = _known_accounts(session)
+    if len(known) > _ACCOUNT_ATTRIBUTES_LIMIT:
+        known.clear()
+    known.update(attributes)
+
+
 def _tenants_and_currencies(session: Session, account_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
     """Read before any lock is taken, and at most once per account and process."""
-    bind = session.get_bind()
-    known = _ACCOUNT_ATTRIBUTES.setdefault(getattr(bind, "engine", bind), {})
+    known = _known_accounts(session)
     found: dict[str, tuple[str, str]] = {}
     missing = []
     for account_id in account_ids:
