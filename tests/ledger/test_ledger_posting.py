@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
@@ -435,6 +435,20 @@ def test_an_external_id_names_one_account_per_kind(sessions: sessionmaker[Sessio
         open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="boba")
         open_account(session, tenant_id=tenant_id, kind="player_wallet")
         open_account(session, tenant_id=tenant_id, kind="player_wallet")  # no external id: no uniqueness
+
+
+def test_opening_an_account_for_an_unknown_tenant_is_refused_and_writes_nothing(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    with unit_of_work(sessions) as session:
+        before = len(trial_balance(session, tenant_id).accounts)
+        with pytest.raises(TenantNotFound):
+            open_account(session, tenant_id="ten_nope", kind="player_wallet", external_id="greedo")
+        # The refusal raised nothing in the database: the same unit of work goes on.
+        _wallet(session, tenant_id, "greedo")
+    with sessions() as session:
+        assert len(trial_balance(session, tenant_id).accounts) == before + 1
+        assert session.scalar(select(func.count()).where(Account.tenant_id == "ten_nope")) == 0
 
 
 def test_reconcile_finds_nothing_wrong_with_service_written_books(

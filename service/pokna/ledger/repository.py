@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Row, Table, func, insert, select, update
+from sqlalchemy import Row, Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
@@ -39,6 +39,35 @@ def insert_ignoring_conflict(session: Session, table: Any, values: dict[str, Any
     dialect = postgresql if is_postgresql(session) else sqlite
     statement = dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=list(on))
     session.execute(statement)
+
+
+_ACCOUNT_COLUMNS = ("id", "tenant_id", "kind", "currency", "external_id", "balance", "created_at")
+
+
+def _insert_account_statement(dialect: Any) -> Any:
+    """INSERT ... SELECT <values> WHERE the tenant exists ON CONFLICT (tenant, kind, external id) DO
+    NOTHING RETURNING id. Built once per dialect; executed with the account's values."""
+    values = select(*(bindparam(name, type_=_account.c[name].type) for name in _ACCOUNT_COLUMNS))
+    tenant_exists = select(Tenant.id).where(Tenant.id == bindparam("tenant_id")).exists()
+    return (
+        dialect.insert(_account)
+        .from_select(list(_ACCOUNT_COLUMNS), values.where(tenant_exists))
+        .on_conflict_do_nothing(index_elements=["tenant_id", "kind", "external_id"])
+        .returning(_account.c.id)
+    )
+
+
+_INSERT_ACCOUNT = {
+    "postgresql": _insert_account_statement(postgresql),
+    "sqlite": _insert_account_statement(sqlite),
+}
+
+
+def insert_account(session: Session, values: dict[str, Any]) -> bool:
+    """Insert the account if its tenant exists and no account of that tenant and kind already has its
+    external id; False if not (nothing is raised, so the caller's transaction stays usable)."""
+    statement = _INSERT_ACCOUNT["postgresql" if is_postgresql(session) else "sqlite"]
+    return session.execute(statement, values).first() is not None
 
 
 def find_account(session: Session, tenant_id: str, kind: str, external_id: str) -> Account | None:

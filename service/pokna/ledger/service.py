@@ -74,26 +74,27 @@ def open_account(
     check_currency(currency)
     if external_id is not None and not 0 < len(external_id) <= MAX_TEXT:
         raise InvalidAccount(f"external_id must be 1-{MAX_TEXT} characters", field="external_id")
-    if not repository.tenant_exists(session, tenant_id):
-        raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
-    if external_id is not None and (
-        existing := repository.find_account(session, tenant_id, account_kind.value, external_id)
-    ):
+    values = {
+        "id": new_id("acct"),
+        "tenant_id": tenant_id,
+        "kind": account_kind.value,
+        "currency": currency,
+        "external_id": external_id,
+        "balance": 0,
+        "created_at": utc_now(),
+    }
+    # One statement in the usual case; only a refusal costs the queries that say why.
+    if not repository.insert_account(session, values):
+        if not repository.tenant_exists(session, tenant_id):
+            raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
+        existing = repository.find_account(session, tenant_id, account_kind.value, str(external_id))
         raise AccountExists(
             f"tenant {tenant_id} already has a {account_kind} account for {external_id!r}",
-            account_id=existing.id,
+            account_id=None if existing is None else existing.id,
         )
-    account = Account(
-        id=new_id("acct"),
-        tenant_id=tenant_id,
-        kind=account_kind.value,
-        currency=currency,
-        external_id=external_id,
-        balance=0,
-        created_at=utc_now(),
-    )
+    account = Account(**values)
+    make_transient_to_detached(account)
     session.add(account)
-    session.flush()
     _remember_accounts(session, {account.id: (tenant_id, currency)})
     return account
 
