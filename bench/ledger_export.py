@@ -2,10 +2,17 @@
 
 Loads N postings (N/2 two-leg transfers between 1,000 wallets, hash-chained exactly as the service does)
 into a throwaway PostgreSQL with COPY (every trigger fires), then runs
-`pokna ledger export --format jsonl` and `pokna audit verify` as child processes and reads each one's
-peak RSS from wait4().
+`pokna ledger export --format jsonl` and `pokna audit verify` as child processes. Memory is sampled from
+/proc every 100 ms: the largest peak RSS (VmHWM) of any one process (`audit verify` forks workers), and
+the peak PSS of the command and its workers together (shared pages counted once).
 
     .venv/bin/python bench/ledger_export.py [--postings 1000000] [--database-url URL]
+
+Loading a million postings takes minutes; to measure again without reloading, load once into a server that
+outlives the run and keep the database, then point later runs at it:
+
+    .venv/bin/python bench/ledger_export.py --database-url URL --keep      # prints the loaded database's URL
+    .venv/bin/python bench/ledger_export.py --loaded-url LOADED_URL [--repeat 3]
 """
 
 from __future__ import annotations
@@ -18,13 +25,19 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
 from ledger_support import migrated_postgres
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from pokna.db import migrate
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
@@ -99,14 +112,100 @@ def load(url: str, postings: int) -> int:
     return seq * 2
 
 
-def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """(seconds, peak RSS in MB, exit code) of one child process."""
+@contextmanager
+def kept_database(server_url: str) -> Iterator[str]:
+    """A fresh migrated database on `server_url` that is not dropped afterwards (for --loaded-url)."""
+    name = f"pokna_bench_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    migrate.upgrade(url)
+    print(f"keeping the loaded database: --loaded-url {url}", file=sys.stderr)
+    yield url
+
+
+@contextmanager
+def loaded_database(url: str) -> Iterator[str]:
+    yield url
+
+
+def loaded_postings(url: str) -> int:
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        count = connection.execute(
+            text(
+                "SELECT count(*) FROM posting AS p JOIN journal_transaction AS t ON t.id = p.transaction_id "
+                "WHERE t.tenant_id = :tenant"
+            ),
+            {"tenant": TENANT},
+        ).scalar_one()
+    engine.dispose()
+    return int(count)
+
+
+@dataclass
+class Measured:
+    seconds: float
+    peak_rss_mb: float  # the largest peak RSS (VmHWM) of any one process: the command or a worker
+    peak_tree_pss_mb: float  # the command and its workers together, shared pages counted once
+    exit_code: int
+
+
+def measure(argv: list[str], env: dict[str, str]) -> Measured:
+    """Run one `pokna` command as a child process; sample its process tree's memory every 100 ms.
+
+    Not wait4()'s ru_maxrss: the child inherits the high-water mark of the process that started it (the
+    bench itself, ~100 MB after loading) when it execs, so that figure is the bench's, not the command's.
+    """
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-c", CLI, *argv], env=env, stdout=subprocess.DEVNULL)
-    _pid, status, usage = os.wait4(process.pid, 0)
+    peak_hwm = peak_pss = 0
+    while True:
+        pid, status, _usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        members = _tree(process.pid)
+        peak_hwm = max([peak_hwm, *(_status_kb(member, "VmHWM:") for member in members)])
+        peak_pss = max(peak_pss, sum(_pss_kb(member) for member in members))
+        time.sleep(0.1)
     elapsed = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
-    return elapsed, usage.ru_maxrss / 1024, process.returncode
+    return Measured(elapsed, peak_hwm / 1024, peak_pss / 1024, process.returncode)
+
+
+def _tree(root: int) -> list[int]:
+    members, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        members.append(pid)
+        for children in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                pending.extend(int(child) for child in children.read_text().split())
+            except OSError:
+                continue
+    return members
+
+
+def _status_kb(pid: int, field: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def main() -> None:
@@ -115,32 +214,53 @@ def main() -> None:
     )
     parser.add_argument("--postings", type=int, default=1_000_000)
     parser.add_argument("--database-url", help="an existing PostgreSQL server (default: a throwaway cluster)")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the loaded database on --database-url's server (not dropped)",
+    )
+    parser.add_argument("--loaded-url", help="a database loaded by an earlier --keep run: skip loading")
+    parser.add_argument("--repeat", type=int, default=1, help="export and verify this many times")
     options = parser.parse_args()
-    with migrated_postgres(options.database_url) as url, tempfile.TemporaryDirectory() as scratch:
+    if options.keep and options.database_url is None:
+        parser.error("--keep needs --database-url (a throwaway cluster is removed at the end)")
+    if options.loaded_url:
+        database = loaded_database(options.loaded_url)
+    elif options.keep:
+        database = kept_database(options.database_url)
+    else:
+        database = migrated_postgres(options.database_url)
+    with database as url, tempfile.TemporaryDirectory() as scratch:
         started = time.perf_counter()
-        total = load(url, options.postings)
-        print(f"loaded {total} postings in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        if options.loaded_url:
+            total = loaded_postings(url)
+        else:
+            total = load(url, options.postings)
+            print(f"loaded {total} postings in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         env = {**os.environ, "POKNA_DATABASE_URL": url, "POKNA_DATA_DIR": scratch}
         export = Path(scratch) / "ledger.jsonl"
-        seconds, rss, code = measure(["ledger", "export", "--tenant", TENANT, "-o", str(export)], env)
-        assert code == 0, code
-        verify_seconds, verify_rss, verify_code = measure(["audit", "verify", str(export)], env)
-        assert verify_code == 0, verify_code
-        result = {
-            "postings": total,
-            "export_bytes": export.stat().st_size,
-            "export": {
-                "seconds": round(seconds, 2),
-                "postings_per_s": round(total / seconds),
-                "peak_rss_mb": round(rss, 1),
-            },
-            "verify": {
-                "seconds": round(verify_seconds, 2),
-                "postings_per_s": round(total / verify_seconds),
-                "peak_rss_mb": round(verify_rss, 1),
-            },
-        }
-        print(json.dumps(result, indent=2))
+        for _ in range(options.repeat):
+            export_run = measure(["ledger", "export", "--tenant", TENANT, "-o", str(export)], env)
+            assert export_run.exit_code == 0, export_run.exit_code
+            verify_run = measure(["audit", "verify", str(export)], env)
+            assert verify_run.exit_code == 0, verify_run.exit_code
+            result = {
+                "postings": total,
+                "export_bytes": export.stat().st_size,
+                "export": summary(export_run, total),
+                "verify": summary(verify_run, total),
+                "load_average": [round(value, 2) for value in os.getloadavg()],
+            }
+            print(json.dumps(result, indent=2), flush=True)
+
+
+def summary(run: Measured, postings: int) -> dict[str, float]:
+    return {
+        "seconds": round(run.seconds, 2),
+        "postings_per_s": round(postings / run.seconds),
+        "peak_rss_mb": round(run.peak_rss_mb, 1),
+        "peak_tree_pss_mb": round(run.peak_tree_pss_mb, 1),
+    }
 
 
 if __name__ == "__main__":

@@ -33,9 +33,11 @@ leaves = (
 keys = st.text(max_size=6).filter(lambda key: not key.startswith("_sa"))
 documents = st.recursive(
     leaves,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.tuples(inner, inner)
-    | st.dictionaries(keys | st.integers(), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(keys | st.integers(), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 

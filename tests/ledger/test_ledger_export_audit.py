@@ -7,16 +7,23 @@ import hashlib
 import io
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import text as sql
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
+from pokna.fairness.errors import NotCanonicalizableError
 from pokna.fairness.signing import generate_signing_key
 from pokna.ledger import (
     Move,
+    audit,
     balance_of,
     checkpoint_document,
     deposit,
@@ -30,7 +37,9 @@ from pokna.ledger import (
     verify_export,
     withdraw,
 )
-from pokna.ledger.audit import AuditReport
+from pokna.ledger import export as ledger_export
+from pokna.ledger.audit import AuditReport, verify_export_stream
+from pokna.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
 
 pytest_plugins = ["ledger_fixtures"]
 
@@ -347,3 +356,363 @@ def test_postgresql_builds_the_same_lines_as_the_portable_exporter(
     assert database_built == portable
     assert len(portable) == 9
     assert verify_export(json.dumps(line) for line in database_built).valid
+
+
+# --- large exports: the process pool must find exactly what the line-by-line verification finds ----------
+
+
+def _generated_export(transactions: int, tenant_id: str = "ten_generated") -> list[str]:
+    """An export as `pokna ledger export` writes it, built without a database: transfers among five wallets."""
+    wallets = [f"acct_{index:032x}" for index in range(5)]
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    prev_hash = "0" * 64
+    lines = []
+    for seq in range(1, transactions + 1):
+        payer, payee = wallets[seq % 5], wallets[(seq * 3 + 1) % 5]
+        amount = seq % 97 + 1
+        document = transaction_document(
+            seq=seq,
+            prev_hash=prev_hash,
+            tenant_id=tenant_id,
+            transaction_id=f"txn_{seq:032x}",
+            kind="ante",
+            reference=None if seq % 3 else f"game-{seq}",
+            metadata={} if seq % 7 else {"round": seq},
+            created_at=format_timestamp(moment + timedelta(milliseconds=seq)),
+            postings=[(payer, -amount, "CREDIT"), (payee, amount, "CREDIT")],
+        )
+        prev_hash = document_hash(document)
+        line = {
+            key: document[key]
+            for key in ("seq", "id", "tenant_id", "kind", "reference", "metadata", "created_at", "postings")
+        }
+        lines.append(json.dumps({**line, "prev_hash": document["prev_hash"], "hash": prev_hash}) + "\n")
+    return lines
+
+
+def _stream_report(lines: list[str], **options: Any) -> AuditReport:
+    return verify_export_stream(io.BytesIO("".join(lines).encode()), processes=2, **options)
+
+
+def test_a_large_export_is_verified_by_a_process_pool_and_a_tampered_line_is_found() -> None:
+    lines = _generated_export(9000)  # > 4 MiB: the size at which the pool starts
+    assert len("".join(lines)) > audit._POOL_AFTER_BLOCKS * audit._BLOCK_BYTES
+    report = _stream_report(lines)
+    assert report.processes == 2
+    assert report.blocks_from_workers == len(list(audit._blocks(io.BytesIO("".join(lines).encode()))))
+    assert report.valid, report.findings[:3]
+    assert (report.first_seq, report.last_seq, report.transactions, report.postings) == (1, 9000, 9000, 18000)
+    assert report.to_json() == verify_export(lines).to_json()
+
+    tampered = _edit(
+        lines, 6123, lambda line: line["postings"][1].update(amount=line["postings"][1]["amount"] + 1)
+    )
+    report = _stream_report(tampered)
+    assert report.processes == 2
+    assert _seqs(report) == {6123, 9000}  # the edit, and the trial balance it leaves off
+    assert "seq 6123: hash does not match" in report.findings[0].problem
+    assert report.findings == verify_export(tampered).findings
+
+
+def _swap(lines: list[str], index: int) -> list[str]:
+    return [*lines[:index], lines[index + 1], lines[index], *lines[index + 2 :]]
+
+
+def _with_tenant(lines: list[str], seq: int, tenant_id: str) -> list[str]:
+    return _edit(lines, seq, lambda line: line.update(tenant_id=tenant_id))
+
+
+@pytest.mark.parametrize(
+    ("tamper", "expected_seqs"),
+    [
+        pytest.param(lambda lines: lines, set(), id="untouched"),
+        pytest.param(
+            lambda lines: _edit(lines, 250, lambda line: line.update(kind="payout")), {250}, id="edited"
+        ),
+        pytest.param(lambda lines: lines[:1] + lines[2:], {2, 3}, id="second-line-dropped"),
+        pytest.param(lambda lines: lines[:399] + lines[400:], {400, 401}, id="dropped"),
+        pytest.param(lambda lines: lines[:-1], set(), id="last-line-dropped"),
+        pytest.param(lambda lines: lines[5:], set(), id="starts-later"),
+        pytest.param(lambda lines: _swap(lines, 130), {131, 132, 133}, id="swapped"),
+        pytest.param(lambda lines: [*lines[:300], lines[10], *lines[300:]], {11, 12, 301}, id="replayed"),
+        pytest.param(lambda lines: [*lines[:200], "{not json\n", *lines[200:]], {None}, id="garbage"),
+        pytest.param(lambda lines: [*lines[:200], "\n", " \n", *lines[200:]], set(), id="blank-lines"),
+        pytest.param(
+            lambda lines: _edit(lines, 77, lambda line: line.update(hash="ab" * 32)), {77, 78}, id="hash"
+        ),
+        pytest.param(lambda lines: _with_tenant(lines, 333, "ten_other"), {333}, id="foreign-tenant"),
+        pytest.param(
+            lambda lines: _generated_export(300, "ten_other") + lines[300:],
+            set(range(301, 601)),
+            id="tenant-seam",
+        ),
+        pytest.param(
+            lambda lines: _edit(lines, 420, lambda line: line["postings"][0].update(currency="GOLD")),
+            {420},
+            id="currency",
+        ),
+        pytest.param(lambda lines: [*lines[:-1], lines[-1].rstrip("\n")], set(), id="no-final-newline"),
+        pytest.param(lambda lines: [lines[0].rstrip("\n"), *lines[1:]], {None}, id="two-lines-glued"),
+    ],
+)
+def test_the_pool_reports_exactly_what_the_line_by_line_verification_reports(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tamper: Callable[[list[str]], list[str]],
+    expected_seqs: set[int | None],
+) -> None:
+    monkeypatch.setattr(audit, "_BLOCK_BYTES", 8 * 1024)  # ~18 lines a block: many seams in 600 lines
+    original = _generated_export(600)
+    data = "".join(tamper(original)).encode()
+    pinned_hash = json.loads(original[499])["hash"]
+    checkpoint = {
+        "type": audit.CHECKPOINT_TYPE,
+        "seq": 500,
+        "hash": pinned_hash,
+        "tenant_id": "ten_generated",
+    }
+    for pinned in (None, checkpoint):
+        expected = verify_export(io.BytesIO(data), checkpoint=pinned)  # its lines, as iterating a file
+        for report in _pool_reports(data, tmp_path, checkpoint=pinned):
+            assert report.to_json() == expected.to_json()
+            assert report.findings == expected.findings
+    assert {finding.seq for finding in expected.findings} == expected_seqs
+
+
+def _pool_reports(data: bytes, tmp_path: Path, **options: Any) -> list[AuditReport]:
+    """From a pipe-like stream (blocks sent to the workers) and from a file (workers read it themselves)."""
+    export_file = tmp_path / "export.jsonl"
+    export_file.write_bytes(data)
+    with export_file.open("rb") as handle:
+        reports = [
+            verify_export_stream(io.BytesIO(data), processes=2, **options),
+            verify_export_stream(handle, processes=2, **options),
+        ]
+    blocks = len(list(audit._blocks(io.BytesIO(data))))
+    for report in reports:
+        assert report.processes == 2
+        # Every block the workers found clean is taken in as it is; the rest are checked here again.
+        assert 0 < report.blocks_from_workers <= blocks
+        assert report.blocks_from_workers == blocks or not report.valid or report.first_seq != 1
+    return reports
+
+
+def _rechain(lines: list[str], from_seq: int, change: Callable[[dict[str, Any]], object]) -> list[str]:
+    """A forger's consistent rewrite: `change` every line from `from_seq` on, then recompute the chain."""
+    rewritten: list[str] = []
+    prev_hash = None
+    for text in lines:
+        line = json.loads(text)
+        if line["seq"] >= from_seq:
+            if line["seq"] > from_seq:
+                line["prev_hash"] = prev_hash
+            change(line)
+            line["hash"] = _rehash(line)
+        prev_hash = line["hash"]
+        rewritten.append(json.dumps(line) + "\n")
+    return rewritten
+
+
+def _at(seq: int, change: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+    return lambda line: change(line) if line["seq"] == seq else None
+
+
+def _in_gold(line: dict[str, Any]) -> None:
+    for posting in line["postings"]:
+        posting["currency"] = "GOLD"
+
+
+@pytest.mark.parametrize(
+    ("tamper", "expected_seqs"),
+    [
+        pytest.param(
+            lambda lines, seam: _rechain(
+                lines, seam, _at(seam, lambda line: line.update(prev_hash="ab" * 32))
+            ),
+            lambda seam: {seam},
+            id="prev-hash",
+        ),
+        pytest.param(
+            lambda lines, seam: _rechain(lines, 1, _at(1, lambda line: line.update(prev_hash="ab" * 32))),
+            lambda seam: {1},
+            id="genesis",
+        ),
+        pytest.param(
+            lambda lines, seam: _rechain(lines, seam, lambda line: line.update(seq=line["seq"] + 1)),
+            lambda seam: {seam},
+            id="seq-gap",
+        ),
+        pytest.param(
+            lambda lines, seam: _rechain(lines, seam, lambda line: line.update(tenant_id="ten_other")),
+            lambda seam: set(range(seam, 601)),
+            id="tenant",
+        ),
+        pytest.param(
+            lambda lines, seam: _rechain(lines, seam, _in_gold),
+            lambda seam: set(range(seam, 601)),
+            id="currency",
+        ),
+        pytest.param(
+            lambda lines, seam: _rechain(
+                lines, seam, _at(seam, lambda line: line["postings"][0].update(amount=7))
+            ),
+            lambda seam: {seam, 600},
+            id="unbalanced",
+        ),
+        pytest.param(
+            lambda lines, seam: _rechain(lines, seam, _at(seam, lambda line: line.update(postings=[]))),
+            lambda seam: {seam},
+            id="no-postings",
+        ),
+    ],
+)
+def test_a_consistent_rewrite_from_a_block_seam_is_reported_as_line_by_line(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tamper: Callable[[list[str], int], list[str]],
+    expected_seqs: Callable[[int], set[int | None]],
+) -> None:
+    """Every line of the rewritten blocks is self-consistent: only the checks across a seam can catch it."""
+    monkeypatch.setattr(audit, "_BLOCK_BYTES", 8 * 1024)
+    original = _generated_export(600)
+    starts = [
+        json.loads(block.split(b"\n", 1)[0])["seq"]
+        for block in audit._blocks(io.BytesIO("".join(original).encode()))
+    ]
+    seam = starts[len(starts) // 2]
+    data = "".join(tamper(original, seam)).encode()
+    assert [json.loads(block.split(b"\n", 1)[0])["seq"] for block in audit._blocks(io.BytesIO(data))][
+        len(starts) // 2
+    ] in (seam, seam + 1)
+    expected = verify_export(io.BytesIO(data))
+    for report in _pool_reports(data, tmp_path):
+        assert report.to_json() == expected.to_json()
+    assert {finding.seq for finding in expected.findings} == expected_seqs(seam)
+
+
+_tricky_text = st.text(
+    alphabet=st.one_of(
+        st.characters(min_codepoint=0, max_codepoint=0x7F),
+        st.sampled_from(['"', "\\", "\u2028", "\ufb01", "\uffff", "\U0001f3b2", "\ud800", "é"]),
+        st.characters(),
+    ),
+    max_size=12,
+)
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | _tricky_text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_tricky_text, children, max_size=4),
+    max_leaves=12,
+)
+_exported_lines = st.fixed_dictionaries(
+    {
+        "seq": st.one_of(st.integers(min_value=-(2**60), max_value=2**60), st.booleans()),
+        "id": _tricky_text,
+        "tenant_id": _tricky_text,
+        "kind": _tricky_text,
+        "reference": st.one_of(st.none(), _tricky_text, st.integers()),
+        "metadata": st.one_of(
+            st.just({}), st.dictionaries(_tricky_text, _json_values, max_size=3), _json_values
+        ),
+        "created_at": _tricky_text,
+        "postings": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "account_id": st.one_of(_tricky_text, st.integers()),
+                    "amount": st.one_of(st.integers(min_value=-(2**60), max_value=2**60), st.floats()),
+                    "currency": _tricky_text,
+                },
+                optional={"leg": st.integers()},
+            ),
+            max_size=3,
+        ),
+        "prev_hash": _tricky_text,
+        "hash": _tricky_text,
+    }
+)
+
+
+def _hash_or_refusal(hash_of: Callable[[dict[str, Any]], str], line: dict[str, Any]) -> str:
+    try:
+        return hash_of(line)
+    except NotCanonicalizableError:
+        return "refused"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(line=_exported_lines)
+def test_the_verifiers_line_hash_is_document_hash(line: dict[str, Any]) -> None:
+    assert _hash_or_refusal(line_hash, line) == _hash_or_refusal(document_hash, line)
+
+
+# What PostgreSQL's own JSON functions make of the same rows: the JSONL export's bytes before it wrote
+# the lines in Python. The format is a public contract, so they must not change by a byte.
+_LINES_BY_JSON_BUILD_OBJECT = sql(
+    r"""
+    SELECT json_build_object(
+        'seq', t.seq, 'id', t.id, 'tenant_id', t.tenant_id, 'kind', t.kind, 'reference', t.reference,
+        'metadata', t.metadata,
+        'created_at', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24\:MI\:SS.US"Z"'),
+        'postings', (
+            SELECT json_agg(
+                json_build_object('account_id', p.account_id, 'amount', p.amount, 'currency', p.currency)
+                ORDER BY p.leg
+            )
+            FROM posting AS p WHERE p.transaction_id = t.id
+        ),
+        'prev_hash', t.prev_hash, 'hash', t.hash
+    )::text || E'\n'
+    FROM journal_transaction AS t
+    WHERE t.tenant_id = :tenant_id
+    ORDER BY t.seq
+    """
+)
+
+
+@pytest.mark.postgres_only
+def test_postgresql_lines_are_byte_for_byte_json_build_object(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    accounts = _populate(sessions, tenant_id)
+    with unit_of_work(sessions) as session:
+        for reference, metadata in (
+            ('"quoted" \\ back\\slash /', {"ünï": ["\u2028", "\U0001f3b2", {"n": -(2**53 - 1)}], "b": True}),
+            ("\x01\x1f\t\n\r\x08\x0c\x7f é", {"ctl": '\x01\x1f"\\', "z": None, "nested": {"b": [1, 2]}}),
+        ):
+            withdraw(
+                session,
+                tenant_id=tenant_id,
+                account_id=accounts["ree"],
+                amount=1,
+                reference=reference,
+                metadata=metadata,
+            )
+    with unit_of_work(sessions) as session:
+        exported = list(export_jsonl(session, tenant_id))
+        built = list(session.execute(_LINES_BY_JSON_BUILD_OBJECT, {"tenant_id": tenant_id}).scalars())
+    assert len(exported) == 10
+    assert exported == built
+    assert verify_export(exported).valid
+
+
+@pytest.mark.postgres_only
+def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
+    sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing the stream cancels a query still sending rows; the caller's transaction must survive it."""
+    monkeypatch.setattr(ledger_export, "_STREAM_ROWS", 10)
+    with unit_of_work(sessions) as session:
+        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="big").id
+        for index in range(300):  # ~2.4 MB of lines: more than the socket buffers hold
+            deposit(
+                session, tenant_id=tenant_id, account_id=wallet, amount=1, metadata={"pad": f"{index:08000}"}
+            )
+    with unit_of_work(sessions) as session:
+        lines = export_jsonl(session, tenant_id)
+        assert [json.loads(next(lines))["seq"] for _ in range(3)] == [1, 2, 3]
+        lines.close()  # type: ignore[attr-defined]
+        assert balance_of(session, wallet) == 300
+        assert len(list(export_jsonl(session, tenant_id, to_seq=5))) == 5

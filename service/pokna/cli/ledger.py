@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, BinaryIO, TextIO
 
 import typer
 
@@ -20,7 +20,7 @@ from pokna.cli.app import app
 from pokna.cli.database import command_session
 from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
 from pokna.fairness.errors import FairnessError
-from pokna.ledger.audit import AuditReport, UnusableCheckpoint, verify_export
+from pokna.ledger.audit import AuditReport, UnusableCheckpoint, verify_export_stream
 from pokna.ledger.checkpoint import checkpoint_document, take_checkpoint
 from pokna.ledger.export import EXPORT_FORMATS, export_lines
 from pokna.ledger.service import reconcile
@@ -111,7 +111,8 @@ def checkpoint_command(
 @audit_app.command("verify")
 def verify_command(
     export_file: Annotated[
-        Path, typer.Argument(metavar="EXPORT.jsonl", help="A `pokna ledger export` JSONL file.")
+        Path,
+        typer.Argument(metavar="EXPORT.jsonl", help="A `pokna ledger export` JSONL file, or - for stdin."),
     ],
     checkpoint: Annotated[
         Path | None, typer.Option("--checkpoint", help="A signed checkpoint the export must contain.")
@@ -130,8 +131,8 @@ def verify_command(
             raise UnusableInputError("--public-key checks a --checkpoint; give both")
         checkpoint_json = read_json_object(checkpoint, "checkpoint") if checkpoint else None
         key = read_public_key(public_key) if public_key else None
-        with _open_export(export_file) as lines:
-            report = verify_export(lines, checkpoint=checkpoint_json, public_key=key)
+        with _open_export(export_file) as stream:
+            report = verify_export_stream(stream, checkpoint=checkpoint_json, public_key=key)
     except (UnusableInputError, UnusableCheckpoint, FairnessError) as error:
         if as_json:
             typer.echo(json.dumps({"valid": None, "error": str(error)}))
@@ -146,13 +147,16 @@ def verify_command(
 
 
 @contextmanager
-def _open_export(path: Path) -> Iterator[Iterator[bytes]]:
+def _open_export(path: Path) -> Iterator[BinaryIO]:
+    if str(path) == "-":
+        yield sys.stdin.buffer
+        return
     try:
         handle = path.open("rb")
     except OSError as error:
         raise UnusableInputError(f"cannot read the export {path}: {error.strerror or error}") from error
     with handle:
-        yield iter(handle)
+        yield handle
 
 
 def _print_report(path: Path, report: AuditReport) -> None:

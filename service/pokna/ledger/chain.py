@@ -183,3 +183,46 @@ def hash_from_parts(parts: tuple[bytes, bytes, bytes], prev_hash: str, seq: int)
     return hashlib.sha256(
         before_prev + prev_hash.encode("ascii") + before_seq + str(seq).encode("ascii") + rest
     ).hexdigest()
+
+
+def line_hash(line: Mapping[str, Any]) -> str:
+    """document_hash of an exported line (or any document with the hashed fields), twice as fast.
+
+    The verifier's hot path: for the usual shape it writes the canonical text directly, with the keys in
+    their sorted order, instead of copying the hashed fields and sorting them in the encoder; the same
+    domain as document_hash's fast path, and anything outside it goes to document_hash itself.
+    """
+    seq, metadata, reference = line["seq"], line["metadata"], line["reference"]
+    if type(seq) is not int or not -MAX_SAFE_INTEGER <= seq <= MAX_SAFE_INTEGER:
+        return document_hash(line)
+    if reference is not None and type(reference) is not str:
+        return document_hash(line)
+    if metadata != {} and not _sorted_json_is_canonical(metadata):
+        return document_hash(line)
+    texts = [line[name] for name in ("created_at", "id", "kind", "prev_hash", "tenant_id")]
+    if any(type(text) is not str for text in texts):
+        return document_hash(line)
+    postings = []
+    for posting in line["postings"]:
+        account_id, amount, currency = posting["account_id"], posting["amount"], posting["currency"]
+        if type(amount) is not int or not -MAX_SAFE_INTEGER <= amount <= MAX_SAFE_INTEGER:
+            return document_hash(line)
+        if type(account_id) is not str or type(currency) is not str:
+            return document_hash(line)
+        postings.append(
+            f'{{"account_id":{_quote(account_id)},"amount":{amount},"currency":{_quote(currency)}}}'
+        )
+    created_at, transaction_id, kind, prev_hash, tenant_id = map(_quote, texts)
+    text = (
+        f'{{"created_at":{created_at},"id":{transaction_id},"kind":{kind},'
+        f'"metadata":{"{}" if metadata == {} else _encode_sorted(metadata)},'
+        f'"postings":[{",".join(postings)}],"prev_hash":{prev_hash},'
+        f'"reference":{"null" if reference is None else _quote(reference)},"seq":{seq},"tenant_id":{tenant_id}}}'
+    )
+    try:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        return document_hash(line)
+
+
+_quote = json.encoder.encode_basestring

@@ -1,0 +1,74 @@
+"""`pokna audit verify` on large inputs (verified by a process pool) and on stdin. No database needed."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import pokna.cli.ledger  # noqa: F401  (registers `audit`)
+from pokna.cli.app import app
+from pokna.ledger import audit
+from pokna.ledger.audit import verify_export
+from pokna.ledger.chain import document_hash, format_timestamp, transaction_document
+
+runner = CliRunner()
+EXPORT_KEYS = ("seq", "id", "tenant_id", "kind", "reference", "metadata", "created_at", "postings")
+
+
+def _export_lines(transactions: int) -> list[str]:
+    """Transfers between three wallets, written as `pokna ledger export` writes them."""
+    wallets = [f"acct_{index:032x}" for index in range(3)]
+    prev_hash = "0" * 64
+    lines = []
+    for seq in range(1, transactions + 1):
+        amount = seq % 89 + 1
+        document = transaction_document(
+            seq=seq,
+            prev_hash=prev_hash,
+            tenant_id="ten_cli",
+            transaction_id=f"txn_{seq:032x}",
+            kind="ante",
+            reference=None,
+            metadata={},
+            created_at=format_timestamp(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=seq)),
+            postings=[(wallets[seq % 3], -amount, "CREDIT"), (wallets[(seq + 1) % 3], amount, "CREDIT")],
+        )
+        line = {key: document[key] for key in EXPORT_KEYS}
+        prev_hash = document_hash(document)
+        lines.append(json.dumps({**line, "prev_hash": document["prev_hash"], "hash": prev_hash}) + "\n")
+    return lines
+
+
+def test_a_large_export_with_one_edited_line_is_invalid_at_that_seq(tmp_path: Path) -> None:
+    lines = _export_lines(12_000)  # ~5 MiB: verified by the process pool
+    export = tmp_path / "ledger.jsonl"
+    export.write_text("".join(lines))
+    assert export.stat().st_size > audit._POOL_AFTER_BLOCKS * audit._BLOCK_BYTES
+    valid = runner.invoke(app, ["audit", "verify", str(export)])
+    assert valid.exit_code == 0, valid.output
+    assert "seq 1-12000, 12000 transactions, 24000 postings" in valid.output
+
+    edited = json.loads(lines[9_876])
+    edited["postings"][0]["amount"] -= 1
+    edited["postings"][1]["amount"] += 1
+    lines[9_876] = json.dumps(edited) + "\n"
+    export.write_text("".join(lines))
+    result = runner.invoke(app, ["audit", "verify", str(export), "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    assert [(finding["line"], finding["seq"]) for finding in report["findings"]] == [(9_877, 9_877)]
+    assert "hash does not match" in report["findings"][0]["problem"]
+    assert report == verify_export(lines).to_json()
+
+
+def test_verify_reads_the_export_from_stdin() -> None:
+    lines = _export_lines(40)
+    result = runner.invoke(app, ["audit", "verify", "-"], input="".join(lines).encode())
+    assert result.exit_code == 0, result.output
+    assert "seq 1-40, 40 transactions, 80 postings" in result.output
+    dropped = runner.invoke(app, ["audit", "verify", "-"], input="".join(lines[:20] + lines[21:]).encode())
+    assert dropped.exit_code == 1
+    assert "seq 21 missing before seq 22" in dropped.output
