@@ -1,9 +1,9 @@
 """Creating and playing games: the one way in for every game write (HTTP, CLI sweep and tests alike).
 
-Every action: lock the game row, apply its passed deadlines, run one pure rules step (on balances read
-without a lock; a step that moves money then takes the tenant's ledger head and the seats' wallets and is
-re-run on the balances held), and persist the new state, the rolls, the events and the postings in the
-caller's transaction. Services flush; the caller's unit of work commits.
+Every action: lock the game row (reading its seats and their balances in the same statement), apply its
+passed deadlines, run one pure rules step on those balances, post its money moves with them as expected
+balances (if one moved meanwhile, the step is decided again on the balances the ledger then holds), and
+write the new state, the rolls and the events, all in the caller's transaction, which commits.
 """
 
 from __future__ import annotations

@@ -106,26 +106,6 @@ _encode_sorted = json.JSONEncoder(
 ).encode
 
 
-def canonical_bytes(value: object) -> bytes:
-    """RFC 8785 bytes of `value`: exactly what pokna.fairness.canonical_json.canonicalize returns.
-
-    Verifying a million-posting export spends most of its time here, so values in the domain where the
-    standard library's sorted, compact JSON already *is* RFC 8785 go through its C encoder: no floats,
-    integers within +-(2**53 - 1), ASCII object keys (code-point order is then UTF-16 order), and text
-    that encodes as UTF-8 (no lone surrogates). In that domain both escape exactly the quote, the
-    backslash, the short escapes (b f n r t) and other control characters as lower-case u00xx escapes,
-    and nothing else.
-    Everything outside it goes to canonicalize(), which also refuses what has no canonical form.
-    tests/ledger/test_ledger_chain.py holds the two equal on generated documents.
-    """
-    if _sorted_json_is_canonical(value):
-        try:
-            return _encode_sorted(value).encode("utf-8")
-        except UnicodeEncodeError:
-            pass
-    return canonicalize(value)
-
-
 def _sorted_json_is_canonical(value: object) -> bool:
     if value is None or isinstance(value, str | bool):
         return True
@@ -168,12 +148,10 @@ def hash_parts(
         created_at=created_at,
         postings=postings,
     )
-    head = canonical_bytes(
-        {name: known[name] for name in ("created_at", "id", "kind", "metadata", "postings")}
-    )
+    head = canonicalize({name: known[name] for name in ("created_at", "id", "kind", "metadata", "postings")})
     before_prev = head[:-1] + b',"prev_hash":"'
-    before_seq = b'","reference":' + canonical_bytes(reference) + b',"seq":'
-    rest = b',"tenant_id":' + canonical_bytes(tenant_id) + b"}"
+    before_seq = b'","reference":' + canonicalize(reference) + b',"seq":'
+    rest = b',"tenant_id":' + canonicalize(tenant_id) + b"}"
     return before_prev, before_seq, rest
 
 

@@ -103,16 +103,6 @@ def advance_head(session: Session, tenant_id: str, seq: int, hash_: str) -> None
     session.execute(update(_head).where(_head.c.tenant_id == tenant_id).values(last_seq=seq, last_hash=hash_))
 
 
-def account_rows(session: Session, account_ids: Iterable[str]) -> list[Row[Any]]:
-    return list(
-        session.execute(
-            select(_account.c.id, _account.c.tenant_id, _account.c.balance).where(
-                _account.c.id.in_(sorted(set(account_ids)))
-            )
-        )
-    )
-
-
 def lock_accounts(session: Session, account_ids: Iterable[str]) -> list[Row[Any]]:
     """Lock accounts in ascending id order, the one global order, so no two writers wait on each other.
 
