@@ -10,26 +10,9 @@ from hypothesis import strategies as st
 from pokna.fairness.canonical_json import canonicalize_generic
 from pokna.fairness.errors import NotCanonicalizableError
 from pokna.ledger.chain import document_hash, format_timestamp
+from support.json_strategies import json_like, tricky_text
 
-# Every kind of text that could trip an encoder: controls, quotes, backslashes, DEL, U+2028,
-# BMP characters above the surrogates, astral characters, and lone surrogates.
-tricky_text = st.text(
-    alphabet=st.one_of(
-        st.characters(min_codepoint=0, max_codepoint=0x7F),
-        st.sampled_from(['"', "\\", "\u2028", "\ufb01", "\uffff", "\U0001f3b2", "\ud800", "é"]),
-        st.characters(),
-    ),
-    max_size=12,
-)
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**60), max_value=2**60)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | tricky_text,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(tricky_text, children, max_size=4),
-    max_leaves=20,
-)
+json_values = json_like()
 
 
 def test_timestamps_are_microsecond_utc() -> None:

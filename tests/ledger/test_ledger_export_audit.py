@@ -40,6 +40,7 @@ from pokna.ledger import (
 from pokna.ledger import export as ledger_export
 from pokna.ledger.audit import AuditReport, verify_export_stream
 from pokna.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
+from support.json_strategies import json_like, tricky_text
 
 pytest_plugins = ["ledger_fixtures"]
 
@@ -590,47 +591,31 @@ def test_a_consistent_rewrite_from_a_block_seam_is_reported_as_line_by_line(
     assert {finding.seq for finding in expected.findings} == expected_seqs(seam)
 
 
-_tricky_text = st.text(
-    alphabet=st.one_of(
-        st.characters(min_codepoint=0, max_codepoint=0x7F),
-        st.sampled_from(['"', "\\", "\u2028", "\ufb01", "\uffff", "\U0001f3b2", "\ud800", "é"]),
-        st.characters(),
-    ),
-    max_size=12,
-)
-_json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**60), max_value=2**60)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | _tricky_text,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(_tricky_text, children, max_size=4),
-    max_leaves=12,
-)
+_json_values = json_like(max_leaves=12)
 _exported_lines = st.fixed_dictionaries(
     {
         "seq": st.one_of(st.integers(min_value=-(2**60), max_value=2**60), st.booleans()),
-        "id": _tricky_text,
-        "tenant_id": _tricky_text,
-        "kind": _tricky_text,
-        "reference": st.one_of(st.none(), _tricky_text, st.integers()),
+        "id": tricky_text,
+        "tenant_id": tricky_text,
+        "kind": tricky_text,
+        "reference": st.one_of(st.none(), tricky_text, st.integers()),
         "metadata": st.one_of(
-            st.just({}), st.dictionaries(_tricky_text, _json_values, max_size=3), _json_values
+            st.just({}), st.dictionaries(tricky_text, _json_values, max_size=3), _json_values
         ),
-        "created_at": _tricky_text,
+        "created_at": tricky_text,
         "postings": st.lists(
             st.fixed_dictionaries(
                 {
-                    "account_id": st.one_of(_tricky_text, st.integers()),
+                    "account_id": st.one_of(tricky_text, st.integers()),
                     "amount": st.one_of(st.integers(min_value=-(2**60), max_value=2**60), st.floats()),
-                    "currency": _tricky_text,
+                    "currency": tricky_text,
                 },
                 optional={"leg": st.integers()},
             ),
             max_size=3,
         ),
-        "prev_hash": _tricky_text,
-        "hash": _tricky_text,
+        "prev_hash": tricky_text,
+        "hash": tricky_text,
     }
 )
 
