@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from enum import StrEnum
+from enum import Enum, StrEnum
 
 import pytest
 from hypothesis import given, settings
@@ -139,13 +139,18 @@ def test_canonical_form_parses_back_and_is_a_fixed_point(value: object) -> None:
     assert canonicalize(json.loads(text)) == text
 
 
+class Level(int, Enum):
+    LOW = 1
+    HUGE = 2**60
+
+
 class Purpose(StrEnum):
     FAVOR = "favor"
     ODD = '\u00e9\n"q'
 
 
 anything_json_like = st.recursive(
-    json_like_leaves | st.sampled_from(Purpose),
+    json_like_leaves | st.sampled_from(Purpose) | st.sampled_from(Level),
     lambda children: (
         st.lists(children, max_size=4)
         | st.tuples(children, children)
@@ -174,3 +179,8 @@ def test_the_fast_path_sorts_non_ascii_keys_by_utf16_units() -> None:
     # U+FB01 (0xFB01) sorts after U+1F3B2 (surrogates 0xD83C...) in UTF-16, before it in code points.
     encoded = canonicalize({"\ufb01": 1, "\U0001f3b2": 2})
     assert encoded.index("\U0001f3b2".encode()) < encoded.index("\ufb01".encode())
+
+
+def test_enum_members_are_their_values() -> None:
+    assert canonicalize({"level": Level.LOW, "purpose": Purpose.FAVOR}) == b'{"level":1,"purpose":"favor"}'
+    assert canonicalize_generic([Level.LOW, Purpose.FAVOR]) == b'[1,"favor"]'

@@ -6,11 +6,14 @@ import csv
 import hashlib
 import io
 import json
+import multiprocessing
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
@@ -480,6 +483,28 @@ def test_the_pool_reports_exactly_what_the_line_by_line_verification_reports(
     assert {finding.seq for finding in expected.findings} == expected_seqs
 
 
+def _die(*_arguments: object) -> None:
+    os._exit(1)  # a worker killed mid-block, as the OOM killer would
+
+
+def test_a_worker_that_dies_costs_time_not_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers are forked and see this module's patch: every block they take kills them. The pool
+    breaks, every block is checked here line by line, and the report is the line-by-line one."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("needs fork, for the workers to see the patch")
+    monkeypatch.setattr(audit, "_BLOCK_BYTES", 8 * 1024)
+    monkeypatch.setattr(audit, "_summarize_block", _die)
+    lines = _generated_export(300)
+    lines[150] = lines[150].replace('"amount":', '"amount": 1 +', 1)
+    data = "".join(lines).encode()
+    expected = verify_export(io.BytesIO(data))
+    report = verify_export_stream(io.BytesIO(data), processes=2)
+    assert report.blocks_from_workers == 0
+    assert report.to_json() == expected.to_json()
+    assert [finding.seq for finding in report.findings] == [finding.seq for finding in expected.findings]
+    assert expected.findings
+
+
 def _pool_reports(data: bytes, tmp_path: Path, **options: Any) -> list[AuditReport]:
     """From a pipe-like stream (blocks sent to the workers) and from a file (workers read it themselves)."""
     export_file = tmp_path / "export.jsonl"
@@ -701,3 +726,21 @@ def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
         lines.close()  # type: ignore[attr-defined]
         assert balance_of(session, wallet) == 300
         assert len(list(export_jsonl(session, tenant_id, to_seq=5))) == 5
+
+
+@pytest.mark.postgres_only
+def test_an_older_libpq_streams_row_by_row_with_the_same_lines(
+    sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunked streaming needs libpq 17; with an older one the export must still work, unchanged."""
+    with unit_of_work(sessions) as session:
+        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="old").id
+        for amount in (5, 7, 9):
+            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=amount)
+    with sessions() as session:
+        chunked = list(export_jsonl(session, tenant_id))
+    monkeypatch.setattr(psycopg.pq, "version", lambda: 160009)
+    assert ledger_export._stream_rows() == 1
+    with sessions() as session:
+        assert list(export_jsonl(session, tenant_id)) == chunked
+    assert len(chunked) == 3

@@ -129,12 +129,12 @@ def _integer(value: int, path: str) -> str:
         raise NotCanonicalizableError(
             f"{path}: integer {value} is outside the I-JSON safe range of +-(2**53 - 1)"
         )
-    return str(value)
+    return int.__repr__(value)  # the digits, also for an IntEnum member (whose str() may be its name)
 
 
 def _string(value: str, path: str) -> str:
     out = ['"']
-    for ch in value:
+    for ch in str.__str__(value):  # the text itself, whatever a str subclass does with iteration
         escaped = _SHORT_ESCAPES.get(ch)
         if escaped is not None:
             out.append(escaped)

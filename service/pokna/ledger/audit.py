@@ -17,10 +17,11 @@ import signal
 import stat
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
-from multiprocessing.pool import AsyncResult, Pool
 from typing import Any, BinaryIO
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -143,8 +144,12 @@ class _Audit:
             self.check(number + offset, raw)
         return number + _line_count(block)
 
-    def settle(self, block: bytes, number: int, pending: AsyncResult[_BlockSummary | None]) -> None:
-        summary = pending.get()
+    def settle(self, block: bytes, number: int, pending: Future[_BlockSummary | None] | None) -> None:
+        """`pending` is None when no worker could take the block (the pool broke): it is checked here."""
+        try:
+            summary = None if pending is None else pending.result()
+        except BrokenProcessPool:  # a worker died (killed, out of memory): nothing is lost, only time
+            summary = None
         if summary is not None and self.continue_with(summary):
             self.report.blocks_from_workers += 1
         else:
@@ -363,7 +368,7 @@ def verify_export_stream(
             number = audit.check_block(block, number)
         return audit.finish()
     pinned_seq = audit.pinned[0] if audit.pinned is not None else None
-    in_flight: deque[tuple[bytes, int, AsyncResult[_BlockSummary | None]]] = deque()
+    in_flight: deque[tuple[bytes, int, Future[_BlockSummary | None] | None]] = deque()
     number = 1
     context = _pool_context()
     # Forked workers share a regular file's descriptor: they read their block themselves, by offset,
@@ -372,11 +377,15 @@ def verify_export_stream(
     offset = stream.tell() - sum(map(len, head)) if fileno is not None else 0
     with _worker_pool(context, count) as pool:
         for block in itertools.chain(head, blocks):
-            task = (
-                pool.apply_async(_summarize_file_block, (fileno, offset, len(block), pinned_seq))
-                if fileno is not None
-                else pool.apply_async(_summarize_block, (block, pinned_seq))
-            )
+            task: Future[_BlockSummary | None] | None
+            try:
+                task = (
+                    pool.submit(_summarize_file_block, fileno, offset, len(block), pinned_seq)
+                    if fileno is not None
+                    else pool.submit(_summarize_block, block, pinned_seq)
+                )
+            except BrokenProcessPool:
+                task = None
             in_flight.append((block, number, task))
             number += _line_count(block)
             offset += len(block)
@@ -394,16 +403,17 @@ def _usable_cores() -> int:
 
 
 @contextmanager
-def _worker_pool(context: BaseContext, count: int) -> Iterator[Pool]:
-    """Workers that exit on their own when the work is done; terminated only when it is abandoned."""
-    pool = context.Pool(count, initializer=_default_signals)
+def _worker_pool(context: BaseContext, count: int) -> Iterator[ProcessPoolExecutor]:
+    """Workers that exit when the work is done. A ProcessPoolExecutor rather than a multiprocessing Pool:
+    when a worker dies its tasks fail with BrokenProcessPool instead of waiting forever; abandoned work
+    is cancelled."""
+    pool = ProcessPoolExecutor(count, mp_context=context, initializer=_default_signals)
     try:
         yield pool
     except BaseException:
-        pool.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
-    pool.close()
-    pool.join()
+    pool.shutdown(wait=True)
 
 
 def _pool_context() -> BaseContext:

@@ -165,8 +165,17 @@ _JSONL_ROWS_POSTGRESQL = """
 """
 
 
+def _stream_rows() -> int:
+    """Rows fetched per chunk: chunked streaming needs libpq 17 (psycopg's binary wheels bundle a newer
+    one); an older system libpq streams row by row, which is correct, only slower."""
+    return _STREAM_ROWS if psycopg.pq.version() >= 170000 else 1
+
+
 def _jsonl_postgresql(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
     """The layout of json_build_object and json_agg: `"key" : value`, items joined by `, `.
+
+    While this generator is suspended the session's connection is busy streaming: the caller must not use
+    the session until the export is drained or closed (every caller writes it out first).
 
     Strings go through the standard library's C JSON string encoder, which escapes exactly what
     PostgreSQL's escape_json does (quote, backslash, b f n r t, other controls as lower-case u00xx);
@@ -184,7 +193,7 @@ def _jsonl_postgresql(session: Session, tenant_id: str, seqs: SeqRange) -> Itera
     try:
         with connection.cursor() as cursor:
             for seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs in cursor.stream(
-                _JSONL_ROWS_POSTGRESQL, params, size=_STREAM_ROWS
+                _JSONL_ROWS_POSTGRESQL, params, size=_stream_rows()
             ):
                 postings = ", ".join(
                     f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '

@@ -83,15 +83,19 @@ def open_account(
         "balance": 0,
         "created_at": utc_now(),
     }
-    # One statement in the usual case; only a refusal costs the queries that say why.
-    if not repository.insert_account(session, values):
+    # One statement in the usual case; only a refusal costs the queries that say why. The insert's
+    # snapshot may predate a tenant committed meanwhile: then neither reason holds, and it runs again.
+    for attempt in range(2):
+        if repository.insert_account(session, values):
+            break
         if not repository.tenant_exists(session, tenant_id):
             raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
         existing = repository.find_account(session, tenant_id, account_kind.value, str(external_id))
-        raise AccountExists(
-            f"tenant {tenant_id} already has a {account_kind} account for {external_id!r}",
-            account_id=None if existing is None else existing.id,
-        )
+        if existing is not None or attempt == 1:
+            raise AccountExists(
+                f"tenant {tenant_id} already has a {account_kind} account for {external_id!r}",
+                account_id=None if existing is None else existing.id,
+            )
     account = Account(**values)
     make_transient_to_detached(account)
     session.add(account)
