@@ -744,3 +744,13 @@ def test_an_older_libpq_streams_row_by_row_with_the_same_lines(
     with sessions() as session:
         assert list(export_jsonl(session, tenant_id)) == chunked
     assert len(chunked) == 3
+
+
+def test_a_line_python_cannot_read_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    """An integer of 5,000 digits is valid JSON that json.loads refuses (int_max_str_digits)."""
+    lines = _generated_export(20)
+    lines[10] = lines[10].replace('"seq":', '"seq":' + "9" * 5000 + ',"was":', 1)
+    data = "".join(lines).encode()
+    report = verify_export(io.BytesIO(data))
+    assert not report.valid
+    assert [finding.line for finding in report.findings if "cannot be read" in finding.problem] == [11]

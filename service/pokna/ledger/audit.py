@@ -214,6 +214,9 @@ def _parse(text: str, number: int, chain: _Chain, report: AuditReport) -> dict[s
     except json.JSONDecodeError as error:
         report.findings.append(Finding(number, None, f"line {number} ({where}) is not JSON: {error.msg}"))
         return None
+    except ValueError as error:  # valid JSON Python refuses to read, e.g. an integer of over 4,300 digits
+        report.findings.append(Finding(number, None, f"line {number} ({where}) cannot be read: {error}"))
+        return None
     problem = _shape_problem(line)
     if problem is not None:
         seq = line.get("seq") if isinstance(line, dict) and _is_int(line.get("seq")) else None
@@ -496,7 +499,7 @@ def _summarize_block(block: bytes, pinned_seq: int | None) -> _BlockSummary | No
             continue
         try:
             line = json.loads(text)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or JSON Python refuses to read: the line-by-line check says which
             return None
         if _shape_problem(line) is not None:
             return None
