@@ -2,7 +2,8 @@
 
 An action is one short critical section under the game's row lock, so the shell stays thin: the ORM's
 identity map and change tracking cost more than the rules step itself. The service changes a
-GameRecord in place and `repository.save_game` writes its mutable columns back in one UPDATE.
+GameRecord in place and `repository.save_step` writes its mutable columns back, with the step's events
+and rolls (one statement on PostgreSQL).
 """
 
 from __future__ import annotations

@@ -292,8 +292,7 @@ def _set_client_seed(
         game, now, [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})]
     )
     repository.save_client_seeds(session, game.id, [seat])
-    repository.insert_events(session, game.id, events)
-    repository.save_game(session, game, previous_version=previous_version)
+    repository.save_step(session, game, previous_version=previous_version, events=events, rolls=[])
 
 
 def _apply(
