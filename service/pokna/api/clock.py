@@ -12,7 +12,7 @@ from pokna.db.types import utc_now
 from pokna.games.service import Clock
 
 
-def get_clock(runtime: RuntimeDep) -> Clock:
+async def get_clock(runtime: RuntimeDep) -> Clock:  # no I/O: no trip through the thread pool
     return Clock(now=utc_now(), open_game_ttl=timedelta(seconds=runtime.settings.open_game_ttl_seconds))
 
 

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 from pokna.runtime import Runtime
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
+    """Async because it does no I/O: FastAPI runs a plain `def` dependency in the thread pool."""
     runtime: Runtime = request.app.state.runtime
     return runtime
 

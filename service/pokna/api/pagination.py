@@ -17,7 +17,7 @@ class PageRequest(BaseModel):
     starting_after: str | None
 
 
-def page_request(
+async def page_request(  # no I/O: no trip through the thread pool
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page (1-100).")] = 20,
     starting_after: Annotated[
         str | None,
