@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 import pokna.db.models  # noqa: F401
 from pokna.db import migrate
@@ -40,3 +41,29 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
         assert set(inspect(engine).get_table_names()) == tables_at_head
     finally:
         engine.dispose()
+
+
+@pytest.mark.postgres_only
+def test_ledger_post_downgrade_restores_the_array_signature(empty_database_url: str) -> None:
+    """0005 replaced ledger_post(22 arrays) with ledger_post(tenant, jsonb); going back restores 0004's."""
+
+    def ledger_post_inputs() -> list[str]:
+        engine = make_engine(empty_database_url)
+        try:
+            with engine.connect() as connection:
+                return list(
+                    connection.scalars(
+                        text("SELECT oidvectortypes(proargtypes) FROM pg_proc WHERE proname = 'ledger_post'")
+                    )
+                )
+        finally:
+            engine.dispose()
+
+    migrate.upgrade(empty_database_url)
+    assert ledger_post_inputs() == ["text, jsonb"]
+    migrate.downgrade(empty_database_url, "0004_ledger_post")
+    (inputs,) = ledger_post_inputs()
+    assert inputs.startswith("text, text[], text[], bigint[], text[]")
+    assert inputs.count("[]") == 21
+    migrate.upgrade(empty_database_url)
+    assert ledger_post_inputs() == ["text, jsonb"]

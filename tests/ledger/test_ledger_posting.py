@@ -397,6 +397,36 @@ def test_post_transfers_is_all_or_nothing(sessions: sessionmaker[Session], tenan
         assert _head_seq(session, tenant_id) == seq_before + 3
 
 
+def test_post_transfers_answers_what_it_stored(sessions: sessionmaker[Session], tenant_id: str) -> None:
+    """The light answer (PostedTransaction) is the stored row's identity and chain place, posted or replayed;
+    text that JSON must escape (control characters, quotes, backslashes, non-ASCII) is stored and hashed as
+    given."""
+    payer = _funded_wallet(sessions, tenant_id, "bossk", 50)
+    metadata = {"note": 'ctl \x01\t\n "quoted" back\\slash é 🎲', "round": 2}
+    reference = 'table "9" — é'
+    with unit_of_work(sessions) as session:
+        pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="g-light").id
+        moves = [Move("ante", payer, pot, 5), Move("payout", pot, payer, 5)]
+        posted = post_transfers(
+            session, tenant_id=tenant_id, moves=moves, reference=reference, metadata=metadata,
+            idempotency_key="g-light", request_hash="r",
+        )  # fmt: skip
+    with unit_of_work(sessions) as session:
+        stored = [get_transaction(session, transaction.id, tenant_id=tenant_id) for transaction in posted]
+        assert [
+            (row.id, row.seq, row.kind, row.prev_hash, row.hash, row.idempotency_key, row.request_hash)
+            for row in stored
+        ] == [tuple(transaction) for transaction in posted]
+        assert posted[1].prev_hash == posted[0].hash
+        assert all(row.metadata_ == metadata and row.reference == reference for row in stored)
+        replay = post_transfers(
+            session, tenant_id=tenant_id, moves=moves, reference=reference, metadata=metadata,
+            idempotency_key="g-light", request_hash="r",
+        )  # fmt: skip
+        assert replay == posted
+        assert reconcile(session, tenant_id, check_chain=True).ok
+
+
 def test_reversal_is_a_new_transaction(sessions: sessionmaker[Session], tenant_id: str) -> None:
     wallet = _funded_wallet(sessions, tenant_id, "dengar", 40)
     with unit_of_work(sessions) as session:

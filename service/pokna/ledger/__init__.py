@@ -19,7 +19,7 @@ from pokna.ledger.errors import (
     UnbalancedTransaction,
 )
 from pokna.ledger.export import export_beancount, export_csv, export_jsonl, export_lines
-from pokna.ledger.model import AccountKind, Move, Posting, TransactionKind
+from pokna.ledger.model import AccountKind, Move, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.service import (
     AccountBalance,
     AccountEntry,
@@ -62,6 +62,7 @@ __all__ = [
     "InvalidPostings",
     "LedgerError",
     "Move",
+    "PostedTransaction",
     "Posting",
     "ReconcileReport",
     "TenantNotFound",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pokna.db.models.ledger import MAX_ABS_BALANCE, MAX_POSTING_AMOUNT
 from pokna.fairness.canonical_json import canonicalize
@@ -26,6 +26,7 @@ __all__ = [
     "MAX_POSTING_AMOUNT",
     "AccountKind",
     "Move",
+    "PostedTransaction",
     "Posting",
     "TransactionKind",
     "check_currency",
@@ -83,6 +84,19 @@ class Move:
 
     def postings(self) -> tuple[Posting, Posting]:
         return Posting(self.payer_account_id, -self.amount), Posting(self.payee_account_id, self.amount)
+
+
+class PostedTransaction(NamedTuple):
+    """A journal transaction as post_transfers answers it: its identity and place in the chain, without
+    the ORM objects (and their postings) that a game posting on every action never reads."""
+
+    id: str
+    seq: int
+    kind: str
+    prev_hash: str
+    hash: str
+    idempotency_key: str | None
+    request_hash: str | None
 
 
 def check_currency(currency: str) -> str:

@@ -10,17 +10,18 @@ so post as late in the unit of work as possible.
 
 On PostgreSQL everything that needs no lock happens before the lock is taken (validation, ids, timestamps,
 the hashed bytes around seq and prev_hash), and one call to the ledger_post() function takes the locks,
-checks the balances, hashes, writes and advances the head (migrations/versions/0004_ledger_post.py).
+checks the balances, hashes, writes and advances the head (migrations/versions/0005_ledger_post_json.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
@@ -45,6 +46,7 @@ from pokna.ledger.model import (
     DEFAULT_CURRENCY,
     AccountKind,
     Move,
+    PostedTransaction,
     Posting,
     TransactionKind,
     check_amount,
@@ -199,7 +201,7 @@ def post_transaction(
     would go below zero raises InsufficientFunds naming it.
     """
     draft = _draft(kind, postings, reference, metadata, idempotency_key, request_hash)
-    return _post(session, tenant_id, [draft])[0]
+    return _journal_transactions(session, _post(session, tenant_id, [draft], with_objects=True))[0]
 
 
 def post_transfers(
@@ -212,7 +214,7 @@ def post_transfers(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
     expected_balances: Mapping[str, int] | None = None,
-) -> list[JournalTransaction]:
+) -> list[PostedTransaction]:
     """Post a game's money moves atomically: one two-leg journal transaction per move, in order.
 
     One transaction per move keeps every ante, contribution and payout individually visible to auditors.
@@ -224,6 +226,9 @@ def post_transfers(
     lock they are compared with the balances now held (of those accounts, which are locked too); if any
     differs, nothing is posted and BalancesChanged carries the held ones. The locks stay held until the
     caller's transaction ends, so deciding again on those and calling again cannot be overtaken.
+
+    Answers each transaction's identity and place in the chain, not ORM objects: a game posts on every
+    action and records only ids and seqs (get_transaction loads one whole).
     """
     if not moves:
         return []
@@ -240,7 +245,7 @@ def post_transfers(
         )
         for index, move in enumerate(moves)
     ]
-    return _post(session, tenant_id, drafts, expected_balances)
+    return _posted_transactions(_post(session, tenant_id, drafts, expected_balances))
 
 
 def deposit(
@@ -367,23 +372,70 @@ def _check_key(idempotency_key: str) -> None:
         raise InvalidPostings(f"idempotency_key must be 1-{MAX_IDEMPOTENCY_KEY} characters")
 
 
+class _Written(NamedTuple):
+    """A transaction written by this call: its row (with seq, prev_hash and hash) and its posting rows, and
+    the ORM objects for them when the caller wants those (built before the head lock is taken)."""
+
+    row: dict[str, Any]
+    postings: list[dict[str, Any]]
+    objects: tuple[JournalTransaction, list[JournalPosting]] | None
+
+
+class _Posted(NamedTuple):
+    """What one posting did: wrote `written`, or found every idempotency key used and wrote nothing."""
+
+    written: list[_Written]
+    replayed: list[JournalTransaction] | None = None
+
+
 def _post(
     session: Session,
     tenant_id: str,
     drafts: list[_Draft],
     expected_balances: Mapping[str, int] | None = None,
-) -> list[JournalTransaction]:
+    *,
+    with_objects: bool = False,
+) -> _Posted:
+    """The one write path of both public posting functions, on both backends."""
     expected = dict(expected_balances or {})
     if repository.is_postgresql(session):
-        return _post_postgresql(session, tenant_id, drafts, expected)
-    return _post_sqlite(session, tenant_id, drafts, expected)
+        return _post_postgresql(session, tenant_id, drafts, expected, with_objects)
+    return _post_sqlite(session, tenant_id, drafts, expected, with_objects)
+
+
+def _journal_transactions(session: Session, posted: _Posted) -> list[JournalTransaction]:
+    """The written transactions as ORM objects, persistent in the session without another query."""
+    if posted.replayed is not None:
+        return posted.replayed
+    transactions = []
+    for written in posted.written:
+        assert written.objects is not None
+        transaction, postings = written.objects
+        transaction.seq = written.row["seq"]
+        transaction.prev_hash = written.row["prev_hash"]
+        transaction.hash = written.row["hash"]
+        _attach(session, transaction, postings)
+        transactions.append(transaction)
+    return transactions
+
+
+def _posted_transactions(posted: _Posted) -> list[PostedTransaction]:
+    if posted.replayed is not None:
+        return [
+            PostedTransaction(*(getattr(transaction, name) for name in PostedTransaction._fields))
+            for transaction in posted.replayed
+        ]
+    return [
+        PostedTransaction(*(row[name] for name in PostedTransaction._fields)) for row, _, _ in posted.written
+    ]
 
 
 def _post_postgresql(
-    session: Session, tenant_id: str, drafts: list[_Draft], expected: dict[str, int]
-) -> list[JournalTransaction]:
-    """Everything that needs no lock first (validation, ids, timestamps, the hashed bytes), then one round
-    trip to ledger_post() for what does. The head is held from there to the caller's commit."""
+    session: Session, tenant_id: str, drafts: list[_Draft], expected: dict[str, int], with_objects: bool
+) -> _Posted:
+    """Everything that needs no lock first (validation, ids, timestamps, the hashed bytes, the ORM objects
+    if wanted), then one round trip to ledger_post() for what does. The head is held from there to the
+    caller's commit."""
     account_ids = sorted(_account_ids(drafts) | expected.keys())
     accounts = _tenants_and_currencies(session, account_ids)
     for account_id in [posting.account_id for draft in drafts for posting in draft.postings] + list(expected):
@@ -395,38 +447,60 @@ def _post_postgresql(
     for draft in drafts:
         check_postings(draft.postings, currency_of)
     unchained = [_unchained_rows(tenant_id, draft, currency_of) for draft in drafts]
-    keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key is not None]
-    # Built now, outside the lock; only their place in the chain is filled in once it is known.
-    built = [_orm_objects(row, posting_rows) for row, posting_rows, _ in unchained]
+    written = [
+        _Written(row, posting_rows, _orm_objects(row, posting_rows) if with_objects else None)
+        for row, posting_rows, _ in unchained
+    ]
 
     outcome = repository.post_postgresql(
-        session,
-        tenant_id=tenant_id,
-        account_ids=account_ids,
-        expected_balances=expected,
-        idempotency_keys=keys,
-        transactions=[
-            {**row, "before_prev": parts[0], "before_seq": parts[1], "rest": parts[2]}
-            for row, _, parts in unchained
-        ],
-        postings=[
-            {**posting, "transaction": index}
-            for index, (_, posting_rows, _) in enumerate(unchained, start=1)
-            for posting in posting_rows
-        ],
+        session, tenant_id=tenant_id, batch=_batch(account_ids, expected, unchained)
     )
     if outcome.status != "posted":
-        return _refusal(session, tenant_id, drafts, keys, expected, outcome)
+        keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key is not None]
+        return _Posted([], _refusal(session, tenant_id, drafts, keys, expected, outcome))
     assert outcome.first_seq is not None
     assert outcome.first_prev_hash is not None
     assert outcome.hashes is not None
     seq, prev_hash = outcome.first_seq, outcome.first_prev_hash
-    for (transaction, postings), hash_ in zip(built, outcome.hashes, strict=True):
-        transaction.seq, transaction.prev_hash, transaction.hash = seq, prev_hash, hash_
-        _attach(session, transaction, postings)
+    for (row, _, _), hash_ in zip(written, outcome.hashes, strict=True):
+        row["seq"], row["prev_hash"], row["hash"] = seq, prev_hash, hash_
         seq, prev_hash = seq + 1, hash_
     _refresh_loaded_balances(session, _held(outcome))
-    return [transaction for transaction, _ in built]
+    return _Posted(written)
+
+
+def _batch(
+    account_ids: list[str],
+    expected: Mapping[str, int],
+    unchained: list[tuple[dict[str, Any], list[dict[str, Any]], tuple[bytes, bytes, bytes]]],
+) -> dict[str, Any]:
+    """The document ledger_post() reads: arrays by column (migrations/versions/0005_ledger_post_json.py)."""
+    rows = [row for row, _, _ in unchained]
+    posting_rows = [
+        (index, posting) for index, (_, postings, _) in enumerate(unchained, start=1) for posting in postings
+    ]
+    return {
+        "accounts": account_ids,
+        "expected_ids": list(expected),
+        "expected_balances": list(expected.values()),
+        "t_id": [row["id"] for row in rows],
+        "t_kind": [row["kind"] for row in rows],
+        "t_reference": [row["reference"] for row in rows],
+        "t_metadata": [json.dumps(row["metadata"]) for row in rows],
+        "t_idempotency_key": [row["idempotency_key"] for row in rows],
+        "t_request_hash": [row["request_hash"] for row in rows],
+        "t_posting_count": [row["posting_count"] for row in rows],
+        "t_created_at": [format_timestamp(row["created_at"]) for row in rows],
+        "t_before_prev": ["\\x" + parts[0].hex() for _, _, parts in unchained],
+        "t_before_seq": ["\\x" + parts[1].hex() for _, _, parts in unchained],
+        "t_rest": ["\\x" + parts[2].hex() for _, _, parts in unchained],
+        "p_id": [posting["id"] for _, posting in posting_rows],
+        "p_transaction": [index for index, _ in posting_rows],
+        "p_leg": [posting["leg"] for _, posting in posting_rows],
+        "p_account_id": [posting["account_id"] for _, posting in posting_rows],
+        "p_amount": [posting["amount"] for _, posting in posting_rows],
+        "p_currency": [posting["currency"] for _, posting in posting_rows],
+    }
 
 
 # Per database: account id -> (tenant_id, currency). Neither ever changes (trg_account_guard) and ids are
@@ -506,8 +580,8 @@ def _refusal(
 
 
 def _post_sqlite(
-    session: Session, tenant_id: str, drafts: list[_Draft], expected: dict[str, int]
-) -> list[JournalTransaction]:
+    session: Session, tenant_id: str, drafts: list[_Draft], expected: dict[str, int], with_objects: bool
+) -> _Posted:
     """SQLite's BEGIN IMMEDIATE already serializes writers: lock, check and write one after the other."""
     head = repository.lock_head(session, tenant_id)
     if head is None:
@@ -520,7 +594,7 @@ def _post_sqlite(
     if keys:
         replayed = _replay(session, tenant_id, drafts, keys)
         if replayed is not None:
-            return replayed
+            return _Posted([], replayed)
 
     locked = repository.lock_accounts(session, _account_ids(drafts) | expected.keys())
     accounts = {row.id: row for row in locked}
@@ -533,7 +607,7 @@ def _post_sqlite(
         _apply(draft, tenant_id, accounts, balances)
 
     currency_of = {account_id: str(row.currency) for account_id, row in accounts.items()}
-    written: list[tuple[JournalTransaction, list[JournalPosting]]] = []
+    written: list[_Written] = []
     for draft in drafts:
         row, posting_rows, parts = _unchained_rows(tenant_id, draft, currency_of)
         last_seq, prev_hash = last_seq + 1, last_hash
@@ -541,12 +615,10 @@ def _post_sqlite(
         row.update(seq=last_seq, prev_hash=prev_hash, hash=last_hash)
         # SQLite's chain trigger checks each transaction's predecessor is complete: one at a time.
         repository.insert_transaction(session, row, posting_rows)
-        written.append(_orm_objects(row, posting_rows))
+        written.append(_Written(row, posting_rows, _orm_objects(row, posting_rows) if with_objects else None))
     repository.advance_head(session, tenant_id, last_seq, last_hash)
     _refresh_loaded_balances(session, balances)
-    for transaction, postings in written:
-        _attach(session, transaction, postings)
-    return [transaction for transaction, _ in written]
+    return _Posted(written)
 
 
 def _create_head(session: Session, tenant_id: str) -> None:
