@@ -1,22 +1,20 @@
 """Every game query lives here. Games, seats, rolls and events are read and written as plain records
-with Core statements (pokna.games.records); tables are ORM objects."""
+with Core statements (pokna.games.records); tables are ORM objects. On PostgreSQL the statements of an
+action (lock, save, proof, new game) are pokna.games.repository_pg's, one round trip each."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
 from datetime import datetime
-from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import Table, TextClause, bindparam, func, insert, select, text, update
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
 from pokna.db.models.ledger import Account
 from pokna.errors import NotFound
+from pokna.games import repository_pg
 from pokna.games.records import (
     MUTABLE_GAME_COLUMNS,
     EventRecord,
@@ -49,29 +47,6 @@ def get_game(session: Session, tenant_id: str, game_id: str, *, for_update: bool
     return GameRecord(**row._mapping)
 
 
-def _lock_game_and_seats_statement() -> Any:
-    seen = _game.alias("seen")
-    seen_version = select(seen.c.version).where(seen.c.id == bindparam("locked_game_id")).scalar_subquery()
-    seats = (
-        select(
-            func.json_agg(
-                aggregate_order_by(func.json_build_array(*_SEAT_COLUMNS, _account.c.balance), _seat.c.seat)
-            )
-        )
-        .select_from(_seat.join(_account, _account.c.id == _seat.c.account_id))
-        .where(_seat.c.game_id == _game.c.id)
-        .scalar_subquery()
-    )
-    return (
-        select(_game, seen_version.label("seen_version"), seats.label("seats"))
-        .where(_game.c.id == bindparam("locked_game_id"), _game.c.tenant_id == bindparam("locked_tenant_id"))
-        .with_for_update(of=_game, key_share=True)
-    )
-
-
-_LOCK_GAME_AND_SEATS = _lock_game_and_seats_statement()
-
-
 def lock_game_and_seats(
     session: Session, tenant_id: str, game_id: str
 ) -> tuple[GameRecord, list[SeatRecord], dict[str, int]]:
@@ -84,21 +59,13 @@ def lock_game_and_seats(
     if session.get_bind().dialect.name != "postgresql":
         game = get_game(session, tenant_id, game_id, for_update=True)
         return (game, *seats_and_balances(session, game.id))
-    row = session.execute(
-        _LOCK_GAME_AND_SEATS, {"locked_game_id": game_id, "locked_tenant_id": tenant_id}
-    ).one_or_none()
-    if row is None:
+    locked = repository_pg.lock_game_and_seats(session, tenant_id, game_id)
+    if locked is None:
         raise NotFound(f"no game {game_id}")
-    values = dict(row._mapping)
-    seen_at, seat_rows = values.pop("seen_version"), values.pop("seats")
-    game = GameRecord(**values)
-    if seen_at != game.version:
+    game, seen_version, seats, balances = locked
+    if seen_version != game.version:
         return (game, *seats_and_balances(session, game.id))
-    return (
-        game,
-        [SeatRecord(seat, account_id, seed, source) for seat, account_id, seed, source, _ in seat_rows],
-        {account_id: int(balance) for _, account_id, _, _, balance in seat_rows},
-    )
+    return game, seats, balances
 
 
 def deadline_passed(session: Session, tenant_id: str, game_id: str, now: datetime) -> bool:
@@ -210,19 +177,27 @@ def save_step(
     previous_version: int,
     events: Sequence[EventRecord],
     rolls: Sequence[RollRecord],
+    seeded: Sequence[SeatRecord] = (),
 ) -> None:
-    """A step's events, rolls and game row. On PostgreSQL one statement (data-modifying CTEs): the
-    action holds the game's lock until commit, so every round trip saved shortens that critical section."""
+    """A step's events, rolls, game row and the client seeds it fixed (`seeded`). On PostgreSQL one
+    statement: the action holds the game's lock until commit, so every round trip saved shortens that
+    critical section."""
     if session.get_bind().dialect.name != "postgresql":
+        if seeded:
+            save_client_seeds(session, game.id, seeded)
         insert_events(session, game.id, events)
         insert_rolls(session, game.id, rolls)
         save_game(session, game, previous_version=previous_version)
         return
-    params: dict[str, Any] = {"game_id": game.id, "previous_version": previous_version}
-    _bind(params, "g", [{name: getattr(game, name) for name in MUTABLE_GAME_COLUMNS}])
-    _bind(params, "e", _event_rows(game.id, events))
-    _bind(params, "r", _roll_rows(game.id, rolls))
-    if session.execute(_step_statement(len(events), len(rolls)), params).scalar_one() != 1:
+    if not repository_pg.save_step(
+        session,
+        game.id,
+        previous_version,
+        game={name: getattr(game, name) for name in MUTABLE_GAME_COLUMNS},
+        seats=[_seat_values(game.id, seat) for seat in seeded],
+        events=_event_rows(game.id, events),
+        rolls=_roll_rows(game.id, rolls),
+    ):
         raise RuntimeError(f"game {game.id} changed under its row lock (version {previous_version})")
 
 
@@ -230,77 +205,14 @@ def insert_game(
     session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
 ) -> None:
     """A new game with its seats and first events; on PostgreSQL in one statement."""
-    game_row = {field.name: getattr(game, field.name) for field in fields(GameRecord)}
+    game_row = {name: getattr(game, name) for name in repository_pg.GAME_COLUMNS}
     seat_rows = [_seat_values(game.id, seat) for seat in seats]
     if session.get_bind().dialect.name != "postgresql":
         session.execute(insert(_game), game_row)
         session.execute(insert(_seat), seat_rows)
         insert_events(session, game.id, events)
         return
-    params: dict[str, Any] = {}
-    _bind(params, "g", [game_row])
-    _bind(params, "s", seat_rows)
-    _bind(params, "e", _event_rows(game.id, events))
-    session.execute(_new_game_statement(len(seats), len(events)), params)
-
-
-# Only constant column names and row counts are formatted into these statements; every value is bound.
-_JSON_COLUMNS = frozenset({"state", "receipt", "proof", "payload"})
-_GAME_COLUMNS = tuple(field.name for field in fields(GameRecord))
-_SEAT_INSERT_COLUMNS = ("game_id", "seat", "account_id", "client_seed", "client_seed_source")
-_EVENT_COLUMNS = ("game_id", "seq", "kind", "payload", "occurred_at")
-_ROLL_COLUMNS = ("game_id", "nonce", "seat", "purpose", "face", "color", "rolled_at")
-
-
-def _bind(params: dict[str, Any], prefix: str, rows: Sequence[dict[str, Any]]) -> None:
-    for index, row in enumerate(rows):
-        for name, value in row.items():
-            if name in _JSON_COLUMNS and value is not None:
-                value = json.dumps(value, separators=(",", ":"))
-            params[f"{prefix}{index}_{name}"] = value
-
-
-def _placeholder(prefix: str, index: int, name: str) -> str:
-    bound = f":{prefix}{index}_{name}"
-    return f"CAST({bound} AS JSON)" if name in _JSON_COLUMNS else bound
-
-
-def _values(prefix: str, columns: Sequence[str], count: int) -> str:
-    return ", ".join(
-        "(" + ", ".join(_placeholder(prefix, index, name) for name in columns) + ")" for index in range(count)
-    )
-
-
-def _insert(cte: str, table: str, prefix: str, columns: Sequence[str], count: int) -> str:
-    columns_list = ", ".join(columns)
-    return f"{cte} AS (INSERT INTO {table} ({columns_list}) VALUES {_values(prefix, columns, count)})"  # noqa: S608
-
-
-@lru_cache(maxsize=64)
-def _step_statement(events: int, rolls: int) -> TextClause:
-    """WITH saved_game AS (UPDATE game ... RETURNING id), new_event AS (INSERT ...), new_roll AS
-    (INSERT ...) SELECT count(*) FROM saved_game."""
-    assignments = ", ".join(f"{name} = {_placeholder('g', 0, name)}" for name in MUTABLE_GAME_COLUMNS)
-    parts = [
-        f"saved_game AS (UPDATE game SET {assignments} "  # noqa: S608
-        "WHERE id = :game_id AND version = :previous_version RETURNING id)"
-    ]
-    if events:
-        parts.append(_insert("new_event", "game_event", "e", _EVENT_COLUMNS, events))
-    if rolls:
-        parts.append(_insert("new_roll", "game_roll", "r", _ROLL_COLUMNS, rolls))
-    return text("WITH " + ", ".join(parts) + " SELECT count(*) FROM saved_game")  # noqa: S608
-
-
-@lru_cache(maxsize=64)
-def _new_game_statement(seats: int, events: int) -> TextClause:
-    parts = [
-        _insert("new_game", "game", "g", _GAME_COLUMNS, 1),
-        _insert("new_seat", "game_seat", "s", _SEAT_INSERT_COLUMNS, seats),
-    ]
-    if events:
-        parts.append(_insert("new_event", "game_event", "e", _EVENT_COLUMNS, events))
-    return text("WITH " + ", ".join(parts) + " SELECT 1")
+    repository_pg.insert_game(session, game=game_row, seats=seat_rows, events=_event_rows(game.id, events))
 
 
 def _event_rows(game_id: str, events: Sequence[EventRecord]) -> list[dict[str, Any]]:
@@ -346,7 +258,10 @@ def _event_columns() -> tuple[Any, ...]:
 
 def recorded_for_proof(session: Session, game_id: str) -> tuple[list[EventRecord], list[RollRecord]]:
     """What a proof is built from: the action and money events, and the rolls, in order."""
-    return events_of_kinds(session, game_id, (ACTION_EVENT, MONEY_EVENT)), rolls_of(session, game_id)
+    kinds = (ACTION_EVENT, MONEY_EVENT)
+    if session.get_bind().dialect.name == "postgresql":
+        return repository_pg.recorded_for_proof(session, game_id, kinds)
+    return events_of_kinds(session, game_id, kinds), rolls_of(session, game_id)
 
 
 def events_of_kinds(session: Session, game_id: str, kinds: Sequence[str]) -> list[EventRecord]:

@@ -291,8 +291,9 @@ def _set_client_seed(
     events = _number(
         game, now, [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})]
     )
-    repository.save_client_seeds(session, game.id, [seat])
-    repository.save_step(session, game, previous_version=previous_version, events=events, rolls=[])
+    repository.save_step(
+        session, game, previous_version=previous_version, events=events, rolls=[], seeded=[seat]
+    )
 
 
 def _apply(
@@ -362,10 +363,9 @@ def _apply(
                 )
             )
     entries += money
-    if starting:
-        _seat_client_seeds(session, game, seats, client_seeds)
+    seeded = _seat_client_seeds(game, seats, client_seeds) if starting else []
     events = _number(game, moment, entries)
-    _advance(session, keys, clock, game, seats, state, result.state, moment)
+    seeded += _advance(keys, clock, game, seats, state, result.state, moment)
     if result.state.is_over:
         assert recorded is not None
         recorded_events, recorded_rolls = recorded
@@ -377,7 +377,9 @@ def _apply(
             events=[*recorded_events, *events],
             rolls=[*recorded_rolls, *rolls],
         )
-    repository.save_step(session, game, previous_version=previous_version, events=events, rolls=rolls)
+    repository.save_step(
+        session, game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded
+    )
     return result
 
 
@@ -387,9 +389,10 @@ def _fixed_client_seeds(seats: Sequence[SeatRecord]) -> list[str | None]:
 
 
 def _seat_client_seeds(
-    session: Session, game: GameRecord, seats: Sequence[SeatRecord], client_seeds: Sequence[str | None]
-) -> None:
-    """Record the seeds fixed at the start, and the game's combined client seed the rolls use."""
+    game: GameRecord, seats: Sequence[SeatRecord], client_seeds: Sequence[str | None]
+) -> list[SeatRecord]:
+    """Record the seeds fixed at the start, and the game's combined client seed the rolls use. The
+    seats given a seed by the server are returned, for save_step to write."""
     seeded = []
     for seat, seed in zip(seats, client_seeds, strict=True):
         if seat.client_seed is None:
@@ -397,8 +400,7 @@ def _seat_client_seeds(
             seat.client_seed_source = "server"
             seeded.append(seat)
     game.game_client_seed = game_client_seed([seat.client_seed or "" for seat in seats])
-    if seeded:
-        repository.save_client_seeds(session, game.id, seeded)
+    return seeded
 
 
 def _post_transfers(
@@ -448,7 +450,6 @@ def _post_transfers(
 
 
 def _advance(
-    session: Session,
     keys: ServiceKeys,
     clock: Clock,
     game: GameRecord,
@@ -456,8 +457,10 @@ def _advance(
     before: GameState,
     after: GameState,
     moment: datetime,
-) -> None:
-    """The game row after a step; a finished game reveals its seed."""
+) -> list[SeatRecord]:
+    """The game row after a step; a finished game reveals its seed. Returns the seats whose client
+    seeds it fixed (a game cancelled before its start)."""
+    seeded: list[SeatRecord] = []
     game.state = state_to_dict(after)
     game.version += 1
     game.status = status_of(after)
@@ -469,12 +472,13 @@ def _advance(
         if (
             game.game_client_seed is None
         ):  # cancelled before the start: the seeds are fixed now, for the proof
-            _seat_client_seeds(session, game, seats, _fixed_client_seeds(seats))
+            seeded = _seat_client_seeds(game, seats, _fixed_client_seeds(seats))
         game.revealed_server_seed = open_server_seed(game.sealed_server_seed, keys.seed_key, game.id)
     elif after.phase is Phase.OPEN:
         game.turn_deadline_at = game.created_at + clock.open_game_ttl
     else:
         game.turn_deadline_at = moment + timedelta(seconds=game.turn_timeout_seconds)
+    return seeded
 
 
 def _number(

@@ -1,0 +1,181 @@
+"""PostgreSQL's form of the statements every action runs (pokna.games.repository dispatches here).
+
+Each is one statement, so one round trip under the game's row lock, with a fixed text whatever the row
+counts, so psycopg prepares it once per connection; it is sent as that driver text, so SQLAlchemy has
+nothing to compile per call.
+
+Rows travel as JSON both ways, adapted by the C JSON codec instead of one parameter or one column per
+field. A write sends a table's rows as one parameter that json_populate_record(set) expands into the
+table's own row type: a JSON null becomes SQL NULL and a nested value lands verbatim in a json column.
+A read returns a record as a JSON array, its timestamps as ISO 8601 text.
+Only constant table and column names are formatted into these statements; every value is bound.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import fields
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pokna.games.records import MUTABLE_GAME_COLUMNS, EventRecord, GameRecord, RollRecord, SeatRecord
+
+GAME_COLUMNS = tuple(field.name for field in fields(GameRecord))
+_SEAT_COLUMNS = ("game_id", "seat", "account_id", "client_seed", "client_seed_source")
+_EVENT_COLUMNS = ("game_id", "seq", "kind", "payload", "occurred_at")
+_ROLL_COLUMNS = ("game_id", "nonce", "seat", "purpose", "face", "color", "rolled_at")
+_GAME_TIMESTAMPS = ("turn_deadline_at", "created_at", "started_at", "ended_at")
+_GAME_TIMESTAMP_INDEXES = tuple(GAME_COLUMNS.index(name) for name in _GAME_TIMESTAMPS)
+
+
+def _names(table: str, columns: Sequence[str]) -> str:
+    return ", ".join(f"{table}.{name}" for name in columns)
+
+
+# The game row as one array in GameRecord's order, the version the statement's snapshot saw, and the
+# seats with their wallets' balances (see repository.lock_game_and_seats for why both versions).
+_LOCK_GAME_AND_SEATS = (
+    f"SELECT json_build_array({_names('game', GAME_COLUMNS)}), "  # noqa: S608
+    "(SELECT seen.version FROM game AS seen WHERE seen.id = %(game_id)s), "
+    "(SELECT json_agg(json_build_array(game_seat.seat, game_seat.account_id, game_seat.client_seed, "
+    "game_seat.client_seed_source, account.balance) ORDER BY game_seat.seat) "
+    "FROM game_seat JOIN account ON account.id = game_seat.account_id WHERE game_seat.game_id = game.id) "
+    "FROM game WHERE game.id = %(game_id)s AND game.tenant_id = %(tenant_id)s FOR NO KEY UPDATE OF game"
+)
+
+
+def lock_game_and_seats(
+    session: Session, tenant_id: str, game_id: str
+) -> tuple[GameRecord, int, list[SeatRecord], dict[str, int]] | None:
+    """The locked game, the version this statement's snapshot saw, its seats and their balances."""
+    row = _execute(session, _LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id}).one_or_none()
+    if row is None:
+        return None
+    game_values, seen_version, seat_rows = row
+    for index in _GAME_TIMESTAMP_INDEXES:
+        if game_values[index] is not None:
+            game_values[index] = _timestamp(game_values[index])
+    return (
+        GameRecord(*game_values),
+        seen_version,
+        [SeatRecord(seat, account_id, seed, source) for seat, account_id, seed, source, _ in seat_rows],
+        {account_id: int(balance) for _, account_id, _, _, balance in seat_rows},
+    )
+
+
+def _rows(table: str, parameter: str, *, one: bool = False) -> str:
+    expand = "json_populate_record" if one else "json_populate_recordset"
+    return f"{expand}(NULL::{table}, CAST(%({parameter})s AS json))"
+
+
+def _insert(table: str, columns: Sequence[str], parameter: str, *, one: bool = False) -> str:
+    names = ", ".join(columns)
+    source = _rows(table, parameter, one=one)
+    return f"new_{table} AS (INSERT INTO {table} ({names}) SELECT {names} FROM {source})"  # noqa: S608
+
+
+_ASSIGNMENTS = ", ".join(f"{name} = saved.{name}" for name in MUTABLE_GAME_COLUMNS)
+_SAVED_GAME = (
+    f"saved_game AS (UPDATE game SET {_ASSIGNMENTS} FROM {_rows('game', 'game', one=True)} AS saved "  # noqa: S608
+    "WHERE game.id = %(game_id)s AND game.version = %(previous_version)s RETURNING game.id)"
+)
+_SEEDED_SEAT = (
+    "seeded_seat AS (UPDATE game_seat SET client_seed = seeded.client_seed, "  # noqa: S608
+    f"client_seed_source = seeded.client_seed_source FROM {_rows('game_seat', 'seats')} AS seeded "
+    "WHERE game_seat.game_id = %(game_id)s AND game_seat.seat = seeded.seat)"
+)
+_NEW_EVENT = _insert("game_event", _EVENT_COLUMNS, "events")
+_NEW_ROLL = _insert("game_roll", _ROLL_COLUMNS, "rolls")
+_SAVE_STEP = f"WITH {_SAVED_GAME}, {_NEW_EVENT}, {_NEW_ROLL} SELECT count(*) FROM saved_game"  # noqa: S608
+# Client seeds are fixed at most once per game (at its start, or at a cancel before it): a statement
+# of its own, so that every other step does not plan and run an empty UPDATE.
+_SAVE_STEP_AND_SEEDS = (
+    f"WITH {_SAVED_GAME}, {_SEEDED_SEAT}, {_NEW_EVENT}, {_NEW_ROLL} SELECT count(*) FROM saved_game"  # noqa: S608
+)
+
+
+def save_step(
+    session: Session,
+    game_id: str,
+    previous_version: int,
+    *,
+    game: dict[str, Any],
+    seats: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    rolls: list[dict[str, Any]],
+) -> bool:
+    """The game's mutable columns, its seats whose client seeds were fixed, and its new events and
+    rolls. False if the game row was not at `previous_version` (nothing is then written)."""
+    params = {
+        "game_id": game_id,
+        "previous_version": previous_version,
+        "game": _encode(game),
+        "seats": _encode(seats),
+        "events": _encode(events),
+        "rolls": _encode(rolls),
+    }
+    statement = _SAVE_STEP_AND_SEEDS if seats else _SAVE_STEP
+    return bool(_execute(session, statement, params).scalar_one() == 1)
+
+
+_INSERT_GAME = (
+    f"WITH {_insert('game', GAME_COLUMNS, 'game', one=True)}, {_insert('game_seat', _SEAT_COLUMNS, 'seats')}, "
+    f"{_NEW_EVENT} SELECT 1"
+)
+
+
+def insert_game(
+    session: Session, *, game: dict[str, Any], seats: list[dict[str, Any]], events: list[dict[str, Any]]
+) -> None:
+    params = {"game": _encode(game), "seats": _encode(seats), "events": _encode(events)}
+    _execute(session, _INSERT_GAME, params)
+
+
+_RECORDED_FOR_PROOF = (
+    "SELECT (SELECT json_agg(json_build_array(seq, kind, payload, occurred_at) ORDER BY seq) "
+    "FROM game_event WHERE game_id = %(game_id)s AND kind = ANY(%(kinds)s)), "
+    "(SELECT json_agg(json_build_array(nonce, seat, purpose, face, color, rolled_at) ORDER BY nonce) "
+    "FROM game_roll WHERE game_id = %(game_id)s)"
+)
+
+
+def recorded_for_proof(
+    session: Session, game_id: str, kinds: Sequence[str]
+) -> tuple[list[EventRecord], list[RollRecord]]:
+    """The game's events of `kinds` and its rolls, in order, in one round trip."""
+    params = {"game_id": game_id, "kinds": list(kinds)}
+    events, rolls = _execute(session, _RECORDED_FOR_PROOF, params).one()
+    return (
+        [EventRecord(seq, kind, payload, _timestamp(at)) for seq, kind, payload, at in events or ()],
+        [
+            RollRecord(nonce, seat, purpose, face, color, _timestamp(at))
+            for nonce, seat, purpose, face, color, at in rolls or ()
+        ],
+    )
+
+
+def _execute(session: Session, statement: str, params: dict[str, Any]) -> Any:
+    return session.connection().exec_driver_sql(statement, params)
+
+
+def _encode(rows: dict[str, Any] | list[dict[str, Any]]) -> str:
+    return _ENCODER.encode(rows)
+
+
+def _iso_timestamp(value: object) -> str:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    if value.tzinfo is None:
+        raise ValueError("naive datetime; Pokna stores only timezone-aware UTC")
+    return value.isoformat()
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_iso_timestamp)
+
+
+def _timestamp(value: str) -> datetime:
+    """PostgreSQL writes a timestamptz into JSON as ISO 8601 with the session's offset."""
+    return datetime.fromisoformat(value).astimezone(UTC)
