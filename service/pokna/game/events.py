@@ -6,12 +6,12 @@ Events are the game's public record. Each is a frozen dataclass with a `kind` an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
 from pokna.game.cube import Color
-from pokna.game.json_value import JSONObject, to_json_value
+from pokna.game.json_value import JSONObject, field_names, to_json_value
 from pokna.game.model import Ballot, Payout, Phase, SettleReason, VoteChoice
 
 
@@ -47,8 +47,8 @@ class Event:
 
     def to_dict(self) -> JSONObject:
         record: JSONObject = {"kind": self.kind.value}
-        for field in fields(self):
-            record[field.name] = to_json_value(getattr(self, field.name))
+        for name in field_names(type(self)):
+            record[name] = to_json_value(getattr(self, name))
         return record
 
 
