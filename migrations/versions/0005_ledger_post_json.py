@@ -11,15 +11,15 @@ stored as that text, as before (through jsonb it would come out reordered and re
 
 Idempotency keys are the transactions' own, not a separate list that could disagree with them.
 
+The new function is an overload beside 0004's, which stays for processes still running the previous code
+during a rolling deployment; the downgrade drops only the new one.
+
 Revision ID: 0005_ledger_post_json
 Revises: 0004_ledger_post
 Create Date: 2026-11-30
 """
 
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 from alembic import op
 
@@ -185,24 +185,18 @@ $$
 """
 
 
+# 0004's function stays beside this one: the API is stateless and rolls out process by process, and
+# `pokna serve` migrates on start, so processes still running the previous code keep posting through it
+# until they are replaced. A later migration drops it, once no deployment runs code older than this.
+_THIS_FUNCTION = "ledger_post(text, jsonb)"
+
+
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP FUNCTION IF EXISTS ledger_post")
+        op.execute(f"DROP FUNCTION IF EXISTS {_THIS_FUNCTION}")
         op.execute(LEDGER_POST)
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP FUNCTION IF EXISTS ledger_post")
-        op.execute(_previous_function())
-
-
-def _previous_function() -> str:
-    """0004's definition, read from that migration itself: history is not copied, so it cannot drift."""
-    path = Path(__file__).with_name("0004_ledger_post.py")
-    spec = importlib.util.spec_from_file_location("pokna_migration_0004_ledger_post", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return str(module.LEDGER_POST)
+        op.execute(f"DROP FUNCTION IF EXISTS {_THIS_FUNCTION}")

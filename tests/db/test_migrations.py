@@ -44,14 +44,15 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
 
 
 @pytest.mark.postgres_only
-def test_ledger_post_downgrade_restores_the_array_signature(empty_database_url: str) -> None:
-    """0005 replaced ledger_post(22 arrays) with ledger_post(tenant, jsonb); going back restores 0004's."""
+def test_ledger_post_keeps_the_array_signature_beside_the_jsonb_one(empty_database_url: str) -> None:
+    """0005 adds ledger_post(tenant, jsonb) beside 0004's 22-array function, which processes still running
+    the previous code call during a rolling deployment; the downgrade drops only the new one."""
 
     def ledger_post_inputs() -> list[str]:
         engine = make_engine(empty_database_url)
         try:
             with engine.connect() as connection:
-                return list(
+                return sorted(
                     connection.scalars(
                         text("SELECT oidvectortypes(proargtypes) FROM pg_proc WHERE proname = 'ledger_post'")
                     )
@@ -60,10 +61,13 @@ def test_ledger_post_downgrade_restores_the_array_signature(empty_database_url: 
             engine.dispose()
 
     migrate.upgrade(empty_database_url)
-    assert ledger_post_inputs() == ["text, jsonb"]
+    at_head = ledger_post_inputs()
+    assert len(at_head) == 2
+    arrays, batch = sorted(at_head, key=len, reverse=True)
+    assert batch == "text, jsonb"
+    assert arrays.startswith("text, text[], text[], bigint[], text[]")
+    assert arrays.count("[]") == 21
     migrate.downgrade(empty_database_url, "0004_ledger_post")
-    (inputs,) = ledger_post_inputs()
-    assert inputs.startswith("text, text[], text[], bigint[], text[]")
-    assert inputs.count("[]") == 21
+    assert ledger_post_inputs() == [arrays]
     migrate.upgrade(empty_database_url)
-    assert ledger_post_inputs() == ["text, jsonb"]
+    assert ledger_post_inputs() == at_head
