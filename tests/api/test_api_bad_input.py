@@ -582,3 +582,37 @@ def test_unknown_ids_in_paths_are_404(cantina: Cantina) -> None:
     cantina.assert_refused(
         lambda: cantina.api.get(f"/v1/accounts/{UNKNOWN_ACCOUNT}"), 404, code="account_not_found"
     )
+
+
+def test_nul_characters_are_refused_naming_the_field(cantina: Cantina) -> None:
+    """PostgreSQL text cannot hold U+0000: every way in refuses it as bad input, never a 500."""
+    nul = "a\x00b"
+    for path, body, field in (
+        (f"/v1/accounts/{cantina.vigo}/deposits", {"amount": 1, "reference": nul}, "body.reference"),
+        (f"/v1/accounts/{cantina.vigo}/withdrawals", {"amount": 1, "reference": nul}, "body.reference"),
+        ("/v1/accounts", {"external_id": nul}, "body.external_id"),
+        (
+            "/v1/games",
+            {"vigo_account_id": nul, "player_account_ids": cantina.players, "stake": 1},
+            "body.vigo_account_id",
+        ),
+        ("/v1/tables", {"account_ids": [nul, *cantina.players], "stake": 1}, "body.account_ids.0"),
+    ):
+        try:
+            cantina.assert_refused(partial(cantina.api.post, path, body), 422, field=field)
+        except AssertionError as error:
+            raise AssertionError(f"{path} {body}: {error}") from error
+    cantina.assert_refused(
+        lambda: cantina.api.get(f"/v1/accounts/{cantina.vigo}/transactions", params={"starting_after": nul}),
+        422,
+        field="query.starting_after",
+    )
+    for path, field in (("/v1/accounts/acct_%00", "path.account_id"), ("/v1/games/game_%00", "path.game_id")):
+        cantina.assert_refused(partial(cantina.api.get, path), 422, field=field)
+    cantina.assert_refused(
+        lambda: cantina.api.post(
+            f"/v1/accounts/{cantina.vigo}/deposits", {"amount": 1, "metadata": {nul: "x"}}
+        ),
+        422,
+        field=f"body.metadata.{nul}.[key]",
+    )

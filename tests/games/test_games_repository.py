@@ -4,6 +4,7 @@ balances that changed before it could post is decided again on the balances the 
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import JournalTransaction
-from pokna.games import repository
+from pokna.games import repository, repository_pg
 from pokna.games import service as games
 from pokna.games.errors import ActionRefused
 from pokna.ledger import deposit, open_account, withdraw
@@ -141,3 +142,18 @@ def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
         assert game.status == "open"
         assert balances == {wallets[0]: 50, wallets[1]: 2, wallets[2]: 5}
         assert session.scalar(select(func.count()).where(JournalTransaction.reference == game_id)) == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [("plain", False), ("\x00", True), ("a\\\x00", True), ("a\\u0000", False), ("\\\\u0000", False)],
+)
+def test_a_game_row_with_a_nul_is_refused_before_postgresql_sees_it(text: str, refused: bool) -> None:
+    """json_populate_record makes every JSON string text, and text cannot hold U+0000; a backslash followed
+    by the letters u0000 is ordinary text."""
+    rows = [{"payload": {"note": text}}]
+    if refused:
+        with pytest.raises(ValueError, match="NUL"):
+            repository_pg._encode(rows)
+    else:
+        assert json.loads(repository_pg._encode(rows)) == rows

@@ -22,7 +22,7 @@ from pokna.api.schemas.accounts import (
     MoneyMovement,
     TrialBalanceOut,
 )
-from pokna.api.schemas.common import Currency
+from pokna.api.schemas.common import Currency, NoNul
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction
 from pokna.errors import InvalidRequest
 from pokna.ledger import service as ledger
@@ -33,7 +33,7 @@ from pokna.ledger.model import AccountKind
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
 
-AccountId = Annotated[str, Path(max_length=40, description="The account's id (`acct_...`).")]
+AccountId = Annotated[str, Path(max_length=40, description="The account's id (`acct_...`)."), NoNul]
 EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}
 
 

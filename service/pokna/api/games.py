@@ -14,6 +14,7 @@ from pokna.api.deps import RuntimeDep
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problems import problem_responses
+from pokna.api.schemas.common import NoNul
 from pokna.api.schemas.games import GameAction, GameCreate, GameEventOut, GameOut, TableCreate, TableOut
 from pokna.db.engine import unit_of_work
 from pokna.errors import InvalidRequest
@@ -52,8 +53,8 @@ ACTION_EXAMPLES: dict[str, Any] = {
     "cancel": {"summary": "Call the game off before the start", "value": {"type": "cancel"}},
 }
 
-GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`).")]
-TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`).")]
+GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]
+TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]
 
 
 def _catch_up(runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> None:

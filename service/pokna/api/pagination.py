@@ -7,6 +7,8 @@ from typing import Annotated, Generic, TypeVar
 from fastapi import Depends, Query
 from pydantic import BaseModel, Field
 
+from pokna.api.schemas.common import NoNul
+
 Item = TypeVar("Item")
 
 MAX_LIMIT = 100
@@ -22,6 +24,7 @@ async def page_request(  # no I/O: no trip through the thread pool
     starting_after: Annotated[
         str | None,
         Query(max_length=100, description="The `next_cursor` of the previous page; omit for the first page."),
+        NoNul,
     ] = None,
 ) -> PageRequest:
     return PageRequest(limit=limit, starting_after=starting_after)

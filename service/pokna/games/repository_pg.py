@@ -6,7 +6,8 @@ nothing to compile per call.
 
 Rows travel as JSON both ways, adapted by the C JSON codec instead of one parameter or one column per
 field. A write sends a table's rows as one parameter that json_populate_record(set) expands into the
-table's own row type: a JSON null becomes SQL NULL and a nested value lands verbatim in a json column.
+table's own row type: a JSON null becomes SQL NULL and a nested value lands in a json column as the
+encoder wrote it (no string in it may hold U+0000: see _encode).
 A read returns a record as a JSON array, its timestamps as ISO 8601 text.
 Only constant table and column names are formatted into these statements; every value is bound.
 """
@@ -14,6 +15,7 @@ Only constant table and column names are formatted into these statements; every 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -108,7 +110,8 @@ def save_step(
     rolls: list[dict[str, Any]],
 ) -> bool:
     """The game's mutable columns, its seats whose client seeds were fixed, and its new events and
-    rolls. False if the game row was not at `previous_version` (nothing is then written)."""
+    rolls. False if the game row was not at `previous_version`: the game row is then untouched, but the
+    other parts of the statement have run, so the caller must roll back (repository.save_step raises)."""
     params = {
         "game_id": game_id,
         "previous_version": previous_version,
@@ -162,7 +165,13 @@ def _execute(session: Session, statement: str, params: dict[str, Any]) -> Any:
 
 
 def _encode(rows: dict[str, Any] | list[dict[str, Any]]) -> str:
-    return _ENCODER.encode(rows)
+    encoded = _ENCODER.encode(rows)
+    # json_populate_record turns every JSON string into text, even inside a json column, and text cannot
+    # hold U+0000. No game value can carry one today (the API refuses it, client seeds are [A-Za-z0-9._~-]);
+    # should one ever, it is refused here by name rather than by the database.
+    if "\\u0000" in encoded and _NUL_ESCAPE.search(encoded):
+        raise ValueError("a game row holds the NUL character (U+0000), which PostgreSQL text cannot store")
+    return encoded
 
 
 def _iso_timestamp(value: object) -> str:
@@ -173,6 +182,7 @@ def _iso_timestamp(value: object) -> str:
     return value.isoformat()
 
 
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # an escaped U+0000, not an escaped backslash + "u0000"
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=_iso_timestamp)
 
 

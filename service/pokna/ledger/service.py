@@ -351,6 +351,8 @@ def _draft(
         raise InvalidPostings(f"transaction kind {kind!r} is unknown") from None
     if reference is not None and not 0 < len(reference) <= MAX_TEXT:
         raise InvalidPostings(f"reference must be 1-{MAX_TEXT} characters")
+    if reference is not None and "\x00" in reference:
+        raise InvalidPostings("reference must not contain the NUL character (PostgreSQL text cannot)")
     if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_TEXT:
         raise InvalidPostings(f"idempotency_key must be 1-{MAX_TEXT} characters")
     if request_hash is not None and not 0 < len(request_hash) <= 128:

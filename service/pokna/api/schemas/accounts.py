@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from pokna.api.schemas.common import Amount, Currency
+from pokna.api.schemas.common import Amount, Currency, NoNul
 
-Text = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=200), NoNul]
 
 
 class AccountCreate(BaseModel):
@@ -54,8 +54,12 @@ class MoneyMovement(BaseModel):
     reference: Text | None = Field(
         default=None, description="Your reference, e.g. the payment provider's id."
     )
-    metadata: dict[str, Annotated[str, StringConstraints(max_length=200)]] | None = Field(
-        default=None, max_length=20, description="Up to 20 string values, kept with the journal transaction."
+    metadata: dict[Annotated[str, NoNul], Annotated[str, StringConstraints(max_length=200), NoNul]] | None = (
+        Field(
+            default=None,
+            max_length=20,
+            description="Up to 20 string values, kept with the journal transaction.",
+        )
     )
 
 
