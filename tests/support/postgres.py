@@ -111,7 +111,10 @@ def start_cluster() -> Cluster:
             cluster.port = _free_port()
             options = (
                 f"-p {cluster.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300 "
+                # Off UTC, with a half-hour offset and daylight saving: nothing may depend on the
+                # server's zone (timestamps read back as JSON text carry the session's offset).
+                "-c timezone=America/St_Johns"
             )
             started = subprocess.run(
                 [
