@@ -45,9 +45,10 @@ from baseline_app import BASELINE_PATH, create_touch_table
 from games_support import cpu_snapshot, cpu_used, median, migrated_cluster, percentile, serving
 from sqlalchemy import text
 
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine, unit_of_work
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
+from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 
 FUNDS = 10**11  # per wallet: no game in a run can bust anyone

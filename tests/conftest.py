@@ -18,9 +18,10 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api.app import create_app
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna.storage import make_sessionmaker
 from support.databases import PostgresDatabases, SqliteDatabases
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
 

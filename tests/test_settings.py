@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pokna.fairness.errors import InvalidKeyError
+from pokna.crypto.errors import InvalidKeyError
 from pokna.settings import Environment, Settings
 
 

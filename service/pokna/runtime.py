@@ -11,9 +11,10 @@ from functools import cached_property
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
+from pokna.storage import make_sessionmaker
 
 
 class Runtime:

@@ -15,15 +15,15 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pokna.fairness.keyring import KeyRing
-from pokna.fairness.seed_vault import KEY_BYTES, generate_vault_key
-from pokna.fairness.signing import (
+from pokna.crypto.signing import (
     generate_signing_key,
     key_id_of,
     load_private_key_pem,
     load_public_key_pem,
     private_key_to_pem,
 )
+from pokna.fairness.keyring import KeyRing
+from pokna.fairness.seed_vault import KEY_BYTES, generate_vault_key
 from pokna.settings import Environment, Settings
 
 log = logging.getLogger("pokna.keys")

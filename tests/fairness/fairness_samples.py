@@ -10,9 +10,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
+from pokna.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances
 from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
 from pokna.fairness.receipt import build_commitment_receipt
-from pokna.fairness.replay import balance_cap, outcome_to_json, recorded_balances
 from pokna.fairness.terms import GameTerms, SeatAccount
 from pokna.game import (
     Action,

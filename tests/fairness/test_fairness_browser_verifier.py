@@ -33,7 +33,7 @@ from fairness_samples import (
 )
 
 import pokna
-from pokna.fairness.signing import sign_document
+from pokna.crypto.signing import sign_document
 from pokna.fairness.verification import CheckStatus, verify_proof
 
 STATIC_ROOT = Path(pokna.__file__).parent  # served so that /static/verify.html is the page

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 import pokna.cli.fairness as fairness_cli
 from pokna.cli.app import app
+from pokna.crypto.signing import private_key_to_pem, public_key_to_b64url, public_key_to_pem, sign_document
 from pokna.fairness.proof import Proof
-from pokna.fairness.replay import replay_proof
-from pokna.fairness.signing import private_key_to_pem, public_key_to_b64url, public_key_to_pem, sign_document
+from pokna.fairness.proof_replay import replay_proof
 
 runner = CliRunner()
 

@@ -8,7 +8,7 @@ from typing import Any
 from fairness_samples import sample_proof
 
 from pokna.fairness.proof import Proof
-from pokna.fairness.replay import balance_cap, recorded_balances, replay_proof
+from pokna.fairness.proof_replay import balance_cap, recorded_balances, replay_proof
 
 
 def _replayed(edit: Any = None) -> str | None:

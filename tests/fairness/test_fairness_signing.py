@@ -8,11 +8,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from fairness_samples import KEY_RING, NEW_KEY, OLD_KEY, STRANGER_KEY, sample_proof
 
-from pokna.fairness.canonical_json import canonicalize
-from pokna.fairness.encoding import b64url_decode
-from pokna.fairness.errors import InvalidKeyError, UnknownKeyError
-from pokna.fairness.keyring import KeyRing, KeyStatus
-from pokna.fairness.signing import (
+from pokna.crypto.canonical_json import canonicalize
+from pokna.crypto.encoding import b64url_decode
+from pokna.crypto.errors import InvalidKeyError
+from pokna.crypto.signing import (
     generate_signing_key,
     key_id_of,
     load_private_key_pem,
@@ -26,6 +25,8 @@ from pokna.fairness.signing import (
     signed_bytes,
     verify_document,
 )
+from pokna.fairness.errors import UnknownKeyError
+from pokna.fairness.keyring import KeyRing, KeyStatus
 from pokna.fairness.verification import CheckStatus, verify_proof
 
 

@@ -23,10 +23,10 @@ from fairness_samples import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.fairness.canonical_json import canonicalize
+from pokna.crypto.canonical_json import canonicalize
+from pokna.crypto.signing import sign_document
 from pokna.fairness.errors import MalformedProofError
 from pokna.fairness.proof import Proof
-from pokna.fairness.signing import sign_document
 from pokna.fairness.verification import verify_proof
 
 SAMPLE = sample_proof()

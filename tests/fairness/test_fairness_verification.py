@@ -19,10 +19,10 @@ from fairness_samples import (
     sample_receipt,
 )
 
+from pokna.crypto.signing import sign_document
 from pokna.fairness.errors import InvalidClientSeedError, MalformedProofError
 from pokna.fairness.proof import Proof, SeatClientSeed, build_proof
 from pokna.fairness.protocol import game_client_seed, roll
-from pokna.fairness.signing import sign_document
 from pokna.fairness.verification import CheckStatus, verify_commitment_receipt, verify_proof
 
 CHECK_NAMES = [

@@ -7,8 +7,8 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.fairness.canonical_json import canonicalize_generic
-from pokna.fairness.errors import NotCanonicalizableError
+from pokna.crypto.canonical_json import canonicalize_generic
+from pokna.crypto.errors import NotCanonicalizableError
 from pokna.ledger.chain import document_hash, format_timestamp
 from support.json_strategies import json_like, tricky_text
 

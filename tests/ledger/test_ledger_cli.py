@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `ledger` and `audit`)
 from pokna.cli.app import app
+from pokna.crypto.signing import generate_signing_key, public_key_to_b64url, public_key_to_pem
 from pokna.db.engine import unit_of_work
-from pokna.fairness.signing import generate_signing_key, public_key_to_b64url, public_key_to_pem
 from pokna.ledger import deposit, open_account, withdraw
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings

@@ -15,8 +15,8 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.crypto.signing import generate_signing_key
 from pokna.db.engine import unit_of_work
-from pokna.fairness.signing import generate_signing_key
 from pokna.ledger import (
     deposit,
     funding_account,

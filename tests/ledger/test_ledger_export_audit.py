@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.crypto.errors import NotCanonicalizableError
+from pokna.crypto.signing import generate_signing_key
 from pokna.db.engine import unit_of_work
-from pokna.fairness.errors import NotCanonicalizableError
-from pokna.fairness.signing import generate_signing_key
 from pokna.ledger import (
     Move,
     audit,

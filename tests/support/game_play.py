@@ -20,7 +20,7 @@ from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import JournalTransaction
 from pokna.fairness.keyring import KeyRing
-from pokna.fairness.replay import replay_proof
+from pokna.fairness.proof_replay import replay_proof
 from pokna.fairness.verification import VerificationReport, verify_proof
 from pokna.tenants import service as tenants
 

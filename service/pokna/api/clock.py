@@ -9,7 +9,7 @@ from fastapi import Depends
 
 from pokna.api.deps import RuntimeDep
 from pokna.db.types import utc_now
-from pokna.games.service import Clock
+from pokna.dealer.service import Clock
 
 
 async def get_clock(runtime: RuntimeDep) -> Clock:  # no I/O: no trip through the thread pool

@@ -17,9 +17,9 @@ from pokna.api.problems import problem_responses
 from pokna.api.schemas.common import NoNul
 from pokna.api.schemas.games import GameAction, GameCreate, GameEventOut, GameOut, TableCreate, TableOut
 from pokna.db.engine import unit_of_work
+from pokna.dealer import repository, tables
+from pokna.dealer import service as games
 from pokna.errors import InvalidRequest
-from pokna.games import repository, tables
-from pokna.games import service as games
 from pokna.runtime import Runtime
 
 router = APIRouter(prefix="/v1", tags=["games"])

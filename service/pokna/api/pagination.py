@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated
 
 from fastapi import Depends, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from pokna.api.schemas.common import NoNul
+from pokna.paging import Page
 
-Item = TypeVar("Item")
+__all__ = ["MAX_LIMIT", "Page", "PageDep", "PageRequest", "page_request"]
 
 MAX_LIMIT = 100
 
@@ -31,11 +32,3 @@ async def page_request(  # no I/O: no trip through the thread pool
 
 
 PageDep = Annotated[PageRequest, Depends(page_request)]
-
-
-class Page(BaseModel, Generic[Item]):
-    data: list[Item]
-    has_more: bool
-    next_cursor: str | None = Field(
-        description="Pass as `starting_after` to get the next page; null on the last."
-    )

@@ -15,10 +15,11 @@ import typer
 
 from pokna.cli.app import app
 from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
+from pokna.crypto.errors import CryptoError
 from pokna.fairness.errors import FairnessError
 from pokna.fairness.keyring import KeyRing
+from pokna.fairness.proof_replay import replay_proof
 from pokna.fairness.protocol import PROTOCOL, roll, server_seed_hash
-from pokna.fairness.replay import replay_proof
 from pokna.fairness.verification import CheckStatus, Replay, VerificationReport, verify_proof
 
 EXIT_VALID = 0
@@ -43,7 +44,7 @@ def roll_command(
     try:
         result = roll(server_seed, client_seed, nonce)
         commitment = server_seed_hash(server_seed)
-    except FairnessError as error:
+    except (FairnessError, CryptoError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(EXIT_UNUSABLE) from error
     if as_json:
@@ -94,7 +95,7 @@ def verify_command(
         trusted = read_public_key(public_key) if public_key else _read_key_ring(keys) if keys else None
         committed = read_json_object(receipt, "receipt") if receipt else None
         report = verify_proof(proof, trusted, replay=_replay(), receipt=committed)
-    except (UnusableInputError, FairnessError) as error:
+    except (UnusableInputError, FairnessError, CryptoError) as error:
         if as_json:
             typer.echo(json.dumps({"valid": None, "error": str(error)}))
         else:

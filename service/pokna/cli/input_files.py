@@ -9,7 +9,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from pokna.fairness.signing import load_public_key_pem, public_key_from_b64url
+from pokna.crypto.signing import load_public_key_pem, public_key_from_b64url
 
 EXIT_UNUSABLE = 2
 

@@ -17,8 +17,9 @@ from typing import Annotated, BinaryIO, TextIO
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.database import command_session
+from pokna.cli.command_session import command_session
 from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
+from pokna.crypto.errors import CryptoError
 from pokna.fairness.errors import FairnessError
 from pokna.ledger.audit import AuditReport, UnusableCheckpoint, verify_export_stream
 from pokna.ledger.checkpoint import checkpoint_document, take_checkpoint
@@ -133,7 +134,7 @@ def verify_command(
         key = read_public_key(public_key) if public_key else None
         with _open_export(export_file) as stream:
             report = verify_export_stream(stream, checkpoint=checkpoint_json, public_key=key)
-    except (UnusableInputError, UnusableCheckpoint, FairnessError) as error:
+    except (UnusableInputError, UnusableCheckpoint, FairnessError, CryptoError) as error:
         if as_json:
             typer.echo(json.dumps({"valid": None, "error": str(error)}))
         else:

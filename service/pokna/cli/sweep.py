@@ -9,12 +9,13 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.db.types import utc_now
-from pokna.games.service import Clock
-from pokna.games.sweep import sweep as sweep_games
+from pokna.dealer.service import Clock
+from pokna.dealer.sweep import sweep as sweep_games
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
+from pokna.storage import make_sessionmaker
 
 
 @app.command()

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.database import command_session
+from pokna.cli.command_session import command_session
 from pokna.errors import NotFound
 from pokna.tenants import service
 

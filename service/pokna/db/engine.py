@@ -11,13 +11,11 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-
-def is_sqlite(url: str) -> bool:
-    return make_url(url).get_backend_name() == "sqlite"
+from pokna.db.backend import Backend, backend_of
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
-    if is_sqlite(url):
+    if backend_of(url) is Backend.SQLITE:
         database = make_url(url).database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
@@ -42,10 +40,6 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def _sqlite_begin_immediate(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-
-def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
 
 
 @contextmanager

@@ -21,16 +21,6 @@ class InvalidNonceError(FairnessError):
     code = "invalid_nonce"
 
 
-class NotCanonicalizableError(FairnessError):
-    """The value has no RFC 8785 form (NaN, a lone surrogate, an unsafe integer, a non-string key...)."""
-
-    code = "not_canonicalizable"
-
-
-class InvalidKeyError(FairnessError):
-    code = "invalid_key"
-
-
 class UnknownKeyError(FairnessError):
     code = "unknown_key"
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from pokna.fairness.errors import InvalidKeyError, UnknownKeyError
-from pokna.fairness.signing import ALGORITHM, key_id_of, public_key_from_b64url, public_key_to_b64url
+from pokna.crypto.errors import InvalidKeyError
+from pokna.crypto.signing import ALGORITHM, key_id_of, public_key_from_b64url, public_key_to_b64url
+from pokna.fairness.errors import UnknownKeyError
 
 
 class KeyStatus(StrEnum):

@@ -14,9 +14,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from pokna.crypto.signing import sign_document
 from pokna.fairness.json_reader import JsonReader
 from pokna.fairness.protocol import PROTOCOL, game_client_seed, require_server_seed, server_seed_hash
-from pokna.fairness.signing import sign_document
 from pokna.fairness.terms import GameTerms
 from pokna.game.cube import color_of
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from pokna.crypto.signing import sign_document
 from pokna.fairness.protocol import PROTOCOL, is_sha256_hex
-from pokna.fairness.signing import sign_document
 from pokna.fairness.terms import GameTerms
 
 RECEIPT_DOCUMENT = "commitment_receipt"

@@ -12,7 +12,7 @@ import secrets
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from pokna.fairness.encoding import b64url_decode, b64url_encode
+from pokna.crypto.encoding import b64url_decode, b64url_encode
 from pokna.fairness.errors import SeedVaultError
 from pokna.fairness.protocol import require_server_seed
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from pokna.crypto.signing import key_id_of, signature_problem
 from pokna.fairness.keyring import KeyRing, KeyStatus
 from pokna.fairness.proof import PROOF_DOCUMENT, Proof, RollPurpose, SeedSource
 from pokna.fairness.protocol import (
@@ -25,7 +26,6 @@ from pokna.fairness.protocol import (
     roll,
 )
 from pokna.fairness.receipt import RECEIPT_DOCUMENT
-from pokna.fairness.signing import key_id_of, signature_problem
 from pokna.fairness.terms import VIGO_SEAT
 
 # Given the parsed proof, a replay returns None when the rules reproduce its outcome and transfers from its

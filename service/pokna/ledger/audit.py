@@ -26,8 +26,8 @@ from typing import Any, BinaryIO
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from pokna.fairness.errors import NotCanonicalizableError
-from pokna.fairness.signing import signature_problem
+from pokna.crypto.errors import NotCanonicalizableError
+from pokna.crypto.signing import signature_problem
 from pokna.ledger.chain import GENESIS_HASH, line_hash
 
 CHECKPOINT_TYPE = "pokna.ledger.checkpoint"

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from pokna.fairness.canonical_json import MAX_SAFE_INTEGER, canonicalize
+from pokna.crypto.canonical_json import MAX_SAFE_INTEGER, canonicalize
 
 GENESIS_HASH: Final = "0" * 64
 HASHED_FIELDS: Final = (

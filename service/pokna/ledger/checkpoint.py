@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session
 
+from pokna.crypto.signing import SIGNATURE_FIELD, sign_document
 from pokna.db.models.ledger import LedgerCheckpoint
 from pokna.db.types import new_id, utc_now
-from pokna.fairness.signing import SIGNATURE_FIELD, sign_document
 from pokna.ledger import repository
 from pokna.ledger.audit import CHECKPOINT_TYPE
 from pokna.ledger.chain import format_timestamp

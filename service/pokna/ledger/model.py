@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, NamedTuple
 
+from pokna.crypto.canonical_json import canonicalize
+from pokna.crypto.errors import NotCanonicalizableError
 from pokna.db.models.ledger import MAX_ABS_BALANCE, MAX_POSTING_AMOUNT
-from pokna.fairness.canonical_json import canonicalize
-from pokna.fairness.errors import NotCanonicalizableError
 from pokna.ledger.errors import AmountOutOfRange, InvalidAccount, InvalidPostings, UnbalancedTransaction
 
 __all__ = [

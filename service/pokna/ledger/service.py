@@ -162,6 +162,26 @@ def balance_of(session: Session, account_id: str) -> int:
     return balance
 
 
+@dataclass(frozen=True)
+class AccountSummary:
+    """What another domain may know of an account: what it is and what it holds (read without a lock)."""
+
+    id: str
+    kind: str
+    currency: str
+    balance: int
+
+
+def account_summaries(
+    session: Session, tenant_id: str, account_ids: Sequence[str]
+) -> dict[str, AccountSummary]:
+    """The tenant's accounts among `account_ids`, by id, in one query; another tenant's are absent."""
+    return {
+        row.id: AccountSummary(row.id, row.kind, row.currency, int(row.balance))
+        for row in repository.account_summaries(session, tenant_id, account_ids)
+    }
+
+
 def _account_kind(kind: AccountKind | str) -> AccountKind:
     try:
         return AccountKind(kind)
@@ -743,7 +763,7 @@ def _refresh_loaded_balances(session: Session, balances: Mapping[str, int]) -> N
 
 def request_fingerprint(document: Mapping[str, Any]) -> str:
     """A convenient request_hash: SHA-256 of the request's canonical JSON."""
-    from pokna.fairness.canonical_json import canonicalize
+    from pokna.crypto.canonical_json import canonicalize
 
     return hashlib.sha256(canonicalize(document)).hexdigest()
 

@@ -1,6 +1,6 @@
 """Every game query lives here. Games, seats, rolls and events are read and written as plain records
-with Core statements (pokna.games.records); tables are ORM objects. On PostgreSQL the statements of an
-action (lock, save, proof, new game) are pokna.games.repository_pg's, one round trip each."""
+with Core statements (pokna.dealer.records); tables are ORM objects. On PostgreSQL the statements of an
+action (lock, save, proof, new game) are pokna.dealer.repository_pg's, one round trip each."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from sqlalchemy.orm import Session
 
 from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
 from pokna.db.models.ledger import Account
-from pokna.errors import NotFound
-from pokna.games import repository_pg
-from pokna.games.records import (
+from pokna.dealer import repository_pg
+from pokna.dealer.records import (
     MUTABLE_GAME_COLUMNS,
     EventRecord,
     GameRecord,
     RollRecord,
     SeatRecord,
 )
+from pokna.errors import NotFound
 
 ACTION_EVENT = "action"
 MONEY_EVENT = "money_moved"

@@ -15,9 +15,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from pokna.fairness.canonical_json import canonicalize
-from pokna.fairness.encoding import b64url_decode, b64url_encode
-from pokna.fairness.errors import InvalidKeyError
+from pokna.crypto.canonical_json import canonicalize
+from pokna.crypto.encoding import b64url_decode, b64url_encode
+from pokna.crypto.errors import InvalidKeyError
 
 ALGORITHM = "Ed25519"
 KEY_ID_PREFIX = "ed25519:"

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import JournalTransaction
-from pokna.games import repository, repository_pg
-from pokna.games import service as games
-from pokna.games.errors import ActionRefused
+from pokna.dealer import repository, repository_pg
+from pokna.dealer import service as games
+from pokna.dealer.errors import ActionRefused
 from pokna.ledger import deposit, open_account, withdraw
 from pokna.runtime import Runtime
 from pokna.tenants.service import create_tenant

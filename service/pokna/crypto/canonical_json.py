@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 
-from pokna.fairness.errors import NotCanonicalizableError
+from pokna.crypto.errors import NotCanonicalizableError
 
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -35,7 +35,7 @@ def canonicalize(value: object) -> bytes:
     and text that encodes as UTF-8 (no lone surrogates). In that domain both escape exactly the quote,
     the backslash, the short escapes (b f n r t) and other control characters as lower-case u00xx
     escapes, and nothing else. Everything else takes the general path, canonicalize_generic, which also
-    refuses what has no canonical form; tests/fairness/test_fairness_canonical_json.py holds the two equal.
+    refuses what has no canonical form; tests/crypto/test_crypto_canonical_json.py holds the two equal.
     """
     if _stdlib_form_is_canonical(value):
         try:

@@ -7,8 +7,9 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session
 
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine, unit_of_work
 from pokna.settings import get_settings
+from pokna.storage import make_sessionmaker
 
 
 @contextmanager

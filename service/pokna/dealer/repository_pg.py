@@ -1,4 +1,4 @@
-"""PostgreSQL's form of the statements every action runs (pokna.games.repository dispatches here).
+"""PostgreSQL's form of the statements every action runs (pokna.dealer.repository dispatches here).
 
 Each is one statement, so one round trip under the game's row lock, with a fixed text whatever the row
 counts, so psycopg prepares it once per connection; it is sent as that driver text, so SQLAlchemy has
@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from pokna.games.records import MUTABLE_GAME_COLUMNS, EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.records import MUTABLE_GAME_COLUMNS, EventRecord, GameRecord, RollRecord, SeatRecord
 
 GAME_COLUMNS = tuple(field.name for field in fields(GameRecord))
 _SEAT_COLUMNS = ("game_id", "seat", "account_id", "client_seed", "client_seed_source")

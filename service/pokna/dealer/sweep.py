@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.models.idempotency import IdempotencyRecord
-from pokna.games import repository
-from pokna.games.service import Clock, apply_due_timeouts
+from pokna.dealer import repository
+from pokna.dealer.service import Clock, apply_due_timeouts
 from pokna.ledger.checkpoint import checkpoint_moved_heads
 from pokna.service_keys import ServiceKeys
 

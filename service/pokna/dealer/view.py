@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.fairness.proof_replay import outcome_to_json
 from pokna.fairness.protocol import PROTOCOL
-from pokna.fairness.replay import outcome_to_json
 from pokna.game import VIGO_SEAT, GameState, Phase, state_from_dict, turn
-from pokna.games.records import GameRecord, SeatRecord
 
 SET_CLIENT_SEED = "set_client_seed"
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from pokna.dealer import repository
+from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.fairness.proof import (
     RecordedRoll,
     RollPurpose,
@@ -15,11 +17,9 @@ from pokna.fairness.proof import (
     TransferRecord,
     build_proof,
 )
-from pokna.fairness.replay import outcome_to_json
+from pokna.fairness.proof_replay import outcome_to_json
 from pokna.fairness.terms import GameTerms, SeatAccount
 from pokna.game import GameState
-from pokna.games import repository
-from pokna.games.records import EventRecord, GameRecord, RollRecord, SeatRecord
 
 
 def signed_terms(stake: int, challenge_raise: int, account_ids: list[str]) -> GameTerms:

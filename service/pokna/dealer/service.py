@@ -16,7 +16,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pokna.db.types import new_id
+from pokna.dealer import repository
+from pokna.dealer.errors import ActionRefused, ClientSeedLocked, NotSeated, VersionConflict
+from pokna.dealer.proof_signing import sign_proof, signed_terms
+from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.view import game_view, status_of
 from pokna.errors import InvalidRequest
+from pokna.fairness.proof_replay import balance_cap, recorded_balances
 from pokna.fairness.protocol import (
     client_seed_problem,
     game_client_seed,
@@ -26,7 +32,6 @@ from pokna.fairness.protocol import (
     server_seed_hash,
 )
 from pokna.fairness.receipt import build_commitment_receipt
-from pokna.fairness.replay import balance_cap, recorded_balances
 from pokna.fairness.seed_vault import open_server_seed, seal_server_seed
 from pokna.game import (
     POT,
@@ -52,11 +57,6 @@ from pokna.game import (
 )
 from pokna.game.events import Rolled
 from pokna.game.transfers import party_to_json
-from pokna.games import repository
-from pokna.games.errors import ActionRefused, ClientSeedLocked, NotSeated, VersionConflict
-from pokna.games.proof import sign_proof, signed_terms
-from pokna.games.records import EventRecord, GameRecord, RollRecord, SeatRecord
-from pokna.games.view import game_view, status_of
 from pokna.ledger import service as ledger
 from pokna.ledger.errors import BalancesChanged
 from pokna.ledger.model import AccountKind, Move

@@ -9,10 +9,10 @@ from sqlalchemy.orm import Session
 
 from pokna.db.models.game import GameTable
 from pokna.db.types import new_id
+from pokna.dealer import repository
+from pokna.dealer.errors import RoundInProgress
+from pokna.dealer.service import Clock, NewGame, apply_due_timeouts, check_seating, create_game
 from pokna.game import round_seating, state_from_dict
-from pokna.games import repository
-from pokna.games.errors import RoundInProgress
-from pokna.games.service import Clock, NewGame, apply_due_timeouts, check_seating, create_game
 from pokna.service_keys import ServiceKeys
 
 
