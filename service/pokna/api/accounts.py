@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
-from pokna.api.deps import RuntimeDep
+from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problems import problem_responses
@@ -100,9 +100,8 @@ def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: Idempote
     summary="An account and its balance",
     responses=problem_responses(401, 404),
 )
-def get_account(account_id: AccountId, runtime: RuntimeDep, tenant_id: TenantDep) -> dict[str, Any]:
-    with runtime.sessions() as session:
-        return account_out(ledger.get_account(session, account_id, tenant_id=tenant_id))
+def get_account(account_id: AccountId, session: SessionDep, tenant_id: TenantDep) -> dict[str, Any]:
+    return account_out(ledger.get_account(session, account_id, tenant_id=tenant_id))
 
 
 @router.get(
@@ -112,16 +111,15 @@ def get_account(account_id: AccountId, runtime: RuntimeDep, tenant_id: TenantDep
     responses=problem_responses(401, 404, 422),
 )
 def account_transactions(
-    account_id: AccountId, page: PageDep, runtime: RuntimeDep, tenant_id: TenantDep
+    account_id: AccountId, page: PageDep, session: SessionDep, tenant_id: TenantDep
 ) -> dict[str, Any]:
-    with runtime.sessions() as session:
-        ledger.get_account(session, account_id, tenant_id=tenant_id)
-        try:
-            found = ledger.transactions_of(
-                session, account_id, limit=page.limit, starting_after=page.starting_after
-            )
-        except TransactionNotFound:
-            raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
+    ledger.get_account(session, account_id, tenant_id=tenant_id)
+    try:
+        found = ledger.transactions_of(
+            session, account_id, limit=page.limit, starting_after=page.starting_after
+        )
+    except TransactionNotFound:
+        raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
     return {
         "data": [vars(entry) for entry in found.entries],
         "has_more": found.has_more,
@@ -183,9 +181,8 @@ router.add_api_route(
     summary="Every account's balance and their total, which is zero",
     responses=problem_responses(401, 422),
 )
-def trial_balance(runtime: RuntimeDep, tenant_id: TenantDep, currency: Currency = "CREDIT") -> dict[str, Any]:
-    with runtime.sessions() as session:
-        balance = ledger.trial_balance(session, tenant_id, currency)
+def trial_balance(session: SessionDep, tenant_id: TenantDep, currency: Currency = "CREDIT") -> dict[str, Any]:
+    balance = ledger.trial_balance(session, tenant_id, currency)
     return {
         "currency": currency,
         "accounts": [vars(line) for line in balance.accounts],
@@ -206,15 +203,14 @@ def trial_balance(runtime: RuntimeDep, tenant_id: TenantDep, currency: Currency 
     },
 )
 def export(
-    runtime: RuntimeDep,
+    session: SessionDep,
     tenant_id: TenantDep,
     export_format: Annotated[Literal["jsonl", "csv", "beancount"], Query(alias="format")] = "jsonl",
     from_seq: Annotated[int | None, Query(ge=1)] = None,
     to_seq: Annotated[int | None, Query(ge=1)] = None,
 ) -> StreamingResponse:
-    def lines() -> Any:
-        with runtime.sessions() as session:
-            yield from export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)
+    def lines() -> Any:  # reads through the request session after its commit; ended once it is sent
+        yield from export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)
 
     return StreamingResponse(lines(), media_type=EXPORT_MEDIA[export_format])
 
@@ -226,9 +222,8 @@ def export(
     summary="Signed chain heads, newest first: take one away to pin the ledger's history",
     responses=problem_responses(401),
 )
-def checkpoints(runtime: RuntimeDep, tenant_id: TenantDep) -> list[dict[str, Any]]:
-    with runtime.sessions() as session:
-        return [checkpoint_document(row) for row in list_checkpoints(session, tenant_id)]
+def checkpoints(session: SessionDep, tenant_id: TenantDep) -> list[dict[str, Any]]:
+    return [checkpoint_document(row) for row in list_checkpoints(session, tenant_id)]
 
 
 @router.post(

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from pokna.api.deps import RuntimeDep
+from pokna.api.deps import SessionDep
 from pokna.errors import Unauthorized
 from pokna.tenants.service import authenticate
 
@@ -17,13 +17,13 @@ _bearer = HTTPBearer(
 
 
 def get_tenant_id(
-    runtime: RuntimeDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> str:
+    """Reads through the request's own session: no second connection, and the read ends with the
+    request's COMMIT (a ROLLBACK would make psycopg discard its prepared statements)."""
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise Unauthorized("send `Authorization: Bearer <API key>`")
-    # begin() ends the read with COMMIT: a ROLLBACK makes psycopg discard its prepared statements.
-    with runtime.sessions.begin() as session:
-        return authenticate(session, credentials.credentials)
+    return authenticate(session, credentials.credentials)
 
 
 TenantDep = Annotated[str, Depends(get_tenant_id)]

@@ -1,12 +1,31 @@
-"""Request-scoped dependencies. The session is committed by the dependency that opened it, never by a service."""
+"""Request-scoped dependencies: the runtime, and the request's one session.
+
+The session is the request's unit of work, the HTTP form of `pokna.db.engine.unit_of_work` (which commands
+and the sweep use): commit if the request succeeds, roll back if it raises, never half-written. It is
+opened and committed here, never by a route or a service (services `flush()`). Authentication reads through
+it too, so a request checks out one connection, and a read-only request ends with COMMIT (psycopg discards
+its prepared statements on ROLLBACK).
+
+When the commit happens matters. FastAPI 0.165 ends a `yield` dependency of the default scope
+("request") only after the response has been sent (`fastapi.routing.request_response` sends inside the
+request exit stack, after the function exit stack has closed). A commit there could fail after the
+client already holds a 2xx for work that never happened. So the commit is a `scope="function"`
+dependency: FastAPI runs its exit code after the route and the serialization of its answer, before a
+byte is sent; a commit that fails becomes the 500 problem instead (tests/api/test_request_session.py).
+
+The session itself is opened and finally closed by a request-scoped dependency under it, so a streamed
+answer can still read through it after the commit; whatever the stream read is ended, with COMMIT, once
+the response has been sent.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from pokna.runtime import Runtime
 
@@ -20,16 +39,32 @@ async def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def get_session(runtime: RuntimeDep) -> Iterator[Session]:
+async def _open_session(runtime: RuntimeDep) -> AsyncIterator[Session]:
+    """Making a session does no I/O (it connects on first use), so only a COMMIT or ROLLBACK that has a
+    transaction to end goes to the thread pool."""
     session = runtime.sessions()
     try:
         yield session
-        session.commit()
     except BaseException:
-        session.rollback()
+        if session.in_transaction():
+            await run_in_threadpool(session.rollback)
         raise
+    else:
+        if session.in_transaction():  # only a streamed answer reads after `_committed_session`
+            await run_in_threadpool(session.commit)
     finally:
-        session.close()
+        session.close()  # the transaction has ended either way: no I/O left
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+async def _committed_session(
+    session: Annotated[Session, Depends(_open_session)],
+) -> AsyncIterator[Session]:
+    """Commits before the response is sent. On an error it commits nothing and `_open_session` rolls back."""
+    yield session
+    if session.in_transaction():
+        await run_in_threadpool(session.commit)
+
+
+SessionDep = Annotated[Session, Depends(_committed_session, scope="function")]
+"""The request's one session. Every route and dependency takes it through this alias: FastAPI shares one
+value per request only between uses of the same dependency and scope."""

@@ -10,13 +10,12 @@ from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
 from pokna.api.clock import ClockDep
-from pokna.api.deps import RuntimeDep
+from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problems import problem_responses
 from pokna.api.schemas.common import NoNul
 from pokna.api.schemas.games import GameAction, GameCreate, GameEventOut, GameOut, TableCreate, TableOut
-from pokna.db.engine import unit_of_work
 from pokna.dealer import repository, tables
 from pokna.dealer import service as games
 from pokna.errors import InvalidRequest
@@ -57,10 +56,9 @@ GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_..
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]
 
 
-def _catch_up(runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> None:
+def _catch_up(session: Session, runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> None:
     """Deadlines apply lazily: whoever touches a game first after a deadline makes it happen."""
-    with unit_of_work(runtime.sessions) as session:
-        games.apply_due_timeouts(session, runtime.keys, clock, tenant_id, game_id)
+    games.apply_due_timeouts(session, runtime.keys, clock, tenant_id, game_id)
 
 
 @router.post(
@@ -94,10 +92,11 @@ def create_game(
     summary="The game: status, phase, favor, pot, seats and whose turn it is",
     responses=problem_responses(401, 404),
 )
-def get_game(game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep) -> dict[str, Any]:
-    _catch_up(runtime, clock, tenant_id, game_id)
-    with runtime.sessions() as session:
-        return games.read_game(session, tenant_id, game_id)
+def get_game(
+    game_id: GameId, session: SessionDep, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep
+) -> dict[str, Any]:
+    _catch_up(session, runtime, clock, tenant_id, game_id)
+    return games.read_game(session, tenant_id, game_id)
 
 
 @router.post(
@@ -136,16 +135,20 @@ def act(
     responses=problem_responses(401, 404, 422),
 )
 def game_events(
-    game_id: GameId, page: PageDep, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep
+    game_id: GameId,
+    page: PageDep,
+    session: SessionDep,
+    runtime: RuntimeDep,
+    tenant_id: TenantDep,
+    clock: ClockDep,
 ) -> dict[str, Any]:
-    _catch_up(runtime, clock, tenant_id, game_id)
+    _catch_up(session, runtime, clock, tenant_id, game_id)
     try:
         after = int(page.starting_after) if page.starting_after else 0
     except ValueError:
         raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
-    with runtime.sessions() as session:
-        repository.get_game(session, tenant_id, game_id)
-        rows = repository.event_page(session, game_id, after, page.limit + 1)
+    repository.get_game(session, tenant_id, game_id)
+    rows = repository.event_page(session, game_id, after, page.limit + 1)
     data = [
         {"seq": row.seq, "kind": row.kind, "data": row.payload, "occurred_at": row.occurred_at}
         for row in rows[: page.limit]
@@ -159,13 +162,14 @@ def game_events(
     summary="The signed proof once the game is over; before that, only the signed commitment",
     responses=problem_responses(401, 404),
 )
-def game_proof(game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep) -> dict[str, Any]:
-    _catch_up(runtime, clock, tenant_id, game_id)
-    with runtime.sessions() as session:
-        game = repository.get_game(session, tenant_id, game_id)
-        if game.proof is not None:
-            return game.proof
-        return {"game_id": game.id, "status": game.status, "revealed": False, "commitment": game.receipt}
+def game_proof(
+    game_id: GameId, session: SessionDep, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep
+) -> dict[str, Any]:
+    _catch_up(session, runtime, clock, tenant_id, game_id)
+    game = repository.get_game(session, tenant_id, game_id)
+    if game.proof is not None:
+        return game.proof
+    return {"game_id": game.id, "status": game.status, "revealed": False, "commitment": game.receipt}
 
 
 @router.post(
@@ -201,9 +205,8 @@ def create_table(
     summary="The table with its rounds and each seat's running total",
     responses=problem_responses(401, 404),
 )
-def get_table(table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep) -> dict[str, Any]:
-    with runtime.sessions() as session:
-        return tables.table_view(session, tenant_id, table_id)
+def get_table(table_id: TableId, session: SessionDep, tenant_id: TenantDep) -> dict[str, Any]:
+    return tables.table_view(session, tenant_id, table_id)
 
 
 @router.post(
