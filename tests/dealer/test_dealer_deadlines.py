@@ -30,11 +30,11 @@ from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.models.ledger import JournalTransaction
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
-from pokna.dealer.sweep import sweep
 from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
 from pokna.fairness.seed_vault import open_server_seed
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
+from pokna.sweep import sweep
 from support.game_play import FINAL, Api, Game, check_finished_game, new_tenant_key, random_policy, verify
 
 TIMEOUT = 60

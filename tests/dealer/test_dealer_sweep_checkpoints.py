@@ -8,11 +8,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
-from pokna.dealer.sweep import sweep
 from pokna.ledger import service as ledger
 from pokna.ledger.checkpoint import list_checkpoints
 from pokna.ledger.model import AccountKind
 from pokna.runtime import Runtime
+from pokna.sweep import sweep
 from pokna.tenants.service import create_tenant
 
 

@@ -1,11 +1,16 @@
-"""One unit of work against the configured database, for commands that read or write it."""
+"""How a command holds the configured database: one engine for the command's lifetime, and its work in
+`unit_of_work`, the same commit-or-roll-back block the sweep uses and the request session mirrors.
+
+Most commands are one unit of work (`command_session`); a command that needs several transactions (the
+sweep: one per game) takes the session factory (`command_sessions`) and opens each with `unit_of_work`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import make_engine, unit_of_work
 from pokna.settings import get_settings
@@ -13,10 +18,15 @@ from pokna.storage import make_sessionmaker
 
 
 @contextmanager
-def command_session() -> Iterator[Session]:
+def command_sessions() -> Iterator[sessionmaker[Session]]:
     engine = make_engine(get_settings().resolved_database_url)
     try:
-        with unit_of_work(make_sessionmaker(engine)) as session:
-            yield session
+        yield make_sessionmaker(engine)
     finally:
         engine.dispose()
+
+
+@contextmanager
+def command_session() -> Iterator[Session]:
+    with command_sessions() as sessions, unit_of_work(sessions) as session:
+        yield session

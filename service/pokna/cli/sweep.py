@@ -9,25 +9,21 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.db.engine import make_engine
+from pokna.cli.command_session import command_sessions
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
-from pokna.dealer.sweep import sweep as sweep_games
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
-from pokna.storage import make_sessionmaker
+from pokna.sweep import sweep as sweep_all
 
 
 @app.command()
 def sweep(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
     """Time out every passed turn, cancel games never started, purge old idempotency keys, sign moved ledger heads."""
     settings = get_settings()
-    engine = make_engine(settings.resolved_database_url)
-    try:
-        clock = Clock(now=utc_now(), open_game_ttl=timedelta(seconds=settings.open_game_ttl_seconds))
-        report = sweep_games(make_sessionmaker(engine), load_service_keys(settings), clock)
-    finally:
-        engine.dispose()
+    clock = Clock(now=utc_now(), open_game_ttl=timedelta(seconds=settings.open_game_ttl_seconds))
+    with command_sessions() as sessions:
+        report = sweep_all(sessions, load_service_keys(settings), clock)
     if as_json:
         typer.echo(json.dumps(vars(report)))
     else:

@@ -1,0 +1,46 @@
+"""Housekeeping for `pokna sweep`, across domains: the deadlines of abandoned games (what the next request
+touching a game would do lazily, done in bulk), expired idempotency records, and ledger checkpoints.
+
+It asks each domain through its public functions and runs no query of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.db.engine import unit_of_work
+from pokna.dealer.repository import due_game_ids
+from pokna.dealer.service import Clock, apply_due_timeouts
+from pokna.idempotency.service import purge_expired
+from pokna.ledger.checkpoint import checkpoint_moved_heads
+from pokna.service_keys import ServiceKeys
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    games: int
+    timeouts: int
+    idempotency_records_purged: int
+    checkpoints_taken: int
+
+
+def sweep(sessions: sessionmaker[Session], keys: ServiceKeys, clock: Clock, batch: int = 500) -> SweepReport:
+    """Each game in its own transaction, so one stuck game cannot hold back the rest."""
+    with unit_of_work(sessions) as session:
+        due = due_game_ids(session, clock.now, batch)
+    timeouts = 0
+    for tenant_id, game_id in due:
+        with unit_of_work(sessions) as session:
+            timeouts += apply_due_timeouts(session, keys, clock, tenant_id, game_id)
+    with unit_of_work(sessions) as session:
+        purged = purge_expired(session, clock.now)
+    with unit_of_work(sessions) as session:
+        checkpoints = checkpoint_moved_heads(session, keys.signing_key)
+    return SweepReport(
+        games=len(due),
+        timeouts=timeouts,
+        idempotency_records_purged=purged,
+        checkpoints_taken=checkpoints,
+    )
