@@ -1,4 +1,5 @@
-"""What one process holds for its lifetime: settings, the engine, the session factory and the keys.
+"""What one process holds for its lifetime: settings, the engine and which database it speaks (asked once),
+the session factory (which carries each domain's storage for that database) and the keys.
 
 Never game state: every request loads what it needs from the database, so any number of processes
 can serve one PostgreSQL.
@@ -11,6 +12,7 @@ from functools import cached_property
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.db.backend import Backend, backend_of
 from pokna.db.engine import make_engine
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
@@ -21,6 +23,7 @@ class Runtime:
     def __init__(self, settings: Settings, engine: Engine) -> None:
         self.settings = settings
         self.engine = engine
+        self.backend: Backend = backend_of(engine)
         self.sessions: sessionmaker[Session] = make_sessionmaker(engine)
 
     @classmethod

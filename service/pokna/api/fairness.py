@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from pokna.api.deps import RuntimeDep
+from pokna.fairness.keyring import KeyRing
 
 router = APIRouter(tags=["fairness"])
 
@@ -40,14 +40,19 @@ class KeyRingOut(BaseModel):
     )
     keys: list[PublishedKeyOut]
 
+    @classmethod
+    def of(cls, ring: KeyRing) -> KeyRingOut:
+        """The ring as `KeyRing.from_json` reads it back: the offline verifier takes this answer as is."""
+        return cls.model_validate(ring.to_json())
+
 
 @router.get(
     "/v1/fairness/keys",
     response_model=KeyRingOut,
     summary="Public keys that sign receipts, proofs and ledger checkpoints (current and retired)",
 )
-def fairness_keys(runtime: RuntimeDep) -> dict[str, Any]:
-    return runtime.keys.key_ring.to_json()
+def fairness_keys(runtime: RuntimeDep) -> KeyRingOut:
+    return KeyRingOut.of(runtime.keys.key_ring)
 
 
 def _static(name: str) -> str:

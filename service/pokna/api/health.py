@@ -3,12 +3,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from pokna.api.deps import RuntimeDep
+from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.problems import problem_response, problem_responses
-from pokna.db.migrate import current_revision, head_revision
+from pokna.db.migrate import head_revision, schema_revision
 
 router = APIRouter(tags=["health"])
 
@@ -34,11 +33,9 @@ def healthz() -> Health:
     summary="The database is reachable and its schema is at the head migration",
     responses=problem_responses(503),
 )
-def readyz(request: Request, runtime: RuntimeDep) -> Readiness | JSONResponse:
+def readyz(request: Request, runtime: RuntimeDep, session: SessionDep) -> Readiness | JSONResponse:
     try:
-        with runtime.engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        revision = current_revision(runtime.engine)
+        revision = schema_revision(session)
     except SQLAlchemyError as exc:
         return problem_response(
             request,
@@ -56,4 +53,4 @@ def readyz(request: Request, runtime: RuntimeDep) -> Readiness | JSONResponse:
             title="Schema out of date",
             detail=f"database schema is at {revision or 'nothing'}, the code needs {head}; run `pokna db upgrade`",
         )
-    return Readiness(status="ready", database=runtime.engine.dialect.name, schema_revision=revision)
+    return Readiness(status="ready", database=runtime.backend, schema_revision=revision)

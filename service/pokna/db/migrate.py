@@ -8,7 +8,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
 
@@ -36,9 +38,21 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 
 
-def current_revision(engine: Engine) -> str | None:
-    with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+def current_revision(bind: Engine | Connection) -> str | None:
+    if isinstance(bind, Engine):
+        with bind.connect() as connection:
+            return current_revision(connection)
+    return MigrationContext.configure(bind).get_current_revision()
+
+
+def schema_revision(session: Session) -> str | None:
+    """The revision seen through `session` (which proves the database answers). A database error rolls the
+    session back before it is raised, so that whoever opened the session can still end it cleanly."""
+    try:
+        return current_revision(session.connection())
+    except SQLAlchemyError:
+        session.rollback()
+        raise
 
 
 def is_at_head(engine: Engine) -> bool:
