@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.api.app import create_app
+from pokna.api.idempotency import IdempotencyDep
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.types import utc_now
+from pokna.runtime import Runtime
+from pokna.settings import Settings
 from support.api_checks import assert_problem, database_state
 from support.tenant_api import TenantApi, new_tenant
 
@@ -257,3 +264,36 @@ def test_an_expired_key_may_be_used_again(api: TenantApi, sessions: sessionmaker
     assert again.status_code == 201, again.text
     assert REPLAYED not in again.headers
     assert api.balance(wallet) == 12
+
+
+class _Receipt(BaseModel):
+    number: int
+    issued_at: datetime
+
+
+def test_a_typed_answer_is_sent_and_replayed_as_its_model_encodes(
+    settings: Settings, runtime: Runtime, sessions: sessionmaker[Session]
+) -> None:
+    issued: list[int] = []
+    router = APIRouter()
+
+    @router.post("/test/receipts", status_code=201, response_model=_Receipt)
+    def issue(idempotency: IdempotencyDep) -> JSONResponse:
+        def work(_session: Session) -> tuple[int, _Receipt]:
+            issued.append(len(issued) + 1)
+            return 201, _Receipt(number=issued[-1], issued_at=datetime(2024, 5, 4, tzinfo=UTC))
+
+        return idempotency.run(work)
+
+    app = create_app(settings, runtime)
+    app.include_router(router)
+    with TestClient(app) as client:
+        api = new_tenant(client, sessions)
+        first = api.post("/test/receipts", **_keyed("receipt-1"))
+        again = api.post("/test/receipts", **_keyed("receipt-1"))
+        unkeyed = api.post("/test/receipts")
+    assert first.status_code == 201, first.text
+    assert first.json() == {"number": 1, "issued_at": "2024-05-04T00:00:00Z"}
+    assert (again.status_code, again.json(), again.headers[REPLAYED]) == (201, first.json(), "true")
+    assert (unkeyed.status_code, unkeyed.json()["number"]) == (201, 2)
+    assert issued == [1, 2]
