@@ -1,4 +1,8 @@
-"""Engines and sessions. One engine per process; one session (unit of work) per request or command."""
+"""Engines and sessions. One engine per process; one session (unit of work) per request or command.
+
+`unit_of_work` is the one way to hold a session outside HTTP (commands, the sweep, tests); a request's
+session is the same idea as a FastAPI dependency (`pokna.api.deps.SessionDep`), which must also commit
+before the response is sent."""
 
 from __future__ import annotations
 
