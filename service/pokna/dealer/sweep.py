@@ -10,8 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.models.idempotency import IdempotencyRecord
-from pokna.dealer import repository
-from pokna.dealer.service import Clock, apply_due_timeouts
+from pokna.dealer.service import Clock, apply_due_timeouts, due_games
 from pokna.ledger.checkpoint import checkpoint_moved_heads
 from pokna.service_keys import ServiceKeys
 
@@ -27,7 +26,7 @@ class SweepReport:
 def sweep(sessions: sessionmaker[Session], keys: ServiceKeys, clock: Clock, batch: int = 500) -> SweepReport:
     """Each game in its own transaction, so one stuck game cannot hold back the rest."""
     with sessions() as session:
-        due = repository.due_game_ids(session, clock.now, batch)
+        due = due_games(session, clock.now, batch)
     timeouts = 0
     for tenant_id, game_id in due:
         with unit_of_work(sessions) as session:
