@@ -16,6 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.backend import Backend, backend_of
 from pokna.db.engine import make_engine
 from pokna.db.stores import STORES_KEY
+from pokna.dealer.store import GameStore
+from pokna.dealer.store_portable import PortableGameStore
+from pokna.dealer.store_postgres import PostgresGameStore
 
 __all__ = ["make_engine", "make_sessionmaker", "stores_for"]
 
@@ -24,9 +27,9 @@ def stores_for(backend: Backend) -> dict[type[Any], Any]:
     """Every domain's storage implementation for `backend`, keyed by the domain's interface."""
     match backend:
         case Backend.POSTGRESQL:
-            return {}
+            return {GameStore: PostgresGameStore()}
         case Backend.SQLITE:
-            return {}
+            return {GameStore: PortableGameStore()}
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.dealer.repository import due_game_ids
-from pokna.dealer.service import Clock, apply_due_timeouts
+from pokna.dealer.service import Clock, apply_due_timeouts, due_games
 from pokna.idempotency.service import purge_expired
 from pokna.ledger.checkpoint import checkpoint_moved_heads
 from pokna.service_keys import ServiceKeys
@@ -29,7 +28,7 @@ class SweepReport:
 def sweep(sessions: sessionmaker[Session], keys: ServiceKeys, clock: Clock, batch: int = 500) -> SweepReport:
     """Each game in its own transaction, so one stuck game cannot hold back the rest."""
     with unit_of_work(sessions) as session:
-        due = due_game_ids(session, clock.now, batch)
+        due = due_games(session, clock.now, batch)
     timeouts = 0
     for tenant_id, game_id in due:
         with unit_of_work(sessions) as session:

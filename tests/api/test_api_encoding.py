@@ -9,6 +9,7 @@ from typing import Any
 from fastapi.encoders import jsonable_encoder
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from pokna.api.encoding import json_ready
 
@@ -45,6 +46,23 @@ documents = st.recursive(
 @given(documents)
 def test_json_ready_matches_jsonable_encoder(document: Any) -> None:
     assert json_ready(document) == jsonable_encoder(document)
+
+
+class Answer(BaseModel):
+    at: datetime
+    document: Any
+    items: list[dict[str, Any]]
+
+
+@given(
+    st.datetimes(timezones=st.just(UTC)), documents, st.lists(st.dictionaries(keys, documents), max_size=3)
+)
+def test_a_pydantic_answer_is_encoded_as_jsonable_encoder_does(
+    at: datetime, document: Any, items: list[dict[str, Any]]
+) -> None:
+    answer = Answer(at=at, document=document, items=items)
+    assert json_ready(answer) == jsonable_encoder(answer)
+    assert json_ready({"answers": [answer]}) == jsonable_encoder({"answers": [answer]})
 
 
 def test_datetimes_become_iso_text() -> None:

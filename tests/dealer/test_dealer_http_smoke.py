@@ -57,3 +57,46 @@ def test_an_action_after_the_end_is_a_409_problem_carrying_the_game(
     assert body["code"] == "game_over"
     assert body["game"]["status"] == "cancelled"
     assert body["game"]["ended_at"] is not None
+
+
+def test_what_a_write_answers_is_what_a_read_then_reads(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """Every answer is built once, as the documented model: a POST's body is byte for byte the GET's, its
+    timestamps included (RFC 3339 in UTC, `Z`)."""
+    api = new_tenant(client, sessions)
+    vigo, player = api.wallet(10), api.wallet(10)
+    created = api.post("/v1/games", {"vigo_account_id": vigo, "player_account_ids": [player], "stake": 1})
+    assert created.status_code == 201, created.text
+    game_id = created.json()["id"]
+    assert created.json() == api.get(f"/v1/games/{game_id}").json()
+    assert created.json()["created_at"].endswith("Z")
+    assert created.json()["turn"]["deadline_at"].endswith("Z")
+    seeded = api.post(
+        f"/v1/games/{game_id}/actions",
+        {"type": "set_client_seed", "account_id": player, "client_seed": "r2-d2"},
+    )
+    assert seeded.status_code == 200, seeded.text
+    assert seeded.json() == api.get(f"/v1/games/{game_id}").json()
+    assert api.get(f"/v1/games/{game_id}/proof").json() == {
+        "game_id": game_id,
+        "status": "open",
+        "revealed": False,
+        "commitment": created.json()["fairness"]["commitment"],
+    }
+
+    table = api.post("/v1/tables", {"account_ids": [vigo, player], "stake": 1})
+    assert table.status_code == 201, table.text
+    assert table.json() == api.get(f"/v1/tables/{table.json()['id']}").json()
+    dealt = api.post(f"/v1/tables/{table.json()['id']}/rounds")
+    assert dealt.status_code == 201, dealt.text
+    assert dealt.json() == api.get(f"/v1/games/{dealt.json()['id']}").json()
+    assert api.get(f"/v1/tables/{table.json()['id']}").json()["rounds"] == [
+        {
+            "round_number": 1,
+            "game_id": dealt.json()["id"],
+            "status": "open",
+            "vigo_account_id": vigo,
+            "outcome": None,
+        }
+    ]

@@ -1,4 +1,7 @@
-"""Games and tables over REST. Thin: parse, call the game service, shape the answer."""
+"""Games and tables over REST. Thin: parse, call the dealer's service, answer what it returns.
+
+Reads get the request's session (SessionDep), writes theirs from `idempotency.run`; either commits once
+the service is done. Every answer is the dealer's documented model (pokna.dealer.schemas)."""
 
 from __future__ import annotations
 
@@ -15,11 +18,16 @@ from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problems import problem_responses
 from pokna.api.schemas.common import NoNul
-from pokna.api.schemas.games import GameAction, GameCreate, GameEventOut, GameOut, TableCreate, TableOut
-from pokna.dealer import repository, tables
-from pokna.dealer import service as games
-from pokna.errors import InvalidRequest
-from pokna.runtime import Runtime
+from pokna.api.schemas.games import (
+    GameAction,
+    GameCreate,
+    GameEventOut,
+    GameOut,
+    GameProofOut,
+    TableCreate,
+    TableOut,
+)
+from pokna.dealer import service as dealer
 
 router = APIRouter(prefix="/v1", tags=["games"])
 
@@ -55,10 +63,8 @@ ACTION_EXAMPLES: dict[str, Any] = {
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]
 
-
-def _catch_up(session: Session, runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> None:
-    """Deadlines apply lazily: whoever touches a game first after a deadline makes it happen."""
-    games.apply_due_timeouts(session, runtime.keys, clock, tenant_id, game_id)
+# Deadlines apply lazily: whoever touches a game first after a deadline makes it happen. The dealer's
+# read and act functions do so themselves, in the request's transaction.
 
 
 @router.post(
@@ -71,7 +77,7 @@ def _catch_up(session: Session, runtime: Runtime, clock: games.Clock, tenant_id:
 def create_game(
     body: GameCreate, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
 ) -> JSONResponse:
-    terms = games.NewGame(
+    terms = dealer.NewGame(
         vigo_account_id=body.vigo_account_id,
         player_account_ids=body.player_account_ids,
         stake=body.stake,
@@ -80,8 +86,8 @@ def create_game(
         turn_timeout_seconds=body.turn_timeout_seconds,
     )
 
-    def work(session: Session) -> tuple[int, Any]:
-        return 201, games.create_game(session, runtime.keys, clock, tenant_id, terms)
+    def work(session: Session) -> tuple[int, GameOut]:
+        return 201, dealer.create_game(session, runtime.keys, clock, tenant_id, terms)
 
     return idempotency.run(work)
 
@@ -93,10 +99,9 @@ def create_game(
     responses=problem_responses(401, 404),
 )
 def get_game(
-    game_id: GameId, session: SessionDep, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep
-) -> dict[str, Any]:
-    _catch_up(session, runtime, clock, tenant_id, game_id)
-    return games.read_game(session, tenant_id, game_id)
+    game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
+) -> GameOut:
+    return dealer.read_game(session, runtime.keys, clock, tenant_id, game_id)
 
 
 @router.post(
@@ -113,8 +118,7 @@ def act(
     clock: ClockDep,
     idempotency: IdempotencyDep,
 ) -> JSONResponse:
-    # Passed deadlines are applied inside `act`, under the game's lock, before the action itself.
-    request = games.PlayerAction(
+    request = dealer.PlayerAction(
         type=action.type,
         account_id=action.account_id,
         choice=getattr(action, "choice", None),
@@ -122,8 +126,8 @@ def act(
         expected_version=action.expected_version,
     )
 
-    def work(session: Session) -> tuple[int, Any]:
-        return 200, games.act(session, runtime.keys, clock, tenant_id, game_id, request)
+    def work(session: Session) -> tuple[int, GameOut]:
+        return 200, dealer.act(session, runtime.keys, clock, tenant_id, game_id, request)
 
     return idempotency.run(work)
 
@@ -137,39 +141,32 @@ def act(
 def game_events(
     game_id: GameId,
     page: PageDep,
-    session: SessionDep,
     runtime: RuntimeDep,
     tenant_id: TenantDep,
     clock: ClockDep,
-) -> dict[str, Any]:
-    _catch_up(session, runtime, clock, tenant_id, game_id)
-    try:
-        after = int(page.starting_after) if page.starting_after else 0
-    except ValueError:
-        raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
-    repository.get_game(session, tenant_id, game_id)
-    rows = repository.event_page(session, game_id, after, page.limit + 1)
-    data = [
-        {"seq": row.seq, "kind": row.kind, "data": row.payload, "occurred_at": row.occurred_at}
-        for row in rows[: page.limit]
-    ]
-    has_more = len(rows) > page.limit
-    return {"data": data, "has_more": has_more, "next_cursor": str(data[-1]["seq"]) if has_more else None}
+    session: SessionDep,
+) -> Page[GameEventOut]:
+    return dealer.game_events(
+        session,
+        runtime.keys,
+        clock,
+        tenant_id,
+        game_id,
+        limit=page.limit,
+        starting_after=page.starting_after,
+    )
 
 
 @router.get(
     "/games/{game_id}/proof",
+    response_model=GameProofOut,
     summary="The signed proof once the game is over; before that, only the signed commitment",
     responses=problem_responses(401, 404),
 )
 def game_proof(
-    game_id: GameId, session: SessionDep, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep
-) -> dict[str, Any]:
-    _catch_up(session, runtime, clock, tenant_id, game_id)
-    game = repository.get_game(session, tenant_id, game_id)
-    if game.proof is not None:
-        return game.proof
-    return {"game_id": game.id, "status": game.status, "revealed": False, "commitment": game.receipt}
+    game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
+) -> GameProofOut:
+    return dealer.game_proof(session, runtime.keys, clock, tenant_id, game_id)
 
 
 @router.post(
@@ -181,9 +178,9 @@ def game_proof(
     responses=problem_responses(401, 422),
 )
 def create_table(
-    body: TableCreate, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
+    body: TableCreate, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
 ) -> JSONResponse:
-    terms = tables.NewTable(
+    terms = dealer.NewTable(
         account_ids=body.account_ids,
         stake=body.stake,
         challenge_raise=body.challenge_raise,
@@ -191,9 +188,8 @@ def create_table(
         turn_timeout_seconds=body.turn_timeout_seconds,
     )
 
-    def work(session: Session) -> tuple[int, Any]:
-        table = tables.create_table(session, tenant_id, terms, clock)
-        return 201, tables.table_view(session, tenant_id, table.id)
+    def work(session: Session) -> tuple[int, TableOut]:
+        return 201, dealer.create_table(session, tenant_id, terms, clock)
 
     return idempotency.run(work)
 
@@ -205,8 +201,8 @@ def create_table(
     summary="The table with its rounds and each seat's running total",
     responses=problem_responses(401, 404),
 )
-def get_table(table_id: TableId, session: SessionDep, tenant_id: TenantDep) -> dict[str, Any]:
-    return tables.table_view(session, tenant_id, table_id)
+def get_table(table_id: TableId, tenant_id: TenantDep, session: SessionDep) -> TableOut:
+    return dealer.read_table(session, tenant_id, table_id)
 
 
 @router.post(
@@ -220,7 +216,7 @@ def get_table(table_id: TableId, session: SessionDep, tenant_id: TenantDep) -> d
 def deal_round(
     table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
 ) -> JSONResponse:
-    def work(session: Session) -> tuple[int, Any]:
-        return 201, tables.deal_round(session, runtime.keys, clock, tenant_id, table_id)
+    def work(session: Session) -> tuple[int, GameOut]:
+        return 201, dealer.deal_round(session, runtime.keys, clock, tenant_id, table_id)
 
     return idempotency.run(work)

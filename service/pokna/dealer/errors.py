@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from pokna.dealer.schemas import GameOut
 from pokna.errors import Conflict, PoknaError
 from pokna.game import GameError
 
@@ -16,7 +15,7 @@ class ActionRefused(PoknaError):
     status = 409
     title = "Action refused by the rules"
 
-    def __init__(self, error: GameError, game: dict[str, Any]) -> None:
+    def __init__(self, error: GameError, game: GameOut) -> None:
         super().__init__(error.message, **{**error.details, "game": game})
         self.code = error.code
         self.status = 422 if error.code in _UNPROCESSABLE else 409

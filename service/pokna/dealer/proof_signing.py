@@ -7,8 +7,14 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pokna.dealer import repository
-from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.records import (
+    ACTION_EVENT,
+    MONEY_EVENT,
+    EventRecord,
+    GameRecord,
+    RollRecord,
+    SeatRecord,
+)
 from pokna.fairness.proof import (
     RecordedRoll,
     RollPurpose,
@@ -60,14 +66,14 @@ def sign_proof(
             )
             for roll in rolls
         ],
-        actions=[event.payload for event in events if event.kind == repository.ACTION_EVENT],
+        actions=[event.payload for event in events if event.kind == ACTION_EVENT],
         outcome=outcome_to_json(state.outcome),
         transfers=[
             TransferRecord(
                 event.payload["kind"], event.payload["payer"], event.payload["payee"], event.payload["amount"]
             )
             for event in events
-            if event.kind == repository.MONEY_EVENT
+            if event.kind == MONEY_EVENT
         ],
         private_key=signing_key,
     )

@@ -2,13 +2,13 @@
 
 An action is one short critical section under the game's row lock, so the shell stays thin: the ORM's
 identity map and change tracking cost more than the rules step itself. The service changes a
-GameRecord in place and `repository.save_step` writes its mutable columns back, with the step's events
-and rolls (one statement on PostgreSQL).
+GameRecord in place and the game store's `save_step` (pokna.dealer.store) writes its mutable columns
+back, with the step's events and rolls (one statement on PostgreSQL).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +40,8 @@ class GameRecord:
     ended_at: datetime | None
 
 
+GAME_COLUMNS = tuple(field.name for field in fields(GameRecord))
+
 # What an action may change; the rest of the row is fixed when the game is created.
 MUTABLE_GAME_COLUMNS = (
     "status",
@@ -61,6 +63,11 @@ class SeatRecord:
     account_id: str
     client_seed: str | None
     client_seed_source: str | None
+
+
+# The event kinds a proof is built from: each action as it was decided, and each money move it made.
+ACTION_EVENT = "action"
+MONEY_EVENT = "money_moved"
 
 
 @dataclass(frozen=True, slots=True)

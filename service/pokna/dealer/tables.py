@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import GameTable
 from pokna.db.types import new_id
-from pokna.dealer import repository
+from pokna.dealer.creating import NewGame, check_seating, create_game
+from pokna.dealer.deadlines import Clock, apply_due_timeouts
 from pokna.dealer.errors import RoundInProgress
-from pokna.dealer.service import Clock, NewGame, apply_due_timeouts, check_seating, create_game
+from pokna.dealer.schemas import GameOut, TableOut, TableRoundOut, TableTotalOut
+from pokna.dealer.store import game_store
 from pokna.game import round_seating, state_from_dict
 from pokna.service_keys import ServiceKeys
 
@@ -25,7 +26,7 @@ class NewTable:
     turn_timeout_seconds: int = 60
 
 
-def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock) -> GameTable:
+def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock) -> TableOut:
     fields = [f"body.account_ids.{index}" for index in range(len(terms.account_ids))]
     check_seating(session, tenant_id, list(terms.account_ids), terms.currency, fields)
     table = GameTable(
@@ -39,24 +40,26 @@ def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock
         rounds_played=0,
         created_at=clock.now,
     )
-    session.add(table)
-    session.flush()
-    return table
+    game_store(session).insert_table(session, table)
+    return _table_out(session, table)
 
 
-def deal_round(
-    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, table_id: str
-) -> dict[str, Any]:
-    """The next round's game (game_view), with the Vigo title passed clockwise. One round at a time."""
-    table = repository.get_table(session, tenant_id, table_id, for_update=True)
-    rounds = repository.games_of_table(session, table.id)
+def read_table(session: Session, tenant_id: str, table_id: str) -> TableOut:
+    return _table_out(session, game_store(session).get_table(session, tenant_id, table_id))
+
+
+def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, table_id: str) -> GameOut:
+    """The next round's game, with the Vigo title passed clockwise. One round at a time."""
+    store = game_store(session)
+    table = store.get_table(session, tenant_id, table_id, for_update=True)
+    rounds = store.games_of_table(session, table.id)
     # Whoever touches a game after its deadline applies it, dealing the next round included.
     if (
         rounds
         and rounds[-1].status in ("open", "in_progress")
         and apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id)
     ):
-        rounds[-1] = repository.get_game(session, tenant_id, rounds[-1].id)
+        rounds[-1] = store.get_game(session, tenant_id, rounds[-1].id)
     if rounds and rounds[-1].status in ("open", "in_progress"):
         raise RoundInProgress(f"round {rounds[-1].round_number} ({rounds[-1].id}) has not ended")
     game = create_game(
@@ -69,7 +72,7 @@ def deal_round(
         round_number=table.rounds_played + 1,
     )
     table.rounds_played += 1
-    session.flush()
+    store.save_table(session, table)
     return game
 
 
@@ -85,36 +88,37 @@ def _new_game_for_round(table: GameTable, round_index: int) -> NewGame:
     )
 
 
-def table_view(session: Session, tenant_id: str, table_id: str) -> dict[str, Any]:
-    table = repository.get_table(session, tenant_id, table_id)
+def _table_out(session: Session, table: GameTable) -> TableOut:
+    """The table with every round so far and each seat's running total (paid out minus paid in)."""
+    store = game_store(session)
     totals = dict.fromkeys(table.account_ids, 0)
     rounds = []
-    games = repository.games_of_table(session, table.id)
-    seats_of = repository.seats_of_games(session, [game.id for game in games])
+    games = store.games_of_table(session, table.id)
+    seats_of = store.seats_of_games(session, [game.id for game in games])
     for game in games:
         state = state_from_dict(game.state)
         seats = seats_of[game.id]
         for seat in seats:
             totals[seat.account_id] += state.paid_out[seat.seat] - state.paid_in[seat.seat]
         rounds.append(
-            {
-                "round_number": game.round_number,
-                "game_id": game.id,
-                "status": game.status,
-                "vigo_account_id": seats[0].account_id,
-                "outcome": state.outcome.reason.value if state.outcome else None,
-            }
+            TableRoundOut(
+                round_number=game.round_number,
+                game_id=game.id,
+                status=game.status,
+                vigo_account_id=seats[0].account_id,
+                outcome=state.outcome.reason.value if state.outcome else None,
+            )
         )
-    return {
-        "id": table.id,
-        "object": "table",
-        "account_ids": table.account_ids,
-        "stake": table.stake,
-        "challenge_raise": table.challenge_raise,
-        "currency": table.currency,
-        "turn_timeout_seconds": table.turn_timeout_seconds,
-        "rounds_played": table.rounds_played,
-        "rounds": rounds,
-        "totals": [{"account_id": account, "net": net} for account, net in totals.items()],
-        "created_at": table.created_at,
-    }
+    return TableOut(
+        id=table.id,
+        object="table",
+        account_ids=table.account_ids,
+        stake=table.stake,
+        challenge_raise=table.challenge_raise,
+        currency=table.currency,
+        turn_timeout_seconds=table.turn_timeout_seconds,
+        rounds_played=table.rounds_played,
+        rounds=rounds,
+        totals=[TableTotalOut(account_id=account, net=net) for account, net in totals.items()],
+        created_at=table.created_at,
+    )

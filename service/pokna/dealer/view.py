@@ -1,11 +1,23 @@
-"""The game as a client sees it: enough to render the table without knowing the rules."""
+"""The game as a client sees it: enough to render the table without knowing the rules. Built once, as
+the documented answer (pokna.dealer.schemas), from the records the store returned."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
+from pokna.dealer.schemas import (
+    FairnessOut,
+    GameEventOut,
+    GameOut,
+    GameProofOut,
+    OutcomeOut,
+    PayoutOut,
+    ProofPendingOut,
+    SeatOut,
+    SignedProofOut,
+    TurnOut,
+)
 from pokna.fairness.proof_replay import outcome_to_json
 from pokna.fairness.protocol import PROTOCOL
 from pokna.game import VIGO_SEAT, GameState, Phase, state_from_dict, turn
@@ -23,7 +35,7 @@ def status_of(state: GameState) -> str:
     return "in_progress"
 
 
-def game_view(game: GameRecord, seats: Sequence[SeatRecord]) -> dict[str, Any]:
+def game_out(game: GameRecord, seats: Sequence[SeatRecord]) -> GameOut:
     state = state_from_dict(game.state)
     account_of = {seat.seat: seat.account_id for seat in seats}
     now = turn(state)
@@ -32,58 +44,74 @@ def game_view(game: GameRecord, seats: Sequence[SeatRecord]) -> dict[str, Any]:
         allowed.insert(0, SET_CLIENT_SEED)
     outcome = None
     if state.is_over:
-        outcome = outcome_to_json(state.outcome)
-        for payout in outcome["payouts"]:
-            payout["account_id"] = account_of[payout["seat"]]
-    return {
-        "id": game.id,
-        "object": "game",
-        "status": game.status,
-        "phase": state.phase.value,
-        "table_id": game.table_id,
-        "round_number": game.round_number,
-        "currency": game.currency,
-        "stake": game.stake,
-        "challenge_raise": game.challenge_raise,
-        "turn_timeout_seconds": game.turn_timeout_seconds,
-        "pot": state.pot,
-        "pot_account_id": game.pot_account_id,
-        "favor": state.favor.value if state.favor else None,
-        "pass_number": state.pass_number,
-        "seats": [
-            {
-                "seat": seat.seat,
-                "account_id": seat.account_id,
-                "role": "vigo" if seat.seat == VIGO_SEAT else "player",
-                "status": state.statuses[seat.seat].value,
-                "voted": state.voted(seat.seat),
-                "paid_in": state.paid_in[seat.seat],
-                "paid_out": state.paid_out[seat.seat],
-                "client_seed": seat.client_seed,
-                "client_seed_source": seat.client_seed_source,
-            }
+        settled = outcome_to_json(state.outcome)
+        outcome = OutcomeOut(
+            reason=settled["reason"],
+            payouts=[
+                PayoutOut(seat=payout["seat"], account_id=account_of[payout["seat"]], amount=payout["amount"])
+                for payout in settled["payouts"]
+            ],
+        )
+    return GameOut(
+        id=game.id,
+        object="game",
+        status=game.status,
+        phase=state.phase.value,
+        table_id=game.table_id,
+        round_number=game.round_number,
+        currency=game.currency,
+        stake=game.stake,
+        challenge_raise=game.challenge_raise,
+        turn_timeout_seconds=game.turn_timeout_seconds,
+        pot=state.pot,
+        pot_account_id=game.pot_account_id,
+        favor=state.favor.value if state.favor else None,
+        pass_number=state.pass_number,
+        seats=[
+            SeatOut(
+                seat=seat.seat,
+                account_id=seat.account_id,
+                role="vigo" if seat.seat == VIGO_SEAT else "player",
+                status=state.statuses[seat.seat].value,
+                voted=state.voted(seat.seat),
+                paid_in=state.paid_in[seat.seat],
+                paid_out=state.paid_out[seat.seat],
+                client_seed=seat.client_seed,
+                client_seed_source=seat.client_seed_source,
+            )
             for seat in seats
         ],
-        "turn": None
+        turn=None
         if state.is_over
-        else {
-            "seats": list(now.seats),
-            "account_ids": [account_of[seat] for seat in now.seats],
-            "allowed_actions": allowed,
-            "default_action": now.default_action,
-            "deadline_at": game.turn_deadline_at,
-        },
-        "outcome": outcome,
-        "fairness": {
-            "protocol": PROTOCOL,
-            "server_seed_hash": game.server_seed_hash,
-            "client_seed": game.game_client_seed,
-            "server_seed": game.revealed_server_seed,
-            "next_nonce": state.next_nonce,
-            "commitment": game.receipt,
-        },
-        "version": game.version,
-        "created_at": game.created_at,
-        "started_at": game.started_at,
-        "ended_at": game.ended_at,
-    }
+        else TurnOut(
+            seats=list(now.seats),
+            account_ids=[account_of[seat] for seat in now.seats],
+            allowed_actions=allowed,
+            default_action=now.default_action,
+            deadline_at=game.turn_deadline_at,
+        ),
+        outcome=outcome,
+        fairness=FairnessOut(
+            protocol=PROTOCOL,
+            server_seed_hash=game.server_seed_hash,
+            client_seed=game.game_client_seed,
+            server_seed=game.revealed_server_seed,
+            next_nonce=state.next_nonce,
+            commitment=game.receipt,
+        ),
+        version=game.version,
+        created_at=game.created_at,
+        started_at=game.started_at,
+        ended_at=game.ended_at,
+    )
+
+
+def event_out(event: EventRecord) -> GameEventOut:
+    return GameEventOut(seq=event.seq, kind=event.kind, data=event.payload, occurred_at=event.occurred_at)
+
+
+def proof_out(game: GameRecord) -> GameProofOut:
+    """The signed proof once the game is over; before that, only the signed commitment."""
+    if game.proof is not None:
+        return SignedProofOut.model_validate(game.proof)
+    return ProofPendingOut(game_id=game.id, status=game.status, revealed=False, commitment=game.receipt)

@@ -1,13 +1,56 @@
-"""Request and response shapes of the games API. Fields may be added, never removed."""
+"""Request shapes of the games API. Fields may be added, never removed.
+
+The answers are the dealer's own (pokna.dealer.schemas): its services build them, so they are declared
+next to the code that fills them in, and imported here for the routes."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from pokna.api.schemas.common import AccountId, Amount, Currency
+from pokna.dealer.schemas import (
+    FairnessOut,
+    GameEventOut,
+    GameOut,
+    GameProofOut,
+    OutcomeOut,
+    PayoutOut,
+    ProofPendingOut,
+    SeatOut,
+    SignedProofOut,
+    TableOut,
+    TableRoundOut,
+    TableTotalOut,
+    TurnOut,
+)
+
+__all__ = [
+    "CancelAction",
+    "ChallengeAction",
+    "ClaimAction",
+    "FairnessOut",
+    "GameAction",
+    "GameCreate",
+    "GameEventOut",
+    "GameOut",
+    "GameProofOut",
+    "OutcomeOut",
+    "PayoutOut",
+    "ProofPendingOut",
+    "RollAction",
+    "SeatOut",
+    "SetClientSeed",
+    "SignedProofOut",
+    "Start",
+    "TableCreate",
+    "TableOut",
+    "TableRoundOut",
+    "TableTotalOut",
+    "TurnOut",
+    "VoteAction",
+]
 
 ClientSeed = Annotated[
     str,
@@ -105,82 +148,6 @@ GameAction = Annotated[
 ]
 
 
-class SeatOut(BaseModel):
-    seat: int
-    account_id: str
-    role: Literal["vigo", "player"]
-    status: Literal["vigo", "in_favor", "eliminated"]
-    voted: bool
-    paid_in: int
-    paid_out: int
-    client_seed: str | None
-    client_seed_source: Literal["player", "server"] | None
-
-
-class TurnOut(BaseModel):
-    seats: list[int] = Field(description="Seats that must act now (several while votes are awaited).")
-    account_ids: list[str]
-    allowed_actions: list[str] = Field(description="Action `type`s accepted now.")
-    default_action: str | None = Field(
-        description="What happens at the deadline: cancel, roll, claim or split."
-    )
-    deadline_at: datetime | None
-
-
-class PayoutOut(BaseModel):
-    seat: int
-    account_id: str
-    amount: int
-
-
-class OutcomeOut(BaseModel):
-    reason: str = Field(
-        description="no_survivors, claimed, challenge_won, challenge_lost, split, vigo_bust or cancelled."
-    )
-    payouts: list[PayoutOut]
-
-
-class FairnessOut(BaseModel):
-    protocol: str
-    server_seed_hash: str = Field(description="The commitment, published before any client seed or roll.")
-    client_seed: str | None = Field(description="The game client seed, fixed at the start.")
-    server_seed: str | None = Field(description="Revealed once the game has settled or been cancelled.")
-    next_nonce: int
-    commitment: dict[str, Any] = Field(description="The signed commitment receipt.")
-
-
-class GameOut(BaseModel):
-    id: str
-    object: Literal["game"]
-    status: Literal["open", "in_progress", "settled", "cancelled"]
-    phase: str
-    table_id: str | None
-    round_number: int | None
-    currency: str
-    stake: int
-    challenge_raise: int
-    turn_timeout_seconds: int
-    pot: int
-    pot_account_id: str
-    favor: Literal["red", "blue"] | None
-    pass_number: int
-    seats: list[SeatOut]
-    turn: TurnOut | None
-    outcome: OutcomeOut | None
-    fairness: FairnessOut
-    version: int
-    created_at: datetime
-    started_at: datetime | None
-    ended_at: datetime | None
-
-
-class GameEventOut(BaseModel):
-    seq: int
-    kind: str
-    data: dict[str, Any]
-    occurred_at: datetime
-
-
 class TableCreate(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -194,30 +161,3 @@ class TableCreate(BaseModel):
     challenge_raise: Amount | None = None
     currency: Currency = "CREDIT"
     turn_timeout_seconds: int = Field(default=60, ge=5, le=86_400)
-
-
-class TableRoundOut(BaseModel):
-    round_number: int | None
-    game_id: str
-    status: str
-    vigo_account_id: str
-    outcome: str | None
-
-
-class TableTotalOut(BaseModel):
-    account_id: str
-    net: int = Field(description="Paid out minus paid in over all rounds, minor units.")
-
-
-class TableOut(BaseModel):
-    id: str
-    object: Literal["table"]
-    account_ids: list[str]
-    stake: int
-    challenge_raise: int
-    currency: str
-    turn_timeout_seconds: int
-    rounds_played: int
-    rounds: list[TableRoundOut]
-    totals: list[TableTotalOut]
-    created_at: datetime

@@ -1,13 +1,13 @@
-"""Reading and deciding under the game's lock: the one-statement lock-and-read gives exactly what the
-plain reads give, even when the seats changed while it waited for the lock; and a step decided on
-balances that changed before it could post is decided again on the balances the ledger holds."""
+"""The game store and deciding under the game's lock: each database gets its store; the one-statement
+lock-and-read gives exactly what the plain reads give, even when the seats changed while it waited for
+the lock; and a step decided on balances that changed before it could post is decided again on the
+balances the ledger holds."""
 
 from __future__ import annotations
 
 import json
 import threading
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -15,9 +15,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import JournalTransaction
-from pokna.dealer import repository, repository_pg
 from pokna.dealer import service as games
+from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
+from pokna.dealer.schemas import GameOut
+from pokna.dealer.store import game_store
+from pokna.dealer.store_portable import PortableGameStore
+from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.ledger import deposit, open_account, withdraw
 from pokna.runtime import Runtime
 from pokna.tenants.service import create_tenant
@@ -39,7 +43,52 @@ def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> tuple[str, s
         view = games.create_game(
             session, runtime.keys, CLOCK, tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5)
         )
-    return tenant_id, view["id"], wallets
+    return tenant_id, view.id, wallets
+
+
+def test_each_database_gets_its_game_store(sessions: sessionmaker[Session], backend: str) -> None:
+    expected = PostgresGameStore if backend == "postgresql" else PortableGameStore
+    with sessions() as session:
+        assert type(game_store(session)) is expected
+
+
+def _play_to_the_end(
+    sessions: sessionmaker[Session], runtime: Runtime, tenant_id: str, game_id: str
+) -> GameOut:
+    """Start, roll, split, claim: the shortest way to the end, through the service."""
+    with sessions() as session:
+        game = games.read_game(session, runtime.keys, CLOCK, tenant_id, game_id)
+    while game.turn is not None:
+        account, allowed = game.turn.account_ids[0], game.turn.allowed_actions
+        if "start" in allowed:
+            request = games.PlayerAction(type="start", account_id=account)
+        elif "vote" in allowed:
+            request = games.PlayerAction(type="vote", account_id=account, choice="split")
+        elif "claim" in allowed:
+            request = games.PlayerAction(type="claim", account_id=account)
+        else:
+            request = games.PlayerAction(type="roll", account_id=account)
+        with unit_of_work(sessions) as session:
+            game = games.act(session, runtime.keys, CLOCK, tenant_id, game_id, request)
+    return game
+
+
+@pytest.mark.postgres_only
+def test_the_proofs_one_query_reads_what_the_plain_queries_do(
+    sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    tenant_id, game_id, wallets = _new_game(sessions, runtime)
+    with unit_of_work(sessions) as session:
+        deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
+    assert _play_to_the_end(sessions, runtime, tenant_id, game_id).status == "settled"
+    with sessions() as session:
+        events, rolls = PostgresGameStore().recorded_for_proof(session, game_id)
+        assert (events, rolls) == PortableGameStore().recorded_for_proof(session, game_id)
+    assert events[0].kind == "action"
+    assert {event.kind for event in events} == {"action", "money_moved"}
+    assert [roll.nonce for roll in rolls] == list(range(len(rolls)))
+    assert rolls
+    assert all(roll.rolled_at.tzinfo is not None for roll in rolls)
 
 
 def test_lock_game_and_seats_reads_what_the_plain_reads_do(
@@ -52,10 +101,11 @@ def test_lock_game_and_seats_reads_what_the_plain_reads_do(
             games.PlayerAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
         )  # fmt: skip
     with unit_of_work(sessions) as session:
-        game, seats, balances = repository.lock_game_and_seats(session, tenant_id, game_id)
+        game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
+    plain = PortableGameStore()
     with sessions() as session:
-        assert game == repository.get_game(session, tenant_id, game_id)
-        assert (seats, balances) == repository.seats_and_balances(session, game_id)
+        assert game == plain.get_game(session, tenant_id, game_id)
+        assert (seats, balances) == plain.seats_and_balances(session, tenant_id, game_id)
     assert [seat.account_id for seat in seats] == wallets
     assert seats[1].client_seed == "jabba"
     assert seats[1].client_seed_source == "player"
@@ -67,7 +117,7 @@ def test_lock_game_and_seats_of_another_tenant_is_not_found(
 ) -> None:
     _, game_id, _ = _new_game(sessions, runtime)
     with sessions() as session, pytest.raises(Exception, match="no game"):
-        repository.lock_game_and_seats(session, "ten_other", game_id)
+        game_store(session).lock_game_and_seats(session, "ten_other", game_id)
 
 
 @pytest.mark.postgres_only
@@ -90,7 +140,7 @@ def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     def wait_for_the_lock() -> None:
         with unit_of_work(sessions) as session:
             waiter_started.set()
-            _, seats, _ = repository.lock_game_and_seats(session, tenant_id, game_id)
+            _, seats, _ = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
             seen.append(seats[2].client_seed)
 
     waiter = threading.Thread(target=wait_for_the_lock)
@@ -116,7 +166,7 @@ def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
         deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
     withdrawal = sessions()
     withdraw(withdrawal, tenant_id=tenant_id, account_id=wallets[1], amount=5)  # holds the ledger's locks
-    outcome: list[BaseException | dict[str, Any]] = []
+    outcome: list[BaseException | GameOut] = []
 
     def start() -> None:
         action = games.PlayerAction(type="start", account_id=wallets[0])
@@ -138,7 +188,7 @@ def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
     assert isinstance(refusal, ActionRefused)
     assert refusal.code == "cannot_pay"
     with sessions() as session:
-        game, _, balances = repository.lock_game_and_seats(session, tenant_id, game_id)
+        game, _, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
         assert game.status == "open"
         assert balances == {wallets[0]: 50, wallets[1]: 2, wallets[2]: 5}
         assert session.scalar(select(func.count()).where(JournalTransaction.reference == game_id)) == 0
@@ -154,6 +204,6 @@ def test_a_game_row_with_a_nul_is_refused_before_postgresql_sees_it(text: str, r
     rows = [{"payload": {"note": text}}]
     if refused:
         with pytest.raises(ValueError, match="NUL"):
-            repository_pg._encode(rows)
+            store_postgres._encode(rows)
     else:
-        assert json.loads(repository_pg._encode(rows)) == rows
+        assert json.loads(store_postgres._encode(rows)) == rows

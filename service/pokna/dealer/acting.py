@@ -1,0 +1,107 @@
+"""Acting in a game: one player's request, checked against the seats and the version the client saw,
+then applied as one rules step under the game's lock (or, before the start, a client seed recorded)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from pokna.dealer.deadlines import Clock, apply_passed_deadlines
+from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
+from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.schemas import GameOut
+from pokna.dealer.stepping import apply_step, number_events
+from pokna.dealer.store import game_store
+from pokna.dealer.view import SET_CLIENT_SEED, game_out
+from pokna.errors import InvalidRequest
+from pokna.fairness.protocol import client_seed_problem
+from pokna.game import Action, Cancel, Challenge, Claim, Roll, Start, Vote, VoteChoice
+from pokna.service_keys import ServiceKeys
+
+
+@dataclass(frozen=True)
+class PlayerAction:
+    """One request to act. `account_id` names the seat; the app acts on behalf of its players."""
+
+    type: str
+    account_id: str | None = None
+    choice: str | None = None
+    client_seed: str | None = None
+    expected_version: int | None = None
+
+
+def act(
+    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
+) -> GameOut:
+    """The game after the action. Deadlines passed meanwhile are applied first, under the same lock."""
+    game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
+    apply_passed_deadlines(session, keys, clock, game, seats, balances)
+    if request.expected_version is not None and request.expected_version != game.version:
+        raise VersionConflict(
+            f"expected version {request.expected_version}, the game is at {game.version}",
+            game=game_out(game, seats),
+        )
+    if request.type == SET_CLIENT_SEED:
+        _set_client_seed(session, game, seats, request, clock.now)
+    else:
+        action = _to_engine_action(request, seats)
+        apply_step(session, keys, clock, game, seats, balances, action, clock.now)
+    return game_out(game, seats)
+
+
+def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
+    for seat in seats:
+        if seat.account_id == account_id:
+            return seat.seat
+    raise NotSeated(
+        f"account {account_id} has no seat in this game",
+        invalid_params=[
+            {"name": "body.account_id", "reason": "not seated in this game", "pointer": "/account_id"}
+        ],
+    )
+
+
+def _to_engine_action(request: PlayerAction, seats: Sequence[SeatRecord]) -> Action:
+    if request.type == "cancel":
+        return Cancel()
+    seat = _seat_of(seats, request.account_id)
+    match request.type:
+        case "start":
+            return Start(seat)
+        case "roll":
+            return Roll(seat)
+        case "claim":
+            return Claim(seat)
+        case "challenge":
+            return Challenge(seat)
+        case "vote":
+            try:
+                return Vote(seat, VoteChoice(request.choice or ""))
+            except ValueError:
+                raise InvalidRequest("choice is `split` or `roll_again`", field="body.choice") from None
+    raise InvalidRequest(f"unknown action type {request.type!r}", field="body.type")
+
+
+def _set_client_seed(
+    session: Session, game: GameRecord, seats: Sequence[SeatRecord], request: PlayerAction, now: datetime
+) -> None:
+    if game.status != "open":
+        raise ClientSeedLocked(
+            "client seeds can be set only before the game starts", game=game_out(game, seats)
+        )
+    if (problem := client_seed_problem(request.client_seed)) is not None:
+        raise InvalidRequest(problem, field="body.client_seed")
+    seat = seats[_seat_of(seats, request.account_id)]
+    seat.client_seed = request.client_seed
+    seat.client_seed_source = "player"
+    previous_version = game.version
+    game.version += 1
+    events = number_events(
+        game, now, [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})]
+    )
+    game_store(session).save_step(
+        session, game, previous_version=previous_version, events=events, rolls=[], seeded=[seat]
+    )

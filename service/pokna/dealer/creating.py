@@ -1,0 +1,136 @@
+"""Creating games: the seats checked against the ledger's wallets, the stake against the rules, the server
+seed drawn and sealed, and the commitment signed before anyone can choose a client seed or roll."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from pokna import ledger
+from pokna.db.types import new_id
+from pokna.dealer.deadlines import Clock
+from pokna.dealer.proof_signing import signed_terms
+from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.schemas import GameOut
+from pokna.dealer.stepping import number_events
+from pokna.dealer.store import game_store
+from pokna.dealer.view import game_out
+from pokna.errors import InvalidRequest
+from pokna.fairness.protocol import generate_server_seed, server_seed_hash
+from pokna.fairness.receipt import build_commitment_receipt
+from pokna.fairness.seed_vault import seal_server_seed
+from pokna.game import GameConfig, GameError, new_game, state_to_dict
+from pokna.service_keys import ServiceKeys
+
+
+@dataclass(frozen=True)
+class NewGame:
+    vigo_account_id: str
+    player_account_ids: Sequence[str]
+    stake: int
+    challenge_raise: int | None = None
+    currency: str = "CREDIT"
+    turn_timeout_seconds: int = 60
+
+
+def create_game(
+    session: Session,
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    terms: NewGame,
+    *,
+    table_id: str | None = None,
+    round_number: int | None = None,
+) -> GameOut:
+    """The new game as a client sees it, with its signed commitment."""
+    account_ids = [terms.vigo_account_id, *terms.player_account_ids]
+    fields = ["body.vigo_account_id"]
+    fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
+    check_seating(session, tenant_id, account_ids, terms.currency, fields)
+    try:
+        config = GameConfig.create(
+            stake=terms.stake,
+            challenge_raise=terms.challenge_raise,
+            player_count=len(terms.player_account_ids),
+        )
+    except GameError as error:
+        field = str(error.details.get("field", ""))
+        raise InvalidRequest(error.message, field=f"body.{field}" if field else "body") from error
+    game_id = new_id("game")
+    server_seed = generate_server_seed()
+    commitment = server_seed_hash(server_seed)
+    pot = ledger.open_account(
+        session,
+        tenant_id=tenant_id,
+        kind=ledger.AccountKind.GAME_POT,
+        currency=terms.currency,
+        external_id=game_id,
+    )
+    game = GameRecord(
+        id=game_id,
+        tenant_id=tenant_id,
+        table_id=table_id,
+        round_number=round_number,
+        status="open",
+        stake=config.stake,
+        challenge_raise=config.challenge_raise,
+        currency=terms.currency,
+        turn_timeout_seconds=terms.turn_timeout_seconds,
+        pot_account_id=pot.id,
+        state=state_to_dict(new_game(config)),
+        version=1,
+        event_count=0,
+        server_seed_hash=commitment,
+        sealed_server_seed=seal_server_seed(server_seed, keys.seed_key, game_id),
+        revealed_server_seed=None,
+        game_client_seed=None,
+        receipt=build_commitment_receipt(
+            game_id=game_id,
+            server_seed_hash=commitment,
+            created_at=_rfc3339(clock.now),
+            terms=signed_terms(config.stake, config.challenge_raise, account_ids),
+            private_key=keys.signing_key,
+        ),
+        proof=None,
+        turn_deadline_at=clock.now + clock.open_game_ttl,
+        created_at=clock.now,
+        started_at=None,
+        ended_at=None,
+    )
+    seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
+    events = number_events(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
+    game_store(session).insert_game(session, game, seats, events)
+    return game_out(game, seats)
+
+
+def check_seating(
+    session: Session, tenant_id: str, account_ids: list[str], currency: str, fields: list[str]
+) -> None:
+    """Each seat a distinct player wallet of this tenant, in the game's currency; `fields` name them."""
+    seen: dict[str, str] = {}
+    for field, account_id in zip(fields, account_ids, strict=True):
+        if account_id in seen:
+            raise InvalidRequest(f"account {account_id} already sits at {seen[account_id]}", field=field)
+        seen[account_id] = field
+    accounts = ledger.account_summaries(session, tenant_id, account_ids)
+    for field, account_id in zip(fields, account_ids, strict=True):
+        account = accounts.get(account_id)
+        if account is None:
+            raise InvalidRequest(f"no account {account_id}", field=field)
+        if account.kind != ledger.AccountKind.PLAYER_WALLET:
+            raise InvalidRequest(
+                f"account {account_id} is a {account.kind}, not a player wallet", field=field
+            )
+        if account.currency != currency:
+            raise InvalidRequest(
+                f"account {account_id} holds {account.currency}, the game is played in {currency}",
+                field=field,
+            )
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")

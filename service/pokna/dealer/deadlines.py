@@ -1,0 +1,79 @@
+"""Deadlines: every waiting turn has one, and an open game has one for its start. They apply lazily
+(whoever touches a game first after a deadline makes it happen, read or write) and in bulk
+(`pokna sweep` lists the due games and applies each), each at its own deadline, so an abandoned game
+catches up in one touch exactly as if someone had been watching it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.stepping import apply_step
+from pokna.dealer.store import game_store
+from pokna.game import Timeout
+from pokna.service_keys import ServiceKeys
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The moment a request or a sweep acts at, and how long an open game waits for its start."""
+
+    now: datetime
+    open_game_ttl: timedelta
+
+
+def due_games(session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
+    """(tenant id, game id) of up to `limit` games with a deadline passed at `now`, the longest overdue
+    first: what `pokna sweep` applies, each with apply_due_timeouts in a transaction of its own."""
+    return game_store(session).due_games(session, now, limit)
+
+
+def apply_due_timeouts(
+    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str
+) -> int:
+    """Apply every deadline of the game that has passed; how many were applied."""
+    store = game_store(session)
+    if not _passed(store.turn_deadline(session, tenant_id, game_id), clock):
+        return 0  # the common case: no lock taken, nothing written
+    game, seats, balances = store.lock_game_and_seats(session, tenant_id, game_id)
+    return apply_passed_deadlines(session, keys, clock, game, seats, balances)
+
+
+def caught_up(
+    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str
+) -> tuple[GameRecord, list[SeatRecord] | None]:
+    """The game as of `clock.now`, for a read: as committed, unless one of its deadlines has passed, in
+    which case it is locked and caught up in the caller's transaction (the read's own, which commits
+    what the catch-up wrote). The seats come along when the catch-up read them."""
+    store = game_store(session)
+    game = store.get_game(session, tenant_id, game_id)
+    if not _passed(game.turn_deadline_at, clock):
+        return game, None  # the common case: one query, no lock
+    game, seats, balances = store.lock_game_and_seats(session, tenant_id, game_id)
+    apply_passed_deadlines(session, keys, clock, game, seats, balances)
+    return game, seats
+
+
+def apply_passed_deadlines(
+    session: Session,
+    keys: ServiceKeys,
+    clock: Clock,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: dict[str, int],
+) -> int:
+    """Under the game's lock: each passed deadline's default action, stamped at that deadline."""
+    applied = 0
+    while game.turn_deadline_at is not None and game.turn_deadline_at <= clock.now:
+        apply_step(session, keys, clock, game, seats, balances, Timeout(), game.turn_deadline_at)
+        applied += 1
+    return applied
+
+
+def _passed(deadline: datetime | None, clock: Clock) -> bool:
+    return deadline is not None and deadline <= clock.now

@@ -1,0 +1,47 @@
+"""Reading games. A read is also a touch: a deadline passed since the last one is applied first, in the
+read's own transaction (see deadlines.caught_up), so what a client reads is the game as of now."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from pokna.dealer.deadlines import Clock, caught_up
+from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut
+from pokna.dealer.store import game_store
+from pokna.dealer.view import event_out, game_out, proof_out
+from pokna.errors import InvalidRequest
+from pokna.paging import Page, page_of
+from pokna.service_keys import ServiceKeys
+
+
+def read_game(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str) -> GameOut:
+    game, seats = caught_up(session, keys, clock, tenant_id, game_id)
+    return game_out(game, seats if seats is not None else game_store(session).seats_of(session, game.id))
+
+
+def game_events(
+    session: Session,
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    game_id: str,
+    *,
+    limit: int,
+    starting_after: str | None,
+) -> Page[GameEventOut]:
+    """The game's events in order, `limit` at a time; the cursor is the last event's `seq`."""
+    game, _ = caught_up(session, keys, clock, tenant_id, game_id)
+    try:
+        after = int(starting_after) if starting_after else 0
+    except ValueError:
+        raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
+    events = game_store(session).event_page(session, game.id, after, limit + 1)
+    return page_of([event_out(event) for event in events], limit, lambda event: str(event.seq))
+
+
+def game_proof(
+    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str
+) -> GameProofOut:
+    """The signed proof once the game is over; before that, only the signed commitment."""
+    game, _ = caught_up(session, keys, clock, tenant_id, game_id)
+    return proof_out(game)

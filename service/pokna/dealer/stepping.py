@@ -1,0 +1,247 @@
+"""One rules step, persisted: the heart of every action and every timeout.
+
+Under the game's lock (the caller holds it): run the pure rules step on the wallets' balances, post its
+money moves with those balances as expected (if one moved meanwhile, the step is decided again on the
+balances the ledger then holds), sign the proof if the game ended, and write the new state, the rolls and
+the events, all in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from pokna import ledger
+from pokna.dealer.errors import ActionRefused
+from pokna.dealer.proof_signing import sign_proof
+from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.store import game_store
+from pokna.dealer.view import game_out, status_of
+from pokna.fairness.proof_replay import balance_cap, recorded_balances
+from pokna.fairness.protocol import game_client_seed, generate_client_seed, roll
+from pokna.fairness.seed_vault import open_server_seed
+from pokna.game import (
+    POT,
+    Action,
+    Cancel,
+    GameError,
+    GameState,
+    Phase,
+    StepResult,
+    Timeout,
+    action_to_dict,
+    state_from_dict,
+    state_to_dict,
+    step,
+)
+from pokna.game.events import Rolled
+from pokna.game.transfers import party_to_json
+from pokna.ledger.errors import BalancesChanged
+from pokna.service_keys import ServiceKeys
+
+if TYPE_CHECKING:  # deadlines.py applies its timeouts through apply_step
+    from pokna.dealer.deadlines import Clock
+
+
+def apply_step(
+    session: Session,
+    keys: ServiceKeys,
+    clock: Clock,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: dict[str, int],
+    action: Action,
+    moment: datetime,
+) -> StepResult:
+    """One rules step, persisted: postings, events, rolls and the game row. `balances` (by account) were
+    read without a lock; they are kept up to date with what this step posts."""
+    store = game_store(session)
+    state = state_from_dict(game.state)
+    previous_version = game.version
+    starting = state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout)
+    client_seeds = _fixed_client_seeds(seats) if starting else [seat.client_seed for seat in seats]
+    seeds: list[str] = []  # the server seed and the game's client seed, opened at the first roll
+
+    def roll_face(nonce: int) -> int:
+        if not seeds:
+            seeds.append(open_server_seed(game.sealed_server_seed, keys.seed_key, game.id))
+            seeds.append(game.game_client_seed or game_client_seed([seed or "" for seed in client_seeds]))
+        return roll(seeds[0], seeds[1], nonce).face
+
+    def apply_rules(held: dict[str, int]) -> tuple[dict[int, int], StepResult]:
+        by_seat = {seat.seat: held[seat.account_id] for seat in seats}
+        try:
+            return by_seat, step(state, action, balances=by_seat, roll_face=roll_face)
+        except GameError as error:
+            raise ActionRefused(error, game_out(game, seats)) from error
+
+    # The rules run on balances read without a lock. A step that moves money posts with those balances
+    # as expected: the ledger locks its head and the wallets in one round trip, and if a balance moved
+    # meanwhile it posts nothing and answers with the balances it now holds, on which the pure step
+    # simply runs again (the locks stay held: nothing can change them a second time).
+    seat_balances, result = apply_rules(balances)
+    # A finishing step signs the proof over everything recorded so far: read under the game's lock but
+    # before the ledger's, so that the ledger's critical section stays short.
+    recorded = store.recorded_for_proof(session, game.id) if result.state.is_over else None
+    try:
+        money = _post_transfers(session, game, seats, balances, result)
+    except BalancesChanged as changed:
+        balances.update(changed.balances)
+        seat_balances, result = apply_rules(balances)
+        if result.state.is_over and recorded is None:
+            recorded = store.recorded_for_proof(session, game.id)
+        money = _post_transfers(session, game, seats, balances, result)
+    config = state.config
+    cap = balance_cap(config.stake, config.challenge_raise, config.player_count)
+    entries: list[tuple[str, dict[str, Any]]] = [
+        (ACTION_EVENT, {**action_to_dict(action), "balances": recorded_balances(seat_balances, cap)})
+    ]
+    rolls: list[RollRecord] = []
+    for event in result.events:
+        entries.append((event.kind.value, event.to_dict()))
+        if isinstance(event, Rolled):
+            rolls.append(
+                RollRecord(
+                    nonce=event.nonce,
+                    seat=event.seat,
+                    purpose=event.purpose.value,
+                    face=event.face,
+                    color=event.color.value,
+                    rolled_at=moment,
+                )
+            )
+    entries += money
+    seeded = _seat_client_seeds(game, seats, client_seeds) if starting else []
+    events = number_events(game, moment, entries)
+    seeded += _advance(keys, clock, game, seats, state, result.state, moment)
+    if result.state.is_over:
+        assert recorded is not None
+        recorded_events, recorded_rolls = recorded
+        game.proof = sign_proof(
+            game,
+            result.state,
+            keys.signing_key,
+            seats=seats,
+            events=[*recorded_events, *events],
+            rolls=[*recorded_rolls, *rolls],
+        )
+    store.save_step(
+        session, game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded
+    )
+    return result
+
+
+def _fixed_client_seeds(seats: Sequence[SeatRecord]) -> list[str | None]:
+    """At the start the seeds are fixed: a seat that never chose one gets a random one from the server."""
+    return [seat.client_seed or generate_client_seed() for seat in seats]
+
+
+def _seat_client_seeds(
+    game: GameRecord, seats: Sequence[SeatRecord], client_seeds: Sequence[str | None]
+) -> list[SeatRecord]:
+    """Record the seeds fixed at the start, and the game's combined client seed the rolls use. The
+    seats given a seed by the server are returned, for save_step to write."""
+    seeded = []
+    for seat, seed in zip(seats, client_seeds, strict=True):
+        if seat.client_seed is None:
+            seat.client_seed = seed
+            seat.client_seed_source = "server"
+            seeded.append(seat)
+    game.game_client_seed = game_client_seed([seat.client_seed or "" for seat in seats])
+    return seeded
+
+
+def _post_transfers(
+    session: Session,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: dict[str, int],
+    result: StepResult,
+) -> list[tuple[str, dict[str, Any]]]:
+    if not result.transfers:
+        return []
+    account_of = {seat.seat: seat.account_id for seat in seats}
+
+    def account(party: int | object) -> str:
+        return game.pot_account_id if party is POT else account_of[party]  # type: ignore[index]
+
+    moves = [
+        ledger.Move(t.kind.value, account(t.payer), account(t.payee), t.amount) for t in result.transfers
+    ]
+    posted = ledger.post_transfers(
+        session,
+        tenant_id=game.tenant_id,
+        moves=moves,
+        reference=game.id,
+        metadata={"game_id": game.id},
+        expected_balances={seat.account_id: balances[seat.account_id] for seat in seats},
+    )
+    for move in moves:
+        for account_id, change in (
+            (move.payer_account_id, -move.amount),
+            (move.payee_account_id, move.amount),
+        ):
+            if account_id in balances:
+                balances[account_id] += change
+    return [
+        (
+            MONEY_EVENT,
+            {
+                "kind": transfer.kind.value,
+                "payer": party_to_json(transfer.payer),
+                "payee": party_to_json(transfer.payee),
+                "amount": transfer.amount,
+                "journal_transaction_id": journal.id,
+                "ledger_seq": journal.seq,
+            },
+        )
+        for transfer, journal in zip(result.transfers, posted, strict=True)
+    ]
+
+
+def _advance(
+    keys: ServiceKeys,
+    clock: Clock,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    before: GameState,
+    after: GameState,
+    moment: datetime,
+) -> list[SeatRecord]:
+    """The game row after a step; a finished game reveals its seed. Returns the seats whose client
+    seeds it fixed (a game cancelled before its start)."""
+    seeded: list[SeatRecord] = []
+    game.state = state_to_dict(after)
+    game.version += 1
+    game.status = status_of(after)
+    if before.phase is Phase.OPEN and after.phase is not Phase.OPEN and not after.is_over:
+        game.started_at = moment
+    if after.is_over:
+        game.turn_deadline_at = None
+        game.ended_at = moment
+        if (
+            game.game_client_seed is None
+        ):  # cancelled before the start: the seeds are fixed now, for the proof
+            seeded = _seat_client_seeds(game, seats, _fixed_client_seeds(seats))
+        game.revealed_server_seed = open_server_seed(game.sealed_server_seed, keys.seed_key, game.id)
+    elif after.phase is Phase.OPEN:
+        game.turn_deadline_at = game.created_at + clock.open_game_ttl
+    else:
+        game.turn_deadline_at = moment + timedelta(seconds=game.turn_timeout_seconds)
+    return seeded
+
+
+def number_events(
+    game: GameRecord, moment: datetime, entries: list[tuple[str, dict[str, Any]]]
+) -> list[EventRecord]:
+    """Number the entries on from the game's event counter: 1..n per game with no gaps, since the caller
+    holds the game's row lock (or is creating the game). The counter is saved with the game row."""
+    events = [
+        EventRecord(seq=game.event_count + offset, kind=kind, payload=payload, occurred_at=moment)
+        for offset, (kind, payload) in enumerate(entries, start=1)
+    ]
+    game.event_count += len(events)
+    return events

@@ -1,0 +1,106 @@
+"""Where games are kept: the one interface the dealer's services read and write games and tables through.
+
+Two implementations, chosen once per engine by pokna.storage: pokna.dealer.store_portable (plain Core
+statements, used on SQLite) and pokna.dealer.store_postgres (the same, with the statements every action
+runs made one round trip each). The services never ask which one they have.
+
+Every game query lives behind this interface. Games, seats, rolls and events travel as plain records
+(pokna.dealer.records); tables are ORM objects, touched once per round. Another domain's tables are
+read only through that domain's public functions (wallets and balances: pokna.ledger.account_summaries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy.orm import Session
+
+from pokna.db.models.game import GameTable
+from pokna.db.stores import store_of
+from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
+
+
+class GameStore(Protocol):
+    """A game's persistence. Stateless: one instance serves every session of its engine."""
+
+    def get_game(self, session: Session, tenant_id: str, game_id: str) -> GameRecord:
+        """The game as committed, without a lock. Another tenant's game is exactly as absent as a game that
+        does not exist (NotFound)."""
+        ...
+
+    def turn_deadline(self, session: Session, tenant_id: str, game_id: str) -> datetime | None:
+        """The game's pending deadline, read without a lock; NotFound like get_game, so a lazy deadline
+        check never hides an unknown game."""
+        ...
+
+    def lock_game_and_seats(
+        self, session: Session, tenant_id: str, game_id: str
+    ) -> tuple[GameRecord, list[SeatRecord], dict[str, int]]:
+        """The game under its row lock (FOR NO KEY UPDATE: inserting its events and rolls takes KEY SHARE on
+        it), its seats in order, and their wallets' balances by account, read without the ledger's lock
+        (the ledger checks them again as expected balances when money moves). The lock is held until the
+        caller's transaction ends; the seats are as current as the locked game row."""
+        ...
+
+    def seats_of(self, session: Session, game_id: str) -> list[SeatRecord]: ...
+
+    def seats_of_games(self, session: Session, game_ids: Sequence[str]) -> dict[str, list[SeatRecord]]:
+        """Each game's seats in order, in one query."""
+        ...
+
+    def insert_game(
+        self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
+    ) -> None:
+        """A new game with its seats and first events."""
+        ...
+
+    def save_step(
+        self,
+        session: Session,
+        game: GameRecord,
+        *,
+        previous_version: int,
+        events: Sequence[EventRecord],
+        rolls: Sequence[RollRecord],
+        seeded: Sequence[SeatRecord] = (),
+    ) -> None:
+        """A step's events, rolls, game row (its mutable columns) and the client seeds it fixed (`seeded`).
+        The caller holds the game's lock; should the row not be at `previous_version` all the same, this
+        raises (RuntimeError) and the caller's transaction must roll back."""
+        ...
+
+    def recorded_for_proof(
+        self, session: Session, game_id: str
+    ) -> tuple[list[EventRecord], list[RollRecord]]:
+        """What a proof is built from: the action and money events, and the rolls, in order."""
+        ...
+
+    def event_page(self, session: Session, game_id: str, after_seq: int, limit: int) -> list[EventRecord]: ...
+
+    def due_games(self, session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
+        """(tenant id, game id) of games whose deadline has passed at `now`, the longest overdue first."""
+        ...
+
+    def get_table(
+        self, session: Session, tenant_id: str, table_id: str, *, for_update: bool = False
+    ) -> GameTable:
+        """Another tenant's table is absent (NotFound). `for_update` locks it: one round at a time."""
+        ...
+
+    def insert_table(self, session: Session, table: GameTable) -> None: ...
+
+    def save_table(self, session: Session, table: GameTable) -> None:
+        """Write back what changed on a table read with get_table (its rounds played)."""
+        ...
+
+    def games_of_table(self, session: Session, table_id: str) -> list[GameRecord]:
+        """The table's games, round by round."""
+        ...
+
+
+def game_store(session: Session) -> GameStore:
+    """`store_of(session, GameStore)`, written once: mypy refuses a Protocol where `type[...]` is expected
+    (type-abstract), though looking it up by its interface is exactly what is meant."""
+    return store_of(session, GameStore)  # type: ignore[type-abstract]

@@ -1,0 +1,268 @@
+"""The game store in plain Core statements, as every backend understands them (the one used on SQLite).
+
+pokna.dealer.store_postgres subclasses it and replaces the statements an action runs under the game's
+lock with one round trip each; everything else is shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.orm import Session
+
+from pokna import ledger
+from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
+from pokna.dealer.records import (
+    ACTION_EVENT,
+    GAME_COLUMNS,
+    MONEY_EVENT,
+    MUTABLE_GAME_COLUMNS,
+    EventRecord,
+    GameRecord,
+    RollRecord,
+    SeatRecord,
+)
+from pokna.errors import NotFound
+
+_game = cast(Table, Game.__table__)
+_seat = cast(Table, GameSeat.__table__)
+_roll = cast(Table, GameRoll.__table__)
+_event = cast(Table, GameEvent.__table__)
+
+_SEAT_COLUMNS = (_seat.c.seat, _seat.c.account_id, _seat.c.client_seed, _seat.c.client_seed_source)
+_EVENT_COLUMNS = (_event.c.seq, _event.c.kind, _event.c.payload, _event.c.occurred_at)
+_ROLL_COLUMNS = (_roll.c.nonce, _roll.c.seat, _roll.c.purpose, _roll.c.face, _roll.c.color, _roll.c.rolled_at)
+PROOF_EVENTS = (ACTION_EVENT, MONEY_EVENT)
+
+# Built once: an action's statements are executed with fresh parameters, not rebuilt.
+_SAVE_GAME = (
+    update(_game)
+    .where(_game.c.id == bindparam("saved_game_id"), _game.c.version == bindparam("previous_version"))
+    .values({name: bindparam(name) for name in MUTABLE_GAME_COLUMNS})
+)
+_SAVE_CLIENT_SEED = (
+    update(_seat)
+    .where(_seat.c.game_id == bindparam("seat_game_id"), _seat.c.seat == bindparam("seat_number"))
+    .values(client_seed=bindparam("seed"), client_seed_source=bindparam("source"))
+)
+_INSERT_EVENT = insert(_event)
+_INSERT_ROLL = insert(_roll)
+
+
+class PortableGameStore:
+    """pokna.dealer.store.GameStore in statements every backend runs."""
+
+    def get_game(self, session: Session, tenant_id: str, game_id: str) -> GameRecord:
+        return self._game(session, tenant_id, game_id, for_update=False)
+
+    def turn_deadline(self, session: Session, tenant_id: str, game_id: str) -> datetime | None:
+        row = session.execute(
+            select(_game.c.turn_deadline_at).where(_game.c.id == game_id, _game.c.tenant_id == tenant_id)
+        ).one_or_none()
+        if row is None:
+            raise NotFound(f"no game {game_id}")
+        deadline: datetime | None = row.turn_deadline_at
+        return deadline
+
+    def lock_game_and_seats(
+        self, session: Session, tenant_id: str, game_id: str
+    ) -> tuple[GameRecord, list[SeatRecord], dict[str, int]]:
+        """The lock first, then the seats and balances: read after the lock, they cannot predate it."""
+        game = self._game(session, tenant_id, game_id, for_update=True)
+        return (game, *self.seats_and_balances(session, tenant_id, game.id))
+
+    def seats_and_balances(
+        self, session: Session, tenant_id: str, game_id: str
+    ) -> tuple[list[SeatRecord], dict[str, int]]:
+        """The seats in order and their wallets' balances, through the ledger's public reading of accounts
+        (without a lock: see ledger.holds)."""
+        seats = self.seats_of(session, game_id)
+        accounts = ledger.account_summaries(session, tenant_id, [seat.account_id for seat in seats])
+        return seats, {seat.account_id: accounts[seat.account_id].balance for seat in seats}
+
+    def seats_of(self, session: Session, game_id: str) -> list[SeatRecord]:
+        rows = session.execute(
+            select(*_SEAT_COLUMNS).where(_seat.c.game_id == game_id).order_by(_seat.c.seat)
+        )
+        return [SeatRecord(*row) for row in rows]
+
+    def seats_of_games(self, session: Session, game_ids: Sequence[str]) -> dict[str, list[SeatRecord]]:
+        seats: dict[str, list[SeatRecord]] = {game_id: [] for game_id in game_ids}
+        rows = session.execute(
+            select(_seat.c.game_id, *_SEAT_COLUMNS)
+            .where(_seat.c.game_id.in_(list(game_ids)))
+            .order_by(_seat.c.game_id, _seat.c.seat)
+        )
+        for row in rows:
+            seats[row.game_id].append(
+                SeatRecord(row.seat, row.account_id, row.client_seed, row.client_seed_source)
+            )
+        return seats
+
+    def insert_game(
+        self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
+    ) -> None:
+        session.execute(insert(_game), game_row(game))
+        session.execute(insert(_seat), [seat_row(game.id, seat) for seat in seats])
+        self._insert_events(session, game.id, events)
+
+    def save_step(
+        self,
+        session: Session,
+        game: GameRecord,
+        *,
+        previous_version: int,
+        events: Sequence[EventRecord],
+        rolls: Sequence[RollRecord],
+        seeded: Sequence[SeatRecord] = (),
+    ) -> None:
+        if seeded:
+            self._save_client_seeds(session, game.id, seeded)
+        self._insert_events(session, game.id, events)
+        if rolls:
+            session.execute(_INSERT_ROLL, roll_rows(game.id, rolls))
+        result = session.execute(
+            _SAVE_GAME,
+            {**mutable_game_values(game), "saved_game_id": game.id, "previous_version": previous_version},
+        )
+        if result.rowcount != 1:  # type: ignore[attr-defined]
+            raise changed_under_lock(game.id, previous_version)
+
+    def recorded_for_proof(
+        self, session: Session, game_id: str
+    ) -> tuple[list[EventRecord], list[RollRecord]]:
+        events = session.execute(
+            select(*_EVENT_COLUMNS)
+            .where(_event.c.game_id == game_id, _event.c.kind.in_(PROOF_EVENTS))
+            .order_by(_event.c.seq)
+        )
+        rolls = session.execute(
+            select(*_ROLL_COLUMNS).where(_roll.c.game_id == game_id).order_by(_roll.c.nonce)
+        )
+        return [EventRecord(*row) for row in events], [RollRecord(*row) for row in rolls]
+
+    def event_page(self, session: Session, game_id: str, after_seq: int, limit: int) -> list[EventRecord]:
+        rows = session.execute(
+            select(*_EVENT_COLUMNS)
+            .where(_event.c.game_id == game_id, _event.c.seq > after_seq)
+            .order_by(_event.c.seq)
+            .limit(limit)
+        )
+        return [EventRecord(*row) for row in rows]
+
+    def due_games(self, session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
+        query = (
+            select(_game.c.tenant_id, _game.c.id)
+            .where(_game.c.turn_deadline_at.is_not(None), _game.c.turn_deadline_at <= now)
+            .order_by(_game.c.turn_deadline_at)
+            .limit(limit)
+        )
+        return [(row.tenant_id, row.id) for row in session.execute(query)]
+
+    def get_table(
+        self, session: Session, tenant_id: str, table_id: str, *, for_update: bool = False
+    ) -> GameTable:
+        query = select(GameTable).where(GameTable.id == table_id, GameTable.tenant_id == tenant_id)
+        if for_update:
+            query = query.with_for_update(key_share=True)
+        table = session.scalars(query).one_or_none()
+        if table is None:
+            raise NotFound(f"no table {table_id}")
+        return table
+
+    def insert_table(self, session: Session, table: GameTable) -> None:
+        session.add(table)
+        session.flush()
+
+    def save_table(self, session: Session, table: GameTable) -> None:
+        session.flush()
+
+    def games_of_table(self, session: Session, table_id: str) -> list[GameRecord]:
+        rows = session.execute(
+            select(_game).where(_game.c.table_id == table_id).order_by(_game.c.round_number)
+        )
+        return [GameRecord(**row._mapping) for row in rows]
+
+    def _game(self, session: Session, tenant_id: str, game_id: str, *, for_update: bool) -> GameRecord:
+        query = select(_game).where(_game.c.id == game_id, _game.c.tenant_id == tenant_id)
+        if for_update:
+            query = query.with_for_update(key_share=True)
+        row = session.execute(query).one_or_none()
+        if row is None:
+            raise NotFound(f"no game {game_id}")
+        return GameRecord(**row._mapping)
+
+    def _insert_events(self, session: Session, game_id: str, events: Sequence[EventRecord]) -> None:
+        if events:
+            session.execute(_INSERT_EVENT, event_rows(game_id, events))
+
+    def _save_client_seeds(self, session: Session, game_id: str, seats: Iterable[SeatRecord]) -> None:
+        session.execute(
+            _SAVE_CLIENT_SEED,
+            [
+                {
+                    "seat_game_id": game_id,
+                    "seat_number": seat.seat,
+                    "seed": seat.client_seed,
+                    "source": seat.client_seed_source,
+                }
+                for seat in seats
+            ],
+        )
+
+
+# --- rows, shared with the PostgreSQL store --------------------------------------------------------------
+
+
+def changed_under_lock(game_id: str, previous_version: int) -> RuntimeError:
+    """The version guard is belt and braces: the caller holds the game's lock, so this never happens."""
+    return RuntimeError(f"game {game_id} changed under its row lock (version {previous_version})")
+
+
+def game_row(game: GameRecord) -> dict[str, Any]:
+    return {name: getattr(game, name) for name in GAME_COLUMNS}
+
+
+def mutable_game_values(game: GameRecord) -> dict[str, Any]:
+    return {name: getattr(game, name) for name in MUTABLE_GAME_COLUMNS}
+
+
+def seat_row(game_id: str, seat: SeatRecord) -> dict[str, Any]:
+    return {
+        "game_id": game_id,
+        "seat": seat.seat,
+        "account_id": seat.account_id,
+        "client_seed": seat.client_seed,
+        "client_seed_source": seat.client_seed_source,
+    }
+
+
+def event_rows(game_id: str, events: Sequence[EventRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "game_id": game_id,
+            "seq": event.seq,
+            "kind": event.kind,
+            "payload": event.payload,
+            "occurred_at": event.occurred_at,
+        }
+        for event in events
+    ]
+
+
+def roll_rows(game_id: str, rolls: Sequence[RollRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "game_id": game_id,
+            "nonce": roll.nonce,
+            "seat": roll.seat,
+            "purpose": roll.purpose,
+            "face": roll.face,
+            "color": roll.color,
+            "rolled_at": roll.rolled_at,
+        }
+        for roll in rolls
+    ]

@@ -1,0 +1,224 @@
+"""The game store on PostgreSQL: the portable store, with the statements every action runs under the
+game's lock made one round trip each (the lock and its reads, the step's write, the new game, the proof's
+events and rolls). The shorter that critical section, the more actions a game and the ledger take.
+
+Each is one statement with a fixed text whatever the row counts, so psycopg prepares it once per
+connection; it is sent as that driver text, so SQLAlchemy has nothing to compile per call.
+
+Rows travel as JSON both ways, adapted by the C JSON codec instead of one parameter or one column per
+field. A write sends a table's rows as one parameter that json_populate_record(set) expands into the
+table's own row type: a JSON null becomes SQL NULL and a nested value lands in a json column as the
+encoder wrote it (no string in it may hold U+0000: see _encode).
+A read returns a record as a JSON array, its timestamps as ISO 8601 text.
+Only constant table and column names are formatted into these statements; every value is bound.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pokna.dealer.records import (
+    GAME_COLUMNS,
+    MUTABLE_GAME_COLUMNS,
+    EventRecord,
+    GameRecord,
+    RollRecord,
+    SeatRecord,
+)
+from pokna.dealer.store_portable import (
+    PROOF_EVENTS,
+    PortableGameStore,
+    changed_under_lock,
+    event_rows,
+    game_row,
+    mutable_game_values,
+    roll_rows,
+    seat_row,
+)
+from pokna.errors import NotFound
+
+_SEAT_COLUMNS = ("game_id", "seat", "account_id", "client_seed", "client_seed_source")
+_EVENT_COLUMNS = ("game_id", "seq", "kind", "payload", "occurred_at")
+_ROLL_COLUMNS = ("game_id", "nonce", "seat", "purpose", "face", "color", "rolled_at")
+_GAME_TIMESTAMPS = ("turn_deadline_at", "created_at", "started_at", "ended_at")
+_GAME_TIMESTAMP_INDEXES = tuple(GAME_COLUMNS.index(name) for name in _GAME_TIMESTAMPS)
+
+
+def _names(table: str, columns: Sequence[str]) -> str:
+    return ", ".join(f"{table}.{name}" for name in columns)
+
+
+def _rows(table: str, parameter: str, *, one: bool = False) -> str:
+    expand = "json_populate_record" if one else "json_populate_recordset"
+    return f"{expand}(NULL::{table}, CAST(%({parameter})s AS json))"
+
+
+def _insert(table: str, columns: Sequence[str], parameter: str, *, one: bool = False) -> str:
+    names = ", ".join(columns)
+    source = _rows(table, parameter, one=one)
+    return f"new_{table} AS (INSERT INTO {table} ({names}) SELECT {names} FROM {source})"  # noqa: S608
+
+
+# The game row as one array in GameRecord's order, the version the statement's snapshot saw, and the
+# seats with their wallets' balances (see PostgresGameStore.lock_game_and_seats for why both versions).
+_LOCK_GAME_AND_SEATS = (
+    f"SELECT json_build_array({_names('game', GAME_COLUMNS)}), "  # noqa: S608
+    "(SELECT seen.version FROM game AS seen WHERE seen.id = %(game_id)s), "
+    "(SELECT json_agg(json_build_array(game_seat.seat, game_seat.account_id, game_seat.client_seed, "
+    "game_seat.client_seed_source, account.balance) ORDER BY game_seat.seat) "
+    "FROM game_seat JOIN account ON account.id = game_seat.account_id WHERE game_seat.game_id = game.id) "
+    "FROM game WHERE game.id = %(game_id)s AND game.tenant_id = %(tenant_id)s FOR NO KEY UPDATE OF game"
+)
+
+_ASSIGNMENTS = ", ".join(f"{name} = saved.{name}" for name in MUTABLE_GAME_COLUMNS)
+_SAVED_GAME = (
+    f"saved_game AS (UPDATE game SET {_ASSIGNMENTS} FROM {_rows('game', 'game', one=True)} AS saved "  # noqa: S608
+    "WHERE game.id = %(game_id)s AND game.version = %(previous_version)s RETURNING game.id)"
+)
+_SEEDED_SEAT = (
+    "seeded_seat AS (UPDATE game_seat SET client_seed = seeded.client_seed, "  # noqa: S608
+    f"client_seed_source = seeded.client_seed_source FROM {_rows('game_seat', 'seats')} AS seeded "
+    "WHERE game_seat.game_id = %(game_id)s AND game_seat.seat = seeded.seat)"
+)
+_NEW_EVENT = _insert("game_event", _EVENT_COLUMNS, "events")
+_NEW_ROLL = _insert("game_roll", _ROLL_COLUMNS, "rolls")
+_SAVE_STEP = f"WITH {_SAVED_GAME}, {_NEW_EVENT}, {_NEW_ROLL} SELECT count(*) FROM saved_game"  # noqa: S608
+# Client seeds are fixed at most once per game (at its start, or at a cancel before it): a statement
+# of its own, so that every other step does not plan and run an empty UPDATE.
+_SAVE_STEP_AND_SEEDS = (
+    f"WITH {_SAVED_GAME}, {_SEEDED_SEAT}, {_NEW_EVENT}, {_NEW_ROLL} SELECT count(*) FROM saved_game"  # noqa: S608
+)
+
+_INSERT_GAME = (
+    f"WITH {_insert('game', GAME_COLUMNS, 'game', one=True)}, {_insert('game_seat', _SEAT_COLUMNS, 'seats')}, "
+    f"{_NEW_EVENT} SELECT 1"
+)
+
+_RECORDED_FOR_PROOF = (
+    "SELECT (SELECT json_agg(json_build_array(seq, kind, payload, occurred_at) ORDER BY seq) "
+    "FROM game_event WHERE game_id = %(game_id)s AND kind = ANY(%(kinds)s)), "
+    "(SELECT json_agg(json_build_array(nonce, seat, purpose, face, color, rolled_at) ORDER BY nonce) "
+    "FROM game_roll WHERE game_id = %(game_id)s)"
+)
+
+
+class PostgresGameStore(PortableGameStore):
+    """pokna.dealer.store.GameStore on PostgreSQL: what an action runs in one round trip each."""
+
+    def lock_game_and_seats(
+        self, session: Session, tenant_id: str, game_id: str
+    ) -> tuple[GameRecord, list[SeatRecord], dict[str, int]]:
+        """The lock, the seats and their balances in one round trip.
+
+        The one deliberate exception to reading another domain only through its public functions: this
+        statement reads the seats' `account.balance` itself, because a separate
+        pokna.ledger.account_summaries call would be one more round trip while the game's lock is held,
+        on every action. It reads the column the ledger keeps, without the ledger's lock, exactly what
+        account_summaries would read; the ledger checks it again when money moves (expected balances).
+
+        A statement's snapshot is taken before it waits for the row lock, so seats read by the same
+        statement may predate a change committed while it waited; the locked game row itself is the
+        latest. Every seat change bumps the game's version, so when the locked version is the one the
+        snapshot saw, the seats read are current; otherwise they are read again (only when two requests
+        raced)."""
+        row = _execute(session, _LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id})
+        locked = row.one_or_none()
+        if locked is None:
+            raise NotFound(f"no game {game_id}")
+        game_values, seen_version, seat_rows = locked
+        for index in _GAME_TIMESTAMP_INDEXES:
+            if game_values[index] is not None:
+                game_values[index] = _timestamp(game_values[index])
+        game = GameRecord(*game_values)
+        if seen_version != game.version:
+            return (game, *self.seats_and_balances(session, tenant_id, game.id))
+        return (
+            game,
+            [SeatRecord(seat, account_id, seed, source) for seat, account_id, seed, source, _ in seat_rows],
+            {account_id: int(balance) for _, account_id, _, _, balance in seat_rows},
+        )
+
+    def insert_game(
+        self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
+    ) -> None:
+        params = {
+            "game": _encode(game_row(game)),
+            "seats": _encode([seat_row(game.id, seat) for seat in seats]),
+            "events": _encode(event_rows(game.id, events)),
+        }
+        _execute(session, _INSERT_GAME, params)
+
+    def save_step(
+        self,
+        session: Session,
+        game: GameRecord,
+        *,
+        previous_version: int,
+        events: Sequence[EventRecord],
+        rolls: Sequence[RollRecord],
+        seeded: Sequence[SeatRecord] = (),
+    ) -> None:
+        """One statement: the action holds the game's lock until commit, so every round trip saved
+        shortens that critical section. Should the game row not be at `previous_version`, it is untouched
+        but the statement's other parts have run: the raise makes the caller roll back."""
+        params = {
+            "game_id": game.id,
+            "previous_version": previous_version,
+            "game": _encode(mutable_game_values(game)),
+            "seats": _encode([seat_row(game.id, seat) for seat in seeded]),
+            "events": _encode(event_rows(game.id, events)),
+            "rolls": _encode(roll_rows(game.id, rolls)),
+        }
+        statement = _SAVE_STEP_AND_SEEDS if seeded else _SAVE_STEP
+        if _execute(session, statement, params).scalar_one() != 1:
+            raise changed_under_lock(game.id, previous_version)
+
+    def recorded_for_proof(
+        self, session: Session, game_id: str
+    ) -> tuple[list[EventRecord], list[RollRecord]]:
+        params = {"game_id": game_id, "kinds": list(PROOF_EVENTS)}
+        events, rolls = _execute(session, _RECORDED_FOR_PROOF, params).one()
+        return (
+            [EventRecord(seq, kind, payload, _timestamp(at)) for seq, kind, payload, at in events or ()],
+            [
+                RollRecord(nonce, seat, purpose, face, color, _timestamp(at))
+                for nonce, seat, purpose, face, color, at in rolls or ()
+            ],
+        )
+
+
+def _execute(session: Session, statement: str, params: dict[str, Any]) -> Any:
+    return session.connection().exec_driver_sql(statement, params)
+
+
+def _encode(rows: dict[str, Any] | list[dict[str, Any]]) -> str:
+    encoded = _ENCODER.encode(rows)
+    # json_populate_record turns every JSON string into text, even inside a json column, and text cannot
+    # hold U+0000. No game value can carry one today (the API refuses it, client seeds are [A-Za-z0-9._~-]);
+    # should one ever, it is refused here by name rather than by the database.
+    if "\\u0000" in encoded and _NUL_ESCAPE.search(encoded):
+        raise ValueError("a game row holds the NUL character (U+0000), which PostgreSQL text cannot store")
+    return encoded
+
+
+def _iso_timestamp(value: object) -> str:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    if value.tzinfo is None:
+        raise ValueError("naive datetime; Pokna stores only timezone-aware UTC")
+    return value.isoformat()
+
+
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # an escaped U+0000, not an escaped backslash + "u0000"
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_iso_timestamp)
+
+
+def _timestamp(value: str) -> datetime:
+    """PostgreSQL writes a timestamptz into JSON as ISO 8601 with the session's offset."""
+    return datetime.fromisoformat(value).astimezone(UTC)
