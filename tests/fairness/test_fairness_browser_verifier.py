@@ -1,262 +1,388 @@
-"""verify.html in headless Chromium agrees with the Python verifier, roll for roll and check for check.
+"""The verifier page in headless Chromium: how it loads a proof, what it shows, and that it never passes a
+check it did not run.
 
-A tiny http.server on 127.0.0.1 (a secure context, so WebCrypto is available) serves the static folder and
-stands in for `GET /v1/games/{id}/proof` and `GET /v1/fairness/keys`. Chromium runs with --dump-dom and the
-test reads the verdict, the checks and the rolls from the resulting DOM. Nothing is downloaded: without a
-Chromium binary the tests skip loudly, and under CI=true they fail instead.
+A stand-in site (support.browser.Site) serves the page as the service does (`/verify`, `/verify.js`), as
+plain static files (`/static/verify.html`), the key ring and public proof links
+(`/v1/fairness/proofs/{token}`). One Chromium serves the module; the tests read the page's DOM.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from html.parser import HTMLParser
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from pathlib import Path as FilePath
 from typing import Any
 from urllib.parse import quote
 
 import pytest
-from fairness_samples import (
-    KEY_RING,
-    NEW_KEY,
-    OLD_KEY,
-    STRANGER_KEY,
-    VECTORS,
-    sample_proof,
-)
+from fairness_samples import KEY_RING, NEW_KEY, VECTORS, sample_proof, sample_receipt
+from fastapi.testclient import TestClient
 
-import pokna
 from pokna.crypto.signing import sign_document
+from pokna.fairness.proof_replay import replay_proof
 from pokna.fairness.verification import CheckStatus, verify_proof
+from support.browser import STATIC_ROOT, Browser, Site, browser_session, serving
 
-STATIC_ROOT = Path(pokna.__file__).parent  # served so that /static/verify.html is the page
+pytestmark = pytest.mark.xdist_group("browser")
+
+CHECKS = (
+    "protocol",
+    "commitment",
+    "client_seed_format",
+    "client_seed",
+    "seats",
+    "nonces",
+    "rolls",
+    "signature",
+    "receipt",
+    "replay",
+)
+TOKEN = "settled-Game-0001-token-aaaaaaaaaaaaaaaa"
+OPEN_TOKEN = "open-game-token-bbbbbbbbbbbbbbbbbbbbbbbb"
+CANCELLED_TOKEN = "cancelled-game-token-cccccccccccccccccccc"
 
 
-def forged_face(proof: dict[str, Any]) -> dict[str, Any]:
+def link_of(proof: dict[str, Any] | None, receipt: dict[str, Any], status: str = "settled") -> dict[str, Any]:
+    seeds = (
+        proof["client_seeds"]
+        if proof
+        else [{"seat": 0, "account_id": "acct-vigo", "client_seed": "vigo-seed", "source": "player"}]
+    )
+    return {
+        "object": "fairness_link",
+        "game_id": receipt["game_id"],
+        "status": status,
+        "revealed": proof is not None,
+        "commitment": receipt,
+        "client_seeds": seeds,
+        "proof": proof,
+        "keys_url": "/v1/fairness/keys",
+    }
+
+
+def forged(edit: Any) -> dict[str, Any]:
+    proof = copy.deepcopy(sample_proof())
+    edit(proof)
+    return sign_document(proof, NEW_KEY)
+
+
+def _face(proof: dict[str, Any]) -> None:
     proof["rolls"][3]["face"] = proof["rolls"][3]["face"] % 6 + 1
-    return proof
 
 
-def swapped_client_seed(proof: dict[str, Any]) -> dict[str, Any]:
+def _payout(proof: dict[str, Any]) -> None:
+    proof["transfers"][-1]["amount"] += 1
+
+
+def _seed(proof: dict[str, Any]) -> None:
     proof["client_seeds"][1]["client_seed"] = "alice.2"
-    return proof
 
 
-def gap_in_nonces(proof: dict[str, Any]) -> dict[str, Any]:
+def _gap(proof: dict[str, Any]) -> None:
     del proof["rolls"][2]
-    return proof
 
 
-def wrong_commitment(proof: dict[str, Any]) -> dict[str, Any]:
+def _hash(proof: dict[str, Any]) -> None:
     proof["server_seed_hash"] = "0" * 64
-    return proof
 
 
-PROOFS: dict[str, dict[str, Any]] = {
-    "sound": sample_proof(),
-    "retired-key": sample_proof(OLD_KEY),
-    "unknown-key": sample_proof(STRANGER_KEY),
-    "edited-face": forged_face(sample_proof()),
-    "forged-face": sign_document(forged_face(sample_proof()), NEW_KEY),
-    "forged-client-seed": sign_document(swapped_client_seed(sample_proof()), NEW_KEY),
-    "forged-nonces": sign_document(gap_in_nonces(sample_proof()), NEW_KEY),
-    "forged-commitment": sign_document(wrong_commitment(sample_proof()), NEW_KEY),
-    "malformed": {key: value for key, value in sample_proof().items() if key != "rolls"},
+def _cancelled_proof() -> dict[str, Any]:
+    proof = {
+        **sample_proof(),
+        "rolls": [],
+        "transfers": [],
+        "outcome": {"reason": "cancelled", "payouts": []},
+    }
+    proof["actions"] = [{"action": "cancel", "balances": {"0": 0, "1": 0, "2": 0}}]
+    return sign_document(proof, NEW_KEY)
+
+
+def _edited_face() -> dict[str, Any]:
+    proof = copy.deepcopy(sample_proof())
+    _face(proof)
+    return proof  # not re-signed: someone edited a published proof
+
+
+FORGERIES = {
+    "edited-face": _edited_face(),
+    "forged-face": forged(_face),
+    "forged-payout": forged(_payout),
+    "forged-client-seed": forged(_seed),
+    "forged-nonces": forged(_gap),
+    "forged-commitment": forged(_hash),
 }
 
 
-class Handler(SimpleHTTPRequestHandler):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, directory=str(STATIC_ROOT), **kwargs)
-
-    def do_GET(self) -> None:
-        parts = self.path.split("?")[0].strip("/").split("/")
-        if parts[:2] == ["v1", "games"] and len(parts) == 4 and parts[3] == "proof":
-            proof = PROOFS.get(parts[2])
-            self._json(proof, 200 if proof is not None else 404)
-        elif parts == ["v1", "fairness", "keys"]:
-            self._json(KEY_RING.to_json(), 200)
-        elif parts[0] == "static":
-            super().do_GET()
-        else:
-            self.send_error(404)
-
-    def _json(self, document: object, status: int) -> None:
-        body = json.dumps(document if status == 200 else {"title": "not found"}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+@pytest.fixture(scope="module")
+def site() -> Iterator[Site]:
+    receipt = sample_receipt()
+    links = {
+        TOKEN: link_of(sample_proof(), receipt),
+        OPEN_TOKEN: link_of(None, receipt, "in_progress"),
+        CANCELLED_TOKEN: link_of(_cancelled_proof(), receipt, "cancelled"),
+    }
+    for name, proof in FORGERIES.items():
+        links[f"{name}-token-{'x' * 32}"] = link_of(proof, receipt)
+    with serving(Site(key_ring=KEY_RING.to_json(), links=links)) as site:
+        yield site
 
 
 @pytest.fixture(scope="module")
-def chromium() -> str:
-    binary = os.environ.get("POKNA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if binary is None:
-        reason = (
-            "!!! BROWSER VERIFIER NOT TESTED: no Chromium binary (install it with `apt-get install -y chromium` "
-            "or set POKNA_CHROMIUM) !!!"
-        )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return binary
+def browser() -> Iterator[Browser]:
+    with browser_session() as browser:
+        browser.set_width(1280)
+        yield browser
 
 
-@pytest.fixture(scope="module")
-def origin() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+@pytest.fixture(autouse=True)
+def fresh_page(site: Site) -> Iterator[None]:
+    key_ring = site.key_ring
+    site.requests.clear()
+    yield
+    site.key_ring = key_ring
 
 
-@dataclass
-class Page:
-    verdict: str = ""
-    verdict_detail: str = ""
-    checks: dict[str, str] = field(default_factory=dict)
-    check_messages: dict[str, str] = field(default_factory=dict)
-    roll_matches: dict[int, bool] = field(default_factory=dict)
-    calculator: dict[int, tuple[str, int, str]] = field(default_factory=dict)
-
-    def failed(self) -> set[str]:
-        return {name for name, status in self.checks.items() if status == "fail"}
-
-
-class PageParser(HTMLParser):
-    """Reads the stable ids and data- attributes verify.js writes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.page = Page()
-        self._capture: str | None = None
-        self._check: str | None = None
-        self._cells: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if found.get("id") in ("verdict", "verdict-detail"):
-            self._capture = found["id"]
-        if tag == "tr" and found.get("data-check") and found.get("data-status"):
-            self._check = str(found["data-check"])
-            self._cells = []
-            self.page.checks[self._check] = str(found["data-status"])
-        if tag == "tr" and found.get("data-match") is not None:
-            self.page.roll_matches[int(str(found["data-nonce"]))] = found["data-match"] == "true"
-        if tag == "tr" and found.get("data-face") is not None:
-            self.page.calculator[int(str(found["data-nonce"]))] = (
-                str(found["data-f"]),
-                int(str(found["data-face"])),
-                str(found["data-color"]),
-            )
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "span" or (tag == "p" and self._capture == "verdict-detail"):
-            self._capture = None
-        if tag == "tr" and self._check is not None:
-            self.page.check_messages[self._check] = self._cells[-1] if self._cells else ""
-            self._check = None
-
-    def handle_data(self, data: str) -> None:
-        if self._capture == "verdict":
-            self.page.verdict += data
-        elif self._capture == "verdict-detail":
-            self.page.verdict_detail += data
-        if self._check is not None:
-            self._cells.append(data)
+PAGE_STATE = """
+(() => {
+  const all = (selector, read) => Array.from(document.querySelectorAll(selector), read);
+  return {
+    verdict: document.querySelector('#verdict').textContent,
+    state: document.querySelector('#verdict').dataset.state,
+    detail: document.querySelector('#verdict-detail').textContent,
+    problems: all('#verdict-problems li', (li) => li.textContent),
+    problemLinks: all('#verdict-problems a.where', (a) => a.getAttribute('href')),
+    checks: Object.fromEntries(all('#checks li', (li) => [li.dataset.check, li.dataset.status])),
+    messages: Object.fromEntries(all('#checks li', (li) => [li.dataset.check, li.querySelector('.check-message').textContent])),
+    rolls: all('#rolls tbody tr', (tr) => ({ nonce: Number(tr.dataset.nonce), match: tr.dataset.match === 'true', bad: tr.classList.contains('bad') })),
+    transfers: all('#transfers tbody tr', (tr) => ({ index: tr.dataset.transfer, agree: tr.dataset.agree })),
+    steps: all('#steps > li', (li) => ({ status: li.dataset.status, text: li.textContent })),
+    net: Object.fromEntries(all('#net tbody tr', (tr) => [tr.dataset.seat, Number(tr.dataset.net)])),
+    seeds: all('#seeds tbody tr', (tr) => tr.textContent),
+    commitment: document.querySelector('#commitment').textContent,
+    favor: document.querySelector('#favor').textContent,
+    outcomeAgrees: document.querySelector('#outcome').dataset.agree,
+    storyShown: !document.querySelector('#story').hidden,
+    calculator: all('#calc-results tbody tr', (tr) => [Number(tr.dataset.nonce), tr.dataset.f, Number(tr.dataset.face), tr.dataset.color]),
+  };
+})()
+"""
 
 
-def load(chromium: str, url: str) -> Page:
-    with tempfile.TemporaryDirectory(prefix="pokna-chromium-") as profile:
-        completed = subprocess.run(
-            [
-                chromium,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                f"--user-data-dir={profile}",
-                "--virtual-time-budget=10000",
-                "--dump-dom",
-                url,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=90,
-            check=False,
-        )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    parser = PageParser()
-    parser.feed(completed.stdout)
-    assert parser.page.verdict or parser.page.calculator, completed.stdout[-2000:]
-    return parser.page
+def page(browser: Browser, site: Site, path: str) -> dict[str, Any]:
+    browser.open(f"{site.origin}{path}")
+    state: dict[str, Any] = browser.evaluate(PAGE_STATE)
+    return state
+
+
+def test_a_settled_game_is_valid_and_told_as_a_story(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/verify?proof={TOKEN}")
+    assert (state["verdict"], state["state"]) == ("VALID", "valid"), state
+    assert state["checks"] == dict.fromkeys(CHECKS, "pass")
+    assert "replay 6 actions over 5 rolls and reproduce all 5 transfers" in state["messages"]["replay"]
+    assert state["rolls"] == [{"nonce": nonce, "match": True, "bad": False} for nonce in range(5)]
+    assert [step["status"] for step in state["steps"]] == ["pass"] * 6
+    assert "Player 2 challenges" in state["steps"][3]["text"]
+    assert "challenge won" in state["steps"][5]["text"]
+    assert "The pot pays 300 to Player 2" in state["steps"][5]["text"]
+    assert state["net"] == {"0": -50, "1": -100, "2": 150}
+    assert "the favor is red" in state["favor"]
+    assert "2025-01-01T12:00:00Z" in state["commitment"]
+    assert any("Srv_generated-0001" in seed and "the server" in seed for seed in state["seeds"])
+    assert state["outcomeAgrees"] == "true"
+    fetched = set(site.requests) - {"/favicon.ico"}  # the browser's own request, not the page's
+    assert fetched == {"/verify", "/verify.js", f"/v1/fairness/proofs/{TOKEN}", "/v1/fairness/keys"}
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        TOKEN,
+        f"/v1/fairness/proofs/{TOKEN}",
+        "{origin}/v1/fairness/proofs/" + TOKEN,
+        "{origin}/verify?proof=" + TOKEN,
+    ],
+    ids=["token", "path", "url", "page-url"],
+)
+def test_every_form_of_the_link_loads_the_proof(browser: Browser, site: Site, given: str) -> None:
+    state = page(browser, site, f"/verify?proof={quote(given.format(origin=site.origin), safe='')}")
+    assert state["verdict"] == "VALID", state["detail"]
+
+
+@pytest.mark.parametrize(
+    ("given", "verdict", "detail"),
+    [
+        ("unknown-token-" + "z" * 32, "NO SUCH PROOF LINK", "no such proof link"),
+        ("short", "NOT A PROOF LINK", "is not a proof link"),
+        ("https://elsewhere.example/v1/fairness/proofs/" + "a" * 32, "NOT A PROOF LINK", "from its own site"),
+    ],
+    ids=["unknown", "not-a-token", "other-site"],
+)
+def test_a_bad_link_says_what_is_wrong(
+    browser: Browser, site: Site, given: str, verdict: str, detail: str
+) -> None:
+    state = page(browser, site, f"/verify?proof={quote(given, safe='')}")
+    assert (state["verdict"], state["state"]) == (verdict, "unusable")
+    assert detail in state["detail"]
+    assert state["checks"] == {}
+    assert not any(path.startswith("/v1/fairness/proofs/") for path in site.requests if "unknown" not in path)
+
+
+def test_an_unsettled_game_shows_its_commitment_and_runs_nothing_else(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/verify?proof={OPEN_TOKEN}")
+    assert (state["verdict"], state["state"]) == ("NOT REVEALED YET", "unrevealed")
+    assert "in progress" in state["detail"]
+    assert sample_receipt()["server_seed_hash"] in state["commitment"]
+    assert "Not revealed yet" in state["commitment"]
+    assert state["checks"]["receipt"] == "pass"
+    assert {name: status for name, status in state["checks"].items() if name != "receipt"} == dict.fromkeys(
+        [name for name in CHECKS if name != "receipt"], "not run"
+    )
+    assert all("not revealed yet" in state["messages"][name] for name in CHECKS if name != "receipt")
+    assert state["rolls"] == []
+    assert state["steps"] == []
+
+
+def test_a_cancelled_game_is_valid_with_nothing_moved(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/verify?proof={CANCELLED_TOKEN}")
+    assert state["verdict"] == "VALID", state
+    assert "cancelled before it started" in state["steps"][0]["text"]
+    assert state["net"] == {"0": 0, "1": 0, "2": 0}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_the_page_fails_what_the_python_verifier_fails(browser: Browser, site: Site, name: str) -> None:
+    state = page(browser, site, f"/verify?proof={name}-token-{'x' * 32}")
+    report = verify_proof(FORGERIES[name], KEY_RING, replay=replay_proof, receipt=sample_receipt())
+    failed = {check.name for check in report.failed}
+    assert {check for check, status in state["checks"].items() if status == "fail"} == failed
+    assert (state["verdict"], state["detail"]) == (
+        "INVALID",
+        f"failed: {', '.join(c for c in CHECKS if c in failed)}",
+    )
+    for check in report.checks:
+        if check.status is CheckStatus.FAIL and check.name not in ("signature", "replay"):
+            assert state["messages"][check.name] == check.message
+
+
+def test_a_forged_roll_is_marked_on_its_row(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/verify?proof=forged-face-token-{'x' * 32}")
+    assert [row["match"] for row in state["rolls"]] == [True, True, True, False, True]
+    assert "#roll-3" in state["problemLinks"]
+    assert any("roll nonce 3: face" in problem for problem in state["problems"])
+
+
+def test_a_forged_payout_is_marked_on_its_transfer_and_outcome(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/verify?proof=forged-payout-token-{'x' * 32}")
+    assert {name for name, status in state["checks"].items() if status == "fail"} == {"replay"}
+    assert [row["agree"] for row in state["transfers"]] == ["true"] * 4 + ["false"]
+    assert "#transfer-4" in state["problemLinks"]
+    assert state["outcomeAgrees"] == "true"  # the outcome was not changed, only the transfer
+
+
+def test_without_the_key_ring_the_signatures_are_not_run_and_the_verdict_is_not_valid(
+    browser: Browser, site: Site
+) -> None:
+    site.key_ring = None
+    state = page(browser, site, f"/verify?proof={TOKEN}")
+    assert state["checks"]["signature"] == "not run"
+    assert "/v1/fairness/keys has no key ring" in state["messages"]["signature"]
+    assert "receipt signature not checked" in state["messages"]["receipt"]
+    assert (state["verdict"], state["state"]) == ("PARTLY VERIFIED", "partial")
+    assert "not run: signature" in state["detail"]
+
+
+def _paste(browser: Browser, selector: str, document: Any) -> None:
+    browser.evaluate(
+        f"document.querySelector({json.dumps(selector)}).value = {json.dumps(json.dumps(document))}"
+    )
+
+
+def _check_pasted(browser: Browser) -> dict[str, Any]:
+    browser.evaluate("document.body.dataset.ready = 'false'; document.querySelector('#paste-button').click()")
+    browser.wait_ready()
+    state: dict[str, Any] = browser.evaluate(PAGE_STATE)
+    return state
+
+
+def test_a_pasted_bare_proof_needs_the_players_receipt_for_the_receipt_check(
+    browser: Browser, site: Site
+) -> None:
+    page(browser, site, "/verify")
+    _paste(browser, "#proof-json", sample_proof())
+    state = _check_pasted(browser)
+    assert state["checks"]["receipt"] == "not run"
+    assert (state["verdict"], state["state"]) == ("PARTLY VERIFIED", "partial")
+    assert {name for name, status in state["checks"].items() if status == "pass"} == set(CHECKS) - {"receipt"}
+
+    _paste(browser, "#receipt-json", sample_receipt())
+    state = _check_pasted(browser)
+    assert state["verdict"] == "VALID"
+    assert "(your receipt)" in state["messages"]["receipt"]
+
+
+def test_a_pasted_receipt_in_place_of_the_proof_is_refused_with_a_hint(browser: Browser, site: Site) -> None:
+    page(browser, site, "/verify")
+    _paste(browser, "#proof-json", sample_receipt())
+    state = _check_pasted(browser)
+    assert state["verdict"] == "UNUSABLE"
+    assert "commitment receipt, not a proof" in state["detail"]
+
+
+def test_a_malformed_proof_is_invalid_naming_the_field(browser: Browser, site: Site) -> None:
+    page(browser, site, "/verify")
+    _paste(browser, "#proof-json", {key: value for key, value in sample_proof().items() if key != "rolls"})
+    state = _check_pasted(browser)
+    assert (state["verdict"], state["checks"]["shape"]) == ("INVALID", "fail")
+    assert state["messages"]["shape"] == "$.rolls: missing"
+    assert set(state["checks"].values()) == {"fail", "not run"}
+
+
+def test_an_uploaded_link_document_is_checked_like_a_link(
+    browser: Browser, site: Site, tmp_path: FilePath
+) -> None:
+    file = tmp_path / "game-0001-proof.json"
+    file.write_text(json.dumps(site.links[TOKEN]))
+    page(browser, site, "/verify")
+    browser.evaluate("document.body.dataset.ready = 'false'")
+    browser.upload("#proof-file", file)
+    browser.wait_ready()
+    state = browser.evaluate(PAGE_STATE)
+    assert state["verdict"] == "VALID", state["detail"]
+    assert "(the receipt in the link)" in state["messages"]["receipt"]
+
+
+def test_the_page_works_as_a_plain_static_file(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/static/verify.html?proof={TOKEN}")
+    assert state["verdict"] == "VALID"
+    assert "/static/verify.js" in site.requests
 
 
 @pytest.mark.parametrize("server_seed", sorted({vector[0] for vector in VECTORS}))
-def test_calculator_reproduces_the_vectors(chromium: str, origin: str, server_seed: str) -> None:
+def test_calculator_reproduces_the_vectors(browser: Browser, site: Site, server_seed: str) -> None:
     vectors = [vector for vector in VECTORS if vector[0] == server_seed]
-    client_seed = vectors[0][1]
     nonces = ",".join(str(vector[2]) for vector in vectors)
-    page = load(
-        chromium,
-        f"{origin}/static/verify.html?server_seed={server_seed}&client_seed={quote(client_seed)}&nonces={nonces}",
+    state = page(
+        browser, site, f"/verify?server_seed={server_seed}&client_seed={quote(vectors[0][1])}&nonces={nonces}"
     )
-    assert page.calculator == {nonce: (f, face, color) for _, _, nonce, f, face, color in vectors}
+    assert state["calculator"] == [[nonce, f, face, color] for _, _, nonce, f, face, color in vectors]
 
 
-def test_sound_proof_is_valid_in_the_browser(chromium: str, origin: str) -> None:
-    page = load(chromium, f"{origin}/static/verify.html?game=sound")
-    assert page.verdict == "VALID", page
-    assert page.checks["signature"] == "pass", page.check_messages["signature"]
-    assert page.roll_matches == {nonce: True for nonce in range(5)}
-    assert page.verdict_detail == "not run: receipt, replay"
+def test_the_page_allows_no_other_origin() -> None:
+    html = (STATIC_ROOT / "verify.html").read_text()
+    assert "default-src 'none'; script-src 'self';" in html
+    assert "connect-src 'self'" in html
+    assert "http://" not in html
+    assert "https://" not in html
 
 
-@pytest.mark.parametrize("game", [name for name in PROOFS if name != "malformed"])
-def test_browser_and_python_fail_the_same_checks(chromium: str, origin: str, game: str) -> None:
-    page = load(chromium, f"{origin}/static/verify.html?game={game}")
-    report = verify_proof(PROOFS[game], KEY_RING)
-    python_failed = {check.name for check in report.failed}
-    assert page.failed() == python_failed, (page, report.to_json())
-    assert page.verdict == ("VALID" if report.valid else "INVALID")
-    for check in report.checks:
-        if check.status is CheckStatus.FAIL and check.name != "signature":
-            assert page.check_messages[check.name] == check.message
-
-
-def test_forged_roll_is_marked_on_its_row(chromium: str, origin: str) -> None:
-    page = load(chromium, f"{origin}/static/verify.html?game=forged-face")
-    assert page.verdict == "INVALID"
-    assert page.failed() == {"rolls"}
-    assert page.roll_matches == {0: True, 1: True, 2: True, 3: False, 4: True}
-
-
-def test_edited_proof_fails_signature_and_roll(chromium: str, origin: str) -> None:
-    page = load(chromium, f"{origin}/static/verify.html?game=edited-face")
-    assert page.failed() == {"rolls", "signature"}
-    assert page.roll_matches[3] is False
-
-
-@pytest.mark.parametrize(("game", "detail"), [("malformed", "$.rolls: missing"), ("absent", "HTTP 404")])
-def test_unusable_input(chromium: str, origin: str, game: str, detail: str) -> None:
-    page = load(chromium, f"{origin}/static/verify.html?game={game}")
-    assert page.verdict == "UNUSABLE"
-    assert detail in page.verdict_detail
+def test_the_service_serves_every_script_the_page_loads(client: TestClient) -> None:
+    page_response = client.get("/verify")
+    assert page_response.status_code == 200
+    scripts = [part.split('"')[0] for part in page_response.text.split('<script src="')[1:]]
+    assert scripts == ["verify.js"]
+    for script in scripts:
+        response = client.get(f"/{script}")
+        assert response.status_code == 200
+        assert "javascript" in response.headers["content-type"]
+        assert response.text == (STATIC_ROOT / script).read_text()
