@@ -16,7 +16,15 @@ from pokna.tenants import service as tenants
 from support.api_checks import assert_problem, database_state
 from support.tenant_api import TenantApi, new_tenant
 
-PUBLIC_PATHS = {"/healthz", "/readyz", "/v1/fairness/keys", "/verify", "/verify.js"}
+# The public fairness link is opened by its token, not a key (tests/dealer/test_dealer_fairness_link.py).
+PUBLIC_PATHS = {
+    "/healthz",
+    "/readyz",
+    "/v1/fairness/keys",
+    "/v1/fairness/proofs/{token}",
+    "/verify",
+    "/verify.js",
+}
 
 
 @dataclass
@@ -80,6 +88,7 @@ def test_every_private_route_needs_a_bearer_key(client: TestClient, sessions: se
 
 def test_public_routes_need_no_key(client: TestClient) -> None:
     assert client.get("/v1/fairness/keys").status_code == 200
+    assert client.get("/v1/fairness/proofs/no-such-token-of-32-characters").status_code == 404
     assert client.get("/healthz").status_code == 200
 
 

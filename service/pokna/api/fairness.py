@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from importlib import resources
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from pokna.api.deps import RuntimeDep
+from pokna.api.clock import ClockDep
+from pokna.api.deps import RuntimeDep, SessionDep
+from pokna.api.problems import problem_responses
+from pokna.api.schemas.games import FairnessLinkOut
+from pokna.dealer import service as dealer
 from pokna.fairness.keyring import KeyRing
 
 router = APIRouter(tags=["fairness"])
@@ -53,6 +58,26 @@ class KeyRingOut(BaseModel):
 )
 def fairness_keys(runtime: RuntimeDep) -> KeyRingOut:
     return KeyRingOut.of(runtime.keys.key_ring)
+
+
+@router.get(
+    "/v1/fairness/proofs/{token}",
+    response_model=FairnessLinkOut,
+    summary="A game's public fairness link: its commitment and seeds, and its proof once it has ended",
+    description="No API key: the token in the path is the capability. The integrating app hands the link "
+    "(the game's `fairness.public_url`) to its players. It serves the signed commitment receipt, the seats' "
+    "account ids and client seeds (with who chose each) and the status from the game's creation on, and the "
+    "signed proof, which reveals the server seed, once the game has settled or been cancelled; never a "
+    "balance, never another game. An unknown or malformed token is the same 404.",
+    responses=problem_responses(404),
+)
+def fairness_link(
+    token: Annotated[str, Path(description="The link's token (from `fairness.public_url`).")],
+    runtime: RuntimeDep,
+    clock: ClockDep,
+    session: SessionDep,
+) -> FairnessLinkOut:
+    return dealer.fairness_link(session, runtime.keys, clock, token)
 
 
 def _static(name: str) -> str:

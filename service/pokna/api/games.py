@@ -20,6 +20,7 @@ from pokna.api.problems import problem_responses
 from pokna.api.schemas.common import NoNul
 from pokna.api.schemas.games import (
     GameAction,
+    GameActionOut,
     GameCreate,
     GameEventOut,
     GameOut,
@@ -106,7 +107,7 @@ def get_game(
 
 @router.post(
     "/games/{game_id}/actions",
-    response_model=GameOut,
+    response_model=GameActionOut,
     summary="Act in a game: set_client_seed, start, roll, claim, challenge, vote or cancel",
     responses=problem_responses(401, 404, 409, 422),
 )
@@ -126,7 +127,7 @@ def act(
         expected_version=action.expected_version,
     )
 
-    def work(session: Session) -> tuple[int, GameOut]:
+    def work(session: Session) -> tuple[int, GameActionOut]:
         return 200, dealer.act(session, runtime.keys, clock, tenant_id, game_id, request)
 
     return idempotency.run(work)

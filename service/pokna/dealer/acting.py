@@ -12,13 +12,14 @@ from sqlalchemy.orm import Session
 from pokna.dealer.deadlines import Clock, apply_passed_deadlines
 from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.records import GameRecord, SeatRecord
-from pokna.dealer.schemas import GameOut
+from pokna.dealer.schemas import ActionRollOut, GameActionOut
 from pokna.dealer.stepping import apply_step, number_events
 from pokna.dealer.store import game_store
 from pokna.dealer.view import SET_CLIENT_SEED, game_out
 from pokna.errors import InvalidRequest
 from pokna.fairness.protocol import client_seed_problem
 from pokna.game import Action, Cancel, Challenge, Claim, Roll, Start, Vote, VoteChoice
+from pokna.game.events import Rolled
 from pokna.service_keys import ServiceKeys
 
 
@@ -35,8 +36,9 @@ class PlayerAction:
 
 def act(
     session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
-) -> GameOut:
-    """The game after the action. Deadlines passed meanwhile are applied first, under the same lock."""
+) -> GameActionOut:
+    """The game after the action, with the rolls the action made. Deadlines passed meanwhile are applied
+    first, under the same lock (their rolls are in the game's events, not in this answer)."""
     game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
     apply_passed_deadlines(session, keys, clock, game, seats, balances)
     if request.expected_version is not None and request.expected_version != game.version:
@@ -44,12 +46,26 @@ def act(
             f"expected version {request.expected_version}, the game is at {game.version}",
             game=game_out(game, seats),
         )
+    rolls: list[ActionRollOut] = []
     if request.type == SET_CLIENT_SEED:
         _set_client_seed(session, game, seats, request, clock.now)
     else:
         action = _to_engine_action(request, seats)
-        apply_step(session, keys, clock, game, seats, balances, action, clock.now)
-    return game_out(game, seats)
+        result = apply_step(session, keys, clock, game, seats, balances, action, clock.now)
+        rolls = [
+            ActionRollOut(
+                nonce=event.nonce,
+                seat=event.seat,
+                account_id=seats[event.seat].account_id,
+                purpose=event.purpose.value,
+                face=event.face,
+                color=event.color.value,
+                in_favor=event.in_favor,
+            )
+            for event in result.events
+            if isinstance(event, Rolled)
+        ]
+    return GameActionOut(**dict(game_out(game, seats)), rolls=rolls)
 
 
 def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from pokna import ledger
 from pokna.db.types import new_id
 from pokna.dealer.deadlines import Clock
+from pokna.dealer.links import new_public_token
 from pokna.dealer.proof_signing import signed_terms
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
@@ -96,6 +97,7 @@ def create_game(
             private_key=keys.signing_key,
         ),
         proof=None,
+        public_token=new_public_token(),
         turn_deadline_at=clock.now + clock.open_game_ttl,
         created_at=clock.now,
         started_at=None,

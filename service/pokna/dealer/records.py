@@ -34,6 +34,7 @@ class GameRecord:
     game_client_seed: str | None
     receipt: dict[str, Any]
     proof: dict[str, Any] | None
+    public_token: str | None
     turn_deadline_at: datetime | None
     created_at: datetime
     started_at: datetime | None

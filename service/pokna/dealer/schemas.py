@@ -51,6 +51,16 @@ class FairnessOut(BaseModel):
     server_seed: str | None = Field(description="Revealed once the game has settled or been cancelled.")
     next_nonce: int
     commitment: dict[str, Any] = Field(description="The signed commitment receipt.")
+    public_url: str | None = Field(
+        description="The game's public fairness link, relative to this API's base URL: hand it to the "
+        "players. Anyone holding it can read, without an API key, the commitment, the seats' account ids and "
+        "client seeds and, once the game has ended, the signed proof (docs/fairness.md).",
+        examples=["/v1/fairness/proofs/Yc2rJ0b6kq3o2Qh8W1mVnA5sT9xE4uLd"],
+    )
+    verify_url: str | None = Field(
+        description="The browser verifier opened on the public link, relative to this API's base URL.",
+        examples=["/verify?proof=Yc2rJ0b6kq3o2Qh8W1mVnA5sT9xE4uLd"],
+    )
 
 
 class GameOut(BaseModel):
@@ -76,6 +86,26 @@ class GameOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     ended_at: datetime | None
+
+
+class ActionRollOut(BaseModel):
+    """One roll the action made, so a client can show the cube without another request."""
+
+    nonce: int = Field(description="The roll's number in the game: 0 is the Vigo's favor roll.")
+    seat: int
+    account_id: str
+    purpose: Literal["favor", "seek", "challenge_favor", "challenge"]
+    face: int = Field(ge=1, le=6)
+    color: Literal["red", "blue"]
+    in_favor: bool | None = Field(
+        description="Whether the roll matched the favor it sought; null for the Vigo's rolls, which set it."
+    )
+
+
+class GameActionOut(GameOut):
+    """The game after an action, with the rolls that action made (in nonce order; empty if it rolled none)."""
+
+    rolls: list[ActionRollOut]
 
 
 class GameEventOut(BaseModel):
@@ -145,3 +175,66 @@ class ProofPendingOut(BaseModel):
 
 
 GameProofOut = SignedProofOut | ProofPendingOut
+
+
+class LinkClientSeedOut(BaseModel):
+    seat: int
+    account_id: str
+    client_seed: str | None = Field(description="Null until the player sets one or the start fixes it.")
+    source: Literal["player", "server"] | None = Field(
+        description="`player` if the participant chose it, `server` if the server drew it at the start."
+    )
+
+
+class FairnessLinkOut(BaseModel):
+    """What a game's public fairness link serves, with no API key: nothing of the tenant beyond this game."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "object": "fairness_link",
+                    "game_id": "game_6f1d0c0e5b2a4f0f9b8c7d6e5f4a3b2c",
+                    "status": "in_progress",
+                    "revealed": False,
+                    "commitment": {
+                        "document": "commitment_receipt",
+                        "protocol": "pokna-hmac-sha256-v1",
+                        "game_id": "game_6f1d0c0e5b2a4f0f9b8c7d6e5f4a3b2c",
+                        "server_seed_hash": "861e71aae3914702057bf23c67148ff7bf08956965cd1b6f3d48792fa5875587",
+                        "created_at": "2026-12-01T12:00:00.000000Z",
+                        "game": {"stake": 10, "challenge_raise": 10, "seats": []},
+                        "key_id": "ed25519:24f6ed6acbfe1009",
+                        "signature": "IZgv9mg50J6nnSEs6K7nouibXff54pM_U7rQRuxRnDeDTv8gXt9_Q2GHlLOvu7-UYSwPttKo4cVLd134K1H8Aw",
+                    },
+                    "client_seeds": [
+                        {
+                            "seat": 0,
+                            "account_id": "acct_vigo",
+                            "client_seed": "vigo-seed",
+                            "source": "server",
+                        },
+                        {
+                            "seat": 1,
+                            "account_id": "acct_han",
+                            "client_seed": "never-tell-me-the-odds",
+                            "source": "player",
+                        },
+                    ],
+                    "proof": None,
+                    "keys_url": "/v1/fairness/keys",
+                }
+            ]
+        }
+    )
+
+    object: Literal["fairness_link"]
+    game_id: str
+    status: Literal["open", "in_progress", "settled", "cancelled"]
+    revealed: bool = Field(description="True once the game has ended and `proof` carries the server seed.")
+    commitment: dict[str, Any] = Field(
+        description="The signed commitment receipt, made at the game's creation."
+    )
+    client_seeds: list[LinkClientSeedOut]
+    proof: SignedProofOut | None = Field(description="The signed proof once the game has ended; null before.")
+    keys_url: str = Field(description="Where the published signing keys are, relative to this link's origin.")

@@ -3,7 +3,7 @@
 Each function works in the caller's transaction (it flushes, never commits) and answers a typed thing:
 the documented answer (pokna.dealer.schemas) or, for the sweep, plain counts and ids. Where the work
 lives: creating (creating.py), acting (acting.py), one rules step persisted (stepping.py), deadlines
-(deadlines.py), reading (reading.py), tables (tables.py); storage behind pokna.dealer.store.
+(deadlines.py), reading (reading.py), the public fairness link (fairness_link.py), tables (tables.py); storage behind pokna.dealer.store.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from pokna.dealer.acting import PlayerAction, act
 from pokna.dealer.creating import NewGame, check_seating, create_game
 from pokna.dealer.deadlines import Clock, apply_due_timeouts, due_games
+from pokna.dealer.fairness_link import fairness_link
 from pokna.dealer.reading import game_events, game_proof, read_game
 from pokna.dealer.tables import NewTable, create_table, deal_round, read_table
 
@@ -26,6 +27,7 @@ __all__ = [
     "create_table",
     "deal_round",
     "due_games",
+    "fairness_link",
     "game_events",
     "game_proof",
     "read_game",

@@ -30,6 +30,10 @@ class GameStore(Protocol):
         does not exist (NotFound)."""
         ...
 
+    def game_by_public_token(self, session: Session, token: str) -> GameRecord:
+        """The game whose public fairness link carries `token`, whatever its tenant (NotFound if none)."""
+        ...
+
     def turn_deadline(self, session: Session, tenant_id: str, game_id: str) -> datetime | None:
         """The game's pending deadline, read without a lock; NotFound like get_game, so a lazy deadline
         check never hides an unknown game."""

@@ -58,6 +58,12 @@ class PortableGameStore:
     def get_game(self, session: Session, tenant_id: str, game_id: str) -> GameRecord:
         return self._game(session, tenant_id, game_id, for_update=False)
 
+    def game_by_public_token(self, session: Session, token: str) -> GameRecord:
+        row = session.execute(select(_game).where(_game.c.public_token == token)).one_or_none()
+        if row is None:
+            raise NotFound("no such fairness link")
+        return GameRecord(**row._mapping)
+
     def turn_deadline(self, session: Session, tenant_id: str, game_id: str) -> datetime | None:
         row = session.execute(
             select(_game.c.turn_deadline_at).where(_game.c.id == game_id, _game.c.tenant_id == tenant_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pokna.dealer.links import link_path, verify_page_path
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
 from pokna.dealer.schemas import (
     FairnessOut,
@@ -98,6 +99,8 @@ def game_out(game: GameRecord, seats: Sequence[SeatRecord]) -> GameOut:
             server_seed=game.revealed_server_seed,
             next_nonce=state.next_nonce,
             commitment=game.receipt,
+            public_url=None if game.public_token is None else link_path(game.public_token),
+            verify_url=None if game.public_token is None else verify_page_path(game.public_token),
         ),
         version=game.version,
         created_at=game.created_at,

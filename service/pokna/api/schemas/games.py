@@ -11,7 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from pokna.api.schemas.common import AccountId, Amount, Currency
 from pokna.dealer.schemas import (
+    ActionRollOut,
+    FairnessLinkOut,
     FairnessOut,
+    GameActionOut,
     GameEventOut,
     GameOut,
     GameProofOut,
@@ -27,11 +30,14 @@ from pokna.dealer.schemas import (
 )
 
 __all__ = [
+    "ActionRollOut",
     "CancelAction",
     "ChallengeAction",
     "ClaimAction",
+    "FairnessLinkOut",
     "FairnessOut",
     "GameAction",
+    "GameActionOut",
     "GameCreate",
     "GameEventOut",
     "GameOut",

@@ -56,6 +56,8 @@ class Game(Base):
     game_client_seed: Mapped[str | None] = mapped_column(String(64), nullable=True)
     receipt: Mapped[dict[str, Any]] = mapped_column(JSON)
     proof: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The capability behind the game's public fairness link (migrations/versions/0006_fairness_link.py).
+    public_token: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True, index=True)
     turn_deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
