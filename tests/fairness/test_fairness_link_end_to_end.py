@@ -1,0 +1,58 @@
+"""A player with nothing but the public link: a real `pokna serve`, a game played over HTTP by the
+integrating app, then the link opened in real Chromium with no API key. Every check runs and passes,
+the rules replay and the commitment receipt included."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from support.browser import Browser, browser_session
+from support.game_play import Api, new_tenant_key, play, random_policy
+from support.servers import running_server
+
+PAGE_STATE = """
+(() => ({
+  verdict: document.querySelector('#verdict').textContent,
+  state: document.querySelector('#verdict').dataset.state,
+  checks: Object.fromEntries(Array.from(document.querySelectorAll('#checks li'),
+    (li) => [li.dataset.check, li.dataset.status])),
+}))()
+"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with browser_session() as browser:
+        browser.set_width(390)
+        yield browser
+
+
+def test_a_player_verifies_a_finished_game_from_its_public_link_alone(
+    database_url: str, sessions: sessionmaker[Session], tmp_path: Path, browser: Browser
+) -> None:
+    with running_server({"POKNA_DATABASE_URL": database_url}, tmp_path / "data") as base:
+        with httpx.Client(base_url=base, timeout=30) as http:
+            app = Api(http, new_tenant_key(sessions))
+            vigo, han, leia = (app.wallet(100) for _ in range(3))
+            game = app.create_game(vigo, [han, leia], stake=5)
+            public = game["fairness"]["verify_url"]
+
+            browser.open(f"{base}{public}")
+            unrevealed: dict[str, Any] = browser.evaluate(PAGE_STATE)
+            assert (unrevealed["verdict"], unrevealed["state"]) == ("NOT REVEALED YET", "unrevealed")
+
+            game = play([app], game, random_policy(random.Random(5), cancel_chance=0.0))
+            assert game["status"] == "settled"
+
+        browser.open(f"{base}{public}")
+        state: dict[str, Any] = browser.evaluate(PAGE_STATE)
+    assert (state["verdict"], state["state"]) == ("VALID", "valid"), state
+    assert set(state["checks"]) >= {"signature", "receipt", "commitment", "rolls", "replay"}, state
+    assert set(state["checks"].values()) == {"pass"}, state
