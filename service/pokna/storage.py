@@ -16,6 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.backend import Backend, backend_of
 from pokna.db.engine import make_engine
 from pokna.db.stores import STORES_KEY
+from pokna.ledger.store import LedgerStore
+from pokna.ledger.store_postgresql import PostgresqlLedgerStore
+from pokna.ledger.store_sqlite import SqliteLedgerStore
 
 __all__ = ["make_engine", "make_sessionmaker", "stores_for"]
 
@@ -24,9 +27,9 @@ def stores_for(backend: Backend) -> dict[type[Any], Any]:
     """Every domain's storage implementation for `backend`, keyed by the domain's interface."""
     match backend:
         case Backend.POSTGRESQL:
-            return {}
+            return {LedgerStore: PostgresqlLedgerStore()}
         case Backend.SQLITE:
-            return {}
+            return {LedgerStore: SqliteLedgerStore()}
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

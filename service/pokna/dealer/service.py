@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from pokna import ledger
 from pokna.db.types import new_id
 from pokna.dealer import repository
 from pokna.dealer.errors import ActionRefused, ClientSeedLocked, NotSeated, VersionConflict
@@ -57,9 +58,8 @@ from pokna.game import (
 )
 from pokna.game.events import Rolled
 from pokna.game.transfers import party_to_json
-from pokna.ledger import service as ledger
 from pokna.ledger.errors import BalancesChanged
-from pokna.ledger.model import AccountKind, Move
+from pokna.ledger.model import AccountKind, AccountTransfer
 from pokna.service_keys import ServiceKeys
 
 
@@ -417,19 +417,21 @@ def _post_transfers(
     def account(party: int | object) -> str:
         return game.pot_account_id if party is POT else account_of[party]  # type: ignore[index]
 
-    moves = [Move(t.kind.value, account(t.payer), account(t.payee), t.amount) for t in result.transfers]
+    account_transfers = [
+        AccountTransfer(t.kind.value, account(t.payer), account(t.payee), t.amount) for t in result.transfers
+    ]
     posted = ledger.post_transfers(
         session,
         tenant_id=game.tenant_id,
-        moves=moves,
+        transfers=account_transfers,
         reference=game.id,
         metadata={"game_id": game.id},
         expected_balances={seat.account_id: balances[seat.account_id] for seat in seats},
     )
-    for move in moves:
+    for account_transfer in account_transfers:
         for account_id, change in (
-            (move.payer_account_id, -move.amount),
-            (move.payee_account_id, move.amount),
+            (account_transfer.payer_account_id, -account_transfer.amount),
+            (account_transfer.payee_account_id, account_transfer.amount),
         ):
             if account_id in balances:
                 balances[account_id] += change
