@@ -1,4 +1,4 @@
-"""The ledger's vocabulary and its pure rules: kinds, bounds, postings, and how a draft is validated.
+"""The ledger's vocabulary and its pure rules: kinds, bounds, postings, and how postings are checked.
 
 Sign convention: a posting is a signed amount in minor units. An account's balance is the sum of its
 postings; the postings of one journal transaction sum to zero per currency. A deposit posts +amount to

@@ -31,8 +31,8 @@ class Posted(NamedTuple):
 
 
 class LedgerStore:
-    """The interface. (A plain class rather than an ABC: mypy refuses an abstract class as the type
-    argument of store_of, https://github.com/python/mypy/issues/4717.)"""
+    """Implemented once per backend; every method must be overridden. (A plain class rather than an ABC:
+    mypy refuses an abstract class as the type argument of store_of, python/mypy#4717.)"""
 
     def post(
         self,
