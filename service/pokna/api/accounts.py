@@ -86,7 +86,7 @@ def account_transactions(
         )
     except TransactionNotFound:
         raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
-    return AccountEntryOut.page_of(entries)
+    return AccountEntryOut.of_page(entries)
 
 
 def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:

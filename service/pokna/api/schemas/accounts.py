@@ -157,7 +157,7 @@ class AccountEntryOut(BaseModel):
     created_at: datetime
 
     @classmethod
-    def page_of(cls, page: Page[AccountEntry]) -> Page[AccountEntryOut]:
+    def of_page(cls, page: Page[AccountEntry]) -> Page[AccountEntryOut]:
         return Page[AccountEntryOut](
             data=[
                 cls(
