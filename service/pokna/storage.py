@@ -19,6 +19,9 @@ from pokna.db.stores import STORES_KEY
 from pokna.dealer.store import GameStore
 from pokna.dealer.store_portable import PortableGameStore
 from pokna.dealer.store_postgres import PostgresGameStore
+from pokna.ledger.store import LedgerStore
+from pokna.ledger.store_postgresql import PostgresqlLedgerStore
+from pokna.ledger.store_sqlite import SqliteLedgerStore
 
 __all__ = ["make_engine", "make_sessionmaker", "stores_for"]
 
@@ -27,9 +30,9 @@ def stores_for(backend: Backend) -> dict[type[Any], Any]:
     """Every domain's storage implementation for `backend`, keyed by the domain's interface."""
     match backend:
         case Backend.POSTGRESQL:
-            return {GameStore: PostgresGameStore()}
+            return {GameStore: PostgresGameStore(), LedgerStore: PostgresqlLedgerStore()}
         case Backend.SQLITE:
-            return {GameStore: PortableGameStore()}
+            return {GameStore: PortableGameStore(), LedgerStore: SqliteLedgerStore()}
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

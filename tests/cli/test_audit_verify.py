@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `audit`)
 from pokna.cli.app import app
-from pokna.ledger import audit
+from pokna.ledger import audit_scan
 from pokna.ledger.audit import verify_export
 from pokna.ledger.chain import document_hash, format_timestamp, transaction_document
 
@@ -46,7 +46,7 @@ def test_a_large_export_with_one_edited_line_is_invalid_at_that_seq(tmp_path: Pa
     lines = _export_lines(12_000)  # ~5 MiB: verified by the process pool
     export = tmp_path / "ledger.jsonl"
     export.write_text("".join(lines))
-    assert export.stat().st_size > audit._POOL_AFTER_BLOCKS * audit._BLOCK_BYTES
+    assert export.stat().st_size > audit_scan._POOL_AFTER_BLOCKS * audit_scan._BLOCK_BYTES
     valid = runner.invoke(app, ["audit", "verify", str(export)])
     assert valid.exit_code == 0, valid.output
     assert "seq 1-12000, 12000 transactions, 24000 postings" in valid.output

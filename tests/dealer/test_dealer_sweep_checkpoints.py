@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna import ledger
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
-from pokna.ledger import service as ledger
 from pokna.ledger.checkpoint import list_checkpoints
 from pokna.ledger.model import AccountKind
 from pokna.runtime import Runtime

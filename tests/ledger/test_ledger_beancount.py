@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
-    Move,
+    AccountTransfer,
     deposit,
     export_beancount,
     house_account,
@@ -41,11 +41,11 @@ def _books(sessions: sessionmaker[Session], tenant_id: str) -> None:
             session,
             tenant_id=tenant_id,
             reference="game-1",
-            moves=[
-                Move("ante", han, pot, 100),
-                Move("ante", greedo, pot, 100),
-                Move("payout", pot, han, 190),
-                Move("payout", pot, house, 10),
+            transfers=[
+                AccountTransfer("ante", han, pot, 100),
+                AccountTransfer("ante", greedo, pot, 100),
+                AccountTransfer("payout", pot, han, 190),
+                AccountTransfer("payout", pot, house, 10),
             ],
         )
         withdraw(session, tenant_id=tenant_id, account_id=han, amount=55)

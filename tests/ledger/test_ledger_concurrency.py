@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.engine import make_engine, unit_of_work
 from pokna.db.models.ledger import JournalTransaction
 from pokna.ledger import (
+    AccountTransfer,
     IdempotencyKeyReused,
     InsufficientFunds,
-    Move,
     balance_of,
     deposit,
     export_jsonl,
@@ -113,7 +113,10 @@ def test_transfers_in_opposite_orders_never_deadlock(
                 post_transfers(
                     session,
                     tenant_id=tenant_id,
-                    moves=[Move("ante", payer, payee, 1 + step % 3), Move("payout", payee, payer, 1)],
+                    transfers=[
+                        AccountTransfer("ante", payer, payee, 1 + step % 3),
+                        AccountTransfer("payout", payee, payer, 1),
+                    ],
                 )
         return rounds
 
@@ -141,7 +144,9 @@ def test_concurrent_posts_keep_every_tenant_chain_gap_free_and_unbroken(
             try:
                 with unit_of_work(pool_sessions) as session:
                     post_transfers(
-                        session, tenant_id=tenant, moves=[Move("ante", payer, payee, rng.randint(1, 40))]
+                        session,
+                        tenant_id=tenant,
+                        transfers=[AccountTransfer("ante", payer, payee, rng.randint(1, 40))],
                     )
             except InsufficientFunds:
                 pass
@@ -197,7 +202,10 @@ def test_parallel_requests_under_one_key_post_exactly_one(
                 posted = post_transfers(
                     session,
                     tenant_id=tenant_id,
-                    moves=[Move("ante", payer, payee, 1 + index), Move("payout", payee, payer, 1)],
+                    transfers=[
+                        AccountTransfer("ante", payer, payee, 1 + index),
+                        AccountTransfer("payout", payee, payer, 1),
+                    ],
                     idempotency_key="round-7",
                     request_hash=f"request-{index}",
                 )
@@ -225,7 +233,7 @@ def test_balances_changed_keeps_the_locks_until_the_caller_ends(
             post_transfers(
                 holder,
                 tenant_id=tenant_id,
-                moves=[Move("ante", payer, payee, 5)],
+                transfers=[AccountTransfer("ante", payer, payee, 5)],
                 expected_balances={payer: 90},
             )
         assert raised.value.balances == {payer: 100}
@@ -237,7 +245,7 @@ def test_balances_changed_keeps_the_locks_until_the_caller_ends(
         post_transfers(
             holder,
             tenant_id=tenant_id,
-            moves=[Move("ante", payer, payee, 5)],
+            transfers=[AccountTransfer("ante", payer, payee, 5)],
             expected_balances=raised.value.balances,
         )
     with unit_of_work(pool_sessions) as session:

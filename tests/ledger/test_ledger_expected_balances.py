@@ -10,9 +10,9 @@ from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import JournalTransaction
 from pokna.ledger import (
     AccountNotFound,
+    AccountTransfer,
     AmountOutOfRange,
     InsufficientFunds,
-    Move,
     balance_of,
     deposit,
     funding_account,
@@ -50,7 +50,7 @@ def test_matching_balances_post(sessions: sessionmaker[Session], tenant_id: str)
         posted = post_transfers(
             session,
             tenant_id=tenant_id,
-            moves=[Move("ante", payer, pot, 10)],
+            transfers=[AccountTransfer("ante", payer, pot, 10)],
             expected_balances={payer: 40, bystander: 7, pot: 0},
         )
         assert [transaction.seq for transaction in posted] == [3]
@@ -73,7 +73,7 @@ def test_a_changed_balance_posts_nothing_and_names_the_held_balances(
             post_transfers(
                 session,
                 tenant_id=tenant_id,
-                moves=[Move("ante", payer, pot, 10)],
+                transfers=[AccountTransfer("ante", payer, pot, 10)],
                 expected_balances={payer: 40, bystander: 7},
             )
         assert raised.value.balances == {payer: 40, bystander: 12}
@@ -85,7 +85,7 @@ def test_a_changed_balance_posts_nothing_and_names_the_held_balances(
         post_transfers(
             session,
             tenant_id=tenant_id,
-            moves=[Move("ante", payer, pot, 10)],
+            transfers=[AccountTransfer("ante", payer, pot, 10)],
             expected_balances=raised.value.balances,
         )
     with unit_of_work(sessions) as session:
@@ -107,7 +107,7 @@ def test_a_changed_balance_is_reported_before_insufficient_funds(
             post_transfers(
                 session,
                 tenant_id=tenant_id,
-                moves=[Move("ante", payer, pot, 5)],
+                transfers=[AccountTransfer("ante", payer, pot, 5)],
                 expected_balances={payer: 5},
             )
         assert raised.value.balances == {payer: 3}
@@ -115,7 +115,7 @@ def test_a_changed_balance_is_reported_before_insufficient_funds(
             post_transfers(
                 session,
                 tenant_id=tenant_id,
-                moves=[Move("ante", payer, pot, 5)],
+                transfers=[AccountTransfer("ante", payer, pot, 5)],
                 expected_balances={payer: 3},
             )
 
@@ -128,7 +128,7 @@ def test_an_expected_account_must_be_the_tenants(sessions: sessionmaker[Session]
             post_transfers(
                 session,
                 tenant_id=tenant_id,
-                moves=[Move("ante", payer, pot, 5)],
+                transfers=[AccountTransfer("ante", payer, pot, 5)],
                 expected_balances={payer: 10, "acct_nope": 0},
             )
         assert raised.value.extensions["account_id"] == "acct_nope"
@@ -143,12 +143,16 @@ def test_a_balance_beyond_the_bound_is_refused_before_anything_is_written(
         house = house_account(session, tenant_id).id
         with pytest.raises(AmountOutOfRange) as raised:
             post_transfers(
-                session, tenant_id=tenant_id, moves=[Move("adjustment", funding, house, 10**15)] * 1001
+                session,
+                tenant_id=tenant_id,
+                transfers=[AccountTransfer("adjustment", funding, house, 10**15)] * 1001,
             )
         assert raised.value.extensions["account_id"] == funding
         assert _seqs(session, tenant_id) == []
         posted = post_transfers(
-            session, tenant_id=tenant_id, moves=[Move("adjustment", funding, house, 10**15)] * 1000
+            session,
+            tenant_id=tenant_id,
+            transfers=[AccountTransfer("adjustment", funding, house, 10**15)] * 1000,
         )
         assert len(posted) == 1000
     with unit_of_work(sessions) as session:

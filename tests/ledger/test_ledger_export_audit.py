@@ -25,8 +25,9 @@ from pokna.crypto.errors import NotCanonicalizableError
 from pokna.crypto.signing import generate_signing_key
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
-    Move,
+    AccountTransfer,
     audit,
+    audit_scan,
     balance_of,
     checkpoint_document,
     deposit,
@@ -35,14 +36,17 @@ from pokna.ledger import (
     list_checkpoints,
     open_account,
     post_transfers,
+    store_postgresql,
     take_checkpoint,
     trial_balance,
     verify_export,
     withdraw,
 )
-from pokna.ledger import export as ledger_export
-from pokna.ledger.audit import AuditReport, verify_export_stream
+from pokna.ledger.audit import AuditReport
+from pokna.ledger.audit_scan import verify_export_stream
+from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
+from pokna.ledger.export import portable_jsonl
 from support.json_strategies import json_like, tricky_text
 
 pytest_plugins = ["ledger_fixtures"]
@@ -68,11 +72,11 @@ def _populate(sessions: sessionmaker[Session], tenant_id: str) -> dict[str, str]
             tenant_id=tenant_id,
             reference="game-1",
             metadata={"round": 1, "players": ["ree", "yees"]},
-            moves=[
-                Move("ante", wallets["ree"], pot, 50),
-                Move("ante", wallets["yees"], pot, 50),
-                Move("vigo_contribution", wallets["vigo"], pot, 20),
-                Move("payout", pot, wallets["yees"], 120),
+            transfers=[
+                AccountTransfer("ante", wallets["ree"], pot, 50),
+                AccountTransfer("ante", wallets["yees"], pot, 50),
+                AccountTransfer("vigo_contribution", wallets["vigo"], pot, 20),
+                AccountTransfer("payout", pot, wallets["yees"], 120),
             ],
         )
     with unit_of_work(sessions) as session:
@@ -336,8 +340,6 @@ def test_csv_has_one_row_per_posting(sessions: sessionmaker[Session], tenant_id:
 def test_postgresql_builds_the_same_lines_as_the_portable_exporter(
     sessions: sessionmaker[Session], tenant_id: str
 ) -> None:
-    from pokna.ledger.export import SeqRange, _jsonl_generic, _jsonl_postgresql
-
     accounts = _populate(sessions, tenant_id)
     with unit_of_work(sessions) as session:
         withdraw(
@@ -355,8 +357,8 @@ def test_postgresql_builds_the_same_lines_as_the_portable_exporter(
         )
     with unit_of_work(sessions) as session:
         seqs = SeqRange(1, 9)
-        database_built = [json.loads(line) for line in _jsonl_postgresql(session, tenant_id, seqs)]
-        portable = [json.loads(line) for line in _jsonl_generic(session, tenant_id, seqs)]
+        database_built = [json.loads(line) for line in store_postgresql.jsonl_lines(session, tenant_id, seqs)]
+        portable = [json.loads(line) for line in portable_jsonl(session, tenant_id, seqs)]
     assert database_built == portable
     assert len(portable) == 9
     assert verify_export(json.dumps(line) for line in database_built).valid
@@ -400,10 +402,10 @@ def _stream_report(lines: list[str], **options: Any) -> AuditReport:
 
 def test_a_large_export_is_verified_by_a_process_pool_and_a_tampered_line_is_found() -> None:
     lines = _generated_export(9000)  # > 4 MiB: the size at which the pool starts
-    assert len("".join(lines)) > audit._POOL_AFTER_BLOCKS * audit._BLOCK_BYTES
+    assert len("".join(lines)) > audit_scan._POOL_AFTER_BLOCKS * audit_scan._BLOCK_BYTES
     report = _stream_report(lines)
     assert report.processes == 2
-    assert report.blocks_from_workers == len(list(audit._blocks(io.BytesIO("".join(lines).encode()))))
+    assert report.blocks_from_workers == len(list(audit_scan._blocks(io.BytesIO("".join(lines).encode()))))
     assert report.valid, report.findings[:3]
     assert (report.first_seq, report.last_seq, report.transactions, report.postings) == (1, 9000, 9000, 18000)
     assert report.to_json() == verify_export(lines).to_json()
@@ -465,7 +467,7 @@ def test_the_pool_reports_exactly_what_the_line_by_line_verification_reports(
     tamper: Callable[[list[str]], list[str]],
     expected_seqs: set[int | None],
 ) -> None:
-    monkeypatch.setattr(audit, "_BLOCK_BYTES", 8 * 1024)  # ~18 lines a block: many seams in 600 lines
+    monkeypatch.setattr(audit_scan, "_BLOCK_BYTES", 8 * 1024)  # ~18 lines a block: many seams in 600 lines
     original = _generated_export(600)
     data = "".join(tamper(original)).encode()
     pinned_hash = json.loads(original[499])["hash"]
@@ -492,8 +494,8 @@ def test_a_worker_that_dies_costs_time_not_findings(monkeypatch: pytest.MonkeyPa
     breaks, every block is checked here line by line, and the report is the line-by-line one."""
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("needs fork, for the workers to see the patch")
-    monkeypatch.setattr(audit, "_BLOCK_BYTES", 8 * 1024)
-    monkeypatch.setattr(audit, "_summarize_block", _die)
+    monkeypatch.setattr(audit_scan, "_BLOCK_BYTES", 8 * 1024)
+    monkeypatch.setattr(audit_scan, "_summarize_block", _die)
     lines = _generated_export(300)
     lines[150] = lines[150].replace('"amount":', '"amount": 1 +', 1)
     data = "".join(lines).encode()
@@ -514,7 +516,7 @@ def _pool_reports(data: bytes, tmp_path: Path, **options: Any) -> list[AuditRepo
             verify_export_stream(io.BytesIO(data), processes=2, **options),
             verify_export_stream(handle, processes=2, **options),
         ]
-    blocks = len(list(audit._blocks(io.BytesIO(data))))
+    blocks = len(list(audit_scan._blocks(io.BytesIO(data))))
     for report in reports:
         assert report.processes == 2
         # Every block the workers found clean is taken in as it is; the rest are checked here again.
@@ -599,15 +601,15 @@ def test_a_consistent_rewrite_from_a_block_seam_is_reported_as_line_by_line(
     expected_seqs: Callable[[int], set[int | None]],
 ) -> None:
     """Every line of the rewritten blocks is self-consistent: only the checks across a seam can catch it."""
-    monkeypatch.setattr(audit, "_BLOCK_BYTES", 8 * 1024)
+    monkeypatch.setattr(audit_scan, "_BLOCK_BYTES", 8 * 1024)
     original = _generated_export(600)
     starts = [
         json.loads(block.split(b"\n", 1)[0])["seq"]
-        for block in audit._blocks(io.BytesIO("".join(original).encode()))
+        for block in audit_scan._blocks(io.BytesIO("".join(original).encode()))
     ]
     seam = starts[len(starts) // 2]
     data = "".join(tamper(original, seam)).encode()
-    assert [json.loads(block.split(b"\n", 1)[0])["seq"] for block in audit._blocks(io.BytesIO(data))][
+    assert [json.loads(block.split(b"\n", 1)[0])["seq"] for block in audit_scan._blocks(io.BytesIO(data))][
         len(starts) // 2
     ] in (seam, seam + 1)
     expected = verify_export(io.BytesIO(data))
@@ -713,7 +715,7 @@ def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
     sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Closing the stream cancels a query still sending rows; the caller's transaction must survive it."""
-    monkeypatch.setattr(ledger_export, "_STREAM_ROWS", 10)
+    monkeypatch.setattr(store_postgresql, "_STREAM_ROWS", 10)
     with unit_of_work(sessions) as session:
         wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="big").id
         for index in range(300):  # ~2.4 MB of lines: more than the socket buffers hold
@@ -740,7 +742,7 @@ def test_an_older_libpq_streams_row_by_row_with_the_same_lines(
     with sessions() as session:
         chunked = list(export_jsonl(session, tenant_id))
     monkeypatch.setattr(psycopg.pq, "version", lambda: 160009)
-    assert ledger_export._stream_rows() == 1
+    assert store_postgresql._stream_rows() == 1
     with sessions() as session:
         assert list(export_jsonl(session, tenant_id)) == chunked
     assert len(chunked) == 3

@@ -17,12 +17,12 @@ from pokna.ledger import (
     AccountExists,
     AccountKind,
     AccountNotFound,
+    AccountTransfer,
     AmountOutOfRange,
     IdempotencyKeyReused,
     InsufficientFunds,
     InvalidAccount,
     InvalidPostings,
-    Move,
     Posting,
     TenantNotFound,
     TransactionKind,
@@ -266,6 +266,29 @@ def test_each_currency_must_balance_on_its_own(sessions: sessionmaker[Session], 
         assert currencies == ["CREDIT", "CREDIT", "PEGGAT", "PEGGAT"]
 
 
+def test_a_posting_naming_another_currency_than_its_accounts_is_refused(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    with unit_of_work(sessions) as session:
+        house = house_account(session, tenant_id).id
+        funding = funding_account(session, tenant_id).id
+        with pytest.raises(InvalidPostings, match="holds CREDIT"):
+            post_transaction(
+                session,
+                tenant_id=tenant_id,
+                kind="adjustment",
+                postings=[Posting(house, 5, "PEGGAT"), Posting(funding, -5, "PEGGAT")],
+            )
+        assert _head_seq(session, tenant_id) == 0
+        posted = post_transaction(
+            session,
+            tenant_id=tenant_id,
+            kind="adjustment",
+            postings=[Posting(house, 5, "CREDIT"), Posting(funding, -5)],
+        )
+        assert posted.postings == (Posting(house, 5, "CREDIT"), Posting(funding, -5, "CREDIT"))
+
+
 def test_idempotent_retry_returns_the_original_and_posts_nothing(
     sessions: sessionmaker[Session], tenant_id: str
 ) -> None:
@@ -371,7 +394,7 @@ def test_post_transfers_is_all_or_nothing(sessions: sessionmaker[Session], tenan
         with pytest.raises(InsufficientFunds) as raised:
             post_transfers(
                 session, tenant_id=tenant_id,
-                moves=[Move("ante", rich, pot, 5), Move("ante", poor, pot, 5)],
+                transfers=[AccountTransfer("ante", rich, pot, 5), AccountTransfer("ante", poor, pot, 5)],
             )  # fmt: skip
         assert raised.value.account_id == poor
         assert _head_seq(session, tenant_id) == seq_before
@@ -379,10 +402,10 @@ def test_post_transfers_is_all_or_nothing(sessions: sessionmaker[Session], tenan
         assert balance_of(session, rich) == 100
         posted = post_transfers(
             session, tenant_id=tenant_id, reference="game-9", idempotency_key="game-9/antes", request_hash="x",
-            moves=[
-                Move(TransactionKind.ANTE, rich, pot, 5),
-                Move(TransactionKind.ANTE, poor, pot, 3),
-                Move(TransactionKind.PAYOUT, pot, poor, 8),
+            transfers=[
+                AccountTransfer(TransactionKind.ANTE, rich, pot, 5),
+                AccountTransfer(TransactionKind.ANTE, poor, pot, 3),
+                AccountTransfer(TransactionKind.PAYOUT, pot, poor, 8),
             ],
         )  # fmt: skip
         assert [transaction.seq for transaction in posted] == [seq_before + 1, seq_before + 2, seq_before + 3]
@@ -391,24 +414,24 @@ def test_post_transfers_is_all_or_nothing(sessions: sessionmaker[Session], tenan
         assert (balance_of(session, rich), balance_of(session, poor), balance_of(session, pot)) == (95, 8, 0)
         replay = post_transfers(
             session, tenant_id=tenant_id, reference="game-9", idempotency_key="game-9/antes", request_hash="x",
-            moves=[Move("ante", rich, pot, 5), Move("ante", poor, pot, 3), Move("payout", pot, poor, 8)],
+            transfers=[AccountTransfer("ante", rich, pot, 5), AccountTransfer("ante", poor, pot, 3), AccountTransfer("payout", pot, poor, 8)],
         )  # fmt: skip
         assert [transaction.id for transaction in replay] == [transaction.id for transaction in posted]
         assert _head_seq(session, tenant_id) == seq_before + 3
 
 
 def test_post_transfers_answers_what_it_stored(sessions: sessionmaker[Session], tenant_id: str) -> None:
-    """The light answer (PostedTransaction) is the stored row's identity and chain place, posted or replayed;
-    text that JSON must escape (control characters, quotes, backslashes, non-ASCII) is stored and hashed as
-    given."""
+    """The answer (PostedTransaction) is the stored transaction, its identity and chain place included, posted
+    or replayed; text that JSON must escape (control characters, quotes, backslashes, non-ASCII) is stored and
+    hashed as given."""
     payer = _funded_wallet(sessions, tenant_id, "bossk", 50)
     metadata = {"note": 'ctl \x01\t\n "quoted" back\\slash é 🎲', "round": 2}
     reference = 'table "9" — é'
     with unit_of_work(sessions) as session:
         pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="g-light").id
-        moves = [Move("ante", payer, pot, 5), Move("payout", pot, payer, 5)]
+        transfers = [AccountTransfer("ante", payer, pot, 5), AccountTransfer("payout", pot, payer, 5)]
         posted = post_transfers(
-            session, tenant_id=tenant_id, moves=moves, reference=reference, metadata=metadata,
+            session, tenant_id=tenant_id, transfers=transfers, reference=reference, metadata=metadata,
             idempotency_key="g-light", request_hash="r",
         )  # fmt: skip
     with unit_of_work(sessions) as session:
@@ -416,11 +439,12 @@ def test_post_transfers_answers_what_it_stored(sessions: sessionmaker[Session], 
         assert [
             (row.id, row.seq, row.kind, row.prev_hash, row.hash, row.idempotency_key, row.request_hash)
             for row in stored
-        ] == [tuple(transaction) for transaction in posted]
+        ] == [(t.id, t.seq, t.kind, t.prev_hash, t.hash, t.idempotency_key, t.request_hash) for t in posted]
+        assert stored == posted
         assert posted[1].prev_hash == posted[0].hash
-        assert all(row.metadata_ == metadata and row.reference == reference for row in stored)
+        assert all(row.metadata == metadata and row.reference == reference for row in stored)
         replay = post_transfers(
-            session, tenant_id=tenant_id, moves=moves, reference=reference, metadata=metadata,
+            session, tenant_id=tenant_id, transfers=transfers, reference=reference, metadata=metadata,
             idempotency_key="g-light", request_hash="r",
         )  # fmt: skip
         assert replay == posted
@@ -448,10 +472,10 @@ def test_account_history_pages_newest_first(sessions: sessionmaker[Session], ten
             withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=amount)
     with unit_of_work(sessions) as session:
         first = transactions_of(session, wallet, limit=4)
-        assert [entry.amount for entry in first.entries] == [-5, -4, -3, -2]
+        assert [entry.amount for entry in first.data] == [-5, -4, -3, -2]
         assert first.has_more
         second = transactions_of(session, wallet, limit=4, starting_after=first.next_cursor)
-        assert [entry.amount for entry in second.entries] == [-1, 1000]
+        assert [entry.amount for entry in second.data] == [-1, 1000]
         assert not second.has_more
         assert second.next_cursor is None
 

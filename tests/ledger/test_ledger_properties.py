@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
+    AccountTransfer,
     InsufficientFunds,
-    Move,
     deposit,
     export_jsonl,
     open_account,
@@ -80,7 +80,10 @@ def test_random_money_moves_keep_the_books_sound(
                     post_transfers(
                         session,
                         tenant_id=tenant_id,
-                        moves=[Move("ante", source, pot, op.amount), Move("payout", pot, target, op.amount)],
+                        transfers=[
+                            AccountTransfer("ante", source, pot, op.amount),
+                            AccountTransfer("payout", pot, target, op.amount),
+                        ],
                     )
         except InsufficientFunds:
             assert overdraws

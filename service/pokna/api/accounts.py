@@ -6,8 +6,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from pokna import ledger
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.idempotency import IdempotencyDep
@@ -23,13 +25,8 @@ from pokna.api.schemas.accounts import (
     TrialBalanceOut,
 )
 from pokna.api.schemas.common import Currency, NoNul
-from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction
 from pokna.errors import InvalidRequest
-from pokna.ledger import service as ledger
-from pokna.ledger.checkpoint import checkpoint_document, list_checkpoints, take_checkpoint
-from pokna.ledger.errors import TransactionNotFound
-from pokna.ledger.export import export_lines
-from pokna.ledger.model import AccountKind
+from pokna.ledger import AccountKind, TransactionNotFound
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
 
@@ -37,40 +34,10 @@ AccountId = Annotated[str, Path(max_length=40, description="The account's id (`a
 EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}
 
 
-def account_out(account: Account) -> dict[str, Any]:
-    return {
-        "id": account.id,
-        "object": "account",
-        "kind": account.kind,
-        "external_id": account.external_id,
-        "currency": account.currency,
-        "balance": account.balance,
-        "created_at": account.created_at,
-    }
-
-
-def transaction_out(session: Session, transaction: JournalTransaction, wallet_id: str) -> dict[str, Any]:
-    return {
-        "id": transaction.id,
-        "object": "journal_transaction",
-        "seq": transaction.seq,
-        "kind": transaction.kind,
-        "reference": transaction.reference,
-        "metadata": transaction.metadata_,
-        "postings": [
-            {"account_id": posting.account_id, "amount": posting.amount, "currency": posting.currency}
-            for posting in _postings(session, transaction)
-        ],
-        "prev_hash": transaction.prev_hash,
-        "hash": transaction.hash,
-        "created_at": transaction.created_at,
-        "balance": ledger.balance_of(session, wallet_id),
-    }
-
-
-def _postings(session: Session, transaction: JournalTransaction) -> list[JournalPosting]:
-    session.refresh(transaction, attribute_names=["postings"])
-    return list(transaction.postings)
+def _created(answer: BaseModel) -> tuple[int, Any]:
+    """201 with the answer as JSON values. Dumped by the model itself, as FastAPI sends a GET's answer:
+    jsonable_encoder would drop metadata keys starting with `_sa` as SQLAlchemy internals."""
+    return 201, answer.model_dump(mode="json")
 
 
 @router.post(
@@ -89,7 +56,7 @@ def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: Idempote
             currency=body.currency,
             external_id=body.external_id,
         )
-        return 201, account_out(account)
+        return _created(AccountOut.of(account))
 
     return idempotency.run(work)
 
@@ -100,8 +67,8 @@ def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: Idempote
     summary="An account and its balance",
     responses=problem_responses(401, 404),
 )
-def get_account(account_id: AccountId, session: SessionDep, tenant_id: TenantDep) -> dict[str, Any]:
-    return account_out(ledger.get_account(session, account_id, tenant_id=tenant_id))
+def get_account(account_id: AccountId, tenant_id: TenantDep, session: SessionDep) -> AccountOut:
+    return AccountOut.of(ledger.get_account(session, account_id, tenant_id=tenant_id))
 
 
 @router.get(
@@ -111,20 +78,15 @@ def get_account(account_id: AccountId, session: SessionDep, tenant_id: TenantDep
     responses=problem_responses(401, 404, 422),
 )
 def account_transactions(
-    account_id: AccountId, page: PageDep, session: SessionDep, tenant_id: TenantDep
-) -> dict[str, Any]:
-    ledger.get_account(session, account_id, tenant_id=tenant_id)
+    account_id: AccountId, page: PageDep, tenant_id: TenantDep, session: SessionDep
+) -> Page[AccountEntryOut]:
     try:
-        found = ledger.transactions_of(
-            session, account_id, limit=page.limit, starting_after=page.starting_after
+        entries = ledger.transactions_of(
+            session, account_id, tenant_id=tenant_id, limit=page.limit, starting_after=page.starting_after
         )
     except TransactionNotFound:
         raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
-    return {
-        "data": [vars(entry) for entry in found.entries],
-        "has_more": found.has_more,
-        "next_cursor": found.next_cursor,
-    }
+    return AccountEntryOut.of_page(entries)
 
 
 def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
@@ -147,7 +109,9 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
                 reference=body.reference,
                 metadata=body.metadata,
             )
-            return 201, transaction_out(session, transaction, account_id)
+            # The wallet stays locked until the commit: its balance now is its balance right after.
+            balance = ledger.balance_of(session, account_id)
+            return _created(JournalTransactionOut.of(transaction, balance=balance))
 
         return idempotency.run(work)
 
@@ -181,13 +145,10 @@ router.add_api_route(
     summary="Every account's balance and their total, which is zero",
     responses=problem_responses(401, 422),
 )
-def trial_balance(session: SessionDep, tenant_id: TenantDep, currency: Currency = "CREDIT") -> dict[str, Any]:
-    balance = ledger.trial_balance(session, tenant_id, currency)
-    return {
-        "currency": currency,
-        "accounts": [vars(line) for line in balance.accounts],
-        "total": balance.total,
-    }
+def trial_balance(
+    tenant_id: TenantDep, session: SessionDep, currency: Currency = "CREDIT"
+) -> TrialBalanceOut:
+    return TrialBalanceOut.of(ledger.trial_balance(session, tenant_id, currency))
 
 
 @router.get(
@@ -203,16 +164,15 @@ def trial_balance(session: SessionDep, tenant_id: TenantDep, currency: Currency 
     },
 )
 def export(
-    session: SessionDep,
     tenant_id: TenantDep,
+    session: SessionDep,
     export_format: Annotated[Literal["jsonl", "csv", "beancount"], Query(alias="format")] = "jsonl",
     from_seq: Annotated[int | None, Query(ge=1)] = None,
     to_seq: Annotated[int | None, Query(ge=1)] = None,
 ) -> StreamingResponse:
-    def lines() -> Any:  # reads through the request session after its commit; ended once it is sent
-        yield from export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)
-
-    return StreamingResponse(lines(), media_type=EXPORT_MEDIA[export_format])
+    # The request's session outlives this return: its dependency closes it after the response is sent.
+    lines = ledger.export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)
+    return StreamingResponse(lines, media_type=EXPORT_MEDIA[export_format])
 
 
 @router.get(
@@ -222,8 +182,8 @@ def export(
     summary="Signed chain heads, newest first: take one away to pin the ledger's history",
     responses=problem_responses(401),
 )
-def checkpoints(session: SessionDep, tenant_id: TenantDep) -> list[dict[str, Any]]:
-    return [checkpoint_document(row) for row in list_checkpoints(session, tenant_id)]
+def checkpoints(tenant_id: TenantDep, session: SessionDep) -> list[CheckpointOut]:
+    return [CheckpointOut.of(checkpoint) for checkpoint in ledger.list_checkpoints(session, tenant_id)]
 
 
 @router.post(
@@ -236,6 +196,8 @@ def checkpoints(session: SessionDep, tenant_id: TenantDep) -> list[dict[str, Any
 )
 def new_checkpoint(runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep) -> JSONResponse:
     def work(session: Session) -> tuple[int, Any]:
-        return 201, checkpoint_document(take_checkpoint(session, tenant_id, runtime.keys.signing_key))
+        return _created(
+            CheckpointOut.of(ledger.take_checkpoint(session, tenant_id, runtime.keys.signing_key))
+        )
 
     return idempotency.run(work)

@@ -21,10 +21,16 @@ from pokna.cli.command_session import command_session
 from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
 from pokna.crypto.errors import CryptoError
 from pokna.fairness.errors import FairnessError
-from pokna.ledger.audit import AuditReport, UnusableCheckpoint, verify_export_stream
-from pokna.ledger.checkpoint import checkpoint_document, take_checkpoint
-from pokna.ledger.export import EXPORT_FORMATS, export_lines
-from pokna.ledger.service import reconcile
+from pokna.ledger import (
+    AuditReport,
+    checkpoint_document,
+    export_lines,
+    reconcile,
+    take_checkpoint,
+    verify_export_stream,
+)
+from pokna.ledger.audit import UnusableCheckpoint
+from pokna.ledger.export import EXPORT_FORMATS
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 

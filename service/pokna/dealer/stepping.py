@@ -168,21 +168,22 @@ def _post_transfers(
     def account(party: int | object) -> str:
         return game.pot_account_id if party is POT else account_of[party]  # type: ignore[index]
 
-    moves = [
-        ledger.Move(t.kind.value, account(t.payer), account(t.payee), t.amount) for t in result.transfers
+    account_transfers = [
+        ledger.AccountTransfer(t.kind.value, account(t.payer), account(t.payee), t.amount)
+        for t in result.transfers
     ]
     posted = ledger.post_transfers(
         session,
         tenant_id=game.tenant_id,
-        moves=moves,
+        transfers=account_transfers,
         reference=game.id,
         metadata={"game_id": game.id},
         expected_balances={seat.account_id: balances[seat.account_id] for seat in seats},
     )
-    for move in moves:
+    for account_transfer in account_transfers:
         for account_id, change in (
-            (move.payer_account_id, -move.amount),
-            (move.payee_account_id, move.amount),
+            (account_transfer.payer_account_id, -account_transfer.amount),
+            (account_transfer.payee_account_id, account_transfer.amount),
         ):
             if account_id in balances:
                 balances[account_id] += change

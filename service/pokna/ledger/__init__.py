@@ -1,14 +1,31 @@
 """Double-entry ledger: accounts, a hash-chained journal of balanced transactions, exports and audits.
 
-Read docs/ledger.md for the model, the sign convention and every invariant the database enforces.
+Read docs/ledger.md for the model, the sign convention and every invariant the database enforces. Other
+packages import from here, not from the modules behind it:
+
+- accounts: open, find and read accounts (`account_summaries` is what other domains may know of one);
+- posting: the one way money moves; the backend's store (store_postgresql, store_sqlite) writes it;
+- reads, export, checkpoint, reconcile: the journal read back; audit (and audit_scan): the offline check.
 """
 
+from pokna.ledger.accounts import (
+    AccountSummary,
+    account_summaries,
+    balance_of,
+    find_account,
+    funding_account,
+    get_account,
+    house_account,
+    open_account,
+)
 from pokna.ledger.audit import AuditReport, Finding, verify_export
-from pokna.ledger.checkpoint import checkpoint_document, list_checkpoints, take_checkpoint
+from pokna.ledger.audit_scan import verify_export_stream
+from pokna.ledger.checkpoint import Checkpoint, checkpoint_document, list_checkpoints, take_checkpoint
 from pokna.ledger.errors import (
     AccountExists,
     AccountNotFound,
     AmountOutOfRange,
+    BalancesChanged,
     IdempotencyKeyReused,
     InsufficientFunds,
     InvalidAccount,
@@ -19,52 +36,45 @@ from pokna.ledger.errors import (
     UnbalancedTransaction,
 )
 from pokna.ledger.export import export_beancount, export_csv, export_jsonl, export_lines
-from pokna.ledger.model import AccountKind, Move, PostedTransaction, Posting, TransactionKind
-from pokna.ledger.service import (
-    AccountBalance,
-    AccountEntry,
-    AccountEntryPage,
-    AccountSummary,
-    BalanceDifference,
-    ReconcileReport,
-    TrialBalance,
-    account_summaries,
-    balance_of,
+from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
+from pokna.ledger.posting import (
     deposit,
-    find_account,
-    funding_account,
-    get_account,
-    get_transaction,
-    house_account,
-    open_account,
     post_transaction,
     post_transfers,
-    reconcile,
     request_fingerprint,
     reverse_transaction,
-    transactions_of,
-    trial_balance,
     withdraw,
 )
+from pokna.ledger.reads import (
+    AccountBalance,
+    AccountEntry,
+    TrialBalance,
+    get_transaction,
+    transactions_of,
+    trial_balance,
+)
+from pokna.ledger.reconcile import BalanceDifference, ReconcileReport, reconcile
+from pokna.paging import Page
 
 __all__ = [
     "AccountBalance",
     "AccountEntry",
-    "AccountEntryPage",
     "AccountExists",
     "AccountKind",
     "AccountNotFound",
     "AccountSummary",
+    "AccountTransfer",
     "AmountOutOfRange",
     "AuditReport",
     "BalanceDifference",
+    "BalancesChanged",
+    "Checkpoint",
     "Finding",
     "IdempotencyKeyReused",
     "InsufficientFunds",
     "InvalidAccount",
     "InvalidPostings",
     "LedgerError",
-    "Move",
     "PostedTransaction",
     "Posting",
     "ReconcileReport",
@@ -97,5 +107,6 @@ __all__ = [
     "transactions_of",
     "trial_balance",
     "verify_export",
+    "verify_export_stream",
     "withdraw",
 ]

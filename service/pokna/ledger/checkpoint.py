@@ -7,14 +7,14 @@ hash, created_at} at some moment; published or handed to the auditor, it pins hi
 
 from __future__ import annotations
 
-from typing import Any, cast
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session
 
 from pokna.crypto.signing import SIGNATURE_FIELD, sign_document
-from pokna.db.models.ledger import LedgerCheckpoint
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import repository
 from pokna.ledger.audit import CHECKPOINT_TYPE
@@ -22,7 +22,20 @@ from pokna.ledger.chain import format_timestamp
 from pokna.ledger.errors import InvalidPostings, TenantNotFound
 
 
-def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519PrivateKey) -> LedgerCheckpoint:
+@dataclass(frozen=True)
+class Checkpoint:
+    """A signed chain head as stored (checkpoint_document gives the signed document itself)."""
+
+    id: str
+    tenant_id: str
+    seq: int
+    hash: str
+    created_at: datetime
+    key_id: str
+    signature: str
+
+
+def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519PrivateKey) -> Checkpoint:
     """Sign the tenant's current chain head (seq 0 and the genesis hash for an empty ledger)."""
     if not repository.tenant_exists(session, tenant_id):
         raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
@@ -38,22 +51,20 @@ def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519Privat
         },
         signing_key,
     )
-    row = {
-        "id": new_id("ckpt"),
-        "tenant_id": tenant_id,
-        "seq": seq,
-        "hash": hash_,
-        "created_at": created_at,
-        "key_id": signed["key_id"],
-        "signature": signed[SIGNATURE_FIELD],
-    }
-    session.execute(insert(cast(Table, LedgerCheckpoint.__table__)), row)
-    checkpoint = session.get(LedgerCheckpoint, row["id"])
-    assert checkpoint is not None
+    checkpoint = Checkpoint(
+        id=new_id("ckpt"),
+        tenant_id=tenant_id,
+        seq=seq,
+        hash=hash_,
+        created_at=created_at,
+        key_id=signed["key_id"],
+        signature=signed[SIGNATURE_FIELD],
+    )
+    repository.insert_checkpoint(session, vars(checkpoint))
     return checkpoint
 
 
-def checkpoint_document(checkpoint: LedgerCheckpoint) -> dict[str, Any]:
+def checkpoint_document(checkpoint: Checkpoint) -> dict[str, Any]:
     """The signed JSON document, exactly as signed: give this (and the public key) to an auditor."""
     return {
         "type": CHECKPOINT_TYPE,
@@ -68,19 +79,22 @@ def checkpoint_document(checkpoint: LedgerCheckpoint) -> dict[str, Any]:
 
 def list_checkpoints(
     session: Session, tenant_id: str, *, limit: int = 50, before_seq: int | None = None
-) -> list[LedgerCheckpoint]:
+) -> list[Checkpoint]:
     """Newest first."""
     if not 1 <= limit <= 500:
         raise InvalidPostings("limit must be between 1 and 500")
-    statement = (
-        select(LedgerCheckpoint)
-        .where(LedgerCheckpoint.tenant_id == tenant_id)
-        .order_by(LedgerCheckpoint.seq.desc(), LedgerCheckpoint.created_at.desc())
-        .limit(limit)
-    )
-    if before_seq is not None:
-        statement = statement.where(LedgerCheckpoint.seq < before_seq)
-    return list(session.scalars(statement))
+    return [
+        Checkpoint(
+            id=row.id,
+            tenant_id=row.tenant_id,
+            seq=int(row.seq),
+            hash=row.hash,
+            created_at=row.created_at,
+            key_id=row.key_id,
+            signature=row.signature,
+        )
+        for row in repository.checkpoints(session, tenant_id, limit=limit, before_seq=before_seq)
+    ]
 
 
 def checkpoint_moved_heads(session: Session, signing_key: Ed25519PrivateKey) -> int:

@@ -16,17 +16,17 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from json.encoder import encode_basestring
-from typing import Any, Final, cast
+from typing import Any, Final
 
-import psycopg
-from sqlalchemy import Row, Select, Table, func, select
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
-from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerHead
+from pokna.db.stores import store_of
+from pokna.ledger import books_repository
+from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import format_timestamp
+from pokna.ledger.store import LedgerStore
 
 EXPORT_FORMATS: Final = ("jsonl", "csv", "beancount")
 CSV_COLUMNS: Final = (
@@ -41,57 +41,7 @@ CSV_COLUMNS: Final = (
     "currency",
     "transaction_hash",
 )
-_BATCH = 5000
-_STREAM_ROWS = 2000
-_transaction = cast(Table, JournalTransaction.__table__)
-_posting = cast(Table, JournalPosting.__table__)
-_account = cast(Table, Account.__table__)
-_head = cast(Table, LedgerHead.__table__)
-
-
-@dataclass(frozen=True)
-class SeqRange:
-    first: int
-    last: int
-
-    @property
-    def empty(self) -> bool:
-        return self.first > self.last
-
-
-def _seq_range(session: Session, tenant_id: str, from_seq: int | None, to_seq: int | None) -> SeqRange:
-    head = session.execute(select(_head.c.last_seq).where(_head.c.tenant_id == tenant_id)).scalar()
-    last = int(head or 0)
-    if to_seq is not None:
-        last = min(last, to_seq)
-    return SeqRange(max(from_seq or 1, 1), last)
-
-
-def _rows(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[Row[Any]]:
-    statement: Select[Any] = (
-        select(
-            _transaction.c.seq,
-            _transaction.c.id,
-            _transaction.c.kind,
-            _transaction.c.reference,
-            _transaction.c.metadata,
-            _transaction.c.created_at,
-            _transaction.c.prev_hash,
-            _transaction.c.hash,
-            _posting.c.leg,
-            _posting.c.account_id,
-            _posting.c.amount,
-            _posting.c.currency,
-        )
-        .join(_posting, _posting.c.transaction_id == _transaction.c.id)
-        .where(_transaction.c.tenant_id == tenant_id, _transaction.c.seq.between(seqs.first, seqs.last))
-        .order_by(_transaction.c.seq, _posting.c.leg)
-    )
-    result = session.execute(statement, execution_options={"yield_per": _BATCH})
-    try:
-        yield from result
-    finally:
-        result.close()
+_CSV_BATCH = 5000
 
 
 def _grouped(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[list[Row[Any]]]:
@@ -99,7 +49,7 @@ def _grouped(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[list[
     if seqs.empty:
         return
     group: list[Row[Any]] = []
-    for row in _rows(session, tenant_id, seqs):
+    for row in books_repository.journal_rows(session, tenant_id, seqs):
         if group and group[0].seq != row.seq:
             yield group
             group = []
@@ -131,85 +81,20 @@ def export_jsonl(
 ) -> Iterator[str]:
     """One JSON object per line, in seq order, each ending in a newline.
 
-    On PostgreSQL the lines are byte for byte what `json_build_object` made of the same fields (the same
-    values as the portable exporter; only the whitespace differs), written here from raw columns.
+    Each backend's store writes the lines (on PostgreSQL from raw columns, whitespace as
+    json_build_object's); the values are the same on both.
     """
-    seqs = _seq_range(session, tenant_id, from_seq, to_seq)
+    seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
     if seqs.empty:
         return iter(())
-    if session.get_bind().dialect.name == "postgresql":
-        return _jsonl_postgresql(session, tenant_id, seqs)
-    return _jsonl_generic(session, tenant_id, seqs)
+    return store_of(session, LedgerStore).jsonl_lines(session, tenant_id, seqs)
 
 
-def _jsonl_generic(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
+def portable_jsonl(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
+    """The JSONL export formatted from rows, compact, as any backend can."""
     encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     for group in _grouped(session, tenant_id, seqs):
         yield encode(transaction_line(tenant_id, group)) + "\n"
-
-
-# Each transaction's postings come as one flat text array (account_id, amount, currency, ... in leg order):
-# ARRAY(subquery) reads them in the index's leg order with no per-transaction sort or aggregate, which
-# is most of what json_agg cost. The rows are streamed (no server-side cursor), so the database produces
-# the next rows while Python writes these.
-_JSONL_ROWS_POSTGRESQL = """
-    SELECT t.seq, t.id, t.kind, t.reference, t.metadata::text,
-        to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), t.prev_hash, t.hash,
-        ARRAY(
-            SELECT unnest(ARRAY[p.account_id, p.amount::text, p.currency])
-            FROM posting AS p WHERE p.transaction_id = t.id ORDER BY p.leg
-        )
-    FROM journal_transaction AS t
-    WHERE t.tenant_id = %(tenant_id)s AND t.seq BETWEEN %(first)s AND %(last)s
-    ORDER BY t.seq
-"""
-
-
-def _stream_rows() -> int:
-    """Rows fetched per chunk: chunked streaming needs libpq 17 (psycopg's binary wheels bundle a newer
-    one); an older system libpq streams row by row, which is correct, only slower."""
-    return _STREAM_ROWS if psycopg.pq.version() >= 170000 else 1
-
-
-def _jsonl_postgresql(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
-    """The layout of json_build_object and json_agg: `"key" : value`, items joined by `, `.
-
-    While this generator is suspended the session's connection is busy streaming: the caller must not use
-    the session until the export is drained or closed (every caller writes it out first).
-
-    Strings go through the standard library's C JSON string encoder, which escapes exactly what
-    PostgreSQL's escape_json does (quote, backslash, b f n r t, other controls as lower-case u00xx);
-    metadata is the stored JSON text, as json_build_object embeds it.
-    """
-    quote = encode_basestring
-    tenant = quote(tenant_id)
-    # Leaving the stream early cancels the query, which fails the transaction: the savepoint takes the
-    # caller's transaction back to before the export.
-    savepoint = session.begin_nested()
-    connection = session.connection().connection.driver_connection
-    if not isinstance(connection, psycopg.Connection):
-        raise TypeError(f"the PostgreSQL export needs psycopg 3, not {type(connection).__name__}")
-    params = {"tenant_id": tenant_id, "first": seqs.first, "last": seqs.last}
-    try:
-        with connection.cursor() as cursor:
-            for seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs in cursor.stream(
-                _JSONL_ROWS_POSTGRESQL, params, size=_stream_rows()
-            ):
-                postings = ", ".join(
-                    f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '
-                    f'"currency" : {quote(legs[index + 2])}}}'
-                    for index in range(0, len(legs), 3)
-                )
-                yield (
-                    f'{{"seq" : {seq}, "id" : {quote(id_)}, "tenant_id" : {tenant}, "kind" : {quote(kind)}, '
-                    f'"reference" : {"null" if reference is None else quote(reference)}, '
-                    f'"metadata" : {metadata}, "created_at" : {quote(created_at)}, "postings" : [{postings}], '
-                    f'"prev_hash" : {quote(prev_hash)}, "hash" : {quote(hash_)}}}\n'
-                )
-    except BaseException:
-        savepoint.rollback()
-        raise
-    savepoint.commit()
 
 
 def export_csv(
@@ -219,8 +104,9 @@ def export_csv(
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    seqs = _seq_range(session, tenant_id, from_seq, to_seq)
-    for count, row in enumerate(_rows(session, tenant_id, seqs) if not seqs.empty else (), start=1):
+    seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
+    rows = books_repository.journal_rows(session, tenant_id, seqs) if not seqs.empty else ()
+    for count, row in enumerate(rows, start=1):
         writer.writerow(
             (
                 row.seq,
@@ -235,7 +121,7 @@ def export_csv(
                 row.hash,
             )
         )
-        if count % _BATCH == 0:
+        if count % _CSV_BATCH == 0:
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()
@@ -272,28 +158,12 @@ def export_beancount(
     An export up to the chain head ends with balance assertions of the stored balances (read in the same
     statement as the head, so they describe exactly the exported postings).
     """
-    accounts = session.execute(
-        select(
-            _account.c.id,
-            _account.c.kind,
-            _account.c.currency,
-            _account.c.balance,
-            _account.c.created_at,
-            _head.c.last_seq,
-        )
-        .select_from(_account.outerjoin(_head, _head.c.tenant_id == _account.c.tenant_id))
-        .where(_account.c.tenant_id == tenant_id)
-        .order_by(_account.c.id)
-    ).all()
+    accounts = books_repository.accounts_with_head(session, tenant_id)
     head_seq = int(accounts[0].last_seq or 0) if accounts else 0
-    seqs = _seq_range(session, tenant_id, from_seq, to_seq)
+    seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
     seqs = SeqRange(seqs.first, min(seqs.last, head_seq))
     names = {row.id: beancount_account(row.kind, row.id) for row in accounts}
-    first_day = session.execute(
-        select(func.min(_transaction.c.created_at)).where(
-            _transaction.c.tenant_id == tenant_id, _transaction.c.seq.between(seqs.first, seqs.last)
-        )
-    ).scalar()
+    first_day = books_repository.first_created_at(session, tenant_id, seqs)
     currencies = sorted({row.currency for row in accounts})
 
     yield f'option "title" {_beancount_string(f"Pokna ledger of tenant {tenant_id}")}\n'
@@ -336,13 +206,7 @@ def _earliest_day(account_days: list[datetime], first_transaction: datetime | No
 def _opening_balances(
     session: Session, tenant_id: str, before_seq: int, names: dict[str, str], day: date
 ) -> Iterator[str]:
-    sums = session.execute(
-        select(_posting.c.account_id, _posting.c.currency, func.sum(_posting.c.amount).label("total"))
-        .join(_transaction, _transaction.c.id == _posting.c.transaction_id)
-        .where(_transaction.c.tenant_id == tenant_id, _transaction.c.seq < before_seq)
-        .group_by(_posting.c.account_id, _posting.c.currency)
-        .order_by(_posting.c.account_id)
-    ).all()
+    sums = books_repository.balances_before(session, tenant_id, before_seq)
     legs = [row for row in sums if int(row.total) != 0]
     if not legs:
         return

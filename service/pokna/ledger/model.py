@@ -1,4 +1,4 @@
-"""The ledger's vocabulary and its pure rules: kinds, bounds, postings, and how a draft is validated.
+"""The ledger's vocabulary and its pure rules: kinds, bounds, postings, and how postings are checked.
 
 Sign convention: a posting is a signed amount in minor units. An account's balance is the sum of its
 postings; the postings of one journal transaction sum to zero per currency. A deposit posts +amount to
@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from pokna.crypto.canonical_json import canonicalize
 from pokna.crypto.errors import NotCanonicalizableError
@@ -25,7 +26,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_POSTING_AMOUNT",
     "AccountKind",
-    "Move",
+    "AccountTransfer",
     "PostedTransaction",
     "Posting",
     "TransactionKind",
@@ -65,17 +66,24 @@ class TransactionKind(StrEnum):
     ADJUSTMENT = "adjustment"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Posting:
-    """One requested leg: `amount` (signed minor units) on `account_id`. Currency is the account's."""
+    """One leg of a journal transaction: `amount` (signed minor units) on `account_id`.
+
+    The currency is always the account's: a requested leg may leave it out (None), a posted one carries
+    it, and a request that names another currency is refused."""
 
     account_id: str
     amount: int
+    currency: str | None = None
 
 
-@dataclass(frozen=True)
-class Move:
-    """A game's money move: `amount` from `payer_account_id` to `payee_account_id`, as one transaction."""
+@dataclass(frozen=True, slots=True)
+class AccountTransfer:
+    """`amount` from `payer_account_id` to `payee_account_id`, posted as one two-leg journal transaction.
+
+    The game's rules speak of a `Transfer` between seats and the pot (pokna.game); the dealer maps each to
+    an AccountTransfer between their accounts."""
 
     kind: TransactionKind | str
     payer_account_id: str
@@ -86,15 +94,22 @@ class Move:
         return Posting(self.payer_account_id, -self.amount), Posting(self.payee_account_id, self.amount)
 
 
-class PostedTransaction(NamedTuple):
-    """A journal transaction as post_transfers answers it: its identity and place in the chain, without
-    the ORM objects (and their postings) that a game posting on every action never reads."""
+@dataclass(frozen=True, slots=True)
+class PostedTransaction:
+    """A journal transaction as the ledger recorded it: what every posting function answers (a replay
+    answers the original), and what get_transaction reads back. Plain values, not ORM objects: nothing
+    about it changes after it is written, and a game that posts on every action needs nothing loaded."""
 
     id: str
+    tenant_id: str
     seq: int
     kind: str
+    reference: str | None
+    metadata: dict[str, Any]
+    postings: tuple[Posting, ...]
     prev_hash: str
     hash: str
+    created_at: datetime
     idempotency_key: str | None
     request_hash: str | None
 
@@ -142,6 +157,10 @@ def check_postings(postings: Sequence[Posting], currency_of: Mapping[str, str]) 
             raise InvalidPostings(f"account {posting.account_id} appears twice; net its postings first")
         seen.add(posting.account_id)
         currency = currency_of[posting.account_id]
+        if posting.currency is not None and posting.currency != currency:
+            raise InvalidPostings(
+                f"postings[{index}] is in {posting.currency}; account {posting.account_id} holds {currency}"
+            )
         totals[currency] = totals.get(currency, 0) + posting.amount
     unbalanced = {currency: total for currency, total in totals.items() if total != 0}
     if unbalanced:

@@ -1,4 +1,9 @@
-"""Wallets and the ledger over REST."""
+"""Wallets and the ledger over REST: each answer is built here, once, from what pokna.ledger returns.
+
+The ledger's own records (ORM accounts, PostedTransaction, AccountEntry, TrialBalance, Checkpoint) stay the
+ledger's: the dealer and the CLI read them too, and they carry what the API does not send (idempotency
+keys, request hashes, tenant ids). These models are the documented contract, with its examples.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from pokna.api.schemas.common import Amount, Currency, NoNul
+from pokna.db.models.ledger import Account
+from pokna.ledger import AccountEntry, Checkpoint, PostedTransaction, TrialBalance, checkpoint_document
+from pokna.paging import Page
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=200), NoNul]
 
@@ -43,6 +51,18 @@ class AccountOut(BaseModel):
     currency: str
     balance: int = Field(description="Minor units; never below zero for wallets and pots.")
     created_at: datetime
+
+    @classmethod
+    def of(cls, account: Account) -> AccountOut:
+        return cls(
+            id=account.id,
+            object="account",
+            kind=account.kind,
+            external_id=account.external_id,
+            currency=account.currency,
+            balance=account.balance,
+            created_at=account.created_at,
+        )
 
 
 class MoneyMovement(BaseModel):
@@ -107,6 +127,25 @@ class JournalTransactionOut(BaseModel):
         default=None, description="The wallet's balance right after this transaction."
     )
 
+    @classmethod
+    def of(cls, transaction: PostedTransaction, *, balance: int | None) -> JournalTransactionOut:
+        return cls(
+            id=transaction.id,
+            object="journal_transaction",
+            seq=transaction.seq,
+            kind=transaction.kind,
+            reference=transaction.reference,
+            metadata=transaction.metadata,
+            # A posted leg always carries its account's currency: validated here, not assumed.
+            postings=[
+                PostingOut.model_validate(posting, from_attributes=True) for posting in transaction.postings
+            ],
+            prev_hash=transaction.prev_hash,
+            hash=transaction.hash,
+            created_at=transaction.created_at,
+            balance=balance,
+        )
+
 
 class AccountEntryOut(BaseModel):
     transaction_id: str
@@ -116,6 +155,25 @@ class AccountEntryOut(BaseModel):
     amount: int = Field(description="Signed: what this transaction did to this account.")
     currency: str
     created_at: datetime
+
+    @classmethod
+    def of_page(cls, page: Page[AccountEntry]) -> Page[AccountEntryOut]:
+        return Page[AccountEntryOut](
+            data=[
+                cls(
+                    transaction_id=entry.transaction_id,
+                    seq=entry.seq,
+                    kind=entry.kind,
+                    reference=entry.reference,
+                    amount=entry.amount,
+                    currency=entry.currency,
+                    created_at=entry.created_at,
+                )
+                for entry in page.data
+            ],
+            has_more=page.has_more,
+            next_cursor=page.next_cursor,
+        )
 
 
 class TrialBalanceLine(BaseModel):
@@ -167,6 +225,22 @@ class TrialBalanceOut(BaseModel):
     accounts: list[TrialBalanceLine]
     total: int = Field(description="Always zero when the books are sound.")
 
+    @classmethod
+    def of(cls, trial: TrialBalance) -> TrialBalanceOut:
+        return cls(
+            currency=trial.currency,
+            accounts=[
+                TrialBalanceLine(
+                    account_id=line.account_id,
+                    kind=line.kind,
+                    external_id=line.external_id,
+                    balance=line.balance,
+                )
+                for line in trial.accounts
+            ],
+            total=trial.total,
+        )
+
 
 class CheckpointOut(BaseModel):
     type: str
@@ -176,3 +250,8 @@ class CheckpointOut(BaseModel):
     created_at: str
     key_id: str
     signature: str
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint) -> CheckpointOut:
+        """The signed document exactly as signed: what an auditor checks with the public key."""
+        return cls.model_validate(checkpoint_document(checkpoint))

@@ -1,0 +1,170 @@
+"""Accounts: opening them, finding them, and what they hold.
+
+An account is answered as the session's ORM `Account`: it is the one mutable thing in the ledger (its
+balance), and a caller holding one sees the balance every posting in the same session leaves on it
+(follow_balances). Other domains read accounts only through account_summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
+
+from pokna.db.models.ledger import Account
+from pokna.db.types import new_id, utc_now
+from pokna.ledger import account_cache, repository
+from pokna.ledger.drafts import MAX_TEXT
+from pokna.ledger.errors import AccountExists, AccountNotFound, InvalidAccount
+from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, check_currency
+from pokna.ledger.refusals import tenant_not_found
+
+
+def open_account(
+    session: Session,
+    *,
+    tenant_id: str,
+    kind: AccountKind | str,
+    currency: str = DEFAULT_CURRENCY,
+    external_id: str | None = None,
+) -> Account:
+    """A new account with balance 0. An external id is unique per tenant and kind (AccountExists)."""
+    account_kind = _account_kind(kind)
+    check_currency(currency)
+    if external_id is not None and not 0 < len(external_id) <= MAX_TEXT:
+        raise InvalidAccount(f"external_id must be 1-{MAX_TEXT} characters", field="external_id")
+    account = Account(
+        id=new_id("acct"),
+        tenant_id=tenant_id,
+        kind=account_kind.value,
+        currency=currency,
+        external_id=external_id,
+        balance=0,
+        created_at=utc_now(),
+    )
+    # One statement in the usual case; only a refusal costs the queries that say why. The insert's
+    # snapshot may predate a tenant committed meanwhile: then neither reason holds, and it runs again.
+    for attempt in range(2):
+        if repository.insert_account(session, _values(account)):
+            break
+        if not repository.tenant_exists(session, tenant_id):
+            raise tenant_not_found(tenant_id)
+        existing = repository.find_account(session, tenant_id, account_kind.value, str(external_id))
+        if existing is not None or attempt == 1:
+            raise AccountExists(
+                f"tenant {tenant_id} already has a {account_kind} account for {external_id!r}",
+                account_id=None if existing is None else existing.id,
+            )
+    # The row is written: the object joins the session as persistent without reading it back.
+    make_transient_to_detached(account)
+    session.add(account)
+    account_cache.remember(session, account.id, tenant_id, currency)
+    return account
+
+
+def funding_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
+    """The tenant's external funding account: the other side of every deposit and withdrawal."""
+    return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency)
+
+
+def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
+    return _system_account(session, tenant_id, AccountKind.HOUSE, currency)
+
+
+def _system_account(session: Session, tenant_id: str, kind: AccountKind, currency: str) -> Account:
+    """Created on demand, race-free: one per tenant, kind and currency (the currency is its external id)."""
+    check_currency(currency)
+    found = repository.find_account(session, tenant_id, kind.value, currency)
+    if found is not None:
+        return found
+    if not repository.tenant_exists(session, tenant_id):
+        raise tenant_not_found(tenant_id)
+    # A concurrent first use may insert it first: then this inserts nothing and finds theirs.
+    repository.insert_account(
+        session,
+        {
+            "id": new_id("acct"),
+            "tenant_id": tenant_id,
+            "kind": kind.value,
+            "currency": currency,
+            "external_id": currency,
+            "created_at": utc_now(),
+        },
+    )
+    found = repository.find_account(session, tenant_id, kind.value, currency)
+    assert found is not None
+    return found
+
+
+def get_account(session: Session, account_id: str, *, tenant_id: str | None = None) -> Account:
+    account = repository.get_account(session, account_id)
+    if account is None or (tenant_id is not None and account.tenant_id != tenant_id):
+        raise AccountNotFound(f"no account {account_id}", account_id=account_id)
+    return account
+
+
+def find_account(session: Session, *, tenant_id: str, kind: AccountKind | str, external_id: str) -> Account:
+    account = repository.find_account(session, tenant_id, _account_kind(kind).value, external_id)
+    if account is None:
+        raise AccountNotFound(f"no {kind} account for {external_id!r}", external_id=external_id)
+    return account
+
+
+def balance_of(session: Session, account_id: str) -> int:
+    balance = repository.account_balance(session, account_id)
+    if balance is None:
+        raise AccountNotFound(f"no account {account_id}", account_id=account_id)
+    return balance
+
+
+@dataclass(frozen=True)
+class AccountSummary:
+    """What another domain may know of an account: what it is and what it holds (read without a lock)."""
+
+    id: str
+    kind: str
+    currency: str
+    balance: int
+
+
+def account_summaries(
+    session: Session, tenant_id: str, account_ids: Sequence[str]
+) -> dict[str, AccountSummary]:
+    """The tenant's accounts among `account_ids`, by id, in one query; another tenant's are absent."""
+    return {
+        row.id: AccountSummary(row.id, row.kind, row.currency, int(row.balance))
+        for row in repository.account_summaries(session, tenant_id, account_ids)
+    }
+
+
+def follow_balances(session: Session, balances: Mapping[str, int]) -> None:
+    """Accounts loaded in the session take the balances a posting just left on them.
+
+    The database's trigger writes a balance, not the ORM, so a loaded Account would otherwise keep the
+    one it was read with until expired; these are known without a query (the store answers them)."""
+    for account_id, balance in balances.items():
+        account = session.identity_map.get(identity_key(Account, account_id))
+        if account is not None:
+            set_committed_value(account, "balance", balance)
+
+
+def _values(account: Account) -> dict[str, object]:
+    return {
+        "id": account.id,
+        "tenant_id": account.tenant_id,
+        "kind": account.kind,
+        "currency": account.currency,
+        "external_id": account.external_id,
+        "created_at": account.created_at,
+    }
+
+
+def _account_kind(kind: AccountKind | str) -> AccountKind:
+    try:
+        return AccountKind(kind)
+    except ValueError:
+        known = ", ".join(member.value for member in AccountKind)
+        raise InvalidAccount(f"account kind {kind!r} is not one of {known}", field="kind") from None

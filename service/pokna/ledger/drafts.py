@@ -1,0 +1,154 @@
+"""A journal transaction before its place in the chain is known: validated, given its ids and timestamp,
+laid out as rows, and its hashed bytes encoded around the two values only the head lock can tell.
+
+No database: both stores build what they write from here, so a transaction is the same bytes on either
+backend, and all of it happens before any lock is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from pokna.db.types import new_id, utc_now
+from pokna.ledger.chain import format_timestamp, hash_parts
+from pokna.ledger.errors import InvalidPostings
+from pokna.ledger.model import (
+    PostedTransaction,
+    Posting,
+    TransactionKind,
+    check_amount,
+    check_metadata,
+)
+
+MAX_TEXT = 200
+MAX_IDEMPOTENCY_KEY = 180  # leaves room for the per-transfer suffix post_transfers adds
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One transaction as asked for, checked for everything that needs no account: kind, text lengths,
+    amounts, metadata."""
+
+    kind: str
+    postings: tuple[Posting, ...]
+    reference: str | None
+    metadata: dict[str, Any]
+    idempotency_key: str | None
+    request_hash: str | None
+
+
+def draft_of(
+    kind: TransactionKind | str,
+    postings: Sequence[Posting],
+    reference: str | None,
+    metadata: Mapping[str, Any] | None,
+    idempotency_key: str | None,
+    request_hash: str | None,
+) -> Draft:
+    try:
+        transaction_kind = TransactionKind(kind)
+    except ValueError:
+        raise InvalidPostings(f"transaction kind {kind!r} is unknown") from None
+    if reference is not None and not 0 < len(reference) <= MAX_TEXT:
+        raise InvalidPostings(f"reference must be 1-{MAX_TEXT} characters")
+    if reference is not None and "\x00" in reference:
+        raise InvalidPostings("reference must not contain the NUL character (PostgreSQL text cannot)")
+    if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_TEXT:
+        raise InvalidPostings(f"idempotency_key must be 1-{MAX_TEXT} characters")
+    if request_hash is not None and not 0 < len(request_hash) <= 128:
+        raise InvalidPostings("request_hash must be 1-128 characters")
+    for index, posting in enumerate(postings):
+        check_amount(posting.amount, f"postings[{index}].amount")
+    return Draft(
+        transaction_kind.value,
+        tuple(postings),
+        reference,
+        check_metadata(metadata),
+        idempotency_key,
+        request_hash,
+    )
+
+
+def check_batch_key(idempotency_key: str) -> None:
+    """A key for several transactions, each stored under `{key}:{index}`."""
+    if not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
+        raise InvalidPostings(f"idempotency_key must be 1-{MAX_IDEMPOTENCY_KEY} characters")
+
+
+def account_ids(drafts: Sequence[Draft]) -> set[str]:
+    return {posting.account_id for draft in drafts for posting in draft.postings}
+
+
+class Unchained(NamedTuple):
+    """A transaction's row without its place in the chain (seq, prev_hash, hash), its posting rows, and
+    the hashed bytes around that place (chain.hash_parts)."""
+
+    row: dict[str, Any]
+    postings: list[dict[str, Any]]
+    parts: tuple[bytes, bytes, bytes]
+
+
+def unchained(tenant_id: str, draft: Draft, currency_of: Mapping[str, str]) -> Unchained:
+    """Ids and created_at are drawn here, before the lock: created_at follows seq only to within the
+    time a writer waited for the head."""
+    transaction_id = new_id("txn")
+    created_at = utc_now()
+    legs = [
+        (posting.account_id, posting.amount, currency_of[posting.account_id]) for posting in draft.postings
+    ]
+    parts = hash_parts(
+        tenant_id=tenant_id,
+        transaction_id=transaction_id,
+        kind=draft.kind,
+        reference=draft.reference,
+        metadata=draft.metadata,
+        created_at=format_timestamp(created_at),
+        postings=legs,
+    )
+    row = {
+        "id": transaction_id,
+        "tenant_id": tenant_id,
+        "kind": draft.kind,
+        "reference": draft.reference,
+        "metadata": draft.metadata,
+        "idempotency_key": draft.idempotency_key,
+        "request_hash": draft.request_hash,
+        "posting_count": len(legs),
+        "created_at": created_at,
+    }
+    posting_rows = [
+        {
+            "id": new_id("pst"),
+            "transaction_id": transaction_id,
+            "leg": leg,
+            "account_id": account_id,
+            "amount": amount,
+            "currency": currency,
+        }
+        for leg, (account_id, amount, currency) in enumerate(legs)
+    ]
+    return Unchained(row, posting_rows, parts)
+
+
+def posted(written: Unchained, seq: int, prev_hash: str, hash_: str) -> PostedTransaction:
+    """The transaction as written at `seq`, chained on `prev_hash`."""
+    row = written.row
+    return PostedTransaction(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        seq=seq,
+        kind=row["kind"],
+        reference=row["reference"],
+        metadata=row["metadata"],
+        postings=tuple(
+            Posting(posting["account_id"], posting["amount"], posting["currency"])
+            for posting in written.postings
+        ),
+        prev_hash=prev_hash,
+        hash=hash_,
+        created_at=row["created_at"],
+        idempotency_key=row["idempotency_key"],
+        request_hash=row["request_hash"],
+    )

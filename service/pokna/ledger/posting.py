@@ -1,0 +1,196 @@
+"""The one way money moves: post balanced journal transactions, all or nothing.
+
+Every function takes the caller's session and only writes; the caller's unit of work commits, so a game
+action's state and its postings land together or not at all.
+
+Concurrency: posting locks the tenant's `ledger_head` row first, then the involved accounts in ascending id
+order. Every writer takes locks in that one order, so no two can deadlock, and the head lock makes the
+tenant's sequence gap-free and its hash chain fork-free. The head stays locked until the caller commits,
+so post as late in the unit of work as possible. How each backend does it is its store's
+(pokna.ledger.store); this module is the same on both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pokna.crypto.canonical_json import canonicalize
+from pokna.db.stores import store_of
+from pokna.ledger import repository
+from pokna.ledger.accounts import follow_balances, funding_account, get_account
+from pokna.ledger.drafts import Draft, check_batch_key, draft_of
+from pokna.ledger.errors import InvalidPostings, TransactionNotFound
+from pokna.ledger.model import AccountTransfer, PostedTransaction, Posting, TransactionKind, check_amount
+from pokna.ledger.store import LedgerStore
+
+
+def post_transaction(
+    session: Session,
+    *,
+    tenant_id: str,
+    kind: TransactionKind | str,
+    postings: Sequence[Posting],
+    reference: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> PostedTransaction:
+    """Post one balanced journal transaction, or nothing at all.
+
+    Retrying with the same idempotency key and request hash returns the original transaction and posts
+    nothing; the same key with a different request hash raises IdempotencyKeyReused. A wallet or pot that
+    would go below zero raises InsufficientFunds naming it.
+    """
+    draft = draft_of(kind, postings, reference, metadata, idempotency_key, request_hash)
+    return _post(session, tenant_id, [draft])[0]
+
+
+def post_transfers(
+    session: Session,
+    *,
+    tenant_id: str,
+    transfers: Sequence[AccountTransfer],
+    reference: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+    expected_balances: Mapping[str, int] | None = None,
+) -> list[PostedTransaction]:
+    """Post a game's transfers atomically: one two-leg journal transaction per transfer, in order.
+
+    One transaction per transfer keeps every ante, contribution and payout individually visible to
+    auditors. All transfers are checked against the running balances before anything is written, so a
+    payer short of funds anywhere in the list means nothing is posted. With an idempotency key, transfer
+    i is stored under `{key}:{i}`.
+
+    `expected_balances` are the balances the caller decided the transfers on (read without a lock). Under
+    the lock they are compared with the balances now held (of those accounts, which are locked too); if
+    any differs, nothing is posted and BalancesChanged carries the held ones. The locks stay held until
+    the caller's transaction ends, so deciding again on those and calling again cannot be overtaken.
+    """
+    if not transfers:
+        return []
+    if idempotency_key is not None:
+        check_batch_key(idempotency_key)
+    drafts = [
+        draft_of(
+            transfer.kind,
+            transfer.postings(),
+            reference,
+            metadata,
+            None if idempotency_key is None else f"{idempotency_key}:{index}",
+            request_hash,
+        )
+        for index, transfer in enumerate(transfers)
+    ]
+    return _post(session, tenant_id, drafts, expected_balances)
+
+
+def deposit(
+    session: Session,
+    *,
+    tenant_id: str,
+    account_id: str,
+    amount: int,
+    reference: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> PostedTransaction:
+    """Credits enter: +amount on the wallet, -amount on the tenant's external funding account."""
+    return _funding_transfer(
+        session, TransactionKind.DEPOSIT, tenant_id, account_id, amount, reference, metadata,
+        idempotency_key, request_hash,
+    )  # fmt: skip
+
+
+def withdraw(
+    session: Session,
+    *,
+    tenant_id: str,
+    account_id: str,
+    amount: int,
+    reference: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> PostedTransaction:
+    """Credits leave: -amount on the wallet (never below zero), +amount on external funding."""
+    return _funding_transfer(
+        session, TransactionKind.WITHDRAWAL, tenant_id, account_id, -amount if isinstance(amount, int) else amount,
+        reference, metadata, idempotency_key, request_hash,
+    )  # fmt: skip
+
+
+def _funding_transfer(
+    session: Session,
+    kind: TransactionKind,
+    tenant_id: str,
+    account_id: str,
+    signed_amount: int,
+    reference: str | None,
+    metadata: Mapping[str, Any] | None,
+    idempotency_key: str | None,
+    request_hash: str | None,
+) -> PostedTransaction:
+    check_amount(signed_amount)
+    if (kind is TransactionKind.DEPOSIT) != (signed_amount > 0):
+        raise InvalidPostings(f"a {kind} moves a positive amount")
+    wallet = get_account(session, account_id, tenant_id=tenant_id)
+    funding = funding_account(session, tenant_id, wallet.currency)
+    return post_transaction(
+        session,
+        tenant_id=tenant_id,
+        kind=kind,
+        postings=[Posting(wallet.id, signed_amount), Posting(funding.id, -signed_amount)],
+        reference=reference,
+        metadata=metadata,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+    )
+
+
+def reverse_transaction(
+    session: Session,
+    *,
+    tenant_id: str,
+    transaction_id: str,
+    metadata: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> PostedTransaction:
+    """Corrections are new transactions: post the negation of `transaction_id`, referencing it."""
+    original = repository.get_transaction(session, transaction_id)
+    if original is None or original.tenant_id != tenant_id:
+        raise TransactionNotFound(f"no journal transaction {transaction_id}", transaction_id=transaction_id)
+    return post_transaction(
+        session,
+        tenant_id=tenant_id,
+        kind=TransactionKind.REVERSAL,
+        postings=[Posting(posting.account_id, -posting.amount) for posting in original.postings],
+        reference=original.id,
+        metadata=metadata,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+    )
+
+
+def request_fingerprint(document: Mapping[str, Any]) -> str:
+    """A convenient request_hash: SHA-256 of the request's canonical JSON."""
+    return hashlib.sha256(canonicalize(document)).hexdigest()
+
+
+def _post(
+    session: Session,
+    tenant_id: str,
+    drafts: list[Draft],
+    expected_balances: Mapping[str, int] | None = None,
+) -> list[PostedTransaction]:
+    """The one write path of every posting function, on both backends."""
+    posted = store_of(session, LedgerStore).post(session, tenant_id, drafts, expected_balances or {})
+    follow_balances(session, posted.balances)
+    return posted.transactions

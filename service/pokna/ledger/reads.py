@@ -1,0 +1,111 @@
+"""Reading the journal: an account's history, one transaction, a tenant's trial balance. No locks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from pokna.ledger import repository
+from pokna.ledger.accounts import get_account
+from pokna.ledger.errors import AccountNotFound, InvalidPostings, TransactionNotFound
+from pokna.ledger.model import DEFAULT_CURRENCY, PostedTransaction
+from pokna.paging import Page, page_of
+
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True)
+class AccountEntry:
+    """One posting on an account, with its transaction's identity."""
+
+    transaction_id: str
+    seq: int
+    kind: str
+    reference: str | None
+    created_at: datetime
+    amount: int
+    currency: str
+
+
+def transactions_of(
+    session: Session,
+    account_id: str,
+    *,
+    tenant_id: str | None = None,
+    limit: int = 50,
+    starting_after: str | None = None,
+) -> Page[AccountEntry]:
+    """The account's postings, newest first; `starting_after` is the last transaction id of the previous
+    page (TransactionNotFound if it is not a transaction of this account). With `tenant_id`, another
+    tenant's account is not found."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidPostings(f"limit must be between 1 and {MAX_PAGE}")
+    if tenant_id is not None:
+        get_account(session, account_id, tenant_id=tenant_id)
+    elif repository.account_balance(session, account_id) is None:
+        raise AccountNotFound(f"no account {account_id}", account_id=account_id)
+    before_seq = None
+    if starting_after is not None:
+        before_seq = repository.transaction_seq(session, starting_after, account_id)
+        if before_seq is None:
+            raise TransactionNotFound(
+                f"no journal transaction {starting_after}", transaction_id=starting_after
+            )
+    rows = repository.account_entries(session, account_id, before_seq=before_seq, limit=limit + 1)
+    entries = [
+        AccountEntry(
+            transaction_id=row.id,
+            seq=int(row.seq),
+            kind=row.kind,
+            reference=row.reference,
+            created_at=row.created_at,
+            amount=int(row.amount),
+            currency=row.currency,
+        )
+        for row in rows
+    ]
+    return page_of(entries, limit, lambda entry: entry.transaction_id)
+
+
+def get_transaction(
+    session: Session, transaction_id: str, *, tenant_id: str | None = None
+) -> PostedTransaction:
+    transaction = repository.get_transaction(session, transaction_id)
+    if transaction is None or (tenant_id is not None and transaction.tenant_id != tenant_id):
+        raise TransactionNotFound(f"no journal transaction {transaction_id}", transaction_id=transaction_id)
+    return transaction
+
+
+@dataclass(frozen=True)
+class AccountBalance:
+    account_id: str
+    kind: str
+    external_id: str | None
+    balance: int
+
+
+@dataclass(frozen=True)
+class TrialBalance:
+    """Every account of one tenant and currency; `total` is zero whenever the books are sound."""
+
+    tenant_id: str
+    currency: str
+    accounts: list[AccountBalance]
+
+    @property
+    def total(self) -> int:
+        return sum(account.balance for account in self.accounts)
+
+
+def trial_balance(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> TrialBalance:
+    accounts = repository.tenant_accounts(session, tenant_id, currency)
+    return TrialBalance(
+        tenant_id,
+        currency,
+        [
+            AccountBalance(account.id, account.kind, account.external_id, account.balance)
+            for account in accounts
+        ],
+    )

@@ -1,0 +1,55 @@
+"""What the ledger does differently on each backend, behind one interface.
+
+Posting: on PostgreSQL one round trip to ledger_post() takes the locks, checks, hashes and writes
+(store_postgresql); on SQLite, whose BEGIN IMMEDIATE already serializes writers, Python does the same
+steps one statement after another (store_sqlite). The JSONL export: PostgreSQL streams raw columns that
+are written into lines directly; the portable exporter formats rows. Everything else is the same SQL on
+both and lives in the repositories.
+
+The implementation is chosen once per engine (pokna.storage) and found on the session:
+`store_of(session, LedgerStore)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
+
+from sqlalchemy.orm import Session
+
+from pokna.ledger.books_repository import SeqRange
+from pokna.ledger.drafts import Draft
+from pokna.ledger.model import PostedTransaction
+
+
+class Posted(NamedTuple):
+    """What one posting did: the transactions it wrote (or, for a retry, the originals), and the balances
+    of the accounts it locked as they are now (empty for a retry, which locks none)."""
+
+    transactions: list[PostedTransaction]
+    balances: dict[str, int]
+
+
+class LedgerStore:
+    """Implemented once per backend; every method must be overridden. (A plain class rather than an ABC:
+    mypy refuses an abstract class as the type argument of store_of, python/mypy#4717.)"""
+
+    def post(
+        self,
+        session: Session,
+        tenant_id: str,
+        drafts: Sequence[Draft],
+        expected_balances: Mapping[str, int],
+    ) -> Posted:
+        """Write `drafts` in order as the next transactions of the tenant's chain, all or none.
+
+        Locks the tenant's head, then every account involved and every account of `expected_balances`
+        in ascending id order; the locks stay held until the caller's transaction ends. A retry of the
+        same request (same idempotency keys and request hash) answers the originals and writes nothing.
+        Any refusal is one of the ledger's typed errors, raised through pokna.ledger.refusals or the
+        checks of pokna.ledger.model, and writes nothing."""
+        raise NotImplementedError
+
+    def jsonl_lines(self, session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
+        """The JSONL export of `seqs` (not empty), one transaction per line (pokna.ledger.export)."""
+        raise NotImplementedError

@@ -1,0 +1,230 @@
+"""The ledger on PostgreSQL: one round trip under the lock to post, and JSONL lines from raw columns.
+
+Everything that needs no lock happens before the lock is taken (validation, ids, timestamps, the hashed
+bytes around seq and prev_hash); then one call to the ledger_post() function takes the head lock and the
+account locks, checks the balances, hashes, writes and advances the head
+(migrations/versions/0005_ledger_post_json.py). The head stays locked until the caller commits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from json.encoder import encode_basestring
+from typing import Any, NamedTuple
+
+import psycopg
+from sqlalchemy.orm import Session
+
+from pokna.ledger import account_cache, repository
+from pokna.ledger.books_repository import SeqRange
+from pokna.ledger.chain import format_timestamp
+from pokna.ledger.drafts import Draft, Unchained, account_ids, posted, unchained
+from pokna.ledger.errors import BalancesChanged, InsufficientFunds
+from pokna.ledger.model import PostedTransaction, check_new_balance, check_postings
+from pokna.ledger.refusals import account_not_in_tenant, replayed, tenant_not_found
+from pokna.ledger.store import LedgerStore, Posted
+
+_STREAM_ROWS = 2000
+
+
+class PostOutcome(NamedTuple):
+    """ledger_post()'s answer: `status` says whether it posted, and if not, why (refused_* name the culprit).
+    `held_*` are the locked accounts' balances: after the posting, or as found when refusing."""
+
+    status: str
+    refused_account_id: str | None
+    refused_balance: int | None
+    refused_change: int | None
+    first_seq: int | None
+    first_prev_hash: str | None
+    hashes: list[str] | None
+    held_account_ids: list[str] | None
+    held_balances: list[int] | None
+
+
+_LEDGER_POST = f"SELECT {', '.join(PostOutcome._fields)} FROM ledger_post(%s, %s::jsonb)"  # noqa: S608
+
+
+class PostgresqlLedgerStore(LedgerStore):
+    def post(
+        self,
+        session: Session,
+        tenant_id: str,
+        drafts: Sequence[Draft],
+        expected_balances: Mapping[str, int],
+    ) -> Posted:
+        """Everything that needs no lock first, then one round trip to ledger_post() for what does."""
+        involved = sorted(account_ids(drafts) | expected_balances.keys())
+        accounts = account_cache.tenants_and_currencies(session, involved)
+        for account_id in [posting.account_id for draft in drafts for posting in draft.postings] + list(
+            expected_balances
+        ):
+            if accounts.get(account_id, ("", ""))[0] != tenant_id:
+                if not repository.tenant_exists(session, tenant_id):
+                    raise tenant_not_found(tenant_id)
+                raise account_not_in_tenant(tenant_id, account_id)
+        currency_of = {account_id: currency for account_id, (_, currency) in accounts.items()}
+        for draft in drafts:
+            check_postings(draft.postings, currency_of)
+        written = [unchained(tenant_id, draft, currency_of) for draft in drafts]
+
+        outcome = _ledger_post(session, tenant_id, _batch(involved, expected_balances, written))
+        if outcome.status != "posted":
+            return Posted(_refused(session, tenant_id, drafts, expected_balances, outcome), {})
+        assert outcome.first_seq is not None
+        assert outcome.first_prev_hash is not None
+        assert outcome.hashes is not None
+        seq, prev_hash = outcome.first_seq, outcome.first_prev_hash
+        transactions: list[PostedTransaction] = []
+        for transaction, hash_ in zip(written, outcome.hashes, strict=True):
+            transactions.append(posted(transaction, seq, prev_hash, hash_))
+            seq, prev_hash = seq + 1, hash_
+        return Posted(transactions, _held(outcome))
+
+    def jsonl_lines(self, session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
+        return jsonl_lines(session, tenant_id, seqs)
+
+
+def _ledger_post(session: Session, tenant_id: str, batch: Mapping[str, Any]) -> PostOutcome:
+    """`batch` is ledger_post()'s one JSON document, encoded by json.dumps in C: as 22 array parameters,
+    psycopg's list dumper (in Python) cost more than the rest of the call's client side."""
+    return PostOutcome(
+        *session.connection().exec_driver_sql(_LEDGER_POST, (tenant_id, json.dumps(batch))).one()
+    )
+
+
+def _batch(account_ids: list[str], expected: Mapping[str, int], written: list[Unchained]) -> dict[str, Any]:
+    """The document ledger_post() reads: arrays by column (migrations/versions/0005_ledger_post_json.py)."""
+    rows = [transaction.row for transaction in written]
+    posting_rows = [
+        (index, posting)
+        for index, transaction in enumerate(written, start=1)
+        for posting in transaction.postings
+    ]
+    return {
+        "accounts": account_ids,
+        "expected_ids": list(expected),
+        "expected_balances": list(expected.values()),
+        "t_id": [row["id"] for row in rows],
+        "t_kind": [row["kind"] for row in rows],
+        "t_reference": [row["reference"] for row in rows],
+        "t_metadata": [json.dumps(row["metadata"]) for row in rows],
+        "t_idempotency_key": [row["idempotency_key"] for row in rows],
+        "t_request_hash": [row["request_hash"] for row in rows],
+        "t_posting_count": [row["posting_count"] for row in rows],
+        "t_created_at": [format_timestamp(row["created_at"]) for row in rows],
+        "t_before_prev": ["\\x" + transaction.parts[0].hex() for transaction in written],
+        "t_before_seq": ["\\x" + transaction.parts[1].hex() for transaction in written],
+        "t_rest": ["\\x" + transaction.parts[2].hex() for transaction in written],
+        "p_id": [posting["id"] for _, posting in posting_rows],
+        "p_transaction": [index for index, _ in posting_rows],
+        "p_leg": [posting["leg"] for _, posting in posting_rows],
+        "p_account_id": [posting["account_id"] for _, posting in posting_rows],
+        "p_amount": [posting["amount"] for _, posting in posting_rows],
+        "p_currency": [posting["currency"] for _, posting in posting_rows],
+    }
+
+
+def _held(outcome: PostOutcome) -> dict[str, int]:
+    return dict(zip(outcome.held_account_ids or (), outcome.held_balances or (), strict=True))
+
+
+def _refused(
+    session: Session,
+    tenant_id: str,
+    drafts: Sequence[Draft],
+    expected: Mapping[str, int],
+    outcome: PostOutcome,
+) -> list[PostedTransaction]:
+    """What ledger_post() declined to write, as the error the SQLite store raises (or the originals of a
+    retry)."""
+    account_id = str(outcome.refused_account_id)
+    if outcome.status == "replay":
+        originals = replayed(session, tenant_id, drafts)
+        assert originals is not None
+        return originals
+    if outcome.status == "tenant_not_found":
+        raise tenant_not_found(tenant_id)
+    if outcome.status == "account_not_found":
+        raise account_not_in_tenant(tenant_id, account_id)
+    if outcome.status == "balances_changed":
+        held = _held(outcome)
+        raise BalancesChanged({held_id: held[held_id] for held_id in expected})
+    if outcome.status == "balance_out_of_range" and outcome.refused_balance is not None:
+        check_new_balance(account_id, outcome.refused_balance)
+    if (
+        outcome.status == "insufficient_funds"
+        and outcome.refused_balance is not None
+        and outcome.refused_change is not None
+    ):
+        raise InsufficientFunds(account_id, outcome.refused_balance, outcome.refused_change)
+    raise AssertionError(f"ledger_post() answered {outcome.status!r}")
+
+
+# --- the JSONL export ----------------------------------------------------------------------------------
+
+# Each transaction's postings come as one flat text array (account_id, amount, currency, ... in leg order):
+# ARRAY(subquery) reads them in the index's leg order with no per-transaction sort or aggregate, which
+# is most of what json_agg cost. The rows are streamed (no server-side cursor), so the database produces
+# the next rows while Python writes these.
+_JSONL_ROWS = """
+    SELECT t.seq, t.id, t.kind, t.reference, t.metadata::text,
+        to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), t.prev_hash, t.hash,
+        ARRAY(
+            SELECT unnest(ARRAY[p.account_id, p.amount::text, p.currency])
+            FROM posting AS p WHERE p.transaction_id = t.id ORDER BY p.leg
+        )
+    FROM journal_transaction AS t
+    WHERE t.tenant_id = %(tenant_id)s AND t.seq BETWEEN %(first)s AND %(last)s
+    ORDER BY t.seq
+"""
+
+
+def _stream_rows() -> int:
+    """Rows fetched per chunk: chunked streaming needs libpq 17 (psycopg's binary wheels bundle a newer
+    one); an older system libpq streams row by row, which is correct, only slower."""
+    return _STREAM_ROWS if psycopg.pq.version() >= 170000 else 1
+
+
+def jsonl_lines(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
+    """The layout of json_build_object and json_agg: `"key" : value`, items joined by `, `. The lines are
+    byte for byte what json_build_object made of the same fields (the same values as the portable
+    exporter; only the whitespace differs), written here from raw columns.
+
+    While this generator is suspended the session's connection is busy streaming: the caller must not use
+    the session until the export is drained or closed (every caller writes it out first).
+
+    Strings go through the standard library's C JSON string encoder, which escapes exactly what
+    PostgreSQL's escape_json does (quote, backslash, b f n r t, other controls as lower-case u00xx);
+    metadata is the stored JSON text, as json_build_object embeds it.
+    """
+    quote = encode_basestring
+    tenant = quote(tenant_id)
+    # Leaving the stream early cancels the query, which fails the transaction: the savepoint takes the
+    # caller's transaction back to before the export.
+    savepoint = session.begin_nested()
+    connection = session.connection().connection.driver_connection
+    if not isinstance(connection, psycopg.Connection):
+        raise TypeError(f"the PostgreSQL export needs psycopg 3, not {type(connection).__name__}")
+    params = {"tenant_id": tenant_id, "first": seqs.first, "last": seqs.last}
+    try:
+        with connection.cursor() as cursor:
+            for seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs in cursor.stream(
+                _JSONL_ROWS, params, size=_stream_rows()
+            ):
+                postings = ", ".join(
+                    f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '
+                    f'"currency" : {quote(legs[index + 2])}}}'
+                    for index in range(0, len(legs), 3)
+                )
+                yield (
+                    f'{{"seq" : {seq}, "id" : {quote(id_)}, "tenant_id" : {tenant}, "kind" : {quote(kind)}, '
+                    f'"reference" : {"null" if reference is None else quote(reference)}, '
+                    f'"metadata" : {metadata}, "created_at" : {quote(created_at)}, "postings" : [{postings}], '
+                    f'"prev_hash" : {quote(prev_hash)}, "hash" : {quote(hash_)}}}\n'
+                )
+    except BaseException:
+        savepoint.rollback()
+        raise
+    savepoint.commit()

@@ -1,0 +1,145 @@
+"""docs/architecture.md is the map of the shell; these tests hold the code to it, so the two cannot drift.
+
+- The layer table there says which parts of `pokna` each part may import; every import in the service is
+  checked against it, and the table itself must list lower layers first (no import may point back up).
+- The walk of one game action names functions as `module:function`; each must exist.
+- Rules the issue set for the shell: the database is chosen in one place; no route touches a session;
+  the API reaches other domains through their services, never their tables or repositories; no module is
+  over 400 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+import pokna
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = Path(pokna.__file__).parent
+DOC = ROOT / "docs" / "architecture.md"
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+MAX_LINES = 400
+# The one module that reads which database a URL or engine speaks; the one that picks implementations.
+CHOOSES_THE_DATABASE = {"db/backend.py", "storage.py"}
+
+
+def _relative(source: Path) -> str:
+    return source.relative_to(PACKAGE).as_posix()
+
+
+def _part_of(module: str) -> str:
+    """`pokna.ledger.posting` -> `ledger`; `pokna.storage` -> `storage`."""
+    return module.split(".")[1] if module.count(".") >= 1 else module
+
+
+def _module_name(source: Path) -> str:
+    parts = ["pokna", *source.relative_to(PACKAGE).with_suffix("").parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _pokna_imports(source: Path) -> set[str]:
+    """Every `pokna.*` module the file imports, at any depth (function-local imports count too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("pokna."))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "pokna":  # `from pokna import ledger`; `__version__` is the package's own
+                found.update(f"pokna.{alias.name}" for alias in node.names if not alias.name.startswith("__"))
+            elif node.module.startswith("pokna."):
+                found.add(node.module)
+    return found
+
+
+def _layer_table() -> list[tuple[list[str], set[str]]]:
+    """Rows of the table under '## Layers': (parts named in the first column, parts they may import)."""
+    text = DOC.read_text()
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("`"):
+            continue
+        parts = re.findall(r"`([a-z_]+)`", cells[0])
+        may_import = set(re.findall(r"`([a-z_]+)`", cells[-1]))
+        rows.append((parts, may_import))
+    return rows
+
+
+def test_the_layer_table_lists_every_part_once_lower_layers_first() -> None:
+    rows = _layer_table()
+    named = [part for parts, _ in rows for part in parts]
+    assert len(named) == len(set(named)), "a part appears twice in the layer table"
+    actual = {_part_of(_module_name(source)) for source in SOURCES if _module_name(source) != "pokna"}
+    assert set(named) == actual, f"table vs code: missing {actual - set(named)}, extra {set(named) - actual}"
+    above: set[str] = set()
+    for parts, may_import in rows:
+        assert may_import <= above, f"{parts} may import {may_import - above}, which is not below them"
+        above.update(parts)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=_relative)
+def test_imports_follow_the_layer_table(source: Path) -> None:
+    allowed = {part: may_import for parts, may_import in _layer_table() for part in parts}
+    module = _module_name(source)
+    if module == "pokna":
+        return
+    part = _part_of(module)
+    for imported in _pokna_imports(source):
+        target = _part_of(imported)
+        assert target == part or target in allowed[part], (
+            f"{_relative(source)} imports {imported}: docs/architecture.md does not let `{part}` import `{target}`"
+        )
+
+
+def test_the_walk_of_a_game_action_names_real_functions() -> None:
+    walk = DOC.read_text().split("## One game action", 1)[1].split("\n## ", 1)[0]
+    references = re.findall(r"`(pokna(?:\.[a-z_]+)+):([A-Za-z_]+)`", walk)
+    assert len(references) >= 8, "the walk names its steps as `module:function`"
+    for module, name in references:
+        assert hasattr(importlib.import_module(module), name), f"{module}:{name} does not exist"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=_relative)
+def test_no_module_is_longer_than_one_sitting(source: Path) -> None:
+    lines = len(source.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{_relative(source)} has {lines} lines; split it by meaning"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=_relative)
+def test_the_database_is_chosen_in_one_place(source: Path) -> None:
+    if _relative(source) in CHOOSES_THE_DATABASE:
+        return
+    text = source.read_text()
+    for word in ("dialect", "get_backend_name", "is_postgresql", "is_sqlite"):
+        assert word not in text, f"{_relative(source)} mentions {word}: ask pokna.db.stores.store_of instead"
+
+
+API_SOURCES = sorted((PACKAGE / "api").glob("*.py"))
+# The request's session is opened, committed and closed by the one dependency that yields it.
+SESSION_OWNERS = {"deps.py"}
+
+
+@pytest.mark.parametrize("source", API_SOURCES, ids=_relative)
+def test_routes_never_touch_a_session(source: Path) -> None:
+    if source.name in SESSION_OWNERS:
+        return
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            assert node.value.id != "session", f"{source.name} calls session.{node.attr}"
+            assert (node.value.id, node.attr) != ("runtime", "sessions"), f"{source.name} opens a session"
+
+
+@pytest.mark.parametrize("source", API_SOURCES, ids=_relative)
+def test_the_api_reaches_domains_through_their_services(source: Path) -> None:
+    for imported in _pokna_imports(source):
+        assert not imported.startswith("pokna.db.models"), f"{source.name} imports {imported}"
+        last = imported.rsplit(".", 1)[-1]
+        assert not last.startswith(("repository", "store")), f"{source.name} imports {imported}"
