@@ -54,7 +54,6 @@ from pokna.ledger.reads import (
     trial_balance,
 )
 from pokna.ledger.reconcile import BalanceDifference, ReconcileReport, reconcile
-from pokna.paging import Page
 
 __all__ = [
     "AccountBalance",
