@@ -8,16 +8,32 @@ keys, request hashes, tenant ids). These models are the documented contract, wit
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from pokna.api.schemas.common import Amount, Currency, NoNul
-from pokna.db.models.ledger import Account
 from pokna.ledger import AccountEntry, Checkpoint, PostedTransaction, TrialBalance, checkpoint_document
 from pokna.paging import Page
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=200), NoNul]
+
+
+class LedgerAccount(Protocol):
+    """What an answer reads of the ledger's account (whatever type the ledger keeps it in)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def external_id(self) -> str | None: ...
+    @property
+    def currency(self) -> str: ...
+    @property
+    def balance(self) -> int: ...
+    @property
+    def created_at(self) -> datetime: ...
 
 
 class AccountCreate(BaseModel):
@@ -53,7 +69,7 @@ class AccountOut(BaseModel):
     created_at: datetime
 
     @classmethod
-    def of(cls, account: Account) -> AccountOut:
+    def of(cls, account: LedgerAccount) -> AccountOut:
         return cls(
             id=account.id,
             object="account",
