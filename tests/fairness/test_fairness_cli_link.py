@@ -51,6 +51,7 @@ OTHER_RECEIPT = "other-receipt-token-eeeeeeeeeeeeeeeeeeeeee"
 BAD_SEED = "bad-seed-token-ffffffffffffffffffffffffffff"
 STRANGER_RECEIPT = "stranger-token-gggggggggggggggggggggggggg"
 BROKEN_KEYS = "broken-keys-token-hhhhhhhhhhhhhhhhhhhhhhhh"
+FILE_KEYS = "file-keys-token-iiiiiiiiiiiiiiiiiiiiiiiiiiii"
 
 SEEDS_SO_FAR = [
     {"seat": 0, "account_id": "acct-vigo", "client_seed": "vigo-seed", "source": "player"},
@@ -150,6 +151,7 @@ def stand_in() -> Iterator[StandIn]:
             ),
             STRANGER_RECEIPT: link_of(None, sample_receipt(STRANGER_KEY), "open"),
             BROKEN_KEYS: link_of(sample_proof(), receipt, keys_url="/broken"),
+            FILE_KEYS: link_of(sample_proof(), receipt, keys_url="file:///etc/hostname"),
         },
         routes={
             "/v1/fairness/keys": (200, "application/json", json.dumps(KEY_RING.to_json()).encode()),
@@ -428,6 +430,13 @@ def test_a_links_key_ring_that_cannot_be_fetched_leaves_the_signature_not_run(st
     assert result.output.splitlines()[-1].startswith("VALID, but not every check ran: signature (")
 
 
+def test_a_links_keys_url_is_fetched_only_over_http(stand_in: StandIn) -> None:
+    result = verify(stand_in.link(FILE_KEYS))
+    assert result.exit_code == 0, result.output
+    assert rows(result.output)["signature"] == "NOT RUN"
+    assert "the key ring URL file:///etc/hostname is not http(s)" in result.output
+
+
 # ---- what cannot be used -------------------------------------------------------------------------------------
 
 
@@ -483,3 +492,11 @@ def test_an_unreachable_url_is_unusable_with_no_traceback() -> None:
             [line] = finished.stderr.splitlines()
             assert line.startswith(f"UNUSABLE INPUT: cannot fetch the proof from {url}: ")
             assert "refused" in line
+
+
+@pytest.mark.parametrize("url", ["http://", "http://[::1", "http://127.0.0.1:1/\u00fc"])
+def test_a_malformed_url_is_unusable_in_one_line(url: str) -> None:
+    result = verify(url)
+    assert result.exit_code == 2, result.output
+    [line] = result.output.splitlines()
+    assert line.startswith(f"UNUSABLE INPUT: cannot fetch the proof from {url}: ")

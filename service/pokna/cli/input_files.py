@@ -46,8 +46,8 @@ def fetch_json_object(url: str, what: str, *, not_found: str | None = None) -> d
     naming the URL. `not_found` is said instead of the generic message when the server answers 404."""
     if not is_url(url):
         raise UnusableInputError(f"the {what} URL {url} is not http(s)")
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310 (checked)
     try:
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310 (checked)
         with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310
             body = response.read(MAX_FETCHED_BYTES + 1)
             content_type = response.headers.get_content_type()
