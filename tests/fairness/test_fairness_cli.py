@@ -81,7 +81,10 @@ def test_verify_valid_with_key_ring(proof_file: Path, keys_file: Path) -> None:
     assert "Proof of game game-0001" in result.output
     assert "PASS     rolls" in result.output
     assert "PASS     replay" in result.output
-    assert "VALID (not run: receipt)" in result.output
+    assert (
+        "VALID, but not every check ran: receipt (no commitment receipt given: pass --receipt FILE or "
+        "verify the game's public link)" in result.output
+    )
 
 
 def test_verify_valid_with_pem_or_raw_public_key(tmp_path: Path, proof_file: Path) -> None:
