@@ -1,10 +1,13 @@
 """A player with nothing but the public link: a real `pokna serve`, a game played over HTTP by the
-integrating app, then the link opened in real Chromium with no API key. Every check runs and passes,
-the rules replay and the commitment receipt included."""
+integrating app, then the link opened in real Chromium and handed to `pokna verify`, with no API key.
+Every check runs and passes, the rules replay and the commitment receipt included."""
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,14 @@ PAGE_STATE = """
 """
 
 
+def _pokna_verify(link: str) -> subprocess.CompletedProcess[str]:
+    """`pokna verify LINK --json` as a player runs it: the receipt and the keys come from the link."""
+    pokna = Path(sys.executable).with_name("pokna")
+    return subprocess.run(
+        [str(pokna), "verify", link, "--json"], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with browser_session() as browser:
@@ -47,12 +58,19 @@ def test_a_player_verifies_a_finished_game_from_its_public_link_alone(
             browser.open(f"{base}{public}")
             unrevealed: dict[str, Any] = browser.evaluate(PAGE_STATE)
             assert (unrevealed["verdict"], unrevealed["state"]) == ("NOT REVEALED YET", "unrevealed")
+            early = _pokna_verify(f"{base}{game['fairness']['public_url']}")
+            assert (early.returncode, json.loads(early.stdout)["verdict"]) == (3, "not_revealed"), early
 
             game = play([app], game, random_policy(random.Random(5), cancel_chance=0.0))
             assert game["status"] == "settled"
 
         browser.open(f"{base}{public}")
         state: dict[str, Any] = browser.evaluate(PAGE_STATE)
+        verified = _pokna_verify(f"{base}{game['fairness']['public_url']}")
+    report = json.loads(verified.stdout)
+    assert (verified.returncode, report["verdict"]) == (0, "valid"), verified
+    assert {check["status"] for check in report["checks"]} == {"pass"}, report
+    assert {check["name"] for check in report["checks"]} >= {"signature", "receipt", "rolls", "replay"}
     assert (state["verdict"], state["state"]) == ("VALID", "valid"), state
     assert set(state["checks"]) >= {"signature", "receipt", "commitment", "rolls", "replay"}, state
     assert set(state["checks"].values()) == {"pass"}, state
