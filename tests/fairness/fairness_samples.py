@@ -208,3 +208,19 @@ def with_leaf(document: dict[str, Any], path: Path, new_value: object) -> dict[s
     parent = get_at(changed, path[:-1])
     parent[path[-1]] = new_value
     return changed
+
+
+# Every check a verifier reports, in order (docs/fairness.md, "Checks"): the CLI, the page and the Python
+# verifier name the same ten.
+CHECKS = (
+    "protocol",
+    "commitment",
+    "client_seed_format",
+    "client_seed",
+    "seats",
+    "nonces",
+    "rolls",
+    "signature",
+    "receipt",
+    "replay",
+)

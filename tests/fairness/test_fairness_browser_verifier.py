@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from fairness_samples import KEY_RING, NEW_KEY, VECTORS, sample_proof, sample_receipt
+from fairness_samples import CHECKS, KEY_RING, NEW_KEY, VECTORS, sample_proof, sample_receipt
 from fastapi.testclient import TestClient
 
 from pokna.crypto.signing import sign_document
@@ -26,18 +26,6 @@ from support.browser import STATIC_ROOT, Browser, Site, browser_session, serving
 
 pytestmark = pytest.mark.xdist_group("browser")
 
-CHECKS = (
-    "protocol",
-    "commitment",
-    "client_seed_format",
-    "client_seed",
-    "seats",
-    "nonces",
-    "rolls",
-    "signature",
-    "receipt",
-    "replay",
-)
 TOKEN = "settled-Game-0001-token-aaaaaaaaaaaaaaaa"
 OPEN_TOKEN = "open-game-token-bbbbbbbbbbbbbbbbbbbbbbbb"
 CANCELLED_TOKEN = "cancelled-game-token-cccccccccccccccccccc"

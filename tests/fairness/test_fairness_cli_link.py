@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fairness_samples import GAME_ID, KEY_RING, NEW_KEY, OLD_KEY, STRANGER_KEY, sample_proof, sample_receipt
+from fairness_samples import (
+    CHECKS,
+    GAME_ID,
+    KEY_RING,
+    NEW_KEY,
+    OLD_KEY,
+    STRANGER_KEY,
+    sample_proof,
+    sample_receipt,
+)
 from typer.testing import CliRunner, Result
 
 from pokna.cli.app import app
@@ -31,18 +40,6 @@ from pokna.fairness.terms import GameTerms, SeatAccount
 
 runner = CliRunner()
 
-CHECKS = (
-    "protocol",
-    "commitment",
-    "client_seed_format",
-    "client_seed",
-    "seats",
-    "nonces",
-    "rolls",
-    "signature",
-    "receipt",
-    "replay",
-)
 SETTLED = "settled-game-token-aaaaaaaaaaaaaaaaaaaaaaaa"
 OPEN = "open-game-token-bbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 FORGED_FACE = "forged-face-token-cccccccccccccccccccccccc"
