@@ -91,6 +91,22 @@ class GameOut(BaseModel):
 class ActionRollOut(BaseModel):
     """One roll the action made, so a client can show the cube without another request."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "nonce": 1,
+                    "seat": 1,
+                    "account_id": "acct_han",
+                    "purpose": "seek",
+                    "face": 6,
+                    "color": "blue",
+                    "in_favor": True,
+                }
+            ]
+        }
+    )
+
     nonce: int = Field(description="The roll's number in the game: 0 is the Vigo's favor roll.")
     seat: int
     account_id: str
