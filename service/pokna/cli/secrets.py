@@ -131,5 +131,6 @@ def public_key_command(
     if output is None:
         typer.echo(pem, nl=False)
     else:
+        output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(pem, encoding="ascii")
     typer.echo(f"public key of {key_id_of(public_key)}", err=True)
