@@ -13,7 +13,8 @@ import jsonschema
 import yaml
 from typer.testing import CliRunner
 
-from pokna.cli import app
+import pokna.cli  # noqa: F401  (registers every command)
+from pokna.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +79,8 @@ def test_the_image_installs_a_built_wheel_not_an_editable_checkout() -> None:
     assert installs, "the final stage installs nothing"
     for args in installs:
         words = shlex.split(args.split("&&")[0])
-        assert "-e" not in words and "--editable" not in words, args
+        assert "-e" not in words, args
+        assert "--editable" not in words, args
         assert any(word.endswith(".whl") for word in words), args
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "pip wheel --no-deps" in dockerfile
@@ -98,7 +100,8 @@ def test_the_image_runs_as_an_unprivileged_user_with_a_healthcheck() -> None:
     assert user not in {"root", "0"}
     assert user.isdigit(), "a numeric uid lets an orchestrator check runAsNonRoot"
     healthchecks = [args for op, args in instructions if op == "HEALTHCHECK"]
-    assert len(healthchecks) == 1 and "/healthz" in healthchecks[0]
+    assert len(healthchecks) == 1
+    assert "/healthz" in healthchecks[0]
     assert instructions[-1] == ("CMD", '["pokna", "serve", "--no-migrate"]')
 
 
@@ -161,7 +164,9 @@ def test_every_documented_operator_command_is_a_real_pokna_command() -> None:
 
 
 def test_the_invocation_pattern_finds_commands_and_skips_database_names() -> None:
-    text = 'pg_dump -U pokna -Fc pokna > pokna.dump\ndocker compose run --rm api pokna tenants create "A B" | x'
+    text = (
+        'pg_dump -U pokna -Fc pokna > pokna.dump\ndocker compose run --rm api pokna tenants create "A B" | x'
+    )
     assert _pokna_argvs(text) == [["tenants", "create", "A B"]]
     assert _pokna_argvs("$(pokna secrets generate)") == [["secrets", "generate"]]
 

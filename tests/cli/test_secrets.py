@@ -33,7 +33,7 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def no_pokna_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in list(os.environ):
-        if name.startswith("POKNA_"):
+        if name.startswith("POKNA_") and not name.startswith("POKNA_TEST_"):
             monkeypatch.delenv(name)
     get_settings.cache_clear()
     yield

@@ -29,7 +29,9 @@ SEED_KEY_VARIABLE = "POKNA_SEED_ENCRYPTION_KEY"
 # The services of docker-compose.yml that load the keys (every one that runs with POKNA_ENV=production).
 COMPOSE_SERVICES = ("migrate", "api", "sweeper")
 
-secrets_app = typer.Typer(help="Production secrets: generate them, and publish a retiring key.", no_args_is_help=True)
+secrets_app = typer.Typer(
+    help="Production secrets: generate them, and publish a retiring key.", no_args_is_help=True
+)
 app.add_typer(secrets_app, name="secrets")
 
 
@@ -77,7 +79,9 @@ def _write_private(path: Path, text: str) -> None:
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError as error:
-        raise typer.BadParameter(f"{path} exists; refusing to overwrite secrets", param_hint="--output") from error
+        raise typer.BadParameter(
+            f"{path} exists; refusing to overwrite secrets", param_hint="--output"
+        ) from error
     except OSError as error:
         raise typer.BadParameter(f"cannot create {path}: {error.strerror}", param_hint="--output") from error
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -111,7 +115,7 @@ def generate_command(
         f"New signing key {key_id}. Store these secrets in your secret store or a mode-0600 file outside\n"
         f"version control. Back up {SEED_KEY_VARIABLE}: without it, the server seeds of games not yet over\n"
         "cannot be revealed. Never change it while games are open; rotate only the signing key\n"
-        "(docs/operations.md, \"Rotating the signing key\").",
+        '(docs/operations.md, "Rotating the signing key").',
         err=True,
     )
 
