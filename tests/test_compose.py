@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
+from typer.testing import CliRunner
+
+import pokna.cli  # noqa: F401  (registers every command)
+from pokna.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,11 +52,146 @@ def test_api_waits_for_healthy_postgres_and_finished_migrations() -> None:
 def test_data_lives_on_named_volumes() -> None:
     compose = _compose()
     named = set(compose["volumes"])
-    mounts = compose["services"]["postgres"]["volumes"] + compose["services"]["api"]["volumes"]
+    mounts = [mount for service in compose["services"].values() for mount in service.get("volumes", [])]
     assert {mount.split(":")[0] for mount in mounts} <= named
 
 
 def test_dockerfile_installs_from_the_pinned_constraints() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "-c constraints.txt" in dockerfile
+    assert "-c /tmp/constraints.txt" in dockerfile
     assert "COPY migrations" in dockerfile
+
+
+# --- the image --------------------------------------------------------------------------------------------
+
+
+def _dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the final stage, continuation lines joined."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    stages = [index for index, line in enumerate(lines) if line.upper().startswith("FROM ")]
+    final = lines[stages[-1] :]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in final]
+
+
+def test_the_image_installs_a_built_wheel_not_an_editable_checkout() -> None:
+    installs = [args for op, args in _dockerfile_instructions() if op == "RUN" and "pip install" in args]
+    assert installs, "the final stage installs nothing"
+    for args in installs:
+        words = shlex.split(args.split("&&")[0])
+        assert "-e" not in words, args
+        assert "--editable" not in words, args
+        assert any(word.endswith(".whl") for word in words), args
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "pip wheel --no-deps" in dockerfile
+
+
+def test_the_image_places_the_migrations_where_the_installed_package_looks() -> None:
+    runs = " ".join(args for op, args in _dockerfile_instructions() if op == "RUN")
+    assert "from pokna.db.migrate import MIGRATIONS_DIR" in runs
+    assert "head_revision()" in runs  # the build fails if the installed package cannot see them
+
+
+def test_the_image_runs_as_an_unprivileged_user_with_a_healthcheck() -> None:
+    instructions = _dockerfile_instructions()
+    users = [args for op, args in instructions if op == "USER"]
+    assert users, "no USER: the image would run as root"
+    user = users[-1].split(":")[0]
+    assert user not in {"root", "0"}
+    assert user.isdigit(), "a numeric uid lets an orchestrator check runAsNonRoot"
+    healthchecks = [args for op, args in instructions if op == "HEALTHCHECK"]
+    assert len(healthchecks) == 1
+    assert "/healthz" in healthchecks[0]
+    assert instructions[-1] == ("CMD", '["pokna", "serve", "--no-migrate"]')
+
+
+# --- what compose runs is real -----------------------------------------------------------------------------
+
+POKNA_INVOCATION = re.compile(r"(?:^|[\s/(])pokna[ \t]+([a-z][\w-]*(?:[^|;<>&)\n#])*)")
+
+
+def _pokna_argvs(text: str) -> list[list[str]]:
+    return [shlex.split(match.group(1)) for match in POKNA_INVOCATION.finditer(text)]
+
+
+def _compose_argvs() -> dict[str, list[list[str]]]:
+    argvs: dict[str, list[list[str]]] = {}
+    for name, service in _compose()["services"].items():
+        command = service.get("command")
+        if command is None:
+            continue
+        assert isinstance(command, list), f"{name}: write the command as a list"
+        if command[0] == "pokna":
+            argvs[name] = [command[1:]]
+        elif command[:2] == ["sh", "-c"]:
+            argvs[name] = _pokna_argvs(command[2])
+    return argvs
+
+
+def _documented_compose_argvs() -> list[list[str]]:
+    """Every `pokna ...` in a shell block of the operations guide and the README."""
+    argvs = []
+    for path in (ROOT / "docs" / "operations.md", ROOT / "README.md"):
+        blocks = re.findall(r"```(?:sh|console|bash)\n(.*?)```", path.read_text(), flags=re.DOTALL)
+        for block in blocks:
+            argvs += _pokna_argvs(block)
+    return argvs
+
+
+def _assert_real_command(argv: list[str]) -> None:
+    result = CliRunner().invoke(app, [*argv, "--help"])
+    assert result.exit_code == 0, f"pokna {' '.join(argv)}: {result.output}"
+    assert "Usage: pokna" in result.output
+
+
+def test_every_command_compose_runs_is_a_real_pokna_command() -> None:
+    argvs = _compose_argvs()
+    assert argvs["migrate"] == [["db", "upgrade"]]
+    assert argvs["sweeper"] == [["sweep", "--json"]]
+    assert argvs["api"][0][0] == "serve"
+    for service_argvs in argvs.values():
+        for argv in service_argvs:
+            _assert_real_command(argv)
+
+
+def test_every_documented_operator_command_is_a_real_pokna_command() -> None:
+    argvs = _documented_compose_argvs()
+    spoken = {" ".join(argv[:2]) for argv in argvs}
+    assert {"tenants create", "secrets generate", "secrets public-key", "audit verify"} <= spoken
+    assert {"ledger export", "ledger checkpoint"} <= spoken
+    for argv in argvs:
+        _assert_real_command(argv)
+
+
+def test_the_invocation_pattern_finds_commands_and_skips_database_names() -> None:
+    text = (
+        'pg_dump -U pokna -Fc pokna > pokna.dump\ndocker compose run --rm api pokna tenants create "A B" | x'
+    )
+    assert _pokna_argvs(text) == [["tenants", "create", "A B"]]
+    assert _pokna_argvs("$(pokna secrets generate)") == [["secrets", "generate"]]
+
+
+# --- scaling and housekeeping -----------------------------------------------------------------------------
+
+
+def test_the_api_scales_without_a_host_port_conflict() -> None:
+    for port in _compose()["services"]["api"].get("ports", []):
+        published = str(port).rsplit(":", 1)[0] if ":" in str(port) else ""
+        host_port = published.rsplit(":", 1)[-1]
+        assert host_port == "" or "-" in host_port, f"{port}: a fixed host port allows one API container"
+
+
+def test_the_sweeper_is_its_own_service_after_migrations() -> None:
+    services = _compose()["services"]
+    sweeper = services["sweeper"]
+    assert sweeper["environment"] == services["api"]["environment"]
+    assert sweeper["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert sweeper["restart"] == "unless-stopped"
+    assert "sleep" in sweeper["command"][2]
+    assert "ports" not in sweeper
+
+
+def test_services_without_http_do_not_inherit_the_image_healthcheck() -> None:
+    services = _compose()["services"]
+    for name in ("migrate", "sweeper"):
+        assert services[name]["healthcheck"] == {"disable": True}, name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pokna.cli import db, fairness, ledger, odds, serve, sweep, tenants  # noqa: F401  (each registers its commands)
+from pokna.cli import db, fairness, ledger, odds, secrets, serve, sweep, tenants  # noqa: F401  (each registers its commands)
 from pokna.cli.app import app
 
 
