@@ -17,8 +17,10 @@ from support.api_checks import assert_problem, database_state
 from support.tenant_api import TenantApi, new_tenant
 
 # The public fairness link is opened by its token, not a key (tests/dealer/test_dealer_fairness_link.py).
+# `/metrics` counts across tenants, so no tenant's key fits it: it is kept off the public listener instead.
 PUBLIC_PATHS = {
     "/healthz",
+    "/metrics",
     "/readyz",
     "/v1/fairness/keys",
     "/v1/fairness/proofs/{token}",

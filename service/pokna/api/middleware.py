@@ -1,4 +1,4 @@
-"""Pure ASGI middleware: request ids, access logs, and a hard cap on request bodies."""
+"""Pure ASGI middleware: request ids, the access log and request metrics, and a hard cap on request bodies."""
 
 from __future__ import annotations
 
@@ -11,14 +11,21 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pokna import metrics
 from pokna.logs import request_id_var
 
 log = logging.getLogger("pokna.access")
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+UNMATCHED_ROUTE = "unmatched"
+"""The route label of a path no route matches: a label value per probed path would have no bound."""
 
 
 class RequestContext:
-    """Accepts a sane `X-Request-ID` or makes one, echoes it, and logs one line per request."""
+    """Accepts a sane `X-Request-ID` or makes one, echoes it, logs one line per request and times it.
+
+    The line and the metrics name the route's template, never the raw path or the query string: a public
+    fairness link's path is its capability, and an `api_key=` a client put in a query string is a
+    secret. Headers are never logged."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -34,27 +41,41 @@ class RequestContext:
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         status = 500
+        replayed = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, replayed
             if message["type"] == "http.response.start":
                 status = message["status"]
+                replayed = (b"idempotent-replayed", b"true") in message.get("headers", [])
                 message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            seconds = time.perf_counter() - started
+            route = _route_template(scope)
+            metrics.http_request(scope["method"], route, status, seconds)
+            if replayed:
+                metrics.idempotent_replay(route)
             log.info(
                 "request",
                 extra={
                     "method": scope["method"],
-                    "path": scope["path"],
+                    "route": route,
                     "status": status,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "duration_ms": round(seconds * 1000, 2),
                 },
             )
             request_id_var.reset(token)
+
+
+def _route_template(scope: Scope) -> str:
+    """FastAPI puts the matched route in the scope; its `path` is the template."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else UNMATCHED_ROUTE
 
 
 class BodySizeLimit:

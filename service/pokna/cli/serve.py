@@ -13,6 +13,7 @@ from uvicorn.supervisors import Multiprocess
 from pokna.cli.app import app
 from pokna.db import migrate
 from pokna.logs import configure_logging
+from pokna.metrics import shared_by_workers
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 
@@ -48,6 +49,11 @@ def serve(
         log_config=None,
         access_log=False,
     )
+    with shared_by_workers(config.workers):  # before any worker starts: they read it on import
+        _run(config)
+
+
+def _run(config: uvicorn.Config) -> None:
     if config.workers > 1:
         # uvicorn's multi-worker mode leaves Nagle on for accepted connections, so every keep-alive
         # response waits ~40 ms for the client's delayed ACK (bench/README.md). Linux passes the listening

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from pokna import metrics
 from pokna.dealer.deadlines import Clock, apply_passed_deadlines
 from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.records import GameRecord, SeatRecord
@@ -16,7 +17,7 @@ from pokna.dealer.schemas import ActionRollOut, GameActionOut
 from pokna.dealer.stepping import apply_step, number_events
 from pokna.dealer.store import game_store
 from pokna.dealer.view import SET_CLIENT_SEED, game_out
-from pokna.errors import InvalidRequest
+from pokna.errors import InvalidRequest, PoknaError
 from pokna.fairness.protocol import client_seed_problem
 from pokna.game import Action, Cancel, Challenge, Claim, Roll, Start, Vote, VoteChoice
 from pokna.game.events import Rolled
@@ -39,6 +40,18 @@ def act(
 ) -> GameActionOut:
     """The game after the action, with the rolls the action made. Deadlines passed meanwhile are applied
     first, under the same lock (their rolls are in the game's events, not in this answer)."""
+    try:
+        answer = _act(session, keys, clock, tenant_id, game_id, request)
+    except PoknaError as refusal:
+        metrics.game_action(request.type, refusal.code)
+        raise
+    metrics.game_action(request.type, "ok")
+    return answer
+
+
+def _act(
+    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
+) -> GameActionOut:
     game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
     apply_passed_deadlines(session, keys, clock, game, seats, balances)
     if request.expected_version is not None and request.expected_version != game.version:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from pokna import ledger
+from pokna import ledger, metrics
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.proof_signing import sign_proof
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
@@ -221,6 +221,7 @@ def _advance(
     if before.phase is Phase.OPEN and after.phase is not Phase.OPEN and not after.is_over:
         game.started_at = moment
     if after.is_over:
+        metrics.game_finished(after.outcome.reason.value if after.outcome else "cancelled")
         game.turn_deadline_at = None
         game.ended_at = moment
         if (

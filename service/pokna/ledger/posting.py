@@ -13,11 +13,13 @@ so post as late in the unit of work as possible. How each backend does it is its
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from pokna import metrics
 from pokna.crypto.canonical_json import canonicalize
 from pokna.db.stores import store_of
 from pokna.ledger import repository
@@ -190,7 +192,9 @@ def _post(
     drafts: list[Draft],
     expected_balances: Mapping[str, int] | None = None,
 ) -> list[PostedTransaction]:
-    """The one write path of every posting function, on both backends."""
+    """The one write path of every posting function, on both backends (so the one place it is counted)."""
+    started = time.perf_counter()
     posted = store_of(session, LedgerStore).post(session, tenant_id, drafts, expected_balances or {})
+    metrics.ledger_posted(len(posted.transactions), time.perf_counter() - started)
     follow_balances(session, posted.balances)
     return posted.transactions
