@@ -9,7 +9,8 @@ import pytest
 from fairness_samples import CHECK_SERVER_SEED, KEY_RING, NEW_KEY, OLD_KEY, sample_proof, sample_receipt
 from typer.testing import CliRunner
 
-import pokna.cli.fairness as fairness_cli
+import pokna.cli.fairness  # noqa: F401  (registers roll and verify on the app)
+from pokna.cli import verify_report
 from pokna.cli.app import app
 from pokna.crypto.signing import private_key_to_pem, public_key_to_b64url, public_key_to_pem, sign_document
 from pokna.fairness.proof import Proof
@@ -179,12 +180,12 @@ def test_verify_unusable_keys_exit_2(tmp_path: Path, proof_file: Path, keys_file
 
 
 def test_the_replay_hook_is_used(monkeypatch: pytest.MonkeyPatch, proof_file: Path, keys_file: Path) -> None:
-    assert fairness_cli._replay() is replay_proof
+    assert verify_report._replay() is replay_proof
 
     def disagreeing(proof: Proof) -> str | None:
         return "outcome: winners [1] recorded, [2] replayed"
 
-    monkeypatch.setattr(fairness_cli, "_replay", lambda: disagreeing)
+    monkeypatch.setattr(verify_report, "_replay", lambda: disagreeing)
     result = runner.invoke(app, ["verify", str(proof_file), "--keys", str(keys_file)])
     assert result.exit_code == 1
     assert "FAIL     replay              outcome: winners [1] recorded, [2] replayed" in result.output
