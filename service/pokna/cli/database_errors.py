@@ -15,7 +15,11 @@ from pokna.db import migrate
 from pokna.db.engine import make_engine
 from pokna.settings import get_settings
 
-UNREACHABLE_HINT = "check POKNA_DATABASE_URL and that the database server is up"
+
+def _unreachable_hint(url: str) -> str:
+    if url.startswith("sqlite"):
+        return "check POKNA_DATA_DIR (or POKNA_DATABASE_URL) and the file's permissions"
+    return "check POKNA_DATABASE_URL and that the database server is up"
 
 
 def redacted(url: str) -> str:
@@ -35,9 +39,9 @@ def describe_database_error(error: BaseException) -> str:
         finally:
             engine.dispose()
     except SQLAlchemyError as failed:
-        return f"cannot reach the database {redacted(url)}: {_reason(failed)} ({UNREACHABLE_HINT})"
+        return f"cannot reach the database {redacted(url)}: {_reason(failed)} ({_unreachable_hint(url)})"
     head = migrate.head_revision()
     if revision != head:
         state = "has no Pokna schema" if revision is None else f"is at schema {revision}, not {head}"
         return f"the database {redacted(url)} {state} (run `pokna db upgrade`)"
-    return f"the database {redacted(url)} refused the command: {_reason(error)} ({UNREACHABLE_HINT})"
+    return f"the database {redacted(url)} refused the command: {_reason(error)} ({_unreachable_hint(url)})"

@@ -64,6 +64,12 @@ def describe(error: BaseException) -> tuple[str, int] | None:
         from pokna.cli.database_errors import describe_database_error
 
         return describe_database_error(error), EXIT_FAILURE
+    if isinstance(error, OSError) and error.filename is not None:
+        return (
+            f"cannot use {error.filename}: {error.strerror or error} "
+            "(check the path and its permissions; POKNA_DATA_DIR says where Pokna keeps its files)",
+            EXIT_FAILURE,
+        )
     return None
 
 

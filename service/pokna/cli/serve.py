@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 from typing import Annotated
@@ -11,6 +12,7 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from pokna.cli.app import app
+from pokna.cli.errors import CommandError
 from pokna.db import migrate
 from pokna.logs import configure_logging
 from pokna.service_keys import load_service_keys
@@ -31,13 +33,14 @@ def serve(
     """Run the Pokna API. Every worker is stateless; scale out by running more of them on one database."""
     settings = get_settings()
     configure_logging(settings.log_level)
+    host = host or settings.host
+    port = port or settings.port
+    sock = _bind(host, port)  # before anything slow: a taken port is the commonest mistake
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     url = settings.resolved_database_url
     if migrate_first:
         migrate.upgrade(url)
     load_service_keys(settings)  # fail fast on bad keys; in development, make them once, before any worker
-    host = host or settings.host
-    port = port or settings.port
     typer.echo(f"Pokna is serving on http://{host}:{port}  (database: {_redacted(url)})", err=True)
     config = uvicorn.Config(
         "pokna.api.asgi:create_app",
@@ -52,11 +55,31 @@ def serve(
         # uvicorn's multi-worker mode leaves Nagle on for accepted connections, so every keep-alive
         # response waits ~40 ms for the client's delayed ACK (bench/README.md). Linux passes the listening
         # socket's TCP_NODELAY on to the connections it accepts.
-        sock = config.bind_socket()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         Multiprocess(config, sockets=[sock]).run()
     else:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here (as uvicorn's `Config.bind_socket` would) so that a taken port or
+    a wrong host is one line naming the setting, not a log line after "serving"."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:
+            raise CommandError(
+                f"port {port} on {host} is already in use", "choose another with --port or POKNA_PORT"
+            ) from None
+        raise CommandError(
+            f"cannot listen on {host}:{port}: {error.strerror or error}",
+            "check --host/POKNA_HOST and --port/POKNA_PORT",
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _redacted(url: str) -> str:
