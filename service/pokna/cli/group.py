@@ -61,14 +61,12 @@ class _PlainValue(RuntimeParam):
         except (TypeError, ValueError):
             raise typer.BadParameter(f"{value!r} is not a whole number.", ctx=ctx, param=param) from None
         low, high = self.parameter_info.min, self.parameter_info.max
-        if (low is not None and number < low) or (high is not None and number > high):
-            bounds = " to ".join(str(b) for b in (low, high) if b is not None)
-            limit = (
-                f"from {bounds}"
-                if low is not None and high is not None
-                else (f"at least {low}" if low is not None else f"at most {high}")
-            )
-            raise typer.BadParameter(f"{number} is not {limit}.", ctx=ctx, param=param)
+        if low is not None and high is not None and not low <= number <= high:
+            raise typer.BadParameter(f"{number} is not between {low} and {high}.", ctx=ctx, param=param)
+        if low is not None and number < low:
+            raise typer.BadParameter(f"{number} is not at least {low}.", ctx=ctx, param=param)
+        if high is not None and number > high:
+            raise typer.BadParameter(f"{number} is not at most {high}.", ctx=ctx, param=param)
         return number
 
 

@@ -24,7 +24,9 @@ log = logging.getLogger("pokna.serve")
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface to bind (default POKNA_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to bind (default POKNA_PORT).")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=1, max=65535, help="Port to bind (default POKNA_PORT).")
+    ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (default POKNA_WORKERS).")] = None,
     migrate_first: Annotated[
         bool, typer.Option("--migrate/--no-migrate", help="Apply pending migrations before serving.")
@@ -68,14 +70,14 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-    except OSError as error:
+    except (OSError, OverflowError) as error:
         sock.close()
-        if error.errno == errno.EADDRINUSE:
+        if isinstance(error, OSError) and error.errno == errno.EADDRINUSE:
             raise CommandError(
                 f"port {port} on {host} is already in use", "choose another with --port or POKNA_PORT"
             ) from None
         raise CommandError(
-            f"cannot listen on {host}:{port}: {error.strerror or error}",
+            f"cannot listen on {host}:{port}: {getattr(error, 'strerror', None) or error}",
             "check --host/POKNA_HOST and --port/POKNA_PORT",
         ) from None
     sock.set_inheritable(True)
