@@ -1,7 +1,7 @@
 """One error style for every command: `error: <what is wrong> (<what to do>)`, one line on stderr.
 
 Exit codes: 1 a failure, 2 a usage error (a wrong option or argument). The offline verifiers keep their
-own answers (VALID 0, INVALID 1, UNUSABLE INPUT 2, NOT REVEALED 3), which they print themselves.
+own answers (VALID 0, INVALID 1, UNUSABLE INPUT 2), which they print themselves.
 
 `describe` turns whatever a command raised into that one line. It recognises an exception by its class
 only when that class's module is already loaded (an exception cannot be of a class nobody imported), so
