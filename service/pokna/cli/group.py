@@ -33,12 +33,27 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption, _Ty
 
 from pokna.cli.errors import EXIT_FAILURE, TRACEBACK_ENV, describe, unexpected
 
-_TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "int range": "INTEGER", "float": "NUMBER", "path": "PATH"}
-_TYPE_NAMES.update({"file": "FILE", "directory": "DIRECTORY", "float range": "NUMBER"})
-
-
-_BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False}
-_BOOLEANS["off"] = False
+# Typer's type labels (`<int range>`) as Click names a value in help (`INTEGER`).
+_TYPE_NAMES = {
+    "str": "TEXT",
+    "int": "INTEGER",
+    "int range": "INTEGER",
+    "float": "NUMBER",
+    "float range": "NUMBER",
+    "path": "PATH",
+    "file": "FILE",
+    "directory": "DIRECTORY",
+}
+_BOOLEANS = {
+    "1": True,
+    "true": True,
+    "yes": True,
+    "on": True,
+    "0": False,
+    "false": False,
+    "no": False,
+    "off": False,
+}
 
 
 @dataclass(frozen=True)
