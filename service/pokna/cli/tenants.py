@@ -19,6 +19,7 @@ tenants_app.add_typer(keys_app, name="keys")
 app.add_typer(tenants_app, name="tenants")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+TenantArgument = Annotated[str, typer.Argument(help="The tenant's id (`pokna tenants list` shows them).")]
 
 
 @tenants_app.command("create")
@@ -51,9 +52,7 @@ def list_(as_json: JsonOption = False) -> None:
 
 
 @keys_app.command("create")
-def create_key(
-    tenant_id: Annotated[str, typer.Argument(help="The tenant, e.g. ten_....")], as_json: JsonOption = False
-) -> None:
+def create_key(tenant_id: TenantArgument, as_json: JsonOption = False) -> None:
     """Issue another API key for a tenant (for rotation: issue, deploy, then revoke the old one)."""
     with command_session() as session:
         require_tenant(session, tenant_id)
@@ -62,7 +61,7 @@ def create_key(
 
 
 @keys_app.command("list")
-def list_keys(tenant_id: Annotated[str, typer.Argument()], as_json: JsonOption = False) -> None:
+def list_keys(tenant_id: TenantArgument, as_json: JsonOption = False) -> None:
     """List a tenant's keys (ids and state only; secrets are never stored)."""
     with command_session() as session:
         require_tenant(session, tenant_id)
@@ -84,7 +83,9 @@ def list_keys(tenant_id: Annotated[str, typer.Argument()], as_json: JsonOption =
 
 
 @keys_app.command("revoke")
-def revoke_key(key_id: Annotated[str, typer.Argument()]) -> None:
+def revoke_key(
+    key_id: Annotated[str, typer.Argument(help="The key's id (`pokna tenants keys list` shows them).")],
+) -> None:
     """Revoke an API key; requests with it get 401 from then on."""
     try:
         with command_session() as session:
