@@ -2,6 +2,10 @@
 
 Development generates its own keys into the data directory so `pokna serve` works with zero setup;
 production refuses to start unless every secret is supplied explicitly.
+
+`get_settings()` answers a `SettingsError` when the environment is wrong: one line that names each
+`POKNA_*` variable to fix and what a valid value looks like, never pydantic's report (which names
+fields, not variables, and may echo a secret).
 """
 
 from __future__ import annotations
@@ -10,8 +14,12 @@ from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "POKNA_"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+SECRETS_HINT = "`pokna secrets generate` prints a signing key and a seed encryption key"
 
 
 class Environment(StrEnum):
@@ -20,8 +28,12 @@ class Environment(StrEnum):
     PRODUCTION = "production"
 
 
+class SettingsError(ValueError):
+    """The environment does not make valid settings; the message names the variables to fix."""
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="POKNA_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     env: Environment = Environment.DEVELOPMENT
     data_dir: Path = Path(".pokna")
@@ -44,6 +56,13 @@ class Settings(BaseSettings):
         default=None, description="AES-256-GCM key for unrevealed server seeds, 64 hex characters."
     )
 
+    @field_validator("log_level")
+    @classmethod
+    def _known_log_level(cls, value: str) -> str:
+        if value.upper() not in LOG_LEVELS:
+            raise ValueError(f"not a log level; one of {', '.join(LOG_LEVELS)}")
+        return value.upper()
+
     @model_validator(mode="after")
     def _production_needs_real_secrets(self) -> Settings:
         if self.env is Environment.PRODUCTION:
@@ -58,7 +77,9 @@ class Settings(BaseSettings):
             ]
             if missing:
                 raise ValueError(
-                    "production refuses development secrets; set " + ", ".join(missing) + " explicitly"
+                    "production refuses development secrets; set "
+                    + ", ".join(missing)
+                    + f" explicitly ({SECRETS_HINT})"
                 )
         return self
 
@@ -69,6 +90,40 @@ class Settings(BaseSettings):
         return f"sqlite:///{(self.data_dir / 'pokna.sqlite3').resolve()}"
 
 
+# What a valid value of each variable looks like, for the messages of `SettingsError`.
+VALID_VALUES: dict[str, str] = {
+    "env": "one of development, test, production, e.g. POKNA_ENV=production",
+    "data_dir": "a directory, e.g. POKNA_DATA_DIR=/var/lib/pokna",
+    "database_url": "a SQLAlchemy URL, e.g. POKNA_DATABASE_URL=postgresql+psycopg://pokna:secret@db:5432/pokna",
+    "host": "an interface to bind, e.g. POKNA_HOST=0.0.0.0",
+    "port": "an integer from 1 to 65535, e.g. POKNA_PORT=8000",
+    "workers": "an integer of at least 1, e.g. POKNA_WORKERS=4",
+    "log_level": f"one of {', '.join(LOG_LEVELS)}, e.g. POKNA_LOG_LEVEL=INFO",
+    "max_body_bytes": "an integer of at least 1024, e.g. POKNA_MAX_BODY_BYTES=65536",
+    "open_game_ttl_seconds": "an integer of at least 1, e.g. POKNA_OPEN_GAME_TTL_SECONDS=600",
+    "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
+    "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
+}
+_SECRET_FIELDS = {"signing_key", "seed_encryption_key", "database_url"}
+
+
+def describe_settings_error(error: ValidationError) -> str:
+    """One line naming each variable pydantic refused and a valid value; secrets are never echoed."""
+    problems = []
+    for detail in error.errors(include_url=False):
+        field = str(detail["loc"][0]) if detail["loc"] else None
+        if field is None:  # a model validator: its message already names the variables
+            problems.append(str(detail["msg"]).removeprefix("Value error, "))
+            continue
+        variable = ENV_PREFIX + field.upper()
+        given = "" if field in _SECRET_FIELDS else f"={detail.get('input')!r}"
+        problems.append(f"{variable}{given} is not valid ({VALID_VALUES.get(field, detail['msg'])})")
+    return "; ".join(problems)
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as error:
+        raise SettingsError(describe_settings_error(error)) from None

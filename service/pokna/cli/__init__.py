@@ -1,8 +1,9 @@
-"""`pokna` command line: serve, db, tenants, roll, verify, odds, ledger, audit."""
+"""`pokna` command line: serve, db, tenants, roll, verify, odds, ledger, audit.
+
+Sub-commands are imported when they run (`pokna.cli.group`), so this package imports none of them."""
 
 from __future__ import annotations
 
-from pokna.cli import db, fairness, ledger, odds, secrets, serve, sweep, tenants  # noqa: F401  (each registers its commands)
 from pokna.cli.app import app
 
 

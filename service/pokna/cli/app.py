@@ -1,12 +1,69 @@
-"""The `pokna` command. Each sub-module registers its commands on this one Typer app."""
+"""The `pokna` command. Each sub-module registers its commands on this one Typer app when it is imported;
+`COMMANDS` says which module holds which command, so that only the command being run is imported
+(`pokna.cli.group`). A new command module adds its row here."""
 
 from __future__ import annotations
 
+from typing import Annotated, NamedTuple
+
 import typer
+
+from pokna import __version__
+from pokna.cli.group import PoknaGroup
+
+
+class LazyCommand(NamedTuple):
+    module: str
+    summary: str  # its short help, shown by `pokna --help` without importing the module
+
+
+COMMANDS: dict[str, LazyCommand] = {
+    "roll": LazyCommand(
+        "pokna.cli.fairness", "Compute one roll of pokna-hmac-sha256-v1: f, the face and its colour."
+    ),
+    "verify": LazyCommand("pokna.cli.fairness", "Verify a game proof offline."),
+    "odds": LazyCommand(
+        "pokna.cli.odds",
+        "Exact odds for every seat, assuming unlimited balances and that every player follows one policy.",
+    ),
+    "serve": LazyCommand("pokna.cli.serve", "Run the Pokna API."),
+    "sweep": LazyCommand(
+        "pokna.cli.sweep",
+        "Time out every passed turn, cancel games never started, purge old idempotency keys, sign moved "
+        "ledger heads.",
+    ),
+    "db": LazyCommand("pokna.cli.db", "Database schema: upgrade, downgrade, current."),
+    "ledger": LazyCommand("pokna.cli.ledger", "The double-entry ledger: export, reconcile, checkpoint."),
+    "audit": LazyCommand("pokna.cli.ledger", "Offline audits of ledger exports."),
+    "tenants": LazyCommand("pokna.cli.tenants", "Tenants (integrating apps) and their API keys."),
+    "secrets": LazyCommand(
+        "pokna.cli.secrets",
+        "Production secrets: generate a fresh set, or print the signing key's public half.",
+    ),
+}
 
 app = typer.Typer(
     name="pokna",
     help="Pokna: the provably fair Huttese dice game of Vigo's Favor, as a service.",
+    cls=PoknaGroup,
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"pokna {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def pokna(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Pokna: the provably fair Huttese dice game of Vigo's Favor, as a service."""

@@ -12,9 +12,12 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.cli.errors import CommandError
 from pokna.db.engine import make_engine, unit_of_work
+from pokna.errors import NotFound
 from pokna.settings import get_settings
 from pokna.storage import make_sessionmaker
+from pokna.tenants import service as tenants
 
 
 @contextmanager
@@ -30,3 +33,11 @@ def command_sessions() -> Iterator[sessionmaker[Session]]:
 def command_session() -> Iterator[Session]:
     with command_sessions() as sessions, unit_of_work(sessions) as session:
         yield session
+
+
+def require_tenant(session: Session, tenant_id: str) -> None:
+    """A command about one tenant names an unknown one, rather than answer with nothing."""
+    try:
+        tenants.get_tenant(session, tenant_id)
+    except NotFound:
+        raise CommandError(f"no tenant {tenant_id!r}", "`pokna tenants list` shows the tenants") from None

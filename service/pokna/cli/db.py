@@ -24,7 +24,8 @@ def upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = 
     typer.echo(f"database at {revision}")
 
 
-@db_app.command()
+# `-1` is a revision here, not an option.
+@db_app.command(context_settings={"ignore_unknown_options": True})
 def downgrade(revision: Annotated[str, typer.Argument(help="Target revision, e.g. -1 or base.")]) -> None:
     """Revert migrations down to REVISION."""
     migrate.downgrade(get_settings().resolved_database_url, revision)

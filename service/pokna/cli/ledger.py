@@ -17,7 +17,8 @@ from typing import Annotated, BinaryIO, TextIO
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_session import command_session
+from pokna.cli.command_session import command_session, require_tenant
+from pokna.cli.errors import CommandError
 from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
 from pokna.crypto.errors import CryptoError
 from pokna.fairness.errors import FairnessError
@@ -48,7 +49,13 @@ def _output(path: Path | None) -> Iterator[TextIO]:
     if path is None:
         yield sys.stdout
         return
-    with path.open("w", encoding="utf-8", newline="") as handle:
+    try:
+        handle = path.open("w", encoding="utf-8", newline="")
+    except OSError as error:
+        raise CommandError(
+            f"cannot write {path}: {error.strerror or error}", "give -o a file in a writable directory"
+        ) from None
+    with handle:
         yield handle
 
 
@@ -67,9 +74,11 @@ def export_command(
     """Stream a tenant's journal as JSONL (what `pokna audit verify` reads), CSV or Beancount."""
     if export_format not in EXPORT_FORMATS:
         raise typer.BadParameter(f"one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
-    with command_session() as session, _output(output) as handle:
-        for chunk in export_lines(session, tenant, export_format, from_seq=from_seq, to_seq=to_seq):
-            handle.write(chunk)
+    with command_session() as session:
+        require_tenant(session, tenant)
+        with _output(output) as handle:
+            for chunk in export_lines(session, tenant, export_format, from_seq=from_seq, to_seq=to_seq):
+                handle.write(chunk)
 
 
 @ledger_app.command("reconcile")
@@ -81,6 +90,8 @@ def reconcile_command(
 ) -> None:
     """Compare stored balances with the sum of postings. Exit 1 when anything disagrees."""
     with command_session() as session:
+        if tenant is not None:
+            require_tenant(session, tenant)
         report = reconcile(session, tenant, check_chain=chain)
     for difference in report.differences:
         typer.echo(
@@ -110,6 +121,7 @@ def checkpoint_command(
     """Sign the tenant's current chain head with the service key and print the checkpoint document."""
     signing_key = load_service_keys(get_settings()).signing_key
     with command_session() as session:
+        require_tenant(session, tenant)
         document = checkpoint_document(take_checkpoint(session, tenant, signing_key))
     with _output(output) as handle:
         handle.write(json.dumps(document, indent=2) + "\n")

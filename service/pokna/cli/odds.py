@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 from typing import Annotated
 
@@ -10,8 +11,9 @@ import typer
 
 from pokna.cli.app import app
 from pokna.game.errors import InvalidConfig
+from pokna.game.json_value import JSONValue
 from pokna.game.model import MAX_PLAYERS, MIN_PLAYERS, VIGO_SEAT, GameConfig
-from pokna.game.odds import TableOdds, policies_for, table_odds
+from pokna.game.odds import Policy, TableOdds, policies_for, table_odds
 
 _COLUMNS = ("seat", "role", "P(win)", "P(whole pot)", "P(split share)", "EV", "EV (stakes)")
 
@@ -34,13 +36,21 @@ def odds(
         config = GameConfig.create(stake=stake, player_count=players, challenge_raise=challenge_raise)
     except InvalidConfig as exc:
         raise typer.BadParameter(exc.message) from exc
-    tables = [table_odds(config, policy) for policy in policies_for(players)]
+    policies = policies_for(players)
+    tables = [table_odds(config, policy) for policy in policies]
+    unrounded = [_unrounded_in_stakes(config, policy) for policy in policies]
     if as_json:
         document = {
             "players": config.player_count,
             "stake": config.stake,
             "challenge_raise": config.challenge_raise,
-            "policies": [table.to_dict() for table in tables],
+            "policies": [
+                {
+                    **table.to_dict(),
+                    "expected_net_stakes_without_rounding": _exact_by_seat(ideal),
+                }
+                for table, ideal in zip(tables, unrounded, strict=True)
+            ],
         }
         typer.echo(json.dumps(document, indent=2))
         return
@@ -48,10 +58,48 @@ def odds(
         f"Pokna odds: Vigo + {config.player_count} players, stake {config.stake}, "
         f"challenge raise {config.challenge_raise}. Exact; balances unlimited; EV is net of money paid in."
     )
-    for table in tables:
+    for table, ideal in zip(tables, unrounded, strict=True):
         typer.echo("")
         typer.echo(f"Every player: {table.policy.label}")
         typer.echo(_render(table))
+        if any(table.expected_net_in_stakes(seat) != value for seat, value in enumerate(ideal)):
+            typer.echo(_rounding_note(config, ideal))
+
+
+def _exact_by_seat(values: list[Fraction]) -> list[JSONValue]:
+    return [{"seat": seat, "exact": str(value), "approx": float(value)} for seat, value in enumerate(values)]
+
+
+def _rounding_scale(config: GameConfig) -> int:
+    """A pot is split among at most every seat: a stake divisible by 1..seats splits with no remainder."""
+    return math.lcm(*range(1, config.player_count + 2))
+
+
+def _unrounded_in_stakes(config: GameConfig, policy: Policy) -> list[Fraction]:
+    """Each seat's EV per unit of stake when no split leaves a remainder: the same odds at a stake (and
+    raise) scaled so that every split divides evenly."""
+    scale = _rounding_scale(config)
+    scaled = GameConfig.create(
+        stake=config.stake * scale,
+        player_count=config.player_count,
+        challenge_raise=config.challenge_raise * scale,
+    )
+    table = table_odds(scaled, policy)
+    return [table.expected_net_in_stakes(seat.seat) for seat in table.seats]
+
+
+def _rounding_note(config: GameConfig, ideal: list[Fraction]) -> str:
+    exact = ", ".join(f"seat {seat} {_signed(value)}" for seat, value in enumerate(ideal))
+    return (
+        f"  Splits pay whole minor units, the remainder one unit at a time clockwise from the Vigo, so at stake "
+        f"{config.stake} the seats' EVs differ by rounding.\n"
+        f"  Without rounding (a stake and raise divisible by {_rounding_scale(config)}), EV per unit of stake "
+        f"is exactly: {exact}."
+    )
+
+
+def _signed(value: Fraction) -> str:
+    return f"+{value}" if value > 0 else str(value)
 
 
 def _render(table: TableOdds) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 from typing import Annotated
@@ -11,6 +12,7 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from pokna.cli.app import app
+from pokna.cli.errors import CommandError
 from pokna.db import migrate
 from pokna.logs import configure_logging
 from pokna.metrics import shared_by_workers
@@ -23,7 +25,9 @@ log = logging.getLogger("pokna.serve")
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface to bind (default POKNA_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to bind (default POKNA_PORT).")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=1, max=65535, help="Port to bind (default POKNA_PORT).")
+    ] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (default POKNA_WORKERS).")] = None,
     migrate_first: Annotated[
         bool, typer.Option("--migrate/--no-migrate", help="Apply pending migrations before serving.")
@@ -32,13 +36,14 @@ def serve(
     """Run the Pokna API. Every worker is stateless; scale out by running more of them on one database."""
     settings = get_settings()
     configure_logging(settings.log_level)
+    host = host or settings.host
+    port = port or settings.port
+    sock = _bind(host, port)  # before anything slow: a taken port is the commonest mistake
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     url = settings.resolved_database_url
     if migrate_first:
         migrate.upgrade(url)
     load_service_keys(settings)  # fail fast on bad keys; in development, make them once, before any worker
-    host = host or settings.host
-    port = port or settings.port
     typer.echo(f"Pokna is serving on http://{host}:{port}  (database: {_redacted(url)})", err=True)
     config = uvicorn.Config(
         "pokna.api.asgi:create_app",
@@ -48,21 +53,45 @@ def serve(
         workers=workers or settings.workers,
         log_config=None,
         access_log=False,
+        # uvicorn's supervisor kills a worker that does not answer its ping within this many seconds (5 by
+        # default): on a busy 2-core machine a starting worker, still importing the app, missed it and was
+        # killed and restarted over and over (tests/cli/test_serve.py flaked at load ~10).
+        timeout_worker_healthcheck=30,
     )
     with shared_by_workers(config.workers):  # before any worker starts: they read it on import
-        _run(config)
+        _run(config, sock)
 
 
-def _run(config: uvicorn.Config) -> None:
+def _run(config: uvicorn.Config, sock: socket.socket) -> None:
     if config.workers > 1:
         # uvicorn's multi-worker mode leaves Nagle on for accepted connections, so every keep-alive
         # response waits ~40 ms for the client's delayed ACK (bench/README.md). Linux passes the listening
         # socket's TCP_NODELAY on to the connections it accepts.
-        sock = config.bind_socket()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         Multiprocess(config, sockets=[sock]).run()
     else:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here (as uvicorn's `Config.bind_socket` would) so that a taken port or
+    a wrong host is one line naming the setting, not a log line after "serving"."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except (OSError, OverflowError) as error:
+        sock.close()
+        if isinstance(error, OSError) and error.errno == errno.EADDRINUSE:
+            raise CommandError(
+                f"port {port} on {host} is already in use", "choose another with --port or POKNA_PORT"
+            ) from None
+        raise CommandError(
+            f"cannot listen on {host}:{port}: {getattr(error, 'strerror', None) or error}",
+            "check --host/POKNA_HOST and --port/POKNA_PORT",
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _redacted(url: str) -> str:

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_session import command_session
+from pokna.cli.command_session import command_session, require_tenant
+from pokna.cli.errors import CommandError
 from pokna.errors import NotFound
 from pokna.tenants import service
 
@@ -18,13 +19,19 @@ tenants_app.add_typer(keys_app, name="keys")
 app.add_typer(tenants_app, name="tenants")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+TenantArgument = Annotated[str, typer.Argument(help="The tenant's id (`pokna tenants list` shows them).")]
 
 
 @tenants_app.command("create")
 def create(name: Annotated[str, typer.Argument(help="The app's name.")], as_json: JsonOption = False) -> None:
     """Create a tenant and its first API key. The key is shown only now."""
     with command_session() as session:
-        tenant = service.create_tenant(session, name)
+        try:
+            tenant = service.create_tenant(session, name)
+        except ValueError as error:
+            raise CommandError(
+                f"{error}, not {len(name)}", 'e.g. pokna tenants create "Chalmun\'s Cantina"'
+            ) from None
         issued = service.issue_api_key(session, tenant.id)
     _print_key(issued, as_json, tenant_name=tenant.name)
 
@@ -45,21 +52,19 @@ def list_(as_json: JsonOption = False) -> None:
 
 
 @keys_app.command("create")
-def create_key(tenant_id: Annotated[str, typer.Argument()], as_json: JsonOption = False) -> None:
+def create_key(tenant_id: TenantArgument, as_json: JsonOption = False) -> None:
     """Issue another API key for a tenant (for rotation: issue, deploy, then revoke the old one)."""
-    try:
-        with command_session() as session:
-            issued = service.issue_api_key(session, tenant_id)
-    except NotFound as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from exc
+    with command_session() as session:
+        require_tenant(session, tenant_id)
+        issued = service.issue_api_key(session, tenant_id)
     _print_key(issued, as_json)
 
 
 @keys_app.command("list")
-def list_keys(tenant_id: Annotated[str, typer.Argument()], as_json: JsonOption = False) -> None:
+def list_keys(tenant_id: TenantArgument, as_json: JsonOption = False) -> None:
     """List a tenant's keys (ids and state only; secrets are never stored)."""
     with command_session() as session:
+        require_tenant(session, tenant_id)
         rows = [
             {
                 "id": key.id,
@@ -78,14 +83,17 @@ def list_keys(tenant_id: Annotated[str, typer.Argument()], as_json: JsonOption =
 
 
 @keys_app.command("revoke")
-def revoke_key(key_id: Annotated[str, typer.Argument()]) -> None:
+def revoke_key(
+    key_id: Annotated[str, typer.Argument(help="The key's id (`pokna tenants keys list` shows them).")],
+) -> None:
     """Revoke an API key; requests with it get 401 from then on."""
     try:
         with command_session() as session:
             service.revoke_api_key(session, key_id)
-    except NotFound as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from exc
+    except NotFound:
+        raise CommandError(
+            f"no API key {key_id!r}", "`pokna tenants keys list TENANT_ID` shows a tenant's keys"
+        ) from None
     typer.echo(f"revoked {key_id}")
 
 

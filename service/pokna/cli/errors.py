@@ -1,0 +1,80 @@
+"""One error style for every command: `error: <what is wrong> (<what to do>)`, one line on stderr.
+
+Exit codes: 1 a failure, 2 a usage error (a wrong option or argument). The offline verifiers keep their
+own answers (VALID 0, INVALID 1, UNUSABLE INPUT 2), which they print themselves.
+
+`describe` turns whatever a command raised into that one line. It recognises an exception by its class
+only when that class's module is already loaded (an exception cannot be of a class nobody imported), so
+reporting an error never imports SQLAlchemy, Alembic or pydantic into a command that had no need of them.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+TRACEBACK_ENV = "POKNA_TRACEBACK"  # set to 1 to see the traceback of an unexpected error
+
+
+class CommandError(Exception):
+    """What a command says when it cannot do what was asked: what is wrong, and what to do about it."""
+
+    def __init__(self, what: str, hint: str | None = None, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(f"{what} ({hint})" if hint else what)
+        self.exit_code = exit_code
+
+
+def _loaded(module: str, name: str) -> type[BaseException] | None:
+    found: Any = getattr(sys.modules.get(module), name, None)
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
+
+
+def _is(error: BaseException, module: str, name: str) -> bool:
+    cls = _loaded(module, name)
+    return cls is not None and isinstance(error, cls)
+
+
+def first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text.strip())
+
+
+def describe(error: BaseException) -> tuple[str, int] | None:
+    """The one line (without `error: `) and the exit code for `error`, or None if it is a bug."""
+    if isinstance(error, CommandError):
+        return str(error), error.exit_code
+    if _is(error, "pokna.settings", "SettingsError") or _is(error, "pokna.service_keys", "ServiceKeyError"):
+        return str(error), EXIT_FAILURE
+    if _is(error, "pokna.errors", "PoknaError"):
+        return first_line(str(error)), EXIT_FAILURE
+    if _is(error, "alembic.util.exc", "CommandError"):
+        return (
+            f"{first_line(str(error))} (`pokna db current` shows the database's revision; "
+            "give a revision id, head, base or a step such as -1)",
+            EXIT_FAILURE,
+        )
+    if _is(error, "sqlalchemy.exc", "ArgumentError") or _is(error, "pokna.db.backend", "UnsupportedDatabase"):
+        return (
+            f"POKNA_DATABASE_URL is not a database URL Pokna can use: {first_line(str(error))} "
+            "(e.g. postgresql+psycopg://pokna:secret@db:5432/pokna, or unset for SQLite in POKNA_DATA_DIR)",
+            EXIT_FAILURE,
+        )
+    if _is(error, "sqlalchemy.exc", "DBAPIError"):
+        from pokna.cli.database_errors import describe_database_error
+
+        return describe_database_error(error), EXIT_FAILURE
+    if isinstance(error, OSError) and error.filename is not None:
+        return (
+            f"cannot use {error.filename}: {error.strerror or error} "
+            "(check the path and its permissions; POKNA_DATA_DIR says where Pokna keeps its files)",
+            EXIT_FAILURE,
+        )
+    return None
+
+
+def unexpected(error: BaseException) -> str:
+    return (
+        f"unexpected {type(error).__name__}: {first_line(str(error))} "
+        f"(a bug in pokna; run again with {TRACEBACK_ENV}=1 to see where)"
+    )

@@ -1,0 +1,263 @@
+"""The `pokna` command group: sub-commands imported only when run (or their help shown), plain help, and
+one error style.
+
+- **Lazy**: `pokna.cli.app.COMMANDS` names each sub-command's module and summary. `pokna --help` lists
+  the summaries without importing anything; `pokna roll` imports `pokna.cli.fairness` alone, so it never
+  pays for SQLAlchemy, Alembic or FastAPI. A module registers its commands on the one Typer app as it is
+  imported; the group then builds the Click command for it.
+- **Help**: plain Click layout (no rich boxes), option values named like Click's (`--tenant TEXT`), flags
+  with no type label, arguments by their metavar (`PROOF.json`, `[REVISION]`).
+- **Parsing**: text, whole numbers and paths are read here, not through a pydantic TypeAdapter as Typer
+  does (importing pydantic alone costs `pokna roll` a tenth of a second); other types go to Typer.
+- **Errors**: everything a command raises that `pokna.cli.errors.describe` knows becomes one line,
+  `error: ...`, on stderr; Click's usage errors become one line too, exit 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import get_close_matches
+from pathlib import Path
+from typing import Any
+
+import typer
+import typer.main
+from typer import _click
+from typer._coercion import RuntimeParam
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption, _TyperParameter
+
+from pokna.cli.errors import EXIT_FAILURE, TRACEBACK_ENV, describe, unexpected
+
+# Typer's type labels (`<int range>`) as Click names a value in help (`INTEGER`).
+_TYPE_NAMES = {
+    "str": "TEXT",
+    "int": "INTEGER",
+    "int range": "INTEGER",
+    "float": "NUMBER",
+    "float range": "NUMBER",
+    "path": "PATH",
+    "file": "FILE",
+    "directory": "DIRECTORY",
+}
+_BOOLEANS = {
+    "1": True,
+    "true": True,
+    "yes": True,
+    "on": True,
+    "0": False,
+    "false": False,
+    "no": False,
+    "off": False,
+}
+
+
+@dataclass(frozen=True)
+class _PlainValue(RuntimeParam):
+    """str, bool, int (with its min/max) and Path, read without pydantic, with Click's wording on a bad value."""
+
+    def _coerce_value(self, value: Any, param: _TyperParameter, ctx: _click.Context) -> Any:
+        if self.annotation is str:
+            return str(value)
+        if self.annotation is Path:
+            return Path(value)
+        if self.annotation is bool:
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in _BOOLEANS:
+                return _BOOLEANS[str(value).lower()]
+            raise typer.BadParameter(f"{value!r} is not true or false.", ctx=ctx, param=param)
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise typer.BadParameter(f"{value!r} is not a whole number.", ctx=ctx, param=param) from None
+        low, high = self.parameter_info.min, self.parameter_info.max
+        if low is not None and high is not None and not low <= number <= high:
+            raise typer.BadParameter(f"{number} is not between {low} and {high}.", ctx=ctx, param=param)
+        if low is not None and number < low:
+            raise typer.BadParameter(f"{number} is not at least {low}.", ctx=ctx, param=param)
+        if high is not None and number > high:
+            raise typer.BadParameter(f"{number} is not at most {high}.", ctx=ctx, param=param)
+        return number
+
+
+def _plain(param: _TyperParameter) -> bool:
+    info = param.type_descriptor.parameter_info
+    kind = param.type_descriptor.annotation
+    if param.type_descriptor.file_annotation is not None or param.multiple or param.nargs != 1:
+        return False
+    if kind is str or kind is bool:
+        return True
+    if kind is int:
+        return not getattr(info, "clamp", False)
+    return kind is Path and not getattr(info, "exists", False) and not getattr(info, "resolve_path", False)
+
+
+class _PlainParameter(_TyperParameter):
+    def get_runtime_param(self) -> RuntimeParam:
+        if self._runtime_param is None and _plain(self):
+            descriptor = self.type_descriptor
+            self._runtime_param = _PlainValue(descriptor.parameter_info, descriptor.annotation)
+        return super().get_runtime_param()
+
+
+class _Argument(_PlainParameter, TyperArgument):
+    """`PROOF.json` in the usage line and in the help, never `{PROOF.json}` or `PROOF.json <path>`."""
+
+    @property
+    def display_name_raw(self) -> str:
+        return self.metavar or (self.name or "").upper()
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    def _rich_display_name(self) -> str:
+        return self.display_name_raw
+
+    def display_type_rich(self, ctx: _click.Context) -> str | None:
+        return None
+
+
+class _Option(_PlainParameter, TyperOption):
+    """`--tenant TEXT`, `--nonce INTEGER`, and a flag with no label at all."""
+
+    def display_type_rich(self, ctx: _click.Context) -> str | None:
+        if self.metavar is not None:
+            return self.metavar
+        if self.is_flag:
+            return None
+        label = self.display_type(ctx).strip("<>")
+        return _TYPE_NAMES.get(label, label.upper().replace("|", " | "))
+
+
+def _polish_param(param: _click.Parameter) -> None:
+    if type(param) is TyperArgument:
+        param.__class__ = _Argument
+    elif type(param) is TyperOption:
+        param.__class__ = _Option
+
+
+class _PlainHelpOption(_click.Command):
+    """`--help` is made per context: it too is read without pydantic."""
+
+    def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            _polish_param(option)
+        return option
+
+
+class _Command(_PlainHelpOption, TyperCommand):
+    pass
+
+
+class _Group(_PlainHelpOption, TyperGroup):
+    pass
+
+
+def polish(command: _click.Command) -> _click.Command:
+    """Give `command` (and everything under it) the help layout and the parsing above."""
+    for param in command.params:
+        _polish_param(param)
+    if type(command) is TyperCommand:
+        command.__class__ = _Command
+    elif type(command) is TyperGroup:
+        command.__class__ = _Group
+    for sub in getattr(command, "commands", {}).values():
+        polish(sub)
+    return command
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+class PoknaGroup(_PlainHelpOption, TyperGroup):
+    """The root of `pokna`. Its commands come from `pokna.cli.app.COMMANDS`, imported on first use."""
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        from pokna.cli.app import COMMANDS
+
+        return list(COMMANDS)
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        from pokna.cli.app import COMMANDS, app
+
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(COMMANDS[cmd_name].module)
+            built = typer.main.get_group(app).commands.get(cmd_name)
+            if built is not None:
+                self.commands[cmd_name] = polish(built)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        """The summaries from the table: listing the commands imports none of them."""
+        from pokna.cli.app import COMMANDS
+
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, command.summary) for name, command in COMMANDS.items()])
+
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
+        try:
+            return self._click_resolve_command(ctx, args)
+        except _click.exceptions.UsageError as error:
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if matches:
+                error.message = f"{error.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
+            raise
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        polish(self)
+        try:
+            code = super().main(
+                args=args,
+                prog_name=prog_name or "pokna",
+                complete_var=complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+        except _click.exceptions.NoArgsIsHelpError as error:
+            error.show()
+            code = error.exit_code
+        except _click.exceptions.UsageError as error:
+            code = _report(_usage_line(error), error.exit_code)
+        except _click.exceptions.ClickException as error:
+            code = _report(_one_line(error.format_message()), error.exit_code)
+        except typer.Abort:
+            code = _report("aborted", EXIT_FAILURE)
+        except Exception as error:
+            described = describe(error)
+            if described is None:
+                if os.environ.get(TRACEBACK_ENV) == "1":
+                    raise
+                described = unexpected(error), EXIT_FAILURE
+            code = _report(*described)
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_line(error: _click.exceptions.UsageError) -> str:
+    where = f"`{error.ctx.command_path} --help`" if error.ctx is not None else "`pokna --help`"
+    return f"{_one_line(error.format_message()).rstrip('.')} (see {where})"
+
+
+def _report(message: str, code: int) -> int:
+    _click.echo(f"error: {message}", err=True)
+    return code
