@@ -94,7 +94,7 @@ def test_help_has_no_type_labels_and_arguments_by_their_metavar() -> None:
         assert not re.search(r"<(bool|str|int|path)>", page), words_shown
         assert "{" not in page.splitlines()[0], words_shown
         assert "╭" not in page, words_shown
-    assert pages["verify --help"].startswith("Usage: pokna verify [OPTIONS] PROOF.json\n")
+    assert pages["verify --help"].startswith("Usage: pokna verify [OPTIONS] SOURCE\n")
     assert "  --public-key PATH " in pages["verify --help"]
     assert "  --json " in pages["verify --help"]
     assert "  --chain / --no-chain  " in pages["ledger reconcile --help"]

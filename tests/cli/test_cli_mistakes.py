@@ -86,7 +86,7 @@ NO_DATABASE = [
         says="'one' is not a whole number",
     ),
     Mistake(("roll", "--server-seed", "zz", "--client-seed", "c", "--nonce", "0"), 2, ("server seed is 64",)),
-    usage("verify", says="Missing argument 'PROOF.json'"),
+    usage("verify", says="Missing argument 'SOURCE'"),
     unusable("verify", "missing.json", says="cannot read the proof file missing.json"),
     unusable("verify", "a-directory", says="cannot read the proof file a-directory"),
     unusable("verify", "not-json.txt", says="not-json.txt is not JSON"),
@@ -100,7 +100,7 @@ NO_DATABASE = [
         "k.json",
         says="--public-key or --keys, not both",
     ),
-    unusable("verify", "object.json", says="$.protocol: missing"),
+    unusable("verify", "object.json", says="neither a proof"),
     usage("verify", "object.json", "--frobnicate", says="No such option: --frobnicate"),
     usage("audit", "verify", says="Missing argument 'EXPORT.jsonl'"),
     unusable("audit", "verify", "missing.jsonl", says="cannot read the export missing.jsonl"),
@@ -111,6 +111,9 @@ NO_DATABASE = [
     unusable(
         "audit", "verify", "object.json", "--checkpoint", "not-json.txt", says="not-json.txt is not JSON"
     ),
+    usage("secrets", "generate", "--format", "yaml", says="'yaml' is not one of 'env', 'compose', 'json'"),
+    usage("secrets", "generate", "--output", "object.json", says="object.json exists; refusing to overwrite"),
+    usage("secrets", "frobnicate", says="No such command 'frobnicate'"),
     usage("odds", says="Missing option '--players'"),
     usage("odds", "--players", "0", says="a table seats 1 to 11 players besides the Vigo, not 0"),
     usage("odds", "--players", "3", "--stake", "0", says="the stake must be positive, not 0"),

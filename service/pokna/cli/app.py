@@ -38,7 +38,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "tenants": LazyCommand("pokna.cli.tenants", "Tenants (integrating apps) and their API keys."),
     "secrets": LazyCommand(
         "pokna.cli.secrets",
-        "Production secrets: generate a fresh set, or print the signing key's public half.",
+        "Production secrets: generate them, and publish a retiring key.",
     ),
 }
 
