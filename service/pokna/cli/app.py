@@ -19,9 +19,9 @@ class LazyCommand(NamedTuple):
 
 COMMANDS: dict[str, LazyCommand] = {
     "roll": LazyCommand(
-        "pokna.cli.fairness", "Compute one roll of pokna-hmac-sha256-v1: f, the face and its colour."
+        "pokna.cli.roll", "Compute one roll of pokna-hmac-sha256-v1: f, the face and its colour."
     ),
-    "verify": LazyCommand("pokna.cli.fairness", "Verify a game proof offline."),
+    "verify": LazyCommand("pokna.cli.verify", "Verify a game proof offline."),
     "odds": LazyCommand(
         "pokna.cli.odds",
         "Exact odds for every seat, assuming unlimited balances and that every player follows one policy.",

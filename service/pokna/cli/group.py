@@ -2,7 +2,7 @@
 one error style.
 
 - **Lazy**: `pokna.cli.app.COMMANDS` names each sub-command's module and summary. `pokna --help` lists
-  the summaries without importing anything; `pokna roll` imports `pokna.cli.fairness` alone, so it never
+  the summaries without importing anything; `pokna roll` imports `pokna.cli.roll` alone, so it never
   pays for SQLAlchemy, Alembic or FastAPI. A module registers its commands on the one Typer app as it is
   imported; the group then builds the Click command for it.
 - **Help**: plain Click layout (no rich boxes), option values named like Click's (`--tenant TEXT`), flags

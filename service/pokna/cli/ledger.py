@@ -19,7 +19,8 @@ import typer
 from pokna.cli.app import app
 from pokna.cli.command_session import command_session, require_tenant
 from pokna.cli.errors import CommandError
-from pokna.cli.input_files import EXIT_UNUSABLE, UnusableInputError, read_json_object, read_public_key
+from pokna.cli.exit_codes import EXIT_UNUSABLE
+from pokna.cli.input_files import UnusableInputError, read_json_object, read_public_key
 from pokna.crypto.errors import CryptoError
 from pokna.fairness.errors import FairnessError
 from pokna.ledger import (

@@ -26,9 +26,6 @@ from pokna.fairness.verification import (
     Keys,
 )
 
-EXIT_VALID = 0
-EXIT_INVALID = 1
-EXIT_NOT_REVEALED = 3
 LINK_OBJECT = "fairness_link"
 NO_SUCH_LINK = "no such proof link"
 NOT_REVEALED = "not revealed yet: the server seed is published when the game ends"

@@ -10,14 +10,9 @@ from typing import Any, Literal
 
 import typer
 
-from pokna.cli.input_files import (
-    EXIT_UNUSABLE,
-    UnusableInputError,
-)
+from pokna.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_UNUSABLE, EXIT_VALID
+from pokna.cli.input_files import UnusableInputError
 from pokna.cli.verify_inputs import (
-    EXIT_INVALID,
-    EXIT_NOT_REVEALED,
-    EXIT_VALID,
     NOT_REVEALED,
     Evidence,
     Subject,

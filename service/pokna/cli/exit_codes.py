@@ -1,0 +1,7 @@
+"""Exit codes shared by the offline verifiers; a module of its own so that the commands that need only these
+numbers import nothing else. Usage mistakes exit 2 and other failures 1 (pokna.cli.errors)."""
+
+EXIT_VALID = 0
+EXIT_INVALID = 1
+EXIT_UNUSABLE = 2
+EXIT_NOT_REVEALED = 3

@@ -1,0 +1,56 @@
+"""`pokna verify`: the offline side of provable fairness. No database, no server of ours.
+
+The command reads what the user hands it (a proof, or a game's public link, and the keys and receipt to trust)
+and prints; every judgement is made by the pure `pokna.fairness`, the same code the service and the browser
+page mirror. The work is `pokna.cli.verify_run`, imported when the command runs, so that `pokna verify --help`
+and every other command start without the verifier's imports (the rules engine, cryptography, urllib).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pokna.cli.app import app
+
+
+@app.command("verify")
+def verify_command(
+    source: Annotated[
+        str,
+        typer.Argument(
+            metavar="SOURCE",
+            help=(
+                "The game's public proof link (https://host/v1/fairness/proofs/TOKEN), a saved copy of it, or a "
+                "proof from GET /v1/games/{id}/proof."
+            ),
+        ),
+    ],
+    public_key: Annotated[
+        Path | None,
+        typer.Option(help="The operator's Ed25519 public key: PEM, or base64url of the raw 32 bytes."),
+    ] = None,
+    keys: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "The key ring from GET /v1/fairness/keys: a saved JSON file, or the http(s) URL itself. "
+                "Without it (or --public-key), a link URL's own keys_url is fetched, and said so."
+            )
+        ),
+    ] = None,
+    receipt: Annotated[
+        Path | None,
+        typer.Option(
+            help="The commitment receipt you were given when the game was created; wins over the link's."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Verify a game proof offline. Exit 0 valid, 1 invalid (failed checks named), 2 unusable input,
+    3 not revealed yet (the game has not ended)."""
+    from pokna.cli.verify_run import run_verify  # deliberately here: see the module's docstring
+
+    raise typer.Exit(run_verify(source, public_key=public_key, keys=keys, receipt=receipt, as_json=as_json))

@@ -1,0 +1,50 @@
+"""What `pokna verify` does once it runs: read SOURCE, gather the receipt and keys to trust, run the checks,
+print the report; the exit code is the verdict's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from pokna.cli.exit_codes import EXIT_UNUSABLE
+from pokna.cli.input_files import UnusableInputError
+from pokna.cli.verify_inputs import gather_evidence, read_subject
+from pokna.cli.verify_report import (
+    EXIT_CODES,
+    Verdict,
+    json_report,
+    print_report,
+    revealed_report,
+    unrevealed_report,
+    verdict_of,
+)
+from pokna.crypto.errors import CryptoError
+from pokna.fairness.errors import FairnessError
+
+
+def run_verify(
+    source: str, *, public_key: Path | None, keys: str | None, receipt: Path | None, as_json: bool
+) -> int:
+    try:
+        if public_key is not None and keys is not None:
+            raise UnusableInputError("give --public-key or --keys, not both")
+        subject = read_subject(source)
+        evidence = gather_evidence(source, subject, public_key, keys, receipt)
+        if subject.proof is not None:
+            report = revealed_report(subject.kind, subject.proof, evidence)
+        else:
+            report = unrevealed_report(subject, evidence)
+    except (UnusableInputError, FairnessError, CryptoError) as error:
+        if as_json:
+            typer.echo(json.dumps({"verdict": str(Verdict.UNUSABLE), "valid": None, "error": str(error)}))
+        else:
+            typer.echo(f"UNUSABLE INPUT: {error}", err=True)
+        return EXIT_UNUSABLE
+    verdict = verdict_of(subject, report)
+    if as_json:
+        typer.echo(json.dumps(json_report(source, subject, evidence, report, verdict), indent=2))
+    else:
+        print_report(source, subject, evidence, report, verdict)
+    return EXIT_CODES[verdict]
