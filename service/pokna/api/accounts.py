@@ -6,7 +6,6 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from pokna import ledger
@@ -34,12 +33,6 @@ AccountId = Annotated[str, Path(max_length=40, description="The account's id (`a
 EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}
 
 
-def _created(answer: BaseModel) -> tuple[int, Any]:
-    """201 with the answer as JSON values. Dumped by the model itself, as FastAPI sends a GET's answer:
-    jsonable_encoder would drop metadata keys starting with `_sa` as SQLAlchemy internals."""
-    return 201, answer.model_dump(mode="json")
-
-
 @router.post(
     "/accounts",
     status_code=201,
@@ -56,7 +49,7 @@ def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: Idempote
             currency=body.currency,
             external_id=body.external_id,
         )
-        return _created(AccountOut.of(account))
+        return 201, AccountOut.of(account)
 
     return idempotency.run(work)
 
@@ -111,7 +104,7 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
             )
             # The wallet stays locked until the commit: its balance now is its balance right after.
             balance = ledger.balance_of(session, account_id)
-            return _created(JournalTransactionOut.of(transaction, balance=balance))
+            return 201, JournalTransactionOut.of(transaction, balance=balance)
 
         return idempotency.run(work)
 
@@ -196,8 +189,6 @@ def checkpoints(tenant_id: TenantDep, session: SessionDep) -> list[CheckpointOut
 )
 def new_checkpoint(runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep) -> JSONResponse:
     def work(session: Session) -> tuple[int, Any]:
-        return _created(
-            CheckpointOut.of(ledger.take_checkpoint(session, tenant_id, runtime.keys.signing_key))
-        )
+        return 201, CheckpointOut.of(ledger.take_checkpoint(session, tenant_id, runtime.keys.signing_key))
 
     return idempotency.run(work)
