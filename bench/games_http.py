@@ -2,21 +2,26 @@
 
 Starts a throwaway PostgreSQL cluster, migrates it, creates tenants and API keys, serves the API under
 uvicorn (`bench/baseline_app.py`: the product app plus one bench-only route), funds wallets over HTTP,
-then alternates measured phases on the same server:
+and beside it the frozen outside reference (`bench/reference_app.py`: FastAPI + psycopg_pool, no
+product code) with the same worker count, then alternates measured phases, a reference phase between
+every two others:
 
-    baseline, games, baseline, games, ..., baseline
+    reference, games, reference, deposits, reference, baseline, reference, games, ..., reference
 
 A games phase: every client creates a game (Vigo + `--players`, its own wallets unless
 `--shared-wallets`) and plays it to the end, following `turn.allowed_actions`, then the next one.
-A baseline phase: every client sends `POST /bench/baseline` (bearer auth, Idempotency dependency, one
-transaction that locks one account row and inserts one row) back to back. Every phase has the same
-client count and lasts `--duration` seconds (a games phase may stop earlier at `--games` games).
-Reported: median over phases of games/s, actions/s (every POST /actions), baseline requests/s, p50/p99
-per request type, the CPU each side used per request, errors (must be 0), and the ratio
-actions/s / baseline requests/s.
+A deposits phase: every client posts `POST /v1/accounts/{id}/deposits` of 1 with a fresh
+Idempotency-Key, back to back. A baseline phase: every client sends `POST /bench/baseline` (the
+product's own stack around one transaction that locks one account row and inserts one row). A
+reference phase: every client sends the reference's `POST /touch` (bearer key checked against a table,
+one row locked, one inserted, commit). Every phase has the same client count and lasts `--duration`
+seconds (a games phase may stop earlier at `--games` games). Reported: median over phases of games/s,
+actions/s (every POST /actions), deposits/s, baseline and reference requests/s, p50/p99 per request
+type, the CPU each side used per request, errors (must be 0), and each phase against the mean of the
+reference phases just before and after it.
 
     .venv/bin/python bench/games_http.py [--clients 8] [--workers 2] [--duration 10] [--rounds 3]
-        [--games N] [--players 3] [--tenants 1] [--shared-wallets] [--seed 1] [--keep-nagle] [--output FILE]
+        [--phases games,deposits,baseline] [--games N] [--players 3] [--tenants 1] [--shared-wallets] [--seed 1] [--keep-nagle] [--output FILE]
 
 Loopback only; the load generator runs on the same machine as the server and PostgreSQL. With
 `--workers` > 1 the listening socket gets TCP_NODELAY (uvicorn#3149 drops it; see baseline_app.py);
@@ -34,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,8 +47,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import reference_app
 from baseline_app import BASELINE_PATH, create_touch_table
-from games_support import cpu_snapshot, cpu_used, median, migrated_cluster, percentile, serving
+from games_support import (
+    cpu_snapshot,
+    cpu_used,
+    migrated_cluster,
+    percentile,
+    serving,
+    serving_reference,
+)
+from http_report import print_report, report
 from sqlalchemy import text
 
 from pokna.db.engine import make_engine, unit_of_work
@@ -67,6 +82,8 @@ class Client:
     vigo_wallet: str
     player_wallets: list[str]
     rng: random.Random
+    reference: httpx.Client  # the same client's connection to the frozen reference
+    reference_account: str
 
 
 @dataclass
@@ -77,11 +94,19 @@ class Tally:
     abandoned: int = 0
     errors: list[str] = field(default_factory=list)
 
-    def timed_post(self, http: httpx.Client, kind: str, path: str, body: Any, expected: int) -> Any:
+    def timed_post(
+        self,
+        http: httpx.Client,
+        kind: str,
+        path: str,
+        body: Any,
+        expected: int,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         """The JSON answer, or None (the error recorded) if the request failed or had another status."""
         started = time.perf_counter()
         try:
-            response = http.post(path, json=body)
+            response = http.post(path, json=body, headers=headers)
         except httpx.HTTPError as error:
             self.errors.append(f"{kind}: {type(error).__name__}: {error}")
             return None
@@ -166,15 +191,41 @@ def touch_baseline(client: Client, deadline: float) -> Tally:
     return tally
 
 
+def touch_reference(client: Client, deadline: float) -> Tally:
+    tally = Tally()
+    body = {"account_id": client.reference_account}
+    while time.perf_counter() < deadline:
+        tally.timed_post(client.reference, "reference", "/touch", body, 200)
+    return tally
+
+
+def make_deposits(client: Client, deadline: float) -> Tally:
+    tally = Tally()
+    path = f"/v1/accounts/{client.vigo_wallet}/deposits"
+    while time.perf_counter() < deadline:
+        key = {"Idempotency-Key": f"bench-{uuid.uuid4()}"}
+        tally.timed_post(client.http, "deposit", path, {"amount": 1}, 201, key)
+    return tally
+
+
+WORKLOADS: dict[str, Callable[[Client, float], Tally]] = {
+    "reference": touch_reference,
+    "baseline": touch_baseline,
+    "deposits": make_deposits,
+}
+SINGLE_REQUEST_KINDS = {"reference": "reference", "baseline": "baseline", "deposits": "deposit"}
+
+
 # --- phases ----------------------------------------------------------------------------------------------
 
 
 @dataclass
 class Phase:
-    kind: str  # "baseline" or "games"
+    kind: str  # "games", or a key of WORKLOADS
     seconds: float
     tally: Tally
     cpu: dict[str, float]
+    load_1min: tuple[float, float]  # the machine's 1-minute load average when the phase began and ended
 
     @property
     def requests(self) -> int:
@@ -185,7 +236,7 @@ class Phase:
         return [
             s
             for kind, samples in self.tally.latencies.items()
-            if kind not in ("create", "baseline")
+            if kind not in ("create", *SINGLE_REQUEST_KINDS.values())
             for s in samples
         ]
 
@@ -225,6 +276,7 @@ class Phase:
             },
             "machine_busy_fraction": self.cpu["machine_busy"] / max(1e-9, self.cpu["machine_total"]),
             "other_processes_fraction": self.cpu["other"] / max(1e-9, self.cpu["machine_total"]),
+            "load_1min": list(self.load_1min),
         }
 
 
@@ -249,6 +301,7 @@ def run_phase(
     ]
     for thread in threads:
         thread.start()
+    load_before = os.getloadavg()[0]
     before = cpu_snapshot(*pids)
     began = time.perf_counter()
     clock["deadline"] = began + seconds
@@ -268,7 +321,7 @@ def run_phase(
         total.actions += result.actions
         total.abandoned += result.abandoned
         total.errors.extend(result.errors)
-    return Phase(kind, ended - began, total, cpu_used(before, after))
+    return Phase(kind, ended - began, total, cpu_used(before, after), (load_before, os.getloadavg()[0]))
 
 
 # --- set-up ----------------------------------------------------------------------------------------------
@@ -321,7 +374,12 @@ def http_client(base_url: str, api_key: str) -> httpx.Client:
     )
 
 
-def seat_clients(base_url: str, keys: list[str], options: argparse.Namespace) -> list[Client]:
+REFERENCE_KEY = "reference-bench-key"
+
+
+def seat_clients(
+    base_url: str, reference_url: str, keys: list[str], options: argparse.Namespace
+) -> list[Client]:
     clients: list[Client] = []
     shared: dict[int, tuple[str, list[str]]] = {}
     for index in range(options.clients):
@@ -332,7 +390,12 @@ def seat_clients(base_url: str, keys: list[str], options: argparse.Namespace) ->
         else:
             vigo, seated = open_wallet(http), [open_wallet(http) for _ in range(options.players)]
             shared[tenant] = (vigo, seated)
-        clients.append(Client(http, vigo, seated, random.Random(f"{options.seed}:{index}")))
+        reference = http_client(reference_url, REFERENCE_KEY)
+        clients.append(
+            Client(
+                http, vigo, seated, random.Random(f"{options.seed}:{index}"), reference, f"account-{index}"
+            )
+        )
     return clients
 
 
@@ -347,139 +410,6 @@ def books_balance(base_url: str, keys: list[str]) -> list[str]:
     return problems
 
 
-# --- report ----------------------------------------------------------------------------------------------
-
-
-def report(phases: list[Phase], options: argparse.Namespace, problems: list[str]) -> dict[str, Any]:
-    summaries = [phase.summary() for phase in phases]
-    baselines = [s for s in summaries if s["kind"] == "baseline"]
-    games = [s for s in summaries if s["kind"] == "games"]
-
-    def med(rows: list[dict[str, Any]], *path: str) -> float:
-        values = []
-        for row in rows:
-            value: Any = row
-            for key in path:
-                value = value.get(key) if isinstance(value, dict) else None
-            if isinstance(value, int | float):
-                values.append(float(value))
-        return median(values)
-
-    kinds = sorted({kind for row in games for kind in row["latency"]})
-    # Each games phase against the mean of the baselines just before and after it: robust to drift.
-    per_round = [
-        games[i]["actions_per_s"]
-        / ((baselines[i]["requests_per_s"] + baselines[i + 1]["requests_per_s"]) / 2)
-        for i in range(len(games))
-    ]
-    result = {
-        "settings": {
-            "clients": options.clients,
-            "workers": options.workers,
-            "duration_s": options.duration,
-            "rounds": options.rounds,
-            "games_cap": options.games,
-            "players_per_game": options.players,
-            "tenants": options.tenants,
-            "shared_wallets": options.shared_wallets,
-            "seed": options.seed,
-            "log_level": os.environ.get("POKNA_LOG_LEVEL", "INFO"),
-            "factory": options.factory,
-            "keep_nagle": options.keep_nagle,
-        },
-        "machine": {
-            "nproc": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "phases": summaries,
-        "median": {
-            "games_per_s": med(games, "games_per_s"),
-            "actions_per_s": med(games, "actions_per_s"),
-            "game_requests_per_s": med(games, "requests_per_s"),
-            "baseline_requests_per_s": med(baselines, "requests_per_s"),
-            "baseline_p50_ms": med(baselines, "latency", "baseline", "p50_ms"),
-            "baseline_p99_ms": med(baselines, "latency", "baseline", "p99_ms"),
-            "latency": {
-                kind: {
-                    "p50_ms": med(games, "latency", kind, "p50_ms"),
-                    "p99_ms": med(games, "latency", kind, "p99_ms"),
-                }
-                for kind in kinds
-            },
-            "cpu_ms_per_request": {
-                kind: {
-                    group: med(rows, "cpu_ms_per_request", group) for group in ("api", "postgres", "loadgen")
-                }
-                for kind, rows in (("baseline", baselines), ("games", games))
-            },
-            "actions_per_game": med(games, "actions") / max(1.0, med(games, "games")),
-        },
-        "ratio_actions_to_baseline": med(games, "actions_per_s") / med(baselines, "requests_per_s"),
-        "ratio_per_round": per_round,
-        "errors": sum(s["errors"] for s in summaries) + len(problems),
-        "problems": problems,
-        "first_errors": [error for phase in phases for error in phase.tally.errors][:10],
-    }
-    return result
-
-
-def print_report(result: dict[str, Any]) -> None:
-    out = sys.stdout
-    settings = result["settings"]
-    print(
-        f"\nclients={settings['clients']} workers={settings['workers']} phase={settings['duration_s']}s "
-        f"rounds={settings['rounds']} players/game={settings['players_per_game']} tenants={settings['tenants']} "
-        f"shared_wallets={settings['shared_wallets']} nproc={result['machine']['nproc']}",
-        file=out,
-    )
-    print(
-        f"\n{'phase':<9} {'secs':>6} {'req/s':>8} {'games/s':>8} {'acts/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'err':>4} {'cpu ms/req api':>15} {'pg':>6} {'loadgen':>8} {'busy':>5} {'other':>5}",
-        file=out,
-    )
-    for row in result["phases"]:
-        main_kind = "baseline" if row["kind"] == "baseline" else "action (all types)"
-        latency = row["latency"].get(main_kind, {"p50_ms": float("nan"), "p99_ms": float("nan")})
-        cpu = row["cpu_ms_per_request"]
-        print(
-            f"{row['kind']:<9} {row['seconds']:>6.1f} {row['requests_per_s']:>8.1f} {row['games_per_s']:>8.2f} "
-            f"{row['actions_per_s']:>8.1f} {latency['p50_ms']:>7.1f} {latency['p99_ms']:>7.1f} {row['errors']:>4} "
-            f"{cpu['api']:>15.2f} {cpu['postgres']:>6.2f} {cpu['loadgen']:>8.2f} {row['machine_busy_fraction']:>5.0%} "
-            f"{row['other_processes_fraction']:>5.0%}",
-            file=out,
-        )
-    m = result["median"]
-    print("\nmedians over phases", file=out)
-    print(
-        f"  baseline       {m['baseline_requests_per_s']:8.1f} req/s   p50 {m['baseline_p50_ms']:6.1f} ms   p99 {m['baseline_p99_ms']:6.1f} ms",
-        file=out,
-    )
-    print(
-        f"  games          {m['games_per_s']:8.2f} games/s ({m['actions_per_game']:.1f} actions/game)",
-        file=out,
-    )
-    print(f"  actions        {m['actions_per_s']:8.1f} actions/s", file=out)
-    print(f"  all game reqs  {m['game_requests_per_s']:8.1f} req/s (create + actions)", file=out)
-    for kind, latency in m["latency"].items():
-        print(f"    {kind:<20} p50 {latency['p50_ms']:6.1f} ms   p99 {latency['p99_ms']:6.1f} ms", file=out)
-    for kind, cpu in m["cpu_ms_per_request"].items():
-        print(
-            f"  CPU per {kind:<8} request: api {cpu['api']:.2f} ms, postgres {cpu['postgres']:.2f} ms, "
-            f"load generator {cpu['loadgen']:.2f} ms",
-            file=out,
-        )
-    rounds = ", ".join(f"{ratio:.2f}" for ratio in result["ratio_per_round"])
-    print(
-        f"\n  ratio actions/s / baseline req/s = {result['ratio_actions_to_baseline']:.2f}   "
-        f"(per round: {rounds}; goal >= 0.70)",
-        file=out,
-    )
-    print(f"  errors: {result['errors']}", file=out)
-    for error in result["first_errors"] + result["problems"]:
-        print(f"    {error}", file=out)
-
-
 # --- main ------------------------------------------------------------------------------------------------
 
 
@@ -490,7 +420,14 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (threads), default 8")
     parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes, default 2")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measured phase, default 10")
-    parser.add_argument("--rounds", type=int, default=3, help="games phases, each between two baselines")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of --phases, each phase between two references"
+    )
+    parser.add_argument(
+        "--phases",
+        default="games,deposits,baseline",
+        help="comma-separated phase kinds per round, of games, deposits, baseline (default all three)",
+    )
     parser.add_argument("--games", type=int, default=None, help="stop a games phase after this many games")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of each kind before measuring")
     parser.add_argument("--players", type=int, default=3, help="players per game besides the Vigo, 1-11")
@@ -518,6 +455,9 @@ def parse_arguments() -> argparse.Namespace:
     options = parser.parse_args()
     if not 1 <= options.players <= 11 or options.clients < 1 or options.rounds < 1 or options.tenants < 1:
         parser.error("need 1-11 players, and at least one client, round and tenant")
+    unknown = set(options.phases.split(",")) - {"games", *WORKLOADS} - {"reference", ""}
+    if unknown:
+        parser.error(f"--phases: unknown {', '.join(sorted(unknown))} (games, deposits, baseline)")
     if not 0 < options.duration <= 600:
         parser.error("--duration is 0-600 seconds")
     return options
@@ -525,45 +465,95 @@ def parse_arguments() -> argparse.Namespace:
 
 def main() -> int:
     options = parse_arguments()
+    kinds = [kind for kind in options.phases.split(",") if kind]
     with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-bench-") as scratch:
         data_dir = Path(scratch) / "data"
         load_service_keys(Settings(data_dir=data_dir))  # development keys made once, before the workers race
         keys = create_tenants(database.url, options.tenants)
+        reference_app.seed(
+            reference_app.libpq_conninfo(database.url),
+            "reference-tenant",
+            REFERENCE_KEY,
+            [f"account-{index}" for index in range(options.clients)],
+        )
         env = {
             "POKNA_DATABASE_URL": database.url,
             "POKNA_DATA_DIR": str(data_dir),
             "POKNA_ENV": "development",
             "POKNA_LOG_LEVEL": os.environ.get("POKNA_LOG_LEVEL", "INFO"),
         }
-        with serving(
-            env, options.workers, Path(scratch) / "server.log", options.factory, options.keep_nagle
-        ) as server:
-            clients = seat_clients(server.base_url, keys, options)
-            pids = (server.process.pid, database.postmaster_pid)
+        scratch_path = Path(scratch)
+        with (
+            serving(
+                env, options.workers, scratch_path / "server.log", options.factory, options.keep_nagle
+            ) as server,
+            serving_reference(env, options.workers, scratch_path / "reference.log") as reference,
+        ):
+            clients = seat_clients(server.base_url, reference.base_url, keys, options)
+            product_pids = (server.process.pid, database.postmaster_pid)
+            reference_pids = (reference.process.pid, database.postmaster_pid)
 
-            def games(cap: int | None) -> Callable[[Client, float], Tally]:
-                budget = GameBudget(cap)
-                return lambda client, deadline: play_games(client, deadline, budget, options.stake)
+            def phase(kind: str, seconds: float) -> Phase:
+                pids = reference_pids if kind == "reference" else product_pids
+                if kind == "games":
+                    budget = GameBudget(options.games if seconds == options.duration else None)
+                    return run_phase(
+                        kind,
+                        clients,
+                        seconds,
+                        pids,
+                        lambda client, deadline: play_games(client, deadline, budget, options.stake),
+                    )
+                return run_phase(kind, clients, seconds, pids, WORKLOADS[kind])
 
-            print(f"serving on {server.base_url}; warming up", file=sys.stderr)
-            run_phase("baseline", clients, options.warmup, pids, touch_baseline)
-            run_phase("games", clients, options.warmup, pids, games(None))
+            print(
+                f"serving on {server.base_url}, reference on {reference.base_url}; warming up",
+                file=sys.stderr,
+            )
+            for kind in ("reference", *kinds):
+                phase(kind, options.warmup)
             analyze(database.url)
-            phases = [run_phase("baseline", clients, options.duration, pids, touch_baseline)]
+            phases = [phase("reference", options.duration)]
             for round_number in range(options.rounds):
-                phases.append(run_phase("games", clients, options.duration, pids, games(options.games)))
-                phases.append(run_phase("baseline", clients, options.duration, pids, touch_baseline))
+                for kind in kinds:
+                    phases.append(phase(kind, options.duration))
+                    phases.append(phase("reference", options.duration))
                 print(f"round {round_number + 1}/{options.rounds} done", file=sys.stderr)
             problems = books_balance(server.base_url, keys)
             for client in clients:
                 client.http.close()
-        result = report(phases, options, problems)
+                client.reference.close()
+        result = report(
+            [p.summary() for p in phases],
+            settings(options),
+            {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+            problems,
+            [error for p in phases for error in p.tally.errors][:10],
+        )
     print_report(result)
     output = options.output or RESULTS / f"games_http-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2))
     print(f"\nJSON: {output}")
     return 1 if result["errors"] else 0
+
+
+def settings(options: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "clients": options.clients,
+        "workers": options.workers,
+        "duration_s": options.duration,
+        "rounds": options.rounds,
+        "phases": options.phases,
+        "games_cap": options.games,
+        "players_per_game": options.players,
+        "tenants": options.tenants,
+        "shared_wallets": options.shared_wallets,
+        "seed": options.seed,
+        "log_level": os.environ.get("POKNA_LOG_LEVEL", "INFO"),
+        "factory": options.factory,
+        "keep_nagle": options.keep_nagle,
+    }
 
 
 if __name__ == "__main__":

@@ -55,10 +55,25 @@ def serving(
     env: dict[str, str], workers: int, log_path: Path, factory: str, keep_nagle: bool = False
 ) -> Iterator[Server]:
     """`bench/baseline_app.py` (the product app plus one route) under uvicorn, on loopback only."""
+    extra = ["--factory", factory, *(["--keep-nagle"] if keep_nagle else [])]
+    with _served("baseline_app.py", extra, env, workers, log_path) as server:
+        yield server
+
+
+@contextmanager
+def serving_reference(env: dict[str, str], workers: int, log_path: Path) -> Iterator[Server]:
+    """`bench/reference_app.py` (the frozen outside reference) under uvicorn, on loopback only."""
+    with _served("reference_app.py", [], env, workers, log_path) as server:
+        yield server
+
+
+@contextmanager
+def _served(
+    script: str, extra: list[str], env: dict[str, str], workers: int, log_path: Path
+) -> Iterator[Server]:
     port = free_port()
     environment = {**os.environ, **env}
-    argv = [sys.executable, str(BENCH / "baseline_app.py"), "--port", str(port), "--workers", str(workers)]
-    argv += ["--factory", factory, *(["--keep-nagle"] if keep_nagle else [])]
+    argv = [sys.executable, str(BENCH / script), "--port", str(port), "--workers", str(workers), *extra]
     with log_path.open("wb") as log:
         process = subprocess.Popen(argv, env=environment, stdout=log, stderr=log)
         server = Server(f"http://127.0.0.1:{port}", process, log_path)
