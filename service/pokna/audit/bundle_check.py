@@ -68,6 +68,7 @@ class BundleAudit:
         self.first_prev_hash: str | None = None
         self.last: tuple[int, str] | None = None  # the last transaction's seq and hash
         self.ended = False
+        self.last_checkpoint: tuple[int, str] | None = None
         self.count: dict[str, int] = {}
         self.lines = 0
 
@@ -182,6 +183,10 @@ class BundleAudit:
         problem = self._signature_problem(record)
         if problem is not None:
             found(number, CHECKPOINT, name, f"checkpoint signature: {problem}")
+        order = (seq if isinstance(seq, int) else -1, str(record.get("created_at")))
+        if self.last_checkpoint is not None and order < self.last_checkpoint:
+            found(number, CHECKPOINT, name, "checkpoints come oldest first")
+        self.last_checkpoint = order
 
     def _on_end(self, number: int, record: dict[str, Any]) -> None:
         self.ended = True

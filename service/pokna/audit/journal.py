@@ -30,6 +30,11 @@ class Journal:
         self.closed: set[str] = set()
         self.pot_owner: dict[str, str] = {}
         self.from_seq: int | None = None
+        # The records written since the last transaction: exactly what the next one touches first.
+        self.pending_accounts: list[str] = []
+        self.pending_game: str | None = None
+        self.used_accounts: set[str] = set()
+        self.games_seen: set[str] = set()  # games with a transaction already
 
     # --- accounts ---------------------------------------------------------------------------------------
 
@@ -48,7 +53,12 @@ class Journal:
         if account_id in self.accounts:
             self.report.found(number, ACCOUNT, name, f"account {account_id} is described twice")
             return
+        if self.pending_game is not None:
+            self.report.found(
+                number, ACCOUNT, name, "an account record after a game record: accounts come first"
+            )
         self.accounts[account_id] = (kind, currency)
+        self.pending_accounts.append(account_id)
 
     # --- games ------------------------------------------------------------------------------------------
 
@@ -72,6 +82,11 @@ class Journal:
         if pot in self.pot_owner:
             found(number, GAME, name, f"pot account {pot} is already game {self.pot_owner[pot]}'s")
         self.pot_owner[pot] = game_id
+        if self.pending_game is not None:
+            found(
+                number, GAME, name, f"a second game record before a transaction (after {self.pending_game})"
+            )
+        self.pending_game = game_id
         book = GameBook(game_id, number, status, pot, None, before)
         self.games[game_id] = book
         self.report.games[status] = self.report.games.get(status, 0) + 1
@@ -129,6 +144,7 @@ class Journal:
             changes = report.kind_changes.setdefault(known[0], {})
             changes[currency] = changes.get(currency, 0) + posting["amount"]
         game_id = line["metadata"].get("game_id")
+        self._check_order(number, where, postings, game_id if isinstance(game_id, str) else None)
         if isinstance(game_id, str):
             self._game_transaction(number, where, game_id, line, kinds)
         elif kind in (DEPOSIT, WITHDRAWAL):
@@ -140,6 +156,36 @@ class Journal:
                 where,
                 f"unexplained: {kind!r} is neither a deposit, a withdrawal nor a game's",
             )
+
+    def _check_order(
+        self, number: int, where: str, postings: list[dict[str, Any]], game_id: str | None
+    ) -> None:
+        """Each account and game record sits just before the transaction that first touches it."""
+        first_touched: list[str] = []
+        for posting in postings:
+            account_id = posting["account_id"]
+            if account_id not in self.used_accounts and account_id not in first_touched:
+                first_touched.append(account_id)
+        if self.pending_accounts != first_touched:
+            self.report.found(
+                number,
+                TRANSACTION,
+                where,
+                f"the account records before it are {self.pending_accounts}; it is the first to touch "
+                f"{first_touched}",
+            )
+        self.used_accounts.update(first_touched)
+        new_game = game_id is not None and game_id not in self.games_seen
+        if self.pending_game != (game_id if new_game else None):
+            self.report.found(
+                number,
+                TRANSACTION,
+                where,
+                f"the game record before it is {self.pending_game!r}, not its game's",
+            )
+        if game_id is not None:
+            self.games_seen.add(game_id)
+        self.pending_accounts, self.pending_game = [], None
 
     def _game_transaction(
         self, number: int, where: str, game_id: str, line: Mapping[str, Any], kinds: list[str | None]

@@ -185,19 +185,17 @@ def seq_bounds_of_times(
 
 def link_hashes(session: Session, tenant_id: str, seqs: SeqRange) -> tuple[str, str]:
     """The prev_hash of the range's first transaction and the hash of its last."""
-    rows = dict(
-        session.execute(
-            select(_transaction.c.seq, _transaction.c.prev_hash).where(
-                _transaction.c.tenant_id == tenant_id, _transaction.c.seq == seqs.first
-            )
-        ).tuples()
-    )
+    first = session.execute(
+        select(_transaction.c.prev_hash).where(
+            _transaction.c.tenant_id == tenant_id, _transaction.c.seq == seqs.first
+        )
+    ).scalar_one()
     last = session.execute(
         select(_transaction.c.hash).where(
             _transaction.c.tenant_id == tenant_id, _transaction.c.seq == seqs.last
         )
     ).scalar_one()
-    return str(rows[seqs.first]), str(last)
+    return str(first), str(last)
 
 
 def references_before(
@@ -205,12 +203,12 @@ def references_before(
 ) -> dict[str, int]:
     """How many transactions carry each reference before `before_seq`."""
     rows = session.execute(
-        select(_transaction.c.reference, func.count())
+        select(_transaction.c.reference, func.count().label("count"))
         .where(
             _transaction.c.tenant_id == tenant_id,
             _transaction.c.reference.in_(references),
             _transaction.c.seq < before_seq,
         )
         .group_by(_transaction.c.reference)
-    ).tuples()
-    return {str(reference): int(count) for reference, count in rows}
+    )
+    return {str(row.reference): int(row.count) for row in rows}
