@@ -236,12 +236,12 @@ class BundleAudit:
         if self.proofs is not None:
             self._take_proofs(self.proofs.finish())
         if self.header is None:
-            report.found(None, HEADER, None, "the bundle has no header")
+            report.found(1, HEADER, None, "the bundle has no header")
         else:
             self._check_header_signature()
             self._check_span(self.header)
         if self.ring_line is None:
-            report.found(None, KEY_RING, None, "the bundle has no key ring")
+            report.found(2, KEY_RING, None, "the bundle has no key ring (it belongs on line 2)")
         if not self.ended:
             report.found(self.lines or None, END, None, "the bundle has no trailer: it was cut short")
         self.journal.finish()
