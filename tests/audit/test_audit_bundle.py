@@ -58,11 +58,18 @@ def test_a_bundle_over_part_of_the_range_still_checks_the_games_inside_it(
     books = play_books(client, sessions, games=4)
     whole = records(books.bundle())
     head = whole[0]["to_seq"]
-    middle = books.bundle(from_seq=8, to_seq=head - 3)
+    game_seqs: dict[str, list[int]] = {}
+    for record in whole:
+        if record["type"] == "transaction" and "game_id" in record["metadata"]:
+            game_seqs.setdefault(record["metadata"]["game_id"], []).append(record["seq"])
+    start = next(seqs[1] for seqs in game_seqs.values() if len(seqs) > 2)  # inside a game
+    middle = books.bundle(from_seq=start, to_seq=head - 3)
     report = verify_bundle(middle, keys=books.key_ring)
     assert report.findings == [], report.to_json()
-    assert (report.from_seq, report.to_seq) == (8, head - 3)
+    assert (report.from_seq, report.to_seq) == (start, head - 3)
     assert any("the rest come after it" in note for note in report.notes)
+    # The range starts inside a game: its record says how many of its transfers came before.
+    assert any(record.get("transfers_before", 0) > 0 for record in records(middle))
     fifth = next(record for record in whole if record["type"] == "transaction" and record["seq"] == 5)
     by_time = books.bundle(
         from_time=fifth["created_at"], to_time=whole[-2].get("created_at", fifth["created_at"])

@@ -203,7 +203,7 @@ def references_before(
 ) -> dict[str, int]:
     """How many transactions carry each reference before `before_seq`."""
     rows = session.execute(
-        select(_transaction.c.reference, func.count().label("count"))
+        select(_transaction.c.reference, func.count().label("transactions"))
         .where(
             _transaction.c.tenant_id == tenant_id,
             _transaction.c.reference.in_(references),
@@ -211,4 +211,4 @@ def references_before(
         )
         .group_by(_transaction.c.reference)
     )
-    return {str(row.reference): int(row.count) for row in rows}
+    return {str(row.reference): int(row.transactions) for row in rows}
