@@ -17,17 +17,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from pokna.api.app import create_app  # noqa: E402
-from pokna.audit.bundle_check import verify_bundle  # noqa: E402
-from pokna.db.engine import make_engine  # noqa: E402
-from pokna.db.migrate import upgrade  # noqa: E402
-from pokna.fairness.protocol import roll  # noqa: E402
-from pokna.runtime import Runtime  # noqa: E402
-from pokna.settings import Environment, Settings  # noqa: E402
-from pokna.storage import make_sessionmaker  # noqa: E402
-from support.game_play import Api, new_tenant_key, play, random_policy  # noqa: E402
+from pokna.api.app import create_app
+from pokna.audit.bundle_check import verify_bundle
+from pokna.db.engine import make_engine
+from pokna.db.migrate import upgrade
+from pokna.fairness.protocol import roll
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+from pokna.storage import make_sessionmaker
+from support.game_play import Api, new_tenant_key, play, random_policy
 
 
 def main() -> None:
@@ -47,7 +47,11 @@ def main() -> None:
             started = time.perf_counter()
             for _ in range(args.games):
                 seats = rng.sample(wallets, 4)
-                play([api], api.create_game(seats[0], seats[1:], stake=5), random_policy(rng, cancel_chance=0.0))
+                play(
+                    [api],
+                    api.create_game(seats[0], seats[1:], stake=5),
+                    random_policy(rng, cancel_chance=0.0),
+                )
             print(f"played {args.games} games in {time.perf_counter() - started:.1f} s")
             lines = client.get("/v1/audit/bundle", headers=api.headers).text.splitlines(keepends=True)
             ring = api.key_ring()
@@ -67,8 +71,12 @@ def main() -> None:
     started = time.perf_counter()
     for nonce in range(200_000):
         roll(seed, client_seed, nonce)
-    print(f"pokna.fairness.protocol.roll alone: {200_000 / (time.perf_counter() - started):,.0f} rolls/s, one core")
-    print(f"peak memory (max RSS of this process): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(
+        f"pokna.fairness.protocol.roll alone: {200_000 / (time.perf_counter() - started):,.0f} rolls/s, one core"
+    )
+    print(
+        f"peak memory (max RSS of this process): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ A bundle is JSON Lines, one typed record per line, each a JSON object whose `typ
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from pokna.ledger.audit import CHECKPOINT_TYPE
@@ -92,4 +93,8 @@ def end_record(counts: dict[str, int]) -> dict[str, Any]:
 
 def is_bundle(first_line: bytes) -> bool:
     """A bundle opens with its header; a plain ledger export with a transaction."""
-    return b'"' + HEADER.encode() + b'"' in first_line[:4096]
+    try:
+        record = json.loads(first_line)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and record.get("type") == HEADER

@@ -101,7 +101,11 @@ def verify_command(
                         f"the bundle {source} holds no transactions: there is nothing to verify"
                     )
                 _answer_bundle(source, bundle, as_json)
-            report = _verify_export(stream, ring, checkpoint, public_key, processes)
+            show = progress if progress is not None else sys.stderr.isatty()
+            reader = _ProgressReader(stream) if show else stream
+            report = _verify_export(reader, ring, checkpoint, public_key, processes)
+            if show:
+                print(file=sys.stderr)
             if report.transactions == 0 and report.valid:
                 raise UnusableInputError(
                     f"the export {source} holds no transactions: there is nothing to verify"
@@ -126,7 +130,7 @@ def _key_ring(source: str | None) -> KeyRing | None:
 
 
 def _verify_export(
-    stream: BinaryIO,
+    stream: Any,
     ring: KeyRing | None,
     checkpoint: Path | None,
     public_key: str | None,
@@ -174,6 +178,38 @@ class _Prepended(io.RawIOBase):
         raise OSError("a pipe")
 
 
+class _ProgressReader:
+    """The export as the verifier reads it, saying on stderr how far it has got, every 8 MiB."""
+
+    _EVERY = 8 << 20
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._read = self._shown = 0
+
+    def _count(self, data: bytes) -> bytes:
+        self._read += len(data)
+        if self._read - self._shown >= self._EVERY:
+            self._shown = self._read
+            print(f"\r  {self._read >> 20} MiB read ...", end="", file=sys.stderr, flush=True)
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        return self._count(self._stream.read(size))
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._count(self._stream.readline(size))
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def seekable(self) -> bool:
+        return self._stream.seekable()
+
+    def tell(self) -> int:
+        return self._stream.tell()
+
+
 def _rewound(stream: BinaryIO, first: bytes) -> BinaryIO:
     if stream.seekable():
         stream.seek(0)
@@ -189,7 +225,7 @@ def _open_source(path: Path) -> Iterator[Any]:
     try:
         handle = path.open("rb")
     except OSError as error:
-        raise UnusableInputError(f"cannot read {path}: {error.strerror or error}") from error
+        raise UnusableInputError(f"cannot read the export {path}: {error.strerror or error}") from error
     with handle:
         yield handle
 
