@@ -96,6 +96,8 @@ def verify_command(
                 bundle = verify_bundle(
                     stream, keys=ring, processes=processes or _cores(), progress=_progress if show else None
                 )
+                if show:
+                    print(file=sys.stderr)
                 if bundle.transactions == 0 and bundle.verdict is not Verdict.INVALID:
                     raise UnusableInputError(
                         f"the bundle {source} holds no transactions: there is nothing to verify"
@@ -231,8 +233,6 @@ def _open_source(path: Path) -> Iterator[Any]:
 
 
 def _answer_bundle(path: Path, report: BundleReport, as_json: bool) -> None:
-    if report.processes and sys.stderr.isatty():
-        print(file=sys.stderr)
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
