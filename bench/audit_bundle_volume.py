@@ -100,8 +100,8 @@ def _game(index: int) -> tuple[str, str, dict[str, Any], list[tuple[str, str, st
             moves.append(
                 (
                     transfer.kind.value,
-                    pot if transfer.payer is POT else accounts[transfer.payer],  # type: ignore[index]
-                    pot if transfer.payee is POT else accounts[transfer.payee],  # type: ignore[index]
+                    pot if transfer.payer is POT else accounts[transfer.payer],
+                    pot if transfer.payee is POT else accounts[transfer.payee],
                     transfer.amount,
                 )
             )
