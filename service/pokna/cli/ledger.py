@@ -33,7 +33,7 @@ EXIT_VALID = 0
 EXIT_INVALID = 1
 
 ledger_app = typer.Typer(help="The double-entry ledger: export, reconcile, checkpoint.", no_args_is_help=True)
-audit_app = typer.Typer(help="Offline audits of ledger exports. No database needed.", no_args_is_help=True)
+audit_app = typer.Typer(help="Offline audits: ledger exports and audit bundles.", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(audit_app, name="audit")
 
