@@ -155,12 +155,7 @@ def _bundle_lines(games: int, processes: int, pem: bytes, key: Any) -> Iterator[
         return json.dumps({"type": "transaction", **document, "hash": prev}, separators=(",", ":"))
 
     yield account_record(FUNDING, "external_funding", "CREDIT")
-    first = True
     for wallet in WALLETS:
-        if first:
-            first = False
-        else:
-            pass
         yield account_record(wallet, "player_wallet", "CREDIT")
         yield transaction("deposit", None, {}, [(FUNDING, -(10**9)), (wallet, 10**9)])
     with ProcessPoolExecutor(processes, initializer=_init, initargs=(pem,)) as pool:
