@@ -54,6 +54,11 @@ def unusable(*argv: str, says: str) -> Mistake:
     return Mistake(argv, 2, (says,), prefix="UNUSABLE INPUT: ")
 
 
+def unknown_tenant(*argv: str) -> Mistake:
+    """A tenant that does not exist is a wrong argument: exit 2, naming it."""
+    return Mistake(argv, 2, NO_TENANT)
+
+
 def failure(*argv: str, says: tuple[str, ...], env: dict[str, str] | None = None) -> Mistake:
     return Mistake(argv, 1, says, env or {})
 
@@ -102,7 +107,7 @@ NO_DATABASE = [
     ),
     unusable("verify", "object.json", says="neither a proof"),
     usage("verify", "object.json", "--frobnicate", says="No such option: --frobnicate"),
-    usage("audit", "verify", says="Missing argument 'EXPORT.jsonl'"),
+    usage("audit", "verify", says="Missing argument 'EXPORT.jsonl|BUNDLE.jsonl'"),
     unusable("audit", "verify", "missing.jsonl", says="cannot read the export missing.jsonl"),
     unusable("audit", "verify", "a-directory", says="cannot read the export a-directory"),
     unusable(
@@ -222,13 +227,14 @@ NO_DATABASE = [
 
 # On a migrated database with no tenant `ten_nope` (and one real tenant, for the output file row).
 ON_A_DATABASE = [
-    failure("ledger", "export", "--tenant", "ten_nope", says=NO_TENANT),
-    failure("ledger", "export", "--tenant", "ten_nope", "--format", "csv", says=NO_TENANT),
-    failure("ledger", "export", "--tenant", "ten_nope", "--format", "beancount", says=NO_TENANT),
-    failure("ledger", "reconcile", "--tenant", "ten_nope", says=NO_TENANT),
-    failure("ledger", "checkpoint", "--tenant", "ten_nope", says=NO_TENANT),
-    failure("tenants", "keys", "list", "ten_nope", says=NO_TENANT),
-    failure("tenants", "keys", "create", "ten_nope", says=NO_TENANT),
+    unknown_tenant("ledger", "export", "--tenant", "ten_nope"),
+    unknown_tenant("ledger", "export", "--tenant", "ten_nope", "--format", "csv"),
+    unknown_tenant("ledger", "export", "--tenant", "ten_nope", "--format", "beancount"),
+    unknown_tenant("ledger", "reconcile", "--tenant", "ten_nope"),
+    unknown_tenant("ledger", "checkpoint", "--tenant", "ten_nope"),
+    unknown_tenant("tenants", "keys", "list", "ten_nope"),
+    unknown_tenant("tenants", "keys", "create", "ten_nope"),
+    unknown_tenant("audit", "bundle", "--tenant", "ten_nope"),
     failure(
         "tenants", "keys", "revoke", "key_nope", says=("no API key 'key_nope'", "pokna tenants keys list")
     ),

@@ -34,7 +34,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "db": LazyCommand("pokna.cli.db", "Database schema: upgrade, downgrade, current."),
     "ledger": LazyCommand("pokna.cli.ledger", "The double-entry ledger: export, reconcile, checkpoint."),
-    "audit": LazyCommand("pokna.cli.ledger", "Offline audits of ledger exports."),
+    "audit": LazyCommand("pokna.cli.ledger", "Offline audits: ledger exports and audit bundles."),
     "tenants": LazyCommand("pokna.cli.tenants", "Tenants (integrating apps) and their API keys."),
     "secrets": LazyCommand(
         "pokna.cli.secrets",

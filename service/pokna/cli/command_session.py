@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.cli.errors import CommandError
+from pokna.cli.errors import EXIT_USAGE, CommandError
 from pokna.db.engine import make_engine, unit_of_work
 from pokna.errors import NotFound
 from pokna.settings import get_settings
@@ -36,8 +36,11 @@ def command_session() -> Iterator[Session]:
 
 
 def require_tenant(session: Session, tenant_id: str) -> None:
-    """A command about one tenant names an unknown one, rather than answer with nothing."""
+    """A command about one tenant names an unknown one, rather than answer with nothing: a wrong argument,
+    so exit 2, like any usage mistake."""
     try:
         tenants.get_tenant(session, tenant_id)
     except NotFound:
-        raise CommandError(f"no tenant {tenant_id!r}", "`pokna tenants list` shows the tenants") from None
+        raise CommandError(
+            f"no tenant {tenant_id!r}", "`pokna tenants list` shows the tenants", exit_code=EXIT_USAGE
+        ) from None

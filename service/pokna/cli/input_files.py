@@ -110,3 +110,16 @@ def read_public_key(path: Path) -> Ed25519PublicKey:
     if b"-----BEGIN" in data:
         return load_public_key_pem(data)
     return public_key_from_b64url(data.decode("ascii", "replace").strip())
+
+
+def public_key_argument(source: str) -> Ed25519PublicKey:
+    """`--public-key`: a file (PEM or base64url), or the base64url text itself as /v1/fairness/keys shows it."""
+    path = Path(source)
+    if path.exists():
+        return read_public_key(path)
+    try:
+        return public_key_from_b64url(source.strip())
+    except ValueError as error:
+        raise UnusableInputError(
+            f"--public-key {source[:60]!r} is neither a readable file nor a base64url Ed25519 public key"
+        ) from error

@@ -3,6 +3,10 @@ read's own transaction (see deadlines.caught_up), so what a client reads is the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from pokna.dealer.deadlines import Clock, caught_up
@@ -45,3 +49,21 @@ def game_proof(
     """The signed proof once the game is over; before that, only the signed commitment."""
     game, _ = caught_up(session, keys, clock, tenant_id, game_id)
     return proof_out(game)
+
+
+@dataclass(frozen=True)
+class AuditedGame:
+    """What an audit bundle says of a game: its status, its pot account and, once it ended, its proof."""
+
+    game_id: str
+    status: str
+    pot_account_id: str
+    proof: dict[str, Any] | None
+
+
+def games_for_audit(session: Session, tenant_id: str, game_ids: Sequence[str]) -> dict[str, AuditedGame]:
+    """The tenant's games among `game_ids`, as stored (an audit reads, it does not apply deadlines)."""
+    return {
+        game.id: AuditedGame(game.id, game.status, game.pot_account_id, game.proof)
+        for game in game_store(session).games_by_ids(session, tenant_id, game_ids)
+    }

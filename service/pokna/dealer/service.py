@@ -12,10 +12,11 @@ from pokna.dealer.acting import PlayerAction, act
 from pokna.dealer.creating import NewGame, check_seating, create_game
 from pokna.dealer.deadlines import Clock, apply_due_timeouts, due_games
 from pokna.dealer.fairness_link import fairness_link
-from pokna.dealer.reading import game_events, game_proof, read_game
+from pokna.dealer.reading import AuditedGame, game_events, game_proof, games_for_audit, read_game
 from pokna.dealer.tables import NewTable, create_table, deal_round, read_table
 
 __all__ = [
+    "AuditedGame",
     "Clock",
     "NewGame",
     "NewTable",
@@ -30,6 +31,7 @@ __all__ = [
     "fairness_link",
     "game_events",
     "game_proof",
+    "games_for_audit",
     "read_game",
     "read_table",
 ]

@@ -50,6 +50,10 @@ class GameStore(Protocol):
 
     def seats_of(self, session: Session, game_id: str) -> list[SeatRecord]: ...
 
+    def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
+        """The tenant's games among `game_ids`, in one query; another tenant's are absent."""
+        ...
+
     def seats_of_games(self, session: Session, game_ids: Sequence[str]) -> dict[str, list[SeatRecord]]:
         """Each game's seats in order, in one query."""
         ...

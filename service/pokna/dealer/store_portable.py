@@ -64,6 +64,10 @@ class PortableGameStore:
             raise NotFound("no such fairness link")
         return GameRecord(**row._mapping)
 
+    def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
+        rows = session.execute(select(_game).where(_game.c.tenant_id == tenant_id, _game.c.id.in_(game_ids)))
+        return [GameRecord(**row._mapping) for row in rows]
+
     def turn_deadline(self, session: Session, tenant_id: str, game_id: str) -> datetime | None:
         row = session.execute(
             select(_game.c.turn_deadline_at).where(_game.c.id == game_id, _game.c.tenant_id == tenant_id)

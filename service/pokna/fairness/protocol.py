@@ -115,6 +115,24 @@ def face_of_digest(digest: bytes) -> int:
     return (int.from_bytes(digest[:4], "big") * 6 >> 32) + 1
 
 
+def faces(server_seed: str, client_seed: str, nonces: Sequence[int]) -> list[int]:
+    """The faces of many rolls of one game: the same as roll(...).face for each nonce, about three times as
+    fast (the seed is checked and encoded once, and OpenSSL's one-shot HMAC is used)."""
+    key = require_server_seed(server_seed).encode("ascii")
+    digest = hmac.digest
+    for nonce in nonces:
+        if isinstance(nonce, bool) or not isinstance(nonce, int) or nonce < 0:
+            raise InvalidNonceError(f"a nonce is a non-negative integer, not {nonce!r}")
+    return [
+        (
+            int.from_bytes(digest(key, f"{client_seed}:{nonce}:{CURSOR}".encode(), "sha256")[:4], "big") * 6
+            >> 32
+        )
+        + 1
+        for nonce in nonces
+    ]
+
+
 def roll(server_seed: str, client_seed: str, nonce: int) -> Roll:
     digest = roll_digest(server_seed, client_seed, nonce)
     face = face_of_digest(digest)

@@ -19,6 +19,7 @@ from pokna.ledger.accounts import (
     open_account,
 )
 from pokna.ledger.audit import AuditReport, Finding, verify_export
+from pokna.ledger.audit_reads import JournalSpan, checkpoints_between, journal_span, transfers_before
 from pokna.ledger.audit_scan import verify_export_stream
 from pokna.ledger.checkpoint import Checkpoint, checkpoint_document, list_checkpoints, take_checkpoint
 from pokna.ledger.errors import (
@@ -73,6 +74,7 @@ __all__ = [
     "InsufficientFunds",
     "InvalidAccount",
     "InvalidPostings",
+    "JournalSpan",
     "LedgerError",
     "PostedTransaction",
     "Posting",
@@ -85,6 +87,7 @@ __all__ = [
     "account_summaries",
     "balance_of",
     "checkpoint_document",
+    "checkpoints_between",
     "deposit",
     "export_beancount",
     "export_csv",
@@ -95,6 +98,7 @@ __all__ = [
     "get_account",
     "get_transaction",
     "house_account",
+    "journal_span",
     "list_checkpoints",
     "open_account",
     "post_transaction",
@@ -104,6 +108,7 @@ __all__ = [
     "reverse_transaction",
     "take_checkpoint",
     "transactions_of",
+    "transfers_before",
     "trial_balance",
     "verify_export",
     "verify_export_stream",

@@ -126,8 +126,11 @@ class ExportAudit:
         if not text.strip():
             return
         line = _parse(text, number, self.chain, self.report)
-        if line is None:
-            return
+        if line is not None:
+            self.check_parsed(number, line)
+
+    def check_parsed(self, number: int, line: dict[str, Any]) -> None:
+        """A line already read, and shaped like an export line (shape_problem found nothing)."""
         _check_line(line, number, self.chain, self.report)
         if self.pinned is not None and line["seq"] == self.pinned[0]:
             self.chain.seen_hashes[self.pinned[0]] = line["hash"]

@@ -161,3 +161,54 @@ def unbalanced_transactions(session: Session, tenant_id: str | None) -> list[Row
     if tenant_id is not None:
         statement = statement.where(_transaction.c.tenant_id == tenant_id)
     return list(session.execute(statement))
+
+
+def seq_bounds_of_times(
+    session: Session, tenant_id: str, from_time: datetime | None, to_time: datetime | None
+) -> tuple[int | None, int | None]:
+    """The first seq written at or after `from_time` and the last written at or before `to_time`."""
+    first = last = None
+    if from_time is not None:
+        first = session.execute(
+            select(func.min(_transaction.c.seq)).where(
+                _transaction.c.tenant_id == tenant_id, _transaction.c.created_at >= from_time
+            )
+        ).scalar()
+    if to_time is not None:
+        last = session.execute(
+            select(func.max(_transaction.c.seq)).where(
+                _transaction.c.tenant_id == tenant_id, _transaction.c.created_at <= to_time
+            )
+        ).scalar()
+    return (None if first is None else int(first)), (None if last is None else int(last))
+
+
+def link_hashes(session: Session, tenant_id: str, seqs: SeqRange) -> tuple[str, str]:
+    """The prev_hash of the range's first transaction and the hash of its last."""
+    first = session.execute(
+        select(_transaction.c.prev_hash).where(
+            _transaction.c.tenant_id == tenant_id, _transaction.c.seq == seqs.first
+        )
+    ).scalar_one()
+    last = session.execute(
+        select(_transaction.c.hash).where(
+            _transaction.c.tenant_id == tenant_id, _transaction.c.seq == seqs.last
+        )
+    ).scalar_one()
+    return str(first), str(last)
+
+
+def references_before(
+    session: Session, tenant_id: str, references: list[str], before_seq: int
+) -> dict[str, int]:
+    """How many transactions carry each reference before `before_seq`."""
+    rows = session.execute(
+        select(_transaction.c.reference, func.count().label("transactions"))
+        .where(
+            _transaction.c.tenant_id == tenant_id,
+            _transaction.c.reference.in_(references),
+            _transaction.c.seq < before_seq,
+        )
+        .group_by(_transaction.c.reference)
+    )
+    return {str(row.reference): int(row.transactions) for row in rows}

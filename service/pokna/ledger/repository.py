@@ -264,3 +264,22 @@ def checkpoints(session: Session, tenant_id: str, *, limit: int, before_seq: int
     if before_seq is not None:
         statement = statement.where(_checkpoint.c.seq < before_seq)
     return list(session.execute(statement))
+
+
+def checkpoints_between(session: Session, tenant_id: str, first_seq: int, last_seq: int) -> list[Row[Any]]:
+    """Oldest first."""
+    return list(
+        session.execute(
+            select(
+                _checkpoint.c.id,
+                _checkpoint.c.tenant_id,
+                _checkpoint.c.seq,
+                _checkpoint.c.hash,
+                _checkpoint.c.created_at,
+                _checkpoint.c.key_id,
+                _checkpoint.c.signature,
+            )
+            .where(_checkpoint.c.tenant_id == tenant_id, _checkpoint.c.seq.between(first_seq, last_seq))
+            .order_by(_checkpoint.c.seq, _checkpoint.c.created_at)
+        )
+    )

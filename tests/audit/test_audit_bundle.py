@@ -1,0 +1,132 @@
+"""An audit bundle made from games played over HTTP passes every check, on both databases; the API and the
+CLI write it, refuse bad ranges naming the field, and keep to the tenant's own books."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
+
+import pokna.cli.ledger  # noqa: F401  (registers `audit`)
+from pokna.audit.bundle_check import CHECKS, verify_bundle
+from pokna.audit.report import Verdict
+from pokna.cli.app import app
+from support.audit_bundles import play_books, records
+from support.game_play import Api, new_tenant_key
+
+runner = CliRunner()
+
+
+def test_a_bundle_of_played_games_passes_every_check(
+    client: TestClient, sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    books = play_books(client, sessions)
+    lines = books.bundle()
+    kinds = [record["type"] for record in records(lines)]
+    assert kinds[:2] == ["pokna.audit.bundle", "pokna.fairness.keys"]
+    assert kinds[-1] == "end"
+    assert kinds.count("pokna.ledger.checkpoint") == 2
+
+    report = verify_bundle(lines, keys=books.key_ring)
+    assert report.findings == [], report.to_json()
+    assert report.verdict is Verdict.VALID
+    assert report.checks == list(CHECKS)
+    assert sum(report.games.values()) == kinds.count("game") >= 4
+    assert report.rolls > 0
+    assert report.transaction_kinds["deposit"] == 4
+    assert report.transaction_kinds["withdrawal"] == 1
+    assert report.kind_changes["game_pot"] == {"CREDIT": 0}
+    # Every credit that came in is in a wallet or went out again.
+    assert report.kind_changes["player_wallet"] == {"CREDIT": 4 * 400 - 7}
+
+    bundle, keys = tmp_path / "bundle.jsonl", tmp_path / "keys.json"
+    bundle.write_text("".join(lines))
+    keys.write_text(json.dumps(books.key_ring.to_json()))
+    answer = runner.invoke(app, ["audit", "verify", str(bundle), "--keys", str(keys), "--processes", "2"])
+    assert answer.exit_code == 0, answer.output
+    assert answer.output.rstrip().endswith("VALID")
+    as_json = runner.invoke(app, ["audit", "verify", str(bundle), "--keys", str(keys), "--json"])
+    assert json.loads(as_json.output)["verdict"] == "valid"
+
+
+def test_a_bundle_over_part_of_the_range_still_checks_the_games_inside_it(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    books = play_books(client, sessions, games=4)
+    whole = records(books.bundle())
+    head = whole[0]["to_seq"]
+    game_seqs: dict[str, list[int]] = {}
+    for record in whole:
+        if record["type"] == "transaction" and "game_id" in record["metadata"]:
+            game_seqs.setdefault(record["metadata"]["game_id"], []).append(record["seq"])
+    start = next(seqs[1] for seqs in game_seqs.values() if len(seqs) > 2)  # inside a game
+    middle = books.bundle(from_seq=start, to_seq=head - 3)
+    report = verify_bundle(middle, keys=books.key_ring)
+    assert report.findings == [], report.to_json()
+    assert (report.from_seq, report.to_seq) == (start, head - 3)
+    assert any("the rest come after it" in note for note in report.notes)
+    # The range starts inside a game: its record says how many of its transfers came before.
+    assert any(record.get("transfers_before", 0) > 0 for record in records(middle))
+    fifth = next(record for record in whole if record["type"] == "transaction" and record["seq"] == 5)
+    by_time = books.bundle(
+        from_time=fifth["created_at"], to_time=whole[-2].get("created_at", fifth["created_at"])
+    )
+    header = records(by_time)[0]
+    assert header["from_seq"] <= 5 <= header["to_seq"]
+    assert verify_bundle(by_time, keys=books.key_ring).findings == []
+
+
+def test_bad_ranges_are_422_problems_naming_the_field(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    api = Api(client, new_tenant_key(sessions))
+    for params, field in (
+        ({"from_seq": 0}, "query.from_seq"),
+        ({"from_seq": 5, "to_seq": 2}, "query.to_seq"),
+        ({"from_seq": 1, "from_time": "2026-01-01T00:00:00Z"}, "query.from_time"),
+        ({"from_time": "2026-02-01T00:00:00Z", "to_time": "2026-01-01T00:00:00Z"}, "query.to_time"),
+        ({"to_time": "yesterday"}, "query.to_time"),
+    ):
+        response = api.get("/v1/audit/bundle", **params)
+        assert response.status_code == 422, (params, response.text)
+        assert response.headers["content-type"] == "application/problem+json"
+        assert [param["name"] for param in response.json()["invalid_params"]] == [field]
+
+
+def test_a_bundle_holds_only_the_tenants_own_books(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    books = play_books(client, sessions, games=2)
+    other = Api(client, new_tenant_key(sessions, "Chalmun's"))
+    other.wallet(25)
+    theirs = records(_bundle(other))
+    assert {record["tenant_id"] for record in theirs if "tenant_id" in record} == {theirs[0]["tenant_id"]}
+    assert theirs[0]["transactions"] == 1
+    mine = {record.get("game_id") for record in records(books.bundle())}
+    assert not mine & {record.get("game_id") for record in theirs} - {None}
+
+
+def _bundle(api: Api) -> list[str]:
+    response = api.get("/v1/audit/bundle")
+    assert response.status_code == 200, response.text
+    return response.text.splitlines(keepends=True)
+
+
+def test_a_game_still_in_play_leaves_the_verdict_not_revealed(
+    client: TestClient, sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    api = Api(client, new_tenant_key(sessions))
+    wallets = [api.wallet(100) for _ in range(3)]
+    game = api.create_game(wallets[0], wallets[1:], stake=5)
+    api.ok(api.act(game["id"], {"type": "start", "account_id": wallets[0]}))
+    bundle = tmp_path / "bundle.jsonl"
+    bundle.write_text("".join(_bundle(api)))
+    report = verify_bundle(bundle.read_text().splitlines(), keys=api.key_ring())
+    assert report.findings == []
+    assert report.unrevealed_games == [game["id"]]
+    answer = runner.invoke(app, ["audit", "verify", str(bundle)])
+    assert answer.exit_code == 3, answer.output
+    assert "NOT REVEALED" in answer.output
