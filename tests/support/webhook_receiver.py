@@ -66,6 +66,16 @@ class Receiver:
                 firsts.append(request)
         return firsts
 
+    def wait_idle(self, seconds: float = 30.0) -> None:
+        """Until every request that arrived has been handled (a slow one may outlive its sender's wait)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.received) == self.arrivals:
+                    return
+            time.sleep(0.02)
+        raise AssertionError(f"the receiver still handles requests after {seconds} s")
+
     def wait_for(self, count: int, seconds: float = 60.0) -> list[Received]:
         """Until `count` distinct messages were answered 2xx, bounded in time (then it fails)."""
         deadline = time.monotonic() + seconds

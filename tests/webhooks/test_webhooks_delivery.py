@@ -17,7 +17,9 @@ from pokna.runtime import Runtime
 from support.game_play import Api, play
 from support.tenant_api import TenantApi, new_tenant
 from support.webhook_receiver import Failure, Receiver, running_receiver
-from webhooks.conftest import drain, recorded_events
+from support.webhook_worker import drain, fast_webhook_settings, recorded_events
+
+__all__ = ["fast_webhook_settings"]  # the `settings` fixture of this module: retries in milliseconds
 
 GAME_EVENTS = [event_type for event_type in EVENT_TYPES if event_type.startswith("game.")]
 
@@ -66,7 +68,8 @@ def test_a_played_game_and_its_money_arrive_signed_complete_and_in_order(
 
         arrived = receiver.delivered()
         assert [request.message_id for request in arrived] == [event["id"] for event in recorded]
-        assert report.delivered == len(recorded) and report.failed == 0
+        assert report.delivered == len(recorded)
+        assert report.failed == 0
         receiver.verify_all(endpoint["secret"])
         with pytest.raises(Exception, match="signature"):
             Webhook("whsec_" + "A" * 32).verify(arrived[0].body, arrived[0].headers)
@@ -74,7 +77,8 @@ def test_a_played_game_and_its_money_arrive_signed_complete_and_in_order(
 
     types = [request.event["type"] for request in arrived if request.event["data"].get("game_id") == game_id]
     assert types[:3] == ["game.created", "game.turn", "game.started"]
-    assert types[-1] == "game.settled" and "game.turn" in types[3:]
+    assert types[-1] == "game.settled"
+    assert "game.turn" in types[3:]
     settled = arrived[[r.event["type"] for r in arrived].index("game.settled")].event["data"]
     assert settled["public_url"].startswith("/v1/fairness/proofs/")
     outcome = tenant.get(f"/v1/games/{game_id}").json()["outcome"]
@@ -102,6 +106,7 @@ def test_a_receiver_failing_the_first_attempts_gets_everything_with_the_same_ids
 
         assert [request.message_id for request in receiver.delivered()] == [event["id"] for event in games]
         first = games[0]["id"]
+        receiver.wait_idle()
         assert [request.message_id for request in receiver.requests()[:4]] == [first] * 4
         assert len(receiver.received) == len(games) + 3
         assert (report.attempts, report.retries_scheduled, report.delivered) == (
@@ -164,7 +169,8 @@ def test_a_disabled_endpoint_gets_nothing_until_enabled_and_a_deleted_one_nothin
         ]
         tenant.wallet(10)
         drain(runtime)
-        assert kept.received == [] and deleted.received == []
+        assert kept.received == []
+        assert deleted.received == []
 
         assert tenant.client.patch(path, json={"enabled": True}, headers=tenant.headers).status_code == 200
         tenant.wallet(20)
@@ -182,7 +188,8 @@ def test_after_a_rotation_both_secrets_verify_until_the_overlap_ends(
         rotated = tenant.post(f"/v1/webhooks/endpoints/{endpoint['id']}/rotate-secret")
         assert rotated.status_code == 200, rotated.text
         new_secret = rotated.json()["secret"]
-        assert new_secret.startswith("whsec_") and new_secret != endpoint["secret"]
+        assert new_secret.startswith("whsec_")
+        assert new_secret != endpoint["secret"]
         assert rotated.json()["previous_secret_expires_at"] is not None
         tenant.wallet(10)
         drain(runtime)

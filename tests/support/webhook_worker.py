@@ -1,5 +1,4 @@
-"""Webhook tests run with a backoff in milliseconds and a short timeout, so retries happen at once; nothing
-asserts on time. `settings` here replaces the suite's, so `runtime` and `client` use it."""
+"""Running the webhooks worker in a test, and reading the outbox it works from."""
 
 from __future__ import annotations
 
@@ -16,7 +15,8 @@ from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna.webhooks.service import DeliveryPolicy, WorkerReport, run_worker
 
-FAST = {
+# Settings for webhook tests: a backoff in milliseconds and a short timeout, so retries happen at once.
+FAST: dict[str, Any] = {
     "webhook_timeout_seconds": 0.5,
     "webhook_backoff_initial_seconds": 0.001,
     "webhook_backoff_max_seconds": 0.01,
@@ -26,6 +26,7 @@ FAST = {
 
 @pytest.fixture(name="settings")
 def fast_webhook_settings(tmp_path: Path, database_url: str) -> Settings:
+    """Replaces the suite's `settings` (so `runtime` and `client` use it) in a module that imports it."""
     return Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=database_url, **FAST)
 
 
