@@ -43,6 +43,7 @@ class Receiver:
     fail_first: int = 0
     failure: Failure = "status"
     slow_seconds: float = 2.0
+    answer_after_seconds: float = 0.0  # a pause before every 2xx: widens any window two senders could share
     received: list[Received] = field(default_factory=list)  # in the order their handling ended
     arrivals: int = 0
     in_flight: dict[str, int] = field(default_factory=dict)
@@ -124,6 +125,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 elif failing and receiver.failure == "hold":
                     receiver.released.wait(timeout=30)
                     answered = None
+                elif receiver.answer_after_seconds:
+                    time.sleep(receiver.answer_after_seconds)
                 with receiver.lock:
                     receiver.received.append(Received(number, message_id, headers, body, answered))
                 if answered is None:
