@@ -59,7 +59,9 @@ class WebhookEndpointUpdate(BaseModel):
     url: Url | None = None
     event_types: EventTypes | None = None
     description: Description | None = None
-    enabled: bool | None = Field(default=None, description="false disables the endpoint, true enables it.")
+    enabled: bool | None = Field(
+        default=None, strict=True, description="false disables the endpoint, true enables it."
+    )
 
     @model_validator(mode="after")
     def _changes_something(self) -> WebhookEndpointUpdate:
