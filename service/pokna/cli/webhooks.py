@@ -40,22 +40,28 @@ def deliver(
     settings = get_settings()
     keys = load_service_keys(settings)
     stopping: list[int] = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda received, _frame: stopping.append(received))
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
 
     def should_stop() -> bool:
         return bool(stopping) or (deadline is not None and time.monotonic() >= deadline)
 
-    with command_sessions() as sessions:
-        report = run_worker(
-            sessions,
-            keys.seed_key,
-            DeliveryPolicy.from_settings(settings),
-            poll_seconds=poll_seconds,
-            drain=drain,
-            should_stop=should_stop,
-        )
+    previous = {
+        signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
+        for signum in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        with command_sessions() as sessions:
+            report = run_worker(
+                sessions,
+                keys.seed_key,
+                DeliveryPolicy.from_settings(settings),
+                poll_seconds=poll_seconds,
+                drain=drain,
+                should_stop=should_stop,
+            )
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     if as_json:
         typer.echo(json.dumps(vars(report)))
     else:
