@@ -4,13 +4,16 @@ can; and a delivery that never succeeds ends failed, visible, and can be retried
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
 
 from pokna.outbox import EVENT_TYPES
 from pokna.runtime import Runtime
@@ -21,6 +24,7 @@ from support.webhook_worker import drain, fast_webhook_settings, recorded_events
 
 __all__ = ["fast_webhook_settings"]  # the `settings` fixture of this module: retries in milliseconds
 
+ROOT = Path(__file__).resolve().parents[2]
 GAME_EVENTS = [event_type for event_type in EVENT_TYPES if event_type.startswith("game.")]
 
 
@@ -153,6 +157,25 @@ def test_a_delivery_that_never_succeeds_is_failed_visible_and_can_be_retried(
         assert arrived.message_id == delivery["message_id"]
         assert {request.message_id for request in receiver.received} == {delivery["message_id"]}
     assert tenant.get(path).json()["data"][0]["status"] == "delivered"
+
+
+def test_the_documented_receiver_verifies_a_real_message(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    """The few lines of README's "Integrating" and docs/webhooks.md, run on what a receiver got."""
+    tenant = new_tenant(client, sessions)
+    with running_receiver() as receiver:
+        endpoint = subscribe(tenant, receiver.url, ["ledger.deposit.posted"])
+        tenant.wallet(10)
+        drain(runtime)
+        [arrived] = receiver.delivered()
+    for document in (ROOT / "README.md", ROOT / "docs" / "webhooks.md"):
+        [snippet] = re.findall(r"```python\n(.*?)```", document.read_text(), flags=re.DOTALL)
+        namespace: dict[str, Any] = {}
+        exec(snippet, namespace)
+        assert namespace["receive"](arrived.body, arrived.headers, endpoint["secret"]) == arrived.event
+        with pytest.raises(WebhookVerificationError):
+            namespace["receive"](arrived.body + b" ", arrived.headers, endpoint["secret"])
 
 
 def test_a_disabled_endpoint_gets_nothing_until_enabled_and_a_deleted_one_nothing_at_all(
