@@ -1,8 +1,8 @@
 """A real webhook receiver on 127.0.0.1, for the delivery tests: a small threaded `http.server` that
 records every request it gets and answers as a test tells it to (fail the first N in some way, then 200).
 
-Failures it can play: a 5xx status, an answer slower than the sender's timeout, a connection reset, and
-`hold`: keep the first request open until released (a worker can be killed while it waits).
+Failures it can play: a 5xx status, a redirect, an answer slower than the sender's timeout, a connection
+reset, and `hold`: keep the first request open until released (a worker can be killed while it waits).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from standardwebhooks import Webhook
 
-Failure = Literal["status", "slow", "reset", "hold"]
+Failure = Literal["status", "slow", "reset", "hold", "redirect"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Receiver:
     fail_first: int = 0
     failure: Failure = "status"
     slow_seconds: float = 2.0
+    redirect_to: str = ""  # where a `redirect` failure points
     answer_after_seconds: float = 0.0  # a pause before every 2xx: widens any window two senders could share
     received: list[Received] = field(default_factory=list)  # in the order their handling ended
     arrivals: int = 0
@@ -116,6 +117,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             try:
                 if failing and receiver.failure == "status":
                     answered = 503
+                elif failing and receiver.failure == "redirect":
+                    answered = 307
                 elif failing and receiver.failure == "slow":
                     time.sleep(receiver.slow_seconds)
                     answered = None  # the sender gave up before this answer
@@ -133,6 +136,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     return
                 self.send_response(answered)
+                if answered == 307:
+                    self.send_header("location", receiver.redirect_to)
                 self.send_header("content-type", "text/plain")
                 reply = b"a receiver's body, never shown to anyone"
                 self.send_header("content-length", str(len(reply)))

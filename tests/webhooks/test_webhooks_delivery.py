@@ -127,6 +127,21 @@ def test_a_receiver_failing_the_first_attempts_gets_everything_with_the_same_ids
     assert {delivery["attempts"] for message, delivery in by_message.items() if message != first} == {1}
 
 
+def test_a_redirect_is_a_failed_attempt_and_never_followed(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    tenant = new_tenant(client, sessions)
+    with running_receiver(fail_first=1, failure="redirect") as receiver, running_receiver() as elsewhere:
+        receiver.redirect_to = elsewhere.url
+        endpoint = subscribe(tenant, receiver.url, ["ledger.deposit.posted"])
+        tenant.wallet(10)
+        drain(runtime)
+        assert [request.answered for request in receiver.requests()] == [307, 200]
+        assert elsewhere.arrivals == 0
+    [delivery] = tenant.get(f"/v1/webhooks/endpoints/{endpoint['id']}/deliveries").json()["data"]
+    assert (delivery["attempts"], delivery["status"]) == (2, "delivered")
+
+
 def test_a_delivery_that_never_succeeds_is_failed_visible_and_can_be_retried(
     client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:

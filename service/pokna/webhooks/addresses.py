@@ -5,6 +5,9 @@ loopback, private, link-local (which holds the cloud metadata service, 169.254.1
 reserved or unspecified, unless `POKNA_WEBHOOK_ALLOW_PRIVATE_ADDRESSES` says otherwise. The check is made
 when an endpoint is saved and again before every attempt, since what a name resolves to can change. In
 development and tests plain http and local receivers are fine.
+
+What is left: the sender resolves the name again to connect, so a name whose answer changes between the
+check and the connection (DNS rebinding) could still reach a private address for that one attempt.
 """
 
 from __future__ import annotations

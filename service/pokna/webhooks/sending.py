@@ -54,5 +54,5 @@ def send(client: httpx.Client, policy: DeliveryPolicy, claim: Claim) -> AttemptR
             return result(response.status_code, None if ok else AttemptError.HTTP_STATUS)
     except httpx.TimeoutException:
         return result(None, AttemptError.TIMEOUT)
-    except httpx.HTTPError:
-        return result(None, AttemptError.CONNECTION)
+    except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError, ValueError):
+        return result(None, AttemptError.CONNECTION)  # one bad receiver never stops the worker
