@@ -118,6 +118,7 @@ def test_a_receiver_failing_the_first_attempts_gets_everything_with_the_same_ids
             3,
             len(games),
         )
+        print(f"\n{failure}: {len(games)} events, {report}")
         receiver.verify_all(endpoint["secret"])
 
     deliveries = tenant.get(f"/v1/webhooks/endpoints/{endpoint['id']}/deliveries", params={"limit": 100})
