@@ -146,7 +146,9 @@ OWN_TABLES = {
     "dealer": {"game"},
     "tenants": {"tenant"},
     "idempotency": {"idempotency"},
-    "db": {"base", "ledger", "tenant", "game", "idempotency"},
+    "outbox": {"webhook"},  # inserts its events; the webhooks part reads and delivers them
+    "webhooks": {"webhook"},
+    "db": {"base", "ledger", "tenant", "game", "idempotency", "webhook"},
 }
 
 

@@ -193,5 +193,15 @@ def test_the_sweeper_is_its_own_service_after_migrations() -> None:
 
 def test_services_without_http_do_not_inherit_the_image_healthcheck() -> None:
     services = _compose()["services"]
-    for name in ("migrate", "sweeper"):
+    for name in ("migrate", "sweeper", "webhooks"):
         assert services[name]["healthcheck"] == {"disable": True}, name
+
+
+def test_the_webhooks_worker_is_its_own_scalable_service_after_migrations() -> None:
+    services = _compose()["services"]
+    worker = services["webhooks"]
+    assert _compose_argvs()["webhooks"] == [["webhooks", "deliver"]]
+    assert worker["environment"] == services["api"]["environment"]
+    assert worker["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert worker["restart"] == "unless-stopped"
+    assert "ports" not in worker

@@ -49,6 +49,30 @@ class Settings(BaseSettings):
     open_game_ttl_seconds: int = Field(
         default=600, ge=1, description="A game not started within this many seconds is cancelled."
     )
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=60, description="How long one webhook attempt may take, connect to last byte."
+    )
+    webhook_backoff_initial_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="The wait after a webhook's first failed attempt; it doubles after each.",
+    )
+    webhook_backoff_max_seconds: float = Field(
+        default=4 * 3600.0, gt=0, description="The longest wait between two attempts of one webhook."
+    )
+    webhook_attempt_limit: int = Field(
+        default=18, ge=1, le=100, description="Attempts before a delivery is marked failed (18: over a day)."
+    )
+    webhook_allow_private_addresses: bool = Field(
+        default=False,
+        description="Production only: let webhook URLs resolve to loopback, private or link-local addresses.",
+    )
+    webhook_secret_overlap_seconds: int = Field(
+        default=24 * 3600, ge=0, description="After a rotation, how long the previous secret still signs."
+    )
+    webhook_retention_seconds: int = Field(
+        default=7 * 24 * 3600, ge=60, description="`pokna sweep` purges finished webhook events this old."
+    )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
     )
@@ -101,6 +125,13 @@ VALID_VALUES: dict[str, str] = {
     "log_level": f"one of {', '.join(LOG_LEVELS)}, e.g. POKNA_LOG_LEVEL=INFO",
     "max_body_bytes": "an integer of at least 1024, e.g. POKNA_MAX_BODY_BYTES=65536",
     "open_game_ttl_seconds": "an integer of at least 1, e.g. POKNA_OPEN_GAME_TTL_SECONDS=600",
+    "webhook_timeout_seconds": "seconds, more than 0 and at most 60, e.g. POKNA_WEBHOOK_TIMEOUT_SECONDS=10",
+    "webhook_backoff_initial_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_INITIAL_SECONDS=5",
+    "webhook_backoff_max_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_MAX_SECONDS=14400",
+    "webhook_attempt_limit": "an integer from 1 to 100, e.g. POKNA_WEBHOOK_ATTEMPT_LIMIT=18",
+    "webhook_allow_private_addresses": "true or false, e.g. POKNA_WEBHOOK_ALLOW_PRIVATE_ADDRESSES=false",
+    "webhook_secret_overlap_seconds": "seconds, at least 0, e.g. POKNA_WEBHOOK_SECRET_OVERLAP_SECONDS=86400",
+    "webhook_retention_seconds": "seconds, at least 60, e.g. POKNA_WEBHOOK_RETENTION_SECONDS=604800",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }

@@ -1,5 +1,6 @@
 """Housekeeping for `pokna sweep`, across domains: the deadlines of abandoned games (what the next request
-touching a game would do lazily, done in bulk), expired idempotency records, and ledger checkpoints.
+touching a game would do lazily, done in bulk), expired idempotency records, ledger checkpoints, and
+webhook events whose deliveries are all finished, once older than the retention.
 
 It asks each domain through its public functions and runs no query of its own.
 """
@@ -7,6 +8,7 @@ It asks each domain through its public functions and runs no query of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -15,6 +17,9 @@ from pokna.dealer.service import Clock, apply_due_timeouts, due_games
 from pokna.idempotency.service import purge_expired
 from pokna.ledger.checkpoint import checkpoint_moved_heads
 from pokna.service_keys import ServiceKeys
+from pokna.webhooks.service import purge_finished_events
+
+WEBHOOK_RETENTION = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -23,9 +28,16 @@ class SweepReport:
     timeouts: int
     idempotency_records_purged: int
     checkpoints_taken: int
+    webhook_events_purged: int
 
 
-def sweep(sessions: sessionmaker[Session], keys: ServiceKeys, clock: Clock, batch: int = 500) -> SweepReport:
+def sweep(
+    sessions: sessionmaker[Session],
+    keys: ServiceKeys,
+    clock: Clock,
+    batch: int = 500,
+    webhook_retention: timedelta = WEBHOOK_RETENTION,
+) -> SweepReport:
     """Each game in its own transaction, so one stuck game cannot hold back the rest."""
     with unit_of_work(sessions) as session:
         due = due_games(session, clock.now, batch)
@@ -37,9 +49,17 @@ def sweep(sessions: sessionmaker[Session], keys: ServiceKeys, clock: Clock, batc
         purged = purge_expired(session, clock.now)
     with unit_of_work(sessions) as session:
         checkpoints = checkpoint_moved_heads(session, keys.signing_key)
+    webhook_events = 0
+    while True:
+        with unit_of_work(sessions) as session:
+            purged_now = purge_finished_events(session, clock.now, webhook_retention)
+        webhook_events += purged_now
+        if purged_now == 0:
+            break
     return SweepReport(
         games=len(due),
         timeouts=timeouts,
         idempotency_records_purged=purged,
         checkpoints_taken=checkpoints,
+        webhook_events_purged=webhook_events,
     )

@@ -69,7 +69,16 @@ def _private_routes(client: TestClient) -> list[tuple[str, str]]:
     """Every (method, path) the OpenAPI document lists that is not public, with dummy ids in the path."""
     paths: dict[str, dict[str, Any]] = client.get("/openapi.json").json()["paths"]
     return [
-        (method.upper(), path.format(account_id="acct_x", game_id="game_x", table_id="tbl_x"))
+        (
+            method.upper(),
+            path.format(
+                account_id="acct_x",
+                game_id="game_x",
+                table_id="tbl_x",
+                endpoint_id="whep_x",
+                delivery_id="whdl_x",
+            ),
+        )
         for path, operations in paths.items()
         if path not in PUBLIC_PATHS
         for method in operations

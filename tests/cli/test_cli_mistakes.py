@@ -136,6 +136,13 @@ NO_DATABASE = [
     usage("serve", "--port", "70000", says="70000 is not between 1 and 65535"),
     usage("serve", "--workers", "many", says="'many' is not a whole number"),
     usage("sweep", "--all", says="No such option: --all"),
+    usage("webhooks", "deliver", "--poll-seconds", "0", says="'--poll-seconds': Input should be greater"),
+    failure(
+        "webhooks",
+        "deliver",
+        env={"POKNA_WEBHOOK_TIMEOUT_SECONDS": "0"},
+        says=("POKNA_WEBHOOK_TIMEOUT_SECONDS='0'", "e.g. POKNA_WEBHOOK_TIMEOUT_SECONDS=10"),
+    ),
     # Settings: every command that reads them names the variable and a valid value.
     failure(
         "tenants", "list", env={"POKNA_PORT": "eighty"}, says=("POKNA_PORT='eighty'", "e.g. POKNA_PORT=8000")
@@ -210,6 +217,9 @@ NO_DATABASE = [
         "ledger", "reconcile", env={"POKNA_DATABASE_URL": UNREACHABLE_PG}, says=("cannot reach the database",)
     ),
     failure("sweep", env={"POKNA_DATABASE_URL": UNREACHABLE_PG}, says=("cannot reach the database",)),
+    failure(
+        "webhooks", "deliver", env={"POKNA_DATABASE_URL": UNREACHABLE_PG}, says=("cannot reach the database",)
+    ),
     failure("serve", env={"POKNA_DATABASE_URL": UNREACHABLE_PG}, says=("cannot reach the database",)),
     failure(
         "tenants",
@@ -277,6 +287,7 @@ NOT_MIGRATED = [
     failure("ledger", "reconcile", says=SCHEMA_HINT),
     failure("ledger", "checkpoint", "--tenant", "ten_x", says=SCHEMA_HINT),
     failure("sweep", says=SCHEMA_HINT),
+    failure("webhooks", "deliver", "--drain", says=SCHEMA_HINT),
     failure("db", "downgrade", "-1", says=("pokna db current",)),
 ]
 

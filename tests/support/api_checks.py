@@ -21,6 +21,9 @@ from pokna.db.models import (
     LedgerCheckpoint,
     LedgerHead,
     Tenant,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
 )
 
 PROBLEM_JSON = "application/problem+json"
@@ -38,6 +41,9 @@ _COUNTED = (
     LedgerCheckpoint,
     LedgerHead,
     Tenant,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
 )
 
 

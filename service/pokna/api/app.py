@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from pokna import __version__
-from pokna.api import accounts, audit, fairness, games, health, metrics
+from pokna.api import accounts, audit, fairness, games, health, metrics, webhook_events, webhooks
 from pokna.api.middleware import BodySizeLimit, RequestContext
 from pokna.api.problems import install_problem_handlers, problem_examples, problem_responses
 from pokna.runtime import Runtime
@@ -41,6 +41,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(fairness.router)
     app.include_router(audit.router)
     app.include_router(metrics.router)
+    app.include_router(webhooks.router)
+    app.webhooks.include_router(webhook_events.events)
     # Outermost last: the request id must exist before the body limit can refuse anything.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContext)
@@ -57,6 +59,7 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
         version=app.version,
         description=app.description,
         routes=app.routes,
+        webhooks=app.webhooks.routes,
         servers=[{"url": "http://127.0.0.1:8000", "description": "`pokna serve` on the embedded default"}],
     )
     for path_item in document.get("paths", {}).values():

@@ -29,13 +29,14 @@ COMMANDS: dict[str, LazyCommand] = {
     "serve": LazyCommand("pokna.cli.serve", "Run the Pokna API."),
     "sweep": LazyCommand(
         "pokna.cli.sweep",
-        "Time out every passed turn, cancel games never started, purge old idempotency keys, sign moved "
-        "ledger heads.",
+        "Time out every passed turn, cancel games never started, purge old idempotency keys and delivered "
+        "webhook events, sign moved ledger heads.",
     ),
     "db": LazyCommand("pokna.cli.db", "Database schema: upgrade, downgrade, current."),
     "ledger": LazyCommand("pokna.cli.ledger", "The double-entry ledger: export, reconcile, checkpoint."),
     "audit": LazyCommand("pokna.cli.ledger", "Offline audits: ledger exports and audit bundles."),
     "tenants": LazyCommand("pokna.cli.tenants", "Tenants (integrating apps) and their API keys."),
+    "webhooks": LazyCommand("pokna.cli.webhooks", "Webhooks: the worker that delivers them."),
     "secrets": LazyCommand(
         "pokna.cli.secrets",
         "Production secrets: generate them, and publish a retiring key.",

@@ -19,16 +19,22 @@ from pokna.sweep import sweep as sweep_all
 
 @app.command()
 def sweep(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
-    """Time out every passed turn, cancel games never started, purge old idempotency keys, sign moved ledger heads."""
+    """Time out every passed turn, cancel games never started, purge old idempotency keys and delivered webhook events, sign moved ledger heads."""
     settings = get_settings()
     clock = Clock(now=utc_now(), open_game_ttl=timedelta(seconds=settings.open_game_ttl_seconds))
     with command_sessions() as sessions:
-        report = sweep_all(sessions, load_service_keys(settings), clock)
+        report = sweep_all(
+            sessions,
+            load_service_keys(settings),
+            clock,
+            webhook_retention=timedelta(seconds=settings.webhook_retention_seconds),
+        )
     if as_json:
         typer.echo(json.dumps(vars(report)))
     else:
         typer.echo(
             f"{report.games} game(s) past a deadline, {report.timeouts} timeout(s) applied, "
             f"{report.idempotency_records_purged} expired idempotency record(s) purged, "
-            f"{report.checkpoints_taken} ledger checkpoint(s) signed"
+            f"{report.checkpoints_taken} ledger checkpoint(s) signed, "
+            f"{report.webhook_events_purged} delivered webhook event(s) purged"
         )

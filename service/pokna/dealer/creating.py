@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from pokna import ledger
 from pokna.db.types import new_id
+from pokna.dealer.announcements import announce_created
 from pokna.dealer.deadlines import Clock
 from pokna.dealer.links import new_public_token
 from pokna.dealer.proof_signing import signed_terms
@@ -106,6 +107,7 @@ def create_game(
     seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
     events = number_events(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
     game_store(session).insert_game(session, game, seats, events)
+    announce_created(session, game, seats)
     return game_out(game, seats)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from pokna import ledger, metrics
+from pokna.dealer.announcements import announce_step
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.proof_signing import sign_proof
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
@@ -131,6 +132,7 @@ def apply_step(
     store.save_step(
         session, game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded
     )
+    announce_step(session, game, seats, state, result.state, action, moment)
     return result
 
 

@@ -24,10 +24,11 @@ from pokna.crypto.canonical_json import canonicalize
 from pokna.db.stores import store_of
 from pokna.ledger import repository
 from pokna.ledger.accounts import follow_balances, funding_account, get_account
+from pokna.ledger.announcements import announce_funding
 from pokna.ledger.drafts import Draft, check_batch_key, draft_of
 from pokna.ledger.errors import InvalidPostings, TransactionNotFound
 from pokna.ledger.model import AccountTransfer, PostedTransaction, Posting, TransactionKind, check_amount
-from pokna.ledger.store import LedgerStore
+from pokna.ledger.store import LedgerStore, Posted
 
 
 def post_transaction(
@@ -144,16 +145,13 @@ def _funding_transfer(
         raise InvalidPostings(f"a {kind} moves a positive amount")
     wallet = get_account(session, account_id, tenant_id=tenant_id)
     funding = funding_account(session, tenant_id, wallet.currency)
-    return post_transaction(
-        session,
-        tenant_id=tenant_id,
-        kind=kind,
-        postings=[Posting(wallet.id, signed_amount), Posting(funding.id, -signed_amount)],
-        reference=reference,
-        metadata=metadata,
-        idempotency_key=idempotency_key,
-        request_hash=request_hash,
-    )
+    postings = [Posting(wallet.id, signed_amount), Posting(funding.id, -signed_amount)]
+    draft = draft_of(kind, postings, reference, metadata, idempotency_key, request_hash)
+    posted = _post_drafts(session, tenant_id, [draft])
+    transaction = posted.transactions[0]
+    if posted.balances:  # a retry answers the original, posts nothing and announces nothing
+        announce_funding(session, transaction, wallet.id, wallet.currency, posted.balances[wallet.id])
+    return transaction
 
 
 def reverse_transaction(
@@ -192,9 +190,18 @@ def _post(
     drafts: list[Draft],
     expected_balances: Mapping[str, int] | None = None,
 ) -> list[PostedTransaction]:
+    return _post_drafts(session, tenant_id, drafts, expected_balances).transactions
+
+
+def _post_drafts(
+    session: Session,
+    tenant_id: str,
+    drafts: list[Draft],
+    expected_balances: Mapping[str, int] | None = None,
+) -> Posted:
     """The one write path of every posting function, on both backends (so the one place it is counted)."""
     started = time.perf_counter()
     posted = store_of(session, LedgerStore).post(session, tenant_id, drafts, expected_balances or {})
     metrics.ledger_posted(len(posted.transactions), time.perf_counter() - started)
     follow_balances(session, posted.balances)
-    return posted.transactions
+    return posted

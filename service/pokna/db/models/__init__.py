@@ -4,6 +4,7 @@ from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
 from pokna.db.models.tenant import ApiKey, Tenant
+from pokna.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 __all__ = [
     "Account",
@@ -19,4 +20,7 @@ __all__ = [
     "LedgerCheckpoint",
     "LedgerHead",
     "Tenant",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]

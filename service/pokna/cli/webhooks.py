@@ -1,0 +1,71 @@
+"""`pokna webhooks deliver`: the worker that fans the outbox out to endpoints and sends what is due.
+
+Run as many copies as you like (one per container): they share the work without ever sending one
+delivery twice at once. SIGTERM and SIGINT finish the attempt in flight, then stop.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from typing import Annotated
+
+import typer
+
+from pokna.cli.app import app
+from pokna.cli.command_session import command_sessions
+from pokna.service_keys import load_service_keys
+from pokna.settings import get_settings
+from pokna.webhooks.service import DeliveryPolicy, run_worker
+
+webhooks_app = typer.Typer(help="Webhooks: the worker that delivers them.", no_args_is_help=True)
+app.add_typer(webhooks_app, name="webhooks")
+
+
+@webhooks_app.command("deliver")
+def deliver(
+    drain: Annotated[
+        bool, typer.Option("--drain", help="Stop once nothing is left to send (failed deliveries aside).")
+    ] = False,
+    max_seconds: Annotated[
+        float | None, typer.Option("--max-seconds", min=0, help="Stop after this long, at the latest.")
+    ] = None,
+    poll_seconds: Annotated[
+        float, typer.Option("--poll-seconds", min=0.01, help="How long to wait when nothing is due.")
+    ] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Deliver webhooks until stopped (or, with --drain, until the outbox is empty)."""
+    settings = get_settings()
+    keys = load_service_keys(settings)
+    stopping: list[int] = []
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+
+    def should_stop() -> bool:
+        return bool(stopping) or (deadline is not None and time.monotonic() >= deadline)
+
+    previous = {
+        signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
+        for signum in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        with command_sessions() as sessions:
+            report = run_worker(
+                sessions,
+                keys.seed_key,
+                DeliveryPolicy.from_settings(settings),
+                poll_seconds=poll_seconds,
+                drain=drain,
+                should_stop=should_stop,
+            )
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if as_json:
+        typer.echo(json.dumps(vars(report)))
+    else:
+        typer.echo(
+            f"{report.events_dispatched} event(s) fanned out, {report.attempts} attempt(s): "
+            f"{report.delivered} delivered, {report.retries_scheduled} to retry, {report.failed} failed"
+        )

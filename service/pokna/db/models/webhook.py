@@ -1,0 +1,102 @@
+"""Webhooks' tables: the outbox of events, the tenants' endpoints and each event's delivery to each endpoint.
+
+An event row is written in the same transaction as the change it describes (pokna.outbox.record), so it
+exists exactly when the change does. The worker fans each event out into one delivery per endpoint that
+wants it (pokna.webhooks.dispatch) and sends them (pokna.webhooks.sending). The schema is
+migrations/versions/0007_webhooks.py.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from pokna.db.base import Base
+from pokna.db.types import UTCDateTime
+
+# An autoincrementing 64-bit key: SQLite autoincrements only a column declared INTEGER.
+SEQ = BigInteger().with_variant(Integer(), "sqlite")
+DELIVERY_STATUSES = ("pending", "sending", "delivered", "failed")
+
+
+class WebhookEvent(Base):
+    """One event of the outbox. `seq` orders events in commit order within a game (its writers hold the
+    game's lock) and within an account (the ledger's lock); `body` is the exact JSON every attempt sends."""
+
+    __tablename__ = "webhook_event"
+
+    seq: Mapped[int] = mapped_column(SEQ, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(40), unique=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    type: Mapped[str] = mapped_column(String(40))
+    # What the order of delivery is kept per: a game's id, or an account's for the ledger's events.
+    ordering_key: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    dispatched_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True, index=True)
+
+
+class WebhookEndpoint(Base):
+    """Where a tenant wants its events sent, and the secret that signs them (sealed at rest). After a
+    rotation the previous secret signs too, until `previous_secret_expires_at`."""
+
+    __tablename__ = "webhook_endpoint"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    description: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    event_types: Mapped[list[str]] = mapped_column(JSON)
+    enabled: Mapped[bool] = mapped_column(Boolean)
+    sealed_secret: Mapped[str] = mapped_column(String(200))
+    sealed_previous_secret: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class WebhookDelivery(Base):
+    """One event to one endpoint: its status, its attempts so far and when the next one is due.
+
+    `sending` is a claim: one worker holds it until `locked_until` (longer than any attempt can take), and
+    only the holder of `claim_token` may record the attempt's result. Nothing of a receiver's answer is kept
+    but its status code and how long it took."""
+
+    __tablename__ = "webhook_delivery"
+    __table_args__ = (
+        UniqueConstraint("event_seq", "endpoint_id"),
+        CheckConstraint("status IN ('pending', 'sending', 'delivered', 'failed')", name="status_known"),
+        Index("ix_webhook_delivery_due", "status", "next_attempt_at"),
+        Index("ix_webhook_delivery_endpoint_order", "endpoint_id", "ordering_key", "event_seq"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    event_seq: Mapped[int] = mapped_column(ForeignKey("webhook_event.seq", ondelete="CASCADE"))
+    endpoint_id: Mapped[str] = mapped_column(ForeignKey("webhook_endpoint.id", ondelete="CASCADE"))
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    ordering_key: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    attempt_limit: Mapped[int] = mapped_column(Integer)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    claim_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())

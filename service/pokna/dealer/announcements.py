@@ -1,0 +1,120 @@
+"""What the dealer tells the tenant's webhooks: the one place each game event is recorded in the outbox.
+
+Called under the game's lock, in the transaction of the change (creation, or one rules step), so an event
+exists exactly when its change does and a game's events are recorded in the order they happened. What
+a client would see is built by `game_out`, the game's documented answer, so the turn an event announces
+is the turn the API shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from pokna import outbox
+from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.view import game_out
+from pokna.game import Action, GameState, Phase, Timeout, turn
+from pokna.outbox.events import (
+    GameCancelled,
+    GameCreated,
+    GameCreatedData,
+    GameEndedData,
+    GameSettled,
+    GameStarted,
+    GameStartedData,
+    GameTurn,
+    GameTurnData,
+    GameTurnTimedOut,
+    GameTurnTimedOutData,
+    PayoutData,
+)
+
+
+def announce_created(session: Session, game: GameRecord, seats: Sequence[SeatRecord]) -> None:
+    assert game.turn_deadline_at is not None  # an open game waits for its start until then
+    data = GameCreatedData(
+        game_id=game.id,
+        table_id=game.table_id,
+        currency=game.currency,
+        stake=game.stake,
+        challenge_raise=game.challenge_raise,
+        turn_timeout_seconds=game.turn_timeout_seconds,
+        account_ids=[seat.account_id for seat in seats],
+        start_deadline_at=game.turn_deadline_at,
+    )
+    outbox.record(session, game.tenant_id, game.id, GameCreated(timestamp=game.created_at, data=data))
+    _announce_turn(session, game, seats, game.created_at)
+
+
+def announce_step(
+    session: Session,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    before: GameState,
+    after: GameState,
+    action: Action,
+    moment: datetime,
+) -> None:
+    """The events of one rules step, in the order a watcher would tell them: a timeout, the start, then
+    either the ending or the next turn."""
+    if isinstance(action, Timeout):
+        waited = turn(before)
+        data = GameTurnTimedOutData(
+            game_id=game.id,
+            version=game.version,
+            seats=list(waited.seats),
+            account_ids=[seats[seat].account_id for seat in waited.seats],
+            applied_action=waited.default_action or "cancel",
+            deadline_at=moment,
+        )
+        outbox.record(session, game.tenant_id, game.id, GameTurnTimedOut(timestamp=moment, data=data))
+    if before.phase is Phase.OPEN and after.phase is not Phase.OPEN and not after.is_over:
+        started = GameStartedData(game_id=game.id, version=game.version, pot=after.pot, started_at=moment)
+        outbox.record(session, game.tenant_id, game.id, GameStarted(timestamp=moment, data=started))
+    if after.is_over:
+        _announce_end(session, game, seats, moment)
+    else:
+        _announce_turn(session, game, seats, moment)
+
+
+def _announce_turn(session: Session, game: GameRecord, seats: Sequence[SeatRecord], moment: datetime) -> None:
+    shown = game_out(game, seats)
+    assert shown.turn is not None
+    data = GameTurnData(
+        game_id=game.id,
+        version=game.version,
+        phase=shown.phase,
+        seats=shown.turn.seats,
+        account_ids=shown.turn.account_ids,
+        allowed_actions=shown.turn.allowed_actions,
+        default_action=shown.turn.default_action,
+        deadline_at=shown.turn.deadline_at,
+    )
+    outbox.record(session, game.tenant_id, game.id, GameTurn(timestamp=moment, data=data))
+
+
+def _announce_end(session: Session, game: GameRecord, seats: Sequence[SeatRecord], moment: datetime) -> None:
+    shown = game_out(game, seats)
+    assert shown.outcome is not None
+    assert game.ended_at is not None
+    data = GameEndedData(
+        game_id=game.id,
+        version=game.version,
+        reason=shown.outcome.reason,
+        payouts=[
+            PayoutData(seat=payout.seat, account_id=payout.account_id, amount=payout.amount)
+            for payout in shown.outcome.payouts
+        ],
+        public_url=shown.fairness.public_url,
+        verify_url=shown.fairness.verify_url,
+        ended_at=game.ended_at,
+    )
+    ended: GameSettled | GameCancelled = (
+        GameSettled(timestamp=moment, data=data)
+        if game.status == "settled"
+        else GameCancelled(timestamp=moment, data=data)
+    )
+    outbox.record(session, game.tenant_id, game.id, ended)

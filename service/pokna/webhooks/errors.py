@@ -1,0 +1,25 @@
+"""The webhooks' refusals, each with a stable code (one handler makes them problem+json)."""
+
+from __future__ import annotations
+
+from pokna.errors import Conflict, InvalidRequest, NotFound
+
+
+class EndpointNotFound(NotFound):
+    code = "webhook_endpoint_not_found"
+    title = "No such webhook endpoint"
+
+
+class DeliveryNotFound(NotFound):
+    code = "webhook_delivery_not_found"
+    title = "No such webhook delivery"
+
+
+class DeliveryInFlight(Conflict):
+    code = "webhook_delivery_in_flight"
+    title = "An attempt of this delivery is in flight"
+
+
+class UnsafeWebhookUrl(InvalidRequest):
+    code = "unsafe_webhook_url"
+    title = "This URL may not receive webhooks"

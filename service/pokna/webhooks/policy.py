@@ -1,0 +1,46 @@
+"""How webhooks are delivered, from the settings: the one object the service and the worker take."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from pokna.settings import Environment, Settings
+from pokna.webhooks.addresses import UrlPolicy
+
+MAX_RESPONSE_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    urls: UrlPolicy
+    timeout_seconds: float
+    backoff_initial_seconds: float
+    backoff_max_seconds: float
+    attempt_limit: int
+    secret_overlap: timedelta
+    retention: timedelta
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DeliveryPolicy:
+        production = settings.env is Environment.PRODUCTION
+        return cls(
+            urls=UrlPolicy(
+                https_only=production,
+                public_addresses_only=production and not settings.webhook_allow_private_addresses,
+            ),
+            timeout_seconds=settings.webhook_timeout_seconds,
+            backoff_initial_seconds=settings.webhook_backoff_initial_seconds,
+            backoff_max_seconds=settings.webhook_backoff_max_seconds,
+            attempt_limit=settings.webhook_attempt_limit,
+            secret_overlap=timedelta(seconds=settings.webhook_secret_overlap_seconds),
+            retention=timedelta(seconds=settings.webhook_retention_seconds),
+        )
+
+    @property
+    def lease(self) -> timedelta:
+        """How long a claimed delivery is its worker's: longer than any attempt can take (connect, send,
+        the answer's head, and its capped body are each bounded by the timeout), so a second attempt can
+        start only once the first is certainly over."""
+        return timedelta(seconds=4 * self.timeout_seconds + 1)

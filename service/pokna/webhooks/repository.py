@@ -1,0 +1,159 @@
+"""Every query of the webhooks' tables. The same SQL on both backends: `FOR UPDATE SKIP LOCKED` is how
+PostgreSQL lets any number of workers share the work; SQLite renders no locking clause and needs none,
+since its `BEGIN IMMEDIATE` already lets one writer at a time in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import and_, delete, exists, func, or_, select
+from sqlalchemy.orm import Session, aliased
+
+from pokna.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookEvent
+
+OPEN_STATUSES = ("pending", "sending")
+PURGE_BATCH = 5000  # per call; the sweep calls until nothing is left
+
+
+def get_endpoint(session: Session, tenant_id: str, endpoint_id: str) -> WebhookEndpoint | None:
+    endpoint = session.get(WebhookEndpoint, endpoint_id)
+    return endpoint if endpoint is not None and endpoint.tenant_id == tenant_id else None
+
+
+def endpoints_page(
+    session: Session, tenant_id: str, limit: int, starting_after: str | None
+) -> Sequence[WebhookEndpoint]:
+    query = select(WebhookEndpoint).where(WebhookEndpoint.tenant_id == tenant_id)
+    if starting_after is not None:
+        query = query.where(WebhookEndpoint.id > starting_after)
+    return session.scalars(query.order_by(WebhookEndpoint.id).limit(limit + 1)).all()
+
+
+def deliveries_page(
+    session: Session, endpoint_id: str, status: str | None, limit: int, before_seq: int | None
+) -> Sequence[tuple[WebhookDelivery, WebhookEvent]]:
+    """Newest first; the cursor is the event's place in the outbox."""
+    query = (
+        select(WebhookDelivery, WebhookEvent)
+        .join(WebhookEvent, WebhookEvent.seq == WebhookDelivery.event_seq)
+        .where(WebhookDelivery.endpoint_id == endpoint_id)
+    )
+    if status is not None:
+        query = query.where(WebhookDelivery.status == status)
+    if before_seq is not None:
+        query = query.where(WebhookDelivery.event_seq < before_seq)
+    rows = session.execute(query.order_by(WebhookDelivery.event_seq.desc()).limit(limit + 1)).all()
+    return [(delivery, event) for delivery, event in rows]
+
+
+def get_delivery(
+    session: Session, endpoint_id: str, delivery_id: str
+) -> tuple[WebhookDelivery, WebhookEvent] | None:
+    row = session.execute(
+        select(WebhookDelivery, WebhookEvent)
+        .join(WebhookEvent, WebhookEvent.seq == WebhookDelivery.event_seq)
+        .where(WebhookDelivery.id == delivery_id, WebhookDelivery.endpoint_id == endpoint_id)
+        .with_for_update(of=WebhookDelivery)
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+# --- the worker ------------------------------------------------------------------------------------------
+
+
+def undispatched_events(session: Session, limit: int) -> Sequence[WebhookEvent]:
+    """The oldest events not yet fanned out, locked; rows another worker is fanning out are skipped."""
+    query = (
+        select(WebhookEvent)
+        .where(WebhookEvent.dispatched_at.is_(None))
+        .order_by(WebhookEvent.seq)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return session.scalars(query).all()
+
+
+def enabled_endpoints(session: Session, tenant_ids: set[str]) -> Sequence[WebhookEndpoint]:
+    query = select(WebhookEndpoint).where(
+        WebhookEndpoint.tenant_id.in_(sorted(tenant_ids)), WebhookEndpoint.enabled.is_(True)
+    )
+    return session.scalars(query.order_by(WebhookEndpoint.id)).all()
+
+
+def next_due_delivery(
+    session: Session, now: datetime
+) -> tuple[WebhookDelivery, WebhookEvent, WebhookEndpoint] | None:
+    """The oldest delivery that may be attempted now, locked (another worker's are skipped).
+
+    Due: pending and its time has come, or `sending` whose worker's lease ran out (it died mid-attempt).
+    In order: no earlier delivery of the same game (or account) to the same endpoint is still open, and
+    no earlier event of it is still waiting to be fanned out."""
+    earlier = aliased(WebhookDelivery)
+    earlier_event = aliased(WebhookEvent)
+    query = (
+        select(WebhookDelivery, WebhookEvent, WebhookEndpoint)
+        .join(WebhookEvent, WebhookEvent.seq == WebhookDelivery.event_seq)
+        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+        .where(
+            WebhookEndpoint.enabled.is_(True),
+            or_(
+                and_(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now),
+                and_(WebhookDelivery.status == "sending", WebhookDelivery.locked_until <= now),
+            ),
+            ~exists().where(
+                earlier.endpoint_id == WebhookDelivery.endpoint_id,
+                earlier.ordering_key == WebhookDelivery.ordering_key,
+                earlier.event_seq < WebhookDelivery.event_seq,
+                earlier.status.in_(OPEN_STATUSES),
+            ),
+            ~exists().where(
+                earlier_event.tenant_id == WebhookDelivery.tenant_id,
+                earlier_event.ordering_key == WebhookDelivery.ordering_key,
+                earlier_event.seq < WebhookDelivery.event_seq,
+                earlier_event.dispatched_at.is_(None),
+            ),
+        )
+        .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.event_seq)
+        .limit(1)
+        .with_for_update(of=WebhookDelivery, skip_locked=True)
+    )
+    row = session.execute(query).first()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+def claimed_delivery(session: Session, delivery_id: str) -> WebhookDelivery | None:
+    return session.get(WebhookDelivery, delivery_id, with_for_update=True)
+
+
+def outstanding(session: Session) -> int:
+    """Events not fanned out yet plus deliveries still open: zero when the outbox has nothing left to do."""
+    events = session.scalar(
+        select(func.count()).select_from(WebhookEvent).where(WebhookEvent.dispatched_at.is_(None))
+    )
+    deliveries = session.scalar(
+        select(func.count())
+        .select_from(WebhookDelivery)
+        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+        .where(WebhookDelivery.status.in_(OPEN_STATUSES), WebhookEndpoint.enabled.is_(True))
+    )
+    return int(events or 0) + int(deliveries or 0)
+
+
+def purge_finished(session: Session, older_than: datetime) -> int:
+    """Delete events fanned out before `older_than` none of whose deliveries is still open (their
+    deliveries go with them)."""
+    still_open = exists().where(
+        WebhookDelivery.event_seq == WebhookEvent.seq, WebhookDelivery.status.in_(OPEN_STATUSES)
+    )
+    seqs = session.scalars(
+        select(WebhookEvent.seq)
+        .where(WebhookEvent.dispatched_at.is_not(None), WebhookEvent.dispatched_at < older_than, ~still_open)
+        .order_by(WebhookEvent.seq)
+        .limit(PURGE_BATCH)
+    ).all()
+    if not seqs:
+        return 0
+    session.execute(delete(WebhookDelivery).where(WebhookDelivery.event_seq.in_(seqs)))
+    session.execute(delete(WebhookEvent).where(WebhookEvent.seq.in_(seqs)))
+    return len(seqs)

@@ -1,0 +1,50 @@
+"""The webhooks' one way in, for the HTTP layer, the CLI, the sweep and the tests.
+
+Endpoints (endpoints.py), their deliveries (deliveries.py), the worker that fans the outbox out and sends
+(worker.py: dispatch.py, attempts.py, sending.py), and the purge of finished events. Events themselves
+are recorded by the domains, through pokna.outbox.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from pokna.webhooks import repository
+from pokna.webhooks.deliveries import list_deliveries, retry_delivery
+from pokna.webhooks.endpoints import (
+    EndpointChange,
+    NewEndpoint,
+    create_endpoint,
+    delete_endpoint,
+    get_endpoint,
+    list_endpoints,
+    rotate_secret,
+    update_endpoint,
+)
+from pokna.webhooks.policy import DeliveryPolicy
+from pokna.webhooks.worker import WorkerReport, run_worker
+
+__all__ = [
+    "DeliveryPolicy",
+    "EndpointChange",
+    "NewEndpoint",
+    "WorkerReport",
+    "create_endpoint",
+    "delete_endpoint",
+    "get_endpoint",
+    "list_deliveries",
+    "list_endpoints",
+    "purge_finished_events",
+    "retry_delivery",
+    "rotate_secret",
+    "run_worker",
+    "update_endpoint",
+]
+
+
+def purge_finished_events(session: Session, now: datetime, retention: timedelta) -> int:
+    """Events fanned out longer ago than `retention` whose deliveries are all delivered or failed, with
+    those deliveries: what `pokna sweep` clears. How many events went."""
+    return repository.purge_finished(session, now - retention)

@@ -1,0 +1,55 @@
+"""Running the webhooks worker in a test, and reading the outbox it works from."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.db.models.webhook import WebhookEvent
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+from pokna.webhooks.service import DeliveryPolicy, WorkerReport, run_worker
+
+# Settings for webhook tests: a backoff in milliseconds and a short timeout, so retries happen at once.
+FAST: dict[str, Any] = {
+    "webhook_timeout_seconds": 0.5,
+    "webhook_backoff_initial_seconds": 0.001,
+    "webhook_backoff_max_seconds": 0.01,
+    "webhook_attempt_limit": 6,
+}
+
+
+@pytest.fixture(name="settings")
+def fast_webhook_settings(tmp_path: Path, database_url: str) -> Settings:
+    """Replaces the suite's `settings` (so `runtime` and `client` use it) in a module that imports it."""
+    return Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=database_url, **FAST)
+
+
+def drain(runtime: Runtime, seconds: float = 60.0) -> WorkerReport:
+    """Run the worker in this process until the outbox has nothing left to send (bounded in time)."""
+    deadline = time.monotonic() + seconds
+    return run_worker(
+        runtime.sessions,
+        runtime.keys.seed_key,
+        DeliveryPolicy.from_settings(runtime.settings),
+        poll_seconds=0.005,
+        drain=True,
+        should_stop=lambda: time.monotonic() > deadline,
+    )
+
+
+def recorded_events(sessions: sessionmaker[Session], tenant_id: str | None = None) -> list[dict[str, Any]]:
+    """The outbox as written, in order: id, type and ordering key of each event."""
+    with sessions() as session:
+        query = select(WebhookEvent).order_by(WebhookEvent.seq)
+        if tenant_id is not None:
+            query = query.where(WebhookEvent.tenant_id == tenant_id)
+        return [
+            {"id": row.id, "type": row.type, "key": row.ordering_key, "tenant_id": row.tenant_id}
+            for row in session.scalars(query)
+        ]

@@ -1,0 +1,191 @@
+"""Managing webhook endpoints over REST, on both backends: the secret shown once, tenants kept apart, bad
+input answered as problem+json naming the field, and the production URL rules (https, public addresses)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.api.app import create_app
+from pokna.crypto.signing import generate_signing_key, private_key_to_pem
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+from support.api_checks import assert_names_field, assert_problem, database_state
+from support.tenant_api import TenantApi, new_tenant
+
+ENDPOINTS = "/v1/webhooks/endpoints"
+
+
+def create(tenant: TenantApi, headers: dict[str, str] | None = None, **body: Any) -> Any:
+    body = {"url": "http://127.0.0.1:9/hooks", "event_types": ["game.turn"], **body}
+    return tenant.post(ENDPOINTS, body, headers=headers or {})
+
+
+def test_an_endpoint_is_made_listed_changed_rotated_and_deleted(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    tenant = new_tenant(client, sessions)
+    made = create(tenant, event_types=["game.turn", "game.settled", "game.turn"], description="lobby")
+    assert made.status_code == 201, made.text
+    endpoint = made.json()
+    assert endpoint["secret"].startswith("whsec_")
+    assert (endpoint["event_types"], endpoint["enabled"]) == (["game.settled", "game.turn"], True)
+    path = f"{ENDPOINTS}/{endpoint['id']}"
+
+    shown = tenant.get(path).json()
+    assert "secret" not in shown
+    assert shown == {key: value for key, value in endpoint.items() if key != "secret"}
+    second = create(tenant).json()
+    first_page = tenant.get(ENDPOINTS, params={"limit": 1}).json()
+    rest = tenant.get(ENDPOINTS, params={"limit": 1, "starting_after": first_page["next_cursor"]}).json()
+    assert {first_page["data"][0]["id"], rest["data"][0]["id"]} == {endpoint["id"], second["id"]}
+    assert (first_page["has_more"], rest["has_more"]) == (True, False)
+    assert all("secret" not in item for item in first_page["data"] + rest["data"])
+
+    changed = client.patch(
+        path, json={"url": "http://127.0.0.1:9/other", "enabled": False}, headers=tenant.headers
+    ).json()
+    assert (changed["url"], changed["enabled"], changed["description"]) == (
+        "http://127.0.0.1:9/other",
+        False,
+        "lobby",
+    )
+
+    rotated = tenant.post(f"{path}/rotate-secret")
+    assert rotated.status_code == 200
+    assert rotated.json()["secret"] not in {endpoint["secret"], None}
+    assert rotated.json()["previous_secret_expires_at"] is not None
+
+    assert client.delete(path, headers=tenant.headers).json() == {
+        "id": endpoint["id"],
+        "object": "webhook_endpoint",
+        "deleted": True,
+    }
+    assert_problem(tenant.get(path), 404, "webhook_endpoint_not_found")
+
+
+def test_a_create_retried_with_its_key_answers_the_same_endpoint_and_secret(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    tenant = new_tenant(client, sessions)
+    headers = {"Idempotency-Key": "hook-1"}
+    first = create(tenant, headers=headers)
+    again = create(tenant, headers=headers)
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again.json() == first.json()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert len(tenant.get(ENDPOINTS).json()["data"]) == 1
+
+
+def test_tenants_never_see_or_touch_each_others_endpoints(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    owner, other = new_tenant(client, sessions, "Owner"), new_tenant(client, sessions, "Other")
+    endpoint = create(owner).json()
+    path = f"{ENDPOINTS}/{endpoint['id']}"
+    before = database_state(sessions)
+    assert_problem(other.get(path), 404, "webhook_endpoint_not_found")
+    assert_problem(client.patch(path, json={"enabled": False}, headers=other.headers), 404)
+    assert_problem(client.delete(path, headers=other.headers), 404)
+    assert_problem(other.post(f"{path}/rotate-secret"), 404)
+    assert_problem(other.get(f"{path}/deliveries"), 404)
+    assert_problem(other.post(f"{path}/deliveries/whdl_x/retry"), 404, "webhook_endpoint_not_found")
+    assert other.get(ENDPOINTS).json()["data"] == []
+    assert database_state(sessions)["counts"] == before["counts"]
+    assert owner.get(path).json()["enabled"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"url": "ftp://example.org/hooks", "event_types": ["game.turn"]}, "body.url"),
+        ({"url": "http://127.0.0.1:9/h", "event_types": []}, "body.event_types"),
+        ({"url": "http://127.0.0.1:9/h", "event_types": ["game.lost"]}, "body.event_types.0"),
+        ({"url": "http://127.0.0.1:9/h", "event_types": ["game.turn"], "secret": "mine"}, "body.secret"),
+        ({"url": "http://user:pw@127.0.0.1:9/h", "event_types": ["game.turn"]}, "body.url"),
+        ({"url": "http://127.0.0.1:99999/h", "event_types": ["game.turn"]}, "body.url"),
+        ({"url": "http://127.0.0.1/h\x00", "event_types": ["game.turn"]}, "body.url"),
+    ],
+)
+def test_bad_input_is_a_problem_naming_the_field(
+    client: TestClient, sessions: sessionmaker[Session], body: dict[str, Any], field: str
+) -> None:
+    tenant = new_tenant(client, sessions)
+    before = database_state(sessions)
+    assert_names_field(assert_problem(tenant.post(ENDPOINTS, body), 422), field)
+    assert database_state(sessions)["counts"] == before["counts"]
+
+
+def test_bad_changes_and_lookups_are_problems_naming_the_field(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    tenant = new_tenant(client, sessions)
+    path = f"{ENDPOINTS}/{create(tenant).json()['id']}"
+    assert_names_field(assert_problem(client.patch(path, json={}, headers=tenant.headers), 422), "body")
+    assert_names_field(
+        assert_problem(client.patch(path, json={"enabled": "off"}, headers=tenant.headers), 422),
+        "body.enabled",
+    )
+    deliveries = f"{path}/deliveries"
+    assert_names_field(
+        assert_problem(tenant.get(deliveries, params={"starting_after": "abc"}), 422), "query.starting_after"
+    )
+    assert_names_field(assert_problem(tenant.get(deliveries, params={"status": "lost"}), 422), "query.status")
+    assert_problem(tenant.post(f"{deliveries}/whdl_unknown/retry"), 404, "webhook_delivery_not_found")
+    assert tenant.get(deliveries).json() == {"data": [], "has_more": False, "next_cursor": None}
+
+
+@pytest.fixture
+def production(tmp_path: Path, database_url: str, engine: Engine) -> Iterator[TestClient]:
+    settings = Settings(
+        env=Environment.PRODUCTION,
+        data_dir=tmp_path / "production",
+        database_url=database_url,
+        signing_key=private_key_to_pem(generate_signing_key()).decode(),
+        seed_encryption_key="ab" * 32,
+    )
+    runtime = Runtime.from_settings(settings, engine=engine)
+    with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://hooks.example.org/pokna",  # not https
+        "https://127.0.0.1/hooks",  # loopback
+        "https://localhost:8443/hooks",  # a name that resolves to loopback
+        "https://10.1.2.3/hooks",  # private
+        "https://169.254.169.254/latest/meta-data",  # link-local: the cloud metadata service
+        "https://[::1]/hooks",
+        "https://[::ffff:127.0.0.1]/hooks",  # loopback dressed as IPv6
+        "https://100.64.0.1/hooks",  # shared address space
+        "https://0.0.0.0/hooks",
+    ],
+)
+def test_production_refuses_urls_that_are_not_https_to_public_addresses(
+    production: TestClient, sessions: sessionmaker[Session], url: str
+) -> None:
+    tenant = new_tenant(production, sessions)
+    problem = assert_problem(tenant.post(ENDPOINTS, {"url": url, "event_types": ["game.turn"]}), 422)
+    assert problem["code"] == "unsafe_webhook_url"
+    assert_names_field(problem, "body.url")
+    assert tenant.get(ENDPOINTS).json()["data"] == []
+
+
+def test_production_accepts_a_public_https_address(
+    production: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    tenant = new_tenant(production, sessions)
+    made = tenant.post(ENDPOINTS, {"url": "https://93.184.215.14/hooks", "event_types": ["game.turn"]})
+    assert made.status_code == 201, made.text
+    changed = production.patch(
+        f"{ENDPOINTS}/{made.json()['id']}", json={"url": "https://192.168.0.10/hooks"}, headers=tenant.headers
+    )
+    assert_names_field(assert_problem(changed, 422, "unsafe_webhook_url"), "body.url")
