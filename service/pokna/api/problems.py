@@ -10,9 +10,11 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pokna.errors import PoknaError
+from pokna.db.outage import unavailable_reason
+from pokna.errors import DatabaseUnavailable, PoknaError
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("pokna.api")
@@ -180,6 +182,23 @@ async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
     return response
 
 
+async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
+    """A database that cannot serve now is a 503 the client may retry; any other database error is a bug.
+    Logged without the exception's text, which carries the statement and its parameters."""
+    reason = unavailable_reason(exc)
+    if reason is None:
+        return await _on_unhandled(request, exc)
+    log.warning("database unavailable: %s (%s)", reason, type(exc).__name__, extra={"path": request.url.path})
+    response = await _on_domain_error(request, DatabaseUnavailable(f"{reason}; nothing was committed"))
+    response.headers["Retry-After"] = str(_retry_after_seconds(request))
+    return response
+
+
+def _retry_after_seconds(request: Request) -> int:
+    seconds: int = request.app.state.runtime.settings.database_retry_after_seconds
+    return seconds
+
+
 async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error", extra={"path": request.url.path})
     return problem_response(
@@ -195,6 +214,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
     app.add_exception_handler(PoknaError, _on_domain_error)
+    app.add_exception_handler(SQLAlchemyError, _on_database_error)
     app.add_exception_handler(Exception, _on_unhandled)
 
 
@@ -239,7 +259,7 @@ CODES_BY_STATUS: dict[int, list[tuple[str, str]]] = {
     ],
     500: [("internal_error", "An unexpected error occurred; nothing was committed.")],
     503: [
-        ("database_unavailable", "cannot reach the database"),
+        ("database_unavailable", "cannot reach the database; nothing was committed"),
         ("schema_out_of_date", "run `pokna db upgrade`"),
     ],
 }
