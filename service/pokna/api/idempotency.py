@@ -87,17 +87,21 @@ async def get_idempotency(
         ),
     ] = None,
 ) -> Idempotency:
-    raw = await request.body()
+    fingerprint = request_fingerprint(request.method, request.url.path, await request.body())
+    return Idempotency(session, tenant_id, _normalize_key(idempotency_key), fingerprint)
+
+
+def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
+    """What tells a retry of the same request from another request under the same key."""
     try:
         canonical = (
-            json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")).encode() if raw else b""
+            json.dumps(json.loads(raw_body), sort_keys=True, separators=(",", ":")).encode()
+            if raw_body
+            else b""
         )
     except ValueError:
-        canonical = raw
-    fingerprint = hashlib.sha256(
-        request.method.encode() + b" " + request.url.path.encode() + b"\n" + canonical
-    )
-    return Idempotency(session, tenant_id, _normalize_key(idempotency_key), fingerprint.hexdigest())
+        canonical = raw_body
+    return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + canonical).hexdigest()
 
 
 IdempotencyDep = Annotated[Idempotency, Depends(get_idempotency)]
