@@ -41,11 +41,11 @@ class Waits:
 
 def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
     waits = waits or Waits()
-    kwargs.setdefault("pool_timeout", waits.pool)
     if backend_of(url) is Backend.SQLITE:
         database = make_url(url).database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
+            kwargs.setdefault("pool_timeout", waits.pool)  # a file has a queue pool; memory, one connection
         busy = waits.sqlite_busy_seconds
         engine = create_engine(url, connect_args={"timeout": busy}, **kwargs)
         event.listen(engine, "connect", partial(_sqlite_pragmas, busy_ms=busy * 1000))
@@ -58,6 +58,7 @@ def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
     # also invalidates every connection the pool holds, so the next ones connect afresh, through every
     # host of a multi-host URL in turn.
     kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_timeout", waits.pool)
     connect_args: dict[str, Any] = {"connect_timeout": waits.connect}
     if waits.statement is not None:
         connect_args["options"] = f"-c statement_timeout={waits.statement * 1000}"
