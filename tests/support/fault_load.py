@@ -68,9 +68,13 @@ class Targets:
         with self._lock:
             return self._bases[turn % len(self._bases)]
 
-    def replace(self, dead: str, new: str) -> None:
+    def drop(self, dead: str) -> None:
         with self._lock:
-            self._bases = [new if base == dead else base for base in self._bases]
+            self._bases.remove(dead)
+
+    def add(self, base: str) -> None:
+        with self._lock:
+            self._bases.append(base)
 
 
 class Load:
@@ -189,6 +193,12 @@ class Load:
             "requests": len(self.requests),
             "attempts": len(attempts),
             "met_the_fault": sum(request.met_the_fault for request in self.requests),
+            "cut_off_in_flight": sum(
+                1
+                for attempt in attempts
+                if attempt.status is None
+                and any(attempt.sent_at < moment < attempt.answered_at for moment in faults_at)
+            ),
             "answered_503": statuses[503],
             "no_answer": statuses[None],
             "answered_500": sum(count for status, count in statuses.items() if status and status >= 500)
