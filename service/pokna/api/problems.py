@@ -225,9 +225,18 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "model": Problem,
             "content": {PROBLEM_JSON: {}},
             "description": _HTTP_CODES.get(status, "error"),
+            **({"headers": RETRY_AFTER_HEADER} if status == 503 else {}),
         }
         for status in statuses
     }
+
+
+RETRY_AFTER_HEADER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying (with the same Idempotency-Key): nothing was committed.",
+        "schema": {"type": "integer"},
+    }
+}
 
 
 # Documented codes per status: every error response in the OpenAPI document lists these as examples.
