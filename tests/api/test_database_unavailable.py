@@ -119,6 +119,7 @@ def test_a_read_only_database_is_503_and_the_key_stays_retryable(
             connection.execute(text(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on'))
         tight_runtime.engine.dispose()  # new sessions pick the setting up
         _unavailable(tight_api.post(path, {"amount": 6}, headers=keyed))
+        assert_problem(tight_api.get("/readyz"), 503, "database_unavailable")  # reads work; not ready
         with admin.connect() as connection:
             connection.execute(text(f'ALTER DATABASE "{database}" RESET default_transaction_read_only'))
         tight_runtime.engine.dispose()

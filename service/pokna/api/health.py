@@ -6,7 +6,9 @@ from pydantic import BaseModel
 
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.problems import problem_response, problem_responses
+from pokna.db.backend import accepts_writes
 from pokna.db.migrate import head_revision, schema_revision
+from pokna.errors import DatabaseUnavailable
 
 router = APIRouter(tags=["health"])
 
@@ -36,6 +38,8 @@ def readyz(request: Request, runtime: RuntimeDep, session: SessionDep) -> Readin
     """A database that cannot serve (down, unreachable, out of connections) is the 503 every route
     answers then, `database_unavailable` with `Retry-After`, from the one handler (`pokna.api.problems`)."""
     revision = schema_revision(session)
+    if not accepts_writes(session):
+        raise DatabaseUnavailable("the database is read-only (a standby, or the primary was demoted)")
     head = head_revision()
     if revision != head:
         return problem_response(

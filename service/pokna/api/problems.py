@@ -179,6 +179,8 @@ async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
         request, status=exc.status, code=exc.code, title=exc.title, detail=exc.detail, **exc.extensions
     )
     response.headers.update(exc.headers)
+    if isinstance(exc, DatabaseUnavailable):
+        response.headers["Retry-After"] = str(_retry_after_seconds(request))
     return response
 
 
@@ -189,9 +191,7 @@ async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
     if reason is None:
         return await _on_unhandled(request, exc)
     log.warning("database unavailable: %s (%s)", reason, type(exc).__name__, extra={"path": request.url.path})
-    response = await _on_domain_error(request, DatabaseUnavailable(f"{reason}; nothing was committed"))
-    response.headers["Retry-After"] = str(_retry_after_seconds(request))
-    return response
+    return await _on_domain_error(request, DatabaseUnavailable(f"{reason}; nothing was committed"))
 
 
 def _retry_after_seconds(request: Request) -> int:

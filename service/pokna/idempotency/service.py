@@ -181,9 +181,9 @@ def _release_after_failure(session: Session, request: KeyedRequest, token: str) 
     try:
         release(session, request, token)
         session.commit()
-    except SQLAlchemyError:
+    except SQLAlchemyError as error:  # not its text: it carries the statement's parameters
         session.rollback()
-        log.warning("could not release idempotency key %r", request.key, exc_info=True)
+        log.warning("could not release idempotency key %r (%s)", request.key, type(error).__name__)
 
 
 def purge_expired(session: Session, now: datetime) -> int:
