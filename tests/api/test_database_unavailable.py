@@ -153,3 +153,30 @@ def test_a_database_error_that_is_a_bug_is_not_called_an_outage(
     with sessions() as session, pytest.raises(Exception) as missing:  # noqa: PT011
         session.execute(text("SELECT * FROM no_such_table"))
     assert unavailable_reason(missing.value) is None
+
+
+@pytest.mark.postgres_only
+def test_work_past_the_statement_timeout_is_503_and_its_claim_is_released(
+    tight: tuple[TenantApi, Runtime], database_url: str
+) -> None:
+    """A deposit stuck behind another transaction's lock on the tenant's ledger head: refused after the
+    statement timeout, in the middle of its work, with its claim released for the retry."""
+    tight_api, _runtime = tight
+    wallet = tight_api.wallet(balance=1)  # the tenant's ledger head exists from its first posting
+    path = f"/v1/accounts/{wallet}/deposits"
+    keyed = {"Idempotency-Key": "stuck-1"}
+    other = make_engine(database_url)
+    try:
+        with other.connect() as holder:
+            holder.execute(
+                text("SELECT 1 FROM ledger_head WHERE tenant_id = :tenant FOR UPDATE"),
+                {"tenant": tight_api.tenant_id},
+            )
+            _unavailable(tight_api.post(path, {"amount": 8}, headers=keyed))
+            holder.rollback()
+    finally:
+        other.dispose()
+    applied = tight_api.post(path, {"amount": 8}, headers=keyed)
+    assert applied.status_code == 201, applied.text
+    assert "idempotent-replayed" not in applied.headers
+    assert tight_api.balance(wallet) == 1 + 8
