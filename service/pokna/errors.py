@@ -61,3 +61,13 @@ class IdempotencyRequestInProgress(PoknaError):
     code = "idempotency_request_in_progress"
     status = 409
     title = "A request with this idempotency key is still being processed"
+
+
+class DatabaseUnavailable(PoknaError):
+    """The database cannot serve the request now (down, restarting, read-only, out of connections):
+    nothing was committed, and the same request may be retried, with its Idempotency-Key, after
+    `Retry-After` seconds."""
+
+    code = "database_unavailable"
+    status = 503
+    title = "Database unavailable"

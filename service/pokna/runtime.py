@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.backend import Backend, backend_of
-from pokna.db.engine import make_engine
+from pokna.db.engine import Waits, make_engine
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
 from pokna.storage import make_sessionmaker
@@ -28,9 +28,18 @@ class Runtime:
 
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine | None = None) -> Runtime:
-        return cls(settings, engine or make_engine(settings.resolved_database_url))
+        return cls(settings, engine or make_engine(settings.resolved_database_url, waits_of(settings)))
 
     @cached_property
     def keys(self) -> ServiceKeys:
         """Loaded on first use, so commands that never sign anything never create development keys."""
         return load_service_keys(self.settings)
+
+
+def waits_of(settings: Settings) -> Waits:
+    """The database waits `POKNA_DATABASE_*_SECONDS` configure (docs/operations.md)."""
+    return Waits(
+        pool=settings.database_pool_timeout_seconds,
+        connect=settings.database_connect_timeout_seconds,
+        statement=settings.database_statement_timeout_seconds,
+    )

@@ -73,6 +73,21 @@ class Settings(BaseSettings):
     webhook_retention_seconds: int = Field(
         default=7 * 24 * 3600, ge=60, description="`pokna sweep` purges finished webhook events this old."
     )
+    database_pool_timeout_seconds: float = Field(
+        default=10, gt=0, description="Longest wait for a free pooled connection before answering 503."
+    )
+    database_connect_timeout_seconds: int = Field(
+        default=5, ge=1, description="Longest wait to connect to one PostgreSQL host (libpq connect_timeout)."
+    )
+    database_statement_timeout_seconds: int = Field(
+        default=30,
+        ge=1,
+        description="Longest a statement may run on PostgreSQL (statement_timeout), or wait for SQLite's "
+        "write lock (busy timeout), before the request answers 503.",
+    )
+    database_retry_after_seconds: int = Field(
+        default=2, ge=1, description="The Retry-After of a 503 answered while the database is unavailable."
+    )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
     )
@@ -132,6 +147,10 @@ VALID_VALUES: dict[str, str] = {
     "webhook_allow_private_addresses": "true or false, e.g. POKNA_WEBHOOK_ALLOW_PRIVATE_ADDRESSES=false",
     "webhook_secret_overlap_seconds": "seconds, at least 0, e.g. POKNA_WEBHOOK_SECRET_OVERLAP_SECONDS=86400",
     "webhook_retention_seconds": "seconds, at least 60, e.g. POKNA_WEBHOOK_RETENTION_SECONDS=604800",
+    "database_pool_timeout_seconds": "a number of seconds above 0, e.g. POKNA_DATABASE_POOL_TIMEOUT_SECONDS=10",
+    "database_connect_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_CONNECT_TIMEOUT_SECONDS=5",
+    "database_statement_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS=30",
+    "database_retry_after_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_RETRY_AFTER_SECONDS=2",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }

@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api.app import create_app
@@ -220,37 +220,66 @@ def _set_claim(sessions: sessionmaker[Session], tenant_id: str, key: str, **valu
         )
 
 
-def test_a_retry_while_the_first_runs_is_409_until_its_lease_runs_out(
+def _unfinished_claim(
+    api: TenantApi, sessions: sessionmaker[Session], path: str, body: Any, key: str
+) -> None:
+    """A claim for this very request, committed and never completed: its request is still running, or
+    its process died."""
+    assert api.post(path, body, **_keyed(f"learn-{key}")).status_code == 201  # the same request, another key
+    now = utc_now()
+    with sessions.begin() as session:
+        session.add(
+            IdempotencyRecord(
+                tenant_id=api.tenant_id,
+                key=key,
+                request_fingerprint=_fingerprint(sessions, api.tenant_id, f"learn-{key}"),
+                claim_token="a-request-cut-off",
+                created_at=now,
+                locked_until=now + timedelta(minutes=5),  # an older version's lease: not waited out
+                expires_at=now + timedelta(hours=24),
+            )
+        )
+
+
+def test_an_unfinished_claim_nobody_holds_is_taken_over_at_once(
     api: TenantApi, sessions: sessionmaker[Session]
 ) -> None:
     wallet = api.wallet()
     path = f"/v1/accounts/{wallet}/deposits"
     body = {"amount": 25}
-    assert api.post(path, body, **_keyed("learn")).status_code == 201  # the same request under another key
-    now = utc_now()
-    with sessions.begin() as session:  # a process claimed "running" for this very request and is still at it
-        session.add(
-            IdempotencyRecord(
-                tenant_id=api.tenant_id,
-                key="running",
-                request_fingerprint=_fingerprint(sessions, api.tenant_id, "learn"),
-                claim_token="a-request-still-running",
-                created_at=now,
-                locked_until=now + timedelta(minutes=5),
-                expires_at=now + timedelta(hours=24),
-            )
-        )
+    _unfinished_claim(api, sessions, path, body, "cut-off")
     before = database_state(sessions)
-    assert_problem(api.post(path, body, **_keyed("running")), 409, "idempotency_request_in_progress")
-    assert_problem(api.post(path, {"amount": 26}, **_keyed("running")), 422, "idempotency_key_reused")
+    assert_problem(api.post(path, {"amount": 26}, **_keyed("cut-off")), 422, "idempotency_key_reused")
     assert database_state(sessions) == before
-    assert api.balance(wallet) == 25
 
-    _set_claim(sessions, api.tenant_id, "running", locked_until=utc_now() - timedelta(seconds=1))  # it died
-    taken_over = api.post(path, body, **_keyed("running"))
+    taken_over = api.post(path, body, **_keyed("cut-off"))  # nobody holds the claim: its holder died
     assert taken_over.status_code == 201, taken_over.text
     assert REPLAYED not in taken_over.headers
-    _assert_replays(api, sessions, path, body, "running", taken_over)
+    _assert_replays(api, sessions, path, body, "cut-off", taken_over)
+    assert api.balance(wallet) == 50
+
+
+@pytest.mark.postgres_only
+def test_a_retry_while_the_first_runs_is_409_until_its_holder_lets_go(
+    api: TenantApi, sessions: sessionmaker[Session]
+) -> None:
+    """A running request holds its claim row locked (on SQLite, the write lock, which a retry waits for)."""
+    wallet = api.wallet()
+    path = f"/v1/accounts/{wallet}/deposits"
+    body = {"amount": 25}
+    _unfinished_claim(api, sessions, path, body, "running")
+    with sessions() as holder:  # the first request, alive and at work
+        holder.execute(
+            select(IdempotencyRecord)
+            .where(IdempotencyRecord.tenant_id == api.tenant_id, IdempotencyRecord.key == "running")
+            .with_for_update()
+        )
+        before = database_state(sessions)
+        assert_problem(api.post(path, body, **_keyed("running")), 409, "idempotency_request_in_progress")
+        assert database_state(sessions) == before
+        holder.rollback()  # it died: its connection's locks went with it
+    taken_over = api.post(path, body, **_keyed("running"))
+    assert taken_over.status_code == 201, taken_over.text
     assert api.balance(wallet) == 50
 
 

@@ -24,14 +24,18 @@ from typer.testing import CliRunner
 
 import pokna.cli.sweep  # noqa: F401  (registers `sweep`)
 from pokna.api.clock import get_clock
+from pokna.api.idempotency import request_fingerprint
 from pokna.cli.app import app as pokna_cli
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.models.ledger import JournalTransaction
+from pokna.db.models.tenant import Tenant
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
 from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
 from pokna.fairness.seed_vault import open_server_seed
+from pokna.idempotency import service as idempotency
+from pokna.idempotency.service import KeyedRequest
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 from pokna.sweep import sweep
@@ -167,6 +171,45 @@ def test_a_roll_sent_after_its_deadline_finds_the_clock_rolled_first(seats: Seat
     assert late.json()["code"] == "not_your_turn"
     assert late.json()["game"]["turn"]["seats"] == [2]
     assert len(timeouts(seats, game["id"])) == 1
+
+
+def _interrupted_attempt(seats: Seats, game: Game, key: str, body: dict[str, Any], began: datetime) -> None:
+    """What a request cut off by a failure leaves: its key claimed at `began`, never completed."""
+    path = f"/v1/games/{game['id']}/actions"
+    with seats.sessions.begin() as session:
+        tenant_id = session.scalars(select(Tenant.id)).one()
+    request = KeyedRequest(tenant_id, key, request_fingerprint("POST", path, json.dumps(body).encode()))
+    with seats.sessions() as session:
+        assert idempotency.claim(session, request, "token-of-a-dead-request") is None
+    with seats.sessions.begin() as session:
+        session.execute(
+            update(IdempotencyRecord).where(IdempotencyRecord.key == key).values(created_at=began)
+        )
+
+
+def test_an_action_in_flight_when_the_service_failed_applies_when_retried_after_its_deadline(
+    seats: Seats, time: Time
+) -> None:
+    time.at(utc_now() - timedelta(minutes=10))  # claims are stamped with the real clock: play in its past
+    game = seats.act(seats.game(3), "start", 0)
+    roll = {"type": "roll", "account_id": game["seats"][1]["account_id"]}
+    _interrupted_attempt(seats, game, "roll-1", roll, began=deadline(game) - timedelta(seconds=2))
+    time.at(deadline(game) + timedelta(seconds=8))  # the outage, then the client's retry
+    retried = seats.api.act(game["id"], roll, idempotency_key="roll-1")
+    assert retried.status_code == 200, retried.text
+    assert [(item["seat"], item["nonce"]) for item in retried.json()["rolls"]] == [(1, 1)]
+    assert timeouts(seats, game["id"]) == []
+    assert deadline(retried.json()) == time.now + timedelta(seconds=TIMEOUT)
+
+    # An attempt that began after its deadline was late anyway: the clock rolled first.
+    later = seats.act(seats.game(3), "start", 0)
+    late_roll = {"type": "roll", "account_id": later["seats"][1]["account_id"]}
+    _interrupted_attempt(seats, later, "roll-2", late_roll, began=deadline(later) + timedelta(seconds=1))
+    time.at(deadline(later) + timedelta(seconds=8))
+    refused = seats.api.act(later["id"], late_roll, idempotency_key="roll-2")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["code"] == "not_your_turn"
+    assert len(timeouts(seats, later["id"])) == 1
 
 
 def test_a_lone_survivor_past_the_deadline_claims(seats: Seats, time: Time) -> None:

@@ -38,7 +38,7 @@ def test_the_work_runs_once_and_its_answer_is_replayed(
 ) -> None:
     runs: list[int] = []
 
-    def work(_session: Session) -> tuple[int, Any]:
+    def work(_session: Session, _attempt: service.Attempt) -> tuple[int, Any]:
         runs.append(1)
         return 201, {"id": "acct_1", "note": "caf\u00e9 \u0000"}
 
@@ -54,7 +54,7 @@ def test_the_work_runs_once_and_its_answer_is_replayed(
 
 
 def test_a_failed_work_releases_its_claim(sessions: sessionmaker[Session], tenant_id: str) -> None:
-    def refused(_session: Session) -> tuple[int, Any]:
+    def refused(_session: Session, _attempt: service.Attempt) -> tuple[int, Any]:
         raise IdempotencyRequestInProgress("stand-in for any refusal")
 
     with unit_of_work(sessions) as session, pytest.raises(IdempotencyRequestInProgress):
@@ -62,14 +62,14 @@ def test_a_failed_work_releases_its_claim(sessions: sessionmaker[Session], tenan
     assert _records(sessions) == {}
 
 
-def test_a_claim_taken_over_fences_the_old_token_out(sessions: sessionmaker[Session], tenant_id: str) -> None:
+def test_a_claim_nobody_holds_is_taken_over_at_once_and_fences_the_old_token_out(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
     request = _request(tenant_id)
     with unit_of_work(sessions) as session:
         assert service.claim(session, request, "old-token") is None
-    with unit_of_work(sessions) as session:  # the old process died: its lease runs out
-        record = session.get(IdempotencyRecord, (tenant_id, "k"))
-        assert record is not None
-        record.locked_until = utc_now() - timedelta(seconds=1)
+    # The old request died before its work committed (or has not reached `hold` yet): no lock on the
+    # claim, so a retry takes it over now, not after a lease.
     with unit_of_work(sessions) as session:
         assert service.claim(session, request, "new-token") is None
 
@@ -88,7 +88,7 @@ def test_purge_deletes_only_records_past_their_retention(
 ) -> None:
     for key in ("old", "new"):
         with unit_of_work(sessions) as session:
-            service.run_once(session, _request(tenant_id, key=key), lambda _session: (200, {}))
+            service.run_once(session, _request(tenant_id, key=key), _empty_answer)
     with unit_of_work(sessions) as session:
         record = session.get(IdempotencyRecord, (tenant_id, "old"))
         assert record is not None
@@ -96,3 +96,31 @@ def test_purge_deletes_only_records_past_their_retention(
     with unit_of_work(sessions) as session:
         assert service.purge_expired(session, utc_now()) == 1
     assert set(_records(sessions)) == {"new"}
+
+
+def _empty_answer(_session: Session, _attempt: service.Attempt) -> tuple[int, Any]:
+    return 200, {}
+
+
+def test_a_retry_of_an_interrupted_attempt_is_told_when_it_began(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    attempts: list[service.Attempt] = []
+
+    def work(_session: Session, attempt: service.Attempt) -> tuple[int, Any]:
+        attempts.append(attempt)
+        return 200, {}
+
+    with unit_of_work(sessions) as session:
+        service.run_once(session, _request(tenant_id, key="fresh"), work)
+    began = utc_now() - timedelta(seconds=7)
+    with unit_of_work(sessions) as session:  # a first attempt claimed 7 s ago, then its process died
+        assert service.claim(session, _request(tenant_id, key="cut"), "dead-token") is None
+    with unit_of_work(sessions) as session:
+        record = session.get(IdempotencyRecord, (tenant_id, "cut"))
+        assert record is not None
+        record.created_at = began
+    with unit_of_work(sessions) as session:
+        service.run_once(session, _request(tenant_id, key="cut"), work)
+    assert [attempt.interrupted_at for attempt in attempts] == [None, began]
+    assert _records(sessions)["cut"][1] == 200

@@ -3,11 +3,18 @@
 The cluster lives in a temporary directory, listens only on 127.0.0.1 and a free port, runs with
 durability off (it is thrown away), and is removed when the run ends, fails or is interrupted.
 PostgreSQL refuses to run as root, so as root the server commands run as the `postgres` user.
+
+The fault tests (tests/faults) start clusters of their own with `durable=True`: every commit waits for
+its WAL to be written (`synchronous_commit=on`), so a server killed with SIGKILL keeps what it
+acknowledged, as a production server does (fsync stays off: the machine itself never crashes here). They
+stop, start and kill them (`Cluster.halt`, `Cluster.start`, `Cluster.kill`), and build a synchronous
+streaming standby of one (`start_standby`) that they promote (`Cluster.promote`).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import glob
 import os
 import pwd
@@ -30,10 +37,72 @@ class Cluster:
     port: int
     bindir: Path
     as_user: list[str]
+    durable: bool = False
 
     @property
     def url(self) -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    def options(self) -> str:
+        durability = (
+            "-c synchronous_commit=on"
+            if self.durable
+            else "-c synchronous_commit=off -c full_page_writes=off"
+        )
+        return (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off {durability} "
+            "-c max_connections=300 "
+            # Off UTC, with a half-hour offset and daylight saving: nothing may depend on the
+            # server's zone (timestamps read back as JSON text carry the session's offset).
+            "-c timezone=America/St_Johns"
+        )
+
+    def pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*self.as_user, str(self.bindir / "pg_ctl"), "-D", str(self.data), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+
+    def start(self) -> subprocess.CompletedProcess[str]:
+        return self.pg_ctl(
+            "-o", self.options(), "-l", str(self.root / "server.log"), "-w", "-t", "60", "start"
+        )
+
+    def halt(self, mode: str = "fast") -> None:
+        """Stop the server, keeping its data: `fast` (clients disconnected, a clean shutdown) or
+        `immediate` (a crash: recovery from the WAL at the next start)."""
+        result = self.pg_ctl("-m", mode, "-w", "-t", "60", "stop")
+        assert result.returncode == 0, result.stderr
+
+    def restart(self) -> None:
+        result = self.start()
+        assert result.returncode == 0, f"{result.stderr} {self.log_tail()}"
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster and every server process under it at once: the machine's view of a
+        crashed database server."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(postmaster)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        for pid in [postmaster, *map(int, children)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def promote(self) -> None:
+        result = self.pg_ctl("-w", "-t", "60", "promote")
+        assert result.returncode == 0, result.stderr
+
+    def log_tail(self) -> str:
+        log = self.root / "server.log"
+        return log.read_text()[-2000:] if log.exists() else ""
 
     def stop(self) -> None:
         if not self.root.exists():
@@ -74,8 +143,7 @@ def _free_port() -> int:
         return port
 
 
-def start_cluster() -> Cluster:
-    bindir = find_bindir()
+def _new_root() -> tuple[Path, list[str]]:
     root = Path(tempfile.mkdtemp(prefix="pokna-pg-"))
     as_user: list[str] = []
     if os.geteuid() == 0:
@@ -89,7 +157,13 @@ def start_cluster() -> Cluster:
         os.chown(root, postgres.pw_uid, postgres.pw_gid)
         as_user = ["runuser", "-u", "postgres", "--"]
     root.chmod(0o700)
-    cluster = Cluster(root=root, port=0, bindir=bindir, as_user=as_user)
+    return root, as_user
+
+
+def start_cluster(*, durable: bool = False) -> Cluster:
+    bindir = find_bindir()
+    root, as_user = _new_root()
+    cluster = Cluster(root=root, port=0, bindir=bindir, as_user=as_user, durable=durable)
     try:
         _run(
             as_user,
@@ -107,41 +181,84 @@ def start_cluster() -> Cluster:
                 "--no-instructions",
             ],
         )
-        for _attempt in range(5):
-            cluster.port = _free_port()
-            options = (
-                f"-p {cluster.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300 "
-                # Off UTC, with a half-hour offset and daylight saving: nothing may depend on the
-                # server's zone (timestamps read back as JSON text carry the session's offset).
-                "-c timezone=America/St_Johns"
-            )
-            started = subprocess.run(
-                [
-                    *as_user,
-                    str(bindir / "pg_ctl"),
-                    "-D",
-                    str(root / "data"),
-                    "-o",
-                    options,
-                    "-l",
-                    str(root / "server.log"),
-                    "-w",
-                    "-t",
-                    "60",
-                    "start",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if started.returncode == 0:
-                return cluster
-        log = (root / "server.log").read_text() if (root / "server.log").exists() else ""
-        raise PostgresUnavailable(f"pg_ctl start failed: {started.stderr.strip()} {log[-2000:]}")
+        _start_on_a_free_port(cluster)
+        return cluster
     except BaseException:
         cluster.stop()
         raise
+
+
+def _start_on_a_free_port(cluster: Cluster) -> None:
+    for _attempt in range(5):
+        cluster.port = _free_port()
+        started = cluster.start()
+        if started.returncode == 0:
+            return
+    raise PostgresUnavailable(f"pg_ctl start failed: {started.stderr.strip()} {cluster.log_tail()}")
+
+
+def start_standby(primary: Cluster) -> Cluster:
+    """A streaming standby of `primary` (pg_basebackup -R), then made its synchronous standby: from
+    here on the primary acknowledges a commit only once the standby has its WAL. Set on the primary
+    only, after the copy: a promoted standby that inherited `synchronous_standby_names` would wait for
+    a standby of its own that does not exist, and never acknowledge a commit."""
+    root, as_user = _new_root()
+    standby = Cluster(root=root, port=0, bindir=primary.bindir, as_user=as_user, durable=True)
+    try:
+        _run(
+            as_user,
+            [
+                str(primary.bindir / "pg_basebackup"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(primary.port),
+                "-U",
+                "postgres",
+                "-D",
+                str(standby.data),
+                "-R",
+                "-X",
+                "stream",
+                "--no-sync",
+            ],
+        )
+        _start_on_a_free_port(standby)
+        _psql(primary, "ALTER SYSTEM SET synchronous_standby_names = '*'")
+        reloaded = primary.pg_ctl("reload")
+        assert reloaded.returncode == 0, reloaded.stderr
+        return standby
+    except BaseException:
+        standby.stop()
+        raise
+
+
+def _psql(cluster: Cluster, sql: str) -> str:
+    result = subprocess.run(
+        [
+            *cluster.as_user,
+            str(cluster.bindir / "psql"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(cluster.port),
+            "-U",
+            "postgres",
+            "-XAtc",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def sync_state(primary: Cluster) -> list[str]:
+    """`sync_state` of each standby streaming from `primary` ("sync" once it is the synchronous one)."""
+    return _psql(primary, "SELECT sync_state FROM pg_stat_replication").split()
 
 
 def _run(as_user: list[str], argv: list[str]) -> None:

@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -21,8 +22,23 @@ def free_port() -> int:
         return port
 
 
+@dataclass
+class Server:
+    """One `pokna serve` process: where it answers, and the process (for the fault tests to kill)."""
+
+    base: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+
 @contextmanager
 def running_server(env: dict[str, str], data_dir: Path, *extra: str) -> Iterator[str]:
+    with serving(env, data_dir, *extra) as server:
+        yield server.base
+
+
+@contextmanager
+def serving(env: dict[str, str], data_dir: Path, *extra: str) -> Iterator[Server]:
     port = free_port()
     environment = {**os.environ, **env, "POKNA_DATA_DIR": str(data_dir)}
     pokna = Path(sys.executable).with_name("pokna")
@@ -35,9 +51,10 @@ def running_server(env: dict[str, str], data_dir: Path, *extra: str) -> Iterator
         base = f"http://127.0.0.1:{port}"
         try:
             _wait_until_up(base, process, log_path)
-            yield base
+            yield Server(base, process, log_path)
         finally:
-            process.terminate()
+            if process.poll() is None:
+                process.terminate()
             process.wait(timeout=20)
 
 

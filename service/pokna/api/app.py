@@ -29,7 +29,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         title="Pokna",
         version=__version__,
         description=DESCRIPTION,
-        responses=problem_responses(400, 404, 405, 413, 422, 500),
+        responses=problem_responses(400, 404, 405, 413, 422, 500, 503),
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime

@@ -128,7 +128,9 @@ def act(
     )
 
     def work(session: Session) -> tuple[int, GameActionOut]:
-        return 200, dealer.act(session, runtime.keys, clock, tenant_id, game_id, request)
+        # A retry of an action the service failed to finish acts as of its first attempt's deadlines.
+        resumed = clock.resuming(idempotency.interrupted_at)
+        return 200, dealer.act(session, runtime.keys, resumed, tenant_id, game_id, request)
 
     return idempotency.run(work)
 

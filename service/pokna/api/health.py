@@ -3,11 +3,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy.exc import SQLAlchemyError
 
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.problems import problem_response, problem_responses
+from pokna.db.backend import accepts_writes
 from pokna.db.migrate import head_revision, schema_revision
+from pokna.errors import DatabaseUnavailable
 
 router = APIRouter(tags=["health"])
 
@@ -34,16 +35,11 @@ def healthz() -> Health:
     responses=problem_responses(503),
 )
 def readyz(request: Request, runtime: RuntimeDep, session: SessionDep) -> Readiness | JSONResponse:
-    try:
-        revision = schema_revision(session)
-    except SQLAlchemyError as exc:
-        return problem_response(
-            request,
-            status=503,
-            code="database_unavailable",
-            title="Database unavailable",
-            detail=f"cannot reach the database: {type(exc).__name__}",
-        )
+    """A database that cannot serve (down, unreachable, out of connections) is the 503 every route
+    answers then, `database_unavailable` with `Retry-After`, from the one handler (`pokna.api.problems`)."""
+    revision = schema_revision(session)
+    if not accepts_writes(session):
+        raise DatabaseUnavailable("the database is read-only (a standby, or the primary was demoted)")
     head = head_revision()
     if revision != head:
         return problem_response(

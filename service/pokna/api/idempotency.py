@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
@@ -21,7 +22,7 @@ from pokna.api.auth import TenantDep
 from pokna.api.deps import SessionDep
 from pokna.api.encoding import json_ready
 from pokna.errors import InvalidRequest
-from pokna.idempotency.service import KeyedRequest, run_once
+from pokna.idempotency.service import Attempt, KeyedRequest, run_once
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 
@@ -36,6 +37,9 @@ class Idempotency:
         self.tenant_id = tenant_id
         self.key = key
         self.fingerprint = fingerprint
+        self.interrupted_at: datetime | None = None
+        """Set before the work runs: when an earlier attempt under this key began that the service
+        failed to finish (`pokna.idempotency.service.Attempt`)."""
 
     def run(self, work: Work) -> JSONResponse:
         """Call it before anything else touches the session: under a key, the claim's commit would take
@@ -44,7 +48,8 @@ class Idempotency:
             status, body = work(self.session)
             return JSONResponse(json_ready(body), status_code=status)  # `SessionDep` commits before sending
 
-        def encoded_work(session: Session) -> tuple[int, Any]:
+        def encoded_work(session: Session, attempt: Attempt) -> tuple[int, Any]:
+            self.interrupted_at = attempt.interrupted_at
             status, body = work(session)
             return status, json_ready(body)
 
@@ -82,17 +87,21 @@ async def get_idempotency(
         ),
     ] = None,
 ) -> Idempotency:
-    raw = await request.body()
+    fingerprint = request_fingerprint(request.method, request.url.path, await request.body())
+    return Idempotency(session, tenant_id, _normalize_key(idempotency_key), fingerprint)
+
+
+def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
+    """What tells a retry of the same request from another request under the same key."""
     try:
         canonical = (
-            json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")).encode() if raw else b""
+            json.dumps(json.loads(raw_body), sort_keys=True, separators=(",", ":")).encode()
+            if raw_body
+            else b""
         )
     except ValueError:
-        canonical = raw
-    fingerprint = hashlib.sha256(
-        request.method.encode() + b" " + request.url.path.encode() + b"\n" + canonical
-    )
-    return Idempotency(session, tenant_id, _normalize_key(idempotency_key), fingerprint.hexdigest())
+        canonical = raw_body
+    return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + canonical).hexdigest()
 
 
 IdempotencyDep = Annotated[Idempotency, Depends(get_idempotency)]

@@ -10,9 +10,11 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pokna.errors import PoknaError
+from pokna.db.outage import unavailable_reason
+from pokna.errors import DatabaseUnavailable, PoknaError
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("pokna.api")
@@ -177,7 +179,24 @@ async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
         request, status=exc.status, code=exc.code, title=exc.title, detail=exc.detail, **exc.extensions
     )
     response.headers.update(exc.headers)
+    if isinstance(exc, DatabaseUnavailable):
+        response.headers["Retry-After"] = str(_retry_after_seconds(request))
     return response
+
+
+async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
+    """A database that cannot serve now is a 503 the client may retry; any other database error is a bug.
+    Logged without the exception's text, which carries the statement and its parameters."""
+    reason = unavailable_reason(exc)
+    if reason is None:
+        return await _on_unhandled(request, exc)
+    log.warning("database unavailable: %s (%s)", reason, type(exc).__name__, extra={"path": request.url.path})
+    return await _on_domain_error(request, DatabaseUnavailable(f"{reason}; nothing was committed"))
+
+
+def _retry_after_seconds(request: Request) -> int:
+    seconds: int = request.app.state.runtime.settings.database_retry_after_seconds
+    return seconds
 
 
 async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
@@ -195,6 +214,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
     app.add_exception_handler(PoknaError, _on_domain_error)
+    app.add_exception_handler(SQLAlchemyError, _on_database_error)
     app.add_exception_handler(Exception, _on_unhandled)
 
 
@@ -205,9 +225,18 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "model": Problem,
             "content": {PROBLEM_JSON: {}},
             "description": _HTTP_CODES.get(status, "error"),
+            **({"headers": RETRY_AFTER_HEADER} if status == 503 else {}),
         }
         for status in statuses
     }
+
+
+RETRY_AFTER_HEADER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying (with the same Idempotency-Key): nothing was committed.",
+        "schema": {"type": "integer"},
+    }
+}
 
 
 # Documented codes per status: every error response in the OpenAPI document lists these as examples.
@@ -239,7 +268,7 @@ CODES_BY_STATUS: dict[int, list[tuple[str, str]]] = {
     ],
     500: [("internal_error", "An unexpected error occurred; nothing was committed.")],
     503: [
-        ("database_unavailable", "cannot reach the database"),
+        ("database_unavailable", "cannot reach the database; nothing was committed"),
         ("schema_out_of_date", "run `pokna db upgrade`"),
     ],
 }

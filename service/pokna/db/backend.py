@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
 
 class Backend(StrEnum):
@@ -30,3 +31,12 @@ def backend_of(target: str | Engine) -> Backend:
         raise UnsupportedDatabase(
             f"Pokna runs on PostgreSQL or SQLite, not {name!r} (POKNA_DATABASE_URL)"
         ) from None
+
+
+def accepts_writes(session: Session) -> bool:
+    """False on a PostgreSQL that is read-only: a standby not yet promoted (a single-host URL naming it,
+    or a demoted primary) answers reads but refuses every write, so the service is not ready there."""
+    if backend_of(session.get_bind().engine) is not Backend.POSTGRESQL:
+        return True
+    read_only: str = session.execute(text("SHOW transaction_read_only")).scalar_one()
+    return read_only == "off"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,27 +20,58 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.backend import Backend, backend_of
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+@dataclass(frozen=True)
+class Waits:
+    """The longest a request waits on the database at each step, so none hangs while it is away: then
+    the request fails with a connection or timeout error, which the API answers with a 503.
+
+    `pool` for a free pooled connection; `connect` to open one (per PostgreSQL host of a multi-host
+    URL); `statement` for one statement on PostgreSQL (statement_timeout, lock waits included), or for
+    SQLite's write lock (its busy timeout). The API sets all three from its settings; a command (an
+    export, an audit of a large ledger) keeps the defaults, with no limit on a PostgreSQL statement."""
+
+    pool: float = 10
+    connect: int = 5
+    statement: int | None = None
+
+    @property
+    def sqlite_busy_seconds(self) -> int:
+        return self.statement or 30
+
+
+def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
+    waits = waits or Waits()
     if backend_of(url) is Backend.SQLITE:
         database = make_url(url).database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30}, **kwargs)
-        event.listen(engine, "connect", _sqlite_pragmas)
+            kwargs.setdefault("pool_timeout", waits.pool)  # a file has a queue pool; memory, one connection
+        busy = waits.sqlite_busy_seconds
+        engine = create_engine(url, connect_args={"timeout": busy}, **kwargs)
+        event.listen(engine, "connect", partial(_sqlite_pragmas, busy_ms=busy * 1000))
         # pysqlite's own BEGIN handling defers locking; issue BEGIN IMMEDIATE ourselves so that a
         # writer takes SQLite's write lock up front instead of failing half-way on upgrade.
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
+    # A pooled connection may have died with the server (restart, failover): pinged at checkout and
+    # replaced, so the service recovers by itself once the database is back. On a disconnect SQLAlchemy
+    # also invalidates every connection the pool holds, so the next ones connect afresh, through every
+    # host of a multi-host URL in turn.
     kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(url, **kwargs)
+    kwargs.setdefault("pool_timeout", waits.pool)
+    connect_args: dict[str, Any] = {"connect_timeout": waits.connect}
+    if waits.statement is not None:
+        connect_args["options"] = f"-c statement_timeout={waits.statement * 1000}"
+    connect_args.update(kwargs.pop("connect_args", {}))
+    return create_engine(url, connect_args=connect_args, **kwargs)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_ms: int) -> None:
     dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (see _sqlite_begin_immediate)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
     cursor.close()
 
 

@@ -53,7 +53,7 @@ def _act(
     session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
 ) -> GameActionOut:
     game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
-    apply_passed_deadlines(session, keys, clock, game, seats, balances)
+    apply_passed_deadlines(session, keys, clock.for_deadlines(), game, seats, balances)
     if request.expected_version is not None and request.expected_version != game.version:
         raise VersionConflict(
             f"expected version {request.expected_version}, the game is at {game.version}",

@@ -7,7 +7,7 @@ catches up in one touch exactly as if someone had been watching it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -25,6 +25,21 @@ class Clock:
 
     now: datetime
     open_game_ttl: timedelta
+    interrupted_at: datetime | None = None
+    """For a retried action: when its first attempt began, which the service failed to finish."""
+
+    def resuming(self, interrupted_at: datetime | None) -> Clock:
+        """The clock of a retried action whose first attempt began at `interrupted_at` (None: not one)."""
+        return replace(self, interrupted_at=interrupted_at)
+
+    def for_deadlines(self) -> Clock:
+        """The moment up to which deadlines apply before an action. A seat whose action was in flight
+        when the service failed did not let its turn run out: deadlines that passed after the first
+        attempt began (during the outage, or while the client waited to retry) are not applied before
+        the retried action; it is decided as if it had arrived then, and stamped now."""
+        if self.interrupted_at is None or self.interrupted_at >= self.now:
+            return self
+        return replace(self, now=self.interrupted_at)
 
 
 def due_games(session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:

@@ -3,8 +3,8 @@
 All of it runs on the caller's one session (for HTTP, the request's), in three transactions:
 
 1. `claim` the key in a short transaction of its own (a record keyed by tenant and key, carrying a fresh
-   claim token and a lease) and commit it, so that a concurrent retry finds it before the work is done:
-   same request still running -> `IdempotencyRequestInProgress`; different request -> `IdempotencyKeyReused`.
+   claim token) and commit it, so that a concurrent retry finds it before the work is done: same request
+   still running -> `IdempotencyRequestInProgress`; different request -> `IdempotencyKeyReused`.
    This is the one commit that cannot wait for the end of the request: a claim nobody else can see does
    not stop a retry from doing the work a second time.
 2. Do the work: first lock the claim and check the token is still ours (`hold`), keep that lock to the
@@ -14,10 +14,18 @@ All of it runs on the caller's one session (for HTTP, the request's), in three t
    client may retry. Committing here rather than leaving it to whoever opened the session is what lets a
    commit that fails (a deferred constraint, a lost connection) release the claim too.
 
-A running request holds its claim locked, so a retry cannot take it over however slow the request is.
-A claim nobody holds and whose lease ran out belonged to a process that died: a retry takes it over
-with a new token, and should the old request wake up after all, its token no longer matches and its
-work is rolled back. Records are kept for 24 hours; `purge_expired` (`pokna sweep`) deletes them after.
+A claim is live exactly while its holder's transaction holds the record locked (step 2): a row lock on
+PostgreSQL, the write lock on SQLite. Both die with the holder: a killed process, a lost connection or a
+restarted database ends its transaction and frees the lock at once. So a retry that finds an unfinished
+claim it can lock takes it over at once, with a new token; there is no wall-clock lease to wait out. On
+PostgreSQL a retry that cannot lock it (NOWAIT) is told the request is in progress; on SQLite it waits for
+the write lock like every writer, then finds the stored answer. Between the claim's commit and `hold` a
+live request holds no lock: a retry arriving in that moment takes over, and the first request, its token
+no longer matching, is refused with `IdempotencyRequestInProgress` and does nothing, so the work is still
+done once. The claim records when the first attempt began; a retry that takes over an interrupted attempt
+is told when (`Attempt.interrupted_at`), so the work can act as of then (a game's turn deadline does not
+run out on a seat whose action was in flight when the service failed). Records are kept for 24 hours;
+`purge_expired` (`pokna sweep`) deletes them after.
 """
 
 from __future__ import annotations
@@ -39,7 +47,6 @@ from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
 from pokna.idempotency import repository
 
 RETENTION = timedelta(hours=24)
-LEASE = timedelta(seconds=60)
 IN_PROGRESS = "the first request with this key is still being processed"
 _CLAIM_ATTEMPTS = 3
 
@@ -62,19 +69,28 @@ class Outcome:
     replayed: bool
 
 
-Work = Callable[[Session], tuple[int, Any]]
+@dataclass(frozen=True)
+class Attempt:
+    interrupted_at: datetime | None
+    """When an earlier attempt under this key began that the service failed to finish (its process died,
+    its connection or the database went away), or None when this is the first attempt."""
+
+
+Work = Callable[[Session, Attempt], tuple[int, Any]]
 """The request's effects on the session; returns the status and a JSON-ready body."""
 
 
 def run_once(session: Session, request: KeyedRequest, work: Work) -> Outcome:
     """Do `work` once for `request`, or give back the outcome of the time it was done."""
     token = secrets.token_hex(16)
+    started_at = utc_now()
     stored = claim(session, request, token)
     if stored is not None:
         return stored
     try:
         record = hold(session, request, token)
-        status, body = work(session)
+        first_at = record.created_at
+        status, body = work(session, Attempt(interrupted_at=first_at if first_at < started_at else None))
         store_response(session, record, status, body)
         session.commit()
     except BaseException:
@@ -116,7 +132,7 @@ def _claim_in(session: Session, request: KeyedRequest, token: str, now: datetime
                 request_fingerprint=request.fingerprint,
                 claim_token=token,
                 created_at=now,
-                locked_until=now + LEASE,
+                locked_until=None,
                 expires_at=now + RETENTION,
             ),
         )
@@ -130,10 +146,10 @@ def _claim_in(session: Session, request: KeyedRequest, token: str, now: datetime
         )
     if record.response_status is not None and record.response_body is not None:
         return Outcome(status=record.response_status, body=json.loads(record.response_body), replayed=True)
-    if record.locked_until is not None and record.locked_until > now:
-        raise IdempotencyRequestInProgress(IN_PROGRESS)
-    record.claim_token = token  # nobody holds the claim and its lease ran out: its process died
-    record.locked_until = now + LEASE
+    # Unfinished, and locked by us: nobody is working on it (its holder died, or is between its claim
+    # and `hold`, where taking over is safe too). The first attempt's moment stays on the record.
+    record.claim_token = token
+    record.locked_until = None
     session.flush()
     return None
 
@@ -160,14 +176,14 @@ def release(session: Session, request: KeyedRequest, token: str) -> None:
 
 
 def _release_after_failure(session: Session, request: KeyedRequest, token: str) -> None:
-    """The work's own error is what the caller must see; should the release fail as well, the claim's
-    lease runs out instead and a retry takes it over then."""
+    """The work's own error is what the caller must see; should the release fail as well (the database
+    went away), the claim stays unfinished and unlocked, and a retry takes it over."""
     try:
         release(session, request, token)
         session.commit()
-    except SQLAlchemyError:
+    except SQLAlchemyError as error:  # not its text: it carries the statement's parameters
         session.rollback()
-        log.warning("could not release idempotency key %r", request.key, exc_info=True)
+        log.warning("could not release idempotency key %r (%s)", request.key, type(error).__name__)
 
 
 def purge_expired(session: Session, now: datetime) -> int:

@@ -25,6 +25,9 @@ class IdempotencyRecord(Base):
     claim_token: Mapped[str] = mapped_column(String(32))
     response_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
     response_body: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # When the first attempt began; a retry that takes over an interrupted attempt keeps it.
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The end of a wall-clock lease in earlier versions; no longer set or read (a claim is live while its
+    # holder's transaction holds this row, pokna.idempotency.service), kept for rolling upgrades.
     locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)

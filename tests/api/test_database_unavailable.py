@@ -1,0 +1,182 @@
+"""A database that cannot serve now is a 503 `database_unavailable` with `Retry-After`, never a 500, and
+the request it refused may be retried with its key: nothing of it was committed, its claim is free.
+
+Each way the database can be away is made real here: a pool with no connection free, SQLite's write
+lock held by another process, a PostgreSQL database turned read-only, a server nobody listens on. A
+stopped and restarted PostgreSQL under load is tests/faults/test_outage.py.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.api.app import create_app
+from pokna.db.engine import make_engine
+from pokna.db.outage import unavailable_reason
+from pokna.runtime import Runtime, waits_of
+from pokna.settings import Environment, Settings
+from support.api_checks import assert_problem
+from support.databases import SqliteDatabases
+from support.tenant_api import TenantApi, new_tenant
+
+RETRY_AFTER = 3
+
+
+@contextmanager
+def tight_service(database_url: str, tmp_path: Path) -> Iterator[tuple[TenantApi, Runtime]]:
+    """The API with short waits and one pooled connection (no overflow), on `database_url`."""
+    settings = Settings(
+        env=Environment.TEST,
+        data_dir=tmp_path / "data",
+        database_url=database_url,
+        database_pool_timeout_seconds=0.5,
+        database_statement_timeout_seconds=1,
+        database_retry_after_seconds=RETRY_AFTER,
+    )
+    engine = make_engine(database_url, waits_of(settings), pool_size=1, max_overflow=0)
+    runtime = Runtime(settings, engine)
+    try:
+        with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
+            yield new_tenant(client, runtime.sessions), runtime
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def tight(database_url: str, tmp_path: Path) -> Iterator[tuple[TenantApi, Runtime]]:
+    with tight_service(database_url, tmp_path) as service:
+        yield service
+
+
+def _unavailable(response: object) -> None:
+    problem = assert_problem(response, 503, "database_unavailable")
+    assert "nothing was committed" in problem["detail"]
+    assert response.headers["retry-after"] == str(RETRY_AFTER)  # type: ignore[attr-defined]
+
+
+def test_no_free_connection_is_503_and_the_key_stays_retryable(tight: tuple[TenantApi, Runtime]) -> None:
+    tight_api, tight_runtime = tight
+    wallet = tight_api.wallet()
+    path = f"/v1/accounts/{wallet}/deposits"
+    keyed = {"Idempotency-Key": "pool-1"}
+    with tight_runtime.engine.connect() as hog:  # the pool's only connection, taken
+        hog.execute(text("SELECT 1"))
+        _unavailable(tight_api.post(path, {"amount": 9}, headers=keyed))
+        _unavailable(tight_api.get("/readyz"))
+    applied = tight_api.post(path, {"amount": 9}, headers=keyed)
+    assert applied.status_code == 201, applied.text
+    assert "idempotent-replayed" not in applied.headers
+    assert tight_api.balance(wallet) == 9
+
+
+def test_sqlite_locked_past_the_wait_is_503_and_the_key_stays_retryable(
+    sqlite_databases: SqliteDatabases, tmp_path: Path
+) -> None:
+    database_url = sqlite_databases.migrated(tmp_path)
+    with tight_service(database_url, tmp_path) as (tight_api, _runtime):
+        _locked_sqlite(tight_api, database_url)
+
+
+def _locked_sqlite(tight_api: TenantApi, database_url: str) -> None:
+    wallet = tight_api.wallet()
+    path = f"/v1/accounts/{wallet}/deposits"
+    keyed = {"Idempotency-Key": "locked-1"}
+    other_process = sqlite3.connect(make_url(database_url).database or "", isolation_level=None)
+    try:
+        other_process.execute("BEGIN IMMEDIATE")  # another writer holds the database
+        _unavailable(tight_api.post(path, {"amount": 4}, headers=keyed))
+    finally:
+        other_process.execute("ROLLBACK")
+        other_process.close()
+    assert tight_api.post(path, {"amount": 4}, headers=keyed).status_code == 201
+    assert tight_api.post(path, {"amount": 4}, headers=keyed).headers["idempotent-replayed"] == "true"
+    assert tight_api.balance(wallet) == 4
+
+
+@pytest.mark.postgres_only
+def test_a_read_only_database_is_503_and_the_key_stays_retryable(
+    tight: tuple[TenantApi, Runtime], database_url: str
+) -> None:
+    """What a service pointed at a standby that has not been promoted sees."""
+    tight_api, tight_runtime = tight
+    wallet = tight_api.wallet()
+    path = f"/v1/accounts/{wallet}/deposits"
+    keyed = {"Idempotency-Key": "standby-1"}
+    database = make_url(database_url).database
+    admin = make_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on'))
+        tight_runtime.engine.dispose()  # new sessions pick the setting up
+        _unavailable(tight_api.post(path, {"amount": 6}, headers=keyed))
+        assert_problem(tight_api.get("/readyz"), 503, "database_unavailable")  # reads work; not ready
+        with admin.connect() as connection:
+            connection.execute(text(f'ALTER DATABASE "{database}" RESET default_transaction_read_only'))
+        tight_runtime.engine.dispose()
+    finally:
+        admin.dispose()
+    assert tight_api.post(path, {"amount": 6}, headers=keyed).status_code == 201
+    assert tight_api.balance(wallet) == 6
+
+
+def test_an_unreachable_server_is_503_on_a_write_too(tmp_path: Path) -> None:
+    settings = Settings(
+        env=Environment.TEST,
+        data_dir=tmp_path / "data",
+        database_url="postgresql+psycopg://nobody@127.0.0.1:1/nowhere",
+        database_connect_timeout_seconds=2,
+        database_retry_after_seconds=RETRY_AFTER,
+    )
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        response = client.post(
+            "/v1/accounts", json={}, headers={"Authorization": "Bearer pk_x", "Idempotency-Key": "k"}
+        )
+    _unavailable(response)
+
+
+def test_a_database_error_that_is_a_bug_is_not_called_an_outage(
+    sessions: sessionmaker[Session],
+) -> None:
+    with sessions() as session, pytest.raises(IntegrityError) as raised:
+        session.execute(text("INSERT INTO tenant (id) VALUES (NULL)"))
+    assert unavailable_reason(raised.value) is None
+    with sessions() as session, pytest.raises(Exception) as missing:  # noqa: PT011
+        session.execute(text("SELECT * FROM no_such_table"))
+    assert unavailable_reason(missing.value) is None
+
+
+@pytest.mark.postgres_only
+def test_work_past_the_statement_timeout_is_503_and_its_claim_is_released(
+    tight: tuple[TenantApi, Runtime], database_url: str
+) -> None:
+    """A deposit stuck behind another transaction's lock on the tenant's ledger head: refused after the
+    statement timeout, in the middle of its work, with its claim released for the retry."""
+    tight_api, _runtime = tight
+    wallet = tight_api.wallet(balance=1)  # the tenant's ledger head exists from its first posting
+    path = f"/v1/accounts/{wallet}/deposits"
+    keyed = {"Idempotency-Key": "stuck-1"}
+    other = make_engine(database_url)
+    try:
+        with other.connect() as holder:
+            holder.execute(
+                text("SELECT 1 FROM ledger_head WHERE tenant_id = :tenant FOR UPDATE"),
+                {"tenant": tight_api.tenant_id},
+            )
+            _unavailable(tight_api.post(path, {"amount": 8}, headers=keyed))
+            holder.rollback()
+    finally:
+        other.dispose()
+    applied = tight_api.post(path, {"amount": 8}, headers=keyed)
+    assert applied.status_code == 201, applied.text
+    assert "idempotent-replayed" not in applied.headers
+    assert tight_api.balance(wallet) == 1 + 8
