@@ -9,8 +9,10 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from pokna.errors import PoknaError
 
@@ -168,7 +170,21 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     )
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        response.headers["Allow"] = ", ".join(_methods_of_path(request))
     return response
+
+
+def _methods_of_path(request: Request) -> list[str]:
+    """Every method any route serves at this path. Starlette's 405 names only the first route that matched
+    the path, and each FastAPI route serves one method, so `Allow` would omit the others (RFC 9110 15.5.6
+    asks for all of them). The routes of included routers are reached through their contexts."""
+    methods: set[str] = set()
+    for route in iter_route_contexts(request.app.routes):
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods.update(route.methods or ())
+    return sorted(methods)
 
 
 async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
