@@ -11,6 +11,7 @@ from pokna import __version__
 from pokna.api import accounts, fairness, games, health, metrics
 from pokna.api.middleware import BodySizeLimit, RequestContext
 from pokna.api.problems import install_problem_handlers, problem_examples, problem_responses
+from pokna.api.unambiguous_json import UnambiguousJson
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 
@@ -40,7 +41,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(games.router)
     app.include_router(fairness.router)
     app.include_router(metrics.router)
-    # Outermost last: the request id must exist before the body limit can refuse anything.
+    # Outermost last: the request id must exist before the body limit can refuse anything, and the body is
+    # capped before it is parsed for repeated keys.
+    app.add_middleware(UnambiguousJson)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContext)
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]

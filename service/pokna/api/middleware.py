@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 import uuid
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pokna import metrics
+from pokna.api.asgi_problems import send_problem
 from pokna.logs import request_id_var
 
 log = logging.getLogger("pokna.access")
@@ -118,25 +117,12 @@ class BodySizeLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
-        body: dict[str, Any] = {
-            "type": "https://pokna.dev/problems/payload_too_large",
-            "title": "Payload too large",
-            "status": 413,
-            "detail": f"Request bodies are limited to {self.max_bytes} bytes.",
-            "code": "payload_too_large",
-            "instance": scope["path"],
-            "request_id": scope.get("state", {}).get("request_id"),
-            "invalid_params": [{"name": "body", "reason": "too large", "pointer": ""}],
-        }
-        payload = json.dumps(body).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/problem+json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
+        await send_problem(
+            scope,
+            send,
+            status=413,
+            code="payload_too_large",
+            title="Payload too large",
+            detail=f"Request bodies are limited to {self.max_bytes} bytes.",
+            invalid_params=[{"name": "body", "reason": "too large", "pointer": ""}],
         )
-        await send({"type": "http.response.body", "body": payload})

@@ -228,7 +228,10 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 # Documented codes per status: every error response in the OpenAPI document lists these as examples.
 CODES_BY_STATUS: dict[int, list[tuple[str, str]]] = {
-    400: [("malformed_json", "The request body is not valid JSON.")],
+    400: [
+        ("malformed_json", "The request body is not valid JSON."),
+        ("duplicate_key", "body.amount appears more than once; send each key once"),
+    ],
     401: [("unauthorized", "unknown or revoked API key")],
     404: [("not_found", "no game game_0c1d...")],
     405: [("method_not_allowed", "Method Not Allowed")],
