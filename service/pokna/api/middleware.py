@@ -14,6 +14,10 @@ from pokna.api.asgi_problems import send_problem
 from pokna.logs import request_id_var
 
 log = logging.getLogger("pokna.access")
+error_log = logging.getLogger("pokna.api")
+INTERNAL_ERROR_DETAIL = (
+    "An unexpected error occurred; nothing was committed. Quote the request id when reporting it."
+)
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 UNMATCHED_ROUTE = "unmatched"
 """The route label of a path no route matches: a label value per probed path would have no bound."""
@@ -41,10 +45,12 @@ class RequestContext:
         started = time.perf_counter()
         status = 500
         replayed = False
+        response_started = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status, replayed
+            nonlocal status, replayed, response_started
             if message["type"] == "http.response.start":
+                response_started = True
                 status = message["status"]
                 replayed = (b"idempotent-replayed", b"true") in message.get("headers", [])
                 message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
@@ -52,6 +58,21 @@ class RequestContext:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception:
+            # Answered here rather than by Starlette's ServerErrorMiddleware, which re-raises to the server:
+            # uvicorn would log the error a second time and drop the client's keep-alive connection.
+            if response_started:
+                raise
+            # The route's template, never the path: a public fairness link's path is its capability.
+            error_log.exception("unhandled error", extra={"route": _route_template(scope)})
+            await send_problem(
+                scope,
+                send_with_id,
+                status=500,
+                code="internal_error",
+                title="Internal server error",
+                detail=INTERNAL_ERROR_DETAIL,
+            )
         finally:
             seconds = time.perf_counter() - started
             route = _route_template(scope)

@@ -197,7 +197,9 @@ async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error", extra={"path": request.url.path})
+    # The route's template, never the path: a public fairness link's path is its capability.
+    route = getattr(request.scope.get("route"), "path", None)
+    log.exception("unhandled error", extra={"route": route if isinstance(route, str) else "unmatched"})
     return problem_response(
         request,
         status=500,
