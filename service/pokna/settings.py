@@ -49,6 +49,14 @@ class Settings(BaseSettings):
     open_game_ttl_seconds: int = Field(
         default=600, ge=1, description="A game not started within this many seconds is cancelled."
     )
+    rate_limit_per_second: float = Field(
+        default=100,
+        ge=0,
+        description="Requests per second each API key may make, per API process; 0 turns rate limits off.",
+    )
+    rate_limit_burst: int = Field(
+        default=200, ge=1, description="Requests an API key may make at once before the rate applies."
+    )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
     )
@@ -101,6 +109,8 @@ VALID_VALUES: dict[str, str] = {
     "log_level": f"one of {', '.join(LOG_LEVELS)}, e.g. POKNA_LOG_LEVEL=INFO",
     "max_body_bytes": "an integer of at least 1024, e.g. POKNA_MAX_BODY_BYTES=65536",
     "open_game_ttl_seconds": "an integer of at least 1, e.g. POKNA_OPEN_GAME_TTL_SECONDS=600",
+    "rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
+    "rate_limit_burst": "an integer of at least 1, e.g. POKNA_RATE_LIMIT_BURST=200",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }

@@ -258,6 +258,7 @@ CODES_BY_STATUS: dict[int, list[tuple[str, str]]] = {
         ("not_seated", "account acct_... has no seat in this game"),
         ("idempotency_key_reused", "this Idempotency-Key was used with a different request"),
     ],
+    429: [("too_many_requests", "this API key is over its rate limit; retry in 1 s")],
     500: [("internal_error", "An unexpected error occurred; nothing was committed.")],
     503: [
         ("database_unavailable", "cannot reach the database"),
