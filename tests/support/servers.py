@@ -23,6 +23,15 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(env: dict[str, str], data_dir: Path, *extra: str) -> Iterator[str]:
+    with running_server_process(env, data_dir, *extra) as (base, _):
+        yield base
+
+
+@contextmanager
+def running_server_process(
+    env: dict[str, str], data_dir: Path, *extra: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`running_server`, also handing over the `pokna serve` process (its workers are its children)."""
     port = free_port()
     environment = {**os.environ, **env, "POKNA_DATA_DIR": str(data_dir)}
     pokna = Path(sys.executable).with_name("pokna")
@@ -35,7 +44,7 @@ def running_server(env: dict[str, str], data_dir: Path, *extra: str) -> Iterator
         base = f"http://127.0.0.1:{port}"
         try:
             _wait_until_up(base, process, log_path)
-            yield base
+            yield base, process
         finally:
             process.terminate()
             process.wait(timeout=20)
