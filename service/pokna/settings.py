@@ -88,6 +88,14 @@ class Settings(BaseSettings):
     database_retry_after_seconds: int = Field(
         default=2, ge=1, description="The Retry-After of a 503 answered while the database is unavailable."
     )
+    rate_limit_per_second: float = Field(
+        default=100,
+        ge=0,
+        description="Requests per second each API key may make, per API process; 0 turns rate limits off.",
+    )
+    rate_limit_burst: int = Field(
+        default=200, ge=1, description="Requests an API key may make at once before the rate applies."
+    )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
     )
@@ -151,6 +159,8 @@ VALID_VALUES: dict[str, str] = {
     "database_connect_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_CONNECT_TIMEOUT_SECONDS=5",
     "database_statement_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS=30",
     "database_retry_after_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_RETRY_AFTER_SECONDS=2",
+    "rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
+    "rate_limit_burst": "an integer of at least 1, e.g. POKNA_RATE_LIMIT_BURST=200",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }

@@ -11,6 +11,8 @@ from pokna import __version__
 from pokna.api import accounts, audit, fairness, games, health, metrics, webhook_events, webhooks
 from pokna.api.middleware import BodySizeLimit, RequestContext
 from pokna.api.problems import install_problem_handlers, problem_examples, problem_responses
+from pokna.api.rate_limits import RateLimit, TokenBuckets
+from pokna.api.unambiguous_json import UnambiguousJson
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 
@@ -29,7 +31,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         title="Pokna",
         version=__version__,
         description=DESCRIPTION,
-        responses=problem_responses(400, 404, 405, 413, 422, 500, 503),
+        responses=problem_responses(400, 404, 405, 413, 422, 429, 500, 503),
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime
@@ -43,11 +45,20 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(metrics.router)
     app.include_router(webhooks.router)
     app.webhooks.include_router(webhook_events.events)
-    # Outermost last: the request id must exist before the body limit can refuse anything.
+    # Outermost last: the request id must exist before the body limit can refuse anything, and the body is
+    # capped before it is parsed for repeated keys.
+    app.add_middleware(UnambiguousJson)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RateLimit, buckets=_rate_limits(settings))  # before the body is even read
     app.add_middleware(RequestContext)
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _rate_limits(settings: Settings) -> TokenBuckets | None:
+    if settings.rate_limit_per_second == 0:
+        return None
+    return TokenBuckets(settings.rate_limit_per_second, settings.rate_limit_burst)
 
 
 def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:

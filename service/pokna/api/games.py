@@ -15,7 +15,7 @@ from pokna.api.auth import TenantDep
 from pokna.api.clock import ClockDep
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.idempotency import IdempotencyDep
-from pokna.api.pagination import Page, PageDep
+from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problems import problem_responses
 from pokna.api.schemas.common import NoNul
 from pokna.api.schemas.games import (
@@ -143,7 +143,7 @@ def act(
 )
 def game_events(
     game_id: GameId,
-    page: PageDep,
+    page: EventPageDep,
     runtime: RuntimeDep,
     tenant_id: TenantDep,
     clock: ClockDep,

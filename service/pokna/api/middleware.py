@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 import uuid
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pokna import metrics
+from pokna.api.asgi_problems import send_problem
 from pokna.logs import request_id_var
 
 log = logging.getLogger("pokna.access")
+error_log = logging.getLogger("pokna.api")
+INTERNAL_ERROR_DETAIL = (
+    "An unexpected error occurred; nothing was committed. Quote the request id when reporting it."
+)
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 UNMATCHED_ROUTE = "unmatched"
 """The route label of a path no route matches: a label value per probed path would have no bound."""
@@ -42,10 +45,12 @@ class RequestContext:
         started = time.perf_counter()
         status = 500
         replayed = False
+        response_started = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status, replayed
+            nonlocal status, replayed, response_started
             if message["type"] == "http.response.start":
+                response_started = True
                 status = message["status"]
                 replayed = (b"idempotent-replayed", b"true") in message.get("headers", [])
                 message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
@@ -53,6 +58,21 @@ class RequestContext:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception:
+            # Answered here rather than by Starlette's ServerErrorMiddleware, which re-raises to the server:
+            # uvicorn would log the error a second time and drop the client's keep-alive connection.
+            if response_started:
+                raise
+            # The route's template, never the path: a public fairness link's path is its capability.
+            error_log.exception("unhandled error", extra={"route": _route_template(scope)})
+            await send_problem(
+                scope,
+                send_with_id,
+                status=500,
+                code="internal_error",
+                title="Internal server error",
+                detail=INTERNAL_ERROR_DETAIL,
+            )
         finally:
             seconds = time.perf_counter() - started
             route = _route_template(scope)
@@ -118,25 +138,12 @@ class BodySizeLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
-        body: dict[str, Any] = {
-            "type": "https://pokna.dev/problems/payload_too_large",
-            "title": "Payload too large",
-            "status": 413,
-            "detail": f"Request bodies are limited to {self.max_bytes} bytes.",
-            "code": "payload_too_large",
-            "instance": scope["path"],
-            "request_id": scope.get("state", {}).get("request_id"),
-            "invalid_params": [{"name": "body", "reason": "too large", "pointer": ""}],
-        }
-        payload = json.dumps(body).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/problem+json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
+        await send_problem(
+            scope,
+            send,
+            status=413,
+            code="payload_too_large",
+            title="Payload too large",
+            detail=f"Request bodies are limited to {self.max_bytes} bytes.",
+            invalid_params=[{"name": "body", "reason": "too large", "pointer": ""}],
         )
-        await send({"type": "http.response.body", "body": payload})

@@ -7,10 +7,18 @@ from typing import Annotated
 from fastapi import Depends, Query
 from pydantic import BaseModel
 
-from pokna.api.schemas.common import NoNul
+from pokna.api.schemas.common import INTEGER_MAX, NoNul
 from pokna.paging import Page
 
-__all__ = ["MAX_LIMIT", "Page", "PageDep", "PageRequest", "page_request"]
+__all__ = [
+    "MAX_LIMIT",
+    "EventPageDep",
+    "Page",
+    "PageDep",
+    "PageRequest",
+    "event_page_request",
+    "page_request",
+]
 
 MAX_LIMIT = 100
 
@@ -20,8 +28,11 @@ class PageRequest(BaseModel):
     starting_after: str | None
 
 
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page (1-100).")]
+
+
 async def page_request(  # no I/O: no trip through the thread pool
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page (1-100).")] = 20,
+    limit: Limit = 20,
     starting_after: Annotated[
         str | None,
         Query(max_length=100, description="The `next_cursor` of the previous page; omit for the first page."),
@@ -32,3 +43,21 @@ async def page_request(  # no I/O: no trip through the thread pool
 
 
 PageDep = Annotated[PageRequest, Depends(page_request)]
+
+
+async def event_page_request(
+    limit: Limit = 20,
+    starting_after: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=INTEGER_MAX,
+            description="The `next_cursor` of the previous page (an event's `seq`); omit for the first page.",
+        ),
+    ] = None,
+) -> PageRequest:
+    """A game's events are numbered, so their cursor is a number in the range of the `seq` column."""
+    return PageRequest(limit=limit, starting_after=None if starting_after is None else str(starting_after))
+
+
+EventPageDep = Annotated[PageRequest, Depends(event_page_request)]

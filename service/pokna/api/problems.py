@@ -9,9 +9,11 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from pokna.db.outage import unavailable_reason
 from pokna.errors import DatabaseUnavailable, PoknaError
@@ -170,7 +172,21 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     )
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        response.headers["Allow"] = ", ".join(_methods_of_path(request))
     return response
+
+
+def _methods_of_path(request: Request) -> list[str]:
+    """Every method any route serves at this path. Starlette's 405 names only the first route that matched
+    the path, and each FastAPI route serves one method, so `Allow` would omit the others (RFC 9110 15.5.6
+    asks for all of them). The routes of included routers are reached through their contexts."""
+    methods: set[str] = set()
+    for route in iter_route_contexts(request.app.routes):
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods.update(route.methods or ())
+    return sorted(methods)
 
 
 async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
@@ -200,7 +216,9 @@ def _retry_after_seconds(request: Request) -> int:
 
 
 async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error", extra={"path": request.url.path})
+    # The route's template, never the path: a public fairness link's path is its capability.
+    route = getattr(request.scope.get("route"), "path", None)
+    log.exception("unhandled error", extra={"route": route if isinstance(route, str) else "unmatched"})
     return problem_response(
         request,
         status=500,
@@ -241,7 +259,10 @@ RETRY_AFTER_HEADER = {
 
 # Documented codes per status: every error response in the OpenAPI document lists these as examples.
 CODES_BY_STATUS: dict[int, list[tuple[str, str]]] = {
-    400: [("malformed_json", "The request body is not valid JSON.")],
+    400: [
+        ("malformed_json", "The request body is not valid JSON."),
+        ("duplicate_key", "body.amount appears more than once; send each key once"),
+    ],
     401: [("unauthorized", "unknown or revoked API key")],
     404: [("not_found", "no game game_0c1d...")],
     405: [("method_not_allowed", "Method Not Allowed")],
@@ -266,6 +287,7 @@ CODES_BY_STATUS: dict[int, list[tuple[str, str]]] = {
         ("not_seated", "account acct_... has no seat in this game"),
         ("idempotency_key_reused", "this Idempotency-Key was used with a different request"),
     ],
+    429: [("too_many_requests", "this API key is over its rate limit; retry in 1 s")],
     500: [("internal_error", "An unexpected error occurred; nothing was committed.")],
     503: [
         ("database_unavailable", "cannot reach the database; nothing was committed"),

@@ -53,6 +53,9 @@ def serve(
         workers=workers or settings.workers,
         log_config=None,
         access_log=False,
+        # uvicorn answers a request it cannot parse itself; this protocol makes that answer problem+json.
+        http="pokna.api.http_protocol:ProblemH11Protocol",
+        ws="none",
         # uvicorn's supervisor kills a worker that does not answer its ping within this many seconds (5 by
         # default): on a busy 2-core machine a starting worker, still importing the app, missed it and was
         # killed and restarted over and over (tests/cli/test_serve.py flaked at load ~10).

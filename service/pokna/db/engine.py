@@ -41,6 +41,9 @@ class Waits:
 
 def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
     waits = waits or Waits()
+    # A SQLAlchemy error's text carries the statement's parameters: a deposit's amount, reference and
+    # metadata, a key's hash, a sealed seed. Errors are logged, so they never carry the values.
+    kwargs.setdefault("hide_parameters", True)
     if backend_of(url) is Backend.SQLITE:
         database = make_url(url).database
         if database and database != ":memory:":

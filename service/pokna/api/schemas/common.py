@@ -5,6 +5,13 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, StringConstraints
 
 MAX_AMOUNT = 10**12
+# The ranges of the columns an integer input is compared with. A number the database cannot hold is bad
+# input (422 naming it), so every integer the API takes declares a maximum no larger than its column's,
+# and the OpenAPI document says so too.
+INTEGER_MAX = 2**31 - 1
+"""PostgreSQL `integer` (a game's `version`, an event's `seq`)."""
+BIGINT_MAX = 2**63 - 1
+"""PostgreSQL `bigint`, SQLite's INTEGER (a journal transaction's `seq`, amounts)."""
 
 
 def _refuse_nul(value: str) -> str:

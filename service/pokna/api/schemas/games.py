@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from pokna.api.schemas.common import AccountId, Amount, Currency
+from pokna.api.schemas.common import INTEGER_MAX, AccountId, Amount, Currency
 from pokna.dealer.schemas import (
     ActionRollOut,
     FairnessLinkOut,
@@ -68,6 +68,7 @@ Version = Annotated[
     Field(
         default=None,
         ge=1,
+        le=INTEGER_MAX,
         description="Optional optimistic-concurrency guard: refuse (409 `conflict`) unless the game is at this "
         "version.",
     ),

@@ -1,0 +1,132 @@
+"""Per-API-key rate limits: a token bucket per key, in this process, refused with 429 before any work.
+
+Each key's bucket holds up to `burst` tokens and refills at `rate` per second; a request takes one. The
+check runs before the body is read and before authentication, so a throttled client costs no database
+round trip and cannot slow another tenant's requests down. Buckets are keyed by a digest of the bearer key
+(never the key itself) and at most `MAX_TRACKED_KEYS` are kept: a full bucket is what a forgotten key
+would get anyway, so dropping the least recently seen one loses nothing.
+
+Why per process and not shared through the database: docs/operations.md, "Rate limits".
+
+The headers are those of the IETF draft "RateLimit header fields for HTTP"
+(draft-ietf-httpapi-ratelimit-headers-08 and later): `RateLimit-Policy` states the quota (`q`, the burst)
+and its window (`w`, the seconds a full refill takes), `RateLimit` what is left (`r`) and the seconds
+until the bucket is full again (`t`); a 429 adds `Retry-After`, the seconds until one request is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pokna.api.asgi_problems import send_problem
+
+MAX_TRACKED_KEYS = 10_000
+POLICY_NAME = "per-key"
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    remaining: int
+    seconds_to_full: int
+    retry_after: int
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated_at: float
+
+
+class TokenBuckets:
+    """One bucket per key. Used from the event loop only (the middleware), so no lock is needed."""
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = MAX_TRACKED_KEYS,
+    ) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._max_keys = max_keys
+        self._buckets: OrderedDict[bytes, _Bucket] = OrderedDict()
+
+    def take(self, key: bytes) -> Decision:
+        now = self._clock()
+        bucket = self._buckets.pop(key, None) or _Bucket(float(self.burst), now)
+        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.updated_at) * self.rate)
+        bucket.updated_at = now
+        allowed = bucket.tokens >= 1
+        if allowed:
+            bucket.tokens -= 1
+        self._buckets[key] = bucket
+        if len(self._buckets) > self._max_keys:
+            self._buckets.popitem(last=False)
+        return Decision(
+            allowed=allowed,
+            remaining=math.floor(bucket.tokens),
+            seconds_to_full=math.ceil((self.burst - bucket.tokens) / self.rate),
+            retry_after=0 if allowed else max(1, math.ceil((1 - bucket.tokens) / self.rate)),
+        )
+
+    @property
+    def policy(self) -> str:
+        return f'"{POLICY_NAME}";q={self.burst};w={max(1, math.ceil(self.burst / self.rate))}'
+
+
+def _bearer_key(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, credentials = value.partition(b" ")
+            if scheme.lower() == b"bearer" and credentials.strip():
+                return hashlib.sha256(credentials.strip()).digest()
+    return None
+
+
+class RateLimit:
+    """Throttles each bearer key; requests without one (health, public proof links) are not counted here."""
+
+    def __init__(self, app: ASGIApp, buckets: TokenBuckets | None) -> None:
+        self.app = app
+        self.buckets = buckets
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = _bearer_key(scope) if scope["type"] == "http" and self.buckets is not None else None
+        if key is None or self.buckets is None:
+            await self.app(scope, receive, send)
+            return
+        decision = self.buckets.take(key)
+        headers = {
+            "RateLimit-Policy": self.buckets.policy,
+            "RateLimit": f'"{POLICY_NAME}";r={decision.remaining};t={decision.seconds_to_full}',
+        }
+        if not decision.allowed:
+            await send_problem(
+                scope,
+                send,
+                status=429,
+                code="too_many_requests",
+                title="Too many requests",
+                detail=f"this API key is over its rate limit; retry in {decision.retry_after} s",
+                headers={**headers, "Retry-After": str(decision.retry_after)},
+            )
+            return
+        encoded = [(name.lower().encode(), value.encode()) for name, value in headers.items()]
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", []).extend(encoded)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

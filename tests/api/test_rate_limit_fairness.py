@@ -1,0 +1,110 @@
+"""One tenant flooding a real `pokna serve` is throttled while a second tenant keeps its latency.
+
+The flooding app does what a 429 asks (waits `Retry-After`); an app that ignores it and resends at once
+still costs the server the parsing of each request, which is the reverse proxy's to limit per client
+(docs/operations.md, "Rate limits").
+
+Timing is compared within one run, never against a fixed number: the second tenant's median latency
+while the first floods is held against its own median a moment before, on the same machine."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pokna.db.engine import make_engine
+from pokna.storage import make_sessionmaker
+from pokna.tenants import service as tenants
+from support.servers import running_server
+
+pytestmark = pytest.mark.postgres_only
+
+FLOODERS = 6
+FLOOD_REQUESTS_EACH = 400  # bounded: the flood stops by itself
+SAMPLES = 40
+WARM_UP = 10
+
+
+def _api_key(database_url: str, name: str) -> str:
+    engine = make_engine(database_url)
+    try:
+        with make_sessionmaker(engine).begin() as session:
+            return tenants.issue_api_key(session, tenants.create_tenant(session, name).id).secret
+    finally:
+        engine.dispose()
+
+
+def _latencies(http: httpx.Client, path: str, headers: dict[str, str], samples: int = SAMPLES) -> list[float]:
+    seconds = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        response = http.get(path, headers=headers)
+        seconds.append(time.perf_counter() - started)
+        assert response.status_code == 200, response.text
+    return seconds
+
+
+def test_a_flooding_tenant_is_throttled_and_the_other_keeps_its_latency(
+    database_url: str, tmp_path: Path
+) -> None:
+    flooder = {"Authorization": f"Bearer {_api_key(database_url, 'Flood')}"}
+    steady = {"Authorization": f"Bearer {_api_key(database_url, 'Steady')}"}
+    env = {
+        "POKNA_DATABASE_URL": database_url,
+        # A rate far below what the server can do even on a busy machine, so the flood is over it; a burst
+        # that covers the steady tenant's own requests (1 + WARM_UP + 2 x SAMPLES).
+        "POKNA_RATE_LIMIT_PER_SECOND": "2",
+        "POKNA_RATE_LIMIT_BURST": "100",
+    }
+    flood_statuses: list[int] = []
+    lock = threading.Lock()
+    with running_server(env, tmp_path / "data") as base, httpx.Client(base_url=base, timeout=30) as http:
+        wallet = http.post("/v1/accounts", json={}, headers=steady).json()["id"]
+        path = f"/v1/accounts/{wallet}/transactions"
+        _latencies(http, path, steady, WARM_UP)  # warm up the connection pool and the code paths
+        alone = _latencies(http, path, steady)
+        stop = threading.Event()
+
+        flooded_wallet = http.post("/v1/accounts", json={}, headers=flooder).json()["id"]
+
+        def flood() -> None:
+            """Deposits, each one the database's work (a locked, hash-chained posting) unless refused first,
+            as fast as the limit lets through: after a 429 the app waits the `Retry-After` it was given."""
+            with httpx.Client(base_url=base, timeout=30) as own:
+                for _ in range(FLOOD_REQUESTS_EACH):
+                    if stop.is_set():
+                        return
+                    deposit = own.post(
+                        f"/v1/accounts/{flooded_wallet}/deposits", json={"amount": 1}, headers=flooder
+                    )
+                    with lock:
+                        flood_statuses.append(deposit.status_code)
+                    if deposit.status_code == 429:
+                        stop.wait(float(deposit.headers["Retry-After"]))
+
+        threads = [threading.Thread(target=flood) for _ in range(FLOODERS)]
+        for thread in threads:
+            thread.start()
+        try:
+            while flood_statuses.count(429) < 6 and any(thread.is_alive() for thread in threads):
+                time.sleep(0.01)  # the flood is under way and past its burst
+            flooded = _latencies(http, path, steady)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+
+    throttled = flood_statuses.count(429)
+    print(
+        f"steady tenant median {statistics.median(alone) * 1000:.1f} ms alone, "
+        f"{statistics.median(flooded) * 1000:.1f} ms during the flood; "
+        f"flood: {len(flood_statuses)} requests, {throttled} refused with 429"
+    )
+    assert set(flood_statuses) <= {201, 429}
+    assert throttled >= 20  # the flood was over its limit while the steady tenant was measured
+    assert statistics.median(flooded) < 2 * statistics.median(alone)
