@@ -128,6 +128,7 @@ class Saloon:
     vigo: str
     players: list[str]
     game_id: str
+    endpoint_id: str
 
     def requests(self) -> dict[tuple[str, str], Callable[[str, int], Any]]:
         """One valid request per operation with integer inputs, with one input replaced by `value`."""
@@ -158,6 +159,11 @@ class Saloon:
             ),
             ("GET", "/v1/games/{game_id}/events"): query(f"/v1/games/{self.game_id}/events"),
             ("GET", "/v1/ledger/export"): query("/v1/ledger/export"),
+            ("GET", "/v1/audit/bundle"): query("/v1/audit/bundle"),
+            ("GET", "/v1/webhooks/endpoints"): query("/v1/webhooks/endpoints"),
+            ("GET", "/v1/webhooks/endpoints/{endpoint_id}/deliveries"): query(
+                f"/v1/webhooks/endpoints/{self.endpoint_id}/deliveries"
+            ),
             ("POST", "/v1/tables"): body(lambda sent: api.post("/v1/tables", sent), table),
         }
 
@@ -169,7 +175,11 @@ def saloon(client: TestClient, sessions: sessionmaker[Session]) -> Saloon:
     players = [api.wallet(1000), api.wallet(1000)]
     created = api.post("/v1/games", {"vigo_account_id": vigo, "player_account_ids": players, "stake": 1})
     assert created.status_code == 201, created.text
-    return Saloon(api, vigo, players, created.json()["id"])
+    endpoint = api.post(
+        "/v1/webhooks/endpoints", {"url": "http://127.0.0.1:9/hooks", "event_types": ["game.created"]}
+    )
+    assert endpoint.status_code == 201, endpoint.text
+    return Saloon(api, vigo, players, created.json()["id"], endpoint.json()["id"])
 
 
 def test_every_integer_input_is_probed(saloon: Saloon) -> None:

@@ -23,7 +23,7 @@ from pokna.api.schemas.accounts import (
     MoneyMovement,
     TrialBalanceOut,
 )
-from pokna.api.schemas.common import BIGINT_MAX, Currency, NoNul
+from pokna.api.schemas.common import SEQ_MAX, Currency, NoNul
 from pokna.errors import InvalidRequest
 from pokna.ledger import AccountKind, TransactionNotFound
 
@@ -160,8 +160,8 @@ def export(
     tenant_id: TenantDep,
     session: SessionDep,
     export_format: Annotated[Literal["jsonl", "csv", "beancount"], Query(alias="format")] = "jsonl",
-    from_seq: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
-    to_seq: Annotated[int | None, Query(ge=1, le=BIGINT_MAX)] = None,
+    from_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX)] = None,
+    to_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX)] = None,
 ) -> StreamingResponse:
     # The request's session outlives this return: its dependency closes it after the response is sent.
     lines = ledger.export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)

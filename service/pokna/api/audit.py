@@ -12,6 +12,7 @@ from pokna import bundles
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.problems import problem_responses
+from pokna.api.schemas.common import SEQ_MAX
 from pokna.audit.records import MEDIA_TYPE
 
 router = APIRouter(prefix="/v1", tags=["audit"])
@@ -34,8 +35,8 @@ def audit_bundle(
     runtime: RuntimeDep,
     tenant_id: TenantDep,
     session: SessionDep,
-    from_seq: Annotated[int | None, Query(ge=1, description="First seq.")] = None,
-    to_seq: Annotated[int | None, Query(ge=1, description="Last seq.")] = None,
+    from_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX, description="First seq.")] = None,
+    to_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX, description="Last seq.")] = None,
     from_time: Annotated[
         datetime | None, Query(description="From the first transaction written at or after this time.")
     ] = None,

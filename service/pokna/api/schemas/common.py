@@ -11,6 +11,7 @@ MAX_AMOUNT = 10**12
 INTEGER_MAX = 2**31 - 1
 """PostgreSQL `integer` (a game's `version`, an event's `seq`)."""
 BIGINT_MAX = 2**63 - 1
+SEQ_MAX = 2**53 - 1  # a journal seq is hashed and signed as an I-JSON integer, so none is larger
 """PostgreSQL `bigint`, SQLite's INTEGER (a journal transaction's `seq`, amounts)."""
 
 
