@@ -17,6 +17,7 @@ from pokna.ledger.accounts import (
     get_account,
     house_account,
     open_account,
+    revenue_account,
 )
 from pokna.ledger.audit import AuditReport, Finding, verify_export
 from pokna.ledger.audit_scan import verify_export_stream
@@ -101,6 +102,7 @@ __all__ = [
     "post_transfers",
     "reconcile",
     "request_fingerprint",
+    "revenue_account",
     "reverse_transaction",
     "take_checkpoint",
     "transactions_of",
