@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from pokna import __version__
-from pokna.api import accounts, fairness, games, health, metrics
+from pokna.api import accounts, fairness, games, health, metrics, tenant_settings
 from pokna.api.middleware import BodySizeLimit, RequestContext
 from pokna.api.problems import install_problem_handlers, problem_examples, problem_responses
 from pokna.runtime import Runtime
@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(games.router)
     app.include_router(fairness.router)
     app.include_router(metrics.router)
+    app.include_router(tenant_settings.router)
     # Outermost last: the request id must exist before the body limit can refuse anything.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContext)

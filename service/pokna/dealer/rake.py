@@ -15,7 +15,7 @@ from pokna import ledger
 from pokna.dealer.schemas import RakeOut
 from pokna.errors import InvalidRequest
 from pokna.game import GameConfig, GameError
-from pokna.tenants.service import rake_defaults
+from pokna.tenants.settings import rake_defaults
 
 
 @dataclass(frozen=True)

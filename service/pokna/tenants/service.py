@@ -10,11 +10,10 @@ from sqlalchemy.orm import Session
 
 from pokna.db.models.tenant import ApiKey, Tenant
 from pokna.db.types import new_id, utc_now
-from pokna.errors import InvalidRequest, NotFound, Unauthorized
+from pokna.errors import NotFound, Unauthorized
 from pokna.tenants import repository
 
 KEY_PREFIX = "pk_"
-BPS_PER_WHOLE = 10_000
 
 
 @dataclass(frozen=True)
@@ -76,24 +75,3 @@ def authenticate(session: Session, secret: str) -> str:
     if key is None or key.revoked_at is not None:
         raise Unauthorized("unknown or revoked API key")
     return key.tenant_id
-
-
-def rake_defaults(session: Session, tenant_id: str) -> tuple[int, int | None]:
-    """The rake terms (basis points, cap) a new game or table takes when its request names none."""
-    tenant = get_tenant(session, tenant_id)
-    return tenant.rake_bps, tenant.rake_cap
-
-
-def set_rake_defaults(session: Session, tenant_id: str, rake_bps: int, rake_cap: int | None) -> Tenant:
-    """New defaults for games and tables created from now on; a game keeps the terms it was created with."""
-    if not 0 <= rake_bps <= BPS_PER_WHOLE:
-        raise InvalidRequest(
-            f"the rake is 0 to {BPS_PER_WHOLE} basis points, not {rake_bps}", field="body.rake.bps"
-        )
-    if rake_cap is not None and rake_cap < 0:
-        raise InvalidRequest(f"the rake cap must not be negative, not {rake_cap}", field="body.rake.cap")
-    tenant = get_tenant(session, tenant_id)
-    tenant.rake_bps = rake_bps
-    tenant.rake_cap = rake_cap
-    session.flush()
-    return tenant
