@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from pokna.cli.app import app as cli
 from pokna.game import (
+    Action,
     Challenge,
     Claim,
     GameConfig,
