@@ -8,7 +8,11 @@ finite, though:
   depends only on `pot mod m`, with `m = 10000 / gcd(bps, 10000)`: so the chain runs on pots mod m, and
   the expected rake follows from the expected pot and the distribution of those residues;
 - capped, every pot from `T = ceil(cap * 10000 / bps)` on pays exactly the cap: so the chain runs on
-  pots up to T, all larger pots folded into T (refused when T is too large to enumerate exactly).
+  pots up to T, all larger pots folded into T.
+
+Either way the number of classes is bounded (MAX_POT_CLASSES) and larger ones are refused: the exact
+fractions grow with the classes (a cycle of L classes has a denominator of about k·L bits), and so does
+the time.
 
 Either way a pass's self-loop (every player survives, the Vigo pays, they roll again) moves the pot class
 around a cycle (residues) or up to T, and is solved exactly (`_visits`). All values are `Fraction`s.
@@ -69,6 +73,12 @@ def _classes_of(config: GameConfig) -> _Classes:
     bps = config.rake_bps
     if config.rake_cap is None:
         modulus = BPS_PER_WHOLE // gcd(bps, BPS_PER_WHOLE)
+        if modulus > MAX_POT_CLASSES:
+            raise InvalidConfig(
+                f"exact odds follow every pot modulo {modulus} at {bps} basis points; at most {MAX_POT_CLASSES} "
+                "classes are enumerated: a rate dividing 10000 into at most that many parts, or a cap",
+                field="rake_bps",
+            )
         return _Classes(modulus, lambda pot: pot % modulus, capped=False)
     saturation = -(-config.rake_cap * BPS_PER_WHOLE // bps)
     if saturation + 1 > MAX_POT_CLASSES:
