@@ -65,7 +65,8 @@ class SeatOdds:
 
     @property
     def win(self) -> Fraction:
-        """Probability of being paid anything; a split share always exceeds the ante, so it is a win."""
+        """Probability of being paid anything: a whole pot or a share of a split (without a rake a share
+        always exceeds the ante; a rake may leave less)."""
         return self.whole_pot + self.split_share
 
     @property
