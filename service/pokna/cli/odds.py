@@ -40,8 +40,10 @@ def odds(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Exact fractions as JSON.")] = False,
 ) -> None:
-    """Exact odds for every seat and the operator's expected rake, assuming unlimited balances and that
-    every player follows one policy."""
+    """Exact odds for every seat, assuming unlimited balances and that every player follows one policy.
+
+    With --rake-bps (and --rake-cap), also the operator's exact expected rake per game and per unit staked.
+    """
     try:
         config = GameConfig.create(
             stake=stake,
