@@ -46,7 +46,7 @@ from pokna.game import (
 )
 from pokna.game.actions import action_to_dict
 from pokna.game.events import Rolled
-from pokna.game.transfers import party_to_json
+from pokna.game.transfers import Pot, party_to_json
 from pokna.ledger.chain import GENESIS_HASH, document_hash, transaction_document
 
 TENANT = "ten_bench"
@@ -97,6 +97,8 @@ def _game(index: int) -> tuple[str, str, dict[str, Any], list[tuple[str, str, st
         for transfer in result.transfers:
             payer, payee = party_to_json(transfer.payer), party_to_json(transfer.payee)
             transfers.append(TransferRecord(transfer.kind.value, payer, payee, transfer.amount))
+            if not isinstance(transfer.payer, int | Pot) or not isinstance(transfer.payee, int | Pot):
+                raise SystemExit("this bench plays without a rake: no revenue party")
             moves.append(
                 (
                     transfer.kind.value,

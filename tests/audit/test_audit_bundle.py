@@ -14,7 +14,7 @@ import pokna.cli.ledger  # noqa: F401  (registers `audit`)
 from pokna.audit.bundle_check import CHECKS, verify_bundle
 from pokna.audit.report import Verdict
 from pokna.cli.app import app
-from support.audit_bundles import play_books, records
+from support.audit_bundles import lines_of, play_books, records
 from support.game_play import Api, new_tenant_key
 
 runner = CliRunner()
@@ -50,6 +50,44 @@ def test_a_bundle_of_played_games_passes_every_check(
     assert answer.output.rstrip().endswith("VALID")
     as_json = runner.invoke(app, ["audit", "verify", str(bundle), "--keys", str(keys), "--json"])
     assert json.loads(as_json.output)["verdict"] == "valid"
+
+
+def test_the_rake_is_money_that_followed_the_dice_and_the_operators_result(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    books = play_books(client, sessions, games=4, rake={"bps": 1000, "cap": 2})
+    lines = books.bundle()
+    report = verify_bundle(lines, keys=books.key_ring)
+    assert report.findings == [], report.to_json()
+    assert report.verdict is Verdict.VALID
+    rakes = [record for record in records(lines) if record.get("kind") == "rake"]
+    assert rakes
+    assert report.transaction_kinds["rake"] == len(rakes)
+    taken = sum(
+        posting["amount"] for record in rakes for posting in record["postings"] if posting["amount"] > 0
+    )
+    assert report.kind_changes["revenue"] == {"CREDIT": taken}
+    assert report.house_result == {"CREDIT": taken}
+    assert report.kind_changes["player_wallet"] == {"CREDIT": 4 * 400 - 7 - taken}
+
+    # A rake paid to a wallet instead of the revenue account is money that did not follow the dice.
+    wallet = next(
+        posting["account_id"]
+        for record in records(lines)
+        if record.get("kind") == "deposit"
+        for posting in record["postings"]
+        if posting["amount"] > 0
+    )
+    documents = records(lines)
+    for document in documents:
+        if document.get("kind") == "rake":
+            for posting in document["postings"]:
+                if posting["amount"] > 0:
+                    posting["account_id"] = wallet
+            break
+    tampered = verify_bundle(lines_of(documents), keys=books.key_ring)
+    assert tampered.verdict is Verdict.INVALID
+    assert any("rake" in finding.problem for finding in tampered.findings), tampered.to_json()
 
 
 def test_a_bundle_over_part_of_the_range_still_checks_the_games_inside_it(

@@ -86,11 +86,12 @@ def _rechain(documents: list[dict[str, Any]]) -> None:
 def test_every_tampering_with_a_real_bundle_is_found(
     client: TestClient, sessions: sessionmaker[Session]
 ) -> None:
-    books = play_books(client, sessions, games=4)
+    books = play_books(client, sessions, games=4, rake={"bps": 1000, "cap": 2})  # rake lines tampered too
     lines = books.bundle()
     documents = records(lines)
     ring = books.key_ring
     assert verify_bundle(lines, keys=ring).verdict is Verdict.VALID
+    assert any(document.get("kind") == "rake" for document in documents)
     leaves = [(index, path) for index, document in enumerate(documents) for path in _leaves(document)]
 
     @settings(max_examples=EXAMPLES, database=None)

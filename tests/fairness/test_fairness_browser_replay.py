@@ -27,6 +27,7 @@ from pokna.fairness.receipt import build_commitment_receipt
 from pokna.fairness.terms import GameTerms, SeatAccount
 from pokna.fairness.verification import verify_proof
 from pokna.game import (
+    REVENUE,
     Action,
     Cancel,
     CannotPay,
@@ -38,6 +39,7 @@ from pokna.game import (
     Roll,
     Start,
     Timeout,
+    TransferKind,
     Vote,
     VoteChoice,
     action_to_dict,
@@ -45,7 +47,7 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.events import Rolled, Settled, TimedOut, VigoBust, VoteDecided
+from pokna.game.events import Raked, Rolled, Settled, TimedOut, VigoBust, VoteDecided
 from pokna.game.transfers import party_to_json
 from support.browser import Browser, Site, browser_session, serving
 
@@ -81,7 +83,13 @@ REQUIRED_KINDS = {
     "cancel": 5,
     "seed:server": 50,
     "key:retired": 50,
+    "rake": 200,
+    "rake:capped": 30,
+    "rake:split": 30,
 }
+
+# Rake terms drawn from a random generator of their own, so the games above stay the ones they were.
+RAKE_TERMS = ((0, None), (500, None), (500, 1), (250, 3), (1_000, 7), (9_999, None), (10_000, None), (1, 2))
 
 
 @dataclass(frozen=True)
@@ -146,7 +154,14 @@ def play_random_game(index: int) -> PlayedGame:
     players = index % 11 + 1
     stake = rng.choice((1, 2, 5, 10, 25, 100))
     challenge_raise = rng.choice((stake, stake, 1, 2 * stake, 3 * stake + 1))
-    config = GameConfig.create(stake=stake, challenge_raise=challenge_raise, player_count=players)
+    rake_bps, rake_cap = random.Random(f"pokna-browser-rake-{index}").choice(RAKE_TERMS)
+    config = GameConfig.create(
+        stake=stake,
+        challenge_raise=challenge_raise,
+        player_count=players,
+        rake_bps=rake_bps,
+        rake_cap=rake_cap,
+    )
     accounts = {seat: f"acct_{index:04d}_{seat}" for seat in config.seats}
     balances = _balances(rng, config)
     cap = balance_cap(stake, challenge_raise, players)
@@ -188,8 +203,15 @@ def play_random_game(index: int) -> PlayedGame:
                 )
             elif isinstance(event, Settled) and len({payout.amount for payout in event.payouts}) > 1:
                 kinds.add("split:remainder")
+            elif isinstance(event, Raked):
+                kinds.add("rake")
+                kinds |= {"rake:capped"} if event.amount == event.rake_cap else set()
+                kinds |= (
+                    {"rake:split"} if any(t.kind is TransferKind.SPLIT for t in result.transfers) else set()
+                )
         for transfer in result.transfers:
-            balances[transfer.seat] += -transfer.amount if transfer.into_pot else transfer.amount
+            if transfer.payee is not REVENUE:
+                balances[transfer.seat] += -transfer.amount if transfer.into_pot else transfer.amount
             transfers.append(transfer.to_dict())
         state = result.state
     outcome = outcome_to_json(state.outcome)
@@ -200,7 +222,8 @@ def play_random_game(index: int) -> PlayedGame:
     key = OLD_KEY if index % 10 == 7 else NEW_KEY
     kinds |= {"key:retired"} if key is OLD_KEY else set()
     game_id = f"game_{index:04d}"
-    terms = GameTerms.of(stake, challenge_raise, [SeatAccount(seat, accounts[seat]) for seat in config.seats])
+    seated = [SeatAccount(seat, accounts[seat]) for seat in config.seats]
+    terms = GameTerms.of(stake, challenge_raise, seated, rake_bps=rake_bps, rake_cap=rake_cap)
     proof = build_proof(
         game_id=game_id,
         server_seed=server_seed,
@@ -219,7 +242,7 @@ def play_random_game(index: int) -> PlayedGame:
         game_id=game_id,
         server_seed_hash=server_seed_hash(server_seed),
         created_at=f"2025-03-{index % 28 + 1:02d}T{index % 24:02d}:{index % 60:02d}:00Z",
-        terms=GameTerms.of(stake, challenge_raise, terms.seats[:1]),
+        terms=GameTerms.of(stake, challenge_raise, terms.seats[:1], rake_bps=rake_bps, rake_cap=rake_cap),
         private_key=key,
     )
     link = {

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from pokna.game import (
     POT,
+    REVENUE,
     Action,
     GameConfig,
     GameState,
@@ -66,10 +67,16 @@ class ToyLedger:
 
     balances: dict[int, int]
     pot: int = 0
+    revenue: int = 0
 
     def post(self, transfers: Iterable[Transfer]) -> None:
         for transfer in transfers:
-            if transfer.payee is POT:
+            if transfer.payee is REVENUE:
+                assert transfer.payer is POT
+                self.pot -= transfer.amount
+                assert self.pot >= 0, f"{transfer} overdraws the pot"
+                self.revenue += transfer.amount
+            elif transfer.payee is POT:
                 assert isinstance(transfer.payer, int)
                 self.balances[transfer.payer] -= transfer.amount
                 assert self.balances[transfer.payer] >= 0, f"{transfer} overdraws seat {transfer.payer}"
@@ -83,7 +90,7 @@ class ToyLedger:
 
     @property
     def total(self) -> int:
-        return sum(self.balances.values()) + self.pot
+        return sum(self.balances.values()) + self.pot + self.revenue
 
 
 @dataclass
@@ -120,14 +127,19 @@ class Table:
 
 def check_state(state: GameState) -> None:
     """Invariants that hold after every step, whatever happened."""
-    assert state.pot == sum(state.paid_in) - sum(state.paid_out) >= 0
+    assert state.pot == sum(state.paid_in) - sum(state.paid_out) - state.rake >= 0
     assert state.paid_in[0] <= sum(state.paid_in)
     if state.phase is Phase.SETTLED:
         assert state.pot == 0
         assert state.outcome is not None
-        assert sum(payout.amount for payout in state.outcome.payouts) == sum(state.paid_in)
+        assert sum(payout.amount for payout in state.outcome.payouts) + state.rake == sum(state.paid_in)
+        # The rake is taken once, on the whole pot: never above its rate (rounded down) nor its cap.
+        config = state.config
+        assert state.rake * 10_000 <= sum(state.paid_in) * config.rake_bps
+        assert config.rake_cap is None or state.rake <= config.rake_cap
     else:
         assert state.outcome is None
+        assert state.rake == 0
     if state.phase is Phase.CANCELLED:
         assert sum(state.paid_in) == 0
         assert state.next_nonce == 0

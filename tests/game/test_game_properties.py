@@ -12,6 +12,7 @@ from hypothesis import event as tally
 from hypothesis import strategies as st
 
 from pokna.game import (
+    REVENUE,
     Action,
     Cancel,
     CannotPay,
@@ -37,9 +38,17 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.events import Anted, ChallengeStaked, Event, Rolled, Settled, VigoContributed
+from pokna.game.events import Anted, ChallengeStaked, Event, Raked, Rolled, Settled, VigoContributed
 
 faces = st.integers(min_value=1, max_value=6)
+# No rake (today's default) often; otherwise any rate, capped or not, the edges included.
+rake_terms = st.one_of(
+    st.just((0, None)),
+    st.tuples(
+        st.one_of(st.integers(0, 10_000), st.sampled_from([1, 500, 9_999, 10_000])),
+        st.one_of(st.none(), st.integers(0, 50)),
+    ),
+)
 
 
 @dataclass
@@ -93,7 +102,8 @@ def play_out(data: st.DataObject, *, probe: bool) -> Game:
     player_count = data.draw(st.integers(min_value=1, max_value=11), label="players")
     stake = data.draw(st.integers(min_value=1, max_value=20), label="stake")
     challenge_raise = data.draw(st.integers(min_value=1, max_value=40), label="raise")
-    config = GameConfig(stake, challenge_raise, player_count)
+    rake_bps, rake_cap = data.draw(rake_terms, label="rake")
+    config = GameConfig(stake, challenge_raise, player_count, rake_bps, rake_cap)
     vigo_funds = st.one_of(st.integers(0, 4 * stake), st.integers(4 * stake, 30 * stake))
     balances = {0: data.draw(vigo_funds, label="vigo")}
     # Mostly everyone can ante; sometimes the table is short so that refusals get exercised too.
@@ -176,8 +186,10 @@ def test_money_is_conserved_and_nobody_is_overdrawn(data: st.DataObject) -> None
         for seat in state.config.seats:
             expected = game.start_balances[seat] - state.paid_in[seat] + received.get(seat, 0)
             assert table.ledger.balances[seat] == expected
+        assert table.ledger.revenue == state.rake == state.config.rake_on(sum(state.paid_in))
     else:
         assert table.ledger.balances == game.start_balances
+        assert table.ledger.revenue == 0
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -229,21 +241,29 @@ def test_events_are_json_and_report_every_roll_and_money_movement(data: st.DataO
         assert money_in_events(result.events) == money_in_transfers(result.transfers)
 
 
-def money_in_events(events: tuple[Event, ...]) -> tuple[int, list[tuple[int, int]]]:
-    paid_in, paid_out = 0, []
+def money_in_events(events: tuple[Event, ...]) -> tuple[int, int, list[tuple[int, int]]]:
+    paid_in, raked, paid_out = 0, 0, []
     for event in events:
         if isinstance(event, Anted | VigoContributed):
             paid_in += event.amount
         elif isinstance(event, ChallengeStaked):
             paid_in += 2 * event.raise_amount
+        elif isinstance(event, Raked):
+            raked += event.amount
         elif isinstance(event, Settled):
             paid_out = [(payout.seat, payout.amount) for payout in event.payouts if payout.amount]
-    return paid_in, paid_out
+    return paid_in, raked, paid_out
 
 
-def money_in_transfers(transfers: tuple[Transfer, ...]) -> tuple[int, list[tuple[int, int]]]:
+def money_in_transfers(transfers: tuple[Transfer, ...]) -> tuple[int, int, list[tuple[int, int]]]:
     paid_in = sum(transfer.amount for transfer in transfers if transfer.into_pot)
-    return paid_in, [(transfer.seat, transfer.amount) for transfer in transfers if not transfer.into_pot]
+    raked = sum(transfer.amount for transfer in transfers if transfer.payee is REVENUE)
+    paid_out = [
+        (transfer.seat, transfer.amount)
+        for transfer in transfers
+        if not transfer.into_pot and transfer.payee is not REVENUE
+    ]
+    return paid_in, raked, paid_out
 
 
 @given(st.integers(1, 11), st.integers(1, 100), st.integers(0, 10**6))

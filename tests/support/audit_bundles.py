@@ -29,17 +29,23 @@ class PlayedBooks:
 
 
 def play_books(
-    client: TestClient, sessions: sessionmaker[Session], *, games: int = 5, seed: int = 7
+    client: TestClient,
+    sessions: sessionmaker[Session],
+    *,
+    games: int = 5,
+    seed: int = 7,
+    rake: dict[str, int] | None = None,
 ) -> PlayedBooks:
     """`games` finished games (settled, and a cancelled one) between four wallets, a checkpoint after the
-    first half, and a withdrawal at the end."""
+    first half, and a withdrawal at the end; every game with `rake` terms when given."""
     api = Api(client, new_tenant_key(sessions))
     rng = random.Random(seed)
     wallets = [api.wallet(400) for _ in range(4)]
     game_ids = []
     for index in range(games):
         seats = rng.sample(wallets, 3)
-        game = api.create_game(seats[0], seats[1:], stake=5, challenge_raise=3)
+        terms: dict[str, Any] = {"rake": rake} if rake is not None else {}
+        game = api.create_game(seats[0], seats[1:], stake=5, challenge_raise=3, **terms)
         policy = obliging if index % 2 == 0 else random_policy(rng, cancel_chance=0.0)
         if index == 1:
             game = api.ok(api.act(game["id"], {"type": "cancel"}))

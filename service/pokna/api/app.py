@@ -8,7 +8,17 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from pokna import __version__
-from pokna.api import accounts, audit, fairness, games, health, metrics, webhook_events, webhooks
+from pokna.api import (
+    accounts,
+    audit,
+    fairness,
+    games,
+    health,
+    metrics,
+    tenant_settings,
+    webhook_events,
+    webhooks,
+)
 from pokna.api.middleware import BodySizeLimit, RequestContext
 from pokna.api.problems import install_problem_handlers, problem_examples, problem_responses
 from pokna.api.rate_limits import RateLimit, TokenBuckets
@@ -43,6 +53,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(fairness.router)
     app.include_router(audit.router)
     app.include_router(metrics.router)
+    app.include_router(tenant_settings.router)
     app.include_router(webhooks.router)
     app.webhooks.include_router(webhook_events.events)
     # Outermost last: the request id must exist before the body limit can refuse anything, and the body is

@@ -85,6 +85,7 @@ def create_game(
         challenge_raise=body.challenge_raise,
         currency=body.currency,
         turn_timeout_seconds=body.turn_timeout_seconds,
+        rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
     )
 
     def work(session: Session) -> tuple[int, GameOut]:
@@ -189,6 +190,7 @@ def create_table(
         challenge_raise=body.challenge_raise,
         currency=body.currency,
         turn_timeout_seconds=body.turn_timeout_seconds,
+        rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
     )
 
     def work(session: Session) -> tuple[int, TableOut]:

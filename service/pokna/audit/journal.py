@@ -18,7 +18,9 @@ from pokna.ledger.audit import is_int
 PLAYER_WALLET = "player_wallet"
 GAME_POT = "game_pot"
 EXTERNAL_FUNDING = "external_funding"
-ACCOUNT_KINDS = (PLAYER_WALLET, GAME_POT, "house", EXTERNAL_FUNDING)
+REVENUE = "revenue"
+RAKE = "rake"
+ACCOUNT_KINDS = (PLAYER_WALLET, GAME_POT, "house", EXTERNAL_FUNDING, REVENUE)
 ENDED = ("settled", "cancelled")
 
 
@@ -200,9 +202,15 @@ class Journal:
             problem = "after its last transfer" if game_id in self.closed else "with no game record before it"
             found(number, TRANSACTION, where, f"a transfer of game {game_id} {problem}")
             return
+        revenue_accounts: set[str] = set()
         for posting, kind in zip(line["postings"], kinds, strict=True):
             account_id = posting["account_id"]
-            wanted: str | None = GAME_POT if account_id == book.pot_account_id else PLAYER_WALLET
+            wanted: str | None = PLAYER_WALLET
+            if account_id == book.pot_account_id:
+                wanted = GAME_POT
+            elif line["kind"] == RAKE and kind == REVENUE:
+                wanted = REVENUE
+                revenue_accounts.add(account_id)
             if kind is not None and kind != wanted:
                 found(
                     number,
@@ -213,7 +221,7 @@ class Journal:
             owner = self.pot_owner.get(account_id)
             if owner is not None and owner != game_id:
                 found(number, TRANSACTION, where, f"game {game_id} touches the pot of game {owner}")
-        mismatch = take_transaction(book, line["kind"], line["postings"])
+        mismatch = take_transaction(book, line["kind"], line["postings"], frozenset(revenue_accounts))
         if mismatch is not None:
             found(number, TRANSACTION, where, mismatch)
         if book.complete:

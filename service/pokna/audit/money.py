@@ -6,6 +6,11 @@ party is mapped to an account (a seat to its account in the signed game terms, a
 NAMED_PARTIES) and the transfer must be the next journal transaction of the game: same kind, the payer's
 account debited and the payee's credited by the amount, nothing else. A new transfer kind needs nothing
 here; a new named party needs its entry in NAMED_PARTIES.
+
+The revenue party (a rake, docs/rules.md) is the tenant's revenue account in the game's currency. Its
+account record may come later in the bundle than the game's (it sits before the first transaction that
+touches it), so the expected transfer names it by `REVENUE_ACCOUNT`, and a posting matches it when its
+account is of the revenue kind: the ledger keeps one per tenant and currency, and the bundle is one tenant's.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pokna.fairness.proof import POT, Proof
+
+REVENUE_PARTY = "revenue"  # as a proof names it (pokna.game.transfers.Revenue)
+REVENUE_ACCOUNT = "<the tenant's revenue account>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +64,7 @@ def _pot(game: GameBook) -> str:
 
 
 # How a named party of a proof's transfer maps to an account of the ledger.
-NAMED_PARTIES: dict[str, Callable[[GameBook], str]] = {POT: _pot}
+NAMED_PARTIES: dict[str, Callable[[GameBook], str]] = {POT: _pot, REVENUE_PARTY: lambda _: REVENUE_ACCOUNT}
 
 
 def expected_transfers(proof: Proof, game: GameBook) -> tuple[list[ExpectedTransfer], list[str]]:
@@ -93,10 +101,19 @@ def pot_flow(transfers: Sequence[ExpectedTransfer], pot_account_id: str) -> int:
     )
 
 
-def take_transaction(game: GameBook, kind: str, postings: Sequence[Mapping[str, Any]]) -> str | None:
-    """Match the game's next journal transaction; the problem when it is not the next transfer."""
+def take_transaction(
+    game: GameBook, kind: str, postings: Sequence[Mapping[str, Any]], revenue_accounts: frozenset[str]
+) -> str | None:
+    """Match the game's next journal transaction; the problem when it is not the next transfer.
+    `revenue_accounts`: those of the postings' accounts that are of the revenue kind."""
     game.posted += 1
-    legs = [(posting["account_id"], posting["amount"]) for posting in postings]
+    legs = [
+        (
+            REVENUE_ACCOUNT if posting["account_id"] in revenue_accounts else posting["account_id"],
+            posting["amount"],
+        )
+        for posting in postings
+    ]
     for account_id, amount in legs:
         if account_id == game.pot_account_id:
             game.pot_balance += amount

@@ -56,8 +56,13 @@ class BundleReport:
 
     @property
     def house_result(self) -> dict[str, int]:
-        """What the house accounts gained (positive) or lost over the range, per currency."""
-        return dict(self.kind_changes.get("house", {}))
+        """What the operator's accounts (house, and revenue: the rake) gained (positive) or lost over the
+        range, per currency."""
+        result: dict[str, int] = {}
+        for kind in ("house", "revenue"):
+            for currency, change in self.kind_changes.get(kind, {}).items():
+                result[currency] = result.get(currency, 0) + change
+        return result
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -15,6 +15,7 @@ from pokna.dealer.announcements import announce_created
 from pokna.dealer.deadlines import Clock
 from pokna.dealer.links import new_public_token
 from pokna.dealer.proof_signing import signed_terms
+from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.stepping import number_events
@@ -24,7 +25,7 @@ from pokna.errors import InvalidRequest
 from pokna.fairness.protocol import generate_server_seed, server_seed_hash
 from pokna.fairness.receipt import build_commitment_receipt
 from pokna.fairness.seed_vault import seal_server_seed
-from pokna.game import GameConfig, GameError, new_game, state_to_dict
+from pokna.game import new_game, state_to_dict
 from pokna.service_keys import ServiceKeys
 
 
@@ -36,6 +37,7 @@ class NewGame:
     challenge_raise: int | None = None
     currency: str = "CREDIT"
     turn_timeout_seconds: int = 60
+    rake: RakeTerms | None = None  # None: the tenant's default rake terms
 
 
 def create_game(
@@ -53,15 +55,8 @@ def create_game(
     fields = ["body.vigo_account_id"]
     fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
     check_seating(session, tenant_id, account_ids, terms.currency, fields)
-    try:
-        config = GameConfig.create(
-            stake=terms.stake,
-            challenge_raise=terms.challenge_raise,
-            player_count=len(terms.player_account_ids),
-        )
-    except GameError as error:
-        field = str(error.details.get("field", ""))
-        raise InvalidRequest(error.message, field=f"body.{field}" if field else "body") from error
+    rake = rake_terms_for(session, tenant_id, terms.rake)
+    config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
     game_id = new_id("game")
     server_seed = generate_server_seed()
     commitment = server_seed_hash(server_seed)
@@ -94,7 +89,7 @@ def create_game(
             game_id=game_id,
             server_seed_hash=commitment,
             created_at=_rfc3339(clock.now),
-            terms=signed_terms(config.stake, config.challenge_raise, account_ids),
+            terms=signed_terms(config, account_ids),
             private_key=keys.signing_key,
         ),
         proof=None,

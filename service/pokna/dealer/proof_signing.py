@@ -25,13 +25,17 @@ from pokna.fairness.proof import (
 )
 from pokna.fairness.proof_replay import outcome_to_json
 from pokna.fairness.terms import GameTerms, SeatAccount
-from pokna.game import GameState
+from pokna.game import GameConfig, GameState
 
 
-def signed_terms(stake: int, challenge_raise: int, account_ids: list[str]) -> GameTerms:
+def signed_terms(config: GameConfig, account_ids: list[str]) -> GameTerms:
     """The bet as the receipt and the proof sign it: seat 0 is the Vigo, then the players clockwise."""
     return GameTerms.of(
-        stake, challenge_raise, [SeatAccount(seat, account) for seat, account in enumerate(account_ids)]
+        config.stake,
+        config.challenge_raise,
+        [SeatAccount(seat, account) for seat, account in enumerate(account_ids)],
+        rake_bps=config.rake_bps,
+        rake_cap=config.rake_cap,
     )
 
 
@@ -59,7 +63,7 @@ def sign_proof(
             )
             for seat in seats
         ],
-        terms=signed_terms(game.stake, game.challenge_raise, [seat.account_id for seat in seats]),
+        terms=signed_terms(state.config, [seat.account_id for seat in seats]),
         rolls=[
             RecordedRoll.of(
                 roll.nonce, roll.seat, account_of[roll.seat], RollPurpose(roll.purpose), roll.face

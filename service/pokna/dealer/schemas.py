@@ -63,6 +63,15 @@ class FairnessOut(BaseModel):
     )
 
 
+class RakeOut(BaseModel):
+    """The operator's share of each pot paid out (docs/rules.md, "Rake"), fixed when the game was created."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"bps": 500, "cap": 100}]})
+
+    bps: int = Field(description="Basis points of the pot (500 is 5%), rounded down to whole minor units.")
+    cap: int | None = Field(description="At most this many minor units per pot; null for no cap.")
+
+
 class GameOut(BaseModel):
     id: str
     object: Literal["game"]
@@ -73,6 +82,10 @@ class GameOut(BaseModel):
     currency: str
     stake: int
     challenge_raise: int
+    rake: RakeOut
+    rake_taken: int = Field(
+        description="What the house took from this game's pot, minor units (0 until it pays out)."
+    )
     turn_timeout_seconds: int
     pot: int
     pot_account_id: str
@@ -141,7 +154,9 @@ class TableRoundOut(BaseModel):
 
 class TableTotalOut(BaseModel):
     account_id: str
-    net: int = Field(description="Paid out minus paid in over all rounds, minor units.")
+    net: int = Field(
+        description="Paid out minus paid in over all rounds, minor units (the rake is in neither)."
+    )
 
 
 class TableOut(BaseModel):
@@ -150,6 +165,7 @@ class TableOut(BaseModel):
     account_ids: list[str]
     stake: int
     challenge_raise: int
+    rake: RakeOut
     currency: str
     turn_timeout_seconds: int
     rounds_played: int
@@ -172,7 +188,9 @@ class SignedProofOut(BaseModel):
     server_seed_hash: str
     client_seeds: list[dict[str, Any]]
     client_seed: str
-    game: dict[str, Any] = Field(description="The terms as signed: stake, challenge raise and seats.")
+    game: dict[str, Any] = Field(
+        description="The terms as signed: stake, challenge raise, the rake terms when there are any, and seats."
+    )
     rolls: list[dict[str, Any]]
     actions: list[dict[str, Any]]
     outcome: dict[str, Any]

@@ -12,6 +12,7 @@ from pokna.dealer.acting import PlayerAction, act
 from pokna.dealer.creating import NewGame, check_seating, create_game
 from pokna.dealer.deadlines import Clock, apply_due_timeouts, due_games
 from pokna.dealer.fairness_link import fairness_link
+from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import AuditedGame, game_events, game_proof, games_for_audit, read_game
 from pokna.dealer.tables import NewTable, create_table, deal_round, read_table
 
@@ -21,6 +22,7 @@ __all__ = [
     "NewGame",
     "NewTable",
     "PlayerAction",
+    "RakeTerms",
     "act",
     "apply_due_timeouts",
     "check_seating",

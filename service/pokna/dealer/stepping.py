@@ -18,6 +18,7 @@ from pokna import ledger, metrics
 from pokna.dealer.announcements import announce_step
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.proof_signing import sign_proof
+from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.store import game_store
 from pokna.dealer.view import game_out, status_of
@@ -26,10 +27,12 @@ from pokna.fairness.protocol import game_client_seed, generate_client_seed, roll
 from pokna.fairness.seed_vault import open_server_seed
 from pokna.game import (
     POT,
+    REVENUE,
     Action,
     Cancel,
     GameError,
     GameState,
+    Party,
     Phase,
     StepResult,
     Timeout,
@@ -165,10 +168,13 @@ def _post_transfers(
 ) -> list[tuple[str, dict[str, Any]]]:
     if not result.transfers:
         return []
-    account_of = {seat.seat: seat.account_id for seat in seats}
+    account_of: dict[Party, str] = {seat.seat: seat.account_id for seat in seats}
+    account_of[POT] = game.pot_account_id
+    if any(transfer.payee is REVENUE for transfer in result.transfers):
+        account_of[REVENUE] = revenue_account_id(session, game.tenant_id, game.currency)
 
-    def account(party: int | object) -> str:
-        return game.pot_account_id if party is POT else account_of[party]  # type: ignore[index]
+    def account(party: Party) -> str:
+        return account_of[party]
 
     account_transfers = [
         ledger.AccountTransfer(t.kind.value, account(t.payer), account(t.payee), t.amount)

@@ -11,6 +11,7 @@ from pokna.db.types import new_id
 from pokna.dealer.creating import NewGame, check_seating, create_game
 from pokna.dealer.deadlines import Clock, apply_due_timeouts
 from pokna.dealer.errors import RoundInProgress
+from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
 from pokna.dealer.schemas import GameOut, TableOut, TableRoundOut, TableTotalOut
 from pokna.dealer.store import game_store
 from pokna.game import round_seating, state_from_dict
@@ -24,11 +25,14 @@ class NewTable:
     challenge_raise: int | None = None
     currency: str = "CREDIT"
     turn_timeout_seconds: int = 60
+    rake: RakeTerms | None = None  # None: the tenant's default rake terms, fixed for every round now
 
 
 def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock) -> TableOut:
     fields = [f"body.account_ids.{index}" for index in range(len(terms.account_ids))]
     check_seating(session, tenant_id, list(terms.account_ids), terms.currency, fields)
+    rake = rake_terms_for(session, tenant_id, terms.rake)
+    game_config(terms.stake, terms.challenge_raise, len(terms.account_ids) - 1, rake)
     table = GameTable(
         id=new_id("tbl"),
         tenant_id=tenant_id,
@@ -37,6 +41,8 @@ def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock
         challenge_raise=terms.stake if terms.challenge_raise is None else terms.challenge_raise,
         currency=terms.currency,
         turn_timeout_seconds=terms.turn_timeout_seconds,
+        rake_bps=rake.bps,
+        rake_cap=rake.cap,
         rounds_played=0,
         created_at=clock.now,
     )
@@ -85,6 +91,7 @@ def _new_game_for_round(table: GameTable, round_index: int) -> NewGame:
         challenge_raise=table.challenge_raise,
         currency=table.currency,
         turn_timeout_seconds=table.turn_timeout_seconds,
+        rake=RakeTerms(table.rake_bps, table.rake_cap),
     )
 
 
@@ -115,6 +122,7 @@ def _table_out(session: Session, table: GameTable) -> TableOut:
         account_ids=table.account_ids,
         stake=table.stake,
         challenge_raise=table.challenge_raise,
+        rake=RakeTerms(table.rake_bps, table.rake_cap).out(),
         currency=table.currency,
         turn_timeout_seconds=table.turn_timeout_seconds,
         rounds_played=table.rounds_played,

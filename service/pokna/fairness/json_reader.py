@@ -32,13 +32,22 @@ class JsonReader:
             raise MalformedProofError(f"{self.path}.{name}", f"expected an integer, got {_kind(value)}")
         return value
 
+    def optional_integer(self, name: str, default: int | None) -> int | None:
+        """An integer, or `default` when the field is absent or null (a field added to a later protocol)."""
+        if self.value.get(name) is None:
+            return default
+        return self.integer(name)
+
     def seat_or_pot(self, name: str) -> int | str:
+        """A transfer's party: a seat number, "pot", or "revenue" (the operator's, paid only a rake)."""
         value = self._get(name)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        if value == "pot":
-            return "pot"
-        raise MalformedProofError(f"{self.path}.{name}", f'expected a seat number or "pot", got {value!r}')
+        if value in ("pot", "revenue"):
+            return str(value)
+        raise MalformedProofError(
+            f"{self.path}.{name}", f'expected a seat number, "pot" or "revenue", got {value!r}'
+        )
 
     def object(self, name: str) -> JsonReader:
         return JsonReader(self._get(name), f"{self.path}.{name}")

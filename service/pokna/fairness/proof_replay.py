@@ -43,6 +43,8 @@ def replay_proof(proof: Proof) -> str | None:
             stake=proof.game.stake,
             challenge_raise=proof.game.challenge_raise,
             player_count=len(proof.game.seats) - 1,
+            rake_bps=proof.game.rake_bps,
+            rake_cap=proof.game.rake_cap,
         )
     except GameError as error:
         return f"game terms: {error}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,22 +26,48 @@ class SeatAccount:
 
 @dataclass(frozen=True, slots=True)
 class GameTerms:
-    """`seats` lists the Vigo as seat 0, then players 1..n clockwise."""
+    """`seats` lists the Vigo as seat 0, then players 1..n clockwise.
+
+    The rake terms (`rake_bps` of each pot paid out, at most `rake_cap` minor units; None is uncapped) are
+    written only when set, so a game without a rake signs the same document as before rakes existed, and
+    a document without them means no rake."""
 
     stake: int
     challenge_raise: int
     seats: tuple[SeatAccount, ...]
+    rake_bps: int = 0
+    rake_cap: int | None = None
 
     @classmethod
-    def of(cls, stake: int, challenge_raise: int, seats: Sequence[SeatAccount]) -> GameTerms:
-        return cls(stake=stake, challenge_raise=challenge_raise, seats=tuple(seats))
+    def of(
+        cls,
+        stake: int,
+        challenge_raise: int,
+        seats: Sequence[SeatAccount],
+        *,
+        rake_bps: int = 0,
+        rake_cap: int | None = None,
+    ) -> GameTerms:
+        return cls(
+            stake=stake,
+            challenge_raise=challenge_raise,
+            seats=tuple(seats),
+            rake_bps=rake_bps,
+            rake_cap=rake_cap,
+        )
+
+    @property
+    def has_rake_terms(self) -> bool:
+        return self.rake_bps != 0 or self.rake_cap is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "stake": self.stake,
-            "challenge_raise": self.challenge_raise,
-            "seats": [seat.to_json() for seat in self.seats],
-        }
+        document: dict[str, Any] = {"stake": self.stake, "challenge_raise": self.challenge_raise}
+        if self.has_rake_terms:
+            document["rake_bps"] = self.rake_bps
+            if self.rake_cap is not None:
+                document["rake_cap"] = self.rake_cap
+        document["seats"] = [seat.to_json() for seat in self.seats]
+        return document
 
     @classmethod
     def read(cls, reader: JsonReader) -> GameTerms:
@@ -49,4 +75,12 @@ class GameTerms:
             stake=reader.integer("stake"),
             challenge_raise=reader.integer("challenge_raise"),
             seats=tuple(SeatAccount.read(item) for item in reader.objects("seats")),
+            rake_bps=reader.optional_integer("rake_bps", 0) or 0,
+            rake_cap=reader.optional_integer("rake_cap", None),
         )
+
+
+def rake_terms_of(game: Mapping[str, Any]) -> tuple[object, object]:
+    """A signed document's rake terms as (bps, cap), absent ones as the no-rake defaults (0, None)."""
+    bps = game.get("rake_bps")
+    return (0 if bps is None else bps), game.get("rake_cap")

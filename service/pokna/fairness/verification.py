@@ -26,7 +26,7 @@ from pokna.fairness.protocol import (
     is_sha256_hex,
 )
 from pokna.fairness.receipt import RECEIPT_DOCUMENT
-from pokna.fairness.terms import VIGO_SEAT
+from pokna.fairness.terms import VIGO_SEAT, rake_terms_of
 from pokna.game.cube import color_of
 
 # Given the parsed proof, a replay returns None when the rules reproduce its outcome and transfers from its
@@ -271,6 +271,13 @@ def _check_receipt(proof: Proof, receipt: Mapping[str, Any] | None, keys: Keys |
         actual = getattr(proof.game, field)
         if promised != actual:
             problems.append(f"receipt game.{field} is {promised!r}, the proof's is {actual!r}")
+    # So are the rake terms; absent ones (a receipt from before rakes) mean no rake.
+    promised_rake = rake_terms_of(committed) if isinstance(committed, Mapping) else (None, None)
+    for field, promised_term, actual_term in zip(
+        ("rake_bps", "rake_cap"), promised_rake, (proof.game.rake_bps, proof.game.rake_cap), strict=True
+    ):
+        if promised_term != actual_term:
+            problems.append(f"receipt game.{field} is {promised_term!r}, the proof's is {actual_term!r}")
     signature = _check_signature(receipt, receipt.get("key_id"), keys)
     if signature.status is CheckStatus.FAIL:
         problems.append(f"receipt {signature.message}")

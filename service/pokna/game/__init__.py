@@ -52,11 +52,12 @@ from pokna.game.replay import RecordedStep, faces_rolled, replay, replay_steps
 from pokna.game.snapshot import state_from_dict, state_to_dict
 from pokna.game.split import split_pot
 from pokna.game.table import game_seat_of, round_seating, vigo_position
-from pokna.game.transfers import POT, Party, Pot, Transfer, TransferKind
+from pokna.game.transfers import POT, REVENUE, Party, Pot, Revenue, Transfer, TransferKind
 from pokna.game.turn import Turn, turn
 
 __all__ = [
     "POT",
+    "REVENUE",
     "VIGO_SEAT",
     "Action",
     "ActionName",
@@ -85,6 +86,7 @@ __all__ = [
     "Pot",
     "RecordedStep",
     "ReplayMismatch",
+    "Revenue",
     "Roll",
     "RollPurpose",
     "SeatAction",

@@ -35,6 +35,7 @@ from pokna.game.events import (
     GameStarted,
     PassEnded,
     PassStarted,
+    Raked,
     Rolled,
     RollPurpose,
     Settled,
@@ -49,14 +50,13 @@ from pokna.game.model import (
     Ballot,
     GameState,
     Outcome,
-    Payout,
     Phase,
     SeatStatus,
     SettleReason,
     VoteChoice,
 )
 from pokna.game.split import split_pot
-from pokna.game.transfers import POT, Transfer, TransferKind
+from pokna.game.transfers import POT, REVENUE, Transfer, TransferKind
 from pokna.game.turn import turn
 
 RollFace = Callable[[int], int]
@@ -182,8 +182,22 @@ class _Play:
         self.update(statuses=tuple(statuses))
         self.emit(Eliminated(seat, self.state.pass_number))
 
-    def settle(self, reason: SettleReason, payouts: tuple[Payout, ...], kind: TransferKind) -> None:
+    def take_rake(self) -> None:
+        """Before a pot is paid out, the house takes its share of the whole pot; the payouts share the rest."""
+        config = self.state.config
         pot = self.state.pot
+        amount = config.rake_on(pot)
+        if amount <= 0:
+            return
+        self.transfers.append(Transfer(TransferKind.RAKE, POT, REVENUE, amount))
+        self.update(pot=pot - amount, rake=self.state.rake + amount)
+        self.emit(Raked(amount, pot, config.rake_bps, config.rake_cap))
+
+    def settle(self, reason: SettleReason, winners: tuple[int, ...], kind: TransferKind) -> None:
+        """The pot goes to `winners` (one seat takes it all; several split it), less the rake."""
+        pot = self.state.pot
+        self.take_rake()
+        payouts = split_pot(self.state.pot, winners)
         for payout in payouts:
             if payout.amount > 0:
                 self.pay_out(kind, payout.seat, payout.amount)
@@ -231,10 +245,10 @@ def _roll(play: _Play, seat: int) -> None:
         play.update(favor=new_favor, phase=Phase.CHALLENGE_ROLL)
     elif state.phase is Phase.CHALLENGE_ROLL:
         if play.roll(seat, RollPurpose.CHALLENGE, favor).in_favor:
-            play.settle(SettleReason.CHALLENGE_WON, (Payout(seat, state.pot),), TransferKind.PAYOUT)
+            play.settle(SettleReason.CHALLENGE_WON, (seat,), TransferKind.PAYOUT)
         else:
             play.eliminate(seat)
-            play.settle(SettleReason.CHALLENGE_LOST, (Payout(VIGO_SEAT, state.pot),), TransferKind.PAYOUT)
+            play.settle(SettleReason.CHALLENGE_LOST, (VIGO_SEAT,), TransferKind.PAYOUT)
     else:  # pragma: no cover - turn() allows roll only in the phases above
         raise WrongPhase(state.phase, Roll.name)
 
@@ -243,7 +257,7 @@ def _end_pass(play: _Play) -> None:
     survivors = play.state.survivors
     play.emit(PassEnded(play.state.pass_number, survivors))
     if not survivors:
-        play.settle(SettleReason.NO_SURVIVORS, (Payout(VIGO_SEAT, play.state.pot),), TransferKind.PAYOUT)
+        play.settle(SettleReason.NO_SURVIVORS, (VIGO_SEAT,), TransferKind.PAYOUT)
         return
     if len(survivors) == 1:
         play.update(phase=Phase.LONE_SURVIVOR, challenger=survivors[0])
@@ -251,7 +265,7 @@ def _end_pass(play: _Play) -> None:
     contribution = play.stake * len(survivors)
     if not play.can_pay(VIGO_SEAT, contribution):
         play.emit(VigoBust(contribution, survivors))
-        play.settle(SettleReason.VIGO_BUST, split_pot(play.state.pot, survivors), TransferKind.SPLIT)
+        play.settle(SettleReason.VIGO_BUST, survivors, TransferKind.SPLIT)
         return
     play.pay_in(TransferKind.VIGO_CONTRIBUTION, VIGO_SEAT, contribution)
     play.emit(VigoContributed(contribution, survivors, play.state.pot))
@@ -261,7 +275,7 @@ def _end_pass(play: _Play) -> None:
 def _claim(play: _Play, seat: int) -> None:
     pot = play.state.pot
     play.emit(Claimed(seat, pot))
-    play.settle(SettleReason.CLAIMED, (Payout(seat, pot),), TransferKind.PAYOUT)
+    play.settle(SettleReason.CLAIMED, (seat,), TransferKind.PAYOUT)
 
 
 def _challenge(play: _Play, seat: int) -> None:
@@ -271,7 +285,7 @@ def _challenge(play: _Play, seat: int) -> None:
     play.emit(Challenged(seat))
     if not play.can_pay(VIGO_SEAT, raise_amount):
         play.emit(VigoBust(raise_amount, (seat,)))
-        play.settle(SettleReason.VIGO_BUST, (Payout(seat, play.state.pot),), TransferKind.PAYOUT)
+        play.settle(SettleReason.VIGO_BUST, (seat,), TransferKind.PAYOUT)
         return
     play.pay_in(TransferKind.CHALLENGE_RAISE, VIGO_SEAT, raise_amount)
     play.pay_in(TransferKind.CHALLENGE_MATCH, seat, raise_amount)
@@ -290,7 +304,7 @@ def _vote(play: _Play, seat: int, choice: VoteChoice) -> None:
     elif len(votes) == len(play.state.survivors):
         play.emit(VoteDecided(VoteChoice.SPLIT, votes))
         survivors = play.state.survivors
-        play.settle(SettleReason.SPLIT, split_pot(play.state.pot, survivors), TransferKind.SPLIT)
+        play.settle(SettleReason.SPLIT, survivors, TransferKind.SPLIT)
 
 
 def _cancel(play: _Play) -> None:

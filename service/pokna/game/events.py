@@ -29,6 +29,7 @@ class EventKind(StrEnum):
     CLAIMED = "claimed"
     CHALLENGED = "challenged"
     CHALLENGE_STAKED = "challenge_staked"
+    RAKED = "raked"
     SETTLED = "settled"
     CANCELLED = "cancelled"
     TIMED_OUT = "timed_out"
@@ -164,6 +165,17 @@ class Settled(Event):
     reason: SettleReason
     payouts: tuple[Payout, ...]
     pot: int
+
+
+@dataclass(frozen=True)
+class Raked(Event):
+    """The house's share, taken from the pot as it is paid out and before the payouts (only when above 0)."""
+
+    kind = EventKind.RAKED
+    amount: int
+    pot: int
+    rake_bps: int
+    rake_cap: int | None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pokna.game.errors import InvalidConfig
 VIGO_SEAT: Final = 0
 MIN_PLAYERS: Final = 1
 MAX_PLAYERS: Final = 11
+BPS_PER_WHOLE: Final = 10_000
 
 
 class Phase(StrEnum):
@@ -61,11 +62,15 @@ class GameConfig:
     stake: int
     challenge_raise: int
     player_count: int
+    rake_bps: int = 0
+    rake_cap: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("stake", "challenge_raise", "player_count"):
+        for name in ("stake", "challenge_raise", "player_count", "rake_bps"):
             if not _is_int(getattr(self, name)):
                 raise InvalidConfig(f"{name} must be an integer", field=name)
+        if self.rake_cap is not None and not _is_int(self.rake_cap):
+            raise InvalidConfig("rake_cap must be an integer or absent", field="rake_cap")
         if self.stake <= 0:
             raise InvalidConfig(f"the stake must be positive, not {self.stake}", field="stake")
         if self.challenge_raise <= 0:
@@ -77,15 +82,37 @@ class GameConfig:
                 f"a table seats {MIN_PLAYERS} to {MAX_PLAYERS} players besides the Vigo, not {self.player_count}",
                 field="player_count",
             )
+        if not 0 <= self.rake_bps <= BPS_PER_WHOLE:
+            raise InvalidConfig(
+                f"the rake is 0 to {BPS_PER_WHOLE} basis points of the pot, not {self.rake_bps}",
+                field="rake_bps",
+            )
+        if self.rake_cap is not None and self.rake_cap < 0:
+            raise InvalidConfig(f"the rake cap must not be negative, not {self.rake_cap}", field="rake_cap")
 
     @classmethod
-    def create(cls, *, stake: int, player_count: int, challenge_raise: int | None = None) -> GameConfig:
+    def create(
+        cls,
+        *,
+        stake: int,
+        player_count: int,
+        challenge_raise: int | None = None,
+        rake_bps: int = 0,
+        rake_cap: int | None = None,
+    ) -> GameConfig:
         """The card has the Vigo 'increase the stake' on a challenge; by default by one more stake."""
         return cls(
             stake=stake,
             challenge_raise=stake if challenge_raise is None else challenge_raise,
             player_count=player_count,
+            rake_bps=rake_bps,
+            rake_cap=rake_cap,
         )
+
+    def rake_on(self, pot: int) -> int:
+        """The house's share of a pot paid out: the rate rounded down, then capped (docs/rules.md, "Rake")."""
+        rake = pot * self.rake_bps // BPS_PER_WHOLE
+        return rake if self.rake_cap is None else min(rake, self.rake_cap)
 
     @property
     def seats(self) -> range:
@@ -118,8 +145,8 @@ class Outcome:
 class GameState:
     """Immutable, so a refused action cannot leave a half-applied state behind.
 
-    `paid_in` and `paid_out` are per seat and let anyone check that the pot is exactly what went in
-    minus what came out.
+    `paid_in` and `paid_out` are per seat and `rake` is what the house took, so anyone can check that the
+    pot is exactly what went in minus what came out: `pot == sum(paid_in) - sum(paid_out) - rake`.
     """
 
     config: GameConfig
@@ -135,6 +162,7 @@ class GameState:
     paid_in: tuple[int, ...]
     paid_out: tuple[int, ...]
     outcome: Outcome | None
+    rake: int = 0
 
     @property
     def survivors(self) -> tuple[int, ...]:

@@ -9,6 +9,10 @@ never matters and a pass with k players rolling leaves Binomial(k, 1/2) survivor
   are exchangeable. The number of survivors is then a Markov chain that ends at 0 or 1 survivors with
   probability 1 (all k survive a pass with probability 2^-k < 1); its self-loops are solved exactly.
 
+With rake terms, every pot paid out pays the house its rake first (docs/rules.md, "Rake"): the seats'
+payouts are net of it, and the operator's expected revenue per game is the expected rake
+(`pokna.game.odds_rake` for roll-again, where the final pot is unbounded).
+
 All values are `Fraction`s: nothing is sampled.
 """
 
@@ -21,6 +25,7 @@ from math import comb
 
 from pokna.game.json_value import JSONObject
 from pokna.game.model import VIGO_SEAT, GameConfig
+from pokna.game.odds_rake import PLAYERS, VIGO, expected_rake_by_winner
 from pokna.game.split import split_pot
 
 HALF = Fraction(1, 2)
@@ -60,7 +65,8 @@ class SeatOdds:
 
     @property
     def win(self) -> Fraction:
-        """Probability of being paid anything; a split share always exceeds the ante, so it is a win."""
+        """Probability of being paid anything: a whole pot or a share of a split (without a rake a share
+        always exceeds the ante; a rake may leave less)."""
         return self.whole_pot + self.split_share
 
     @property
@@ -70,12 +76,24 @@ class SeatOdds:
 
 @dataclass(frozen=True)
 class TableOdds:
+    """`expected_rake` is the operator's expected revenue per game, minor units."""
+
     config: GameConfig
     policy: Policy
     seats: tuple[SeatOdds, ...]
+    expected_rake: Fraction = Fraction(0)
 
     def expected_net_in_stakes(self, seat: int) -> Fraction:
         return self.seats[seat].expected_net / self.config.stake
+
+    @property
+    def expected_staked(self) -> Fraction:
+        """Everything the seats are expected to pay into a game's pot."""
+        return sum((odds.expected_paid_in for odds in self.seats), Fraction(0))
+
+    @property
+    def rake_per_unit_staked(self) -> Fraction:
+        return self.expected_rake / self.expected_staked
 
     def to_dict(self) -> JSONObject:
         """Exact values as "p/q" strings, with a float beside each for people and plots."""
@@ -86,6 +104,11 @@ class TableOdds:
         return {
             "lone": self.policy.lone.value,
             "vote": self.policy.vote.value,
+            "operator": {
+                "expected_revenue": exact(self.expected_rake),
+                "expected_staked": exact(self.expected_staked),
+                "revenue_per_unit_staked": exact(self.rake_per_unit_staked),
+            },
             "seats": [
                 {
                     "seat": odds.seat,
@@ -118,9 +141,19 @@ def table_odds(config: GameConfig, policy: Policy) -> TableOdds:
 class _Tally:
     """Accumulates per-seat probabilities and expected money flows."""
 
-    def __init__(self, seat_count: int) -> None:
-        zeros = [Fraction(0)] * seat_count
+    def __init__(self, config: GameConfig) -> None:
+        zeros = [Fraction(0)] * (config.player_count + 1)
         self.whole, self.share, self.paid_in, self.paid_out = (list(zeros) for _ in range(4))
+        self.config = config
+        self.rake = Fraction(0)
+
+    def pay(self, chance: Fraction, pot: int, winners: tuple[int, ...]) -> int:
+        """The pot paid out with probability `chance`: the rake first, the rest to `winners`."""
+        rake = self.config.rake_on(pot)
+        self.rake += chance * rake
+        for payout in split_pot(pot - rake, winners):
+            self.paid_out[payout.seat] += chance * payout.amount
+        return rake
 
     def odds(self) -> tuple[SeatOdds, ...]:
         return tuple(
@@ -131,7 +164,7 @@ class _Tally:
 
 def _always_split(config: GameConfig, lone: LonePolicy) -> TableOdds:
     n, stake, raise_amount = config.player_count, config.stake, config.challenge_raise
-    tally = _Tally(n + 1)
+    tally = _Tally(config)
     each = Fraction(1, 2**n)
     for seat in config.players:
         tally.paid_in[seat] = Fraction(stake)
@@ -140,16 +173,16 @@ def _always_split(config: GameConfig, lone: LonePolicy) -> TableOdds:
         survivors = tuple(seat for seat in config.players if mask >> (seat - 1) & 1)
         if not survivors:
             tally.whole[VIGO_SEAT] += each
-            tally.paid_out[VIGO_SEAT] += each * ante_pot
+            tally.pay(each, ante_pot, (VIGO_SEAT,))
         elif len(survivors) == 1:
             _lone_survivor(tally, survivors[0], each, ante_pot, raise_amount, lone)
         else:
             contribution = stake * len(survivors)
             tally.paid_in[VIGO_SEAT] += each * contribution
-            for payout in split_pot(ante_pot + contribution, survivors):
-                tally.share[payout.seat] += each
-                tally.paid_out[payout.seat] += each * payout.amount
-    return TableOdds(config, Policy(lone, VotePolicy.SPLIT), tally.odds())
+            for seat in survivors:
+                tally.share[seat] += each
+            tally.pay(each, ante_pot + contribution, survivors)
+    return TableOdds(config, Policy(lone, VotePolicy.SPLIT), tally.odds(), tally.rake)
 
 
 def _lone_survivor(
@@ -157,13 +190,13 @@ def _lone_survivor(
 ) -> None:
     if lone is LonePolicy.CLAIM:
         tally.whole[seat] += chance
-        tally.paid_out[seat] += chance * pot
+        tally.pay(chance, pot, (seat,))
         return
     tally.paid_in[seat] += chance * raise_amount
     tally.paid_in[VIGO_SEAT] += chance * raise_amount
     for winner in (seat, VIGO_SEAT):
         tally.whole[winner] += chance * HALF
-        tally.paid_out[winner] += chance * HALF * (pot + 2 * raise_amount)
+        tally.pay(chance * HALF, pot + 2 * raise_amount, (winner,))
 
 
 @dataclass(frozen=True)
@@ -189,15 +222,20 @@ def _always_roll_again(config: GameConfig, lone: LonePolicy) -> TableOdds:
         chain[k] = _pass_value(k, chain, stake, raise_amount, lone)
     start = chain[n]
     ante_pot = n * stake
-    tally = _Tally(n + 1)
+    pots = {
+        VIGO: ante_pot * start.vigo + start.vigo_extra,
+        PLAYERS: ante_pot * start.players + start.players_extra,
+    }
+    rake = expected_rake_by_winner(config, lone is LonePolicy.CHALLENGE, pots)
+    tally = _Tally(config)
     tally.whole[VIGO_SEAT] = start.vigo
     tally.paid_in[VIGO_SEAT] = start.contributions + raise_amount * start.challenge
-    tally.paid_out[VIGO_SEAT] = ante_pot * start.vigo + start.vigo_extra
+    tally.paid_out[VIGO_SEAT] = pots[VIGO] - rake[VIGO]
     for seat in config.players:
         tally.whole[seat] = start.players / n
         tally.paid_in[seat] = stake + raise_amount * start.challenge / n
-        tally.paid_out[seat] = (ante_pot * start.players + start.players_extra) / n
-    return TableOdds(config, Policy(lone, VotePolicy.ROLL_AGAIN), tally.odds())
+        tally.paid_out[seat] = (pots[PLAYERS] - rake[PLAYERS]) / n
+    return TableOdds(config, Policy(lone, VotePolicy.ROLL_AGAIN), tally.odds(), rake[VIGO] + rake[PLAYERS])
 
 
 def _pass_value(

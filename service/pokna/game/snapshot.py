@@ -30,7 +30,7 @@ def state_from_dict(record: dict[str, JSONValue]) -> GameState:
     if record.get("version") != SNAPSHOT_VERSION:
         raise ValueError(f"unsupported game snapshot version {record.get('version')!r}")
     raw: dict[str, Any] = dict(record)
-    config = GameConfig(**raw["config"])
+    config = GameConfig(**raw["config"])  # a snapshot from before rake terms has none: zero rake
     outcome = raw["outcome"]
     return GameState(
         config=config,
@@ -45,6 +45,7 @@ def state_from_dict(record: dict[str, JSONValue]) -> GameState:
         next_nonce=int(raw["next_nonce"]),
         paid_in=tuple(int(amount) for amount in raw["paid_in"]),
         paid_out=tuple(int(amount) for amount in raw["paid_out"]),
+        rake=int(raw.get("rake", 0)),
         outcome=None
         if outcome is None
         else Outcome(

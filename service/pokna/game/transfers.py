@@ -15,8 +15,15 @@ class Pot(Enum):
     POT = "pot"
 
 
+class Revenue(Enum):
+    """The operator's revenue, the party a rake is paid to: the shell maps it to the tenant's revenue account."""
+
+    REVENUE = "revenue"
+
+
 POT: Final = Pot.POT
-Party: TypeAlias = int | Pot
+REVENUE: Final = Revenue.REVENUE
+Party: TypeAlias = int | Pot | Revenue
 
 
 class TransferKind(StrEnum):
@@ -26,11 +33,13 @@ class TransferKind(StrEnum):
     CHALLENGE_MATCH = "challenge_match"
     PAYOUT = "payout"
     SPLIT = "split"
+    RAKE = "rake"
 
 
 @dataclass(frozen=True)
 class Transfer:
-    """One leg pair: `amount` minor units from `payer` to `payee`; exactly one side is the pot."""
+    """One leg pair: `amount` minor units from `payer` to `payee`; exactly one side is the pot, the other a
+    seat or (for a rake) the operator's revenue."""
 
     kind: TransferKind
     payer: Party
@@ -42,6 +51,8 @@ class Transfer:
             raise ValueError(f"a transfer moves a positive amount, not {self.amount}")
         if (self.payer is POT) == (self.payee is POT):
             raise ValueError("a transfer moves money between a seat and the pot")
+        if (self.kind is TransferKind.RAKE) != (self.payee is REVENUE) or self.payer is REVENUE:
+            raise ValueError("a rake, and only a rake, moves money from the pot to the operator's revenue")
 
     @property
     def into_pot(self) -> bool:
@@ -49,7 +60,7 @@ class Transfer:
 
     @property
     def seat(self) -> int:
-        """The seat on the other side of the pot."""
+        """The seat on the other side of the pot (a rake has none)."""
         party = self.payer if self.into_pot else self.payee
         assert isinstance(party, int)
         return party
@@ -64,4 +75,4 @@ class Transfer:
 
 
 def party_to_json(party: Party) -> int | str:
-    return party.value if isinstance(party, Pot) else party
+    return party.value if isinstance(party, Pot | Revenue) else party

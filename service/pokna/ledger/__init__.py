@@ -17,6 +17,7 @@ from pokna.ledger.accounts import (
     get_account,
     house_account,
     open_account,
+    revenue_account,
 )
 from pokna.ledger.audit import AuditReport, Finding, verify_export
 from pokna.ledger.audit_reads import JournalSpan, checkpoints_between, journal_span, transfers_before
@@ -105,6 +106,7 @@ __all__ = [
     "post_transfers",
     "reconcile",
     "request_fingerprint",
+    "revenue_account",
     "reverse_transaction",
     "take_checkpoint",
     "transactions_of",

@@ -74,6 +74,11 @@ def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURR
     return _system_account(session, tenant_id, AccountKind.HOUSE, currency)
 
 
+def revenue_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
+    """Where the operator's rake is posted: one per tenant and currency, like the funding account."""
+    return _system_account(session, tenant_id, AccountKind.REVENUE, currency)
+
+
 def _system_account(session: Session, tenant_id: str, kind: AccountKind, currency: str) -> Account:
     """Created on demand, race-free: one per tenant, kind and currency (the currency is its external id)."""
     check_currency(currency)

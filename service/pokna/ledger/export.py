@@ -135,6 +135,7 @@ _BEANCOUNT_ROOTS: Final = {
     "game_pot": "Assets:Pokna:GamePot",
     "house": "Assets:Pokna:House",
     "external_funding": "Equity:Pokna:ExternalFunding",
+    "revenue": "Income:Pokna:Revenue",
 }
 
 

@@ -46,10 +46,11 @@ class AccountKind(StrEnum):
     GAME_POT = "game_pot"
     HOUSE = "house"
     EXTERNAL_FUNDING = "external_funding"
+    REVENUE = "revenue"
 
     @property
     def may_go_negative(self) -> bool:
-        return self in (AccountKind.HOUSE, AccountKind.EXTERNAL_FUNDING)
+        return self in (AccountKind.HOUSE, AccountKind.EXTERNAL_FUNDING, AccountKind.REVENUE)
 
 
 class TransactionKind(StrEnum):
@@ -61,6 +62,7 @@ class TransactionKind(StrEnum):
     CHALLENGE_MATCH = "challenge_match"
     PAYOUT = "payout"
     SPLIT = "split"
+    RAKE = "rake"
     REFUND = "refund"
     REVERSAL = "reversal"
     ADJUSTMENT = "adjustment"

@@ -99,9 +99,9 @@
           : kind === "list"
             ? Array.isArray(value)
             : kind === "party"
-              ? isInteger(value) || value === "pot"
+              ? isInteger(value) || value === "pot" || value === "revenue"
               : isObject(value);
-    if (!ok) throw new MalformedProof(`${path}.${name}: expected ${kind === "party" ? 'a seat number or "pot"' : kind === "integer" ? "an integer" : `a ${kind}`}`);
+    if (!ok) throw new MalformedProof(`${path}.${name}: expected ${kind === "party" ? 'a seat number, "pot" or "revenue"' : kind === "integer" ? "an integer" : `a ${kind}`}`);
     return value;
   }
 
@@ -123,6 +123,8 @@
     const game = need(proof, "game", "object", "$");
     need(game, "stake", "integer", "$.game");
     need(game, "challenge_raise", "integer", "$.game");
+    // Rake terms came with a later version of the service: absent (or null) means no rake.
+    for (const name of ["rake_bps", "rake_cap"]) if (game[name] !== undefined && game[name] !== null) need(game, name, "integer", "$.game");
     need(game, "seats", "list", "$.game").forEach((seat, i) => {
       const path = `$.game.seats[${i}]`;
       need(objectAt(seat, path), "seat", "integer", path);
@@ -238,7 +240,7 @@
     proof.transfers.forEach((transfer, i) => {
       const before = problems.length;
       for (const role of ["payer", "payee"]) {
-        if (transfer[role] !== "pot" && !accounts.has(transfer[role])) problems.push(`transfer ${i}: ${role} seat ${transfer[role]} is not in the game`);
+        if (isInteger(transfer[role]) && !accounts.has(transfer[role])) problems.push(`transfer ${i}: ${role} seat ${transfer[role]} is not in the game`);
       }
       if (transfer.amount <= 0) problems.push(`transfer ${i}: amount ${transfer.amount} is not positive`);
       if (problems.length > before) marks.transfers.add(i);
@@ -338,6 +340,12 @@
       const promised = isObject(given.game) ? given.game[field] : undefined;
       if (promised !== proof.game[field]) problems.push(`receipt game.${field} is ${quoted(promised)}, the proof's is ${quoted(proof.game[field])}`);
     }
+    // So are the rake terms; absent ones (a receipt from before rakes) mean no rake.
+    const promisedRake = isObject(given.game) ? rakeTermsOf(given.game) : { rake_bps: undefined, rake_cap: undefined };
+    const actualRake = rakeTermsOf(proof.game);
+    for (const field of ["rake_bps", "rake_cap"]) {
+      if (promisedRake[field] !== actualRake[field]) problems.push(`receipt game.${field} is ${quoted(promisedRake[field])}, the proof's is ${quoted(actualRake[field])}`);
+    }
     const signature = await checkSignature("receipt", given, keys);
     if (signature.status === "fail") problems.push(`receipt ${signature.message}`);
     const suffix = signature.status === "pass" ? "" : ` (receipt signature not checked: ${signature.message})`;
@@ -383,10 +391,15 @@
     }
   }
 
+  // A signed document's rake terms, absent ones as no rake (pokna.fairness.terms.rake_terms_of).
+  const rakeTermsOf = (game) => ({ rake_bps: game.rake_bps ?? 0, rake_cap: game.rake_cap ?? null });
+
   class Table {
     constructor(terms, rollsByNonce) {
       this.stake = terms.stake;
       this.raise = terms.challenge_raise;
+      this.rakeBps = terms.rake_bps;
+      this.rakeCap = terms.rake_cap;
       this.players = terms.players;
       this.rollsByNonce = rollsByNonce;
       this.phase = "open";
@@ -487,20 +500,33 @@
       this.events.push({ kind: "settled", reason, payouts });
     }
 
-    // The whole pot to one seat.
+    // Before a pot is paid out the house takes its share of the whole pot: the rate rounded down (in
+    // BigInt: a pot times 10000 may pass 2^53), then capped (docs/rules.md, "Rake").
+    takeRake() {
+      let amount = Number((BigInt(this.pot) * BigInt(this.rakeBps)) / 10000n);
+      if (this.rakeCap !== null) amount = Math.min(amount, this.rakeCap);
+      if (amount <= 0) return;
+      this.pot -= amount;
+      this.move({ kind: "rake", payer: "pot", payee: "revenue", amount });
+    }
+
+    // The whole pot to one seat, less the rake.
     payWholePot(seat, reason) {
+      this.takeRake();
       const amount = this.pot;
-      this.outOfPot("payout", seat, amount);
+      if (amount > 0) this.outOfPot("payout", seat, amount);
       this.settle(reason, [{ seat, amount }]);
     }
 
     // Equal shares; the indivisible remainder one unit at a time, clockwise from the Vigo.
     split(reason) {
+      this.takeRake();
       const survivors = this.survivors();
       const share = Math.floor(this.pot / survivors.length);
       const remainder = this.pot % survivors.length;
       const payouts = survivors.map((seat, i) => ({ seat, amount: share + (i < remainder ? 1 : 0) }));
-      for (const payout of payouts) this.outOfPot("split", payout.seat, payout.amount);
+      // A share can be nothing once a rake has taken (almost) the whole pot: no transfer for it.
+      for (const payout of payouts) if (payout.amount > 0) this.outOfPot("split", payout.seat, payout.amount);
       this.settle(reason, payouts);
     }
 
@@ -660,12 +686,15 @@
     if (!isInteger(stake) || stake <= 0) terms.push(`the stake must be positive, not ${stake}`);
     if (!isInteger(raise) || raise <= 0) terms.push(`the challenge raise must be positive, not ${raise}`);
     if (players < MIN_PLAYERS || players > MAX_PLAYERS) terms.push(`a table seats ${MIN_PLAYERS} to ${MAX_PLAYERS} players besides the Vigo, not ${players}`);
+    const { rake_bps: rakeBps, rake_cap: rakeCap } = rakeTermsOf(proof.game);
+    if (!isInteger(rakeBps) || rakeBps < 0 || rakeBps > 10000) terms.push(`the rake is 0 to 10000 basis points of the pot, not ${rakeBps}`);
+    if (rakeCap !== null && (!isInteger(rakeCap) || rakeCap < 0)) terms.push(`the rake cap must not be negative, not ${rakeCap}`);
     if (terms.length) {
       result.problem = { message: `game terms: ${terms.join("; ")}`, where: { terms: true } };
       return result;
     }
     const rollsByNonce = new Map(proof.rolls.map((entry) => [entry.nonce, entry]));
-    const table = new Table({ stake, challenge_raise: raise, players }, rollsByNonce);
+    const table = new Table({ stake, challenge_raise: raise, players, rake_bps: rakeBps, rake_cap: rakeCap }, rollsByNonce);
     for (const [index, record] of proof.actions.entries()) {
       const step = { index, record, events: [], error: null };
       result.steps.push(step);
@@ -835,7 +864,7 @@
 
   const seatName = (seat) => (seat === VIGO ? "the Vigo" : isInteger(seat) ? `Player ${seat}` : `seat ${seat}`);
   const SeatName = (seat) => (seat === VIGO ? "The Vigo" : seatName(seat));
-  const partyName = (party) => (party === "pot" ? "the pot" : seatName(party));
+  const partyName = (party) => (party === "pot" ? "the pot" : party === "revenue" ? "the house (rake)" : seatName(party));
   const mono = (text) => el("code", {}, text);
   function listSeats(seats) {
     if (seats.length === 1) return seatName(seats[0]);
@@ -895,7 +924,7 @@
   function moveLine(event, report) {
     const { transfer, pot } = event;
     const bad = report.replay.marks.transfers.has(event.index);
-    const who = SeatName(transfer.payer === "pot" ? transfer.payee : transfer.payer);
+    const who = transfer.payee === "revenue" ? "The house" : SeatName(transfer.payer === "pot" ? transfer.payee : transfer.payer);
     const text = {
       ante: `${who} antes ${transfer.amount} into the pot`,
       vigo_contribution: `The Vigo pays ${transfer.amount} into the pot: one stake for each survivor`,
@@ -903,6 +932,7 @@
       challenge_match: `${who} matches the raise: ${transfer.amount}`,
       payout: `The pot pays ${transfer.amount} to ${seatName(transfer.payee)}`,
       split: `${who} gets a share of ${transfer.amount}`,
+      rake: `The house takes its rake of ${transfer.amount} before the pot is paid out`,
     }[transfer.kind];
     const recorded = report.proof.transfers[event.index];
     return el(
@@ -1225,6 +1255,12 @@
     return seats.map((seat) => ({ seat, paid: paid.get(seat), received: received.get(seat), net: received.get(seat) - paid.get(seat) }));
   }
 
+  function sayRake(game) {
+    const { rake_bps: bps, rake_cap: cap } = rakeTermsOf(game);
+    if (!bps) return "";
+    return `, a rake of ${bps} basis points of each pot paid out${cap === null ? "" : ` (at most ${cap})`}`;
+  }
+
   function renderSummary(report) {
     const { proof } = report;
     const parts = [];
@@ -1233,11 +1269,11 @@
     if (report.mode === "unrevealed" && report.receipt && isObject(report.receipt.game)) {
       const { stake, challenge_raise: raise } = report.receipt.game;
       const players = report.clientSeeds.length - 1;
-      parts.push(el("p", {}, players > 0 ? `The Vigo and ${players} player${players === 1 ? "" : "s"}; ` : "", `stake ${stake}, challenge raise ${raise} (amounts in minor units).`));
+      parts.push(el("p", {}, players > 0 ? `The Vigo and ${players} player${players === 1 ? "" : "s"}; ` : "", `stake ${stake}, challenge raise ${raise}${sayRake(report.receipt.game)} (amounts in minor units).`));
     }
     if (report.mode === "revealed") {
       const { stake, challenge_raise: raise, seats } = proof.game;
-      parts.push(el("p", {}, `The Vigo and ${seats.length - 1} player${seats.length === 2 ? "" : "s"}; stake ${stake}, challenge raise ${raise} (amounts in minor units).`));
+      parts.push(el("p", {}, `The Vigo and ${seats.length - 1} player${seats.length === 2 ? "" : "s"}; stake ${stake}, challenge raise ${raise}${sayRake(proof.game)} (amounts in minor units).`));
       const reason = proof.outcome.reason;
       if (REASON[reason]) parts.push(el("p", {}, el("strong", {}, "How it ended: "), `${REASON[reason]}.`));
       if (proof.transfers.length) {

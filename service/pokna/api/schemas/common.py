@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 MAX_AMOUNT = 10**12
 # The ranges of the columns an integer input is compared with. A number the database cannot hold is bad
@@ -36,3 +36,20 @@ Currency = Annotated[
     StringConstraints(pattern=r"^[A-Z0-9]{2,16}$"),
     Field(description="2-16 upper-case letters or digits.", examples=["CREDIT"]),
 ]
+
+
+class RakeTermsIn(BaseModel):
+    """The operator's share of each pot paid out: `bps` basis points, rounded down, at most `cap` minor units."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"bps": 500, "cap": 100}]})
+
+    bps: int = Field(
+        ge=0, le=10_000, strict=True, description="Basis points of the pot: 0 (no rake) to 10000 (all of it)."
+    )
+    cap: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_AMOUNT,
+        strict=True,
+        description="At most this many minor units per pot; absent or null for no cap.",
+    )

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from pokna.api.schemas.common import INTEGER_MAX, AccountId, Amount, Currency
+from pokna.api.schemas.common import INTEGER_MAX, AccountId, Amount, Currency, RakeTermsIn
 from pokna.dealer.schemas import (
     ActionRollOut,
     FairnessLinkOut,
@@ -84,7 +84,13 @@ class GameCreate(BaseModel):
                     "vigo_account_id": "acct_vigo",
                     "player_account_ids": ["acct_p1", "acct_p2", "acct_p3", "acct_p4"],
                     "stake": 1,
-                }
+                },
+                {
+                    "vigo_account_id": "acct_vigo",
+                    "player_account_ids": ["acct_p1", "acct_p2", "acct_p3", "acct_p4"],
+                    "stake": 100,
+                    "rake": {"bps": 500, "cap": 100},
+                },
             ]
         },
     )
@@ -104,6 +110,11 @@ class GameCreate(BaseModel):
         ge=5,
         le=86_400,
         description="Each waiting turn's deadline; then the default action applies.",
+    )
+    rake: RakeTermsIn | None = Field(
+        default=None,
+        description="The house's share of each pot paid out, fixed now and signed in the commitment. "
+        "Absent: the tenant's default rake (`GET /v1/tenant/settings`).",
     )
 
 
@@ -158,7 +169,16 @@ GameAction = Annotated[
 class TableCreate(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"account_ids": ["acct_a", "acct_b", "acct_c"], "stake": 10}]},
+        json_schema_extra={
+            "examples": [
+                {"account_ids": ["acct_a", "acct_b", "acct_c"], "stake": 10},
+                {
+                    "account_ids": ["acct_a", "acct_b", "acct_c"],
+                    "stake": 100,
+                    "rake": {"bps": 250, "cap": 50},
+                },
+            ]
+        },
     )
 
     account_ids: list[AccountId] = Field(
@@ -168,3 +188,7 @@ class TableCreate(BaseModel):
     challenge_raise: Amount | None = None
     currency: Currency = "CREDIT"
     turn_timeout_seconds: int = Field(default=60, ge=5, le=86_400)
+    rake: RakeTermsIn | None = Field(
+        default=None,
+        description="Every round's rake, fixed now. Absent: the tenant's default rake.",
+    )

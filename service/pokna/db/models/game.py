@@ -23,6 +23,9 @@ class GameTable(Base):
     currency: Mapped[str] = mapped_column(String(16))
     turn_timeout_seconds: Mapped[int] = mapped_column(Integer)
     rounds_played: Mapped[int] = mapped_column(Integer, default=0)
+    # Every round's rake terms (migrations/versions/0008_rake.py); each round's receipt signs them.
+    rake_bps: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    rake_cap: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 

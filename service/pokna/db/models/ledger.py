@@ -31,7 +31,7 @@ from pokna.db.types import UTCDateTime, utc_now
 MAX_POSTING_AMOUNT = 10**15
 MAX_ABS_BALANCE = 10**18
 NON_NEGATIVE_KINDS = ("player_wallet", "game_pot")
-ACCOUNT_KINDS = ("player_wallet", "game_pot", "house", "external_funding")
+ACCOUNT_KINDS = ("player_wallet", "game_pot", "house", "external_funding", "revenue")
 
 
 class Account(Base):
@@ -41,7 +41,7 @@ class Account(Base):
     __table_args__ = (
         UniqueConstraint("tenant_id", "kind", "external_id"),
         CheckConstraint(
-            "kind IN ('player_wallet', 'game_pot', 'house', 'external_funding')", name="kind_known"
+            "kind IN ('player_wallet', 'game_pot', 'house', 'external_funding', 'revenue')", name="kind_known"
         ),
         CheckConstraint(
             "balance >= 0 OR kind NOT IN ('player_wallet', 'game_pot')", name="balance_non_negative"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import BigInteger, ForeignKey, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pokna.db.base import Base
@@ -17,6 +17,9 @@ class Tenant(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    # The rake terms a new game or table takes when its request names none (migrations/versions/0008_rake.py).
+    rake_bps: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    rake_cap: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class ApiKey(Base):

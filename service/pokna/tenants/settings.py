@@ -1,0 +1,61 @@
+"""A tenant's settings: today its default rake, the terms a new game or table takes when its request
+names none. A game keeps the terms it was created with (they are signed in its commitment receipt), so
+changing the defaults changes only games and tables created afterwards."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from pokna.errors import InvalidRequest
+from pokna.tenants.service import get_tenant
+
+BPS_PER_WHOLE = 10_000
+
+
+class DefaultRakeOut(BaseModel):
+    bps: int = Field(description="Basis points of each pot paid out (500 is 5%), rounded down.")
+    cap: int | None = Field(description="At most this many minor units per pot; null for no cap.")
+
+
+class TenantSettingsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"object": "tenant_settings", "tenant_id": "ten_5e0c…", "rake": {"bps": 500, "cap": 100}}
+            ]
+        }
+    )
+
+    object: Literal["tenant_settings"]
+    tenant_id: str
+    rake: DefaultRakeOut = Field(description="The rake of new games and tables whose request names none.")
+
+
+def rake_defaults(session: Session, tenant_id: str) -> tuple[int, int | None]:
+    """The rake terms (basis points, cap) a new game or table takes when its request names none."""
+    tenant = get_tenant(session, tenant_id)
+    return tenant.rake_bps, tenant.rake_cap
+
+
+def tenant_settings(session: Session, tenant_id: str) -> TenantSettingsOut:
+    bps, cap = rake_defaults(session, tenant_id)
+    return TenantSettingsOut(
+        object="tenant_settings", tenant_id=tenant_id, rake=DefaultRakeOut(bps=bps, cap=cap)
+    )
+
+
+def set_default_rake(session: Session, tenant_id: str, *, bps: int, cap: int | None) -> TenantSettingsOut:
+    if not 0 <= bps <= BPS_PER_WHOLE:
+        raise InvalidRequest(
+            f"the rake is 0 to {BPS_PER_WHOLE} basis points, not {bps}", field="body.rake.bps"
+        )
+    if cap is not None and cap < 0:
+        raise InvalidRequest(f"the rake cap must not be negative, not {cap}", field="body.rake.cap")
+    tenant = get_tenant(session, tenant_id)
+    tenant.rake_bps = bps
+    tenant.rake_cap = cap
+    session.flush()
+    return tenant_settings(session, tenant_id)
