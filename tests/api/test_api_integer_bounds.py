@@ -6,6 +6,7 @@ request below to carry it fails `test_every_integer_input_is_probed`."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ COLUMN_MAXIMUM = {
     "body.challenge_raise": BIGINT_MAX,
     "body.turn_timeout_seconds": INTEGER_MAX,
     "body.expected_version": INTEGER_MAX,  # game.version
+    "body.rake.bps": INTEGER_MAX,  # game/tenant rake_bps
+    "body.rake.cap": BIGINT_MAX,  # game/tenant rake_cap
 }
 
 EDGES = [
@@ -133,12 +136,22 @@ class Saloon:
     def requests(self) -> dict[tuple[str, str], Callable[[str, int], Any]]:
         """One valid request per operation with integer inputs, with one input replaced by `value`."""
         api = self.api
-        seats = {"vigo_account_id": self.vigo, "player_account_ids": self.players, "stake": 1}
-        table = {"account_ids": [self.vigo, *self.players], "stake": 1}
+        rake = {"rake": {"bps": 0}}
+        seats = {"vigo_account_id": self.vigo, "player_account_ids": self.players, "stake": 1, **rake}
+        table = {"account_ids": [self.vigo, *self.players], "stake": 1, **rake}
         seed = {"type": "set_client_seed", "account_id": self.players[0], "client_seed": "bounds"}
 
         def body(post: Callable[[dict[str, Any]], Any], base: dict[str, Any]) -> Callable[[str, int], Any]:
-            return lambda name, value: post({**base, name.removeprefix("body."): value})
+            def send(name: str, value: int) -> Any:
+                sent = copy.deepcopy(base)
+                *parents, leaf = name.removeprefix("body.").split(".")
+                target = sent
+                for parent in parents:
+                    target = target.setdefault(parent, {})
+                target[leaf] = value
+                return post(sent)
+
+            return send
 
         def query(path: str) -> Callable[[str, int], Any]:
             return lambda name, value: api.get(path, params={name.removeprefix("query."): value})
@@ -165,6 +178,9 @@ class Saloon:
                 f"/v1/webhooks/endpoints/{self.endpoint_id}/deliveries"
             ),
             ("POST", "/v1/tables"): body(lambda sent: api.post("/v1/tables", sent), table),
+            ("PUT", "/v1/tenant/settings"): body(
+                lambda sent: api.client.put("/v1/tenant/settings", json=sent, headers=api.headers), rake
+            ),
         }
 
 
