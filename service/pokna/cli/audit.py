@@ -245,7 +245,7 @@ def _answer_bundle(path: Path, report: BundleReport, as_json: bool) -> None:
         typer.echo(f"  checks         {', '.join(report.checks)}")
         for kind, changes in sorted(report.kind_changes.items()):
             shown = ", ".join(f"{total:+d} {currency}" for currency, total in sorted(changes.items()))
-            typer.echo(f"  {kind:<15}{shown}")
+            typer.echo(f"  {kind + ' ':<15}{shown}")  # external_funding is wider than the column
         house = ", ".join(f"{total:+d} {c}" for c, total in sorted(report.house_result.items())) or "0"
         typer.echo(f"  house result   {house}")
         for note in report.notes:
