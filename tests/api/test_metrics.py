@@ -172,6 +172,17 @@ def _requests_by_process(directory: Path, route: str) -> dict[str, float]:
     return counts
 
 
+def _counted(directory: Path, route: str, requests: int) -> dict[str, float]:
+    """`_requests_by_process` once every answered request is counted: a worker counts a request when its
+    answer has been sent, so the client may read the files a moment before the last count lands."""
+    deadline = time.monotonic() + 10
+    while True:
+        counts = _requests_by_process(directory, route)
+        if sum(counts.values()) >= requests or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.05)
+
+
 def _stop(pid: int) -> None:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 20
@@ -198,7 +209,7 @@ def test_two_workers_count_every_request_once(tmp_path: Path) -> None:
                 statuses = list(pool.map(_get, [f"{base}/readyz"] * 16))
             assert statuses == [200] * 16
             requests += 16
-            by_process = _requests_by_process(directory, "/readyz")
+            by_process = _counted(directory, "/readyz", requests)
             if len(by_process) >= 2:
                 break
             _stop(int(next(iter(by_process))))
