@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,35 +15,15 @@ from typer.testing import CliRunner
 
 from pokna.cli.app import app as cli
 from pokna.db.models.game import Game
-from pokna.fairness.protocol import game_client_seed, roll
 from pokna.fairness.seed_vault import open_server_seed
 from pokna.runtime import Runtime
-from support.tenant_api import TenantApi, new_tenant
+from support.card_example import CARD_ROLLS, PLAYER_SEEDS, act, vigo_seed_giving_card_rolls
+from support.tenant_api import new_tenant
 
-# Nonce order: the Vigo's favor, the first pass (players 1-4), the re-roll (players 1 and 4), then the
-# challenge: the Vigo's new favor and player 1's roll. The card: "Player 1 rolls blue - eliminated", so
-# the Vigo's new favor was red.
-CARD_ROLLS = ["red", "red", "blue", "blue", "red", "red", "blue", "red", "blue"]
-PLAYER_SEEDS = ["p1-seed", "p2-seed", "p3-seed", "p4-seed"]
+# CARD_ROLLS in nonce order: the Vigo's favor, the first pass (players 1-4), the re-roll (players 1 and 4),
+# then the challenge: the Vigo's new favor and player 1's roll. The card: "Player 1 rolls blue -
+# eliminated", so the Vigo's new favor was red.
 START = 10
-
-
-def _vigo_seed_giving_card_rolls(server_seed: str) -> str:
-    for attempt in range(100_000):
-        candidate = f"vigo-{attempt}"
-        client_seed = game_client_seed([candidate, *PLAYER_SEEDS])
-        if all(
-            roll(server_seed, client_seed, nonce).color == color for nonce, color in enumerate(CARD_ROLLS)
-        ):
-            return candidate
-    raise AssertionError("no Vigo seed reproduces the card's rolls")
-
-
-def _act(api: TenantApi, game_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = api.post(f"/v1/games/{game_id}/actions", body)
-    assert response.status_code == 200, response.text
-    game: dict[str, Any] = response.json()
-    return game
 
 
 def test_the_cards_example_of_play(
@@ -70,18 +49,18 @@ def test_the_cards_example_of_play(
         row = session.get(Game, game_id)
         assert row is not None
         server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, game_id)
-    vigo_seed = _vigo_seed_giving_card_rolls(server_seed)
+    vigo_seed = vigo_seed_giving_card_rolls(server_seed)
     for account, seed in zip(accounts, [vigo_seed, *PLAYER_SEEDS], strict=True):
-        _act(api, game_id, {"type": "set_client_seed", "account_id": account, "client_seed": seed})
+        act(api, game_id, {"type": "set_client_seed", "account_id": account, "client_seed": seed})
 
     # The Vigo sets the stake at 1 credit and rolls red. Each player antes 1 credit, for a pot of 4.
-    game = _act(api, game_id, {"type": "start", "account_id": vigo})
+    game = act(api, game_id, {"type": "start", "account_id": vigo})
     assert (game["favor"], game["pot"]) == ("red", 4)
     assert balances() == [10, 9, 9, 9, 9]
 
     # Player 1 rolls red, 2 and 3 roll blue, 4 rolls red.
     for player in players:
-        game = _act(api, game_id, {"type": "roll", "account_id": player})
+        game = act(api, game_id, {"type": "roll", "account_id": player})
     statuses = [seat["status"] for seat in game["seats"][1:]]
     assert statuses == ["in_favor", "eliminated", "eliminated", "in_favor"]
     # Two remain in favor. The Vigo pays 2 credits into the pot, raising the total to 6.
@@ -90,27 +69,27 @@ def test_the_cards_example_of_play(
     assert game["phase"] == "voting"
 
     # Player 1 offers to split, but Player 4 refuses. They roll again.
-    game = _act(api, game_id, {"type": "vote", "account_id": p1, "choice": "split"})
+    game = act(api, game_id, {"type": "vote", "account_id": p1, "choice": "split"})
     assert game["phase"] == "voting"
-    game = _act(api, game_id, {"type": "vote", "account_id": p4, "choice": "roll_again"})
+    game = act(api, game_id, {"type": "vote", "account_id": p4, "choice": "roll_again"})
     assert game["phase"] == "seeking"
     assert game["pot"] == 6  # no second contribution before the re-roll: the Vigo pays once per pass
 
     # Player 1 rolls red - still in favor; Player 4 rolls blue - eliminated.
-    game = _act(api, game_id, {"type": "roll", "account_id": p1})
-    game = _act(api, game_id, {"type": "roll", "account_id": p4})
+    game = act(api, game_id, {"type": "roll", "account_id": p1})
+    game = act(api, game_id, {"type": "roll", "account_id": p4})
     assert game["phase"] == "lone_survivor"
     assert game["turn"]["account_ids"] == [p1]
     assert set(game["turn"]["allowed_actions"]) == {"claim", "challenge"}
 
     # Player 1 challenges. The Vigo adds 1 credit and the player matches, bringing the total to 8.
-    game = _act(api, game_id, {"type": "challenge", "account_id": p1})
+    game = act(api, game_id, {"type": "challenge", "account_id": p1})
     assert game["pot"] == 8
     assert balances() == [7, 8, 9, 9, 9]
 
     # The Vigo rolls again (red), then Player 1 rolls blue - eliminated. The Vigo wins the pot of 8.
-    game = _act(api, game_id, {"type": "roll", "account_id": vigo})
-    game = _act(api, game_id, {"type": "roll", "account_id": p1})
+    game = act(api, game_id, {"type": "roll", "account_id": vigo})
+    game = act(api, game_id, {"type": "roll", "account_id": p1})
     assert game["status"] == "settled"
     assert game["pot"] == 0
     assert game["outcome"]["reason"] == "challenge_lost"

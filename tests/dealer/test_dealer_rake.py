@@ -18,34 +18,14 @@ from typer.testing import CliRunner
 
 from pokna.cli.app import app as cli
 from pokna.db.models.game import Game
-from pokna.fairness.protocol import game_client_seed, roll
 from pokna.fairness.seed_vault import open_server_seed
 from pokna.runtime import Runtime
-from support.tenant_api import TenantApi, new_tenant
+from support.card_example import PLAYER_SEEDS, act, vigo_seed_giving_card_rolls
+from support.tenant_api import new_tenant
 
-CARD_ROLLS = ["red", "red", "blue", "blue", "red", "red", "blue", "red", "blue"]
-PLAYER_SEEDS = ["p1-seed", "p2-seed", "p3-seed", "p4-seed"]
 CREDIT = 100
 START = 10 * CREDIT
 RAKE = {"bps": 500, "cap": CREDIT}
-
-
-def _vigo_seed_giving_card_rolls(server_seed: str) -> str:
-    for attempt in range(100_000):
-        candidate = f"vigo-{attempt}"
-        client_seed = game_client_seed([candidate, *PLAYER_SEEDS])
-        if all(
-            roll(server_seed, client_seed, nonce).color == color for nonce, color in enumerate(CARD_ROLLS)
-        ):
-            return candidate
-    raise AssertionError("no Vigo seed reproduces the card's rolls")
-
-
-def _act(api: TenantApi, game_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = api.post(f"/v1/games/{game_id}/actions", body)
-    assert response.status_code == 200, response.text
-    game: dict[str, Any] = response.json()
-    return game
 
 
 def _verify(proof: dict[str, Any], tmp_path: Path, keys: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -85,29 +65,29 @@ def test_the_cards_example_with_a_five_percent_rake(
         row = session.get(Game, game_id)
         assert row is not None
         server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, game_id)
-    vigo_seed = _vigo_seed_giving_card_rolls(server_seed)
+    vigo_seed = vigo_seed_giving_card_rolls(server_seed)
     for account, seed in zip(accounts, [vigo_seed, *PLAYER_SEEDS], strict=True):
-        _act(api, game_id, {"type": "set_client_seed", "account_id": account, "client_seed": seed})
+        act(api, game_id, {"type": "set_client_seed", "account_id": account, "client_seed": seed})
 
-    game = _act(api, game_id, {"type": "start", "account_id": vigo})
+    game = act(api, game_id, {"type": "start", "account_id": vigo})
     assert (game["favor"], game["pot"]) == ("red", 400)
     assert balances() == [1000, 900, 900, 900, 900]
     for player in players:
-        game = _act(api, game_id, {"type": "roll", "account_id": player})
+        game = act(api, game_id, {"type": "roll", "account_id": player})
     assert game["pot"] == 600
     assert balances() == [800, 900, 900, 900, 900]
-    game = _act(api, game_id, {"type": "vote", "account_id": p1, "choice": "split"})
-    game = _act(api, game_id, {"type": "vote", "account_id": p4, "choice": "roll_again"})
+    game = act(api, game_id, {"type": "vote", "account_id": p1, "choice": "split"})
+    game = act(api, game_id, {"type": "vote", "account_id": p4, "choice": "roll_again"})
     assert game["pot"] == 600
-    game = _act(api, game_id, {"type": "roll", "account_id": p1})
-    game = _act(api, game_id, {"type": "roll", "account_id": p4})
+    game = act(api, game_id, {"type": "roll", "account_id": p1})
+    game = act(api, game_id, {"type": "roll", "account_id": p4})
     assert (game["phase"], game["pot"]) == ("lone_survivor", 600)
-    game = _act(api, game_id, {"type": "challenge", "account_id": p1})
+    game = act(api, game_id, {"type": "challenge", "account_id": p1})
     assert game["pot"] == 800
     assert balances() == [700, 800, 900, 900, 900]
     assert game["rake_taken"] == 0  # nothing is raked before the pot is paid out
-    game = _act(api, game_id, {"type": "roll", "account_id": vigo})
-    game = _act(api, game_id, {"type": "roll", "account_id": p1})
+    game = act(api, game_id, {"type": "roll", "account_id": vigo})
+    game = act(api, game_id, {"type": "roll", "account_id": p1})
 
     # The Vigo wins the pot of 8 credits; the house takes 5% of it (0.40 credit, under the 1-credit cap).
     assert (game["status"], game["pot"], game["rake_taken"]) == ("settled", 0, 40)
