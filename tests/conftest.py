@@ -22,6 +22,7 @@ from pokna.db.engine import make_engine
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna.storage import make_sessionmaker
+from support import problem_check
 from support.databases import PostgresDatabases, SqliteDatabases
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
 
@@ -149,5 +150,11 @@ def runtime(settings: Settings, engine: Engine) -> Runtime:
 
 @pytest.fixture
 def client(settings: Settings, runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as test_client:
+    """The app in-process. Every problem it answers must be one its operation documents."""
+    app = create_app(settings, runtime)
+    problems = problem_check.install(app)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
         yield test_client
+    assert not problems.undocumented, (
+        f"problems the OpenAPI document does not declare: {problems.undocumented}"
+    )

@@ -9,8 +9,10 @@ from fastapi.openapi.utils import get_openapi
 
 from pokna import __version__
 from pokna.api import accounts, fairness, games, health, metrics
+from pokna.api.docs import install_docs
 from pokna.api.middleware import BodySizeLimit, RequestContext
-from pokna.api.problems import install_problem_handlers, problem_examples, problem_responses
+from pokna.api.problem_docs import PROBLEM_JSON
+from pokna.api.problems import Problem, install_problem_handlers
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 
@@ -18,8 +20,23 @@ DESCRIPTION = """\
 Pokna runs the Huttese dice game of Vigo's Favor for integrating apps: provably fair rolls
 (commit–reveal HMAC-SHA256), a double-entry ledger, and signed, verifiable proofs.
 
-Every error is an RFC 9457 `application/problem+json` document with a stable `code`.
+Every error is an RFC 9457 `application/problem+json` document with a stable `code`; each operation
+lists exactly the codes it can answer. Authenticate with `Authorization: Bearer <API key>`; send an
+`Idempotency-Key` with every POST so that a retry is safe.
 """
+
+TAGS = [
+    {"name": "accounts", "description": "Player wallets, deposits and withdrawals."},
+    {"name": "ledger", "description": "The tenant's books: trial balance, exports, signed checkpoints."},
+    {
+        "name": "games",
+        "description": "One game of Vigo's Favor: create it, act in it, read it and its proof.",
+    },
+    {"name": "tables", "description": "A fixed seat order dealing round after round."},
+    {"name": "fairness", "description": "Public keys, public fairness links and the browser verifier."},
+    {"name": "health", "description": "Liveness and readiness probes."},
+    {"name": "operations", "description": "Prometheus metrics."},
+]
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
@@ -29,12 +46,15 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         title="Pokna",
         version=__version__,
         description=DESCRIPTION,
-        responses=problem_responses(400, 404, 405, 413, 422, 500),
+        openapi_tags=TAGS,
+        docs_url=None,
+        redoc_url=None,
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime
     metrics.enable(runtime.engine)
     install_problem_handlers(app)
+    install_docs(app)
     app.include_router(health.router)
     app.include_router(accounts.router)
     app.include_router(games.router)
@@ -48,7 +68,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
 
 
 def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
-    """FastAPI documents its own 422 shape; ours is problem+json everywhere, so say so everywhere."""
+    """Each operation lists its own problems (`responses=problems(...)` on its route, all problem+json).
+    FastAPI adds its own 422 shape to an operation with parameters that did not list 422: such an
+    operation has no parameter that can fail validation, so that entry goes."""
     if app.openapi_schema:
         return app.openapi_schema
     document = get_openapi(
@@ -60,16 +82,14 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
     )
     for path_item in document.get("paths", {}).values():
         for operation in path_item.values():
-            for status, response in operation.get("responses", {}).items():
-                if status[0] in "45":
-                    response["content"] = {
-                        "application/problem+json": {
-                            "schema": {"$ref": "#/components/schemas/Problem"},
-                            "examples": problem_examples(int(status)),
-                        }
-                    }
-    schemas = document.get("components", {}).get("schemas", {})
+            validation = operation.get("responses", {}).get("422", {})
+            if PROBLEM_JSON not in validation.get("content", {PROBLEM_JSON: None}):
+                del operation["responses"]["422"]
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
+    problem_schema = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(problem_schema.pop("$defs", {}))
+    schemas["Problem"] = problem_schema
     app.openapi_schema = document
     return document

@@ -13,7 +13,10 @@ class SeatOut(BaseModel):
     seat: int
     account_id: str
     role: Literal["vigo", "player"]
-    status: Literal["vigo", "in_favor", "eliminated"]
+    status: Literal["vigo", "to_roll", "in_favor", "eliminated"] = Field(
+        description="`to_roll`: a player who has not rolled yet in this pass (or before the start); "
+        "`in_favor`: rolled the favor's color in this pass; `eliminated`: out of this game."
+    )
     voted: bool
     paid_in: int
     paid_out: int

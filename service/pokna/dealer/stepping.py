@@ -76,7 +76,7 @@ def apply_step(
         try:
             return by_seat, step(state, action, balances=by_seat, roll_face=roll_face)
         except GameError as error:
-            raise ActionRefused(error, game_out(game, seats)) from error
+            raise ActionRefused(error, game_out(game, seats, held)) from error
 
     # The rules run on balances read without a lock. A step that moves money posts with those balances
     # as expected: the ledger locks its head and the wallets in one round trip, and if a balance moved
