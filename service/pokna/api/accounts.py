@@ -133,6 +133,7 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
 router.add_api_route(
     "/accounts/{account_id}/deposits",
     _movement("deposit"),
+    name="deposit",
     methods=["POST"],
     status_code=201,
     response_model=JournalTransactionOut,
@@ -145,6 +146,7 @@ router.add_api_route(
 router.add_api_route(
     "/accounts/{account_id}/withdrawals",
     _movement("withdrawal"),
+    name="withdraw",
     methods=["POST"],
     status_code=201,
     response_model=JournalTransactionOut,

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 
 from pokna import __version__
 from pokna.api import accounts, fairness, games, health, metrics
@@ -49,6 +50,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         openapi_tags=TAGS,
         docs_url=None,
         redoc_url=None,
+        generate_unique_id_function=_operation_id,
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime
@@ -65,6 +67,11 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.add_middleware(RequestContext)
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _operation_id(route: APIRoute) -> str:
+    """The route's function name (`create_game`, `act`): what a generated client calls the operation."""
+    return route.name
 
 
 def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
