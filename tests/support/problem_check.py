@@ -4,18 +4,26 @@ each problem+json answer whose (status, code) the matched operation does not dec
 The `client` fixture installs it, so every API test that uses the fixture checks the document as a side
 effect, and fails (at teardown) on a code an operation answered without declaring it. Each test checks its
 own answers, so nothing is shared between xdist workers.
+
+The other way round, every declared problem must be produced by some test: each test leaves what its app
+answered in a file of its own, and at the end of a run of the whole suite the controller (after every xdist
+worker has finished) fails the run on any declared (operation, status, code) that no test produced.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pokna.api.problem_docs import PROBLEM_JSON, documented_codes
+from pokna.api.problem_docs import EVERY_OPERATION, PROBLEM_JSON, documented_codes
 
 
 @dataclass
@@ -54,8 +62,18 @@ class DocumentedProblemsCheck:
         if is_problem:
             self._check(scope, status, json.loads(body))
 
-    def _check(self, scope: Scope, status: int, problem: dict[str, Any]) -> None:
+    def _route(self, scope: Scope) -> str | None:
+        """The matched route's template; for an answer given before routing (the body-size limit), the
+        route that would have matched."""
         route = getattr(scope.get("route"), "path", None)
+        if route is None:
+            for candidate in self.fastapi_app.router.routes:
+                if candidate.matches(scope)[0] is Match.FULL:
+                    return getattr(candidate, "path", None)
+        return route
+
+    def _check(self, scope: Scope, status: int, problem: dict[str, Any]) -> None:
+        route = self._route(scope)
         method = scope["method"].lower()
         operation = self.fastapi_app.openapi()["paths"].get(route, {}).get(method)
         if operation is None:
@@ -69,3 +87,34 @@ def install(app: FastAPI) -> ProblemLog:
     log = ProblemLog()
     app.add_middleware(DocumentedProblemsCheck, fastapi_app=app, log=log)
     return log
+
+
+SEEN_DIR_ENV = "POKNA_PROBLEMS_SEEN_DIR"
+
+
+def record_seen(log: ProblemLog, test_id: str) -> None:
+    """Leave what this test's app answered where the run's controller collects it (one file per test, so
+    xdist workers never write the same file)."""
+    directory = os.environ.get(SEEN_DIR_ENV)
+    if directory and log.seen:
+        name = hashlib.sha256(test_id.encode()).hexdigest()[:24]
+        (Path(directory) / f"{name}.json").write_text(json.dumps(log.seen))
+
+
+def never_produced(directory: Path, document: dict[str, Any]) -> list[str]:
+    """Every (operation, status, code) the document declares that no test's app answered. What every
+    operation declares (`EVERY_OPERATION`, added by `problems()` itself) must be answered by one of them."""
+    seen: set[tuple[str, str, int, str]] = set()
+    for path in directory.glob("*.json"):
+        seen.update(
+            (method, route, status, code) for method, route, status, code in json.loads(path.read_text())
+        )
+    shared = {(doc.status, doc.code) for doc in EVERY_OPERATION}
+    seen_anywhere = {(status, code) for _, _, status, code in seen}
+    missing = [f"any operation {status} {code}" for status, code in sorted(shared - seen_anywhere)]
+    for route, item in document["paths"].items():
+        for method, operation in item.items():
+            for status, code in sorted(documented_codes(operation) - shared):
+                if (method, route, status, code) not in seen:
+                    missing.append(f"{method.upper()} {route} {status} {code}")
+    return missing

@@ -179,6 +179,7 @@ def trial_balance(
 
 @router.get(
     "/ledger/export",
+    response_class=StreamingResponse,
     tags=["ledger"],
     summary="Stream the journal as JSONL (with hashes), CSV (one row per posting) or Beancount",
     responses={

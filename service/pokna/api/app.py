@@ -10,6 +10,7 @@ from fastapi.routing import APIRoute
 
 from pokna import __version__
 from pokna.api import accounts, fairness, games, health, metrics
+from pokna.api.answer_examples import example_answer
 from pokna.api.docs import install_docs
 from pokna.api.middleware import BodySizeLimit, RequestContext
 from pokna.api.problem_docs import PROBLEM_JSON
@@ -89,6 +90,11 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
     )
     for path_item in document.get("paths", {}).values():
         for operation in path_item.values():
+            for status, response in operation.get("responses", {}).items():
+                content = response.get("content", {}).get("application/json")
+                example = example_answer(operation.get("operationId", ""))
+                if status.startswith("2") and content is not None and example is not None:
+                    content["example"] = example
             validation = operation.get("responses", {}).get("422", {})
             if PROBLEM_JSON not in validation.get("content", {PROBLEM_JSON: None}):
                 del operation["responses"]["422"]

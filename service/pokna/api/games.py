@@ -256,7 +256,7 @@ def get_table(table_id: TableId, tenant_id: TenantDep, session: SessionDep) -> T
     tags=["tables"],
     summary="Deal the next round: a new game with the title of Vigo passed clockwise",
     description="Refused (409 `round_in_progress`) until the previous round has ended.",
-    responses=problems(UNAUTHORIZED, IDEMPOTENT, TABLE_NOT_FOUND, ROUND_IN_PROGRESS, BAD_SEATING),
+    responses=problems(UNAUTHORIZED, IDEMPOTENT, TABLE_NOT_FOUND, ROUND_IN_PROGRESS),
 )
 def deal_round(
     table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep

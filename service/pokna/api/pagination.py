@@ -13,6 +13,8 @@ from pokna.paging import Page
 __all__ = ["MAX_LIMIT", "Page", "PageDep", "PageRequest", "page_request"]
 
 MAX_LIMIT = 100
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,100}$"
+"""What every `next_cursor` looks like (an id or a sequence number); anything else is refused as invalid."""
 
 
 class PageRequest(BaseModel):
@@ -24,7 +26,10 @@ async def page_request(  # no I/O: no trip through the thread pool
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page (1-100).")] = 20,
     starting_after: Annotated[
         str | None,
-        Query(max_length=100, description="The `next_cursor` of the previous page; omit for the first page."),
+        Query(
+            pattern=CURSOR_PATTERN,
+            description="The `next_cursor` of the previous page; omit for the first page.",
+        ),
         NoNul,
     ] = None,
 ) -> PageRequest:
