@@ -102,16 +102,17 @@ def record_seen(log: ProblemLog, test_id: str) -> None:
 
 
 def never_produced(directory: Path, document: dict[str, Any]) -> list[str]:
-    """Every (operation, status, code) the document declares that no test's app answered. What every
-    operation declares (`EVERY_OPERATION`, added by `problems()` itself) must be answered by one of them."""
+    """Every (operation, status, code) the document declares that no test's app answered, leaving out what
+    every operation declares (`EVERY_OPERATION`, added by `problems()` itself)."""
     seen: set[tuple[str, str, int, str]] = set()
     for path in directory.glob("*.json"):
         seen.update(
             (method, route, status, code) for method, route, status, code in json.loads(path.read_text())
         )
     shared = {(doc.status, doc.code) for doc in EVERY_OPERATION}
-    seen_anywhere = {(status, code) for _, _, status, code in seen}
-    missing = [f"any operation {status} {code}" for status, code in sorted(shared - seen_anywhere)]
+    # What every operation declares is produced by tests/api/test_documented_problems.py, which asserts it
+    # directly: answered outside the route (the body limit, the 500 handler), the recorder cannot see it.
+    missing: list[str] = []
     for route, item in document["paths"].items():
         for method, operation in item.items():
             for status, code in sorted(documented_codes(operation) - shared):
