@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -12,7 +11,7 @@ from pokna import bundles
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.problem_docs import BAD_RANGE, KEYED, VALIDATION, problems
-from pokna.api.schemas.common import SEQ_MAX
+from pokna.api.schemas.common import SEQ_MAX, Moment
 from pokna.audit.records import MEDIA_TYPE
 
 router = APIRouter(prefix="/v1", tags=["audit"])
@@ -39,10 +38,10 @@ def audit_bundle(
     from_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX, description="First seq.")] = None,
     to_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX, description="Last seq.")] = None,
     from_time: Annotated[
-        datetime | None, Query(description="From the first transaction written at or after this time.")
+        Moment | None, Query(description="From the first transaction written at or after this time.")
     ] = None,
     to_time: Annotated[
-        datetime | None, Query(description="To the last transaction written at or before this time.")
+        Moment | None, Query(description="To the last transaction written at or before this time.")
     ] = None,
 ) -> StreamingResponse:
     # The request's session outlives this return: its dependency closes it after the response is sent.

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from datetime import datetime
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 MAX_AMOUNT = 10**12
 # The ranges of the columns an integer input is compared with. A number the database cannot hold is bad
@@ -11,6 +13,19 @@ MAX_AMOUNT = 10**12
 INTEGER_MAX = 2**31 - 1
 """PostgreSQL `integer` (a game's `version`, an event's `seq`)."""
 BIGINT_MAX = 2**63 - 1
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?$")
+
+
+def _rfc3339_only(value: Any) -> Any:
+    """A moment written as the document says (`date-time`), not a number pydantic would read as Unix time."""
+    if isinstance(value, str) and not _RFC3339.match(value):
+        raise ValueError("an RFC 3339 date-time, like 2026-12-01T14:00:00Z")
+    return value
+
+
+Moment = Annotated[datetime, BeforeValidator(_rfc3339_only)]
+"""A date-time in a query: RFC 3339 only (a time without an offset is UTC)."""
+
 SEQ_MAX = 2**53 - 1  # a journal seq is hashed and signed as an I-JSON integer, so none is larger
 """PostgreSQL `bigint`, SQLite's INTEGER (a journal transaction's `seq`, amounts)."""
 
