@@ -8,11 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pokna.audit.money import GameBook, expected_transfers, pot_flow, take_transaction
-from pokna.audit.proofs import ProofChecker
+from pokna.audit.proofs import GameProof
 from pokna.audit.records import ACCOUNT, DEPOSIT, GAME, TRANSACTION, WITHDRAWAL
 from pokna.audit.report import BundleReport
-from pokna.fairness.errors import MalformedProofError
-from pokna.fairness.proof import Proof
 from pokna.ledger.audit import is_int
 
 PLAYER_WALLET = "player_wallet"
@@ -64,14 +62,16 @@ class Journal:
 
     # --- games ------------------------------------------------------------------------------------------
 
-    def on_game(self, number: int, record: Mapping[str, Any], proofs: ProofChecker) -> None:
+    def on_game(self, number: int, record: Mapping[str, Any], proof: GameProof | None) -> bool:
+        """`proof`: the record's proof as read and checked (pokna.audit.proofs). True when the proof's own
+        verdict belongs in the report (the record was sound enough for it to be checked)."""
         found = self.report.found
         game_id, status, pot = record.get("game_id"), record.get("status"), record.get("pot_account_id")
         before_field, document = record.get("transfers_before"), record.get("proof")
         name = game_id if isinstance(game_id, str) else None
         if not (isinstance(game_id, str) and isinstance(status, str) and isinstance(pot, str)):
             found(number, GAME, name, "a game record has string game_id, status and pot_account_id")
-            return
+            return False
         before = before_field if isinstance(before_field, int) and is_int(before_field) else -1
         if before < 0 or (self.from_seq == 1 and before != 0):
             found(
@@ -80,7 +80,7 @@ class Journal:
             before = 0
         if game_id in self.games or game_id in self.closed:
             found(number, GAME, name, f"game {game_id} appears twice")
-            return
+            return False
         if pot in self.pot_owner:
             found(number, GAME, name, f"pot account {pot} is already game {self.pot_owner[pot]}'s")
         self.pot_owner[pot] = game_id
@@ -97,21 +97,21 @@ class Journal:
                 found(number, GAME, name, f"game {game_id} is {status} but its record has no proof")
             else:
                 self.report.unrevealed_games.append(game_id)
-            return
+            return False
         if not isinstance(document, dict):
             found(number, GAME, name, "proof is neither an object nor null")
-            return
-        try:
-            proof = Proof.from_json(document)
-        except MalformedProofError as error:
-            found(number, GAME, name, f"the proof is malformed: {error}")
-            return
-        if proof.game_id != game_id:
-            found(number, GAME, name, f"the proof is of game {proof.game_id}, the record of {game_id}")
-        reason = proof.outcome.get("reason")
+            return False
+        assert proof is not None  # read_game_proof reads every proof object
+        facts = proof.facts
+        if facts is None:
+            found(number, GAME, name, f"the proof is malformed: {proof.malformed}")
+            return False
+        if facts.game_id != game_id:
+            found(number, GAME, name, f"the proof is of game {facts.game_id}, the record of {game_id}")
+        reason = facts.reason
         if status != ("cancelled" if reason == "cancelled" else "settled"):
             found(number, GAME, name, f"status {status!r} contradicts the proof's outcome {reason!r}")
-        expected, problems = expected_transfers(proof, book)
+        expected, problems = expected_transfers(facts.seats, facts.transfers, book)
         for problem in problems:
             found(number, GAME, name, problem)
         if before > len(expected):
@@ -119,9 +119,9 @@ class Journal:
                 number, GAME, name, f"transfers_before {before} exceeds the proof's {len(expected)} transfers"
             )
         book.expected = expected
-        book.seat_accounts = frozenset(seat.account_id for seat in proof.game.seats)
+        book.seat_accounts = frozenset(account_id for _, account_id in facts.seats)
         book.pot_balance = pot_flow(expected[:before], pot)
-        proofs.submit(number, game_id, document)
+        return True
 
     # --- transactions -----------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any, BinaryIO
 
 import typer
 
-from pokna.audit.bundle_check import verify_bundle
+from pokna.audit.bundle_scan import verify_bundle_stream
 from pokna.audit.records import is_bundle
 from pokna.audit.report import BundleReport, Verdict
 from pokna.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_UNUSABLE, EXIT_VALID
@@ -93,7 +93,7 @@ def verify_command(
                         "a bundle carries its checkpoints; check its signatures with --keys, not --public-key"
                     )
                 show = progress if progress is not None else sys.stderr.isatty()
-                bundle = verify_bundle(
+                bundle = verify_bundle_stream(
                     stream, keys=ring, processes=processes or _cores(), progress=_progress if show else None
                 )
                 if show:
