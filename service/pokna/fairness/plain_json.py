@@ -4,7 +4,7 @@ pokna.crypto.canonicalize writes a value through the standard library's sorted c
 value lies in the domain where that encoder's output already is RFC 8785 (no floats, integers within
 +-(2**53 - 1), ASCII object keys, text that encodes as UTF-8), and it walks every value to find out. For
 a document just read from JSON text the walk can be skipped: the decoder reports every number it reads
-(hooks below), and text that is all ASCII has only ASCII keys and strings. An auditor checking a
+(hooks below), and ASCII text without \\u escapes has only ASCII keys and strings. An auditor checking a
 hundred thousand signed proofs saves that walk for each one. Pure.
 """
 
@@ -25,7 +25,8 @@ _encode_sorted = json.JSONEncoder(
 def loads_noting_plain(text: str) -> tuple[Any, bool]:
     """json.loads(text), and whether the value is plain: in the domain where sorted compact JSON is its
     RFC 8785 form. Raises what json.loads raises."""
-    plain = text.isascii()
+    # ASCII text without \u escapes reads as ASCII strings and keys only (the other escapes are ASCII).
+    plain = text.isascii() and "\\u" not in text
 
     def parse_int(digits: str) -> int:
         nonlocal plain
