@@ -3,15 +3,17 @@ taken in order by pokna.audit.bundle_check.BundleAudit.
 
 Nearly all the work needs nothing but the line itself: reading its JSON, and for a game record parsing its
 proof and checking it (commitment, rolls, signature, rules replay), and for a transaction recomputing its
-hash. A worker does that for a block of ~1 MiB of lines and sends back each record as read, the proofs'
+hash. A worker does that for a block of ~512 KiB of lines and sends back each record as read, the proofs'
 verdicts and the facts the money check needs (never the proofs), and a summary of the block's ledger
 lines (pokna.ledger.audit_scan.summarize_lines: seqs, links, hashes, balance). Here, in order, the block's
 ledger summary is taken in when it continues the chain, or its lines are checked again one by one; then
 every record goes through BundleAudit.take, which runs every check that needs the records before it. The
 rules, and so every finding and its wording, are BundleAudit's and the ledger's whoever read the lines.
 
-At most two blocks per process are in flight, so memory stays flat however large the bundle. Workers read
-a regular file themselves by offset; any other input is sent to them.
+This process reads its share of the blocks too, so `processes` counts it: its memory (the accounts and games
+the checks remember) and one worker's, not three interpreters, on two cores. At most two blocks per process
+are in flight, so memory stays flat however large the bundle. Workers read a regular file themselves by
+offset; any other input is sent to them.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pokna.fairness.keyring import KeyRing
 from pokna.ledger.audit import BlockSummary
 from pokna.ledger.audit_scan import summarize_lines
 
-_BLOCK_BYTES = 1 << 20
+_BLOCK_BYTES = 1 << 19
 _BLOCK_LINES = 2000
 _POOL_AFTER_BLOCKS = 4
 # The header and the key ring: read first, here, since the key ring settles the keys proofs are checked with.
@@ -133,14 +135,18 @@ def _scan(audit: BundleAudit, blocks: Iterator[_Block], fileno: int | None) -> B
         return audit.finish()
     in_flight: deque[tuple[_Block, Future[ReadBlock | None] | None]] = deque()
     keys_json = keys.to_json() if keys is not None else None
+    # This process is one of the `processes`: it reads every processes-th block itself (a task of None is
+    # read here when its turn comes) between taking the blocks in, and one process fewer is started.
     pool = ProcessPoolExecutor(
-        audit.processes, mp_context=_context(), initializer=_start_worker, initargs=(keys_json,)
+        audit.processes - 1, mp_context=_context(), initializer=_start_worker, initargs=(keys_json,)
     )
     try:
-        for block in itertools.chain(head, blocks):
+        for index, block in enumerate(itertools.chain(head, blocks)):
             task: Future[ReadBlock | None] | None
             try:
-                if fileno is not None and block.data is not None:
+                if index % audit.processes == audit.processes - 1:
+                    task = None
+                elif fileno is not None and block.data is not None:
                     task = pool.submit(_read_file_block, fileno, block.offset, len(block.data), block.first)
                 else:
                     task = pool.submit(_read_block_here, block.first, block.text_lines())
