@@ -202,6 +202,13 @@ class BundleAudit:
                 name,
                 f"{name}: the hash differs from the signed checkpoint (history rewritten)",
             )
+        if self.journal.pending_accounts or self.journal.pending_game is not None:
+            found(
+                number,
+                CHECKPOINT,
+                name,
+                "a checkpoint after an account or game record: it belongs right after the transaction at its seq",
+            )
         problem = self._signature_problem(record)
         if problem is not None:
             found(number, CHECKPOINT, name, f"checkpoint signature: {problem}")

@@ -27,7 +27,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from sys import intern
 from typing import Any, BinaryIO
 
 from pokna.audit.bundle_check import BundleAudit, Progress, ReadLine, read_line
@@ -78,7 +79,14 @@ def read_block(first: int, lines: Sequence[str | bytes], keys: KeyRing | None) -
 
 
 def take_block(audit: BundleAudit, block: ReadBlock) -> None:
-    audit.ledger_taken = block.ledger is not None and audit.ledger.continue_with(block.ledger)
+    ledger = block.ledger
+    if ledger is not None:  # the ledger remembers every account: one string per id, shared with the journal
+        ledger = replace(
+            ledger,
+            balance_changes={intern(account): change for account, change in ledger.balance_changes.items()},
+            account_currency={intern(account): intern(c) for account, c in ledger.account_currency.items()},
+        )
+    audit.ledger_taken = ledger is not None and audit.ledger.continue_with(ledger)
     try:
         for line in block.lines:
             audit.take(*line)

@@ -1,10 +1,14 @@
 """Nothing unexplained: the bundle's accounts, games and transactions, each transaction accounted for as a
 deposit, a withdrawal or the next transfer of its game (pokna.audit.money), and what each account kind
-gained or lost over the range."""
+gained or lost over the range.
+
+What is remembered for the whole range (every account, every game's pot and id) is interned: a bundle names
+each id in several records, and each reading of it would otherwise be kept as a string of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from sys import intern
 from typing import Any
 
 from pokna.audit.money import GameBook, expected_transfers, pot_flow, take_transaction
@@ -57,7 +61,7 @@ class Journal:
             self.report.found(
                 number, ACCOUNT, name, "an account record after a game record: accounts come first"
             )
-        self.accounts[account_id] = (kind, currency)
+        self.accounts[intern(account_id)] = (intern(kind), intern(currency))
         self.pending_accounts.append(account_id)
 
     # --- games ------------------------------------------------------------------------------------------
@@ -83,6 +87,7 @@ class Journal:
             return False
         if pot in self.pot_owner:
             found(number, GAME, name, f"pot account {pot} is already game {self.pot_owner[pot]}'s")
+        pot, game_id = intern(pot), intern(game_id)
         self.pot_owner[pot] = game_id
         if self.pending_game is not None:
             found(
@@ -167,7 +172,7 @@ class Journal:
         for posting in postings:
             account_id = posting["account_id"]
             if account_id not in self.used_accounts and account_id not in first_touched:
-                first_touched.append(account_id)
+                first_touched.append(intern(account_id))
         if self.pending_accounts != first_touched:
             self.report.found(
                 number,
@@ -186,7 +191,7 @@ class Journal:
                 f"the game record before it is {self.pending_game!r}, not its game's",
             )
         if game_id is not None:
-            self.games_seen.add(game_id)
+            self.games_seen.add(intern(game_id))
         self.pending_accounts, self.pending_game = [], None
 
     def _game_transaction(
@@ -228,7 +233,7 @@ class Journal:
             if book.pot_balance != 0:
                 found(number, TRANSACTION, where, f"game {game_id} ends with {book.pot_balance} in its pot")
             del self.games[game_id]
-            self.closed.add(game_id)
+            self.closed.add(intern(game_id))
 
     def _money_in_or_out(
         self, number: int, where: str, kind: str, postings: list[dict[str, Any]], kinds: list[str | None]
