@@ -1,25 +1,36 @@
 """Audit bundle verification at volume: a bundle of many games written offline (no database: the pure rules
 play each game, the proofs are signed, the journal is hash-chained exactly as the service does), then
-`pokna audit verify BUNDLE --keys KEYS` timed, with its peak memory.
+`pokna audit verify BUNDLE --keys KEYS --processes N` timed as a child process, `--repeat` times.
 
-    .venv/bin/python bench/audit_bundle_volume.py --games 100000 --processes 2
+    .venv/bin/python bench/audit_bundle_volume.py --games 100000 --processes 2 --bundle /tmp/bundle.jsonl
 
-The bundle and the key ring are written to a temporary directory and removed afterwards.
+With --bundle the bundle (and its key ring, BUNDLE.keys) is kept and reused by later runs: writing 100,000
+games takes ~7 minutes here. Without it, both go to a temporary directory removed afterwards.
+
+Memory is sampled from /proc every 100 ms over the command and its workers: the peak of their RSS added up
+(shared pages counted in each process: an upper bound), the peak of their PSS added up (shared pages
+shared out), and the largest peak RSS (VmHWM) of any one of them. CPU is user + system of the command and
+its workers (wait4). --pokna runs another checkout's command on the same bundle (old against new).
+
+--roll-kernel also times re-checking every roll of the bundle's proofs alone with
+pokna.fairness.protocol.faces on --processes processes (each worker recomputes its share of the games'
+faces and compares them with the recorded ones), against roll(), the readable definition, on one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +39,7 @@ from pokna.crypto.signing import generate_signing_key, load_private_key_pem, pri
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
 from pokna.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances
-from pokna.fairness.protocol import faces, game_client_seed
+from pokna.fairness.protocol import faces, game_client_seed, roll
 from pokna.fairness.terms import GameTerms, SeatAccount
 from pokna.game import (
     POT,
@@ -191,94 +202,191 @@ def _status(proof: dict[str, Any]) -> str:
     return "cancelled" if proof["outcome"]["reason"] == "cancelled" else "settled"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--games", type=int, default=100_000)
-    parser.add_argument("--processes", type=int, default=2)
-    args = parser.parse_args()
+def build(path: Path, games: int, processes: int) -> None:
+    """Write the bundle to `path` and its key ring to `path`.keys."""
     key = generate_signing_key()
     pem = private_key_to_pem(key)
-    with tempfile.TemporaryDirectory() as directory:
-        body, bundle, keys = (
-            Path(directory, "body"),
-            Path(directory, "bundle.jsonl"),
-            Path(directory, "keys.json"),
-        )
-        started = time.perf_counter()
-        counts: dict[str, int] = {}
-        first_prev = GENESIS_HASH
-        with body.open("w") as out:
-            for record in _bundle_lines(args.games, args.processes, pem, key):
-                if isinstance(record, dict) and "end_seq" in record:
-                    end_seq, end_hash = record["end_seq"], record["end_hash"]
-                    continue
-                text = record if isinstance(record, str) else json.dumps(record, separators=(",", ":"))
-                kind = "transaction" if isinstance(record, str) else record["type"]
-                counts[kind] = counts.get(kind, 0) + 1
-                out.write(text + "\n")
-        header = sign_document(
-            header_document(
-                tenant_id=TENANT,
-                from_seq=1,
-                to_seq=end_seq,
-                first_prev_hash=first_prev,
-                last_hash=end_hash,
-                transactions=end_seq,
-                created_at="2026-12-01T00:00:00.000000Z",
-            ),
-            key,
-        )
-        ring = KeyRing.of(key.public_key()).to_json()
-        keys.write_text(json.dumps(ring))
-        with bundle.open("w") as out:
-            out.write(json.dumps(header) + "\n" + json.dumps({"type": "pokna.fairness.keys", **ring}) + "\n")
-            with body.open() as source:
-                for line in source:
-                    out.write(line)
-            out.write(json.dumps(end_record(counts)) + "\n")
-        body.unlink()
-        if os.environ.get("KEEP_BUNDLE"):
-            import shutil
+    body = path.with_name(path.name + ".body")
+    started = time.perf_counter()
+    counts: dict[str, int] = {}
+    with body.open("w") as out:
+        for record in _bundle_lines(games, processes, pem, key):
+            if isinstance(record, dict) and "end_seq" in record:
+                end_seq, end_hash = record["end_seq"], record["end_hash"]
+                continue
+            text = record if isinstance(record, str) else json.dumps(record, separators=(",", ":"))
+            kind = "transaction" if isinstance(record, str) else record["type"]
+            counts[kind] = counts.get(kind, 0) + 1
+            out.write(text + "\n")
+    header = sign_document(
+        header_document(
+            tenant_id=TENANT,
+            from_seq=1,
+            to_seq=end_seq,
+            first_prev_hash=GENESIS_HASH,
+            last_hash=end_hash,
+            transactions=end_seq,
+            created_at="2026-12-01T00:00:00.000000Z",
+        ),
+        key,
+    )
+    ring = KeyRing.of(key.public_key()).to_json()
+    Path(f"{path}.keys").write_text(json.dumps(ring))
+    with path.open("w") as out:
+        out.write(json.dumps(header) + "\n" + json.dumps({"type": "pokna.fairness.keys", **ring}) + "\n")
+        with body.open() as source:
+            for line in source:
+                out.write(line)
+        out.write(json.dumps(end_record(counts)) + "\n")
+    body.unlink()
+    print(
+        f"wrote {games} games, {end_seq} transactions ({2 * end_seq} postings), "
+        f"{path.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - started:.0f} s"
+    )
 
-            shutil.copy(bundle, os.environ["KEEP_BUNDLE"])
-            shutil.copy(keys, os.environ["KEEP_BUNDLE"] + ".keys")
-        size = bundle.stat().st_size
-        print(
-            f"wrote {args.games} games, {end_seq} transactions ({2 * end_seq} postings), {size / 2**20:.0f} MiB "
-            f"in {time.perf_counter() - started:.0f} s"
-        )
-        pokna = Path(sys.executable).with_name("pokna")
-        started = time.perf_counter()
-        answer = subprocess.run(
-            [
-                str(pokna),
-                "audit",
-                "verify",
-                str(bundle),
-                "--keys",
-                str(keys),
-                "--json",
-                "--processes",
-                str(args.processes),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "POKNA_TRACEBACK": "1"},
-        )
+
+@dataclass
+class Measured:
+    seconds: float
+    cpu_seconds: float
+    peak_tree_rss_mb: float
+    peak_tree_pss_mb: float
+    peak_process_mb: float
+    report: dict[str, Any]
+
+
+def measure(argv: list[str]) -> Measured:
+    """Run the command as a child process, sampling its process tree's memory every 100 ms."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(argv, stdout=output, env={**os.environ, "POKNA_TRACEBACK": "1"})
+        rss = pss = hwm = 0
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            members = _tree(process.pid)
+            rss = max(rss, sum(_proc_kb(f"/proc/{member}/status", "VmRSS:") for member in members))
+            pss = max(pss, sum(_proc_kb(f"/proc/{member}/smaps_rollup", "Pss:") for member in members))
+            hwm = max([hwm, *(_proc_kb(f"/proc/{member}/status", "VmHWM:") for member in members)])
+            time.sleep(0.1)
         seconds = time.perf_counter() - started
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        if answer.returncode != 0:
-            print(answer.stdout[-3000:], answer.stderr[-3000:])
-            raise SystemExit(f"verify exited {answer.returncode}")
-        report = json.loads(answer.stdout)
-        games = sum(report["games"].values())
-        print(
-            f"verify: {report['verdict'].upper()} in {seconds:.1f} s with {args.processes} processes: "
-            f"{games} games ({games / seconds:,.0f}/s), {report['postings']} postings "
-            f"({report['postings'] / seconds:,.0f}/s), {report['rolls']} rolls ({report['rolls'] / seconds:,.0f}/s), "
-            f"peak memory {peak:.0f} MB (largest process)"
-        )
+        output.seek(0)
+        text = output.read().decode()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"verify exited {code}: {text[-3000:]}")
+    return Measured(
+        seconds, usage.ru_utime + usage.ru_stime, rss / 1024, pss / 1024, hwm / 1024, json.loads(text)
+    )
+
+
+def _tree(root: int) -> list[int]:
+    members, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        members.append(pid)
+        for children in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                pending.extend(int(child) for child in children.read_text().split())
+            except OSError:
+                continue
+    return members
+
+
+def _proc_kb(path: str, field: str) -> int:
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def roll_kernel(path: Path, processes: int) -> None:
+    """Every roll of the bundle's proofs re-checked by faces() on `processes` processes, and by roll() on one."""
+    games = []
+    with path.open("rb") as source:
+        for line in source:
+            if line.startswith(b'{"type":"game"'):
+                proof = json.loads(line)["proof"]
+                rolls = proof["rolls"]
+                games.append(
+                    (
+                        proof["server_seed"],
+                        proof["client_seed"],
+                        [r["nonce"] for r in rolls],
+                        [r["face"] for r in rolls],
+                    )
+                )
+    total = sum(len(game[2]) for game in games)
+    share = -(-len(games) // processes)
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
+        list(pool.map(_recheck, [games[:100]] * processes))  # workers started
+        started = time.perf_counter()
+        shares = list(pool.map(_recheck, [games[i : i + share] for i in range(0, len(games), share)]))
+        fast = time.perf_counter() - started
+    mismatches = sum(count for count, _ in shares)
+    per_core = total / sum(cpu for _, cpu in shares)  # rolls per second of one core's CPU time
+    sample = games[: len(games) // 10]
+    started = time.process_time()
+    for server_seed, client_seed, nonces, _faces in sample:
+        for nonce in nonces:
+            roll(server_seed, client_seed, nonce)
+    readable = time.process_time() - started
+    sample_rolls = sum(len(game[2]) for game in sample)
+    if mismatches:
+        raise SystemExit(f"{mismatches} rolls differ")
+    print(
+        f"roll kernel: {total} rolls of {len(games)} games re-checked by faces() on {processes} processes in "
+        f"{fast:.2f} s: {total / fast:,.0f} rolls/s; per second of CPU time: faces() {per_core:,.0f} rolls, "
+        f"roll() {sample_rolls / readable:,.0f} rolls (x{per_core * readable / sample_rolls:.1f}); "
+        f"{processes} cores' worth of faces(): {processes * per_core:,.0f} rolls/s"
+    )
+
+
+def _recheck(games: list[tuple[str, str, list[int], list[int]]]) -> tuple[int, float]:
+    started = time.process_time()
+    mismatches = sum(
+        faces(seed, client_seed, nonces) != recorded for seed, client_seed, nonces, recorded in games
+    )
+    return mismatches, time.process_time() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--games", type=int, default=100_000)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--bundle", type=Path, help="Keep the bundle here (and reuse it when it exists).")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--pokna", default=str(Path(sys.executable).with_name("pokna")))
+    parser.add_argument("--roll-kernel", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        bundle = args.bundle or Path(directory, "bundle.jsonl")
+        if not bundle.exists():
+            build(bundle, args.games, args.processes)
+        print(f"uptime: {Path('/proc/loadavg').read_text().split()[:3]} (load average 1, 5, 15 min)")
+        argv = [args.pokna, "audit", "verify", str(bundle), "--keys", f"{bundle}.keys", "--json"]
+        for _ in range(args.repeat):
+            run = measure([*argv, "--processes", str(args.processes)])
+            report = run.report
+            if report["verdict"] != "valid":
+                raise SystemExit(f"verdict {report['verdict']}: {report['findings'][:5]}")
+            games, seconds = sum(report["games"].values()), run.seconds
+            print(
+                f"verify: VALID in {seconds:.1f} s (CPU {run.cpu_seconds:.1f} s) with {args.processes} processes: "
+                f"{games} games ({games / seconds:,.0f}/s), {report['postings']} postings "
+                f"({report['postings'] / seconds:,.0f}/s), {report['rolls']} rolls ({report['rolls'] / seconds:,.0f}/s); "
+                f"peak memory: {run.peak_tree_rss_mb:.0f} MB RSS of the process tree added up, "
+                f"{run.peak_tree_pss_mb:.0f} MB PSS, {run.peak_process_mb:.0f} MB largest process"
+            )
+        if args.roll_kernel:
+            roll_kernel(bundle, args.processes)
+        print(f"uptime: {Path('/proc/loadavg').read_text().split()[:3]} (load average 1, 5, 15 min)")
 
 
 if __name__ == "__main__":

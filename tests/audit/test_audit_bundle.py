@@ -170,3 +170,23 @@ def test_a_game_still_in_play_leaves_the_verdict_not_revealed(
     answer = runner.invoke(app, ["audit", "verify", str(bundle)])
     assert answer.exit_code == 3, answer.output
     assert "NOT REVEALED" in answer.output
+
+
+def test_a_checkpoint_moved_past_the_next_account_or_game_record_is_found(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """The checkpoint still follows its transaction, only not right after it: the contract says right
+    after, and a reordered record is a finding (found by the tampering property test, 2026-12-01)."""
+    books = play_books(client, sessions, games=4)
+    lines = books.bundle()
+    kinds = [record["type"] for record in records(lines)]
+    moved = 0
+    for index, kind in enumerate(kinds[:-1]):
+        if kind == "pokna.ledger.checkpoint" and kinds[index + 1] in ("account", "game"):
+            changed = list(lines)
+            changed[index], changed[index + 1] = changed[index + 1], changed[index]
+            report = verify_bundle(changed, keys=books.key_ring)
+            assert report.verdict is Verdict.INVALID
+            assert [(f.line, f.record) for f in report.findings] == [(index + 2, "pokna.ledger.checkpoint")]
+            moved += 1
+    assert moved >= 1

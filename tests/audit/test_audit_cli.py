@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
-import pokna.cli.ledger  # noqa: F401  (registers `ledger` and `audit`)
+import pokna.cli.ledger  # registers `ledger` and `audit`; its progress clock is moved below
 from pokna.cli.app import app
 from pokna.crypto.signing import public_key_to_b64url
 from pokna.db.engine import unit_of_work
@@ -118,3 +118,43 @@ def test_checkpoints_are_checked_with_the_published_keys_or_the_key_text(
     )
     assert garbled.exit_code == 2
     assert "neither a readable file nor a base64url" in garbled.output
+
+
+def test_long_commands_show_progress_on_stderr_and_quick_or_piped_ones_do_not(
+    cli_env: Path, tenant_id: str, funded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle, export = cli_env / "bundle.jsonl", cli_env / "export.jsonl"
+    commands = {
+        "bundle": ["audit", "bundle", "--tenant", tenant_id],
+        "export": ["ledger", "export", "--tenant", tenant_id],
+    }
+    # stderr is not a terminal here: quiet, however long it takes.
+    moments = iter(range(0, 10**6, 2))
+    monkeypatch.setattr(pokna.cli.ledger, "_clock", lambda: next(moments))
+    for argv in commands.values():
+        quiet = runner.invoke(app, argv)
+        assert quiet.exit_code == 0, quiet.output
+        assert quiet.stderr == ""
+    # Asked for progress (as on a terminal), a command past its first second says how far it has got, on
+    # stderr only: stdout stays the file.
+    written = runner.invoke(app, [*commands["bundle"], "--progress", "-o", str(bundle)])
+    assert written.exit_code == 0, written.output
+    assert written.stderr.startswith("\r  ")
+    assert "lines" in written.stderr
+    assert written.stderr.endswith("MiB written ...\n")
+    exported = runner.invoke(app, [*commands["export"], "--progress"])
+    assert exported.exit_code == 0, exported.output
+    assert [json.loads(line)["seq"] for line in exported.stdout.splitlines()] == [1, 2]
+    assert exported.stderr.endswith("2 lines, 0 MiB written ...\n")
+    export.write_text(exported.stdout)
+    monkeypatch.setattr("pokna.audit.bundle_check._PROGRESS_EVERY", 1)
+    for path, says in ((bundle, "records read ...\n"), (export, "MiB read ...\n")):
+        checked = runner.invoke(app, ["audit", "verify", str(path), "--progress", "--json"])
+        assert checked.exit_code == 0, checked.output
+        assert json.loads(checked.stdout)["valid"] is True
+        assert checked.stderr.endswith(says)
+    # A command done within its first second says nothing, even when asked.
+    monkeypatch.setattr(pokna.cli.ledger, "_clock", lambda: 0)
+    quick = runner.invoke(app, [*commands["export"], "--progress"])
+    assert quick.exit_code == 0, quick.output
+    assert quick.stderr == ""

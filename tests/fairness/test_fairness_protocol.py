@@ -17,6 +17,7 @@ from pokna.fairness.protocol import (
     CLIENT_SEED_ALPHABET,
     client_seed_problem,
     face_of_digest,
+    faces,
     game_client_seed,
     generate_client_seed,
     generate_server_seed,
@@ -64,6 +65,36 @@ def test_vectors_by_package(
 ) -> None:
     result = roll(server_seed, client_seed, nonce)
     assert (repr(result.f), result.face, str(result.color)) == (f, face, color)
+
+
+@pytest.mark.parametrize(("server_seed", "client_seed", "nonce", "f", "face", "color"), VECTORS)
+def test_vectors_by_the_auditors_fast_path(
+    server_seed: str, client_seed: str, nonce: int, f: str, face: int, color: str
+) -> None:
+    assert faces(server_seed, client_seed, [nonce]) == [face]
+
+
+@given(
+    st.binary(min_size=32, max_size=32).map(bytes.hex),
+    st.one_of(st.text(CLIENT_SEED_ALPHABET, min_size=1, max_size=64), st.text(max_size=80)),
+    st.lists(st.integers(min_value=0, max_value=2**70), max_size=12),
+)
+def test_faces_is_roll_face_for_every_nonce(server_seed: str, client_seed: str, nonces: list[int]) -> None:
+    """The fast path (HMAC's padded-key states hashed once per game) against the readable definition.
+    Free text as client seed too (Stake-style vectors), surrogates excepted: neither path can encode them."""
+    if any("\ud800" <= ch <= "\udfff" for ch in client_seed):
+        return
+    assert faces(server_seed, client_seed, nonces) == [
+        roll(server_seed, client_seed, nonce).face for nonce in nonces
+    ]
+
+
+@pytest.mark.parametrize("bad_nonce", [-1, True, 1.0])
+def test_faces_refuses_what_roll_refuses(bad_nonce: int) -> None:
+    with pytest.raises(InvalidNonceError):
+        faces(CHECK_SERVER_SEED, "pokna-client", [0, bad_nonce])
+    with pytest.raises(InvalidServerSeedError):
+        faces(CHECK_SERVER_SEED.upper(), "pokna-client", [0])
 
 
 def test_vectors_cover_nonces_above_255_and_both_colours() -> None:

@@ -1,6 +1,10 @@
 """Checking an audit bundle in one pass (records: pokna.audit.records; what each check proves:
-docs/audit.md). Memory holds the accounts, the games still open in the range and a few batches of proofs
+docs/audit.md). Memory holds the accounts, the games still open in the range and a few blocks of records
 in flight, never the bundle.
+
+Each line is read once (read_line): JSON, and for a game record its proof, parsed and checked
+(pokna.audit.proofs). pokna.audit.bundle_scan does that on every core for a large bundle and hands the
+records here in order; BundleAudit.take then runs every check that needs the records before it.
 
 The ledger's own rules (chain, seqs, balance, currencies) are pokna.ledger.audit's; every proof is checked
 as pokna.fairness checks it; the money is matched by pokna.audit.money and explained by
@@ -15,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pokna.audit.journal import Journal
-from pokna.audit.proofs import ProofChecker
+from pokna.audit.proofs import GameProof, read_game_proof
 from pokna.audit.records import (
     ACCOUNT,
     CHECKPOINT,
@@ -31,9 +35,13 @@ from pokna.audit.report import BundleReport
 from pokna.crypto.errors import CryptoError
 from pokna.crypto.signing import signature_problem
 from pokna.fairness.keyring import KeyRing
+from pokna.fairness.plain_json import loads_noting_plain
 from pokna.ledger.audit import ExportAudit, shape_problem
 
 Progress = Callable[[int, BundleReport], None]
+# A line as read: its number, its JSON value (None when unreadable), why it is unreadable, and for a game
+# record its proof as read and checked.
+ReadLine = tuple[int, Any, str | None, GameProof | None]
 CHECKS = (
     "header",
     "key ring",
@@ -44,6 +52,8 @@ CHECKS = (
     "explained",
 )
 _PROGRESS_EVERY = 20_000
+_GAME_MARK = f'"{GAME}"'
+_READ_PROOF: dict[str, Any] = {}
 
 
 def _ring_entries(ring: KeyRing) -> list[tuple[str, str, str]]:
@@ -59,7 +69,8 @@ class BundleAudit:
         self.keys: KeyRing | None = published_keys
         self.ledger = ExportAudit(None, None)
         self.journal = Journal(self.report)
-        self.proofs: ProofChecker | None = None
+        self.proof_keys: tuple[KeyRing | None] | None = None  # fixed at the first game record
+        self.ledger_taken = False  # the current block's transactions were taken in as checked by a worker
         self.processes = processes
         self.progress = progress
         self.header: dict[str, Any] | None = None
@@ -71,19 +82,25 @@ class BundleAudit:
         self.last_checkpoint: tuple[int, str] | None = None
         self.count: dict[str, int] = {}
         self.lines = 0
-        self.previous_kind: str | None = None  # the record type of the line before
+
+    def keys_for_proofs(self) -> KeyRing | None:
+        """The keys every proof is checked with: those known at the first game record (the bundle's own
+        ring is on line 2, before any game)."""
+        if self.proof_keys is None:
+            self.proof_keys = (self.keys,)
+        return self.proof_keys[0]
 
     def feed(self, number: int, raw: str | bytes) -> None:
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        if not text.strip():
-            return
+        line = read_line(number, raw, self.keys_for_proofs)
+        if line is not None:
+            self.take(*line)
+
+    def take(self, number: int, record: Any, unreadable: str | None, proof: GameProof | None) -> None:
         self.lines = number
         if self.progress is not None and number % _PROGRESS_EVERY == 0:
             self.progress(number, self.report)
-        try:
-            record = json.loads(text)
-        except ValueError as error:
-            self.report.found(number, "?", None, f"line {number} is not JSON: {error}")
+        if unreadable is not None:
+            self.report.found(number, "?", None, unreadable)
             return
         kind = record.get("type") if isinstance(record, dict) else None
         if not isinstance(kind, str):
@@ -96,14 +113,14 @@ class BundleAudit:
         if number == 1 and kind != HEADER:
             self.report.found(number, kind, None, "the bundle does not open with its header")
         self.count[kind] = self.count.get(kind, 0) + 1
+        if kind == GAME:
+            self._on_game(number, record, proof)
+            return
         handler = self._handlers.get(kind)
         if handler is None:
             self.report.found(number, kind, None, f"unknown record type {kind!r}")
             return
         handler(self, number, record)
-        self.previous_kind = kind
-        if self.proofs is not None:
-            self._take_proofs(self.proofs.ready())
 
     # --- records ----------------------------------------------------------------------------------------
 
@@ -147,21 +164,24 @@ class BundleAudit:
     def _on_account(self, number: int, record: dict[str, Any]) -> None:
         self.journal.on_account(number, record)
 
-    def _on_game(self, number: int, record: dict[str, Any]) -> None:
-        if self.proofs is None:
-            self.proofs = ProofChecker(self.keys, self.processes)
-        self.journal.on_game(number, record, self.proofs)
+    def _on_game(self, number: int, record: dict[str, Any], proof: GameProof | None) -> None:
+        self.keys_for_proofs()
+        if self.journal.on_game(number, record, proof) and proof is not None:
+            self.report.rolls += proof.rolls
+            for problem in proof.problems:
+                self.report.found(number, GAME, record["game_id"], f"proof check {problem}")
 
     def _on_transaction(self, number: int, record: dict[str, Any]) -> None:
         line = {key: value for key, value in record.items() if key != "type"}
-        problem = shape_problem(line)
+        problem = None if self.ledger_taken else shape_problem(line)
         if problem is not None:
             seq = line.get("seq")
             self.report.found(number, TRANSACTION, f"seq {seq}", f"not a ledger transaction: {problem}")
             return
         if self.first_prev_hash is None:
             self.first_prev_hash = line["prev_hash"]
-        self.ledger.check_parsed(number, line)
+        if not self.ledger_taken:
+            self.ledger.check_parsed(number, line)
         self.last = (line["seq"], line["hash"])
         self.journal.on_transaction(number, line)
 
@@ -172,10 +192,6 @@ class BundleAudit:
             found(
                 number, CHECKPOINT, name, f"signed for tenant {record.get('tenant_id')!r}, not the bundle's"
             )
-        if self.previous_kind not in (TRANSACTION, CHECKPOINT):
-            found(
-                number, CHECKPOINT, name, "a checkpoint follows its transaction at once, not another record"
-            )
         if self.last is None or seq != self.last[0]:
             after = "the start" if self.last is None else f"seq {self.last[0]}"
             found(number, CHECKPOINT, name, f"a checkpoint of {name} placed after {after}, not after its seq")
@@ -185,6 +201,13 @@ class BundleAudit:
                 CHECKPOINT,
                 name,
                 f"{name}: the hash differs from the signed checkpoint (history rewritten)",
+            )
+        if self.journal.pending_accounts or self.journal.pending_game is not None:
+            found(
+                number,
+                CHECKPOINT,
+                name,
+                "a checkpoint after an account or game record: it belongs right after the transaction at its seq",
             )
         problem = self._signature_problem(record)
         if problem is not None:
@@ -205,7 +228,6 @@ class BundleAudit:
         HEADER: _on_header,
         KEY_RING: _on_key_ring,
         ACCOUNT: _on_account,
-        GAME: _on_game,
         TRANSACTION: _on_transaction,
         CHECKPOINT: _on_checkpoint,
         END: _on_end,
@@ -229,18 +251,10 @@ class BundleAudit:
         if problem is not None:
             self.report.found(1, HEADER, None, f"header signature: {problem}")
 
-    def _take_proofs(self, verdicts: Iterable[Any]) -> None:
-        for verdict in verdicts:
-            self.report.rolls += verdict.rolls
-            for problem in verdict.problems:
-                self.report.found(verdict.line, GAME, verdict.game_id, f"proof check {problem}")
-
     # --- the end ----------------------------------------------------------------------------------------
 
     def finish(self) -> BundleReport:
         report = self.report
-        if self.proofs is not None:
-            self._take_proofs(self.proofs.finish())
         if self.header is None:
             report.found(1, HEADER, None, "the bundle has no header")
         else:
@@ -280,6 +294,30 @@ class BundleAudit:
                 )
 
 
+def read_line(number: int, raw: str | bytes, proof_keys: Callable[[], KeyRing | None]) -> ReadLine | None:
+    """The line read as JSON, and a game record's proof checked; None for a blank line. Pure: a worker
+    process reads its lines with this too."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if not text.strip():
+        return None
+    plain = False
+    try:
+        if _GAME_MARK in text:  # likely a game record: note whether its proof's signed bytes need a look
+            record, plain = loads_noting_plain(text)
+        else:
+            record = json.loads(text)
+    except ValueError as error:
+        return number, None, f"line {number} is not JSON: {error}", None
+    proof = None
+    if isinstance(record, dict) and record.get("type") == GAME:
+        proof = read_game_proof(record.get("proof"), proof_keys(), plain=plain)
+        if proof is not None:
+            # Read and checked: what the journal still asks of it is only that it was an object, so the
+            # proof itself is not carried (nor sent back from a worker).
+            record["proof"] = _READ_PROOF
+    return number, record, None, proof
+
+
 def verify_bundle(
     lines: Iterable[str | bytes],
     *,
@@ -287,11 +325,9 @@ def verify_bundle(
     processes: int = 1,
     progress: Progress | None = None,
 ) -> BundleReport:
+    """Lines of a bundle, checked here (processes=1) or on that many processes
+    (pokna.audit.bundle_scan.verify_bundle_stream reads a file; this takes any lines)."""
+    from pokna.audit.bundle_scan import scan_lines
+
     audit = BundleAudit(published_keys=keys, processes=processes, progress=progress)
-    try:
-        for number, raw in enumerate(lines, start=1):
-            audit.feed(number, raw)
-        return audit.finish()
-    finally:
-        if audit.proofs is not None:
-            audit.proofs.close()
+    return scan_lines(audit, lines)

@@ -1,18 +1,20 @@
 """Nothing unexplained: the bundle's accounts, games and transactions, each transaction accounted for as a
 deposit, a withdrawal or the next transfer of its game (pokna.audit.money), and what each account kind
-gained or lost over the range."""
+gained or lost over the range.
+
+What is remembered for the whole range (every account, every game's pot and id) is interned: a bundle names
+each id in several records, and each reading of it would otherwise be kept as a string of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from sys import intern
 from typing import Any
 
 from pokna.audit.money import GameBook, expected_transfers, pot_flow, take_transaction
-from pokna.audit.proofs import ProofChecker
+from pokna.audit.proofs import GameProof
 from pokna.audit.records import ACCOUNT, DEPOSIT, GAME, TRANSACTION, WITHDRAWAL
 from pokna.audit.report import BundleReport
-from pokna.fairness.errors import MalformedProofError
-from pokna.fairness.proof import Proof
 from pokna.ledger.audit import is_int
 
 PLAYER_WALLET = "player_wallet"
@@ -59,19 +61,21 @@ class Journal:
             self.report.found(
                 number, ACCOUNT, name, "an account record after a game record: accounts come first"
             )
-        self.accounts[account_id] = (kind, currency)
+        self.accounts[intern(account_id)] = (intern(kind), intern(currency))
         self.pending_accounts.append(account_id)
 
     # --- games ------------------------------------------------------------------------------------------
 
-    def on_game(self, number: int, record: Mapping[str, Any], proofs: ProofChecker) -> None:
+    def on_game(self, number: int, record: Mapping[str, Any], proof: GameProof | None) -> bool:
+        """`proof`: the record's proof as read and checked (pokna.audit.proofs). True when the proof's own
+        verdict belongs in the report (the record was sound enough for it to be checked)."""
         found = self.report.found
         game_id, status, pot = record.get("game_id"), record.get("status"), record.get("pot_account_id")
         before_field, document = record.get("transfers_before"), record.get("proof")
         name = game_id if isinstance(game_id, str) else None
         if not (isinstance(game_id, str) and isinstance(status, str) and isinstance(pot, str)):
             found(number, GAME, name, "a game record has string game_id, status and pot_account_id")
-            return
+            return False
         before = before_field if isinstance(before_field, int) and is_int(before_field) else -1
         if before < 0 or (self.from_seq == 1 and before != 0):
             found(
@@ -80,9 +84,10 @@ class Journal:
             before = 0
         if game_id in self.games or game_id in self.closed:
             found(number, GAME, name, f"game {game_id} appears twice")
-            return
+            return False
         if pot in self.pot_owner:
             found(number, GAME, name, f"pot account {pot} is already game {self.pot_owner[pot]}'s")
+        pot, game_id = intern(pot), intern(game_id)
         self.pot_owner[pot] = game_id
         if self.pending_game is not None:
             found(
@@ -97,21 +102,21 @@ class Journal:
                 found(number, GAME, name, f"game {game_id} is {status} but its record has no proof")
             else:
                 self.report.unrevealed_games.append(game_id)
-            return
+            return False
         if not isinstance(document, dict):
             found(number, GAME, name, "proof is neither an object nor null")
-            return
-        try:
-            proof = Proof.from_json(document)
-        except MalformedProofError as error:
-            found(number, GAME, name, f"the proof is malformed: {error}")
-            return
-        if proof.game_id != game_id:
-            found(number, GAME, name, f"the proof is of game {proof.game_id}, the record of {game_id}")
-        reason = proof.outcome.get("reason")
+            return False
+        assert proof is not None  # read_game_proof reads every proof object
+        facts = proof.facts
+        if facts is None:
+            found(number, GAME, name, f"the proof is malformed: {proof.malformed}")
+            return False
+        if facts.game_id != game_id:
+            found(number, GAME, name, f"the proof is of game {facts.game_id}, the record of {game_id}")
+        reason = facts.reason
         if status != ("cancelled" if reason == "cancelled" else "settled"):
             found(number, GAME, name, f"status {status!r} contradicts the proof's outcome {reason!r}")
-        expected, problems = expected_transfers(proof, book)
+        expected, problems = expected_transfers(facts.seats, facts.transfers, book)
         for problem in problems:
             found(number, GAME, name, problem)
         if before > len(expected):
@@ -119,9 +124,9 @@ class Journal:
                 number, GAME, name, f"transfers_before {before} exceeds the proof's {len(expected)} transfers"
             )
         book.expected = expected
-        book.seat_accounts = frozenset(seat.account_id for seat in proof.game.seats)
+        book.seat_accounts = frozenset(account_id for _, account_id in facts.seats)
         book.pot_balance = pot_flow(expected[:before], pot)
-        proofs.submit(number, game_id, document)
+        return True
 
     # --- transactions -----------------------------------------------------------------------------------
 
@@ -167,7 +172,7 @@ class Journal:
         for posting in postings:
             account_id = posting["account_id"]
             if account_id not in self.used_accounts and account_id not in first_touched:
-                first_touched.append(account_id)
+                first_touched.append(intern(account_id))
         if self.pending_accounts != first_touched:
             self.report.found(
                 number,
@@ -186,7 +191,7 @@ class Journal:
                 f"the game record before it is {self.pending_game!r}, not its game's",
             )
         if game_id is not None:
-            self.games_seen.add(game_id)
+            self.games_seen.add(intern(game_id))
         self.pending_accounts, self.pending_game = [], None
 
     def _game_transaction(
@@ -228,7 +233,7 @@ class Journal:
             if book.pot_balance != 0:
                 found(number, TRANSACTION, where, f"game {game_id} ends with {book.pot_balance} in its pot")
             del self.games[game_id]
-            self.closed.add(game_id)
+            self.closed.add(intern(game_id))
 
     def _money_in_or_out(
         self, number: int, where: str, kind: str, postings: list[dict[str, Any]], kinds: list[str | None]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pokna.fairness.proof import POT, Proof
+from pokna.fairness.proof import POT, TransferRecord
 
 REVENUE_PARTY = "revenue"  # as a proof names it (pokna.game.transfers.Revenue)
 REVENUE_ACCOUNT = "<the tenant's revenue account>"
@@ -67,9 +67,12 @@ def _pot(game: GameBook) -> str:
 NAMED_PARTIES: dict[str, Callable[[GameBook], str]] = {POT: _pot, REVENUE_PARTY: lambda _: REVENUE_ACCOUNT}
 
 
-def expected_transfers(proof: Proof, game: GameBook) -> tuple[list[ExpectedTransfer], list[str]]:
-    """The proof's transfers between accounts, and any party that maps to none."""
-    seats = {seat.seat: seat.account_id for seat in proof.game.seats}
+def expected_transfers(
+    seat_accounts: Sequence[tuple[int, str]], proof_transfers: Sequence[TransferRecord], game: GameBook
+) -> tuple[list[ExpectedTransfer], list[str]]:
+    """The proof's transfers between accounts (its seats' accounts by seat number), and any party that
+    maps to none."""
+    seats = dict(seat_accounts)
     problems: list[str] = []
 
     def account(party: int | str, index: int) -> str:
@@ -88,7 +91,7 @@ def expected_transfers(proof: Proof, game: GameBook) -> tuple[list[ExpectedTrans
         ExpectedTransfer(
             transfer.kind, account(transfer.payer, i), account(transfer.payee, i), transfer.amount
         )
-        for i, transfer in enumerate(proof.transfers)
+        for i, transfer in enumerate(proof_transfers)
     ]
     return transfers, problems
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any, BinaryIO
 
 import typer
 
-from pokna.audit.bundle_check import verify_bundle
+from pokna.audit.bundle_scan import verify_bundle_stream
 from pokna.audit.records import is_bundle
 from pokna.audit.report import BundleReport, Verdict
 from pokna.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_UNUSABLE, EXIT_VALID
@@ -29,7 +29,7 @@ from pokna.cli.input_files import (
     read_json_object,
     read_json_source,
 )
-from pokna.cli.ledger import audit_app, output_file
+from pokna.cli.ledger import PROGRESS_OPTION, StderrProgress, audit_app, output_file
 from pokna.crypto.errors import CryptoError
 from pokna.fairness.errors import FairnessError
 from pokna.fairness.keyring import KeyRing
@@ -71,12 +71,7 @@ def verify_command(
     processes: Annotated[
         int | None, typer.Option("--processes", min=1, help="Worker processes (default: every core).")
     ] = None,
-    progress: Annotated[
-        bool | None,
-        typer.Option(
-            "--progress/--no-progress", help="Progress on stderr (default: when stderr is a terminal)."
-        ),
-    ] = None,
+    progress: Annotated[bool | None, PROGRESS_OPTION] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Verify a ledger export or an audit bundle offline; a bundle is recognized by its first record."""
@@ -87,27 +82,31 @@ def verify_command(
             if not first.strip():
                 raise UnusableInputError(f"{source} is empty: there is nothing to verify")
             stream = _rewound(opened, first)
+            shown = StderrProgress(progress)
             if is_bundle(first):
                 if checkpoint is not None or public_key is not None:
                     raise UnusableInputError(
                         "a bundle carries its checkpoints; check its signatures with --keys, not --public-key"
                     )
-                show = progress if progress is not None else sys.stderr.isatty()
-                bundle = verify_bundle(
-                    stream, keys=ring, processes=processes or _cores(), progress=_progress if show else None
-                )
-                if show:
-                    print(file=sys.stderr)
+                try:
+                    bundle = verify_bundle_stream(
+                        stream,
+                        keys=ring,
+                        processes=processes or _cores(),
+                        progress=lambda lines, _: shown.show(f"{lines:,} records read"),
+                    )
+                finally:
+                    shown.done()
                 if bundle.transactions == 0 and bundle.verdict is not Verdict.INVALID:
                     raise UnusableInputError(
                         f"the bundle {source} holds no transactions: there is nothing to verify"
                     )
                 _answer_bundle(source, bundle, as_json)
-            show = progress if progress is not None else sys.stderr.isatty()
-            reader = _ProgressReader(stream) if show else stream
-            report = _verify_export(reader, ring, checkpoint, public_key, processes)
-            if show:
-                print(file=sys.stderr)
+            reader = _ProgressReader(stream, shown) if shown.enabled else stream
+            try:
+                report = _verify_export(reader, ring, checkpoint, public_key, processes)
+            finally:
+                shown.done()
             if report.transactions == 0 and report.valid:
                 raise UnusableInputError(
                     f"the export {source} holds no transactions: there is nothing to verify"
@@ -154,10 +153,6 @@ def _cores() -> int:
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
-def _progress(lines: int, report: BundleReport) -> None:
-    print(f"\r  {lines:,} records read ...", end="", file=sys.stderr, flush=True)
-
-
 class _Prepended(io.RawIOBase):
     """A pipe whose first line was already read, with that line put back in front."""
 
@@ -181,19 +176,16 @@ class _Prepended(io.RawIOBase):
 
 
 class _ProgressReader:
-    """The export as the verifier reads it, saying on stderr how far it has got, every 8 MiB."""
+    """The export as the verifier reads it, saying on stderr how far it has got."""
 
-    _EVERY = 8 << 20
-
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, shown: StderrProgress) -> None:
         self._stream = stream
-        self._read = self._shown = 0
+        self._shown = shown
+        self._read = 0
 
     def _count(self, data: bytes) -> bytes:
         self._read += len(data)
-        if self._read - self._shown >= self._EVERY:
-            self._shown = self._read
-            print(f"\r  {self._read >> 20} MiB read ...", end="", file=sys.stderr, flush=True)
+        self._shown.show(f"{self._read >> 20:,} MiB read")
         return data
 
     def read(self, size: int = -1) -> bytes:
@@ -299,6 +291,7 @@ def bundle_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
     ] = None,
+    progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
     """Write an audit bundle: the ledger over the range, every game's proof, checkpoints, key ring."""
     from pokna.bundles import BundleRange, open_bundle
@@ -320,8 +313,7 @@ def bundle_command(
             )
             raise CommandError(f"{option}: {error.detail}", exit_code=EXIT_USAGE) from None
         with output_file(output) as handle:
-            for line in lines:
-                handle.write(line)
+            StderrProgress(progress).written(lines, handle)
 
 
 def _utc(moment: datetime | None) -> datetime | None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -53,6 +54,59 @@ def output_file(path: Path | None) -> Iterator[TextIO]:
         yield handle
 
 
+_clock = time.monotonic  # read at each call: the tests move it
+
+
+class StderrProgress:
+    """How far a long command has got, on one stderr line rewritten in place: shown once the command has
+    run for a second (a quick command says nothing), at most four times a second, and only when stderr is a
+    terminal unless `enabled` says otherwise (--progress/--no-progress). stdout, the command's answer, is
+    never touched."""
+
+    _AFTER_SECONDS = 1.0
+    _EVERY_SECONDS = 0.25
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._started = _clock()
+        self._shown_at: float | None = None
+
+    def show(self, progress: str) -> None:
+        """`progress` as "12,000 records read"; cheap enough to call for every line."""
+        if not self.enabled:
+            return
+        now = _clock()
+        if now - self._started < self._AFTER_SECONDS:
+            return
+        if self._shown_at is not None and now - self._shown_at < self._EVERY_SECONDS:
+            return
+        self._shown_at = now
+        print(f"\r  {progress} ...", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self._shown_at is not None:
+            print(file=sys.stderr)
+            self._shown_at = None
+
+    def written(self, chunks: Iterable[str], handle: TextIO) -> None:
+        """Write `chunks` to `handle`, saying how many lines and MiB are written so far."""
+        lines = size = 0
+        try:
+            for chunk in chunks:
+                handle.write(chunk)
+                lines += chunk.count("\n")
+                size += len(chunk)
+                self.show(f"{lines:,} lines, {size / 2**20:,.0f} MiB written")
+        finally:
+            self.done()
+
+
+PROGRESS_OPTION = typer.Option(
+    "--progress/--no-progress",
+    help="Progress on stderr once past a second (default: when stderr is a terminal).",
+)
+
+
 @ledger_app.command("export")
 def export_command(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
@@ -64,6 +118,7 @@ def export_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
     ] = None,
+    progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
     """Stream a tenant's journal as JSONL (what `pokna audit verify` reads), CSV or Beancount."""
     if export_format not in EXPORT_FORMATS:
@@ -71,8 +126,8 @@ def export_command(
     with command_session() as session:
         require_tenant(session, tenant)
         with output_file(output) as handle:
-            for chunk in export_lines(session, tenant, export_format, from_seq=from_seq, to_seq=to_seq):
-                handle.write(chunk)
+            chunks = export_lines(session, tenant, export_format, from_seq=from_seq, to_seq=to_seq)
+            StderrProgress(progress).written(chunks, handle)
 
 
 @ledger_app.command("reconcile")

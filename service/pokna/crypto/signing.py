@@ -105,8 +105,11 @@ def sign_document(document: Mapping[str, Any], private_key: Ed25519PrivateKey) -
     return {**unsigned, SIGNATURE_FIELD: b64url_encode(signature)}
 
 
-def signature_problem(document: Mapping[str, Any], public_key: Ed25519PublicKey) -> str | None:
-    """Why the document's signature does not verify under `public_key`, or None if it does."""
+def signature_problem(
+    document: Mapping[str, Any], public_key: Ed25519PublicKey, *, payload: bytes | None = None
+) -> str | None:
+    """Why the document's signature does not verify under `public_key`, or None if it does. `payload`:
+    signed_bytes(document) when the caller already has them (an auditor's tool checking many proofs)."""
     signature_text = document.get(SIGNATURE_FIELD)
     if not isinstance(signature_text, str):
         return "the document has no signature string"
@@ -117,7 +120,7 @@ def signature_problem(document: Mapping[str, Any], public_key: Ed25519PublicKey)
     if len(signature) != 64:
         return f"an Ed25519 signature is 64 bytes, this one is {len(signature)}"
     try:
-        payload = signed_bytes(document)
+        payload = signed_bytes(document) if payload is None else payload
     except ValueError as error:
         return f"the document cannot be canonicalized: {error}"
     try:

@@ -8,11 +8,14 @@ publishing anyone's wallet.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from pokna.fairness.proof import Proof
-from pokna.game import GameConfig, GameError, Outcome, action_from_dict, new_game, step
+from pokna.fairness.proof import Proof, RecordedRoll
+from pokna.game import GameConfig, GameError, GameState, Outcome, action_from_dict, new_game, step
+from pokna.game.actions import Action
+from pokna.game.engine import RollFace, StepResult
 from pokna.game.events import Rolled
 
 CANCELLED_OUTCOME = {"reason": "cancelled", "payouts": []}
@@ -36,8 +39,71 @@ def outcome_to_json(outcome: Outcome | None) -> dict[str, Any]:
     }
 
 
-def replay_proof(proof: Proof) -> str | None:
-    """None when the rules reproduce the proof's rolls, outcome and transfers; else the first difference."""
+class StepMemo:
+    """pokna.game.step's result for inputs it was already given, so an auditor replaying a bundle's games
+    runs the rules once per distinct step rather than once per game's step.
+
+    step is pure and deterministic: equal inputs (the state, the action, the balances, the rolls it draws)
+    give an equal result, so the result kept is exactly what the rules would return again. The key holds
+    the face of the next nonce; a result is kept only when the step drew no roll but that one, and never
+    when it raised. Games of a bundle pass through the same states again and again (the same terms, the
+    same first rolls): in the volume bench's bundles over 90 % of the steps repeat one seen before. The
+    last `size` distinct steps are kept (a few MB)."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self._results: OrderedDict[Hashable, StepResult] = OrderedDict()
+        self._size = size
+
+    def step(
+        self,
+        state: GameState,
+        action: Action,
+        balances: dict[int, int],
+        faces: Mapping[int, RecordedRoll],
+        roll_face: RollFace,
+    ) -> StepResult:
+        nonce = state.next_nonce
+        key = (state, action, tuple(balances.items()), faces[nonce].face if nonce in faces else None)
+        try:
+            kept = self._results.get(key)
+        except TypeError:  # an unhashable part: no memo for it
+            return step(state, action, balances=balances, roll_face=roll_face)
+        if kept is not None:
+            self._results.move_to_end(key)
+            return kept
+        drawn: list[int] = []
+
+        def recording(drawn_nonce: int) -> int:
+            drawn.append(drawn_nonce)
+            return roll_face(drawn_nonce)
+
+        result = step(state, action, balances=balances, roll_face=recording)
+        if all(drawn_nonce == nonce for drawn_nonce in drawn):
+            self._results[key] = result
+            if len(self._results) > self._size:
+                self._results.popitem(last=False)
+        return result
+
+
+def readable_step(
+    state: GameState,
+    action: Action,
+    balances: dict[int, int],
+    faces: Mapping[int, RecordedRoll],
+    roll_face: RollFace,
+) -> StepResult:
+    """The rules as they are, every time (what the tests hold the memo equal to)."""
+    return step(state, action, balances=balances, roll_face=roll_face)
+
+
+Stepper = Callable[[GameState, Action, dict[int, int], Mapping[int, RecordedRoll], RollFace], StepResult]
+_memo = StepMemo()
+
+
+def replay_proof(proof: Proof, stepper: Stepper | None = None) -> str | None:
+    """None when the rules reproduce the proof's rolls, outcome and transfers; else the first difference.
+    `stepper` runs each step: by default the rules through this process's StepMemo."""
+    run_step = _memo.step if stepper is None else stepper
     try:
         config = GameConfig.create(
             stake=proof.game.stake,
@@ -62,7 +128,7 @@ def replay_proof(proof: Proof) -> str | None:
         try:
             action = action_from_dict(dict(record))
             balances = {int(seat): int(amount) for seat, amount in dict(record.get("balances", {})).items()}
-            result = step(state, action, balances=balances, roll_face=roll_face)
+            result = run_step(state, action, balances, faces, roll_face)
         except _Missing as missing:
             return f"action {index}: the rules draw roll nonce {missing.nonce}, which the proof does not have"
         except (GameError, ValueError, TypeError, AttributeError) as error:

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,10 @@ CLIENT_SEED_SEPARATOR = "\n"
 # Stake's generator reads 4 bytes per float from a "cursor"; a roll needs one float, so the cursor is 0.
 CURSOR = 0
 
+# HMAC's inner and outer pads (RFC 2104), as byte translation tables: key.translate(_XOR_IPAD) = key ^ ipad.
+_XOR_IPAD = bytes(byte ^ 0x36 for byte in range(256))
+_XOR_OPAD = bytes(byte ^ 0x5C for byte in range(256))
+_FIRST_FOUR_BYTES = struct.Struct(">I")  # the base-256 fraction's numerator, as face_of_digest reads it
 _SERVER_SEED_RE = re.compile(r"[0-9a-f]{64}")
 _HASH_RE = re.compile(r"[0-9a-f]{64}")
 _CLIENT_SEED_RE = re.compile(r"[A-Za-z0-9._~-]{1,64}")
@@ -116,21 +121,30 @@ def face_of_digest(digest: bytes) -> int:
 
 
 def faces(server_seed: str, client_seed: str, nonces: Sequence[int]) -> list[int]:
-    """The faces of many rolls of one game: the same as roll(...).face for each nonce, about three times as
-    fast (the seed is checked and encoded once, and OpenSSL's one-shot HMAC is used)."""
+    """The faces of many rolls of one game: the same as roll(...).face for each nonce (a property test
+    holds them equal), several times as fast, as an auditor re-checking every roll of a year needs.
+
+    HMAC-SHA256(key, m) is SHA256((key ^ opad) || SHA256((key ^ ipad) || m)), the key zero-padded to the
+    64-byte block. A server seed's text is exactly 64 bytes, so both padded keys and the message prefix
+    "client_seed:" shared by every roll of the game are hashed once, and each roll only continues copies
+    of those states with "nonce:cursor" and the inner digest: three compression rounds instead of five,
+    and no HMAC set-up per roll."""
     key = require_server_seed(server_seed).encode("ascii")
-    digest = hmac.digest
     for nonce in nonces:
         if isinstance(nonce, bool) or not isinstance(nonce, int) or nonce < 0:
             raise InvalidNonceError(f"a nonce is a non-negative integer, not {nonce!r}")
-    return [
-        (
-            int.from_bytes(digest(key, f"{client_seed}:{nonce}:{CURSOR}".encode(), "sha256")[:4], "big") * 6
-            >> 32
-        )
-        + 1
-        for nonce in nonces
-    ]
+    inner = hashlib.sha256(key.translate(_XOR_IPAD))
+    inner.update(f"{client_seed}:".encode())
+    outer = hashlib.sha256(key.translate(_XOR_OPAD))
+    unpack = _FIRST_FOUR_BYTES.unpack_from
+    result = []
+    for nonce in nonces:
+        message = inner.copy()
+        message.update(b"%d:%d" % (nonce, CURSOR))
+        digest = outer.copy()
+        digest.update(message.digest())
+        result.append((unpack(digest.digest())[0] * 6 >> 32) + 1)
+    return result
 
 
 def roll(server_seed: str, client_seed: str, nonce: int) -> Roll:

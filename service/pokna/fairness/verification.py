@@ -92,7 +92,18 @@ def verify_proof(
     `receipt`, when the player kept the commitment receipt from game creation, ties the revealed seed to the
     commitment made before play; without it the report says so.
     """
-    parsed = Proof.from_json(proof)
+    return verify_parsed_proof(Proof.from_json(proof), keys, replay, receipt)
+
+
+def verify_parsed_proof(
+    parsed: Proof,
+    keys: Keys | None,
+    replay: Replay | None = None,
+    receipt: Mapping[str, Any] | None = None,
+    signed: bytes | None = None,
+) -> VerificationReport:
+    """verify_proof of a proof already parsed (an auditor's tool reads each proof once). `signed`: the
+    bytes its signature covers, when the caller has them (pokna.fairness.plain_json)."""
     return VerificationReport(
         (
             _check_protocol(parsed),
@@ -102,7 +113,7 @@ def verify_proof(
             _check_seats(parsed),
             _check_nonces(parsed),
             _check_rolls(parsed),
-            _check_signature(parsed.document, parsed.key_id, keys),
+            _check_signature(parsed.document, parsed.key_id, keys, signed),
             _check_receipt(parsed, receipt, keys),
             _check_replay(parsed, replay),
         )
@@ -231,7 +242,9 @@ def _check_rolls(proof: Proof) -> CheckResult:
     return _result("rolls", problems, f"{len(proof.rolls)} rolls recomputed, every face and colour matches")
 
 
-def _check_signature(document: Mapping[str, Any], key_id: object, keys: Keys | None) -> CheckResult:
+def _check_signature(
+    document: Mapping[str, Any], key_id: object, keys: Keys | None, signed: bytes | None = None
+) -> CheckResult:
     if keys is None:
         return CheckResult("signature", CheckStatus.NOT_RUN, "no public key or key ring given")
     if isinstance(keys, KeyRing):
@@ -245,7 +258,7 @@ def _check_signature(document: Mapping[str, Any], key_id: object, keys: Keys | N
             return _result(
                 "signature", [f"key_id is {key_id}, the given public key is {key_id_of(keys)}"], ""
             )
-    problem = signature_problem(document, public_key)
+    problem = signature_problem(document, public_key, payload=signed)
     retired = " (a retired key)" if status is KeyStatus.RETIRED else ""
     return _result(
         "signature", [problem] if problem else [], f"Ed25519 signature by {key_id}{retired} verifies"

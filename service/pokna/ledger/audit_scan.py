@@ -11,7 +11,7 @@ import os
 import signal
 import stat
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -174,6 +174,22 @@ def _summarize_file_block(fileno: int, offset: int, size: int, pinned_seq: int |
 
 def _summarize_block(block: bytes, pinned_seq: int | None) -> BlockSummary | None:
     """The block's summary, or None as soon as any line would be a finding on its own."""
+    lines = []
+    # Decoding the block at once gives the same text per line: a newline never belongs to a UTF-8 sequence.
+    for text in block.decode("utf-8", "replace").split("\n"):
+        if not text.strip():
+            continue
+        try:
+            lines.append(json.loads(text))
+        except ValueError:  # not JSON, or JSON Python refuses to read: the line-by-line check says which
+            return None
+    return summarize_lines(lines, pinned_seq)
+
+
+def summarize_lines(lines: Iterable[object], pinned_seq: int | None) -> BlockSummary | None:
+    """The summary of consecutive export lines, already read as JSON (an audit bundle's transactions
+    too), or None as soon as any line would be a finding on its own: ExportAudit.continue_with takes it
+    in exactly as ExportAudit.check_parsed would have taken each line."""
     tenant_id: str | None = None
     first_seq = last_seq = 0
     first_prev_hash = last_hash = ""
@@ -181,16 +197,10 @@ def _summarize_block(block: bytes, pinned_seq: int | None) -> BlockSummary | Non
     changes: dict[str, int] = {}
     currencies: dict[str, str] = {}
     pinned_hash: str | None = None
-    # Decoding the block at once gives the same text per line: a newline never belongs to a UTF-8 sequence.
-    for text in block.decode("utf-8", "replace").split("\n"):
-        if not text.strip():
-            continue
-        try:
-            line = json.loads(text)
-        except ValueError:  # not JSON, or JSON Python refuses to read: the line-by-line check says which
-            return None
+    for line in lines:
         if shape_problem(line) is not None:
             return None
+        assert isinstance(line, dict)
         seq: int = line["seq"]
         if tenant_id is None:
             tenant_id, first_seq, first_prev_hash = line["tenant_id"], seq, line["prev_hash"]
