@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
-from pokna.api.deps import SessionDep
+from pokna.api.deps import SessionDep, commit_now
 from pokna.api.encoding import json_ready
 from pokna.errors import InvalidRequest
 from pokna.idempotency.service import Attempt, KeyedRequest, run_once
@@ -46,7 +46,9 @@ class Idempotency:
         along whatever the route had written before."""
         if self.key is None:
             status, body = work(self.session)
-            return JSONResponse(json_ready(body), status_code=status)  # `SessionDep` commits before sending
+            response = JSONResponse(json_ready(body), status_code=status)
+            commit_now(self.session)  # here, in the route's thread, rather than once more through the pool
+            return response
 
         def encoded_work(session: Session, attempt: Attempt) -> tuple[int, Any]:
             self.interrupted_at = attempt.interrupted_at

@@ -11,6 +11,7 @@ import typer
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
+from pokna.api.http_protocol import SERVE_HTTP_PROTOCOL
 from pokna.cli.app import app
 from pokna.cli.errors import CommandError
 from pokna.db import migrate
@@ -54,7 +55,8 @@ def serve(
         log_config=None,
         access_log=False,
         # uvicorn answers a request it cannot parse itself; this protocol makes that answer problem+json.
-        http="pokna.api.http_protocol:ProblemH11Protocol",
+        # The event loop is uvloop ("auto" picks it: it is a dependency), as the parser is httptools.
+        http=SERVE_HTTP_PROTOCOL,
         ws="none",
         # uvicorn's supervisor kills a worker that does not answer its ping within this many seconds (5 by
         # default): on a busy 2-core machine a starting worker, still importing the app, missed it and was
