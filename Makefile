@@ -13,8 +13,11 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(BIN)/python pyproject.toml constraints.txt
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml constraints.txt constraints-tools.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	# openapi-python-client pins an older typer than the CLI's: it gets a virtualenv of its own.
+	$(PYTHON) -m venv $(VENV)/tools
+	$(VENV)/tools/bin/pip install --quiet -c constraints-tools.txt openapi-python-client
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import argparse
 import socket
-from typing import Annotated, Any
+from typing import Annotated
 
 import uvicorn
 from fastapi import APIRouter, Body, FastAPI
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import BigInteger, Column, DateTime, Engine, MetaData, String, Table, insert, select
 from sqlalchemy.orm import Session
@@ -65,14 +64,17 @@ class Touch(BaseModel):
     account_id: str
 
 
+class Touched(BaseModel):
+    account_id: str
+    balance: int
+
+
 router = APIRouter()
 
 
-@router.post(BASELINE_PATH, include_in_schema=False)
-def baseline(
-    body: Annotated[Touch, Body()], tenant_id: TenantDep, idempotency: IdempotencyDep
-) -> JSONResponse:
-    def work(session: Session) -> tuple[int, Any]:
+@router.post(BASELINE_PATH, include_in_schema=False, response_model=Touched)
+def baseline(body: Annotated[Touch, Body()], tenant_id: TenantDep, idempotency: IdempotencyDep) -> Touched:
+    def work(session: Session) -> tuple[int, Touched]:
         row = session.execute(
             select(Account.id, Account.balance)
             .where(Account.id == body.account_id, Account.tenant_id == tenant_id)
@@ -81,9 +83,9 @@ def baseline(
         if row is None:
             raise NotFound(f"no account {body.account_id}")
         session.execute(insert(touch).values(account_id=row.id, balance=row.balance, touched_at=utc_now()))
-        return 200, {"account_id": row.id, "balance": row.balance}
+        return 200, Touched(account_id=row.id, balance=row.balance)
 
-    return idempotency.run(work)
+    return idempotency.run(work, Touched)
 
 
 def create_app() -> FastAPI:

@@ -8,6 +8,8 @@ except under CI=true, where that is an error.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,10 +20,12 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api.app import create_app
+from pokna.api.openapi_document import openapi_document
 from pokna.db.engine import make_engine
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna.storage import make_sessionmaker
+from support import problem_check
 from support.databases import PostgresDatabases, SqliteDatabases
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
 
@@ -44,6 +48,8 @@ def _in_ci() -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     global _cluster
+    if not hasattr(config, "workerinput") and problem_check.SEEN_DIR_ENV not in os.environ:
+        os.environ[problem_check.SEEN_DIR_ENV] = tempfile.mkdtemp(prefix="pokna-problems-")
     if hasattr(config, "workerinput") or os.environ.get(PG_URL_ENV) or os.environ.get(PG_UNAVAILABLE_ENV):
         return  # an xdist worker inherits the controller's decision through the environment
     try:
@@ -55,6 +61,27 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     stop_on_exit(_cluster)
     os.environ[PG_URL_ENV] = _cluster.url
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """On the controller, after a whole-suite run: every problem the document declares was produced."""
+    directory = os.environ.get(problem_check.SEEN_DIR_ENV)
+    if hasattr(session.config, "workerinput") or directory is None:
+        return
+    try:
+        report_only = os.environ.get("POKNA_PROBLEM_COVERAGE") == "report"  # for a partial run, by hand
+        if (_whole_suite(session.config) or report_only) and exitstatus == 0 and session.testscollected:
+            missing = problem_check.never_produced(Path(directory), openapi_document())
+            if missing:
+                reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+                lines = "\n  ".join(missing)
+                message = f"problems the OpenAPI document declares that no test produced:\n  {lines}"
+                if reporter is not None:
+                    reporter.write_line(message, red=True)
+                if not report_only:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -148,6 +175,21 @@ def runtime(settings: Settings, engine: Engine) -> Runtime:
 
 
 @pytest.fixture
-def client(settings: Settings, runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as test_client:
+def client(settings: Settings, runtime: Runtime, request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    """The app in-process. Every problem it answers must be one its operation documents."""
+    app = create_app(settings, runtime)
+    problems = problem_check.install(app)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
         yield test_client
+    problem_check.record_seen(problems, request.node.nodeid)
+    assert not problems.undocumented, (
+        f"problems the OpenAPI document does not declare: {problems.undocumented}"
+    )
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """Run as `pytest` (or `make test`): no paths, no -k, -m, --lf or deselection that would leave tests out."""
+    option = config.option
+    narrowed = option.keyword or option.markexpr or getattr(option, "lf", False) or option.deselect
+    whole = [str(Path(arg).resolve()) for arg in config.args] == [str(config.rootpath / "tests")]
+    return (not config.args or whole) and not narrowed

@@ -1,9 +1,24 @@
 from __future__ import annotations
 
+import functools
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from pokna.api.openapi_document import openapi_document, render_openapi
+from pokna.api.problem_docs import documented_codes
+from pokna.game import ActionName, Phase
+from pokna.game.events import EventKind
+from pokna.ledger import InvalidAccount
+from pokna.ledger.model import check_currency
 
 COMMITTED = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
 
@@ -44,3 +59,114 @@ def test_every_request_body_and_error_is_documented_with_examples() -> None:
             ref = body["schema"].get("$ref", "")
             schema = schemas[ref.rsplit("/", 1)[-1]] if ref else body["schema"]
             assert body.get("examples") or schema.get("examples"), (path, method)
+
+
+def _escaped(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def _json_answers(document: dict[str, Any]) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            for status, response in operation["responses"].items():
+                for media, content in response.get("content", {}).items():
+                    if media in ("application/json", "application/problem+json"):
+                        pointer = (
+                            f"/paths/{_escaped(path)}/{method}/responses/{status}/content/{_escaped(media)}"
+                        )
+                        yield f"{method.upper()} {path}", status, media, {**content, "pointer": pointer}
+
+
+def _examples(document: dict[str, Any], content: dict[str, Any]) -> list[Any]:
+    """The examples shown for an answer: its own, or its model's."""
+    found = [content["example"]] if "example" in content else []
+    found += [example["value"] for example in content.get("examples", {}).values()]
+    ref = content["schema"].get("$ref")
+    if not found and ref:
+        found = document["components"]["schemas"][ref.rsplit("/", 1)[-1]].get("examples", [])
+    return found
+
+
+def test_every_operation_is_described_tagged_and_named() -> None:
+    document = openapi_document()
+    ids = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            assert operation.get("description"), (method, path)
+            assert operation.get("tags"), (method, path)
+            ids.append(operation["operationId"])
+    assert len(ids) == len(set(ids))
+
+
+def test_every_json_answer_has_examples_that_fit_its_schema() -> None:
+    """Every 2xx and error answer shows at least one example, and each example is valid against the
+    schema it illustrates (with the document's own components), so the examples cannot drift."""
+    document = openapi_document()
+    registry = Registry().with_resource("urn:pokna", Resource.from_contents(document, DRAFT202012))
+    for operation, status, media, content in _json_answers(document):
+        examples = _examples(document, content)
+        assert examples, (operation, status, media)
+        validator = Draft202012Validator(
+            {"$ref": f"urn:pokna#{content['pointer']}/schema"}, registry=registry
+        )
+        for example in examples:
+            errors = [error.message for error in validator.iter_errors(example)]
+            assert not errors, (operation, status, errors[:3])
+
+
+def test_problem_examples_carry_their_status_and_every_error_status_is_a_problem() -> None:
+    for operation, status, media, content in _json_answers(openapi_document()):
+        if status.startswith(("4", "5")):
+            assert media == "application/problem+json", (operation, status)
+            for code, example in content["examples"].items():
+                assert (example["value"]["status"], example["value"]["code"]) == (int(status), code)
+
+
+def test_closed_values_are_enums() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+    assert set(schemas["Phase"]["enum"]) == {phase.value for phase in Phase}
+    assert schemas["GameOut"]["properties"]["phase"] == {
+        "$ref": "#/components/schemas/Phase",
+        "description": "Where the game is in the rules (docs/rules.md).",
+    }
+    assert set(schemas["SeatOut"]["properties"]["status"]["enum"]) == {
+        "vigo",
+        "to_roll",
+        "in_favor",
+        "eliminated",
+    }
+    allowed = schemas["TurnOut"]["properties"]["allowed_actions"]["items"]["enum"]
+    assert set(allowed) == {name.value for name in ActionName if name is not ActionName.TIMEOUT} | {
+        "set_client_seed"
+    }
+    kinds = set(schemas["GameEventOut"]["properties"]["kind"]["enum"])
+    assert {kind.value for kind in EventKind} <= kinds
+    assert set(schemas["AccountOut"]["properties"]["kind"]["$ref"].split("/")[-1:]) == {"AccountKind"}
+
+
+def test_no_operation_lists_a_problem_it_cannot_answer_by_construction() -> None:
+    """The catalogue's complaints of the issue: a health probe lists no game refusal, opening a wallet no
+    vote refusal, a public page no 401."""
+    paths = openapi_document()["paths"]
+    assert documented_codes(paths["/healthz"]["get"]) == {(500, "internal_error"), (413, "payload_too_large")}
+    assert (409, "already_voted") not in documented_codes(paths["/v1/accounts"]["post"])
+    assert not any(status == 401 for status, _ in documented_codes(paths["/v1/fairness/keys"]["get"]))
+    assert (409, "already_voted") in documented_codes(paths["/v1/games/{game_id}/actions"]["post"])
+
+
+@functools.cache
+def _currency_pattern() -> re.Pattern[str]:
+    """The documented pattern, with `$` as JSON Schema (ECMA-262) means it: the very end of the text."""
+    schemas = openapi_document()["components"]["schemas"]
+    return re.compile(schemas["AccountCreate"]["properties"]["currency"]["pattern"].replace("$", r"\Z"))
+
+
+@given(st.text(alphabet=st.characters(codec="ascii"), max_size=20))
+def test_the_documented_currency_pattern_is_what_the_ledger_accepts(currency: str) -> None:
+    try:
+        check_currency(currency)
+        accepted = True
+    except InvalidAccount:
+        accepted = False
+    assert (_currency_pattern().search(currency) is not None) == accepted
+    assert _currency_pattern().search("22AQ0") is None

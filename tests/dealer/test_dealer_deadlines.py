@@ -170,6 +170,19 @@ def test_a_roll_sent_after_its_deadline_finds_the_clock_rolled_first(seats: Seat
     assert late.status_code == 409, late.text
     assert late.json()["code"] == "not_your_turn"
     assert late.json()["game"]["turn"]["seats"] == [2]
+    first = game["seats"][1]["account_id"]
+    assert late.json()["timed_out"] == [
+        {
+            "deadline_at": game["turn"]["deadline_at"],
+            "phase": "seeking",
+            "account_ids": [first],
+            "applied": "roll",
+        }
+    ]
+    assert late.json()["detail"].startswith(
+        f"the turn timed out before this action (applied: roll for {first} at {game['turn']['deadline_at']}); "
+    )
+    assert game["turn"]["deadline_at"].endswith("Z")
     assert len(timeouts(seats, game["id"])) == 1
 
 
@@ -210,6 +223,14 @@ def test_an_action_in_flight_when_the_service_failed_applies_when_retried_after_
     assert refused.status_code == 409, refused.text
     assert refused.json()["code"] == "not_your_turn"
     assert len(timeouts(seats, later["id"])) == 1
+
+
+def test_a_refusal_with_no_deadline_passed_says_nothing_of_timeouts(seats: Seats, time: Time) -> None:
+    game = seats.act(seats.game(3), "start", 0)
+    early = seats.api.act(game["id"], {"type": "roll", "account_id": game["seats"][2]["account_id"]})
+    assert early.status_code == 409, early.text
+    assert "timed_out" not in early.json()
+    assert "timed out" not in early.json()["detail"]
 
 
 def test_a_lone_survivor_past_the_deadline_claims(seats: Seats, time: Time) -> None:

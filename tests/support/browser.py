@@ -62,12 +62,13 @@ class BrowserError(Exception):
 class Browser:
     """One headless Chromium and one tab, spoken to over the DevTools pipe."""
 
-    def __init__(self, binary: str, profile: Path) -> None:
+    def __init__(self, binary: str, profile: Path, extra_flags: tuple[str, ...] = ()) -> None:
         to_chromium_read, self._write_fd = os.pipe()
         self._read_fd, from_chromium_write = os.pipe()
         command = [
             binary,
             *CHROMIUM_FLAGS,
+            *extra_flags,
             "--disable-component-update",
             "--no-first-run",
             "--remote-debugging-pipe",
@@ -212,11 +213,15 @@ class Browser:
         os.close(self._read_fd)
 
 
+OFFLINE_FLAGS = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",)
+"""No name resolves (a CDN, web fonts): the browser reaches 127.0.0.1 and nothing else."""
+
+
 @contextmanager
-def browser_session() -> Iterator[Browser]:
+def browser_session(extra_flags: tuple[str, ...] = ()) -> Iterator[Browser]:
     binary = chromium_binary()
     with tempfile.TemporaryDirectory(prefix="pokna-chromium-") as profile:
-        browser = Browser(binary, Path(profile))
+        browser = Browser(binary, Path(profile), extra_flags)
         try:
             yield browser
         finally:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +58,18 @@ def recorded_events(sessions: sessionmaker[Session], tenant_id: str | None = Non
             {"id": row.id, "type": row.type, "key": row.ordering_key, "tenant_id": row.tenant_id}
             for row in session.scalars(query)
         ]
+
+
+@contextmanager
+def worker_process(env: dict[str, str], log: Path, *options: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`pokna webhooks deliver --json` as a real process with `env` over this one's (it needs the service's
+    data dir, whose seed key opens the endpoints' secrets, and its database); killed at the end if alive."""
+    command = [str(Path(sys.executable).with_name("pokna")), "webhooks", "deliver", "--json", *options]
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, env={**os.environ, **env}, stdout=output, stderr=output)
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait(timeout=30)

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ from pokna.settings import Settings
 from support.game_play import Api, play
 from support.tenant_api import TenantApi, new_tenant
 from support.webhook_receiver import Receiver, running_receiver
-from support.webhook_worker import FAST, fast_webhook_settings, recorded_events
+from support.webhook_worker import FAST, fast_webhook_settings, recorded_events, worker_process
 
 __all__ = ["fast_webhook_settings"]  # the `settings` fixture of this module: retries in milliseconds
 
@@ -40,22 +39,14 @@ LIMIT_SECONDS = 90
 @contextmanager
 def worker(settings: Settings, log: Path, *options: str) -> Iterator[subprocess.Popen[bytes]]:
     environment = {
-        **os.environ,
         "POKNA_ENV": "test",
         "POKNA_DATA_DIR": str(settings.data_dir),  # the same seed key: it opens the endpoints' secrets
         "POKNA_DATABASE_URL": settings.resolved_database_url,
         **{f"POKNA_{name.upper()}": str(value) for name, value in FAST.items()},
     }
-    command = [str(Path(sys.executable).with_name("pokna")), "webhooks", "deliver", "--json"]
-    command += ["--poll-seconds", "0.01", "--max-seconds", str(LIMIT_SECONDS), *options]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, env=environment, stdout=output, stderr=output)
-        try:
-            yield process
-        finally:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+    options = ("--poll-seconds", "0.01", "--max-seconds", str(LIMIT_SECONDS), *options)
+    with worker_process(environment, log, *options) as process:
+        yield process
 
 
 def finished(process: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:

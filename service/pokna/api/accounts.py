@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
 from pokna import ledger
@@ -13,7 +13,18 @@ from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
-from pokna.api.problems import problem_responses
+from pokna.api.problem_docs import (
+    ACCOUNT_EXISTS,
+    ACCOUNT_NOT_FOUND,
+    BAD_CURSOR,
+    IDEMPOTENT,
+    INSUFFICIENT_FUNDS,
+    JSON_BODY,
+    KEYED,
+    NOT_A_WALLET,
+    VALIDATION,
+    problems,
+)
 from pokna.api.schemas.accounts import (
     AccountCreate,
     AccountEntryOut,
@@ -27,7 +38,7 @@ from pokna.api.schemas.common import SEQ_MAX, Currency, NoNul
 from pokna.errors import InvalidRequest
 from pokna.ledger import AccountKind, TransactionNotFound
 
-router = APIRouter(prefix="/v1", tags=["accounts"])
+router = APIRouter(prefix="/v1")
 
 AccountId = Annotated[str, Path(max_length=40, description="The account's id (`acct_...`)."), NoNul]
 EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}
@@ -37,11 +48,14 @@ EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount":
     "/accounts",
     status_code=201,
     response_model=AccountOut,
+    tags=["accounts"],
     summary="Open a player wallet",
-    responses=problem_responses(401, 409, 422),
+    description="A wallet of one currency with balance 0, for one of your players. `external_id` (your own "
+    "id for the player) is unique per tenant: a second wallet for it is 409 `account_exists`.",
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ACCOUNT_EXISTS),
 )
-def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: IdempotencyDep) -> JSONResponse:
-    def work(session: Session) -> tuple[int, Any]:
+def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: IdempotencyDep) -> AccountOut:
+    def work(session: Session) -> tuple[int, AccountOut]:
         account = ledger.open_account(
             session,
             tenant_id=tenant_id,
@@ -51,14 +65,16 @@ def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: Idempote
         )
         return 201, AccountOut.of(account)
 
-    return idempotency.run(work)
+    return idempotency.run(work, AccountOut)
 
 
 @router.get(
     "/accounts/{account_id}",
     response_model=AccountOut,
+    tags=["accounts"],
     summary="An account and its balance",
-    responses=problem_responses(401, 404),
+    description="Any of your accounts: a player wallet, a game's pot, the house or the funding account.",
+    responses=problems(KEYED, VALIDATION, ACCOUNT_NOT_FOUND),
 )
 def get_account(account_id: AccountId, tenant_id: TenantDep, session: SessionDep) -> AccountOut:
     return AccountOut.of(ledger.get_account(session, account_id, tenant_id=tenant_id))
@@ -67,8 +83,11 @@ def get_account(account_id: AccountId, tenant_id: TenantDep, session: SessionDep
 @router.get(
     "/accounts/{account_id}/transactions",
     response_model=Page[AccountEntryOut],
+    tags=["accounts"],
     summary="The account's postings, newest first",
-    responses=problem_responses(401, 404, 422),
+    description="One entry per posting on this account, with the balance right after it. Page with "
+    "`limit` and `starting_after` (the previous page's `next_cursor`).",
+    responses=problems(KEYED, VALIDATION, ACCOUNT_NOT_FOUND, BAD_CURSOR),
 )
 def account_transactions(
     account_id: AccountId, page: PageDep, tenant_id: TenantDep, session: SessionDep
@@ -85,10 +104,10 @@ def account_transactions(
 def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
     def move(
         account_id: AccountId, body: MoneyMovement, tenant_id: TenantDep, idempotency: IdempotencyDep
-    ) -> JSONResponse:
+    ) -> JournalTransactionOut:
         post = ledger.deposit if kind == "deposit" else ledger.withdraw
 
-        def work(session: Session) -> tuple[int, Any]:
+        def work(session: Session) -> tuple[int, JournalTransactionOut]:
             account = ledger.get_account(session, account_id, tenant_id=tenant_id)
             if account.kind != AccountKind.PLAYER_WALLET:
                 raise InvalidRequest(
@@ -106,7 +125,7 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
             balance = ledger.balance_of(session, account_id)
             return 201, JournalTransactionOut.of(transaction, balance=balance)
 
-        return idempotency.run(work)
+        return idempotency.run(work, JournalTransactionOut)
 
     return move
 
@@ -114,20 +133,28 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
 router.add_api_route(
     "/accounts/{account_id}/deposits",
     _movement("deposit"),
+    name="deposit",
     methods=["POST"],
     status_code=201,
     response_model=JournalTransactionOut,
+    tags=["accounts"],
     summary="Credit a wallet from outside (send an Idempotency-Key)",
-    responses=problem_responses(401, 404, 409, 422),
+    description="Money in: the tenant's funding account pays the wallet. Send an `Idempotency-Key` so a "
+    "retry after a lost answer cannot credit twice.",
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET),
 )
 router.add_api_route(
     "/accounts/{account_id}/withdrawals",
     _movement("withdrawal"),
+    name="withdraw",
     methods=["POST"],
     status_code=201,
     response_model=JournalTransactionOut,
+    tags=["accounts"],
     summary="Pay out of a wallet (409 `insufficient_funds` and nothing posted if it would go below zero)",
-    responses=problem_responses(401, 404, 409, 422),
+    description="Money out: the wallet pays the tenant's funding account. Send an `Idempotency-Key` so a "
+    "retry after a lost answer cannot pay out twice.",
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET, INSUFFICIENT_FUNDS),
 )
 
 
@@ -136,16 +163,21 @@ router.add_api_route(
     response_model=TrialBalanceOut,
     tags=["ledger"],
     summary="Every account's balance and their total, which is zero",
-    responses=problem_responses(401, 422),
+    description="The books of one currency at this moment: every account, its balance, and the sum of "
+    "all of them, which double-entry keeps at zero.",
+    responses=problems(KEYED, VALIDATION),
 )
 def trial_balance(
-    tenant_id: TenantDep, session: SessionDep, currency: Currency = "CREDIT"
+    tenant_id: TenantDep,
+    session: SessionDep,
+    currency: Annotated[Currency, Query(description="The currency of the books to read.")] = "CREDIT",
 ) -> TrialBalanceOut:
     return TrialBalanceOut.of(ledger.trial_balance(session, tenant_id, currency))
 
 
 @router.get(
     "/ledger/export",
+    response_class=StreamingResponse,
     tags=["ledger"],
     summary="Stream the journal as JSONL (with hashes), CSV (one row per posting) or Beancount",
     responses={
@@ -153,15 +185,24 @@ def trial_balance(
             "content": {media: {"schema": {"type": "string"}} for media in EXPORT_MEDIA.values()},
             "description": "The export, streamed",
         },
-        **problem_responses(401, 422),
+        **problems(KEYED, VALIDATION),
     },
+    description="The tenant's journal in order of its sequence numbers, optionally from `from_seq` to "
+    "`to_seq`. JSONL carries each transaction's hash and the previous one's, so the chain can be checked "
+    "offline (`pokna audit verify`).",
 )
 def export(
     tenant_id: TenantDep,
     session: SessionDep,
-    export_format: Annotated[Literal["jsonl", "csv", "beancount"], Query(alias="format")] = "jsonl",
-    from_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX)] = None,
-    to_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX)] = None,
+    export_format: Annotated[
+        Literal["jsonl", "csv", "beancount"], Query(alias="format", description="The export's format.")
+    ] = "jsonl",
+    from_seq: Annotated[
+        int | None, Query(ge=1, le=SEQ_MAX, description="First journal sequence number.")
+    ] = None,
+    to_seq: Annotated[
+        int | None, Query(ge=1, le=SEQ_MAX, description="Last journal sequence number.")
+    ] = None,
 ) -> StreamingResponse:
     # The request's session outlives this return: its dependency closes it after the response is sent.
     lines = ledger.export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)
@@ -173,7 +214,9 @@ def export(
     response_model=list[CheckpointOut],
     tags=["ledger"],
     summary="Signed chain heads, newest first: take one away to pin the ledger's history",
-    responses=problem_responses(401),
+    description="Each checkpoint signs the journal's hash chain head at a sequence number; a copy kept "
+    "elsewhere proves later that the history up to it was not rewritten.",
+    responses=problems(KEYED),
 )
 def checkpoints(tenant_id: TenantDep, session: SessionDep) -> list[CheckpointOut]:
     return [CheckpointOut.of(checkpoint) for checkpoint in ledger.list_checkpoints(session, tenant_id)]
@@ -185,10 +228,11 @@ def checkpoints(tenant_id: TenantDep, session: SessionDep) -> list[CheckpointOut
     response_model=CheckpointOut,
     tags=["ledger"],
     summary="Sign the current chain head now",
-    responses=problem_responses(401),
+    description="`pokna sweep` takes checkpoints on its own; this takes one now, e.g. before an audit.",
+    responses=problems(KEYED, IDEMPOTENT),
 )
-def new_checkpoint(runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep) -> JSONResponse:
-    def work(session: Session) -> tuple[int, Any]:
+def new_checkpoint(runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep) -> CheckpointOut:
+    def work(session: Session) -> tuple[int, CheckpointOut]:
         return 201, CheckpointOut.of(ledger.take_checkpoint(session, tenant_id, runtime.keys.signing_key))
 
-    return idempotency.run(work)
+    return idempotency.run(work, CheckpointOut)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
+from fastapi.openapi.utils import get_fields_from_routes, get_openapi
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
 from pokna import __version__
 from pokna.api import (
@@ -19,8 +21,11 @@ from pokna.api import (
     webhook_events,
     webhooks,
 )
+from pokna.api.answer_examples import example_answer
+from pokna.api.docs import install_docs
 from pokna.api.middleware import Edge
-from pokna.api.problems import install_problem_handlers, problem_examples, problem_responses
+from pokna.api.problem_docs import PROBLEM_JSON
+from pokna.api.problems import Problem, install_problem_handlers
 from pokna.api.rate_limits import TokenBuckets
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
@@ -29,8 +34,32 @@ DESCRIPTION = """\
 Pokna runs the Huttese dice game of Vigo's Favor for integrating apps: provably fair rolls
 (commit–reveal HMAC-SHA256), a double-entry ledger, and signed, verifiable proofs.
 
-Every error is an RFC 9457 `application/problem+json` document with a stable `code`.
+Every error is an RFC 9457 `application/problem+json` document with a stable `code`; each operation
+lists exactly the codes it can answer. Authenticate with `Authorization: Bearer <API key>`; send an
+`Idempotency-Key` with every POST so that a retry is safe.
 """
+
+TAGS = [
+    {"name": "accounts", "description": "Player wallets, deposits and withdrawals."},
+    {"name": "ledger", "description": "The tenant's books: trial balance, exports, signed checkpoints."},
+    {
+        "name": "games",
+        "description": "One game of Vigo's Favor: create it, act in it, read it and its proof.",
+    },
+    {"name": "tables", "description": "A fixed seat order dealing round after round."},
+    {"name": "fairness", "description": "Public keys, public fairness links and the browser verifier."},
+    {
+        "name": "audit",
+        "description": "The auditor's bundle: ledger, proofs, checkpoints and keys, to verify offline.",
+    },
+    {
+        "name": "webhooks",
+        "description": "Endpoints that receive signed events (Standard Webhooks) instead of polling.",
+    },
+    {"name": "tenant", "description": "Your tenant's settings, such as the default rake."},
+    {"name": "health", "description": "Liveness and readiness probes."},
+    {"name": "operations", "description": "Prometheus metrics."},
+]
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
@@ -40,12 +69,16 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         title="Pokna",
         version=__version__,
         description=DESCRIPTION,
-        responses=problem_responses(400, 404, 405, 413, 422, 429, 500, 503),
+        openapi_tags=TAGS,
+        docs_url=None,
+        redoc_url=None,
+        generate_unique_id_function=_operation_id,
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime
     metrics.enable(runtime.engine)
     install_problem_handlers(app)
+    install_docs(app)
     app.include_router(health.router)
     app.include_router(accounts.router)
     app.include_router(games.router)
@@ -67,8 +100,15 @@ def _rate_limits(settings: Settings) -> TokenBuckets | None:
     return TokenBuckets(settings.rate_limit_per_second, settings.rate_limit_burst)
 
 
+def _operation_id(route: APIRoute) -> str:
+    """The route's function name (`create_game`, `act`): what a generated client calls the operation."""
+    return route.name
+
+
 def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
-    """FastAPI documents its own 422 shape; ours is problem+json everywhere, so say so everywhere."""
+    """Each operation lists its own problems (`responses=problems(...)` on its route, all problem+json).
+    FastAPI adds its own 422 shape to an operation with parameters that did not list 422: such an
+    operation has no parameter that can fail validation, so that entry goes."""
     if app.openapi_schema:
         return app.openapi_schema
     document = get_openapi(
@@ -82,15 +122,33 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
     for path_item in document.get("paths", {}).values():
         for operation in path_item.values():
             for status, response in operation.get("responses", {}).items():
-                if status[0] in "45":
-                    response["content"] = {
-                        "application/problem+json": {
-                            "schema": {"$ref": "#/components/schemas/Problem"},
-                            "examples": problem_examples(int(status)),
-                        }
-                    }
-    schemas = document.get("components", {}).get("schemas", {})
+                content = response.get("content", {}).get("application/json")
+                example = example_answer(operation.get("operationId", ""))
+                if status.startswith("2") and content is not None and example is not None:
+                    content["example"] = example
+            validation = operation.get("responses", {}).get("422", {})
+            if PROBLEM_JSON not in validation.get("content", {PROBLEM_JSON: None}):
+                del operation["responses"]["422"]
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    _restore_nulls_in_examples(app, schemas)
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
+    problem_schema = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(problem_schema.pop("$defs", {}))
+    schemas["Problem"] = problem_schema
     app.openapi_schema = document
     return document
+
+
+def _restore_nulls_in_examples(app: FastAPI, schemas: dict[str, Any]) -> None:
+    """FastAPI drops every null from the document it renders, the nulls of the models' own examples too,
+    which leaves an example without a required field (`delivered_at: null`). Put each model's examples
+    back as the model declares them."""
+    for field in get_fields_from_routes([*app.routes, *app.webhooks.routes]):
+        model = field.field_info.annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        schema = model.model_json_schema(mode="serialization")
+        for name, definition in [(model.__name__, schema), *schema.get("$defs", {}).items()]:
+            if name in schemas and "examples" in definition:
+                schemas[name]["examples"] = definition["examples"]

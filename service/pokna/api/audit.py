@@ -11,7 +11,7 @@ from fastapi.responses import StreamingResponse
 from pokna import bundles
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep
-from pokna.api.problems import problem_responses
+from pokna.api.problem_docs import BAD_RANGE, KEYED, VALIDATION, problems
 from pokna.api.schemas.common import SEQ_MAX
 from pokna.audit.records import MEDIA_TYPE
 
@@ -20,6 +20,7 @@ router = APIRouter(prefix="/v1", tags=["audit"])
 
 @router.get(
     "/audit/bundle",
+    response_class=StreamingResponse,
     summary="Stream an audit bundle: ledger, proofs, checkpoints and key ring over a seq or time range",
     description="JSON Lines of typed records (docs/audit.md): a signed header, the key ring, then the "
     "journal in seq order, each transaction preceded by the accounts and games it first touches (a game with "
@@ -28,7 +29,7 @@ router = APIRouter(prefix="/v1", tags=["audit"])
     "time (not both for one end); an open end is the start of the books or the chain head now.",
     responses={
         200: {"content": {MEDIA_TYPE: {"schema": {"type": "string"}}}, "description": "The bundle, streamed"},
-        **problem_responses(401, 422),
+        **problems(KEYED, VALIDATION, BAD_RANGE),
     },
 )
 def audit_bundle(

@@ -86,10 +86,3 @@ def first_read(session: Session, read: Callable[[Session], Read]) -> Read:
             raise
         session.rollback()
         return read(session)
-
-
-def commit_now(session: Session) -> None:
-    """Commit in the caller's thread (a route's, on the thread pool) rather than in `_committed_session`,
-    which would send the COMMIT through the thread pool once more; it then finds nothing left to commit.
-    Same rule: before the response is sent, and a failure is the request's error."""
-    session.commit()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path
 from fastapi.responses import HTMLResponse, Response
@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pokna.api.clock import ClockDep
 from pokna.api.deps import RuntimeDep, SessionDep
-from pokna.api.problems import problem_responses
+from pokna.api.problem_docs import LINK_NOT_FOUND, STORED, problems
 from pokna.api.schemas.games import FairnessLinkOut
 from pokna.dealer import service as dealer
 from pokna.fairness.keyring import KeyRing
@@ -21,9 +21,11 @@ router = APIRouter(tags=["fairness"])
 
 class PublishedKeyOut(BaseModel):
     key_id: str = Field(description="`ed25519:` + the first 16 hex digits of SHA-256 of the raw public key.")
-    algorithm: str = Field(description="Always `Ed25519`.")
+    algorithm: Literal["Ed25519"] = Field(description="Always `Ed25519`.")
     public_key: str = Field(description="The 32-byte raw public key, base64url without padding.")
-    status: str = Field(description="`current` signs new documents; `retired` keys still verify old ones.")
+    status: Literal["current", "retired"] = Field(
+        description="`current` signs new documents; `retired` keys still verify old ones."
+    )
 
 
 class KeyRingOut(BaseModel):
@@ -55,6 +57,8 @@ class KeyRingOut(BaseModel):
     "/v1/fairness/keys",
     response_model=KeyRingOut,
     summary="Public keys that sign receipts, proofs and ledger checkpoints (current and retired)",
+    description="No API key. A proof names its key by `key_id`; a retired key still verifies what it signed.",
+    responses=problems(),
 )
 def fairness_keys(runtime: RuntimeDep) -> KeyRingOut:
     return KeyRingOut.of(runtime.keys.key_ring)
@@ -69,7 +73,7 @@ def fairness_keys(runtime: RuntimeDep) -> KeyRingOut:
     "account ids and client seeds (with who chose each) and the status from the game's creation on, and the "
     "signed proof, which reveals the server seed, once the game has settled or been cancelled; never a "
     "balance, never another game. An unknown or malformed token is the same 404.",
-    responses=problem_responses(404),
+    responses=problems(LINK_NOT_FOUND, STORED),
 )
 def fairness_link(
     token: Annotated[str, Path(description="The link's token (from `fairness.public_url`).")],
@@ -84,7 +88,14 @@ def _static(name: str) -> str:
     return resources.files("pokna").joinpath("static", name).read_text(encoding="utf-8")
 
 
-@router.get("/verify", response_class=HTMLResponse, summary="The browser proof verifier (static page)")
+@router.get(
+    "/verify",
+    response_class=HTMLResponse,
+    summary="The browser proof verifier (static page)",
+    description="Open it with `?proof=<token>` (a game's `fairness.verify_url`): it fetches the proof and "
+    "the keys and checks the signature and every roll in the browser.",
+    responses=problems(),
+)
 def verify_page() -> HTMLResponse:
     return HTMLResponse(_static("verify.html"))
 

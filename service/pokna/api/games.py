@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path
-from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
@@ -16,7 +15,22 @@ from pokna.api.clock import ClockDep
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import EventPageDep, Page
-from pokna.api.problems import problem_responses
+from pokna.api.problem_docs import (
+    ACTION_REFUSALS,
+    BAD_CURSOR,
+    BAD_SEATING,
+    CLIENT_SEED_LOCKED,
+    GAME_NOT_FOUND,
+    IDEMPOTENT,
+    JSON_BODY,
+    KEYED,
+    NOT_SEATED,
+    ROUND_IN_PROGRESS,
+    TABLE_NOT_FOUND,
+    VALIDATION,
+    VERSION_CONFLICT,
+    problems,
+)
 from pokna.api.schemas.common import NoNul
 from pokna.api.schemas.games import (
     GameAction,
@@ -30,7 +44,7 @@ from pokna.api.schemas.games import (
 )
 from pokna.dealer import service as dealer
 
-router = APIRouter(prefix="/v1", tags=["games"])
+router = APIRouter(prefix="/v1")
 
 ACTION_EXAMPLES: dict[str, Any] = {
     "set_client_seed": {
@@ -72,12 +86,16 @@ TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_.
     "/games",
     status_code=201,
     response_model=GameOut,
+    tags=["games"],
     summary="Create a game: seats, stake and the signed fairness commitment",
-    responses=problem_responses(401, 409, 422),
+    description="Seats the Vigo and the players (their wallets must exist, in the game's currency) and "
+    "commits to a fresh server seed: the signed commitment is in `fairness.commitment` before anyone rolls. "
+    "The game is `open` until the Vigo's `start` (or the open-game deadline cancels it).",
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, BAD_SEATING),
 )
 def create_game(
     body: GameCreate, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
-) -> JSONResponse:
+) -> GameOut:
     terms = dealer.NewGame(
         vigo_account_id=body.vigo_account_id,
         player_account_ids=body.player_account_ids,
@@ -91,14 +109,17 @@ def create_game(
     def work(session: Session) -> tuple[int, GameOut]:
         return 201, dealer.create_game(session, runtime.keys, clock, tenant_id, terms)
 
-    return idempotency.run(work)
+    return idempotency.run(work, GameOut)
 
 
 @router.get(
     "/games/{game_id}",
     response_model=GameOut,
+    tags=["games"],
     summary="The game: status, phase, favor, pot, seats and whose turn it is",
-    responses=problem_responses(401, 404),
+    description="`turn` says who must act, what they may do and by when; a deadline that has passed is "
+    "applied (its default action) before the game is read.",
+    responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND),
 )
 def get_game(
     game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
@@ -109,8 +130,22 @@ def get_game(
 @router.post(
     "/games/{game_id}/actions",
     response_model=GameActionOut,
+    tags=["games"],
     summary="Act in a game: set_client_seed, start, roll, claim, challenge, vote or cancel",
-    responses=problem_responses(401, 404, 409, 422),
+    description="One action for one seat (named by `account_id`). `turn.allowed_actions` of the last "
+    "answer lists what is accepted now. Deadlines that passed meanwhile are applied first; if the action is "
+    "then refused, the problem's `timed_out` lists what they applied. The answer carries the rolls the "
+    "action made.",
+    responses=problems(
+        KEYED,
+        JSON_BODY,
+        IDEMPOTENT,
+        GAME_NOT_FOUND,
+        NOT_SEATED,
+        VERSION_CONFLICT,
+        CLIENT_SEED_LOCKED,
+        ACTION_REFUSALS,
+    ),
 )
 def act(
     game_id: GameId,
@@ -119,7 +154,7 @@ def act(
     tenant_id: TenantDep,
     clock: ClockDep,
     idempotency: IdempotencyDep,
-) -> JSONResponse:
+) -> GameActionOut:
     request = dealer.PlayerAction(
         type=action.type,
         account_id=action.account_id,
@@ -133,14 +168,16 @@ def act(
         resumed = clock.resuming(idempotency.interrupted_at)
         return 200, dealer.act(session, runtime.keys, resumed, tenant_id, game_id, request)
 
-    return idempotency.run(work)
+    return idempotency.run(work, GameActionOut)
 
 
 @router.get(
     "/games/{game_id}/events",
     response_model=Page[GameEventOut],
+    tags=["games"],
     summary="Every roll (with its nonce), decision and money movement, in order",
-    responses=problem_responses(401, 404, 422),
+    description="The game's history, oldest first, paged with `limit` and `starting_after`.",
+    responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND, BAD_CURSOR),
 )
 def game_events(
     game_id: GameId,
@@ -164,8 +201,11 @@ def game_events(
 @router.get(
     "/games/{game_id}/proof",
     response_model=GameProofOut,
+    tags=["games"],
     summary="The signed proof once the game is over; before that, only the signed commitment",
-    responses=problem_responses(401, 404),
+    description="A settled or cancelled game's proof reveals the server seed; `pokna verify` and the "
+    "browser verifier check it offline against the published keys (`/v1/fairness/keys`).",
+    responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND),
 )
 def game_proof(
     game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
@@ -179,11 +219,13 @@ def game_proof(
     response_model=TableOut,
     tags=["tables"],
     summary="Create a table: a fixed seat order for round after round",
-    responses=problem_responses(401, 422),
+    description="A table deals rounds (`POST /v1/tables/{table_id}/rounds`), passing the title of Vigo "
+    "clockwise, and keeps each seat's running total.",
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, BAD_SEATING),
 )
 def create_table(
     body: TableCreate, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
-) -> JSONResponse:
+) -> TableOut:
     terms = dealer.NewTable(
         account_ids=body.account_ids,
         stake=body.stake,
@@ -196,7 +238,7 @@ def create_table(
     def work(session: Session) -> tuple[int, TableOut]:
         return 201, dealer.create_table(session, tenant_id, terms, clock)
 
-    return idempotency.run(work)
+    return idempotency.run(work, TableOut)
 
 
 @router.get(
@@ -204,7 +246,8 @@ def create_table(
     response_model=TableOut,
     tags=["tables"],
     summary="The table with its rounds and each seat's running total",
-    responses=problem_responses(401, 404),
+    description="Rounds in the order they were dealt; totals are paid out minus paid in over them all.",
+    responses=problems(KEYED, VALIDATION, TABLE_NOT_FOUND),
 )
 def get_table(table_id: TableId, tenant_id: TenantDep, session: SessionDep) -> TableOut:
     return dealer.read_table(session, tenant_id, table_id)
@@ -216,12 +259,13 @@ def get_table(table_id: TableId, tenant_id: TenantDep, session: SessionDep) -> T
     response_model=GameOut,
     tags=["tables"],
     summary="Deal the next round: a new game with the title of Vigo passed clockwise",
-    responses=problem_responses(401, 404, 409),
+    description="Refused (409 `round_in_progress`) until the previous round has ended.",
+    responses=problems(KEYED, IDEMPOTENT, TABLE_NOT_FOUND, ROUND_IN_PROGRESS),
 )
 def deal_round(
     table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
-) -> JSONResponse:
+) -> GameOut:
     def work(session: Session) -> tuple[int, GameOut]:
         return 201, dealer.deal_round(session, runtime.keys, clock, tenant_id, table_id)
 
-    return idempotency.run(work)
+    return idempotency.run(work, GameOut)

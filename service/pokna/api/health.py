@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from pokna.api.deps import RuntimeDep, SessionDep
-from pokna.api.problems import problem_response, problem_responses
+from pokna.api.problem_docs import DATABASE_UNAVAILABLE, SCHEMA_OUT_OF_DATE, problems
+from pokna.api.problems import problem_response
 from pokna.db.backend import accepts_writes
 from pokna.db.migrate import head_revision, schema_revision
 from pokna.errors import DatabaseUnavailable
@@ -14,16 +17,30 @@ router = APIRouter(tags=["health"])
 
 
 class Health(BaseModel):
-    status: str
+    model_config = ConfigDict(json_schema_extra={"examples": [{"status": "ok"}]})
+
+    status: Literal["ok"] = Field(description="Always `ok`: the process answers.")
 
 
 class Readiness(BaseModel):
-    status: str
-    database: str
-    schema_revision: str | None
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"status": "ready", "database": "postgresql", "schema_revision": "0006"}]
+        }
+    )
+
+    status: Literal["ready"] = Field(description="Always `ready`; anything else is a 503 problem.")
+    database: Literal["sqlite", "postgresql"] = Field(description="Which database this process runs on.")
+    schema_revision: str | None = Field(description="The database's migration, which is the code's head.")
 
 
-@router.get("/healthz", response_model=Health, summary="The process is alive")
+@router.get(
+    "/healthz",
+    response_model=Health,
+    summary="The process is alive",
+    description="Liveness: answers without touching the database.",
+    responses=problems(),
+)
 def healthz() -> Health:
     return Health(status="ok")
 
@@ -32,7 +49,8 @@ def healthz() -> Health:
     "/readyz",
     response_model=Readiness,
     summary="The database is reachable and its schema is at the head migration",
-    responses=problem_responses(503),
+    description="Readiness: route traffic here only while this answers 200.",
+    responses=problems(DATABASE_UNAVAILABLE, SCHEMA_OUT_OF_DATE),
 )
 def readyz(request: Request, runtime: RuntimeDep, session: SessionDep) -> Readiness | JSONResponse:
     """A database that cannot serve (down, unreachable, out of connections) is the 503 every route

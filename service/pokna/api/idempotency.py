@@ -12,43 +12,52 @@ import hashlib
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from fastapi import Depends, Header, Request
-from fastapi.responses import JSONResponse
+from fastapi import Depends, Header, Request, Response
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
-from pokna.api.deps import SessionDep, commit_now
+from pokna.api.deps import SessionDep
 from pokna.api.encoding import json_ready
-from pokna.errors import InvalidRequest
 from pokna.idempotency.service import Attempt, KeyedRequest, run_once
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 
-Work = Callable[[Session], tuple[int, Any]]
-"""The request's effects on the session; returns the status and the answer (a pydantic model, or plain
-JSON-ready data)."""
+_KEY = r"[!-~](?:[ -~]{0,253}[!-~])?"
+IDEMPOTENCY_KEY_PATTERN = rf'^(?:{_KEY}|"{_KEY}")$'
+"""1-255 printable ASCII characters, not starting or ending with a space, optionally in double quotes:
+exactly what is accepted."""
+
+Answer = TypeVar("Answer", bound=BaseModel)
+Work = Callable[[Session], tuple[int, Answer]]
+"""The request's effects on the session; returns the status and the documented answer."""
 
 
 class Idempotency:
-    def __init__(self, session: Session, tenant_id: str, key: str | None, fingerprint: str) -> None:
+    def __init__(
+        self, session: Session, tenant_id: str, key: str | None, fingerprint: str, response: Response
+    ) -> None:
         self.session = session
         self.tenant_id = tenant_id
         self.key = key
         self.fingerprint = fingerprint
+        self.response = response
         self.interrupted_at: datetime | None = None
         """Set before the work runs: when an earlier attempt under this key began that the service
         failed to finish (`pokna.idempotency.service.Attempt`)."""
 
-    def run(self, work: Work) -> JSONResponse:
-        """Call it before anything else touches the session: under a key, the claim's commit would take
+    def run(self, work: Work[Answer], answer: type[Answer]) -> Answer:
+        """The answer, as the route's documented model: the first time as the work built it, on a replay
+        as stored, read back into the same model (so a replay is checked against the document too).
+
+        Call it before anything else touches the session: under a key, the claim's commit would take
         along whatever the route had written before."""
         if self.key is None:
-            status, body = work(self.session)
-            response = JSONResponse(json_ready(body), status_code=status)
-            commit_now(self.session)  # here, in the route's thread, rather than once more through the pool
-            return response
+            status, body = work(self.session)  # `SessionDep` commits before sending
+            self.response.status_code = status
+            return body
 
         def encoded_work(session: Session, attempt: Attempt) -> tuple[int, Any]:
             self.interrupted_at = attempt.interrupted_at
@@ -57,27 +66,22 @@ class Idempotency:
 
         request = KeyedRequest(tenant_id=self.tenant_id, key=self.key, fingerprint=self.fingerprint)
         outcome = run_once(self.session, request, encoded_work)
-        response = JSONResponse(outcome.body, status_code=outcome.status)
+        self.response.status_code = outcome.status
         if outcome.replayed:
-            response.headers[REPLAYED_HEADER] = "true"
-        return response
+            self.response.headers[REPLAYED_HEADER] = "true"
+        return answer.model_validate(outcome.body)
 
 
-def _normalize_key(raw: str | None) -> str | None:
-    if raw is None:
-        return None
-    key = raw.strip()
-    if len(key) >= 2 and key[0] == key[-1] == '"':
-        key = key[1:-1]
-    if not 1 <= len(key) <= 255 or not key.isascii() or not key.isprintable():
-        raise InvalidRequest(
-            "Idempotency-Key must be 1-255 printable ASCII characters", field="header.Idempotency-Key"
-        )
+def _unquoted(key: str | None) -> str | None:
+    """A key sent quoted (`"abc"`) is the same key as `abc`; the header's schema already checked it."""
+    if key is not None and len(key) > 2 and key[0] == key[-1] == '"':
+        return key[1:-1]
     return key
 
 
 async def get_idempotency(
     request: Request,
+    response: Response,
     session: SessionDep,
     tenant_id: TenantDep,
     idempotency_key: Annotated[
@@ -85,16 +89,19 @@ async def get_idempotency(
         Header(
             alias="Idempotency-Key",
             description="Makes the POST safe to retry: a retry with the same key and body returns the stored "
-            "response and does nothing more. Quoted or unquoted; 1-255 printable ASCII characters.",
+            "response and does nothing more. 1-255 printable ASCII characters, not starting or ending with a "
+            "space; a key sent in double quotes is the same key unquoted.",
+            pattern=IDEMPOTENCY_KEY_PATTERN,
+            examples=["order-7f3c2a"],
         ),
     ] = None,
 ) -> Idempotency:
-    key = _normalize_key(idempotency_key)
+    key = _unquoted(idempotency_key)
     # Only a keyed request is ever compared with another; FastAPI has already read (and cached) the body.
     fingerprint = (
         "" if key is None else request_fingerprint(request.method, request.url.path, await request.body())
     )
-    return Idempotency(session, tenant_id, key, fingerprint)
+    return Idempotency(session, tenant_id, key, fingerprint, response)
 
 
 def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:

@@ -21,6 +21,7 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 from sqlalchemy import Engine, event
 
 from pokna import metrics
+from pokna.api.problem_docs import problems
 from pokna.metrics import MULTIPROCESS_DIR_VARIABLE
 
 REQUEST_SECONDS = Histogram(
@@ -79,7 +80,13 @@ router = APIRouter(tags=["operations"])
     summary="Metrics for Prometheus: requests, game actions, games, ledger postings, database pool",
     description=METRICS_DESCRIPTION,
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_PLAIN_0_0_4: {"schema": {"type": "string"}}}}},
+    responses={
+        200: {
+            "description": "The Prometheus text exposition format, version 0.0.4",
+            "content": {CONTENT_TYPE_PLAIN_0_0_4: {"schema": {"type": "string"}}},
+        },
+        **problems(),
+    },
 )
 def scrape() -> Response:
     """A plain `def`: reading the workers' files is blocking I/O, so it runs in the thread pool."""

@@ -21,6 +21,8 @@ __all__ = [
 ]
 
 MAX_LIMIT = 100
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,100}$"
+"""What every `next_cursor` looks like (an id or a sequence number); anything else is refused as invalid."""
 
 
 class PageRequest(BaseModel):
@@ -35,7 +37,10 @@ async def page_request(  # no I/O: no trip through the thread pool
     limit: Limit = 20,
     starting_after: Annotated[
         str | None,
-        Query(max_length=100, description="The `next_cursor` of the previous page; omit for the first page."),
+        Query(
+            pattern=CURSOR_PATTERN,
+            description="The `next_cursor` of the previous page; omit for the first page.",
+        ),
         NoNul,
     ] = None,
 ) -> PageRequest:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
 from pokna.api.deps import SessionDep
 from pokna.api.idempotency import IdempotencyDep
-from pokna.api.problems import problem_responses
+from pokna.api.problem_docs import BAD_RAKE, IDEMPOTENT, JSON_BODY, KEYED, problems
 from pokna.api.schemas.common import RakeTermsIn
 from pokna.tenants.settings import TenantSettingsOut, set_default_rake, tenant_settings
 
@@ -31,7 +30,8 @@ class TenantSettingsUpdate(BaseModel):
     "/tenant/settings",
     response_model=TenantSettingsOut,
     summary="The tenant's settings: the default rake of new games and tables",
-    responses=problem_responses(401),
+    description="What a game or table created without its own `rake` takes: no rake until you set one.",
+    responses=problems(KEYED),
 )
 def read_settings(tenant_id: TenantDep, session: SessionDep) -> TenantSettingsOut:
     return tenant_settings(session, tenant_id)
@@ -41,12 +41,14 @@ def read_settings(tenant_id: TenantDep, session: SessionDep) -> TenantSettingsOu
     "/tenant/settings",
     response_model=TenantSettingsOut,
     summary="Set the default rake of new games and tables (a game's own terms never change)",
-    responses=problem_responses(401, 409, 422),
+    description="Games and tables created from now on without their own `rake` take these terms; the terms "
+    "of existing games are signed in their commitment and never change.",
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, BAD_RAKE),
 )
 def update_settings(
     body: TenantSettingsUpdate, tenant_id: TenantDep, idempotency: IdempotencyDep
-) -> JSONResponse:
+) -> TenantSettingsOut:
     def work(session: Session) -> tuple[int, TenantSettingsOut]:
         return 200, set_default_rake(session, tenant_id, bps=body.rake.bps, cap=body.rake.cap)
 
-    return idempotency.run(work)
+    return idempotency.run(work, TenantSettingsOut)

@@ -6,14 +6,24 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
-from pokna.api.problems import problem_responses
+from pokna.api.problem_docs import (
+    BAD_CURSOR,
+    DELIVERY_IN_FLIGHT,
+    DELIVERY_NOT_FOUND,
+    ENDPOINT_NOT_FOUND,
+    IDEMPOTENT,
+    JSON_BODY,
+    KEYED,
+    UNSAFE_WEBHOOK_URL,
+    VALIDATION,
+    problems,
+)
 from pokna.api.schemas.common import NoNul
 from pokna.api.schemas.webhooks import WebhookEndpointCreate, WebhookEndpointUpdate
 from pokna.db.types import utc_now
@@ -39,11 +49,11 @@ DeliveryId = Annotated[str, Path(max_length=40, description="The delivery's id (
     summary="Create a webhook endpoint; its signing secret is in this answer only",
     description="Events of the chosen types are POSTed to the URL, signed per Standard Webhooks "
     "(`webhook-id`, `webhook-timestamp`, `webhook-signature`). Keep the `secret`: it is never shown again.",
-    responses=problem_responses(401, 409, 422),
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, UNSAFE_WEBHOOK_URL),
 )
 def create_endpoint(
     body: WebhookEndpointCreate, runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep
-) -> JSONResponse:
+) -> WebhookEndpointSecretOut:
     draft = webhooks.NewEndpoint(url=body.url, event_types=body.event_types, description=body.description)
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
 
@@ -51,14 +61,15 @@ def create_endpoint(
         seed_key = runtime.keys.seed_key
         return 201, webhooks.create_endpoint(session, seed_key, policy, utc_now(), tenant_id, draft)
 
-    return idempotency.run(work)
+    return idempotency.run(work, WebhookEndpointSecretOut)
 
 
 @router.get(
     "/endpoints",
     response_model=Page[WebhookEndpointOut],
     summary="The tenant's webhook endpoints",
-    responses=problem_responses(401, 422),
+    description="Newest first, a page at a time; the secrets are never shown again.",
+    responses=problems(KEYED, VALIDATION, BAD_CURSOR),
 )
 def list_endpoints(page: PageDep, tenant_id: TenantDep, session: SessionDep) -> Page[WebhookEndpointOut]:
     return webhooks.list_endpoints(session, tenant_id, limit=page.limit, starting_after=page.starting_after)
@@ -68,7 +79,8 @@ def list_endpoints(page: PageDep, tenant_id: TenantDep, session: SessionDep) -> 
     "/endpoints/{endpoint_id}",
     response_model=WebhookEndpointOut,
     summary="One webhook endpoint (never its secret)",
-    responses=problem_responses(401, 404),
+    description="Its URL, event types, whether it is enabled, and when its previous secret stops signing.",
+    responses=problems(KEYED, VALIDATION, ENDPOINT_NOT_FOUND),
 )
 def get_endpoint(endpoint_id: EndpointId, tenant_id: TenantDep, session: SessionDep) -> WebhookEndpointOut:
     return webhooks.get_endpoint(session, tenant_id, endpoint_id)
@@ -80,7 +92,7 @@ def get_endpoint(endpoint_id: EndpointId, tenant_id: TenantDep, session: Session
     summary="Change an endpoint's URL, event types or description, or disable / enable it",
     description="A disabled endpoint gets no deliveries for new events and sends none; enabled again, its "
     "pending deliveries resume in order.",
-    responses=problem_responses(401, 404, 409, 422),
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ENDPOINT_NOT_FOUND, UNSAFE_WEBHOOK_URL),
 )
 def update_endpoint(
     endpoint_id: EndpointId,
@@ -88,7 +100,7 @@ def update_endpoint(
     runtime: RuntimeDep,
     tenant_id: TenantDep,
     idempotency: IdempotencyDep,
-) -> JSONResponse:
+) -> WebhookEndpointOut:
     change = webhooks.EndpointChange(
         url=body.url, event_types=body.event_types, description=body.description, enabled=body.enabled
     )
@@ -97,22 +109,23 @@ def update_endpoint(
     def work(session: Session) -> tuple[int, WebhookEndpointOut]:
         return 200, webhooks.update_endpoint(session, policy, utc_now(), tenant_id, endpoint_id, change)
 
-    return idempotency.run(work)
+    return idempotency.run(work, WebhookEndpointOut)
 
 
 @router.delete(
     "/endpoints/{endpoint_id}",
     response_model=WebhookEndpointDeletedOut,
     summary="Delete an endpoint and its deliveries",
-    responses=problem_responses(401, 404, 409, 422),
+    description="Nothing more is sent to it, including deliveries still pending; the events stay recorded.",
+    responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND),
 )
 def delete_endpoint(
     endpoint_id: EndpointId, tenant_id: TenantDep, idempotency: IdempotencyDep
-) -> JSONResponse:
+) -> WebhookEndpointDeletedOut:
     def work(session: Session) -> tuple[int, WebhookEndpointDeletedOut]:
         return 200, webhooks.delete_endpoint(session, tenant_id, endpoint_id)
 
-    return idempotency.run(work)
+    return idempotency.run(work, WebhookEndpointDeletedOut)
 
 
 @router.post(
@@ -121,25 +134,27 @@ def delete_endpoint(
     summary="Rotate the signing secret; the previous one keeps signing for an overlap",
     description="The new secret is in this answer only. Until `previous_secret_expires_at` every message "
     "carries two signatures (new and previous), so receivers can switch without missing one.",
-    responses=problem_responses(401, 404, 409, 422),
+    responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND),
 )
 def rotate_secret(
     endpoint_id: EndpointId, runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep
-) -> JSONResponse:
+) -> WebhookEndpointSecretOut:
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
 
     def work(session: Session) -> tuple[int, WebhookEndpointSecretOut]:
         seed_key = runtime.keys.seed_key
         return 200, webhooks.rotate_secret(session, seed_key, policy, utc_now(), tenant_id, endpoint_id)
 
-    return idempotency.run(work)
+    return idempotency.run(work, WebhookEndpointSecretOut)
 
 
 @router.get(
     "/endpoints/{endpoint_id}/deliveries",
     response_model=Page[WebhookDeliveryOut],
     summary="An endpoint's deliveries, newest first: status, attempts, last status code and timing",
-    responses=problem_responses(401, 404, 422),
+    description="One delivery per event sent to this endpoint: `pending` (waiting for its next attempt), `delivered` "
+    "or `failed` (retries exhausted); the receiver's answer is never shown beyond its status code.",
+    responses=problems(KEYED, VALIDATION, ENDPOINT_NOT_FOUND, BAD_CURSOR),
 )
 def list_deliveries(
     endpoint_id: EndpointId,
@@ -157,12 +172,14 @@ def list_deliveries(
     "/endpoints/{endpoint_id}/deliveries/{delivery_id}/retry",
     response_model=WebhookDeliveryOut,
     summary="Try a delivery once more, now (a failed one, or a delivered one to send it again)",
-    responses=problem_responses(401, 404, 409, 422),
+    description="The delivery becomes pending with its next attempt due now; the worker sends it with the same "
+    "`webhook-id`.",
+    responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND, DELIVERY_NOT_FOUND, DELIVERY_IN_FLIGHT),
 )
 def retry_delivery(
     endpoint_id: EndpointId, delivery_id: DeliveryId, tenant_id: TenantDep, idempotency: IdempotencyDep
-) -> JSONResponse:
+) -> WebhookDeliveryOut:
     def work(session: Session) -> tuple[int, WebhookDeliveryOut]:
         return 200, webhooks.retry_delivery(session, utc_now(), tenant_id, endpoint_id, delivery_id)
 
-    return idempotency.run(work)
+    return idempotency.run(work, WebhookDeliveryOut)

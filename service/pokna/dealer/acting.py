@@ -3,9 +3,10 @@ then applied as one rules step under the game's lock (or, before the start, a cl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -53,15 +54,42 @@ def _act(
     session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
 ) -> GameActionOut:
     game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
-    apply_passed_deadlines(session, keys, clock.for_deadlines(), game, seats, balances)
+    timed_out = apply_passed_deadlines(session, keys, clock.for_deadlines(), game, seats, balances)
+    try:
+        return _act_now(session, keys, clock, game, seats, balances, request)
+    except PoknaError as refusal:
+        if timed_out:
+            _say_it_timed_out(refusal, timed_out)
+        raise
+
+
+def _say_it_timed_out(refusal: PoknaError, timed_out: list[dict[str, Any]]) -> None:
+    """A refusal that follows a passed deadline says so first: the client acted on a turn that was gone."""
+    what = "; ".join(
+        f"{entry['applied']} for {', '.join(entry['account_ids']) or 'the game'} at {entry['deadline_at']}"
+        for entry in timed_out
+    )
+    refusal.detail = f"the turn timed out before this action (applied: {what}); {refusal.detail}"
+    refusal.extensions["timed_out"] = timed_out
+
+
+def _act_now(
+    session: Session,
+    keys: ServiceKeys,
+    clock: Clock,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: dict[str, int],
+    request: PlayerAction,
+) -> GameActionOut:
     if request.expected_version is not None and request.expected_version != game.version:
         raise VersionConflict(
             f"expected version {request.expected_version}, the game is at {game.version}",
-            game=game_out(game, seats),
+            game=game_out(game, seats, balances),
         )
     rolls: list[ActionRollOut] = []
     if request.type == SET_CLIENT_SEED:
-        _set_client_seed(session, game, seats, request, clock.now)
+        _set_client_seed(session, game, seats, balances, request, clock.now)
     else:
         action = _to_engine_action(request, seats)
         result = apply_step(session, keys, clock, game, seats, balances, action, clock.now)
@@ -78,7 +106,7 @@ def _act(
             for event in result.events
             if isinstance(event, Rolled)
         ]
-    return GameActionOut(**dict(game_out(game, seats)), rolls=rolls)
+    return GameActionOut(**dict(game_out(game, seats, balances)), rolls=rolls)
 
 
 def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
@@ -115,11 +143,16 @@ def _to_engine_action(request: PlayerAction, seats: Sequence[SeatRecord]) -> Act
 
 
 def _set_client_seed(
-    session: Session, game: GameRecord, seats: Sequence[SeatRecord], request: PlayerAction, now: datetime
+    session: Session,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: Mapping[str, int],
+    request: PlayerAction,
+    now: datetime,
 ) -> None:
     if game.status != "open":
         raise ClientSeedLocked(
-            "client seeds can be set only before the game starts", game=game_out(game, seats)
+            "client seeds can be set only before the game starts", game=game_out(game, seats, balances)
         )
     if (problem := client_seed_problem(request.client_seed)) is not None:
         raise InvalidRequest(problem, field="body.client_seed")

@@ -8,7 +8,7 @@ is the turn the API shows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -33,7 +33,9 @@ from pokna.outbox.events import (
 )
 
 
-def announce_created(session: Session, game: GameRecord, seats: Sequence[SeatRecord]) -> None:
+def announce_created(
+    session: Session, game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int]
+) -> None:
     assert game.turn_deadline_at is not None  # an open game waits for its start until then
     data = GameCreatedData(
         game_id=game.id,
@@ -46,20 +48,22 @@ def announce_created(session: Session, game: GameRecord, seats: Sequence[SeatRec
         start_deadline_at=game.turn_deadline_at,
     )
     outbox.record(session, game.tenant_id, game.id, GameCreated(timestamp=game.created_at, data=data))
-    _announce_turn(session, game, seats, game.created_at)
+    _announce_turn(session, game, seats, balances, game.created_at)
 
 
 def announce_step(
     session: Session,
     game: GameRecord,
     seats: Sequence[SeatRecord],
+    balances: Mapping[str, int],
     before: GameState,
     after: GameState,
     action: Action,
     moment: datetime,
 ) -> None:
     """The events of one rules step, in the order a watcher would tell them: a timeout, the start, then
-    either the ending or the next turn."""
+    either the ending or the next turn. `balances` are the seats' wallets after the step: what the next
+    turn offers depends on them."""
     if isinstance(action, Timeout):
         waited = turn(before)
         data = GameTurnTimedOutData(
@@ -75,13 +79,19 @@ def announce_step(
         started = GameStartedData(game_id=game.id, version=game.version, pot=after.pot, started_at=moment)
         outbox.record(session, game.tenant_id, game.id, GameStarted(timestamp=moment, data=started))
     if after.is_over:
-        _announce_end(session, game, seats, moment)
+        _announce_end(session, game, seats, balances, moment)
     else:
-        _announce_turn(session, game, seats, moment)
+        _announce_turn(session, game, seats, balances, moment)
 
 
-def _announce_turn(session: Session, game: GameRecord, seats: Sequence[SeatRecord], moment: datetime) -> None:
-    shown = game_out(game, seats)
+def _announce_turn(
+    session: Session,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: Mapping[str, int],
+    moment: datetime,
+) -> None:
+    shown = game_out(game, seats, balances)
     assert shown.turn is not None
     data = GameTurnData(
         game_id=game.id,
@@ -96,8 +106,14 @@ def _announce_turn(session: Session, game: GameRecord, seats: Sequence[SeatRecor
     outbox.record(session, game.tenant_id, game.id, GameTurn(timestamp=moment, data=data))
 
 
-def _announce_end(session: Session, game: GameRecord, seats: Sequence[SeatRecord], moment: datetime) -> None:
-    shown = game_out(game, seats)
+def _announce_end(
+    session: Session,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: Mapping[str, int],
+    moment: datetime,
+) -> None:
+    shown = game_out(game, seats, balances)
     assert shown.outcome is not None
     assert game.ended_at is not None
     data = GameEndedData(

@@ -54,7 +54,7 @@ def create_game(
     account_ids = [terms.vigo_account_id, *terms.player_account_ids]
     fields = ["body.vigo_account_id"]
     fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
-    check_seating(session, tenant_id, account_ids, terms.currency, fields)
+    balances = check_seating(session, tenant_id, account_ids, terms.currency, fields)
     rake = rake_terms_for(session, tenant_id, terms.rake)
     config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
     game_id = new_id("game")
@@ -102,14 +102,15 @@ def create_game(
     seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
     events = number_events(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
     game_store(session).insert_game(session, game, seats, events)
-    announce_created(session, game, seats)
-    return game_out(game, seats)
+    announce_created(session, game, seats, balances)
+    return game_out(game, seats, balances)
 
 
 def check_seating(
     session: Session, tenant_id: str, account_ids: list[str], currency: str, fields: list[str]
-) -> None:
-    """Each seat a distinct player wallet of this tenant, in the game's currency; `fields` name them."""
+) -> dict[str, int]:
+    """Each seat a distinct player wallet of this tenant, in the game's currency; `fields` name them.
+    The wallets' balances, by account id."""
     seen: dict[str, str] = {}
     for field, account_id in zip(fields, account_ids, strict=True):
         if account_id in seen:
@@ -129,6 +130,7 @@ def check_seating(
                 f"account {account_id} holds {account.currency}, the game is played in {currency}",
                 field=field,
             )
+    return {account_id: account.balance for account_id, account in accounts.items()}
 
 
 def _rfc3339(moment: datetime) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -16,6 +17,7 @@ from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.stepping import apply_step
 from pokna.dealer.store import game_store
 from pokna.game import Timeout
+from pokna.game.events import TimedOut
 from pokna.service_keys import ServiceKeys
 
 
@@ -56,7 +58,7 @@ def apply_due_timeouts(
     if not _passed(store.turn_deadline(session, tenant_id, game_id), clock):
         return 0  # the common case: no lock taken, nothing written
     game, seats, balances = store.lock_game_and_seats(session, tenant_id, game_id)
-    return apply_passed_deadlines(session, keys, clock, game, seats, balances)
+    return len(apply_passed_deadlines(session, keys, clock, game, seats, balances))
 
 
 def caught_up(
@@ -81,12 +83,23 @@ def apply_passed_deadlines(
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: dict[str, int],
-) -> int:
-    """Under the game's lock: each passed deadline's default action, stamped at that deadline."""
-    applied = 0
+) -> list[dict[str, Any]]:
+    """Under the game's lock: each passed deadline's default action, stamped at that deadline. What was
+    applied, one entry per deadline: when, in which phase, on behalf of which seats, and which action."""
+    applied: list[dict[str, Any]] = []
     while game.turn_deadline_at is not None and game.turn_deadline_at <= clock.now:
-        apply_step(session, keys, clock, game, seats, balances, Timeout(), game.turn_deadline_at)
-        applied += 1
+        deadline = game.turn_deadline_at
+        result = apply_step(session, keys, clock, game, seats, balances, Timeout(), deadline)
+        for event in result.events:
+            if isinstance(event, TimedOut):
+                applied.append(
+                    {
+                        "deadline_at": deadline.isoformat().replace("+00:00", "Z"),
+                        "phase": event.phase.value,
+                        "account_ids": [seats[seat].account_id for seat in event.seats],
+                        "applied": event.default_action,
+                    }
+                )
     return applied
 
 

@@ -4,11 +4,29 @@ from __future__ import annotations
 
 from pokna.dealer.schemas import GameOut
 from pokna.errors import Conflict, PoknaError
-from pokna.game import GameError
+from pokna.game import (
+    AlreadyVoted,
+    CannotPay,
+    ChallengeUnaffordable,
+    GameError,
+    GameOver,
+    InvalidConfig,
+    InvalidRoll,
+    InvalidVote,
+    NotYourTurn,
+    UnknownSeat,
+    WrongPhase,
+)
 
 # Refusals caused by the game having moved on (or never being there) are conflicts with its current state;
 # refusals of the request itself are unprocessable.
-_UNPROCESSABLE = {"unknown_seat", "invalid_vote", "invalid_roll", "invalid_config"}
+_UNPROCESSABLE = {UnknownSeat.code, InvalidVote.code, InvalidRoll.code, InvalidConfig.code}
+_CONFLICTS = (WrongPhase, NotYourTurn, AlreadyVoted, GameOver, CannotPay, ChallengeUnaffordable)
+REFUSAL_STATUS: dict[str, int] = {
+    **{error.code: 409 for error in _CONFLICTS},
+    **{code: 422 for code in _UNPROCESSABLE},
+}
+"""The HTTP status of each refusal of the rules, by its code (what the OpenAPI document lists)."""
 
 
 class ActionRefused(PoknaError):
@@ -18,7 +36,7 @@ class ActionRefused(PoknaError):
     def __init__(self, error: GameError, game: GameOut) -> None:
         super().__init__(error.message, **{**error.details, "game": game})
         self.code = error.code
-        self.status = 422 if error.code in _UNPROCESSABLE else 409
+        self.status = REFUSAL_STATUS.get(error.code, 409)
 
 
 class VersionConflict(Conflict):

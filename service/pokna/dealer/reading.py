@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from pokna import ledger
 from pokna.dealer.deadlines import Clock, caught_up
 from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut
 from pokna.dealer.store import game_store
@@ -20,7 +21,10 @@ from pokna.service_keys import ServiceKeys
 
 def read_game(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str) -> GameOut:
     game, seats = caught_up(session, keys, clock, tenant_id, game_id)
-    return game_out(game, seats if seats is not None else game_store(session).seats_of(session, game.id))
+    if seats is None:
+        seats = game_store(session).seats_of(session, game.id)
+    wallets = ledger.account_summaries(session, tenant_id, [seat.account_id for seat in seats])
+    return game_out(game, seats, {account_id: wallet.balance for account_id, wallet in wallets.items()})
 
 
 def game_events(

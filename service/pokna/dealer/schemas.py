@@ -8,12 +8,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pokna.game import Phase
+
 
 class SeatOut(BaseModel):
     seat: int
     account_id: str
     role: Literal["vigo", "player"]
-    status: Literal["vigo", "in_favor", "eliminated"]
+    status: Literal["vigo", "to_roll", "in_favor", "eliminated"] = Field(
+        description="`to_roll`: a player who has not rolled yet in this pass (or before the start); "
+        "`in_favor`: rolled the favor's color in this pass; `eliminated`: out of this game."
+    )
     voted: bool
     paid_in: int
     paid_out: int
@@ -24,11 +29,13 @@ class SeatOut(BaseModel):
 class TurnOut(BaseModel):
     seats: list[int] = Field(description="Seats that must act now (several while votes are awaited).")
     account_ids: list[str]
-    allowed_actions: list[str] = Field(description="Action `type`s accepted now.")
-    default_action: str | None = Field(
+    allowed_actions: list[
+        Literal["set_client_seed", "start", "roll", "claim", "challenge", "vote", "cancel"]
+    ] = Field(description="Action `type`s the rules accept now from these seats (with their balances now).")
+    default_action: Literal["cancel", "roll", "claim", "split"] | None = Field(
         description="What happens at the deadline: cancel, roll, claim or split."
     )
-    deadline_at: datetime | None
+    deadline_at: datetime | None = Field(description="When `default_action` applies (RFC 3339, UTC).")
 
 
 class PayoutOut(BaseModel):
@@ -38,9 +45,9 @@ class PayoutOut(BaseModel):
 
 
 class OutcomeOut(BaseModel):
-    reason: str = Field(
-        description="no_survivors, claimed, challenge_won, challenge_lost, split, vigo_bust or cancelled."
-    )
+    reason: Literal[
+        "no_survivors", "claimed", "challenge_won", "challenge_lost", "split", "vigo_bust", "cancelled"
+    ] = Field(description="How the game ended.")
     payouts: list[PayoutOut]
 
 
@@ -76,7 +83,7 @@ class GameOut(BaseModel):
     id: str
     object: Literal["game"]
     status: Literal["open", "in_progress", "settled", "cancelled"]
-    phase: str
+    phase: Phase = Field(description="Where the game is in the rules (docs/rules.md).")
     table_id: str | None
     round_number: int | None
     currency: str
@@ -137,19 +144,74 @@ class GameActionOut(GameOut):
     rolls: list[ActionRollOut]
 
 
+EventKindOut = Literal[
+    "game_created",
+    "client_seed_set",
+    "action",
+    "money_moved",
+    "game_started",
+    "anted",
+    "rolled",
+    "pass_started",
+    "eliminated",
+    "pass_ended",
+    "vigo_contributed",
+    "vigo_bust",
+    "voted",
+    "vote_decided",
+    "claimed",
+    "challenged",
+    "challenge_staked",
+    "settled",
+    "cancelled",
+    "timed_out",
+    "raked",
+]
+
+
 class GameEventOut(BaseModel):
-    seq: int
-    kind: str
-    data: dict[str, Any]
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "seq": 7,
+                    "kind": "rolled",
+                    "data": {
+                        "kind": "rolled",
+                        "nonce": 1,
+                        "seat": 1,
+                        "purpose": "seek",
+                        "face": 2,
+                        "color": "red",
+                        "favor": "red",
+                        "in_favor": True,
+                    },
+                    "occurred_at": "2026-12-01T12:00:05.123456Z",
+                }
+            ]
+        }
+    )
+
+    seq: int = Field(description="The event's number in the game, from 1, without gaps.")
+    kind: EventKindOut = Field(
+        description="`action` records a request as decided, `money_moved` a posting; the others are the "
+        "rules' events (docs/rules.md)."
+    )
+    data: dict[str, Any] = Field(description="The event's fields, as the rules or the ledger recorded them.")
     occurred_at: datetime
 
 
 class TableRoundOut(BaseModel):
     round_number: int | None
     game_id: str
-    status: str
+    status: Literal["open", "in_progress", "settled", "cancelled"]
     vigo_account_id: str
-    outcome: str | None
+    outcome: (
+        Literal[
+            "no_survivors", "claimed", "challenge_won", "challenge_lost", "split", "vigo_bust", "cancelled"
+        ]
+        | None
+    ) = Field(description="How the round ended; null while it runs.")
 
 
 class TableTotalOut(BaseModel):
@@ -222,45 +284,6 @@ class LinkClientSeedOut(BaseModel):
 
 class FairnessLinkOut(BaseModel):
     """What a game's public fairness link serves, with no API key: nothing of the tenant beyond this game."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "object": "fairness_link",
-                    "game_id": "game_6f1d0c0e5b2a4f0f9b8c7d6e5f4a3b2c",
-                    "status": "in_progress",
-                    "revealed": False,
-                    "commitment": {
-                        "document": "commitment_receipt",
-                        "protocol": "pokna-hmac-sha256-v1",
-                        "game_id": "game_6f1d0c0e5b2a4f0f9b8c7d6e5f4a3b2c",
-                        "server_seed_hash": "861e71aae3914702057bf23c67148ff7bf08956965cd1b6f3d48792fa5875587",
-                        "created_at": "2026-12-01T12:00:00.000000Z",
-                        "game": {"stake": 10, "challenge_raise": 10, "seats": []},
-                        "key_id": "ed25519:24f6ed6acbfe1009",
-                        "signature": "IZgv9mg50J6nnSEs6K7nouibXff54pM_U7rQRuxRnDeDTv8gXt9_Q2GHlLOvu7-UYSwPttKo4cVLd134K1H8Aw",
-                    },
-                    "client_seeds": [
-                        {
-                            "seat": 0,
-                            "account_id": "acct_vigo",
-                            "client_seed": "vigo-seed",
-                            "source": "server",
-                        },
-                        {
-                            "seat": 1,
-                            "account_id": "acct_han",
-                            "client_seed": "never-tell-me-the-odds",
-                            "source": "player",
-                        },
-                    ],
-                    "proof": None,
-                    "keys_url": "/v1/fairness/keys",
-                }
-            ]
-        }
-    )
 
     object: Literal["fairness_link"]
     game_id: str

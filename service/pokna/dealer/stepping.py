@@ -80,7 +80,7 @@ def apply_step(
         try:
             return by_seat, step(state, action, balances=by_seat, roll_face=roll_face)
         except GameError as error:
-            raise ActionRefused(error, game_out(game, seats)) from error
+            raise ActionRefused(error, game_out(game, seats, held)) from error
 
     # The rules run on balances read without a lock. A step that moves money posts with those balances
     # as expected: the ledger locks its head and the wallets in one round trip, and if a balance moved
@@ -135,7 +135,7 @@ def apply_step(
     store.save_step(
         session, game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded
     )
-    announce_step(session, game, seats, state, result.state, action, moment)
+    announce_step(session, game, seats, balances, state, result.state, action, moment)
     return result
 
 

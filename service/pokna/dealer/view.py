@@ -3,7 +3,7 @@ the documented answer (pokna.dealer.schemas), from the records the store returne
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pokna.dealer.links import link_path, verify_page_path
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
@@ -22,9 +22,10 @@ from pokna.dealer.schemas import (
 )
 from pokna.fairness.proof_replay import outcome_to_json
 from pokna.fairness.protocol import PROTOCOL
-from pokna.game import VIGO_SEAT, GameState, Phase, state_from_dict, turn
+from pokna.game import VIGO_SEAT, GameState, Phase, SeatStatus, allowed_actions, state_from_dict, turn
 
 SET_CLIENT_SEED = "set_client_seed"
+TO_ROLL = "to_roll"
 
 
 def status_of(state: GameState) -> str:
@@ -37,11 +38,23 @@ def status_of(state: GameState) -> str:
     return "in_progress"
 
 
-def game_out(game: GameRecord, seats: Sequence[SeatRecord]) -> GameOut:
+def seat_status(state: GameState, seat: int) -> str:
+    """`in_favor` only for a player who rolled in favor in this pass (or passed every pass so far once the
+    rolling is over): before the start and while it still has to roll this pass, a player is `to_roll`."""
+    status = state.statuses[seat]
+    if status is not SeatStatus.IN_FAVOR:
+        return status.value
+    if state.phase is Phase.OPEN or (state.phase is Phase.SEEKING and seat in state.to_roll):
+        return TO_ROLL
+    return status.value
+
+
+def game_out(game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int]) -> GameOut:
+    """`balances` (by account id) are the seats' wallets now: what the turn offers depends on them."""
     state = state_from_dict(game.state)
     account_of = {seat.seat: seat.account_id for seat in seats}
     now = turn(state)
-    allowed = list(now.allowed)
+    allowed = list(allowed_actions(state, {seat.seat: balances.get(seat.account_id, 0) for seat in seats}))
     if state.phase is Phase.OPEN:
         allowed.insert(0, SET_CLIENT_SEED)
     outcome = None
@@ -76,7 +89,7 @@ def game_out(game: GameRecord, seats: Sequence[SeatRecord]) -> GameOut:
                 seat=seat.seat,
                 account_id=seat.account_id,
                 role="vigo" if seat.seat == VIGO_SEAT else "player",
-                status=state.statuses[seat.seat].value,
+                status=seat_status(state, seat.seat),
                 voted=state.voted(seat.seat),
                 paid_in=state.paid_in[seat.seat],
                 paid_out=state.paid_out[seat.seat],

@@ -53,7 +53,7 @@ from pokna.game.snapshot import state_from_dict, state_to_dict
 from pokna.game.split import split_pot
 from pokna.game.table import game_seat_of, round_seating, vigo_position
 from pokna.game.transfers import POT, REVENUE, Party, Pot, Revenue, Transfer, TransferKind
-from pokna.game.turn import Turn, turn
+from pokna.game.turn import Turn, allowed_actions, refusal_for_funds, turn
 
 __all__ = [
     "POT",
@@ -104,10 +104,12 @@ __all__ = [
     "WrongPhase",
     "action_from_dict",
     "action_to_dict",
+    "allowed_actions",
     "color_of",
     "faces_rolled",
     "game_seat_of",
     "new_game",
+    "refusal_for_funds",
     "replay",
     "replay_steps",
     "round_seating",

@@ -16,7 +16,6 @@ from pokna.game.cube import FACES, Color, color_of
 from pokna.game.errors import (
     AlreadyVoted,
     CannotPay,
-    ChallengeUnaffordable,
     GameOver,
     InvalidRoll,
     InvalidVote,
@@ -57,7 +56,7 @@ from pokna.game.model import (
 )
 from pokna.game.split import split_pot
 from pokna.game.transfers import POT, REVENUE, Transfer, TransferKind
-from pokna.game.turn import turn
+from pokna.game.turn import refusal_for_funds, turn
 
 RollFace = Callable[[int], int]
 
@@ -71,7 +70,7 @@ class StepResult:
 
 def step(state: GameState, action: Action, *, balances: Mapping[int, int], roll_face: RollFace) -> StepResult:
     """Apply one action. `balances` is each seat's spendable balance now; a missing seat counts as 0."""
-    _refuse_if_illegal(state, action)
+    _refuse_if_illegal(state, action, balances)
     play = _Play(state, balances, roll_face)
     match action:
         case Start():
@@ -91,7 +90,7 @@ def step(state: GameState, action: Action, *, balances: Mapping[int, int], roll_
     return StepResult(play.state, tuple(play.events), tuple(play.transfers))
 
 
-def _refuse_if_illegal(state: GameState, action: Action) -> None:
+def _refuse_if_illegal(state: GameState, action: Action, balances: Mapping[int, int]) -> None:
     if state.is_over:
         raise GameOver(state.phase)
     if isinstance(action, Timeout):
@@ -112,6 +111,8 @@ def _refuse_if_illegal(state: GameState, action: Action) -> None:
         if isinstance(action, Vote) and state.voted(seat):
             raise AlreadyVoted(seat)
         raise NotYourTurn(seat, now.seats)
+    if (refusal := refusal_for_funds(state, action.name, balances)) is not None:
+        raise refusal
 
 
 class _Play:
@@ -209,9 +210,6 @@ class _Play:
 
 def _start(play: _Play) -> None:
     config = play.state.config
-    short = tuple(seat for seat in config.players if not play.can_pay(seat, config.stake))
-    if short:
-        raise CannotPay(short, config.stake)
     play.emit(GameStarted(config.stake, config.challenge_raise, config.player_count))
     favor = play.roll(VIGO_SEAT, RollPurpose.FAVOR).color
     play.update(favor=favor)
@@ -280,8 +278,6 @@ def _claim(play: _Play, seat: int) -> None:
 
 def _challenge(play: _Play, seat: int) -> None:
     raise_amount = play.state.config.challenge_raise
-    if not play.can_pay(seat, raise_amount):
-        raise ChallengeUnaffordable(seat, raise_amount)
     play.emit(Challenged(seat))
     if not play.can_pay(VIGO_SEAT, raise_amount):
         play.emit(VigoBust(raise_amount, (seat,)))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pokna.game.actions import ActionName
+from pokna.game.errors import CannotPay, ChallengeUnaffordable, GameError
 from pokna.game.model import VIGO_SEAT, GameState, Phase
 
 DEFAULT_CANCEL = "cancel"
@@ -48,3 +50,23 @@ def turn(state: GameState) -> Turn:
 
 def _challenger(state: GameState) -> tuple[int, ...]:
     return () if state.challenger is None else (state.challenger,)
+
+
+def refusal_for_funds(state: GameState, action: str, balances: Mapping[int, int]) -> GameError | None:
+    """Why `step` would refuse `action` now for want of money (None if it would not): the one check both
+    `step` and `allowed_actions` make, so that what is offered is what is accepted. `balances` is each
+    seat's spendable balance; a missing seat counts as 0."""
+    config = state.config
+    if action == ActionName.START.value:
+        short = tuple(seat for seat in config.players if balances.get(seat, 0) < config.stake)
+        return CannotPay(short, config.stake) if short else None
+    challenger = state.challenger
+    if action == ActionName.CHALLENGE.value and challenger is not None:
+        affordable = balances.get(challenger, 0) >= config.challenge_raise
+        return None if affordable else ChallengeUnaffordable(challenger, config.challenge_raise)
+    return None
+
+
+def allowed_actions(state: GameState, balances: Mapping[int, int]) -> tuple[str, ...]:
+    """The actions `step` accepts now from the seats whose turn it is, given their balances."""
+    return tuple(name for name in turn(state).allowed if refusal_for_funds(state, name, balances) is None)

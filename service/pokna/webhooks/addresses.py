@@ -34,7 +34,10 @@ class UrlPolicy:
 
 def check_url_form(url: str, policy: UrlPolicy) -> str:
     """The URL's host, if its form is acceptable (no resolution: for saving an endpoint quickly)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced `[` of an IPv6 host, say
+        raise UnsafeUrl("the URL is malformed") from None
     allowed = ("https",) if policy.https_only else ("https", "http")
     if parts.scheme not in allowed:
         raise UnsafeUrl(f"the URL must be {' or '.join(allowed)}")

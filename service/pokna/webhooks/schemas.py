@@ -18,7 +18,7 @@ _ENDPOINT_EXAMPLE: dict[str, Any] = {
     "description": "turns and settlements for the lobby",
     "event_types": ["game.turn", "game.settled"],
     "enabled": True,
-    "previous_secret_expires_at": None,
+    "previous_secret_expires_at": "2026-12-02T14:00:00Z",
     "created_at": "2026-12-01T14:00:00Z",
     "updated_at": "2026-12-01T14:00:00Z",
 }

@@ -13,7 +13,15 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from pokna.api.schemas.common import Amount, Currency, NoNul
-from pokna.ledger import AccountEntry, Checkpoint, PostedTransaction, TrialBalance, checkpoint_document
+from pokna.ledger import (
+    AccountEntry,
+    AccountKind,
+    Checkpoint,
+    PostedTransaction,
+    TransactionKind,
+    TrialBalance,
+    checkpoint_document,
+)
 from pokna.paging import Page
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=200), NoNul]
@@ -54,7 +62,7 @@ class AccountOut(BaseModel):
                     "external_id": "han",
                     "currency": "CREDIT",
                     "balance": 90,
-                    "created_at": "2026-11-29T23:13:18.768380+00:00",
+                    "created_at": "2026-11-29T23:13:18.768380Z",
                 }
             ]
         }
@@ -62,7 +70,7 @@ class AccountOut(BaseModel):
 
     id: str
     object: Literal["account"]
-    kind: str = Field(description="player_wallet, game_pot, house or external_funding.")
+    kind: AccountKind = Field(description="What the account is for.")
     external_id: str | None
     currency: str
     balance: int = Field(description="Minor units; never below zero for wallets and pots.")
@@ -122,7 +130,7 @@ class JournalTransactionOut(BaseModel):
                     ],
                     "prev_hash": "0" * 64,
                     "hash": "34136affb4d34210084b7fc3459f696170ad88cdc38cdb55c00a5b6169606f25",
-                    "created_at": "2026-11-29T23:13:18.768380+00:00",
+                    "created_at": "2026-11-29T23:13:18.768380Z",
                     "balance": 100,
                 }
             ]
@@ -132,7 +140,7 @@ class JournalTransactionOut(BaseModel):
     id: str
     object: Literal["journal_transaction"]
     seq: int = Field(description="Per-tenant sequence number, gap-free.")
-    kind: str
+    kind: TransactionKind = Field(description="What moved the money.")
     reference: str | None
     metadata: dict[str, Any]
     postings: list[PostingOut]
@@ -166,7 +174,7 @@ class JournalTransactionOut(BaseModel):
 class AccountEntryOut(BaseModel):
     transaction_id: str
     seq: int
-    kind: str
+    kind: TransactionKind = Field(description="What moved the money.")
     reference: str | None
     amount: int = Field(description="Signed: what this transaction did to this account.")
     currency: str
@@ -194,7 +202,7 @@ class AccountEntryOut(BaseModel):
 
 class TrialBalanceLine(BaseModel):
     account_id: str
-    kind: str
+    kind: AccountKind = Field(description="What the account is for.")
     external_id: str | None
     balance: int
 

@@ -33,8 +33,8 @@ AccountId = Annotated[
 ]
 Currency = Annotated[
     str,
-    StringConstraints(pattern=r"^[A-Z0-9]{2,16}$"),
-    Field(description="2-16 upper-case letters or digits.", examples=["CREDIT"]),
+    StringConstraints(pattern=r"^[A-Z][A-Z0-9]{1,15}$"),
+    Field(description="2-16 upper-case letters or digits, the first a letter.", examples=["CREDIT"]),
 ]
 
 

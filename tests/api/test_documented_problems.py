@@ -1,0 +1,179 @@
+"""Problems the OpenAPI document declares that the rest of the suite does not otherwise produce: each is
+produced here, over HTTP, through the `client` fixture (which records it for the end-of-run check in
+tests/conftest.py and fails on any answer the document does not declare)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.api import health
+from pokna.api.idempotency import request_fingerprint
+from pokna.db.models.game import Game as GameRow
+from pokna.db.models.idempotency import IdempotencyRecord
+from pokna.db.types import utc_now
+from pokna.fairness.protocol import game_client_seed, roll
+from pokna.fairness.seed_vault import open_server_seed
+from pokna.runtime import Runtime
+from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.service import DeliveryPolicy
+from support.api_checks import assert_problem
+from support.tenant_api import TenantApi, new_tenant
+
+LIMIT = 65536
+
+
+@pytest.fixture
+def api(client: TestClient, sessions: sessionmaker[Session]) -> TenantApi:
+    return new_tenant(client, sessions)
+
+
+def test_every_operation_refuses_an_oversized_body(client: TestClient, api: TenantApi) -> None:
+    document = client.get("/openapi.json").json()
+    too_large = b"x" * (LIMIT + 1)
+    for path, item in document["paths"].items():
+        concrete = path.replace("{", "").replace("}", "")
+        for method in item:
+            response = client.request(method, concrete, content=too_large, headers=api.headers)
+            assert_problem(response, 413, "payload_too_large")
+
+
+def test_readiness_says_why_it_is_not_ready(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreachable(_session: Session) -> str:
+        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(health, "schema_revision", unreachable)
+    assert_problem(client.get("/readyz"), 503, "database_unavailable")
+    monkeypatch.setattr(health, "schema_revision", lambda _session: "0001")
+    assert_problem(client.get("/readyz"), 503, "schema_out_of_date")
+
+
+def test_an_unexpected_failure_is_a_500_problem(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> str:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(health, "head_revision", broken)
+    problem = assert_problem(client.get("/readyz"), 500, "internal_error")
+    assert "a bug" not in json.dumps(problem)
+
+
+@pytest.mark.postgres_only
+def test_every_keyed_write_refuses_a_retry_while_the_first_runs(
+    api: TenantApi, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    """A running request holds its claim locked (on SQLite a retry waits for the write lock instead, then
+    finds the stored answer: tests/api/test_api_idempotency.py)."""
+    vigo, player = api.wallet(100), api.wallet(100)
+    endpoint = api.post(
+        "/v1/webhooks/endpoints", {"url": "http://127.0.0.1:9/hooks", "event_types": ["game.created"]}
+    ).json()
+    game = api.post("/v1/games", {"vigo_account_id": vigo, "player_account_ids": [player], "stake": 5}).json()
+    table = api.post("/v1/tables", {"account_ids": [vigo, player], "stake": 5}).json()
+    hooks = f"/v1/webhooks/endpoints/{endpoint['id']}"
+    with sessions.begin() as session:  # the worker's first step: the game's event becomes a delivery
+        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    delivery = api.get(f"{hooks}/deliveries").json()["data"][0]
+    requests: list[tuple[str, str, Any]] = [
+        ("POST", "/v1/accounts", {"external_id": "late"}),
+        ("POST", f"/v1/accounts/{player}/deposits", {"amount": 5}),
+        ("POST", f"/v1/accounts/{player}/withdrawals", {"amount": 5}),
+        ("POST", "/v1/ledger/checkpoints", None),
+        ("POST", "/v1/games", {"vigo_account_id": vigo, "player_account_ids": [player], "stake": 5}),
+        (
+            "POST",
+            f"/v1/games/{game['id']}/actions",
+            {"type": "set_client_seed", "account_id": player, "client_seed": "x"},
+        ),
+        ("POST", "/v1/tables", {"account_ids": [vigo, player], "stake": 5}),
+        ("POST", f"/v1/tables/{table['id']}/rounds", None),
+        ("PUT", "/v1/tenant/settings", {"rake": {"bps": 100}}),
+        ("POST", "/v1/webhooks/endpoints", {"url": "http://127.0.0.1:9/b", "event_types": ["game.turn"]}),
+        ("PATCH", hooks, {"description": "late"}),
+        ("DELETE", hooks, None),
+        ("POST", f"{hooks}/rotate-secret", None),
+        ("POST", f"{hooks}/deliveries/{delivery['id']}/retry", None),
+    ]
+    now = utc_now()
+    with sessions.begin() as session:  # each key claimed for this very request, never completed
+        for index, (method, path, body) in enumerate(requests):
+            raw = json.dumps(body).encode() if body is not None else b""
+            session.add(
+                IdempotencyRecord(
+                    tenant_id=api.tenant_id,
+                    key=f"running-{index}",
+                    request_fingerprint=request_fingerprint(method, path, raw),
+                    claim_token="a-request-still-running",
+                    created_at=now,
+                    expires_at=now + timedelta(hours=24),
+                )
+            )
+    with sessions() as holder:  # the first requests, alive and at work, hold their claims
+        holder.execute(
+            select(IdempotencyRecord)
+            .where(IdempotencyRecord.tenant_id == api.tenant_id, IdempotencyRecord.key.like("running-%"))
+            .with_for_update()
+        ).all()
+        for index, (method, path, body) in enumerate(requests):
+            headers = {**api.headers, "Idempotency-Key": f"running-{index}"}
+            response = api.client.request(method, path, json=body, headers=headers)
+            assert_problem(response, 409, "idempotency_request_in_progress")
+        holder.rollback()
+
+
+def _steer(
+    api: TenantApi, sessions: sessionmaker[Session], runtime: Runtime, game: Any, colors: Sequence[str]
+) -> None:
+    """Choose the client seeds so that the first rolls come out in `colors` (the test plays the operator)."""
+    with sessions() as session:
+        row = session.get(GameRow, game["id"])
+        assert row is not None
+        server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, row.id)
+    players = [f"seat-{seat['seat']}" for seat in game["seats"][1:]]
+    vigo = next(
+        f"vigo-{attempt}"
+        for attempt in range(100_000)
+        if all(
+            roll(server_seed, game_client_seed([f"vigo-{attempt}", *players]), nonce).color == color
+            for nonce, color in enumerate(colors)
+        )
+    )
+    for seat, seed in zip(game["seats"], [vigo, *players], strict=True):
+        body = {"type": "set_client_seed", "account_id": seat["account_id"], "client_seed": seed}
+        assert api.post(f"/v1/games/{game['id']}/actions", body).status_code == 200
+
+
+def _act(api: TenantApi, game_id: str, kind: str, account_id: str, **extra: Any) -> Any:
+    return api.post(f"/v1/games/{game_id}/actions", {"type": kind, "account_id": account_id, **extra})
+
+
+def test_a_second_vote_and_an_unaffordable_challenge_are_refused(
+    api: TenantApi, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    vigo, first, second = api.wallet(100), api.wallet(100), api.wallet(100)
+    game = api.post(
+        "/v1/games", {"vigo_account_id": vigo, "player_account_ids": [first, second], "stake": 5}
+    ).json()
+    _steer(api, sessions, runtime, game, ["red", "red", "red"])
+    for kind, account in (("start", vigo), ("roll", first), ("roll", second)):
+        assert _act(api, game["id"], kind, account).status_code == 200
+    assert _act(api, game["id"], "vote", first, choice="split").json()["phase"] == "voting"
+    assert_problem(_act(api, game["id"], "vote", first, choice="split"), 409, "already_voted")
+
+    poor = api.wallet(5)
+    duel = api.post(
+        "/v1/games",
+        {"vigo_account_id": vigo, "player_account_ids": [poor], "stake": 5, "challenge_raise": 10},
+    ).json()
+    _steer(api, sessions, runtime, duel, ["blue", "blue"])
+    assert _act(api, duel["id"], "start", vigo).status_code == 200
+    lone = _act(api, duel["id"], "roll", poor).json()
+    assert (lone["phase"], lone["turn"]["allowed_actions"]) == ("lone_survivor", ["claim"])
+    assert_problem(_act(api, duel["id"], "challenge", poor), 409, "challenge_unaffordable")
