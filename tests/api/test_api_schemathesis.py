@@ -26,6 +26,10 @@ from schemathesis.specs.openapi.checks import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.db.types import utc_now
+from pokna.runtime import Runtime
+from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.service import DeliveryPolicy
 from support.tenant_api import new_tenant
 
 EXAMPLES = 12
@@ -37,16 +41,26 @@ CONFORMANCE = [
 ]
 
 
-def _seed(client: TestClient, sessions: sessionmaker[Session]) -> tuple[dict[str, str], dict[str, str]]:
+def _seed(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> tuple[dict[str, str], dict[str, str]]:
     """The tenant's API headers, and an id that exists for each path parameter."""
     api = new_tenant(client, sessions)
     vigo, player, other = (api.wallet(balance=1_000) for _ in range(3))
+    hooks = {"url": "http://127.0.0.1:9/hooks", "event_types": ["game.created"]}
+    endpoint = api.post("/v1/webhooks/endpoints", hooks)
+    assert endpoint.status_code == 201, endpoint.text
     game = api.post("/v1/games", {"vigo_account_id": vigo, "player_account_ids": [player, other], "stake": 5})
     assert game.status_code == 201, game.text
     table = api.post("/v1/tables", {"account_ids": [vigo, player], "stake": 5})
     assert table.status_code == 201, table.text
     token = game.json()["fairness"]["public_url"].rsplit("/", 1)[-1]
+    with sessions.begin() as session:  # the worker's first step: the game's event becomes a delivery
+        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    deliveries = api.get(f"/v1/webhooks/endpoints/{endpoint.json()['id']}/deliveries").json()["data"]
     ids = {
+        "endpoint_id": endpoint.json()["id"],
+        "delivery_id": deliveries[0]["id"],
         "account_id": player,
         "game_id": game.json()["id"],
         "table_id": table.json()["id"],
@@ -79,8 +93,10 @@ def _exercise(
     call()
 
 
-def test_every_operation_answers_as_documented(client: TestClient, sessions: sessionmaker[Session]) -> None:
-    headers, ids = _seed(client, sessions)
+def test_every_operation_answers_as_documented(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    headers, ids = _seed(client, sessions, runtime)
     schema = schemathesis.openapi.from_asgi("/openapi.json", client.app)
     # Unknown query parameters are ignored, as HTTP APIs do; the tenant's key is sent with every case.
     schema.config.generation.update(allow_extra_parameters=False, with_security_parameters=False)

@@ -112,14 +112,15 @@ def test_every_tampering_with_a_real_bundle_is_found(
             changed.insert(index, lines[index])
         _detected(changed, ring)
 
-    @settings(max_examples=EXAMPLES, database=None)
-    @given(st.integers(0, len(lines) - 1), st.integers(0, len(lines) - 1))
-    def two_records_swapped(first: int, second: int) -> None:
-        if lines[first] == lines[second]:
-            return
-        changed = list(lines)
-        changed[first], changed[second] = changed[second], changed[first]
-        _detected(changed, ring)
+    def two_records_swapped() -> None:
+        """Every pair, not a sample: a swap the checker misses is rare (a checkpoint and the account record
+        just after it went unnoticed in one sample of forty)."""
+        for first in range(len(lines)):
+            for second in range(first + 1, len(lines)):
+                if lines[first] != lines[second]:
+                    changed = list(lines)
+                    changed[first], changed[second] = changed[second], changed[first]
+                    _detected(changed, ring)
 
     one_field_changed()
     one_record_dropped_or_duplicated()

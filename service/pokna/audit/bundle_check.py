@@ -71,6 +71,7 @@ class BundleAudit:
         self.last_checkpoint: tuple[int, str] | None = None
         self.count: dict[str, int] = {}
         self.lines = 0
+        self.previous_kind: str | None = None  # the record type of the line before
 
     def feed(self, number: int, raw: str | bytes) -> None:
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
@@ -100,6 +101,7 @@ class BundleAudit:
             self.report.found(number, kind, None, f"unknown record type {kind!r}")
             return
         handler(self, number, record)
+        self.previous_kind = kind
         if self.proofs is not None:
             self._take_proofs(self.proofs.ready())
 
@@ -169,6 +171,10 @@ class BundleAudit:
         if record.get("tenant_id") != self.report.tenant_id:
             found(
                 number, CHECKPOINT, name, f"signed for tenant {record.get('tenant_id')!r}, not the bundle's"
+            )
+        if self.previous_kind not in (TRANSACTION, CHECKPOINT):
+            found(
+                number, CHECKPOINT, name, "a checkpoint follows its transaction at once, not another record"
             )
         if self.last is None or seq != self.last[0]:
             after = "the start" if self.last is None else f"seq {self.last[0]}"
