@@ -34,8 +34,8 @@ from uvicorn.supervisors import Multiprocess
 
 from pokna.api.app import create_app as create_product_app
 from pokna.api.auth import TenantDep
-from pokna.api.http_protocol import SERVE_HTTP_PROTOCOL
 from pokna.api.idempotency import IdempotencyDep
+from pokna.cli.serve import HTTP_PROTOCOL
 from pokna.db.models.ledger import Account
 from pokna.db.types import utc_now
 from pokna.errors import NotFound
@@ -123,7 +123,7 @@ def main() -> None:
         workers=options.workers,
         log_config=None,
         access_log=False,
-        http=SERVE_HTTP_PROTOCOL,  # the parser `pokna serve` runs (the event loop is uvicorn's "auto" there too)
+        http=HTTP_PROTOCOL,  # the parser `pokna serve` runs (the event loop is uvicorn's "auto" there too)
     )
     if options.workers == 1:
         uvicorn.Server(config).run()

@@ -7,6 +7,7 @@ colon, two different lengths) never reaches the application: uvicorn answers it 
 without `Host`, which RFC 9112 (3.2) says a server must refuse with 400; h11 refuses it, so this protocol
 does too, before the request starts.
 
+`pokna serve` names `ProblemHttpToolsProtocol` (`pokna.cli.serve.HTTP_PROTOCOL`).
 `ProblemH11Protocol` is the same refusal on uvicorn's pure-Python h11 protocol, which `pokna serve` ran
 until issue 18: httptools parses a request in a fraction of h11's CPU (bench/README.md). Naming the
 protocol class (rather than uvicorn's "auto") keeps this module the one place where such an answer is
@@ -21,9 +22,6 @@ import h11
 import httptools
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-SERVE_HTTP_PROTOCOL = "pokna.api.http_protocol:ProblemHttpToolsProtocol"
-"""What `pokna serve` passes uvicorn as `http` (and the benchmarks serve the product with)."""
 
 UNPARSABLE_DETAIL = (
     "The request is not valid HTTP/1.1 (its framing or a header could not be parsed); nothing was done."

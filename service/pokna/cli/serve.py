@@ -11,7 +11,6 @@ import typer
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from pokna.api.http_protocol import SERVE_HTTP_PROTOCOL
 from pokna.cli.app import app
 from pokna.cli.errors import CommandError
 from pokna.db import migrate
@@ -21,6 +20,10 @@ from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 
 log = logging.getLogger("pokna.serve")
+
+HTTP_PROTOCOL = "pokna.api.http_protocol:ProblemHttpToolsProtocol"
+"""uvicorn's httptools protocol (llhttp, in C), refusing what it cannot parse with problem+json; named by its
+path, as the command may not import the API (docs/architecture.md). The benchmarks serve the product with it."""
 
 
 @app.command()
@@ -56,7 +59,7 @@ def serve(
         access_log=False,
         # uvicorn answers a request it cannot parse itself; this protocol makes that answer problem+json.
         # The event loop is uvloop ("auto" picks it: it is a dependency), as the parser is httptools.
-        http=SERVE_HTTP_PROTOCOL,
+        http=HTTP_PROTOCOL,
         ws="none",
         # uvicorn's supervisor kills a worker that does not answer its ping within this many seconds (5 by
         # default): on a busy 2-core machine a starting worker, still importing the app, missed it and was
