@@ -14,7 +14,7 @@ Pydantic, goes through `IdempotencyDep` (no key sent: one unit of work), locks o
 and writes one row. `bench_baseline_touch` is a bench-only table made by `create_touch_table` before
 the server starts; the product's schema and routes are untouched.
 
-Served like `pokna serve` (uvicorn with the factory, `log_config=None`, no access log):
+Served like `pokna serve` (uvicorn with the factory, `log_config=None`, no access log, its HTTP protocol class):
 
     .venv/bin/python bench/baseline_app.py --port 8123 --workers 2
 """
@@ -35,6 +35,7 @@ from uvicorn.supervisors import Multiprocess
 from pokna.api.app import create_app as create_product_app
 from pokna.api.auth import TenantDep
 from pokna.api.idempotency import IdempotencyDep
+from pokna.cli.serve import HTTP_PROTOCOL
 from pokna.db.models.ledger import Account
 from pokna.db.types import utc_now
 from pokna.errors import NotFound
@@ -122,6 +123,7 @@ def main() -> None:
         workers=options.workers,
         log_config=None,
         access_log=False,
+        http=HTTP_PROTOCOL,  # the parser `pokna serve` runs (the event loop is uvicorn's "auto" there too)
     )
     if options.workers == 1:
         uvicorn.Server(config).run()

@@ -110,7 +110,9 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _process_table() -> dict[int, tuple[str, int, float]]:
-    """pid -> (command name, parent pid, user+system CPU seconds) for every process we can read."""
+    """pid -> (command name, parent pid, CPU seconds) for every process we can read: its own user and
+    system time, and that of its children that have exited (a PostgreSQL backend whose client
+    disconnected during a phase is counted in its postmaster's)."""
     table: dict[int, tuple[str, int, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -121,7 +123,8 @@ def _process_table() -> dict[int, tuple[str, int, float]]:
             continue
         name = raw[raw.index("(") + 1 : raw.rindex(")")]
         fields = raw[raw.rindex(")") + 2 :].split()
-        table[int(entry)] = (name, int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK)
+        cpu = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        table[int(entry)] = (name, int(fields[1]), cpu / _TICK)
     return table
 
 

@@ -15,12 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import random
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import psycopg
+from games_support import cpu_snapshot, cpu_used
 from ledger_support import median, migrated_postgres, percentile
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -138,16 +141,40 @@ def function_writer(args: tuple[str, list[str], float, int]) -> list[float]:
 
 
 def run(
-    pool: Any, writer: Any, url: str, wallets: list[str], writers: int, seconds: float, seed: int
+    pool: Any,
+    writer: Any,
+    url: str,
+    wallets: list[str],
+    writers: int,
+    seconds: float,
+    seed: int,
+    postmaster_pid: int,
 ) -> dict[str, float]:
+    """Throughput and latency, and the CPU per transfer of the writers (this process's pool: the client
+    side) and of the cluster's processes (the server side), from /proc (bench/games_support.py)."""
+    before = cpu_snapshot(os.getpid(), postmaster_pid)
     results = pool.map(writer, [(url, wallets, seconds, seed * 100 + index) for index in range(writers)])
+    used = cpu_used(before, cpu_snapshot(os.getpid(), postmaster_pid))
     latencies = [sample for result in results for sample in result]
+    count = max(1, len(latencies))
     return {
         "tps": len(latencies) / seconds,
         "p50_ms": percentile(latencies, 0.50) * 1000,
         "p99_ms": percentile(latencies, 0.99) * 1000,
         "count": len(latencies),
+        "client_cpu_ms": used["api"] * 1000 / count,
+        "server_cpu_ms": used["postgres"] * 1000 / count,
     }
+
+
+def postmaster_of(url: str) -> int:
+    """The cluster's postmaster: the parent of a backend of ours."""
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn) as connection:
+        row = connection.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    stat = Path(f"/proc/{row[0]}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
 def main() -> None:
@@ -162,6 +189,7 @@ def main() -> None:
     options = parser.parse_args()
     with migrated_postgres(options.database_url) as url:
         wallets = prepare(url, options.wallets)
+        postmaster = postmaster_of(url)
         contenders = {
             "service": service_writer,
             "service+key": keyed_service_writer,
@@ -171,22 +199,33 @@ def main() -> None:
         context = multiprocessing.get_context("spawn")
         with context.Pool(options.writers) as pool:
             for writer in contenders.values():  # warm-up
-                run(pool, writer, url, wallets, options.writers, 1.0, 0)
+                run(pool, writer, url, wallets, options.writers, 1.0, 0, postmaster)
             for attempt in range(1, options.runs + 1):
                 for name, writer in contenders.items():
-                    figures = run(pool, writer, url, wallets, options.writers, options.seconds, attempt)
+                    figures = run(
+                        pool, writer, url, wallets, options.writers, options.seconds, attempt, postmaster
+                    )
                     results[name].append(figures)
                     print(
                         f"run {attempt} {name:11} {json.dumps({k: round(v, 2) for k, v in figures.items()})}"
                     )
         summary = {
-            name: {key: round(median([run[key] for run in runs]), 2) for key in ("tps", "p50_ms", "p99_ms")}
+            name: {
+                key: round(median([run[key] for run in runs]), 3)
+                for key in ("tps", "p50_ms", "p99_ms", "client_cpu_ms", "server_cpu_ms")
+            }
             for name, runs in results.items()
         }
         summary["ratio"] = {
             "service_over_plpgsql_tps": round(summary["service"]["tps"] / summary["plpgsql"]["tps"], 3),
             "service+key_over_plpgsql_tps": round(
                 summary["service+key"]["tps"] / summary["plpgsql"]["tps"], 3
+            ),
+            "service_over_plpgsql_server_cpu": round(
+                summary["service"]["server_cpu_ms"] / summary["plpgsql"]["server_cpu_ms"], 3
+            ),
+            "service+key_over_plpgsql_server_cpu": round(
+                summary["service+key"]["server_cpu_ms"] / summary["plpgsql"]["server_cpu_ms"], 3
             ),
         }
         print(json.dumps(summary, indent=2))

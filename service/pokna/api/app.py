@@ -23,11 +23,10 @@ from pokna.api import (
 )
 from pokna.api.answer_examples import example_answer
 from pokna.api.docs import install_docs
-from pokna.api.middleware import BodySizeLimit, RequestContext
+from pokna.api.middleware import Edge
 from pokna.api.problem_docs import PROBLEM_JSON
 from pokna.api.problems import Problem, install_problem_handlers
-from pokna.api.rate_limits import RateLimit, TokenBuckets
-from pokna.api.unambiguous_json import UnambiguousJson
+from pokna.api.rate_limits import TokenBuckets
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 
@@ -89,12 +88,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(tenant_settings.router)
     app.include_router(webhooks.router)
     app.webhooks.include_router(webhook_events.events)
-    # Outermost last: the request id must exist before the body limit can refuse anything, and the body is
-    # capped before it is parsed for repeated keys.
-    app.add_middleware(UnambiguousJson)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(RateLimit, buckets=_rate_limits(settings))  # before the body is even read
-    app.add_middleware(RequestContext)
+    # Request ids, the access log, rate limits, the body cap and repeated keys: one layer (pokna.api.middleware).
+    app.add_middleware(Edge, max_bytes=settings.max_body_bytes, buckets=_rate_limits(settings))
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
     return app
 

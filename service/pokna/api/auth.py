@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from pokna.api.deps import SessionDep
+from pokna.api.deps import SessionDep, first_read
 from pokna.errors import Unauthorized
 from pokna.tenants.service import authenticate
 
@@ -20,10 +20,12 @@ def get_tenant_id(
     session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> str:
     """Reads through the request's own session: no second connection, and the read ends with the
-    request's COMMIT (a ROLLBACK would make psycopg discard its prepared statements)."""
+    request's COMMIT (a ROLLBACK would make psycopg discard its prepared statements). It is the request's
+    first statement, so a connection found dead there is replaced and the read done again."""
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise Unauthorized("send `Authorization: Bearer <API key>`")
-    return authenticate(session, credentials.credentials)
+    secret = credentials.credentials
+    return first_read(session, lambda session: authenticate(session, secret))
 
 
 TenantDep = Annotated[str, Depends(get_tenant_id)]

@@ -20,10 +20,11 @@ the response has been sent.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -68,3 +69,20 @@ async def _committed_session(
 SessionDep = Annotated[Session, Depends(_committed_session, scope="function")]
 """The request's one session. Every route and dependency takes it through this alias: FastAPI shares one
 value per request only between uses of the same dependency and scope."""
+
+Read = TypeVar("Read")
+
+
+def first_read(session: Session, read: Callable[[Session], Read]) -> Read:
+    """The request's first statement, tried once more on a fresh connection if the one it was given
+    turns out to be dead (the database restarted or failed over since it was pooled, and the pool's
+    checkout could not tell: `pokna.db.engine`). Nothing has been done yet, so doing it again is safe;
+    a connection lost later in a request is a 503 (`pokna.db.outage`), never retried behind the
+    client's back."""
+    try:
+        return read(session)
+    except DBAPIError as error:
+        if not error.connection_invalidated:
+            raise
+        session.rollback()
+        return read(session)

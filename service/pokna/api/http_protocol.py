@@ -1,10 +1,17 @@
-"""The HTTP/1.1 server protocol `pokna serve` runs: uvicorn's h11 protocol, refusing what it cannot parse
-with problem+json like every other answer.
+"""The HTTP/1.1 server protocol `pokna serve` runs: uvicorn's httptools protocol (llhttp, in C), refusing
+what it cannot parse with problem+json like every other answer.
 
-A request h11 cannot parse (`Content-Length: abc`, a header line without a colon, no `Host`) never
-reaches the application: uvicorn answers it itself, by default with a `text/plain`
-400. Pinning h11 (rather than uvicorn's "auto", which would switch to httptools if it were installed)
-keeps this the one place where such an answer is made."""
+A request the parser refuses (`Content-Length: abc`, a header line without a colon, a space before the
+colon, two different lengths) never reaches the application: uvicorn answers it itself, by default with a
+`text/plain` 400. `send_400_response` makes that answer problem+json. llhttp accepts an HTTP/1.1 request
+without `Host`, which RFC 9112 (3.2) says a server must refuse with 400; h11 refuses it, so this protocol
+does too, before the request starts.
+
+`pokna serve` names `ProblemHttpToolsProtocol` (`pokna.cli.serve.HTTP_PROTOCOL`).
+`ProblemH11Protocol` is the same refusal on uvicorn's pure-Python h11 protocol, which `pokna serve` ran
+until issue 18: httptools parses a request in a fraction of h11's CPU (bench/README.md). Naming the
+protocol class (rather than uvicorn's "auto") keeps this module the one place where such an answer is
+made."""
 
 from __future__ import annotations
 
@@ -12,7 +19,9 @@ import json
 import uuid
 
 import h11
+import httptools
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 UNPARSABLE_DETAIL = (
     "The request is not valid HTTP/1.1 (its framing or a header could not be parsed); nothing was done."
@@ -33,19 +42,43 @@ def unparsable_request_problem(request_id: str) -> bytes:
     ).encode()
 
 
+def _problem_headers(payload: bytes, request_id: str) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"content-type", b"application/problem+json"),
+        (b"content-length", str(len(payload)).encode()),
+        (b"x-request-id", request_id.encode()),
+        (b"connection", b"close"),
+    ]
+
+
+class ProblemHttpToolsProtocol(HttpToolsProtocol):
+    def on_headers_complete(self) -> None:
+        if self.parser.get_http_version() == "1.1" and not any(name == b"host" for name, _ in self.headers):
+            # Raised inside the parser's callback: feed_data raises it on as HttpParserCallbackError, an
+            # HttpParserError, which `data_received` answers with `send_400_response`.
+            raise httptools.HttpParserError("an HTTP/1.1 request without Host")
+        super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's own refusal, with our body; `msg` is uvicorn's fixed text, already logged by it."""
+        request_id = uuid.uuid4().hex
+        payload = unparsable_request_problem(request_id)
+        head = [b"HTTP/1.1 400 Bad Request\r\n"]
+        for name, value in [*self.server_state.default_headers, *_problem_headers(payload, request_id)]:
+            head.extend([name, b": ", value, b"\r\n"])
+        self.transport.write(b"".join([*head, b"\r\n", payload]))
+        self.transport.close()
+
+
 class ProblemH11Protocol(H11Protocol):
     def send_400_response(self, msg: str) -> None:
         """uvicorn's own refusal, with our body; `msg` is uvicorn's fixed text, already logged by it."""
         request_id = uuid.uuid4().hex
         payload = unparsable_request_problem(request_id)
-        headers = [
-            (b"content-type", b"application/problem+json"),
-            (b"content-length", str(len(payload)).encode()),
-            (b"x-request-id", request_id.encode()),
-            (b"connection", b"close"),
-        ]
         for event in (
-            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Response(
+                status_code=400, headers=_problem_headers(payload, request_id), reason=b"Bad Request"
+            ),
             h11.Data(data=payload),
             h11.EndOfMessage(),
         ):

@@ -96,8 +96,12 @@ async def get_idempotency(
         ),
     ] = None,
 ) -> Idempotency:
-    fingerprint = request_fingerprint(request.method, request.url.path, await request.body())
-    return Idempotency(session, tenant_id, _unquoted(idempotency_key), fingerprint, response)
+    key = _unquoted(idempotency_key)
+    # Only a keyed request is ever compared with another; FastAPI has already read (and cached) the body.
+    fingerprint = (
+        "" if key is None else request_fingerprint(request.method, request.url.path, await request.body())
+    )
+    return Idempotency(session, tenant_id, key, fingerprint, response)
 
 
 def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:

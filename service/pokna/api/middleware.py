@@ -1,4 +1,10 @@
-"""Pure ASGI middleware: request ids, the access log and request metrics, and a hard cap on request bodies."""
+"""The one pure-ASGI layer in front of FastAPI: request ids, the access log and request metrics, per-key
+rate limits, a hard cap on request bodies and the refusal of repeated JSON keys.
+
+One layer rather than one per concern (issue 18): each layer was a coroutine frame and a wrapper around
+`send` that every request paid for. The order of the checks is the order the four layers had: a request
+id first (every refusal carries it), then the rate limit (before the body is even read), then the body's
+size, then its keys."""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pokna import metrics
 from pokna.api.asgi_problems import send_problem
+from pokna.api.rate_limits import TokenBuckets, throttle
+from pokna.api.unambiguous_json import refuse_duplicate_key
 from pokna.logs import request_id_var
 
 log = logging.getLogger("pokna.access")
@@ -23,15 +31,20 @@ UNMATCHED_ROUTE = "unmatched"
 """The route label of a path no route matches: a label value per probed path would have no bound."""
 
 
-class RequestContext:
-    """Accepts a sane `X-Request-ID` or makes one, echoes it, logs one line per request and times it.
+class Edge:
+    """Accepts a sane `X-Request-ID` or makes one, echoes it, logs one line per request and times it;
+    throttles each bearer key (`pokna.api.rate_limits`); refuses bodies over the limit with 413
+    problem+json whether or not Content-Length is honest, and bodies that repeat a key
+    (`pokna.api.unambiguous_json`); hands the app the whole body at once.
 
     The line and the metrics name the route's template, never the raw path or the query string: a public
     fairness link's path is its capability, and an `api_key=` a client put in a query string is a
     secret. Headers are never logged."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, buckets: TokenBuckets | None) -> None:
         self.app = app
+        self.max_bytes = max_bytes
+        self.buckets = buckets
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -46,28 +59,46 @@ class RequestContext:
         status = 500
         replayed = False
         response_started = False
+        added: list[tuple[bytes, bytes]] = []  # the rate limit's headers, once the request is admitted
+        request_id_header = (b"x-request-id", request_id.encode())
 
-        async def send_with_id(message: Message) -> None:
+        async def send_with_headers(message: Message) -> None:
             nonlocal status, replayed, response_started
             if message["type"] == "http.response.start":
                 response_started = True
                 status = message["status"]
                 replayed = (b"idempotent-replayed", b"true") in message.get("headers", [])
-                message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
+                message.setdefault("headers", []).extend([*added, request_id_header])
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
+            if self.buckets is not None:
+                admitted = await throttle(scope, send_with_headers, self.buckets)
+                if admitted is None:
+                    return
+                added.extend(admitted)
+            body = await self._whole_body(scope, receive, send_with_headers, headers.get(b"content-length"))
+            if body is None or await refuse_duplicate_key(scope, send_with_headers, body):
+                return
+            buffered: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def replay() -> Message:
+                if buffered:
+                    return buffered.pop()
+                return await receive()
+
+            await self.app(scope, replay, send_with_headers)
         except Exception:
             # Answered here rather than by Starlette's ServerErrorMiddleware, which re-raises to the server:
             # uvicorn would log the error a second time and drop the client's keep-alive connection.
             if response_started:
                 raise
+            added.clear()  # as before the layers were one: the 500 carries the request id alone
             # The route's template, never the path: a public fairness link's path is its capability.
             error_log.exception("unhandled error", extra={"route": _route_template(scope)})
             await send_problem(
                 scope,
-                send_with_id,
+                send_with_headers,
                 status=500,
                 code="internal_error",
                 title="Internal server error",
@@ -90,52 +121,28 @@ class RequestContext:
             )
             request_id_var.reset(token)
 
-
-def _route_template(scope: Scope) -> str:
-    """FastAPI puts the matched route in the scope; its `path` is the template."""
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else UNMATCHED_ROUTE
-
-
-class BodySizeLimit:
-    """Refuses bodies over the limit with 413 problem+json, whether or not Content-Length is honest."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope["headers"]).get(b"content-length")
+    async def _whole_body(
+        self, scope: Scope, receive: Receive, send: Send, declared: bytes | None
+    ) -> bytes | None:
+        """The body, read whole (bodies are small by contract, so the app never sees a partial one); None
+        if it was refused as too large, or the client went away."""
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._refuse(scope, send)
-            return
-        # Bodies are small by contract, so read the whole body first: the app never sees a partial one.
+            return None
         chunks: list[bytes] = []
         received = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
+                return None
             chunk = message.get("body", b"")
             received += len(chunk)
             if received > self.max_bytes:
                 await self._refuse(scope, send)
-                return
+                return None
             chunks.append(chunk)
             if not message.get("more_body", False):
-                break
-        buffered: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def replay() -> Message:
-            if buffered:
-                return buffered.pop()
-            return await receive()
-
-        await self.app(scope, replay, send)
+                return b"".join(chunks) if len(chunks) != 1 else chunks[0]
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         await send_problem(
@@ -147,3 +154,10 @@ class BodySizeLimit:
             detail=f"Request bodies are limited to {self.max_bytes} bytes.",
             invalid_params=[{"name": "body", "reason": "too large", "pointer": ""}],
         )
+
+
+def _route_template(scope: Scope) -> str:
+    """FastAPI puts the matched route in the scope; its `path` is the template."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else UNMATCHED_ROUTE

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from pokna.api.asgi_problems import send_problem
 
@@ -85,7 +85,8 @@ class TokenBuckets:
         return f'"{POLICY_NAME}";q={self.burst};w={max(1, math.ceil(self.burst / self.rate))}'
 
 
-def _bearer_key(scope: Scope) -> bytes | None:
+def bearer_key_digest(scope: Scope) -> bytes | None:
+    """The bucket's key: a digest of the bearer key, never the key itself; None without one."""
     for name, value in scope["headers"]:
         if name == b"authorization":
             scheme, _, credentials = value.partition(b" ")
@@ -94,39 +95,26 @@ def _bearer_key(scope: Scope) -> bytes | None:
     return None
 
 
-class RateLimit:
-    """Throttles each bearer key; requests without one (health, public proof links) are not counted here."""
-
-    def __init__(self, app: ASGIApp, buckets: TokenBuckets | None) -> None:
-        self.app = app
-        self.buckets = buckets
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        key = _bearer_key(scope) if scope["type"] == "http" and self.buckets is not None else None
-        if key is None or self.buckets is None:
-            await self.app(scope, receive, send)
-            return
-        decision = self.buckets.take(key)
-        headers = {
-            "RateLimit-Policy": self.buckets.policy,
-            "RateLimit": f'"{POLICY_NAME}";r={decision.remaining};t={decision.seconds_to_full}',
-        }
-        if not decision.allowed:
-            await send_problem(
-                scope,
-                send,
-                status=429,
-                code="too_many_requests",
-                title="Too many requests",
-                detail=f"this API key is over its rate limit; retry in {decision.retry_after} s",
-                headers={**headers, "Retry-After": str(decision.retry_after)},
-            )
-            return
-        encoded = [(name.lower().encode(), value.encode()) for name, value in headers.items()]
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", []).extend(encoded)
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
+async def throttle(scope: Scope, send: Send, buckets: TokenBuckets) -> list[tuple[bytes, bytes]] | None:
+    """Takes a token for the request's key. Returns the headers its answer carries, or None when it was
+    refused here (429 sent). Requests without a key (health, public proof links) are not counted."""
+    key = bearer_key_digest(scope)
+    if key is None:
+        return []
+    decision = buckets.take(key)
+    headers = {
+        "RateLimit-Policy": buckets.policy,
+        "RateLimit": f'"{POLICY_NAME}";r={decision.remaining};t={decision.seconds_to_full}',
+    }
+    if not decision.allowed:
+        await send_problem(
+            scope,
+            send,
+            status=429,
+            code="too_many_requests",
+            title="Too many requests",
+            detail=f"this API key is over its rate limit; retry in {decision.retry_after} s",
+            headers={**headers, "Retry-After": str(decision.retry_after)},
+        )
+        return None
+    return [(name.lower().encode(), value.encode()) for name, value in headers.items()]

@@ -2,14 +2,14 @@
 
 `json.loads` keeps the last of two equal keys, so `{"amount": 1, "amount": 7}` would deposit 7 while a
 proxy, a log or the client's own audit trail that reads the first says 1. A money request must mean one
-thing, so such a body is refused here, once, before any route parses it."""
+thing, so such a body is refused at the edge (`pokna.api.middleware.Edge`), once, before any route parses it."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from pokna.api.asgi_problems import send_problem
 
@@ -40,41 +40,20 @@ def duplicate_key(body: bytes) -> tuple[str | int, ...] | None:
     return None
 
 
-class UnambiguousJson:
-    """Reads the body (already buffered and capped by `BodySizeLimit`), refuses repeated keys, replays it."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        messages: list[Message] = []
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                break
-        body = b"".join(message.get("body", b"") for message in messages)
-        repeated = duplicate_key(body) if body else None
-        if repeated is not None:
-            name = ".".join(str(part) for part in ("body", *repeated))
-            pointer = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in repeated)
-            await send_problem(
-                scope,
-                send,
-                status=400,
-                code="duplicate_key",
-                title="Duplicate key in JSON body",
-                detail=f"{name} appears more than once; send each key once",
-                invalid_params=[{"name": name, "reason": "appears more than once", "pointer": pointer}],
-            )
-            return
-
-        async def replay() -> Message:
-            if messages:
-                return messages.pop(0)
-            return await receive()
-
-        await self.app(scope, replay, send)
+async def refuse_duplicate_key(scope: Scope, send: Send, body: bytes) -> bool:
+    """Refuses (400 `duplicate_key`) a body that names a key twice; False if it does not."""
+    repeated = duplicate_key(body) if body else None
+    if repeated is None:
+        return False
+    name = ".".join(str(part) for part in ("body", *repeated))
+    pointer = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in repeated)
+    await send_problem(
+        scope,
+        send,
+        status=400,
+        code="duplicate_key",
+        title="Duplicate key in JSON body",
+        detail=f"{name} appears more than once; send each key once",
+        invalid_params=[{"name": name, "reason": "appears more than once", "pointer": pointer}],
+    )
+    return True

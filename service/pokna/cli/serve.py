@@ -21,6 +21,10 @@ from pokna.settings import get_settings
 
 log = logging.getLogger("pokna.serve")
 
+HTTP_PROTOCOL = "pokna.api.http_protocol:ProblemHttpToolsProtocol"
+"""uvicorn's httptools protocol (llhttp, in C), refusing what it cannot parse with problem+json; named by its
+path, as the command may not import the API (docs/architecture.md). The benchmarks serve the product with it."""
+
 
 @app.command()
 def serve(
@@ -54,7 +58,8 @@ def serve(
         log_config=None,
         access_log=False,
         # uvicorn answers a request it cannot parse itself; this protocol makes that answer problem+json.
-        http="pokna.api.http_protocol:ProblemH11Protocol",
+        # The event loop is uvloop ("auto" picks it: it is a dependency), as the parser is httptools.
+        http=HTTP_PROTOCOL,
         ws="none",
         # uvicorn's supervisor kills a worker that does not answer its ping within this many seconds (5 by
         # default): on a busy 2-core machine a starting worker, still importing the app, missed it and was

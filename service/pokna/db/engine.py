@@ -6,6 +6,7 @@ before the response is sent."""
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -56,17 +57,37 @@ def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
         # writer takes SQLite's write lock up front instead of failing half-way on upgrade.
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
-    # A pooled connection may have died with the server (restart, failover): pinged at checkout and
-    # replaced, so the service recovers by itself once the database is back. On a disconnect SQLAlchemy
-    # also invalidates every connection the pool holds, so the next ones connect afresh, through every
-    # host of a multi-host URL in turn.
-    kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_timeout", waits.pool)
     connect_args: dict[str, Any] = {"connect_timeout": waits.connect}
     if waits.statement is not None:
         connect_args["options"] = f"-c statement_timeout={waits.statement * 1000}"
     connect_args.update(kwargs.pop("connect_args", {}))
-    return create_engine(url, connect_args=connect_args, **kwargs)
+    engine = create_engine(url, connect_args=connect_args, **kwargs)
+    if not kwargs.get("pool_pre_ping"):
+        event.listen(engine, "checkout", _drop_if_the_server_hung_up)
+    return engine
+
+
+def _drop_if_the_server_hung_up(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """A pooled connection may have died with the server (restart, crash, failover): one the server
+    closed is replaced at checkout, so the service recovers by itself once the database is back, and
+    every other connection the pool holds is replaced too (they died with it), so the next ones connect
+    afresh, through every host of a multi-host URL in turn.
+
+    Checked without a round trip, instead of `pool_pre_ping`'s `SELECT 1` on every checkout: a server
+    that stops, crashes or is killed closes its sockets (the kernel does, for a killed process), and an
+    idle connection in the pool has nothing to read unless the server said goodbye (a FATAL notice, then
+    the end of the stream). So anything readable, or a hang-up, means it is gone. What this cannot see, a
+    peer that vanished without a word (a cut cable), a ping could not see either: it would block until
+    TCP gave up. A connection that dies after checkout fails its statement; the request is then a 503,
+    or, when it was the request's first statement, tried again on a fresh connection
+    (`pokna.api.deps.first_read`)."""
+    if dbapi_connection.closed:
+        raise exc.InvalidatePoolError("the connection was closed")
+    poller = select.poll()
+    poller.register(dbapi_connection.fileno(), select.POLLIN | select.POLLPRI)
+    if poller.poll(0):
+        raise exc.InvalidatePoolError("the database server closed the connection")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_ms: int) -> None:

@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import CursorResult, delete, select
+from sqlalchemy import CursorResult, Table, bindparam, delete, select, text, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from pokna.db.models.idempotency import IdempotencyRecord
 
 _LOCK_NOT_AVAILABLE = "55P03"
+_record = cast(Table, IdempotencyRecord.__table__)
+_CLAIM_COLUMNS = ("tenant_id", "key", "request_fingerprint", "claim_token", "created_at", "expires_at")
+
+# The same text on both backends (SQLite has had ON CONFLICT ... DO NOTHING and RETURNING since 3.35).
+_INSERT_CLAIM = text(
+    f"INSERT INTO idempotency_record ({', '.join(_CLAIM_COLUMNS)}) "  # noqa: S608
+    f"VALUES ({', '.join(':' + name for name in _CLAIM_COLUMNS)}) "
+    "ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key"
+).bindparams(*(bindparam(name, type_=_record.c[name].type) for name in _CLAIM_COLUMNS))
+
+_HELD = (
+    select(_record.c.claim_token, _record.c.created_at)
+    .where(_record.c.tenant_id == bindparam("tenant_id"), _record.c.key == bindparam("key"))
+    .with_for_update()
+)
+_STORE_RESPONSE = (
+    update(_record)
+    .where(_record.c.tenant_id == bindparam("of_tenant"), _record.c.key == bindparam("of_key"))
+    .values(response_status=bindparam("status"), response_body=bindparam("body"), locked_until=None)
+)
 
 
 def lock_not_available(error: OperationalError) -> bool:
@@ -29,6 +50,24 @@ def locked_record(session: Session, tenant_id: str, key: str, *, nowait: bool) -
         .execution_options(populate_existing=True)
     )
     return session.scalars(statement).one_or_none()
+
+
+def insert_claim(session: Session, values: dict[str, Any]) -> bool:
+    """A new claim in one statement, or False (nothing written, nothing raised) when the tenant already
+    has a record under that key: then the caller reads it under a lock."""
+    return session.execute(_INSERT_CLAIM, values).first() is not None
+
+
+def held_claim(session: Session, tenant_id: str, key: str) -> tuple[str, Any] | None:
+    """The claim's token and first moment, locked until the transaction ends (Core: no ORM object)."""
+    row = session.connection().execute(_HELD, {"tenant_id": tenant_id, "key": key}).first()
+    return None if row is None else (row.claim_token, row.created_at)
+
+
+def store_response(session: Session, tenant_id: str, key: str, status: int, body: str) -> None:
+    session.connection().execute(
+        _STORE_RESPONSE, {"of_tenant": tenant_id, "of_key": key, "status": status, "body": body}
+    )
 
 
 def add_record(session: Session, record: IdempotencyRecord) -> None:

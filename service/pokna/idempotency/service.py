@@ -88,10 +88,9 @@ def run_once(session: Session, request: KeyedRequest, work: Work) -> Outcome:
     if stored is not None:
         return stored
     try:
-        record = hold(session, request, token)
-        first_at = record.created_at
+        first_at = hold(session, request, token)
         status, body = work(session, Attempt(interrupted_at=first_at if first_at < started_at else None))
-        store_response(session, record, status, body)
+        store_response(session, request, status, body)
         session.commit()
     except BaseException:
         session.rollback()
@@ -119,6 +118,17 @@ def claim(session: Session, request: KeyedRequest, token: str) -> Outcome | None
 
 
 def _claim_in(session: Session, request: KeyedRequest, token: str, now: datetime) -> Outcome | None:
+    # The usual case, a new key, in one statement; a key seen before is read under a lock (NOWAIT).
+    claim_values = {
+        "tenant_id": request.tenant_id,
+        "key": request.key,
+        "request_fingerprint": request.fingerprint,
+        "claim_token": token,
+        "created_at": now,
+        "expires_at": now + RETENTION,
+    }
+    if repository.insert_claim(session, claim_values):
+        return None
     record = repository.locked_record(session, request.tenant_id, request.key, nowait=True)
     if record is not None and record.expires_at <= now:
         repository.delete_record(session, record)
@@ -154,20 +164,21 @@ def _claim_in(session: Session, request: KeyedRequest, token: str, now: datetime
     return None
 
 
-def hold(session: Session, request: KeyedRequest, token: str) -> IdempotencyRecord:
-    """Lock the claim until the work's transaction ends; refuse if a retry has taken it over."""
-    record = repository.locked_record(session, request.tenant_id, request.key, nowait=False)
-    if record is None or record.claim_token != token:
+def hold(session: Session, request: KeyedRequest, token: str) -> datetime:
+    """Lock the claim until the work's transaction ends; refuse if a retry has taken it over. Returns
+    when the first attempt under this key began."""
+    held = repository.held_claim(session, request.tenant_id, request.key)
+    if held is None or held[0] != token:
         raise IdempotencyRequestInProgress("a retry with this key took over; it is being processed")
-    return record
+    first_at: datetime = held[1]
+    return first_at
 
 
-def store_response(session: Session, record: IdempotencyRecord, status: int, body: Any) -> None:
-    """ASCII-escaped JSON, so any text the body holds (even NUL) fits a PostgreSQL text column."""
-    record.response_status = status
-    record.response_body = json.dumps(body, separators=(",", ":"))
-    record.locked_until = None
-    session.flush()
+def store_response(session: Session, request: KeyedRequest, status: int, body: Any) -> None:
+    """ASCII-escaped JSON, so any text the body holds (even NUL) fits a PostgreSQL text column. The
+    claim is held (locked) by this transaction."""
+    encoded = json.dumps(body, separators=(",", ":"))
+    repository.store_response(session, request.tenant_id, request.key, status, encoded)
 
 
 def release(session: Session, request: KeyedRequest, token: str) -> None:

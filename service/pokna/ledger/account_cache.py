@@ -10,9 +10,10 @@ tenant, and the posting trigger that its currency is the posting's.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from pokna.ledger import repository
@@ -52,3 +53,57 @@ def tenants_and_currencies(session: Session, account_ids: Sequence[str]) -> dict
         for row in repository.account_attributes(session, missing):
             found[row.id] = known[row.id] = (str(row.tenant_id), str(row.currency))
     return found
+
+
+# --- system accounts and balances held under lock ----------------------------------------------------------
+
+# Engine -> (tenant_id, kind, currency) -> the system account's id (a tenant's funding account is found on
+# every deposit and withdrawal). An id is remembered only once the transaction that found it has
+# committed (so the account is committed too), and a system account is never deleted: never wrong.
+_SYSTEM_IDS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], str]] = weakref.WeakKeyDictionary()
+_FOUND_KEY = "pokna.ledger.system_accounts_found"
+_HELD_KEY = "pokna.ledger.balances_held"
+
+
+def _system_ids(session: Session) -> dict[tuple[str, str, str], str]:
+    bind = session.get_bind()
+    known = _SYSTEM_IDS.setdefault(getattr(bind, "engine", bind), {})
+    if len(known) > _LIMIT:
+        known.clear()
+    return known
+
+
+def system_account_id(session: Session, tenant_id: str, kind: str, currency: str) -> str | None:
+    return _system_ids(session).get((tenant_id, kind, currency))
+
+
+def found_system_account(session: Session, tenant_id: str, kind: str, currency: str, account_id: str) -> None:
+    """Remembered when this session's transaction commits (`_remember_on_commit`)."""
+    session.info.setdefault(_FOUND_KEY, {})[(tenant_id, kind, currency)] = account_id
+
+
+def hold_balances(session: Session, balances: Mapping[str, int]) -> None:
+    """Balances a posting left on accounts this transaction now holds locked (the ledger's row locks on
+    PostgreSQL, the write lock on SQLite): nothing else can change them before it ends, so they are the
+    accounts' balances until then (`held_balance`), and forgotten when it commits or rolls back."""
+    session.info.setdefault(_HELD_KEY, {}).update(balances)
+
+
+def held_balance(session: Session, account_id: str) -> int | None:
+    held: dict[str, int] | None = session.info.get(_HELD_KEY)
+    return None if held is None else held.get(account_id)
+
+
+@event.listens_for(Session, "after_commit")
+def _remember_on_commit(session: Session) -> None:
+    found = session.info.pop(_FOUND_KEY, None)
+    if found:
+        _system_ids(session).update(found)
+    session.info.pop(_HELD_KEY, None)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _forget_on_rollback(session: Session, _previous_transaction: Any) -> None:
+    """Any rollback, a savepoint's too: what was found or posted in it may be gone."""
+    session.info.pop(_FOUND_KEY, None)
+    session.info.pop(_HELD_KEY, None)

@@ -70,6 +70,13 @@ def funding_account(session: Session, tenant_id: str, currency: str = DEFAULT_CU
     return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency)
 
 
+def funding_account_id(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> str:
+    """The id of `funding_account`, without a query once a committed transaction has found it."""
+    kind = AccountKind.EXTERNAL_FUNDING
+    known = account_cache.system_account_id(session, tenant_id, kind.value, currency)
+    return known if known is not None else _system_account(session, tenant_id, kind, currency).id
+
+
 def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
     return _system_account(session, tenant_id, AccountKind.HOUSE, currency)
 
@@ -84,6 +91,7 @@ def _system_account(session: Session, tenant_id: str, kind: AccountKind, currenc
     check_currency(currency)
     found = repository.find_account(session, tenant_id, kind.value, currency)
     if found is not None:
+        account_cache.found_system_account(session, tenant_id, kind.value, currency, found.id)
         return found
     if not repository.tenant_exists(session, tenant_id):
         raise tenant_not_found(tenant_id)
@@ -101,6 +109,7 @@ def _system_account(session: Session, tenant_id: str, kind: AccountKind, currenc
     )
     found = repository.find_account(session, tenant_id, kind.value, currency)
     assert found is not None
+    account_cache.found_system_account(session, tenant_id, kind.value, currency, found.id)
     return found
 
 
@@ -119,6 +128,10 @@ def find_account(session: Session, *, tenant_id: str, kind: AccountKind | str, e
 
 
 def balance_of(session: Session, account_id: str) -> int:
+    """Without a query for an account this transaction has posted to: it holds the account locked."""
+    held = account_cache.held_balance(session, account_id)
+    if held is not None:
+        return held
     balance = repository.account_balance(session, account_id)
     if balance is None:
         raise AccountNotFound(f"no account {account_id}", account_id=account_id)
@@ -150,6 +163,7 @@ def follow_balances(session: Session, balances: Mapping[str, int]) -> None:
 
     The database's trigger writes a balance, not the ORM, so a loaded Account would otherwise keep the
     one it was read with until expired; these are known without a query (the store answers them)."""
+    account_cache.hold_balances(session, balances)
     for account_id, balance in balances.items():
         account = session.identity_map.get(identity_key(Account, account_id))
         if account is not None:

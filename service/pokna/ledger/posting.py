@@ -23,7 +23,7 @@ from pokna import metrics
 from pokna.crypto.canonical_json import canonicalize
 from pokna.db.stores import store_of
 from pokna.ledger import repository
-from pokna.ledger.accounts import follow_balances, funding_account, get_account
+from pokna.ledger.accounts import follow_balances, funding_account_id, get_account
 from pokna.ledger.announcements import announce_funding
 from pokna.ledger.drafts import Draft, check_batch_key, draft_of
 from pokna.ledger.errors import InvalidPostings, TransactionNotFound
@@ -144,8 +144,8 @@ def _funding_transfer(
     if (kind is TransactionKind.DEPOSIT) != (signed_amount > 0):
         raise InvalidPostings(f"a {kind} moves a positive amount")
     wallet = get_account(session, account_id, tenant_id=tenant_id)
-    funding = funding_account(session, tenant_id, wallet.currency)
-    postings = [Posting(wallet.id, signed_amount), Posting(funding.id, -signed_amount)]
+    funding_id = funding_account_id(session, tenant_id, wallet.currency)
+    postings = [Posting(wallet.id, signed_amount), Posting(funding_id, -signed_amount)]
     draft = draft_of(kind, postings, reference, metadata, idempotency_key, request_hash)
     posted = _post_drafts(session, tenant_id, [draft])
     transaction = posted.transactions[0]

@@ -71,7 +71,7 @@ def revoke_api_key(session: Session, key_id: str) -> ApiKey:
 
 def authenticate(session: Session, secret: str) -> str:
     """The tenant id a live key belongs to. Unknown and revoked keys look the same to the caller."""
-    key = repository.api_key_by_digest(session, _digest(secret))
-    if key is None or key.revoked_at is not None:
+    tenant_id = repository.live_key_tenant(session, _digest(secret))
+    if tenant_id is None:
         raise Unauthorized("unknown or revoked API key")
-    return key.tenant_id
+    return tenant_id

@@ -1,0 +1,100 @@
+"""A pooled PostgreSQL connection the server closed is replaced at checkout, without a round trip
+(`pokna.db.engine`: no `pool_pre_ping`), and a request's first read survives a connection that died
+unnoticed (`pokna.api.deps.first_read`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, event, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from pokna.api.deps import first_read
+from pokna.db.engine import make_engine
+
+pytestmark = pytest.mark.postgres_only
+
+
+@pytest.fixture
+def pooled(database_url: str) -> Iterator[Engine]:
+    engine = make_engine(database_url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def _backend_pid(engine: Engine) -> int:
+    with engine.connect() as connection:
+        pid: int = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        return pid
+
+
+def _terminate(database_url: str, pid: int) -> None:
+    """The server ends that backend (FATAL 57P01, then it closes the socket), as a restart does."""
+    admin = make_engine(database_url)
+    try:
+        with admin.connect() as connection:
+            assert connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar()
+            deadline = time.monotonic() + 10
+            while connection.execute(
+                text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+            ).scalar_one():
+                assert time.monotonic() < deadline, "the backend did not end"
+                time.sleep(0.05)
+                connection.rollback()
+    finally:
+        admin.dispose()
+
+
+def test_the_engine_does_not_ping_on_checkout(pooled: Engine) -> None:
+    assert not pooled.pool._pre_ping
+    sent: list[str] = []
+    event.listen(pooled, "before_cursor_execute", lambda *args: sent.append(args[2]))
+    _backend_pid(pooled)  # connects, then returns it to the pool
+    sent.clear()
+    _backend_pid(pooled)
+    assert sent == ["SELECT pg_backend_pid()"]
+
+
+def test_a_connection_the_server_closed_is_replaced_at_checkout(pooled: Engine, database_url: str) -> None:
+    first = _backend_pid(pooled)
+    assert _backend_pid(pooled) == first  # pooled: the same connection comes back
+    _terminate(database_url, first)
+    second = _backend_pid(pooled)  # without the checkout's check this statement fails on a dead socket
+    assert second != first
+    assert _backend_pid(pooled) == second
+
+
+def test_the_first_read_is_tried_again_on_a_connection_that_died_unnoticed(
+    pooled: Engine, database_url: str
+) -> None:
+    """The checkout's check cannot see a death that happens after it; the first read sees it, and is
+    done again on a fresh connection. A later statement is never retried."""
+    calls: list[int] = []
+
+    def read(session: Session) -> int:
+        pid: int = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        calls.append(pid)
+        if len(calls) == 1:
+            _terminate(database_url, pid)
+            session.execute(text("SELECT 1"))  # on the connection the server just closed
+        return pid
+
+    with Session(pooled) as session:
+        pid = first_read(session, read)
+        assert len(calls) == 2
+        assert pid == calls[1] != calls[0]
+        session.commit()
+
+    def always_dies(session: Session) -> int:
+        pid: int = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        _terminate(database_url, pid)
+        return int(session.execute(text("SELECT 1")).scalar_one())
+
+    with Session(pooled) as session, pytest.raises(DBAPIError) as raised:
+        first_read(session, always_dies)  # tried twice, then the error is the caller's (a 503)
+    assert raised.value.connection_invalidated
