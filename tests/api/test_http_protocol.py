@@ -28,6 +28,11 @@ UNPARSABLE = {
     "space before the colon": b"GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n",
     "not http at all": b"HELLO THERE\r\n\r\n",
     "http/1.1 without host": b"GET /healthz HTTP/1.1\r\n\r\n",
+    "a header block over 16 KiB": b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    + b"X-Pad: "
+    + b"a" * 17_000
+    + b"\r\n\r\n",
+    "a url over 16 KiB": b"GET /healthz?pad=" + b"a" * 17_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
 }
 
 
@@ -81,3 +86,12 @@ def test_the_server_still_serves_and_logs_no_header_it_refused(server: tuple[str
     )
     assert (status, json.loads(body)) == (200, {"status": "ok"})
     assert SECRET not in log_path.read_text()
+
+
+def test_a_long_head_within_the_limit_is_served(server: tuple[str, int, Path]) -> None:
+    host, port, _ = server
+    request = (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Pad: " + b"a" * 12_000 + b"\r\n\r\n"
+    )
+    status, _, body = _parse(_exchange(host, port, request))
+    assert (status, json.loads(body)) == (200, {"status": "ok"})

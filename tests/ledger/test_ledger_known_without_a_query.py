@@ -83,3 +83,20 @@ def test_a_posted_balance_is_known_until_the_transaction_ends(
         with statements(engine) as sent:
             assert balance_of(session, wallet) == 10
         assert [text for text in sent if "balance" in text] != []  # the commit ended the lock: read again
+
+
+def test_a_session_closed_with_its_transaction_open_forgets_it_all(
+    sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+) -> None:
+    """Closing ends the transaction without `after_soft_rollback`: a funding account created in it must not
+    be remembered by the next commit of the same session, nor a balance held in it."""
+    wallet = _wallet(sessions, tenant_id)
+    session = sessions()
+    deposit(session, tenant_id=tenant_id, account_id=wallet, amount=5)  # creates the funding account
+    session.close()  # rolled back by the close
+    with session.begin():  # the same session object, a new transaction
+        with statements(engine) as sent:
+            assert balance_of(session, wallet) == 0
+        assert [text for text in sent if "balance" in text] != []
+    assert system_account_id(sessions(), tenant_id, FUNDING, "CREDIT") is None
+    session.close()

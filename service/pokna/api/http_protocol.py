@@ -51,7 +51,32 @@ def _problem_headers(payload: bytes, request_id: str) -> list[tuple[bytes, bytes
     ]
 
 
+MAX_HEAD_BYTES = 16 * 1024
+"""The request line's URL and the header block together, at most: h11 refused a longer head (uvicorn's
+`h11_max_incomplete_event_size`), but uvicorn's httptools protocol keeps whatever arrives, so a client
+could make a worker hold any amount of memory before the body cap or the rate limit could act."""
+
+
 class ProblemHttpToolsProtocol(HttpToolsProtocol):
+    head_bytes = 0
+
+    def on_message_begin(self) -> None:
+        self.head_bytes = 0
+        super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value))
+        super().on_header(name, value)
+
+    def _count_head(self, size: int) -> None:
+        self.head_bytes += size
+        if self.head_bytes > MAX_HEAD_BYTES:
+            raise httptools.HttpParserError(f"a request head over {MAX_HEAD_BYTES} bytes")
+
     def on_headers_complete(self) -> None:
         if self.parser.get_http_version() == "1.1" and not any(name == b"host" for name, _ in self.headers):
             # Raised inside the parser's callback: feed_data raises it on as HttpParserCallbackError, an

@@ -62,6 +62,8 @@ def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
     if waits.statement is not None:
         connect_args["options"] = f"-c statement_timeout={waits.statement * 1000}"
     connect_args.update(kwargs.pop("connect_args", {}))
+    if not hasattr(select, "poll"):  # no poll(2) on this platform: ping each checkout instead
+        kwargs.setdefault("pool_pre_ping", True)
     engine = create_engine(url, connect_args=connect_args, **kwargs)
     if not kwargs.get("pool_pre_ping"):
         event.listen(engine, "checkout", _drop_if_the_server_hung_up)

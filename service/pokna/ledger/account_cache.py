@@ -102,6 +102,15 @@ def _remember_on_commit(session: Session) -> None:
     session.info.pop(_HELD_KEY, None)
 
 
+@event.listens_for(Session, "after_transaction_end")
+def _forget_at_the_end(session: Session, transaction: Any) -> None:
+    """A session closed with its transaction open ends it without `after_soft_rollback`: whatever was not
+    remembered at a commit (which runs before this) is forgotten with the outermost transaction."""
+    if transaction.parent is None:
+        session.info.pop(_FOUND_KEY, None)
+        session.info.pop(_HELD_KEY, None)
+
+
 @event.listens_for(Session, "after_soft_rollback")
 def _forget_on_rollback(session: Session, _previous_transaction: Any) -> None:
     """Any rollback, a savepoint's too: what was found or posted in it may be gone."""
