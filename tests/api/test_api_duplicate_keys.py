@@ -4,6 +4,7 @@ problem+json naming the key, at any depth, on every route, and nothing is writte
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -90,28 +91,32 @@ def test_a_deposit_with_two_amounts_is_refused_and_posts_nothing(
     assert api.balance(wallet) == 10
 
 
-def test_every_post_refuses_a_repeated_key_at_any_depth(
+def test_every_write_refuses_a_repeated_key_at_any_depth(
     client: TestClient, sessions: sessionmaker[Session]
 ) -> None:
     api = new_tenant(client, sessions)
     wallet = api.wallet(10)
     document = client.get("/openapi.json").json()
-    posts = [path for path, item in document["paths"].items() if "post" in item]
-    assert len(posts) >= 7
+    writes = [
+        (method, path)
+        for path, item in document["paths"].items()
+        for method in item
+        if method in ("post", "put", "patch")
+    ]
+    assert len(writes) >= 13  # every POST, PUT and PATCH of the document
     before = database_state(sessions)
-    for path in posts:
-        concrete = (
-            path.replace("{account_id}", wallet).replace("{game_id}", "game_x").replace("{table_id}", "tbl_x")
-        )
+    for method, path in writes:
+        concrete = re.sub(r"\{[a-z_]+\}", "x_1", path.replace("{account_id}", wallet))
         for body, field in [
             (b'{"type":"roll","type":"cancel"}', "body.type"),
             (b'{"player_account_ids":[{"a":1,"b":2,"a":3}]}', "body.player_account_ids.0.a"),
         ]:
             for content_type in ("application/json", None):
                 headers = {"Content-Type": content_type} if content_type else {}
-                response = api.post(concrete, content=body, headers=headers)
+                headers = {**api.headers, **headers}
+                response = api.client.request(method, concrete, content=body, headers=headers)
                 try:
                     assert_names_field(assert_problem(response, 400, "duplicate_key"), field)
                 except AssertionError as error:
-                    raise AssertionError(f"POST {path} {body!r}: {error}") from error
+                    raise AssertionError(f"{method.upper()} {path} {body!r}: {error}") from error
     assert database_state(sessions) == before

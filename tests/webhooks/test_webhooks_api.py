@@ -4,18 +4,23 @@ input answered as problem+json naming the field, and the production URL rules (h
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api.app import create_app
 from pokna.crypto.signing import generate_signing_key, private_key_to_pem
+from pokna.db.models.webhook import WebhookDelivery
+from pokna.db.types import utc_now
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.service import DeliveryPolicy
 from support.api_checks import assert_names_field, assert_problem, database_state
 from support.tenant_api import TenantApi, new_tenant
 
@@ -133,6 +138,8 @@ def test_bad_changes_and_lookups_are_problems_naming_the_field(
         assert_problem(client.patch(path, json={"enabled": "off"}, headers=tenant.headers), 422),
         "body.enabled",
     )
+    unsafe = client.patch(path, json={"url": "http://user:pw@127.0.0.1:9/h"}, headers=tenant.headers)
+    assert_names_field(assert_problem(unsafe, 422, "unsafe_webhook_url"), "body.url")
     deliveries = f"{path}/deliveries"
     assert_names_field(
         assert_problem(tenant.get(deliveries, params={"starting_after": "abc"}), 422), "query.starting_after"
@@ -140,6 +147,34 @@ def test_bad_changes_and_lookups_are_problems_naming_the_field(
     assert_names_field(assert_problem(tenant.get(deliveries, params={"status": "lost"}), 422), "query.status")
     assert_problem(tenant.post(f"{deliveries}/whdl_unknown/retry"), 404, "webhook_delivery_not_found")
     assert tenant.get(deliveries).json() == {"data": [], "has_more": False, "next_cursor": None}
+
+
+def test_a_delivery_being_attempted_is_not_retried_until_its_attempt_ends(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    tenant = new_tenant(client, sessions)
+    path = f"{ENDPOINTS}/{create(tenant, event_types=['ledger.deposit.posted']).json()['id']}"
+    tenant.wallet(5)
+    with sessions.begin() as session:  # the worker's first step: the deposit's event becomes a delivery
+        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    delivery_id = tenant.get(f"{path}/deliveries").json()["data"][0]["id"]
+    with sessions.begin() as session:  # a worker has claimed it and is sending it now
+        session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery_id)
+            .values(status="sending", locked_until=utc_now() + timedelta(minutes=1))
+        )
+    retry = f"{path}/deliveries/{delivery_id}/retry"
+    assert_problem(tenant.post(retry), 409, "webhook_delivery_in_flight")
+    with sessions.begin() as session:  # the attempt is over (its claim has lapsed): a retry is taken
+        session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery_id)
+            .values(locked_until=utc_now() - timedelta(seconds=1))
+        )
+    retried = tenant.post(retry)
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["status"] == "pending"
 
 
 @pytest.fixture

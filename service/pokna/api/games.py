@@ -17,7 +17,6 @@ from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import (
     ACTION_REFUSALS,
-    BAD_CURSOR,
     BAD_SEATING,
     CLIENT_SEED_LOCKED,
     GAME_NOT_FOUND,
@@ -177,7 +176,7 @@ def act(
     tags=["games"],
     summary="Every roll (with its nonce), decision and money movement, in order",
     description="The game's history, oldest first, paged with `limit` and `starting_after`.",
-    responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND, BAD_CURSOR),
+    responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND),  # its cursor is a number: 422 by its schema
 )
 def game_events(
     game_id: GameId,

@@ -139,7 +139,6 @@ ACTION_REFUSALS = (
 )
 
 BAD_RANGE = of(InvalidRequest, "give from_seq or from_time, not both")
-BAD_RAKE = of(InvalidRequest, "the rake cap must not be negative, not -1")
 ENDPOINT_NOT_FOUND = of(EndpointNotFound, "no webhook endpoint whep_0c1d2e3f")
 DELIVERY_NOT_FOUND = of(DeliveryNotFound, "no delivery whdl_0c1d2e3f of webhook endpoint whep_0c1d2e3f")
 DELIVERY_IN_FLIGHT = of(
@@ -151,10 +150,12 @@ JSON_BODY = (MALFORMED_JSON, DUPLICATE_KEY, VALIDATION)
 """An operation that reads a JSON body: it may be unreadable or not fit the schema."""
 IDEMPOTENT = (
     VALIDATION,
+    DUPLICATE_KEY,
     of(IdempotencyKeyReused, "this Idempotency-Key was used with a different request"),
     of(IdempotencyRequestInProgress, "the first request with this key is still being processed"),
 )
-"""An operation that takes an `Idempotency-Key`."""
+"""An operation that takes an `Idempotency-Key` (a write: any JSON sent with it is read for repeated
+keys, even where the operation takes no body)."""
 
 
 def problems(*documented: ProblemDoc | tuple[ProblemDoc, ...]) -> dict[int | str, dict[str, Any]]:

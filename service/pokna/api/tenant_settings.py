@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from pokna.api.auth import TenantDep
 from pokna.api.deps import SessionDep
 from pokna.api.idempotency import IdempotencyDep
-from pokna.api.problem_docs import BAD_RAKE, IDEMPOTENT, JSON_BODY, KEYED, problems
+from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, problems
 from pokna.api.schemas.common import RakeTermsIn
 from pokna.tenants.settings import TenantSettingsOut, set_default_rake, tenant_settings
 
@@ -43,7 +43,7 @@ def read_settings(tenant_id: TenantDep, session: SessionDep) -> TenantSettingsOu
     summary="Set the default rake of new games and tables (a game's own terms never change)",
     description="Games and tables created from now on without their own `rake` take these terms; the terms "
     "of existing games are signed in their commitment and never change.",
-    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, BAD_RAKE),
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT),  # the rake terms are bounded by their schema
 )
 def update_settings(
     body: TenantSettingsUpdate, tenant_id: TenantDep, idempotency: IdempotencyDep

@@ -69,7 +69,7 @@ def create_endpoint(
     response_model=Page[WebhookEndpointOut],
     summary="The tenant's webhook endpoints",
     description="Newest first, a page at a time; the secrets are never shown again.",
-    responses=problems(KEYED, VALIDATION, BAD_CURSOR),
+    responses=problems(KEYED, VALIDATION),
 )
 def list_endpoints(page: PageDep, tenant_id: TenantDep, session: SessionDep) -> Page[WebhookEndpointOut]:
     return webhooks.list_endpoints(session, tenant_id, limit=page.limit, starting_after=page.starting_after)
