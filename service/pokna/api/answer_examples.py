@@ -100,109 +100,6 @@ ANSWERS: dict[str, Any] = {
         "started_at": "2026-12-01T15:15:08.231416Z",
         "ended_at": None,
     },
-    "game_action": {
-        "id": "game_f043bbd6150a4c19b7c033641dfd2318",
-        "object": "game",
-        "status": "in_progress",
-        "phase": "seeking",
-        "table_id": "tbl_b95704d231084e2a8c0fe87ec395a519",
-        "round_number": 1,
-        "currency": "CREDIT",
-        "stake": 10,
-        "challenge_raise": 10,
-        "rake": {"bps": 0, "cap": None},
-        "rake_taken": 0,
-        "turn_timeout_seconds": 60,
-        "pot": 20,
-        "pot_account_id": "acct_a687c24955a2493b86445ac70e07d493",
-        "favor": "blue",
-        "pass_number": 1,
-        "seats": [
-            {
-                "seat": 0,
-                "account_id": "acct_067ff998da1f47bf84e2ef2a950dff6c",
-                "role": "vigo",
-                "status": "vigo",
-                "voted": False,
-                "paid_in": 0,
-                "paid_out": 0,
-                "client_seed": "_iwODyw5lCGSnyOLXfIPrw",
-                "client_seed_source": "server",
-            },
-            {
-                "seat": 1,
-                "account_id": "acct_0be97b12b1f64323bd219e732fa49b43",
-                "role": "player",
-                "status": "to_roll",
-                "voted": False,
-                "paid_in": 10,
-                "paid_out": 0,
-                "client_seed": "83sKOQ4ryQo6VM-1rq606w",
-                "client_seed_source": "server",
-            },
-            {
-                "seat": 2,
-                "account_id": "acct_830a85c7c33940c597161a1ddab1a30a",
-                "role": "player",
-                "status": "to_roll",
-                "voted": False,
-                "paid_in": 10,
-                "paid_out": 0,
-                "client_seed": "Tj0xgObilxKrxWL2Wn1rKw",
-                "client_seed_source": "server",
-            },
-        ],
-        "turn": {
-            "seats": [1],
-            "account_ids": ["acct_0be97b12b1f64323bd219e732fa49b43"],
-            "allowed_actions": ["roll"],
-            "default_action": "roll",
-            "deadline_at": "2026-12-01T15:16:08.231416Z",
-        },
-        "outcome": None,
-        "fairness": {
-            "protocol": "pokna-hmac-sha256-v1",
-            "server_seed_hash": "26cd0292461c86c6696d5f6e40fa8dfab3b3735415bc574e70b5abfee1195c32",
-            "client_seed": "fc61d704edcb0f720e779ccc024fc4551338b6e1e251930c257f1f5adc22d494",
-            "server_seed": None,
-            "next_nonce": 1,
-            "commitment": {
-                "protocol": "pokna-hmac-sha256-v1",
-                "document": "commitment_receipt",
-                "game_id": "game_f043bbd6150a4c19b7c033641dfd2318",
-                "server_seed_hash": "26cd0292461c86c6696d5f6e40fa8dfab3b3735415bc574e70b5abfee1195c32",
-                "created_at": "2026-12-01T15:15:08.126470Z",
-                "game": {
-                    "stake": 10,
-                    "challenge_raise": 10,
-                    "seats": [
-                        {"seat": 0, "account_id": "acct_067ff998da1f47bf84e2ef2a950dff6c"},
-                        {"seat": 1, "account_id": "acct_0be97b12b1f64323bd219e732fa49b43"},
-                        {"seat": 2, "account_id": "acct_830a85c7c33940c597161a1ddab1a30a"},
-                    ],
-                },
-                "key_id": "ed25519:d6f490673a115410",
-                "signature": "BcUuXUj_Jf-ICm01aHXsR1QIS7x6n0RM-_kE019oYxYljwcSVxi37Peu9VJhfCgPH9CDQch3UoHeiBY7IXx6Bw",
-            },
-            "public_url": "/v1/fairness/proofs/cW3xD6vvQt4ZD5ReHasUaCKarG_vxcPE",
-            "verify_url": "/verify?proof=cW3xD6vvQt4ZD5ReHasUaCKarG_vxcPE",
-        },
-        "version": 2,
-        "created_at": "2026-12-01T15:15:08.126470Z",
-        "started_at": "2026-12-01T15:15:08.231416Z",
-        "ended_at": None,
-        "rolls": [
-            {
-                "nonce": 0,
-                "seat": 0,
-                "account_id": "acct_067ff998da1f47bf84e2ef2a950dff6c",
-                "purpose": "favor",
-                "face": 4,
-                "color": "blue",
-                "in_favor": None,
-            }
-        ],
-    },
     "table": {
         "id": "tbl_b95704d231084e2a8c0fe87ec395a519",
         "object": "table",
@@ -358,6 +255,22 @@ BY_OPERATION = {
     "game_proof": "proof_pending",
 }
 """Operations whose answer's model carries no example of its own, and the example to show."""
+
+
+ANSWERS["game_action"] = {  # the start's answer: the game as above, with the favor roll it made
+    **ANSWERS["game"],
+    "rolls": [
+        {
+            "nonce": 0,
+            "seat": 0,
+            "account_id": "acct_067ff998da1f47bf84e2ef2a950dff6c",
+            "purpose": "favor",
+            "face": 4,
+            "color": "blue",
+            "in_favor": None,
+        }
+    ],
+}
 
 
 def _page_of(model: Any) -> dict[str, Any]:
