@@ -15,9 +15,9 @@ import uuid
 from pathlib import Path
 
 import yappi  # type: ignore[import-untyped,unused-ignore]
-from games_http import FUNDS, create_tenants, next_action
+from games_http import create_tenants, next_action
 from games_support import migrated_cluster
-from round_trips import served
+from round_trips import funded_wallets, served
 
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
@@ -36,11 +36,7 @@ def main() -> int:
         (key,) = create_tenants(database.url, 1)
         with served(database.url, data_dir) as (client, _counts):
             client.headers["Authorization"] = f"Bearer {key}"
-            wallets = []
-            for _ in range(4):
-                account = client.post("/v1/accounts", json={}).json()["id"]
-                client.post(f"/v1/accounts/{account}/deposits", json={"amount": FUNDS}).raise_for_status()
-                wallets.append(account)
+            wallets = funded_wallets(client, 4)
             rng = random.Random(1)
             terms = {"vigo_account_id": wallets[0], "player_account_ids": wallets[1:], "stake": 5}
 
@@ -58,6 +54,7 @@ def main() -> int:
                                 yappi.stop()
                             count += 1
                     return count
+                body: dict[str, object]
                 for _ in range(options.requests):
                     if options.kind == "deposit":
                         path, body = f"/v1/accounts/{wallets[0]}/deposits", {"amount": 1}

@@ -64,6 +64,16 @@ class Counts:
         return taken
 
 
+def funded_wallets(client: Any, count: int) -> list[str]:
+    """`count` new wallets of the client's tenant, each funded with FUNDS."""
+    wallets = []
+    for _ in range(count):
+        account = client.post("/v1/accounts", json={}).json()["id"]
+        client.post(f"/v1/accounts/{account}/deposits", json={"amount": FUNDS}).raise_for_status()
+        wallets.append(account)
+    return wallets
+
+
 @contextmanager
 def served(url: str, data_dir: Path) -> Iterator[tuple[TestClient, Counts]]:
     os.environ.update(
@@ -101,11 +111,7 @@ def main() -> int:
         (key,) = create_tenants(database.url, 1)
         with served(database.url, data_dir) as (client, counts):
             client.headers["Authorization"] = f"Bearer {key}"
-            wallets = []
-            for _ in range(4):
-                account = client.post("/v1/accounts", json={}).json()["id"]
-                client.post(f"/v1/accounts/{account}/deposits", json={"amount": FUNDS}).raise_for_status()
-                wallets.append(account)
+            wallets = funded_wallets(client, 4)
 
             def count(kind: str, response: Any, expected: int) -> Any:
                 assert response.status_code == expected, response.text

@@ -187,24 +187,7 @@ ANSWERS: dict[str, Any] = {
         "game_id": "game_f043bbd6150a4c19b7c033641dfd2318",
         "status": "in_progress",
         "revealed": False,
-        "commitment": {
-            "protocol": "pokna-hmac-sha256-v1",
-            "document": "commitment_receipt",
-            "game_id": "game_f043bbd6150a4c19b7c033641dfd2318",
-            "server_seed_hash": "26cd0292461c86c6696d5f6e40fa8dfab3b3735415bc574e70b5abfee1195c32",
-            "created_at": "2026-12-01T15:15:08.126470Z",
-            "game": {
-                "stake": 10,
-                "challenge_raise": 10,
-                "seats": [
-                    {"seat": 0, "account_id": "acct_067ff998da1f47bf84e2ef2a950dff6c"},
-                    {"seat": 1, "account_id": "acct_0be97b12b1f64323bd219e732fa49b43"},
-                    {"seat": 2, "account_id": "acct_830a85c7c33940c597161a1ddab1a30a"},
-                ],
-            },
-            "key_id": "ed25519:d6f490673a115410",
-            "signature": "BcUuXUj_Jf-ICm01aHXsR1QIS7x6n0RM-_kE019oYxYljwcSVxi37Peu9VJhfCgPH9CDQch3UoHeiBY7IXx6Bw",
-        },
+        "commitment": None,  # the game's own, set below
     },
 }
 
@@ -257,6 +240,7 @@ BY_OPERATION = {
 """Operations whose answer's model carries no example of its own, and the example to show."""
 
 
+ANSWERS["proof_pending"]["commitment"] = ANSWERS["game"]["fairness"]["commitment"]
 ANSWERS["game_action"] = {  # the start's answer: the game as above, with the favor roll it made
     **ANSWERS["game"],
     "rolls": [
