@@ -42,4 +42,5 @@ def waits_of(settings: Settings) -> Waits:
         pool=settings.database_pool_timeout_seconds,
         connect=settings.database_connect_timeout_seconds,
         statement=settings.database_statement_timeout_seconds,
+        idle_in_transaction=settings.database_idle_in_transaction_timeout_seconds,
     )

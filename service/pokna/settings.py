@@ -85,6 +85,17 @@ class Settings(BaseSettings):
         description="Longest a statement may run on PostgreSQL (statement_timeout), or wait for SQLite's "
         "write lock (busy timeout), before the request answers 503.",
     )
+    database_idle_in_transaction_timeout_seconds: int = Field(
+        default=60,
+        ge=1,
+        description="Longest a request's PostgreSQL session may sit idle inside a transaction "
+        "(idle_in_transaction_session_timeout) before the server ends it and frees what it held.",
+    )
+    shutdown_timeout_seconds: int = Field(
+        default=30,
+        ge=1,
+        description="On SIGTERM, how long `pokna serve` lets requests in flight finish before cancelling them.",
+    )
     database_retry_after_seconds: int = Field(
         default=2, ge=1, description="The Retry-After of a 503 answered while the database is unavailable."
     )
@@ -158,6 +169,8 @@ VALID_VALUES: dict[str, str] = {
     "database_pool_timeout_seconds": "a number of seconds above 0, e.g. POKNA_DATABASE_POOL_TIMEOUT_SECONDS=10",
     "database_connect_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_CONNECT_TIMEOUT_SECONDS=5",
     "database_statement_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS=30",
+    "database_idle_in_transaction_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS=60",
+    "shutdown_timeout_seconds": "an integer of at least 1, e.g. POKNA_SHUTDOWN_TIMEOUT_SECONDS=30",
     "database_retry_after_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_RETRY_AFTER_SECONDS=2",
     "rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
     "rate_limit_burst": "an integer of at least 1, e.g. POKNA_RATE_LIMIT_BURST=200",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, event, text
@@ -14,6 +15,8 @@ from sqlalchemy.orm import Session
 
 from pokna.api.deps import first_read
 from pokna.db.engine import make_engine
+from pokna.runtime import waits_of
+from pokna.settings import Environment, Settings
 
 pytestmark = pytest.mark.postgres_only
 
@@ -98,3 +101,25 @@ def test_the_first_read_is_tried_again_on_a_connection_that_died_unnoticed(
     with Session(pooled) as session, pytest.raises(DBAPIError) as raised:
         first_read(session, always_dies)  # tried twice, then the error is the caller's (a 503)
     assert raised.value.connection_invalidated
+
+
+def test_a_session_left_idle_in_a_transaction_is_ended_by_the_server(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The API's waits bound what a stuck request can hold: its transaction is ended, its locks freed."""
+    settings = Settings(
+        env=Environment.TEST,
+        data_dir=tmp_path,
+        database_url=database_url,
+        database_idle_in_transaction_timeout_seconds=1,
+    )
+    engine = make_engine(database_url, waits_of(settings))
+    try:
+        with engine.connect() as connection:
+            assert connection.execute(text("SHOW idle_in_transaction_session_timeout")).scalar_one() == "1s"
+            connection.execute(text("SELECT 1"))
+            time.sleep(2)
+            with pytest.raises(DBAPIError):
+                connection.execute(text("SELECT 1"))
+    finally:
+        engine.dispose()

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
@@ -714,8 +713,8 @@ def test_postgresql_lines_are_byte_for_byte_json_build_object(
 def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
     sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Closing the stream cancels a query still sending rows; the caller's transaction must survive it."""
-    monkeypatch.setattr(store_postgresql, "_STREAM_ROWS", 10)
+    """Closing the export between pages leaves nothing running; the caller's transaction goes on."""
+    monkeypatch.setattr(store_postgresql, "PAGE_TRANSACTIONS", 10)
     with unit_of_work(sessions) as session:
         wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="big").id
         for index in range(300):  # ~2.4 MB of lines: more than the socket buffers hold
@@ -724,28 +723,35 @@ def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
             )
     with unit_of_work(sessions) as session:
         lines = export_jsonl(session, tenant_id)
-        assert [json.loads(next(lines))["seq"] for _ in range(3)] == [1, 2, 3]
+        assert [json.loads(next(lines))["seq"] for _ in range(13)] == list(range(1, 14))
         lines.close()  # type: ignore[attr-defined]
         assert balance_of(session, wallet) == 300
         assert len(list(export_jsonl(session, tenant_id, to_seq=5))) == 5
 
 
 @pytest.mark.postgres_only
-def test_an_older_libpq_streams_row_by_row_with_the_same_lines(
+def test_the_session_answers_between_any_two_lines_of_an_export(
     sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Chunked streaming needs libpq 17; with an older one the export must still work, unchanged."""
+    """What an audit bundle does: read through the session while the export is part-way. A stream still
+    open on the connection once blocked that read for ever; and the session's transaction may end between
+    two lines (the bundle's HTTP edge commits between chunks) without the export losing its place."""
+    monkeypatch.setattr(store_postgresql, "PAGE_TRANSACTIONS", 7)
     with unit_of_work(sessions) as session:
-        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="old").id
-        for amount in (5, 7, 9):
+        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="w").id
+        for amount in range(1, 31):
             deposit(session, tenant_id=tenant_id, account_id=wallet, amount=amount)
     with sessions() as session:
-        chunked = list(export_jsonl(session, tenant_id))
-    monkeypatch.setattr(psycopg.pq, "version", lambda: 160009)
-    assert store_postgresql._stream_rows() == 1
+        whole = list(export_jsonl(session, tenant_id))
     with sessions() as session:
-        assert list(export_jsonl(session, tenant_id)) == chunked
-    assert len(chunked) == 3
+        interleaved = []
+        for index, line in enumerate(export_jsonl(session, tenant_id)):
+            interleaved.append(line)
+            assert balance_of(session, wallet) == sum(range(1, 31))
+            if index % 3 == 0:
+                session.commit()
+    assert interleaved == whole
+    assert [json.loads(line)["seq"] for line in whole] == list(range(1, 31))
 
 
 def test_a_line_python_cannot_read_is_a_finding_not_a_crash(tmp_path: Path) -> None:

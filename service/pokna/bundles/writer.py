@@ -5,6 +5,10 @@ trailer (the record layout: pokna.audit.records).
 Streamed in batches of transactions: a batch's new accounts and games are read in one query each and
 written just before the first transaction that needs them, so memory holds one batch and the ids already
 written, never the bundle. The range is resolved (and refused, naming the field) before the first byte.
+
+Every read of a batch is done before its first line is handed out, and a batch goes out as one chunk of
+whole lines: between chunks the session runs no query, so the HTTP edge ends the read transaction there and a
+slow or vanished client holds no database connection (`pokna.api.audit`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pokna.dealer import service as dealer
 from pokna.ledger.chain import format_timestamp
 from pokna.service_keys import ServiceKeys
 
-_BATCH = 2000
+BATCH_TRANSACTIONS = 2000
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -50,8 +54,9 @@ class BundleRange:
 
 
 def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: BundleRange) -> Iterator[str]:
-    """Resolve the range now (TenantNotFound, InvalidRequest naming the field) and return the bundle's
-    lines, each ending in a newline, to be streamed in the same session."""
+    """Resolve the range now (TenantNotFound, InvalidRequest naming the field) and return the bundle as
+    chunks of whole lines (each line ending in a newline), read through the same session. Between two
+    chunks the session is idle: its transaction may be ended there."""
     journal = ledger.journal_span(
         session,
         tenant_id,
@@ -98,12 +103,15 @@ def _body(
     batch: list[tuple[str, dict[str, Any]]] = []
     for text in lines:
         batch.append((text, json.loads(text)))
-        if len(batch) >= _BATCH:
-            yield from _batch(
-                session, tenant_id, journal, batch, seen_accounts, seen_games, checkpoints, counts
+        if len(batch) >= BATCH_TRANSACTIONS:
+            yield "".join(
+                _batch(session, tenant_id, journal, batch, seen_accounts, seen_games, checkpoints, counts)
             )
             batch = []
-    yield from _batch(session, tenant_id, journal, batch, seen_accounts, seen_games, checkpoints, counts)
+    if batch:
+        yield "".join(
+            _batch(session, tenant_id, journal, batch, seen_accounts, seen_games, checkpoints, counts)
+        )
 
 
 def _batch(

@@ -65,6 +65,9 @@ def serve(
         # default): on a busy 2-core machine a starting worker, still importing the app, missed it and was
         # killed and restarted over and over (tests/cli/test_serve.py flaked at load ~10).
         timeout_worker_healthcheck=30,
+        # A request still running this long after SIGTERM is cancelled, so a stuck one cannot hold the
+        # shutdown (and the deploy behind it) for ever.
+        timeout_graceful_shutdown=settings.shutdown_timeout_seconds,
     )
     with shared_by_workers(config.workers):  # before any worker starts: they read it on import
         _run(config, sock)

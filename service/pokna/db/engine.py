@@ -28,12 +28,15 @@ class Waits:
 
     `pool` for a free pooled connection; `connect` to open one (per PostgreSQL host of a multi-host
     URL); `statement` for one statement on PostgreSQL (statement_timeout, lock waits included), or for
-    SQLite's write lock (its busy timeout). The API sets all three from its settings; a command (an
-    export, an audit of a large ledger) keeps the defaults, with no limit on a PostgreSQL statement."""
+    SQLite's write lock (its busy timeout); `idle_in_transaction` for a PostgreSQL session left idle inside
+    a transaction (idle_in_transaction_session_timeout: the server ends it, so a stuck request cannot hold
+    its locks and its connection for ever). The API sets them all from its settings; a command (an export,
+    an audit of a large ledger) keeps the defaults, with no limit on a PostgreSQL statement."""
 
     pool: float = 10
     connect: int = 5
     statement: int | None = None
+    idle_in_transaction: int | None = None
 
     @property
     def sqlite_busy_seconds(self) -> int:
@@ -59,8 +62,16 @@ def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
         return engine
     kwargs.setdefault("pool_timeout", waits.pool)
     connect_args: dict[str, Any] = {"connect_timeout": waits.connect}
-    if waits.statement is not None:
-        connect_args["options"] = f"-c statement_timeout={waits.statement * 1000}"
+    options = [
+        f"-c {name}={seconds * 1000}"
+        for name, seconds in (
+            ("statement_timeout", waits.statement),
+            ("idle_in_transaction_session_timeout", waits.idle_in_transaction),
+        )
+        if seconds is not None
+    ]
+    if options:
+        connect_args["options"] = " ".join(options)
     connect_args.update(kwargs.pop("connect_args", {}))
     if not hasattr(select, "poll"):  # no poll(2) on this platform: ping each checkout instead
         kwargs.setdefault("pool_pre_ping", True)

@@ -25,8 +25,6 @@ from pokna.ledger.model import PostedTransaction, check_new_balance, check_posti
 from pokna.ledger.refusals import account_not_in_tenant, replayed, tenant_not_found
 from pokna.ledger.store import LedgerStore, Posted
 
-_STREAM_ROWS = 2000
-
 
 class PostOutcome(NamedTuple):
     """ledger_post()'s answer: `status` says whether it posted, and if not, why (refused_* name the culprit).
@@ -166,8 +164,7 @@ def _refused(
 
 # Each transaction's postings come as one flat text array (account_id, amount, currency, ... in leg order):
 # ARRAY(subquery) reads them in the index's leg order with no per-transaction sort or aggregate, which
-# is most of what json_agg cost. The rows are streamed (no server-side cursor), so the database produces
-# the next rows while Python writes these.
+# is most of what json_agg cost.
 _JSONL_ROWS = """
     SELECT t.seq, t.id, t.kind, t.reference, t.metadata::text,
         to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), t.prev_hash, t.hash,
@@ -180,11 +177,11 @@ _JSONL_ROWS = """
     ORDER BY t.seq
 """
 
-
-def _stream_rows() -> int:
-    """Rows fetched per chunk: chunked streaming needs libpq 17 (psycopg's binary wheels bundle a newer
-    one); an older system libpq streams row by row, which is correct, only slower."""
-    return _STREAM_ROWS if psycopg.pq.version() >= 170000 else 1
+PAGE_TRANSACTIONS = 2000
+"""Transactions read per round trip. Each page is read whole before its first line is handed out, so the
+session's connection is idle whenever the caller holds a line: an audit bundle reads the accounts and games
+a page touches between lines (an open stream on the same connection would block that query forever: psycopg
+holds the connection's lock until a stream ends)."""
 
 
 def jsonl_lines(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
@@ -192,8 +189,8 @@ def jsonl_lines(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[st
     byte for byte what json_build_object made of the same fields (the same values as the portable
     exporter; only the whitespace differs), written here from raw columns.
 
-    While this generator is suspended the session's connection is busy streaming: the caller must not use
-    the session until the export is drained or closed (every caller writes it out first).
+    Read page by page by seq (a tenant's seqs are dense: the chain has no gaps), so memory holds one page
+    and the caller may use the session between any two lines; leaving early leaves no query running.
 
     Strings go through the standard library's C JSON string encoder, which escapes exactly what
     PostgreSQL's escape_json does (quote, backslash, b f n r t, other controls as lower-case u00xx);
@@ -201,30 +198,28 @@ def jsonl_lines(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[st
     """
     quote = encode_basestring
     tenant = quote(tenant_id)
-    # Leaving the stream early cancels the query, which fails the transaction: the savepoint takes the
-    # caller's transaction back to before the export.
-    savepoint = session.begin_nested()
-    connection = session.connection().connection.driver_connection
-    if not isinstance(connection, psycopg.Connection):
-        raise TypeError(f"the PostgreSQL export needs psycopg 3, not {type(connection).__name__}")
-    params = {"tenant_id": tenant_id, "first": seqs.first, "last": seqs.last}
-    try:
+    for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
+        params = {
+            "tenant_id": tenant_id,
+            "first": first,
+            "last": min(first + PAGE_TRANSACTIONS - 1, seqs.last),
+        }
+        # Asked of the session for every page: the caller may have ended its transaction between two
+        # lines, and then the connection the last page came through is no longer this session's.
+        connection = session.connection().connection.driver_connection
+        if not isinstance(connection, psycopg.Connection):
+            raise TypeError(f"the PostgreSQL export needs psycopg 3, not {type(connection).__name__}")
         with connection.cursor() as cursor:
-            for seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs in cursor.stream(
-                _JSONL_ROWS, params, size=_stream_rows()
-            ):
-                postings = ", ".join(
-                    f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '
-                    f'"currency" : {quote(legs[index + 2])}}}'
-                    for index in range(0, len(legs), 3)
-                )
-                yield (
-                    f'{{"seq" : {seq}, "id" : {quote(id_)}, "tenant_id" : {tenant}, "kind" : {quote(kind)}, '
-                    f'"reference" : {"null" if reference is None else quote(reference)}, '
-                    f'"metadata" : {metadata}, "created_at" : {quote(created_at)}, "postings" : [{postings}], '
-                    f'"prev_hash" : {quote(prev_hash)}, "hash" : {quote(hash_)}}}\n'
-                )
-    except BaseException:
-        savepoint.rollback()
-        raise
-    savepoint.commit()
+            page = cursor.execute(_JSONL_ROWS, params).fetchall()
+        for seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs in page:
+            postings = ", ".join(
+                f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '
+                f'"currency" : {quote(legs[index + 2])}}}'
+                for index in range(0, len(legs), 3)
+            )
+            yield (
+                f'{{"seq" : {seq}, "id" : {quote(id_)}, "tenant_id" : {tenant}, "kind" : {quote(kind)}, '
+                f'"reference" : {"null" if reference is None else quote(reference)}, '
+                f'"metadata" : {metadata}, "created_at" : {quote(created_at)}, "postings" : [{postings}], '
+                f'"prev_hash" : {quote(prev_hash)}, "hash" : {quote(hash_)}}}\n'
+            )
