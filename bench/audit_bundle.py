@@ -1,5 +1,5 @@
-"""Audit bundle verification speed: games played over HTTP (in-process app, SQLite in a temporary
-directory), the bundle fetched from GET /v1/audit/bundle, then `verify_bundle` timed with 1 and 2 worker
+"""Audit bundle verification speed: games played over HTTP (in-process app, the embedded PostgreSQL in
+a temporary directory), the bundle fetched from GET /v1/audit/bundle, then `verify_bundle` timed with 1 and 2 worker
 processes, and offline roll checking (pokna.fairness.protocol.roll) timed on its own.
 
     .venv/bin/python bench/audit_bundle.py --games 300
@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 
 from pokna.api.app import create_app
 from pokna.audit.bundle_check import verify_bundle
+from pokna.db import embedded
 from pokna.db.engine import make_engine
 from pokna.db.migrate import upgrade
 from pokna.fairness.protocol import roll
@@ -35,7 +36,9 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=300)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
-        url = f"sqlite:///{directory}/bench.db"
+        cluster = embedded.cluster_of(Path(directory) / "data")
+        cluster.ensure_running()
+        url = cluster.url
         upgrade(url)
         settings = Settings(env=Environment.TEST, data_dir=Path(directory) / "data", database_url=url)
         engine = make_engine(url)
@@ -56,6 +59,7 @@ def main() -> None:
             lines = client.get("/v1/audit/bundle", headers=api.headers).text.splitlines(keepends=True)
             ring = api.key_ring()
         engine.dispose()
+        cluster.stop()
     for processes in (1, 2):
         started = time.perf_counter()
         report = verify_bundle(lines, keys=ring, processes=processes)

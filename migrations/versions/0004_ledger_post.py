@@ -170,10 +170,8 @@ $$
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(LEDGER_POST)
+    op.execute(LEDGER_POST)
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP FUNCTION IF EXISTS ledger_post")
+    op.execute("DROP FUNCTION IF EXISTS ledger_post")

@@ -192,11 +192,9 @@ _THIS_FUNCTION = "ledger_post(text, jsonb)"
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(f"DROP FUNCTION IF EXISTS {_THIS_FUNCTION}")
-        op.execute(LEDGER_POST)
+    op.execute(f"DROP FUNCTION IF EXISTS {_THIS_FUNCTION}")
+    op.execute(LEDGER_POST)
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(f"DROP FUNCTION IF EXISTS {_THIS_FUNCTION}")
+    op.execute(f"DROP FUNCTION IF EXISTS {_THIS_FUNCTION}")

@@ -36,8 +36,8 @@ def upgrade() -> None:
         connection.execute(
             _game.update().where(_game.c.id == game_id).values(public_token=secrets.token_urlsafe(24))
         )
-    # Left nullable: making it NOT NULL would rebuild SQLite's game table under the foreign keys of its
-    # seats, rolls and events. Every game gets a token at creation (pokna.dealer) and above.
+    # Left nullable as it was first written (when this migration also ran on a second database); every
+    # game gets a token at creation (pokna.dealer) and above.
     op.create_index("ix_game_public_token", "game", ["public_token"], unique=True)
 
 

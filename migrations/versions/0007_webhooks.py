@@ -15,7 +15,7 @@ down_revision = "0006_fairness_link"
 branch_labels = None
 depends_on = None
 
-SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+SEQ = sa.BigInteger()
 
 
 def upgrade() -> None:

@@ -4,10 +4,7 @@ every rake is posted), and rake terms on tables and as tenant defaults.
 A game's own rake terms live in its rules state (`state.config.rake_bps`, `rake_cap`) and in its signed
 receipt, so the game row needs no column for them.
 
-The account kind is a CHECK constraint. PostgreSQL replaces it. SQLite cannot alter a CHECK constraint,
-and rebuilding `account` would drop its triggers and run under the foreign keys of every posting, seat and
-pot; widening the list of allowed values changes nothing stored, which is the case SQLite's documentation
-("ALTER TABLE", section 7) allows to be made by rewriting the table's schema text, as here.
+The account kind is a CHECK constraint, replaced with the wider list.
 
 Revision ID: 0008_rake
 Revises: 0007_webhooks
@@ -45,21 +42,6 @@ def downgrade() -> None:
 
 
 def _replace_account_kinds(before: str, after: str) -> None:
-    bind = op.get_bind()
-    if bind.dialect.name == "postgresql":
-        op.drop_constraint(op.f("ck_account_kind_known"), "account", type_="check")
-        op.create_check_constraint(op.f("ck_account_kind_known"), "account", after)
-        return
-    schema_version = bind.exec_driver_sql("PRAGMA schema_version").scalar_one()
-    bind.exec_driver_sql("PRAGMA writable_schema = ON")
-    try:
-        bind.execute(
-            sa.text(
-                "UPDATE sqlite_master SET sql = replace(sql, :before, :after) WHERE type = 'table' AND name = 'account'"
-            ),
-            {"before": before, "after": after},
-        )
-        # A new schema version makes every connection re-read the schema text it just changed.
-        bind.exec_driver_sql(f"PRAGMA schema_version = {int(schema_version) + 1}")
-    finally:
-        bind.exec_driver_sql("PRAGMA writable_schema = OFF")
+    """`before` is what the constraint held; PostgreSQL replaces it whole with `after`."""
+    op.drop_constraint(op.f("ck_account_kind_known"), "account", type_="check")
+    op.create_check_constraint(op.f("ck_account_kind_known"), "account", after)

@@ -1,5 +1,5 @@
-"""What one process holds for its lifetime: settings, the engine and which database it speaks (asked once),
-the session factory (which carries each domain's storage for that database) and the keys.
+"""What one process holds for its lifetime: settings, the engine, the session factory (which carries each
+domain's storage) and the keys.
 
 Never game state: every request loads what it needs from the database, so any number of processes
 can serve one PostgreSQL.
@@ -12,7 +12,7 @@ from functools import cached_property
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.backend import Backend, backend_of
+from pokna.db import embedded
 from pokna.db.engine import Waits, make_engine
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
@@ -23,17 +23,21 @@ class Runtime:
     def __init__(self, settings: Settings, engine: Engine) -> None:
         self.settings = settings
         self.engine = engine
-        self.backend: Backend = backend_of(engine)
         self.sessions: sessionmaker[Session] = make_sessionmaker(engine)
 
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine | None = None) -> Runtime:
-        return cls(settings, engine or make_engine(settings.resolved_database_url, waits_of(settings)))
+        return cls(settings, engine or make_engine(database_url(settings), waits_of(settings)))
 
     @cached_property
     def keys(self) -> ServiceKeys:
         """Loaded on first use, so commands that never sign anything never create development keys."""
         return load_service_keys(self.settings)
+
+
+def database_url(settings: Settings) -> str:
+    """POKNA_DATABASE_URL, or the data directory's private PostgreSQL, started if it is stopped."""
+    return embedded.database_url(settings.database_url, settings.data_dir, settings.postgres_bindir)
 
 
 def waits_of(settings: Settings) -> Waits:

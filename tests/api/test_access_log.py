@@ -28,10 +28,12 @@ def _get(url: str, request_id: str, headers: dict[str, str] | None = None) -> in
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_one_plain_json_line_per_request_and_no_secret(tmp_path: Path, workers: str) -> None:
+def test_one_plain_json_line_per_request_and_no_secret(
+    tmp_path: Path, workers: str, database_url: str
+) -> None:
     data_dir = tmp_path / "data"
     asked: dict[str, tuple[str, str, int]] = {}
-    with running_server({"POKNA_DATABASE_URL": ""}, data_dir, "--workers", workers) as base:
+    with running_server({"POKNA_DATABASE_URL": database_url}, data_dir, "--workers", workers) as base:
         port = base.rsplit(":", 1)[1]
         for number, (path, route, headers) in enumerate(
             [

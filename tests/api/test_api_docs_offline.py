@@ -37,8 +37,8 @@ def _resources(browser: Browser) -> list[str]:
     return [str(name) for name in names]
 
 
-def test_docs_render_every_operation_with_no_network(tmp_path: Path) -> None:
-    with running_server({"POKNA_DATABASE_URL": ""}, tmp_path / "data") as base:
+def test_docs_render_every_operation_with_no_network(tmp_path: Path, database_url: str) -> None:
+    with running_server({"POKNA_DATABASE_URL": database_url}, tmp_path / "data") as base:
         with urllib.request.urlopen(f"{base}/openapi.json", timeout=10) as answer:
             document = json.load(answer)
         operations = [*document["paths"].values(), *document["webhooks"].values()]  # both are shown

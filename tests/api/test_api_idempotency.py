@@ -258,7 +258,6 @@ def test_an_unfinished_claim_nobody_holds_is_taken_over_at_once(
     assert api.balance(wallet) == 50
 
 
-@pytest.mark.postgres_only
 def test_a_retry_while_the_first_runs_is_409_until_its_holder_lets_go(
     api: TenantApi, sessions: sessionmaker[Session]
 ) -> None:

@@ -1,14 +1,13 @@
 """A database that cannot serve now is a 503 `database_unavailable` with `Retry-After`, never a 500, and
 the request it refused may be retried with its key: nothing of it was committed, its claim is free.
 
-Each way the database can be away is made real here: a pool with no connection free, SQLite's write
-lock held by another process, a PostgreSQL database turned read-only, a server nobody listens on. A
+Each way the database can be away is made real here: a pool with no connection free, a database turned
+read-only, a server nobody listens on. A
 stopped and restarted PostgreSQL under load is tests/faults/test_outage.py.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +25,6 @@ from pokna.db.outage import unavailable_reason
 from pokna.runtime import Runtime, waits_of
 from pokna.settings import Environment, Settings
 from support.api_checks import assert_problem
-from support.databases import SqliteDatabases
 from support.tenant_api import TenantApi, new_tenant
 
 RETRY_AFTER = 3
@@ -79,31 +77,6 @@ def test_no_free_connection_is_503_and_the_key_stays_retryable(tight: tuple[Tena
     assert tight_api.balance(wallet) == 9
 
 
-def test_sqlite_locked_past_the_wait_is_503_and_the_key_stays_retryable(
-    sqlite_databases: SqliteDatabases, tmp_path: Path
-) -> None:
-    database_url = sqlite_databases.migrated(tmp_path)
-    with tight_service(database_url, tmp_path) as (tight_api, _runtime):
-        _locked_sqlite(tight_api, database_url)
-
-
-def _locked_sqlite(tight_api: TenantApi, database_url: str) -> None:
-    wallet = tight_api.wallet()
-    path = f"/v1/accounts/{wallet}/deposits"
-    keyed = {"Idempotency-Key": "locked-1"}
-    other_process = sqlite3.connect(make_url(database_url).database or "", isolation_level=None)
-    try:
-        other_process.execute("BEGIN IMMEDIATE")  # another writer holds the database
-        _unavailable(tight_api.post(path, {"amount": 4}, headers=keyed))
-    finally:
-        other_process.execute("ROLLBACK")
-        other_process.close()
-    assert tight_api.post(path, {"amount": 4}, headers=keyed).status_code == 201
-    assert tight_api.post(path, {"amount": 4}, headers=keyed).headers["idempotent-replayed"] == "true"
-    assert tight_api.balance(wallet) == 4
-
-
-@pytest.mark.postgres_only
 def test_a_read_only_database_is_503_and_the_key_stays_retryable(
     tight: tuple[TenantApi, Runtime], database_url: str
 ) -> None:
@@ -155,7 +128,6 @@ def test_a_database_error_that_is_a_bug_is_not_called_an_outage(
     assert unavailable_reason(missing.value) is None
 
 
-@pytest.mark.postgres_only
 def test_work_past_the_statement_timeout_is_503_and_its_claim_is_released(
     tight: tuple[TenantApi, Runtime], database_url: str
 ) -> None:

@@ -65,7 +65,6 @@ def test_an_unexpected_failure_is_a_500_problem(client: TestClient, monkeypatch:
     assert "a bug" not in json.dumps(problem)
 
 
-@pytest.mark.postgres_only
 def test_every_keyed_write_refuses_a_retry_while_the_first_runs(
     api: TenantApi, sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:

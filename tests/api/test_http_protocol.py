@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support.databases import PostgresDatabases
 from support.servers import running_server
 
 SECRET = "pk_live_in_a_broken_header_5ca1ab1e"
@@ -37,9 +38,11 @@ UNPARSABLE = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, Path]]:
+def server(
+    tmp_path_factory: pytest.TempPathFactory, postgres_databases: PostgresDatabases
+) -> Iterator[tuple[str, int, Path]]:
     data_dir = tmp_path_factory.mktemp("raw") / "data"
-    with running_server({"POKNA_DATABASE_URL": ""}, data_dir) as base:
+    with running_server({"POKNA_DATABASE_URL": postgres_databases.migrated()}, data_dir) as base:
         port = int(base.rsplit(":", 1)[1])
         yield "127.0.0.1", port, data_dir.parent / f"serve-{port}.log"
 

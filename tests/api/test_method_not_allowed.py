@@ -6,6 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pokna.api.app import create_app
+from pokna.api.openapi_document import UNCONNECTED_DATABASE_URL
 from pokna.settings import Environment, Settings
 
 UNSERVED_PROBES = ("OPTIONS", "HEAD", "PUT", "PATCH", "DELETE", "POST", "GET")
@@ -13,7 +14,7 @@ UNSERVED_PROBES = ("OPTIONS", "HEAD", "PUT", "PATCH", "DELETE", "POST", "GET")
 
 @pytest.fixture(scope="module")
 def http() -> TestClient:
-    return TestClient(create_app(Settings(env=Environment.TEST, database_url="sqlite://")))
+    return TestClient(create_app(Settings(env=Environment.TEST, database_url=UNCONNECTED_DATABASE_URL)))
 
 
 def _served_by_path(http: TestClient) -> dict[str, set[str]]:

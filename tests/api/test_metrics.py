@@ -194,13 +194,13 @@ def _stop(pid: int) -> None:
         time.sleep(0.1)
 
 
-def test_two_workers_count_every_request_once(tmp_path: Path) -> None:
+def test_two_workers_count_every_request_once(tmp_path: Path, database_url: str) -> None:
     """Linux hands a shared socket's connections to whichever worker wakes first, often the same one; so
     once one worker has answered a batch it is stopped (uvicorn starts another in its place) and the next
     batch is answered by a second process. Every scrape, whichever worker answers it, then counts each
     request once, the stopped worker's included."""
     directory = tmp_path / "prometheus"
-    environment = {"POKNA_DATABASE_URL": "", "PROMETHEUS_MULTIPROC_DIR": str(directory)}
+    environment = {"POKNA_DATABASE_URL": database_url, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
     requests = 0
     with running_server(environment, tmp_path / "data", "--workers", "2") as base:
         deadline = time.monotonic() + 60

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
 from pokna.api.app import create_app
+from pokna.api.openapi_document import UNCONNECTED_DATABASE_URL
 from pokna.settings import Environment, Settings
 
 PROBLEM = "application/problem+json"
@@ -23,7 +24,7 @@ class Wager(BaseModel):
 
 @pytest.fixture
 def app() -> FastAPI:
-    settings = Settings(env=Environment.TEST, database_url="sqlite://", max_body_bytes=2048)
+    settings = Settings(env=Environment.TEST, database_url=UNCONNECTED_DATABASE_URL, max_body_bytes=2048)
     app = create_app(settings)
 
     @app.post("/echo")

@@ -15,14 +15,11 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 from pokna.db.engine import make_engine
 from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 from support.servers import running_server
-
-pytestmark = pytest.mark.postgres_only
 
 FLOODERS = 6
 FLOOD_REQUESTS_EACH = 400  # bounded: the flood stops by itself

@@ -19,40 +19,28 @@ REPLAYED = "idempotent-replayed"
 
 # A deferred foreign key the account table's trigger breaks: the database accepts every statement of a
 # transaction that opens an account and refuses its COMMIT, as it would for any deferred constraint.
-_ARM = {
-    "sqlite": [
-        "CREATE TABLE commit_guard_parent (id INTEGER PRIMARY KEY)",
-        "CREATE TABLE commit_guard (parent_id INTEGER REFERENCES commit_guard_parent (id) "
-        "DEFERRABLE INITIALLY DEFERRED)",
-        "CREATE TRIGGER commit_guard_on_account AFTER INSERT ON account "
-        "BEGIN INSERT INTO commit_guard VALUES (1); END",
-    ],
-    "postgresql": [
-        "CREATE TABLE commit_guard_parent (id integer PRIMARY KEY)",
-        "CREATE TABLE commit_guard (parent_id integer REFERENCES commit_guard_parent (id) "
-        "DEFERRABLE INITIALLY DEFERRED)",
-        "CREATE FUNCTION commit_guard_doom() RETURNS trigger LANGUAGE plpgsql AS "
-        "$$ BEGIN INSERT INTO commit_guard VALUES (1); RETURN NULL; END $$",
-        "CREATE TRIGGER commit_guard_on_account AFTER INSERT ON account "
-        "FOR EACH ROW EXECUTE FUNCTION commit_guard_doom()",
-    ],
-}
-_DISARM = {
-    "sqlite": "DROP TRIGGER commit_guard_on_account",
-    "postgresql": "DROP TRIGGER commit_guard_on_account ON account",
-}
+_ARM = [
+    "CREATE TABLE commit_guard_parent (id integer PRIMARY KEY)",
+    "CREATE TABLE commit_guard (parent_id integer REFERENCES commit_guard_parent (id) "
+    "DEFERRABLE INITIALLY DEFERRED)",
+    "CREATE FUNCTION commit_guard_doom() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN INSERT INTO commit_guard VALUES (1); RETURN NULL; END $$",
+    "CREATE TRIGGER commit_guard_on_account AFTER INSERT ON account "
+    "FOR EACH ROW EXECUTE FUNCTION commit_guard_doom()",
+]
+_DISARM = "DROP TRIGGER commit_guard_on_account ON account"
 
 
 @contextmanager
-def commits_refused_when_an_account_opens(engine: Engine, backend: str) -> Iterator[None]:
+def commits_refused_when_an_account_opens(engine: Engine) -> Iterator[None]:
     with engine.begin() as connection:
-        for statement in _ARM[backend]:
+        for statement in _ARM:
             connection.execute(text(statement))
     try:
         yield
     finally:
         with engine.begin() as connection:
-            connection.execute(text(_DISARM[backend]))
+            connection.execute(text(_DISARM))
 
 
 @pytest.fixture
@@ -61,10 +49,10 @@ def api(client: TestClient, sessions: sessionmaker[Session]) -> TenantApi:
 
 
 def test_a_commit_the_database_refuses_is_an_error_answer_and_writes_nothing(
-    api: TenantApi, engine: Engine, sessions: sessionmaker[Session], backend: str
+    api: TenantApi, engine: Engine, sessions: sessionmaker[Session]
 ) -> None:
     before = database_state(sessions)
-    with commits_refused_when_an_account_opens(engine, backend):
+    with commits_refused_when_an_account_opens(engine):
         assert_problem(api.post("/v1/accounts", {}), 500, "internal_error")
         keyed = api.post("/v1/accounts", {}, headers={KEY_HEADER: "open-once"})
         assert_problem(keyed, 500, "internal_error")

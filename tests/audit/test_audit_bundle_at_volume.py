@@ -38,7 +38,7 @@ from support.fault_servers import service_env, tenant_on
 from support.game_play import Api, obliging, play
 from support.servers import Server, serving
 
-pytestmark = [pytest.mark.postgres_only, pytest.mark.xdist_group("bundle-volume")]
+pytestmark = pytest.mark.xdist_group("bundle-volume")
 
 DEPOSITS = max(PAGE_TRANSACTIONS, BATCH_TRANSACTIONS) + 150
 POKNA = str(Path(sys.executable).with_name("pokna"))
@@ -64,7 +64,7 @@ def _play_games(api: Api, wallets: list[str], count: int) -> list[str]:
 
 
 @pytest.fixture
-def books(backend: str, database_url: str, tmp_path: Path) -> Iterator[Books]:
+def books(database_url: str, tmp_path: Path) -> Iterator[Books]:
     """Games, then more deposits than any batch holds, then games again and a checkpoint, on a real server."""
     env = {
         **service_env(database_url),

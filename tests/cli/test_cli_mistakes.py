@@ -292,7 +292,7 @@ NOT_MIGRATED = [
 ]
 
 # As real processes: every `serve` row (it configures logging and binds a port: not in the test process),
-# and a sample of every other kind; the database ones on SQLite.
+# and a sample of every other kind; the database ones on a database of their own.
 IN_PROCESS = [mistake for mistake in NO_DATABASE if mistake.argv[:1] != ("serve",)]
 PROCESS_SAMPLE = [mistake for mistake in NO_DATABASE if mistake.argv[:1] == ("serve",)] + IN_PROCESS[::5]
 AS_PROCESSES_ON_A_DATABASE = [ON_A_DATABASE[0], ON_A_DATABASE[4], ON_A_DATABASE[8], ON_A_DATABASE[10]]
@@ -414,8 +414,10 @@ def test_a_database_nobody_migrated_says_to_run_db_upgrade(
 
 
 @pytest.mark.parametrize("mistake", AS_PROCESSES_ON_A_DATABASE, ids=str)
-def test_database_mistakes_as_a_user_runs_them(mistake: Mistake, tmp_path: Path) -> None:
-    environment = _environment(tmp_path / "data")
+def test_database_mistakes_as_a_user_runs_them(
+    mistake: Mistake, tmp_path: Path, empty_database_url: str
+) -> None:
+    environment = _environment(tmp_path / "data", POKNA_DATABASE_URL=empty_database_url)
     load_service_keys(Settings(env=Environment.TEST, data_dir=tmp_path / "data"))
     upgraded = _run(("db", "upgrade"), tmp_path, environment)
     assert upgraded.returncode == 0, upgraded.stderr

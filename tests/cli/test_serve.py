@@ -1,36 +1,71 @@
-"""`pokna serve` as a user runs it: a real process, migrating its own database, answering over HTTP."""
+"""`pokna serve` as a user runs it: a real process, migrating its own database, answering over HTTP; on the
+embedded default, a private PostgreSQL that the other commands share, that one server holds at a time and
+that stops with the server that started it."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
-from pokna.db import migrate
-from support.servers import running_server
+from pokna.db import embedded, migrate
+from support.servers import free_port, running_server
+
+POKNA = str(Path(sys.executable).with_name("pokna"))
 
 
-def _get(url: str) -> tuple[int, dict[str, object]]:
-    with urllib.request.urlopen(url, timeout=5) as response:
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=10) as response:
         return response.status, json.loads(response.read())
 
 
-def test_serve_on_the_embedded_default_creates_and_migrates_sqlite(tmp_path: Path) -> None:
-    data_dir = tmp_path / "fresh" / ".pokna"
+def _pokna(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "POKNA_DATA_DIR": str(data_dir), "POKNA_DATABASE_URL": ""}
+    return subprocess.run([POKNA, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_serve_on_the_embedded_default_runs_a_private_postgresql(cluster_home: Path) -> None:
+    data_dir = cluster_home / "fresh" / ".pokna"
+    cluster = embedded.cluster_of(data_dir)
     with running_server({"POKNA_DATABASE_URL": ""}, data_dir) as base:
         assert _get(f"{base}/healthz") == (200, {"status": "ok"})
         status, ready = _get(f"{base}/readyz")
-    assert status == 200
-    assert ready["database"] == "sqlite"
-    assert ready["schema_revision"] == migrate.head_revision()
-    assert (data_dir / "pokna.sqlite3").exists()
+        assert status == 200
+        assert ready["database"] == "postgresql"
+        assert ready["embedded"] is True
+        assert ready["schema_revision"] == migrate.head_revision()
+        assert cluster.is_running()
+
+        # The CLI next to it needs no URL: the key it prints works against the server.
+        created = _pokna(data_dir, "tenants", "create", "Chalmun's Cantina", "--json")
+        assert created.returncode == 0, created.stderr
+        api_key = json.loads(created.stdout)["api_key"]
+        status, _ = _get(f"{base}/v1/ledger/trial-balance", {"Authorization": f"Bearer {api_key}"})
+        assert status == 200
+
+        # A second server on the same data directory is refused by name, not let in to share it.
+        second = subprocess.run(
+            [POKNA, "serve", "--port", str(free_port())],
+            env={**os.environ, "POKNA_DATA_DIR": str(data_dir), "POKNA_DATABASE_URL": ""},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert second.returncode != 0
+        assert "in use by another `pokna serve`" in second.stderr
+        assert _get(f"{base}/readyz")[0] == 200
+    assert not cluster.is_running()  # the server started it, so the server stopped it
 
 
-def test_serve_with_a_database_url_and_two_workers(
-    empty_database_url: str, backend: str, tmp_path: Path
-) -> None:
+def test_serve_with_a_database_url_and_two_workers(empty_database_url: str, tmp_path: Path) -> None:
     with running_server(
         {"POKNA_DATABASE_URL": empty_database_url}, tmp_path / "data", "--workers", "2"
     ) as base:
-        statuses = {_get(f"{base}/readyz")[1]["database"] for _ in range(6)}
-    assert statuses == {backend}
+        answers = [_get(f"{base}/readyz")[1] for _ in range(6)]
+    assert {(answer["database"], answer["embedded"]) for answer in answers} == {("postgresql", False)}
+    assert not (tmp_path / "data" / "postgres").exists()  # an operator's database: nothing started here

@@ -18,8 +18,6 @@ from pokna.db.engine import make_engine
 from pokna.runtime import waits_of
 from pokna.settings import Environment, Settings
 
-pytestmark = pytest.mark.postgres_only
-
 
 @pytest.fixture
 def pooled(database_url: str) -> Iterator[Engine]:

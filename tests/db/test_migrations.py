@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
@@ -43,7 +42,6 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
         engine.dispose()
 
 
-@pytest.mark.postgres_only
 def test_ledger_post_keeps_the_array_signature_beside_the_jsonb_one(empty_database_url: str) -> None:
     """0005 adds ledger_post(tenant, jsonb) beside 0004's 22-array function, which processes still running
     the previous code call during a rolling deployment; the downgrade drops only the new one."""

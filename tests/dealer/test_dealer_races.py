@@ -43,7 +43,6 @@ from support.game_play import (
 )
 from support.servers import running_server
 
-pytestmark = pytest.mark.postgres_only
 THREADS = 8
 FUNDS = 10_000
 T = TypeVar("T")
@@ -91,7 +90,7 @@ class Table:
 
 
 @pytest.fixture
-def table(live: Live, backend: str) -> Iterator[Table]:
+def table(live: Live) -> Iterator[Table]:
     key = new_tenant_key(live.sessions)
     with live.sessions() as session:
         tenant_id = authenticate(session, key)

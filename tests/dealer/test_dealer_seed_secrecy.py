@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 
 from fastapi.testclient import TestClient
@@ -18,10 +17,6 @@ from support.tenant_api import new_tenant
 
 def _full_dump(database_url: str) -> str:
     url = make_url(database_url)
-    if url.get_backend_name() == "sqlite":
-        assert url.database is not None
-        with sqlite3.connect(url.database) as connection:
-            return "\n".join(connection.iterdump())
     command = [
         str(find_bindir() / "pg_dump"),
         "--host", str(url.host), "--port", str(url.port), "--username", str(url.username),

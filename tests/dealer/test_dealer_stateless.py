@@ -35,8 +35,6 @@ from pokna.storage import make_sessionmaker
 from support.game_play import CONFLICT_CODES, Api, Response, check_finished_game, obliging, play, verify
 from support.servers import running_server
 
-pytestmark = pytest.mark.postgres_only
-
 
 @pytest.fixture
 def shared_env(empty_database_url: str) -> dict[str, str]:
@@ -51,7 +49,7 @@ def shared_env(empty_database_url: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def two_servers(shared_env: dict[str, str], tmp_path: Path, backend: str) -> Iterator[list[str]]:
+def two_servers(shared_env: dict[str, str], tmp_path: Path) -> Iterator[list[str]]:
     # One after the other: the first migrates the empty database, the second finds it at head.
     # (Both starting at once on an empty database is the migration-lock test below.)
     with ExitStack() as stack:
@@ -156,9 +154,7 @@ def _all_at_once(apis: list[Api], game_id: str, body: dict[str, Any]) -> list[Re
         return [future.result(timeout=60) for future in futures]
 
 
-def test_two_replicas_starting_on_an_empty_database_at_once_both_migrate(
-    empty_database_url: str, backend: str
-) -> None:
+def test_two_replicas_starting_on_an_empty_database_at_once_both_migrate(empty_database_url: str) -> None:
     """`pokna serve` migrates before serving, so replicas rolled out together migrate together.
 
     Made deterministic: the first migration is held uncommitted until the second is seen waiting on it.

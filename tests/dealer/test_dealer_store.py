@@ -1,4 +1,4 @@
-"""The game store and deciding under the game's lock: each database gets its store; the one-statement
+"""The game store and deciding under the game's lock: every session carries the store; the one-statement
 lock-and-read gives exactly what the plain reads give, even when the seats changed while it waited for
 the lock; and a step decided on balances that changed before it could post is decided again on the
 balances the ledger holds."""
@@ -14,13 +14,15 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
+from pokna.db.models.game import GameEvent, GameRoll
 from pokna.db.models.ledger import JournalTransaction
 from pokna.dealer import service as games
 from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
+from pokna.dealer.game_queries import GameQueries
+from pokna.dealer.records import EventRecord, RollRecord
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
-from pokna.dealer.store_portable import PortableGameStore
 from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.ledger import deposit, open_account, withdraw
 from pokna.runtime import Runtime
@@ -46,10 +48,9 @@ def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> tuple[str, s
     return tenant_id, view.id, wallets
 
 
-def test_each_database_gets_its_game_store(sessions: sessionmaker[Session], backend: str) -> None:
-    expected = PostgresGameStore if backend == "postgresql" else PortableGameStore
+def test_every_session_carries_the_game_store(sessions: sessionmaker[Session]) -> None:
     with sessions() as session:
-        assert type(game_store(session)) is expected
+        assert type(game_store(session)) is PostgresGameStore
 
 
 def _play_to_the_end(
@@ -73,7 +74,6 @@ def _play_to_the_end(
     return game
 
 
-@pytest.mark.postgres_only
 def test_the_proofs_one_query_reads_what_the_plain_queries_do(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
@@ -83,7 +83,22 @@ def test_the_proofs_one_query_reads_what_the_plain_queries_do(
     assert _play_to_the_end(sessions, runtime, tenant_id, game_id).status == "settled"
     with sessions() as session:
         events, rolls = PostgresGameStore().recorded_for_proof(session, game_id)
-        assert (events, rolls) == PortableGameStore().recorded_for_proof(session, game_id)
+        # The same rows through the ORM's plain selects: what the one JSON query must reproduce.
+        plain_events = [
+            EventRecord(row.seq, row.kind, row.payload, row.occurred_at)
+            for row in session.scalars(
+                select(GameEvent)
+                .where(GameEvent.game_id == game_id, GameEvent.kind.in_(("action", "money_moved")))
+                .order_by(GameEvent.seq)
+            )
+        ]
+        plain_rolls = [
+            RollRecord(row.nonce, row.seat, row.purpose, row.face, row.color, row.rolled_at)
+            for row in session.scalars(
+                select(GameRoll).where(GameRoll.game_id == game_id).order_by(GameRoll.nonce)
+            )
+        ]
+        assert (events, rolls) == (plain_events, plain_rolls)
     assert events[0].kind == "action"
     assert {event.kind for event in events} == {"action", "money_moved"}
     assert [roll.nonce for roll in rolls] == list(range(len(rolls)))
@@ -102,7 +117,7 @@ def test_lock_game_and_seats_reads_what_the_plain_reads_do(
         )  # fmt: skip
     with unit_of_work(sessions) as session:
         game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
-    plain = PortableGameStore()
+    plain = GameQueries()
     with sessions() as session:
         assert game == plain.get_game(session, tenant_id, game_id)
         assert (seats, balances) == plain.seats_and_balances(session, tenant_id, game_id)
@@ -120,7 +135,6 @@ def test_lock_game_and_seats_of_another_tenant_is_not_found(
         game_store(session).lock_game_and_seats(session, "ten_other", game_id)
 
 
-@pytest.mark.postgres_only
 def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
@@ -154,7 +168,6 @@ def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     assert seen == ["bib-fortuna"]
 
 
-@pytest.mark.postgres_only
 def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:

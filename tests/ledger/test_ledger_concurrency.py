@@ -33,7 +33,6 @@ from pokna.storage import make_sessionmaker
 
 pytest_plugins = ["ledger_fixtures"]
 
-pytestmark = pytest.mark.postgres_only
 THREADS = 8
 T = TypeVar("T")
 

@@ -130,7 +130,6 @@ def test_a_balanced_raw_transaction_is_accepted_and_applied(engine: Engine, book
     assert balances[books["funding"]] == -107
 
 
-@pytest.mark.postgres_only
 def test_postgresql_refuses_to_commit_an_unbalanced_transaction(
     engine: Engine, books: dict[str, str]
 ) -> None:
@@ -144,7 +143,6 @@ def test_postgresql_refuses_to_commit_an_unbalanced_transaction(
         )
 
 
-@pytest.mark.postgres_only
 def test_postgresql_refuses_to_commit_a_transaction_missing_postings(
     engine: Engine, books: dict[str, str]
 ) -> None:
@@ -199,7 +197,6 @@ def test_checkpoints_are_append_only(
     _refused(engine, "DELETE FROM ledger_checkpoint", match="append-only")
 
 
-@pytest.mark.postgres_only
 @pytest.mark.parametrize("table", ["posting", "journal_transaction", "ledger_checkpoint"])
 def test_postgresql_refuses_truncate(engine: Engine, books: dict[str, str], table: str) -> None:
     _refused(engine, f"TRUNCATE {table} CASCADE", match="append-only")
@@ -299,54 +296,23 @@ def test_the_chain_can_only_be_extended_at_its_head(
         )
 
 
-def test_an_unbalanced_transaction_never_gets_a_successor(
-    engine: Engine, sessions: sessionmaker[Session], books: dict[str, str], backend: str
-) -> None:
-    """PostgreSQL refuses it at commit. SQLite has no deferred triggers: it refuses the next transaction
-    chained onto it, and reconcile() reports it meanwhile."""
+def test_an_unbalanced_transaction_is_refused_at_commit(engine: Engine, books: dict[str, str]) -> None:
+    """The deferred constraint trigger: every statement is accepted, the COMMIT is not."""
     unbalanced = [(books["house"], 10, "CREDIT"), (books["funding"], -9, "CREDIT")]
-    if backend == "postgresql":
-        with pytest.raises(IntegrityError, match="does not balance"), engine.begin() as connection:
-            _raw_transaction(connection, books["tenant"], 2, books["hash"], unbalanced)
-        return
-    with engine.begin() as connection:
-        _, bad_hash = _raw_transaction(connection, books["tenant"], 2, books["hash"], unbalanced)
-    with unit_of_work(sessions) as session:
-        report = reconcile(session, books["tenant"])
-        assert [seq for _tenant, seq, _id in report.unbalanced_transactions] == [2]
     with pytest.raises(IntegrityError, match="does not balance"), engine.begin() as connection:
-        _raw_transaction(
-            connection,
-            books["tenant"],
-            3,
-            bad_hash,
-            [(books["house"], 1, "CREDIT"), (books["funding"], -1, "CREDIT")],
-        )
+        _raw_transaction(connection, books["tenant"], 2, books["hash"], unbalanced)
 
 
 def test_reconcile_reports_drift_that_got_past_the_guards(
-    engine: Engine, sessions: sessionmaker[Session], books: dict[str, str], backend: str
+    engine: Engine, sessions: sessionmaker[Session], books: dict[str, str]
 ) -> None:
-    """What reconcile is for: an owner disabling PostgreSQL's trigger, or the one SQLite blind spot
-    (replaying the delta of the connection's last posting onto the same account)."""
+    """What reconcile is for: an owner disabling the trigger that guards balances."""
     with engine.begin() as connection:
-        if backend == "postgresql":
-            connection.execute(text("ALTER TABLE account DISABLE TRIGGER trg_account_guard"))
-            connection.execute(
-                text("UPDATE account SET balance = balance + 7 WHERE id = :id"), {"id": books["house"]}
-            )
-            connection.execute(text("ALTER TABLE account ENABLE TRIGGER trg_account_guard"))
-        else:
-            _raw_transaction(
-                connection,
-                books["tenant"],
-                2,
-                books["hash"],
-                [(books["funding"], -7, "CREDIT"), (books["house"], 7, "CREDIT")],
-            )
-            connection.execute(
-                text("UPDATE account SET balance = balance + 7 WHERE id = :id"), {"id": books["house"]}
-            )
+        connection.execute(text("ALTER TABLE account DISABLE TRIGGER trg_account_guard"))
+        connection.execute(
+            text("UPDATE account SET balance = balance + 7 WHERE id = :id"), {"id": books["house"]}
+        )
+        connection.execute(text("ALTER TABLE account ENABLE TRIGGER trg_account_guard"))
     with unit_of_work(sessions) as session:
         report = reconcile(session, books["tenant"])
     assert not report.ok

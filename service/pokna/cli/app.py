@@ -32,7 +32,9 @@ COMMANDS: dict[str, LazyCommand] = {
         "Time out every passed turn, cancel games never started, purge old idempotency keys and delivered "
         "webhook events, sign moved ledger heads.",
     ),
-    "db": LazyCommand("pokna.cli.db", "Database schema: upgrade, downgrade, current."),
+    "db": LazyCommand(
+        "pokna.cli.db", "Database schema: upgrade, downgrade, current; stop the embedded PostgreSQL."
+    ),
     "ledger": LazyCommand("pokna.cli.ledger", "The double-entry ledger: export, reconcile, checkpoint."),
     "audit": LazyCommand("pokna.cli.ledger", "Offline audits: ledger exports and audit bundles."),
     "tenants": LazyCommand("pokna.cli.tenants", "Tenants (integrating apps) and their API keys."),

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.cli.errors import EXIT_USAGE, CommandError
+from pokna.db import embedded
 from pokna.db.engine import make_engine, unit_of_work
 from pokna.errors import NotFound
 from pokna.settings import get_settings
@@ -20,9 +21,16 @@ from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 
 
+def configured_database_url() -> str:
+    """POKNA_DATABASE_URL, or the data directory's private PostgreSQL, started if it is stopped (and left
+    running: `pokna db stop` stops it)."""
+    settings = get_settings()
+    return embedded.database_url(settings.database_url, settings.data_dir, settings.postgres_bindir)
+
+
 @contextmanager
 def command_sessions() -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(get_settings().resolved_database_url)
+    engine = make_engine(configured_database_url())
     try:
         yield make_sessionmaker(engine)
     finally:

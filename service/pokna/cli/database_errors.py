@@ -11,14 +11,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from pokna.cli.errors import first_line
-from pokna.db import migrate
+from pokna.db import embedded, migrate
 from pokna.db.engine import make_engine
 from pokna.settings import get_settings
 
 
 def _unreachable_hint(url: str) -> str:
-    if url.startswith("sqlite"):
-        return "check POKNA_DATA_DIR (or POKNA_DATABASE_URL) and the file's permissions"
+    if get_settings().embedded_database:
+        return "the embedded PostgreSQL in POKNA_DATA_DIR: see its server.log"
     return "check POKNA_DATABASE_URL and that the database server is up"
 
 
@@ -31,7 +31,8 @@ def _reason(error: BaseException) -> str:
 
 
 def describe_database_error(error: BaseException) -> str:
-    url = get_settings().resolved_database_url
+    settings = get_settings()
+    url = embedded.database_url(settings.database_url, settings.data_dir, settings.postgres_bindir)
     try:
         engine = make_engine(url)
         try:

@@ -1,4 +1,5 @@
-"""`pokna db ...`: the schema is Alembic's; these commands drive it against POKNA_DATABASE_URL."""
+"""`pokna db ...`: the schema is Alembic's; these commands drive it against POKNA_DATABASE_URL, or the
+embedded PostgreSQL of the data directory (started if it is stopped; `pokna db stop` stops it)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,22 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.db import migrate
+from pokna.cli.command_session import configured_database_url
+from pokna.cli.errors import CommandError
+from pokna.db import embedded, migrate
 from pokna.db.engine import make_engine
 from pokna.settings import get_settings
 
-db_app = typer.Typer(help="Database schema: upgrade, downgrade, current.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="Database schema: upgrade, downgrade, current; stop the embedded PostgreSQL.", no_args_is_help=True
+)
 app.add_typer(db_app, name="db")
 
 
 @db_app.command()
 def upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
     """Apply migrations up to REVISION (default: head)."""
-    settings = get_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    migrate.upgrade(settings.resolved_database_url, revision)
+    migrate.upgrade(configured_database_url(), revision)
     typer.echo(f"database at {revision}")
 
 
@@ -28,14 +31,14 @@ def upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = 
 @db_app.command(context_settings={"ignore_unknown_options": True})
 def downgrade(revision: Annotated[str, typer.Argument(help="Target revision, e.g. -1 or base.")]) -> None:
     """Revert migrations down to REVISION."""
-    migrate.downgrade(get_settings().resolved_database_url, revision)
+    migrate.downgrade(configured_database_url(), revision)
     typer.echo(f"database at {revision}")
 
 
 @db_app.command()
 def current() -> None:
     """Print the database's revision and whether it is the head."""
-    engine = make_engine(get_settings().resolved_database_url)
+    engine = make_engine(configured_database_url())
     try:
         revision = migrate.current_revision(engine)
     finally:
@@ -43,3 +46,20 @@ def current() -> None:
     head = migrate.head_revision()
     marker = " (head)" if revision == head else f" (head is {head})"
     typer.echo(f"{revision or 'empty'}{marker}")
+
+
+@db_app.command()
+def stop() -> None:
+    """Stop the embedded PostgreSQL of the data directory (the next command starts it again)."""
+    settings = get_settings()
+    if not settings.embedded_database:
+        raise CommandError(
+            "POKNA_DATABASE_URL names a database of your own: Pokna does not start or stop it",
+            "unset POKNA_DATABASE_URL to manage the embedded PostgreSQL in POKNA_DATA_DIR",
+        )
+    cluster = embedded.cluster_of(settings.data_dir, settings.postgres_bindir)
+    if not cluster.is_running():
+        typer.echo(f"the embedded PostgreSQL in {cluster.pgdata} is not running")
+        return
+    cluster.stop()
+    typer.echo(f"stopped the embedded PostgreSQL in {cluster.pgdata}")

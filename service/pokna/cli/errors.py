@@ -46,6 +46,8 @@ def describe(error: BaseException) -> tuple[str, int] | None:
         return str(error), error.exit_code
     if _is(error, "pokna.settings", "SettingsError") or _is(error, "pokna.service_keys", "ServiceKeyError"):
         return str(error), EXIT_FAILURE
+    if _is(error, "pokna.db.embedded", "EmbeddedDatabaseError"):
+        return str(error), EXIT_FAILURE
     if _is(error, "pokna.errors", "PoknaError"):
         return first_line(str(error)), EXIT_FAILURE
     if _is(error, "alembic.util.exc", "CommandError"):
@@ -57,7 +59,7 @@ def describe(error: BaseException) -> tuple[str, int] | None:
     if _is(error, "sqlalchemy.exc", "ArgumentError") or _is(error, "pokna.db.backend", "UnsupportedDatabase"):
         return (
             f"POKNA_DATABASE_URL is not a database URL Pokna can use: {first_line(str(error))} "
-            "(e.g. postgresql+psycopg://pokna:secret@db:5432/pokna, or unset for SQLite in POKNA_DATA_DIR)",
+            "(e.g. postgresql+psycopg://pokna:secret@db:5432/pokna, or unset for the embedded PostgreSQL in POKNA_DATA_DIR)",
             EXIT_FAILURE,
         )
     if _is(error, "sqlalchemy.exc", "DBAPIError"):

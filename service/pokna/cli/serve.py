@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import errno
 import logging
+import signal
 import socket
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,11 +16,11 @@ from uvicorn.supervisors import Multiprocess
 
 from pokna.cli.app import app
 from pokna.cli.errors import CommandError
-from pokna.db import migrate
+from pokna.db import embedded, migrate
 from pokna.logs import configure_logging
 from pokna.metrics import shared_by_workers
 from pokna.service_keys import load_service_keys
-from pokna.settings import get_settings
+from pokna.settings import Settings, get_settings
 
 log = logging.getLogger("pokna.serve")
 
@@ -44,11 +47,42 @@ def serve(
     port = port or settings.port
     sock = _bind(host, port)  # before anything slow: a taken port is the commonest mistake
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    url = settings.resolved_database_url
-    if migrate_first:
-        migrate.upgrade(url)
-    load_service_keys(settings)  # fail fast on bad keys; in development, make them once, before any worker
-    typer.echo(f"Pokna is serving on http://{host}:{port}  (database: {_redacted(url)})", err=True)
+    with ExitStack() as on_exit:
+        if settings.embedded_database:
+            url = _embedded_database(on_exit, settings.data_dir, settings.postgres_bindir)
+            where = f"embedded PostgreSQL in {settings.data_dir / 'postgres'}"
+        else:
+            url = str(settings.database_url)
+            where = _redacted(url)
+        if migrate_first:
+            migrate.upgrade(url)
+        load_service_keys(
+            settings
+        )  # fail fast on bad keys; in development, make them once, before any worker
+        typer.echo(f"Pokna is serving on http://{host}:{port}  (database: {where})", err=True)
+        _serve(settings, host, port, workers, sock)
+
+
+def _embedded_database(on_exit: ExitStack, data_dir: Path, bindir: Path | None) -> str:
+    """The data directory's private PostgreSQL, held for this server: a second `pokna serve` on the same
+    directory is refused by name. Stopped on exit if this server started it; one that was running already
+    (started by another command) is left running."""
+    on_exit.enter_context(embedded.serving_from(data_dir))
+    cluster = embedded.cluster_of(data_dir, bindir)
+    if cluster.ensure_running():
+        on_exit.callback(cluster.stop)
+        # uvicorn shuts down gracefully on SIGTERM, then raises the signal again once it has: by default
+        # that ends the process on the spot, before the cluster could be stopped. As an exit instead, it
+        # unwinds through `on_exit`.
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    return cluster.url
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _serve(settings: Settings, host: str, port: int, workers: int | None, sock: socket.socket) -> None:
     config = uvicorn.Config(
         "pokna.api.asgi:create_app",
         factory=True,

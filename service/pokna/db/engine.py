@@ -10,15 +10,12 @@ import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, exc
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.backend import Backend, backend_of
+from pokna.db.backend import require_postgresql
 
 
 @dataclass(frozen=True)
@@ -27,8 +24,7 @@ class Waits:
     the request fails with a connection or timeout error, which the API answers with a 503.
 
     `pool` for a free pooled connection; `connect` to open one (per PostgreSQL host of a multi-host
-    URL); `statement` for one statement on PostgreSQL (statement_timeout, lock waits included), or for
-    SQLite's write lock (its busy timeout); `idle_in_transaction` for a PostgreSQL session left idle inside
+    URL); `statement` for one statement (statement_timeout, lock waits included); `idle_in_transaction` for a PostgreSQL session left idle inside
     a transaction (idle_in_transaction_session_timeout: the server ends it, so a stuck request cannot hold
     its locks and its connection for ever). The API sets them all from its settings; a command (an export,
     an audit of a large ledger) keeps the defaults, with no limit on a PostgreSQL statement."""
@@ -38,28 +34,13 @@ class Waits:
     statement: int | None = None
     idle_in_transaction: int | None = None
 
-    @property
-    def sqlite_busy_seconds(self) -> int:
-        return self.statement or 30
-
 
 def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
+    require_postgresql(url)
     waits = waits or Waits()
     # A SQLAlchemy error's text carries the statement's parameters: a deposit's amount, reference and
     # metadata, a key's hash, a sealed seed. Errors are logged, so they never carry the values.
     kwargs.setdefault("hide_parameters", True)
-    if backend_of(url) is Backend.SQLITE:
-        database = make_url(url).database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-            kwargs.setdefault("pool_timeout", waits.pool)  # a file has a queue pool; memory, one connection
-        busy = waits.sqlite_busy_seconds
-        engine = create_engine(url, connect_args={"timeout": busy}, **kwargs)
-        event.listen(engine, "connect", partial(_sqlite_pragmas, busy_ms=busy * 1000))
-        # pysqlite's own BEGIN handling defers locking; issue BEGIN IMMEDIATE ourselves so that a
-        # writer takes SQLite's write lock up front instead of failing half-way on upgrade.
-        event.listen(engine, "begin", _sqlite_begin_immediate)
-        return engine
     kwargs.setdefault("pool_timeout", waits.pool)
     connect_args: dict[str, Any] = {"connect_timeout": waits.connect}
     options = [
@@ -101,19 +82,6 @@ def _drop_if_the_server_hung_up(dbapi_connection: Any, _record: Any, _proxy: Any
     poller.register(dbapi_connection.fileno(), select.POLLIN | select.POLLPRI)
     if poller.poll(0):
         raise exc.InvalidatePoolError("the database server closed the connection")
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_ms: int) -> None:
-    dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (see _sqlite_begin_immediate)
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
-    cursor.close()
-
-
-def _sqlite_begin_immediate(connection: Any) -> None:
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 @contextmanager

@@ -35,7 +35,9 @@ def downgrade(url: str, revision: str) -> None:
 
 
 def head_revision() -> str | None:
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return ScriptDirectory.from_config(config).get_current_head()
 
 
 def current_revision(bind: Engine | Connection) -> str | None:

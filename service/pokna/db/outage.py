@@ -4,8 +4,8 @@ A database that is stopped, restarting, unreachable, read-only (a standby that h
 out of connections, or too busy to answer within the configured waits gives the client a 503 with
 `Retry-After` (`pokna.api.problems`), never a 500. Everything else stays a 500.
 
-The answer comes from what the driver reports: PostgreSQL's SQLSTATE where there is one (psycopg), the
-SQLite result code where there is one, and for a connection that failed before the server said anything
+The answer comes from what the driver reports: PostgreSQL's SQLSTATE where there is one (psycopg), and
+for a connection that failed before the server said anything
 (psycopg raises `OperationalError` with no SQLSTATE), the error's class.
 """
 
@@ -26,15 +26,6 @@ _UNAVAILABLE_STATES = {
     "57P05": "the database closed an idle session",
     "58030": "the database hit an I/O error",
 }
-# SQLite primary result codes (the low byte of the extended code) for the same situations.
-_SQLITE_UNAVAILABLE = {
-    5: "the database stayed locked by another writer past the configured wait",  # SQLITE_BUSY
-    6: "a table stayed locked past the configured wait",  # SQLITE_LOCKED
-    8: "the database file is read-only",  # SQLITE_READONLY
-    10: "the database hit an I/O error",  # SQLITE_IOERR
-    13: "the disk is full",  # SQLITE_FULL
-    14: "the database file cannot be opened",  # SQLITE_CANTOPEN
-}
 
 
 def unavailable_reason(error: BaseException) -> str | None:
@@ -54,9 +45,6 @@ def unavailable_reason(error: BaseException) -> str | None:
         if sqlstate[:2] in _UNAVAILABLE_CLASSES:
             return "the connection to the database failed"
         return _UNAVAILABLE_STATES.get(sqlstate)
-    sqlite_code = getattr(original, "sqlite_errorcode", None)
-    if isinstance(sqlite_code, int):
-        return _SQLITE_UNAVAILABLE.get(sqlite_code & 0xFF)
     if isinstance(error, exc.OperationalError | exc.InterfaceError):
         return "cannot reach the database"  # refused, unreachable, closed: before the server said anything
     return None

@@ -8,7 +8,7 @@ from sqlalchemy import DateTime, Dialect, TypeDecorator
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """Timezone-aware UTC on both backends (SQLite stores naive text; we restore the zone on read)."""
+    """Timezone-aware UTC in and out: a naive datetime is refused, never guessed."""
 
     impl = DateTime(timezone=True)
     cache_ok = True

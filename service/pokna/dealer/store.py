@@ -1,8 +1,8 @@
 """Where games are kept: the one interface the dealer's services read and write games and tables through.
 
-Two implementations, chosen once per engine by pokna.storage: pokna.dealer.store_portable (plain Core
-statements, used on SQLite) and pokna.dealer.store_postgres (the same, with the statements every action
-runs made one round trip each). The services never ask which one they have.
+Implemented by pokna.dealer.store_postgres (the statements every action runs under the game's lock, one
+round trip each) on pokna.dealer.game_queries (the plain reads, pages and tables), hung on every session
+by pokna.storage.
 
 Every game query lives behind this interface. Games, seats, rolls and events travel as plain records
 (pokna.dealer.records); tables are ORM objects, touched once per round. Another domain's tables are

@@ -1,5 +1,5 @@
-"""The game store on PostgreSQL: the portable store, with the statements every action runs under the
-game's lock made one round trip each (the lock and its reads, the step's write, the new game, the proof's
+"""The game store: the plain reads of pokna.dealer.game_queries, and the statements every action runs under
+the game's lock, made one round trip each (the lock and its reads, the step's write, the new game, the proof's
 events and rolls). The shorter that critical section, the more actions a game and the ledger take.
 
 Each is one statement with a fixed text whatever the row counts, so psycopg prepares it once per
@@ -23,6 +23,16 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from pokna.dealer.game_queries import (
+    PROOF_EVENTS,
+    GameQueries,
+    changed_under_lock,
+    event_rows,
+    game_row,
+    mutable_game_values,
+    roll_rows,
+    seat_row,
+)
 from pokna.dealer.records import (
     GAME_COLUMNS,
     MUTABLE_GAME_COLUMNS,
@@ -30,16 +40,6 @@ from pokna.dealer.records import (
     GameRecord,
     RollRecord,
     SeatRecord,
-)
-from pokna.dealer.store_portable import (
-    PROOF_EVENTS,
-    PortableGameStore,
-    changed_under_lock,
-    event_rows,
-    game_row,
-    mutable_game_values,
-    roll_rows,
-    seat_row,
 )
 from pokna.errors import NotFound
 
@@ -108,8 +108,8 @@ _RECORDED_FOR_PROOF = (
 )
 
 
-class PostgresGameStore(PortableGameStore):
-    """pokna.dealer.store.GameStore on PostgreSQL: what an action runs in one round trip each."""
+class PostgresGameStore(GameQueries):
+    """pokna.dealer.store.GameStore: what an action runs in one round trip each, on the shared reads."""
 
     def lock_game_and_seats(
         self, session: Session, tenant_id: str, game_id: str

@@ -15,7 +15,7 @@ _LOCK_NOT_AVAILABLE = "55P03"
 _record = cast(Table, IdempotencyRecord.__table__)
 _CLAIM_COLUMNS = ("tenant_id", "key", "request_fingerprint", "claim_token", "created_at", "expires_at")
 
-# The same text on both backends (SQLite has had ON CONFLICT ... DO NOTHING and RETURNING since 3.35).
+# A claim is one statement: the key is taken, or it was already there (ON CONFLICT DO NOTHING).
 _INSERT_CLAIM = text(
     f"INSERT INTO idempotency_record ({', '.join(_CLAIM_COLUMNS)}) "  # noqa: S608
     f"VALUES ({', '.join(':' + name for name in _CLAIM_COLUMNS)}) "
@@ -40,7 +40,7 @@ def lock_not_available(error: OperationalError) -> bool:
 
 
 def locked_record(session: Session, tenant_id: str, key: str, *, nowait: bool) -> IdempotencyRecord | None:
-    """The record under a row lock (SQLite locks the whole database per transaction instead). Always
+    """The record under a row lock. Always
     re-read: one request session claims and later completes the same record, and the fencing check
     must see a token a retry wrote in between, not the copy the session already holds."""
     statement = (

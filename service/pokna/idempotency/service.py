@@ -14,12 +14,11 @@ All of it runs on the caller's one session (for HTTP, the request's), in three t
    client may retry. Committing here rather than leaving it to whoever opened the session is what lets a
    commit that fails (a deferred constraint, a lost connection) release the claim too.
 
-A claim is live exactly while its holder's transaction holds the record locked (step 2): a row lock on
-PostgreSQL, the write lock on SQLite. Both die with the holder: a killed process, a lost connection or a
+A claim is live exactly while its holder's transaction holds the record locked (step 2): a row lock,
+which dies with the holder: a killed process, a lost connection or a
 restarted database ends its transaction and frees the lock at once. So a retry that finds an unfinished
-claim it can lock takes it over at once, with a new token; there is no wall-clock lease to wait out. On
-PostgreSQL a retry that cannot lock it (NOWAIT) is told the request is in progress; on SQLite it waits for
-the write lock like every writer, then finds the stored answer. Between the claim's commit and `hold` a
+claim it can lock takes it over at once, with a new token; there is no wall-clock lease to wait out. A
+retry that cannot lock it (NOWAIT) is told the request is in progress. Between the claim's commit and `hold` a
 live request holds no lock: a retry arriving in that moment takes over, and the first request, its token
 no longer matching, is refused with `IdempotencyRequestInProgress` and does nothing, so the work is still
 done once. The claim records when the first attempt began; a retry that takes over an interrupted attempt

@@ -4,7 +4,7 @@ Read docs/ledger.md for the model, the sign convention and every invariant the d
 packages import from here, not from the modules behind it:
 
 - accounts: open, find and read accounts (`account_summaries` is what other domains may know of one);
-- posting: the one way money moves; the backend's store (store_postgresql, store_sqlite) writes it;
+- posting: the one way money moves; its store (store_postgresql: one call to ledger_post()) writes it;
 - reads, export, checkpoint, reconcile: the journal read back; audit (and audit_scan): the offline check.
 """
 

@@ -83,8 +83,8 @@ def found_system_account(session: Session, tenant_id: str, kind: str, currency: 
 
 
 def hold_balances(session: Session, balances: Mapping[str, int]) -> None:
-    """Balances a posting left on accounts this transaction now holds locked (the ledger's row locks on
-    PostgreSQL, the write lock on SQLite): nothing else can change them before it ends, so they are the
+    """Balances a posting left on accounts this transaction now holds locked (the ledger's row locks):
+    nothing else can change them before it ends, so they are the
     accounts' balances until then (`held_balance`), and forgotten when it commits or rolls back."""
     session.info.setdefault(_HELD_KEY, {}).update(balances)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from typing import Any, Final
@@ -81,20 +80,12 @@ def export_jsonl(
 ) -> Iterator[str]:
     """One JSON object per line, in seq order, each ending in a newline.
 
-    Each backend's store writes the lines (on PostgreSQL from raw columns, whitespace as
-    json_build_object's); the values are the same on both.
+    The store writes the lines from raw columns, whitespace as json_build_object's.
     """
     seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
     if seqs.empty:
         return iter(())
     return store_of(session, LedgerStore).jsonl_lines(session, tenant_id, seqs)
-
-
-def portable_jsonl(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
-    """The JSONL export formatted from rows, compact, as any backend can."""
-    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    for group in _grouped(session, tenant_id, seqs):
-        yield encode(transaction_line(tenant_id, group)) + "\n"
 
 
 def export_csv(

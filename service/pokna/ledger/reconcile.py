@@ -1,7 +1,7 @@
 """Reconcile: the books checked against themselves, inside the database.
 
-On PostgreSQL the triggers make drift impossible short of disabling them; on SQLite this is the check
-that catches what SQLite's triggers cannot refuse (docs/ledger.md, "Invariants").
+The triggers make drift impossible short of disabling them; this is the check that would catch it if
+someone did (docs/ledger.md, "Invariants").
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""What both stores answer when they do not post: the same error with the same words on either backend,
-or, for a retry, the transactions it retries.
+"""What the store answers when it does not post: a typed error with stable words, or, for a retry, the
+transactions it retries.
 
-SQLite's store finds each reason as it checks; PostgreSQL's ledger_post() answers a status naming the
-reason, which its store raises through these.
+ledger_post() answers a status naming the reason, which the store raises through these.
 """
 
 from __future__ import annotations

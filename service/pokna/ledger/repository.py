@@ -32,8 +32,7 @@ def tenant_exists(session: Session, tenant_id: str) -> bool:
     return session.execute(select(Tenant.id).where(Tenant.id == tenant_id)).first() is not None
 
 
-# The same text on both backends (SQLite has had ON CONFLICT ... DO NOTHING and RETURNING since 3.35);
-# the SELECT's WHERE also keeps SQLite from reading ON CONFLICT as a join constraint.
+# An account opened twice under one external id is found, not duplicated: ON CONFLICT DO NOTHING.
 _INSERT_ACCOUNT = text(
     """
     INSERT INTO account (id, tenant_id, kind, currency, external_id, balance, created_at)
@@ -106,7 +105,7 @@ def tenant_accounts(session: Session, tenant_id: str, currency: str | None = Non
 
 
 def lock_head(session: Session, tenant_id: str) -> tuple[int, str] | None:
-    """Lock the tenant's chain head (FOR UPDATE; SQLite's BEGIN IMMEDIATE already serializes writers)."""
+    """Lock the tenant's chain head (FOR UPDATE), held until the transaction ends."""
     row = session.execute(
         select(_head.c.last_seq, _head.c.last_hash).where(_head.c.tenant_id == tenant_id).with_for_update()
     ).first()

@@ -1,13 +1,11 @@
-"""What the ledger does differently on each backend, behind one interface.
+"""The ledger's storage interface: what must happen in one round trip under the ledger's locks.
 
-Posting: on PostgreSQL one round trip to ledger_post() takes the locks, checks, hashes and writes
-(store_postgresql); on SQLite, whose BEGIN IMMEDIATE already serializes writers, Python does the same
-steps one statement after another (store_sqlite). The JSONL export: PostgreSQL streams raw columns that
-are written into lines directly; the portable exporter formats rows. Everything else is the same SQL on
-both and lives in the repositories.
+Posting: one round trip to ledger_post() takes the locks, checks, hashes and writes
+(store_postgresql). The JSONL export: raw columns written into lines directly. Everything else lives in
+the repositories.
 
-The implementation is chosen once per engine (pokna.storage) and found on the session:
-`store_of(session, LedgerStore)`.
+The implementation is hung on every session by pokna.storage and found there:
+`store_of(session, LedgerStore)`; tests/ledger/test_ledger_stores.py holds it to this interface.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ class Posted(NamedTuple):
 
 
 class LedgerStore:
-    """Implemented once per backend; every method must be overridden. (A plain class rather than an ABC:
+    """Implemented by store_postgresql; every method must be overridden. (A plain class rather than an ABC:
     mypy refuses an abstract class as the type argument of store_of, python/mypy#4717.)"""
 
     def post(

@@ -135,8 +135,7 @@ def _refused(
     expected: Mapping[str, int],
     outcome: PostOutcome,
 ) -> list[PostedTransaction]:
-    """What ledger_post() declined to write, as the error the SQLite store raises (or the originals of a
-    retry)."""
+    """What ledger_post() declined to write, as the ledger's typed error (or the originals of a retry)."""
     account_id = str(outcome.refused_account_id)
     if outcome.status == "replay":
         originals = replayed(session, tenant_id, drafts)
@@ -186,8 +185,8 @@ holds the connection's lock until a stream ends)."""
 
 def jsonl_lines(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
     """The layout of json_build_object and json_agg: `"key" : value`, items joined by `, `. The lines are
-    byte for byte what json_build_object made of the same fields (the same values as the portable
-    exporter; only the whitespace differs), written here from raw columns.
+    byte for byte what json_build_object made of the same fields, written here from raw columns (a test
+    holds the values equal to the journal's rows read through the ORM-free repository).
 
     Read page by page by seq (a tenant's seqs are dense: the chain has no gaps), so memory holds one page
     and the caller may use the session between any two lines; leaving early leaves no query running.

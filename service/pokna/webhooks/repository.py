@@ -1,6 +1,5 @@
-"""Every query of the webhooks' tables. The same SQL on both backends: `FOR UPDATE SKIP LOCKED` is how
-PostgreSQL lets any number of workers share the work; SQLite renders no locking clause and needs none,
-since its `BEGIN IMMEDIATE` already lets one writer at a time in."""
+"""Every query of the webhooks' tables. `FOR UPDATE SKIP LOCKED` is how any number of workers share the
+work without waiting on each other."""
 
 from __future__ import annotations
 

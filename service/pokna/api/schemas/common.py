@@ -27,7 +27,7 @@ Moment = Annotated[datetime, BeforeValidator(_rfc3339_only)]
 """A date-time in a query: RFC 3339 only (a time without an offset is UTC)."""
 
 SEQ_MAX = 2**53 - 1  # a journal seq is hashed and signed as an I-JSON integer, so none is larger
-"""PostgreSQL `bigint`, SQLite's INTEGER (a journal transaction's `seq`, amounts)."""
+"""Within PostgreSQL's `bigint` (a journal transaction's `seq`, amounts)."""
 
 
 def _refuse_nul(value: str) -> str:

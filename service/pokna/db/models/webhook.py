@@ -27,8 +27,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from pokna.db.base import Base
 from pokna.db.types import UTCDateTime
 
-# An autoincrementing 64-bit key: SQLite autoincrements only a column declared INTEGER.
-SEQ = BigInteger().with_variant(Integer(), "sqlite")
+SEQ = BigInteger()  # an autoincrementing 64-bit key
 DELIVERY_STATUSES = ("pending", "sending", "delivered", "failed")
 
 

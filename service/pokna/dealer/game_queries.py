@@ -1,20 +1,21 @@
-"""The game store in plain Core statements, as every backend understands them (the one used on SQLite).
+"""The game store's plain Core statements: the reads, the pages and the tables, none of them run under a
+game's lock on an action's path.
 
-pokna.dealer.store_postgres subclasses it and replaces the statements an action runs under the game's
-lock with one round trip each; everything else is shared.
+pokna.dealer.store_postgres builds on these the statements an action runs under the game's lock, each one
+round trip; together they are the one game store (pokna.dealer.store.GameStore).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from pokna import ledger
-from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
+from pokna.db.models.game import Game, GameEvent, GameSeat, GameTable
 from pokna.dealer.records import (
     ACTION_EVENT,
     GAME_COLUMNS,
@@ -29,31 +30,15 @@ from pokna.errors import NotFound
 
 _game = cast(Table, Game.__table__)
 _seat = cast(Table, GameSeat.__table__)
-_roll = cast(Table, GameRoll.__table__)
 _event = cast(Table, GameEvent.__table__)
 
 _SEAT_COLUMNS = (_seat.c.seat, _seat.c.account_id, _seat.c.client_seed, _seat.c.client_seed_source)
 _EVENT_COLUMNS = (_event.c.seq, _event.c.kind, _event.c.payload, _event.c.occurred_at)
-_ROLL_COLUMNS = (_roll.c.nonce, _roll.c.seat, _roll.c.purpose, _roll.c.face, _roll.c.color, _roll.c.rolled_at)
 PROOF_EVENTS = (ACTION_EVENT, MONEY_EVENT)
 
-# Built once: an action's statements are executed with fresh parameters, not rebuilt.
-_SAVE_GAME = (
-    update(_game)
-    .where(_game.c.id == bindparam("saved_game_id"), _game.c.version == bindparam("previous_version"))
-    .values({name: bindparam(name) for name in MUTABLE_GAME_COLUMNS})
-)
-_SAVE_CLIENT_SEED = (
-    update(_seat)
-    .where(_seat.c.game_id == bindparam("seat_game_id"), _seat.c.seat == bindparam("seat_number"))
-    .values(client_seed=bindparam("seed"), client_seed_source=bindparam("source"))
-)
-_INSERT_EVENT = insert(_event)
-_INSERT_ROLL = insert(_roll)
 
-
-class PortableGameStore:
-    """pokna.dealer.store.GameStore in statements every backend runs."""
+class GameQueries:
+    """The part of pokna.dealer.store.GameStore that no action runs under its lock."""
 
     def get_game(self, session: Session, tenant_id: str, game_id: str) -> GameRecord:
         return self._game(session, tenant_id, game_id, for_update=False)
@@ -76,13 +61,6 @@ class PortableGameStore:
             raise NotFound(f"no game {game_id}")
         deadline: datetime | None = row.turn_deadline_at
         return deadline
-
-    def lock_game_and_seats(
-        self, session: Session, tenant_id: str, game_id: str
-    ) -> tuple[GameRecord, list[SeatRecord], dict[str, int]]:
-        """The lock first, then the seats and balances: read after the lock, they cannot predate it."""
-        game = self._game(session, tenant_id, game_id, for_update=True)
-        return (game, *self.seats_and_balances(session, tenant_id, game.id))
 
     def seats_and_balances(
         self, session: Session, tenant_id: str, game_id: str
@@ -111,48 +89,6 @@ class PortableGameStore:
                 SeatRecord(row.seat, row.account_id, row.client_seed, row.client_seed_source)
             )
         return seats
-
-    def insert_game(
-        self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
-    ) -> None:
-        session.execute(insert(_game), game_row(game))
-        session.execute(insert(_seat), [seat_row(game.id, seat) for seat in seats])
-        self._insert_events(session, game.id, events)
-
-    def save_step(
-        self,
-        session: Session,
-        game: GameRecord,
-        *,
-        previous_version: int,
-        events: Sequence[EventRecord],
-        rolls: Sequence[RollRecord],
-        seeded: Sequence[SeatRecord] = (),
-    ) -> None:
-        if seeded:
-            self._save_client_seeds(session, game.id, seeded)
-        self._insert_events(session, game.id, events)
-        if rolls:
-            session.execute(_INSERT_ROLL, roll_rows(game.id, rolls))
-        result = session.execute(
-            _SAVE_GAME,
-            {**mutable_game_values(game), "saved_game_id": game.id, "previous_version": previous_version},
-        )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
-            raise changed_under_lock(game.id, previous_version)
-
-    def recorded_for_proof(
-        self, session: Session, game_id: str
-    ) -> tuple[list[EventRecord], list[RollRecord]]:
-        events = session.execute(
-            select(*_EVENT_COLUMNS)
-            .where(_event.c.game_id == game_id, _event.c.kind.in_(PROOF_EVENTS))
-            .order_by(_event.c.seq)
-        )
-        rolls = session.execute(
-            select(*_ROLL_COLUMNS).where(_roll.c.game_id == game_id).order_by(_roll.c.nonce)
-        )
-        return [EventRecord(*row) for row in events], [RollRecord(*row) for row in rolls]
 
     def event_page(self, session: Session, game_id: str, after_seq: int, limit: int) -> list[EventRecord]:
         rows = session.execute(
@@ -205,26 +141,8 @@ class PortableGameStore:
             raise NotFound(f"no game {game_id}")
         return GameRecord(**row._mapping)
 
-    def _insert_events(self, session: Session, game_id: str, events: Sequence[EventRecord]) -> None:
-        if events:
-            session.execute(_INSERT_EVENT, event_rows(game_id, events))
 
-    def _save_client_seeds(self, session: Session, game_id: str, seats: Iterable[SeatRecord]) -> None:
-        session.execute(
-            _SAVE_CLIENT_SEED,
-            [
-                {
-                    "seat_game_id": game_id,
-                    "seat_number": seat.seat,
-                    "seed": seat.client_seed,
-                    "source": seat.client_seed_source,
-                }
-                for seat in seats
-            ],
-        )
-
-
-# --- rows, shared with the PostgreSQL store --------------------------------------------------------------
+# --- rows, as the action's statements send them --------------------------------------------------------------
 
 
 def changed_under_lock(game_id: str, previous_version: int) -> RuntimeError:
