@@ -2,19 +2,29 @@
 
 Each step is its own short transaction (fan out a batch; claim one delivery; record its attempt), and the
 HTTP attempt runs outside any, so a slow receiver holds no lock. Any number of workers can run against one
-PostgreSQL; on SQLite they take turns at the write lock.
+PostgreSQL.
+
+A database that goes away (stopped, restarting, failing over, out of connections) does not end the worker
+once it has reached it (one it never reached is a configuration mistake, reported as the command's error):
+it says so in one log line, waits with a doubling back-off (at most `_MOST_BACKOFF_SECONDS`) and goes on,
+and says once more when the database is back. An attempt already sent keeps its result while it waits, and
+records it once it can: the delivery is not sent again for an outage. Only an error that is not an outage
+ends the worker.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
+from pokna.db.outage import unavailable_reason
 from pokna.db.types import utc_now
 from pokna.webhooks import repository
 from pokna.webhooks.attempts import claim_next, record_result
@@ -22,6 +32,12 @@ from pokna.webhooks.dispatch import dispatch_events
 from pokna.webhooks.policy import DeliveryPolicy
 from pokna.webhooks.schemas import DeliveryStatus
 from pokna.webhooks.sending import new_client, send
+
+log = logging.getLogger("pokna.webhooks.worker")
+
+_FIRST_BACKOFF_SECONDS = 0.25
+_MOST_BACKOFF_SECONDS = 15.0
+Done = TypeVar("Done")
 
 
 @dataclass
@@ -31,6 +47,54 @@ class WorkerReport:
     delivered: int = 0
     retries_scheduled: int = 0
     failed: int = 0
+    outages: int = 0
+
+
+@dataclass
+class _Outage:
+    """The database's absence as the worker sees it: when it began, and the next wait."""
+
+    should_stop: Callable[[], bool]
+    report: WorkerReport
+    since: float | None = None
+    backoff: float = field(default=_FIRST_BACKOFF_SECONDS)
+    reached: bool = False  # the database answered once: before that, an outage is a mistake to report
+
+    def wait(self, reason: str) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+            self.report.outages += 1
+            log.warning(
+                "database unavailable (%s): webhooks wait and retry, backing off up to %.0f s",
+                reason,
+                _MOST_BACKOFF_SECONDS,
+            )
+        deadline = time.monotonic() + self.backoff
+        while time.monotonic() < deadline and not self.should_stop():
+            time.sleep(min(0.05, self.backoff))
+        self.backoff = min(self.backoff * 2, _MOST_BACKOFF_SECONDS)
+
+    def over(self) -> None:
+        if self.since is not None:
+            log.warning("database back after %.1f s: webhooks go on", time.monotonic() - self.since)
+            self.since = None
+            self.backoff = _FIRST_BACKOFF_SECONDS
+
+    def retry(self, step: Callable[[], Done]) -> Done | None:
+        """`step` until it is done, waiting out any outage; None if told to stop first."""
+        while not self.should_stop():
+            try:
+                done = step()
+            except Exception as error:
+                reason = unavailable_reason(error)
+                if reason is None or not self.reached:
+                    raise
+                self.wait(reason)
+                continue
+            self.reached = True
+            self.over()
+            return done
+        return None
 
 
 def run_worker(
@@ -45,16 +109,29 @@ def run_worker(
     """Work until `should_stop()` says so, or, with `drain`, until nothing is left to fan out or send
     (failed deliveries aside)."""
     report = WorkerReport()
+    outage = _Outage(should_stop, report)
+
+    def dispatch() -> int:
+        with unit_of_work(sessions) as session:
+            dispatched = dispatch_events(session, policy, utc_now())
+        report.events_dispatched += dispatched
+        return dispatched
+
+    def nothing_left() -> bool:
+        with unit_of_work(sessions) as session:
+            return repository.outstanding(session) == 0
+
     with new_client() as client:
         while not should_stop():
-            with unit_of_work(sessions) as session:
-                report.events_dispatched += dispatch_events(session, policy, utc_now())
-            if deliver_one(sessions, seed_key, policy, client, report):
+            if outage.retry(dispatch) is None:
+                break
+            sent = outage.retry(lambda: deliver_one(sessions, seed_key, policy, client, report, outage))
+            if sent is None:
+                break
+            if sent:
                 continue
-            if drain:
-                with unit_of_work(sessions) as session:
-                    if repository.outstanding(session) == 0:
-                        break
+            if drain and outage.retry(nothing_left):
+                break
             time.sleep(poll_seconds)
     return report
 
@@ -65,15 +142,22 @@ def deliver_one(
     policy: DeliveryPolicy,
     client: httpx.Client,
     report: WorkerReport,
+    outage: _Outage | None = None,
 ) -> bool:
-    """Claim, send and record one due delivery; False if none was due."""
+    """Claim, send and record one due delivery; False if none was due. The result of an attempt sent is
+    recorded through any outage (`outage`): should the worker be stopped first, the claim's lease runs out
+    and the delivery is sent again later, as after a crash."""
     with unit_of_work(sessions) as session:
         claim = claim_next(session, seed_key, policy, utc_now())
     if claim is None:
         return False
     result = send(client, policy, claim)
-    with unit_of_work(sessions) as session:
-        status = record_result(session, policy, utc_now(), claim, result)
+
+    def record() -> DeliveryStatus | None:
+        with unit_of_work(sessions) as session:
+            return record_result(session, policy, utc_now(), claim, result)
+
+    status = record() if outage is None else outage.retry(record)
     report.attempts += 1
     if status is DeliveryStatus.DELIVERED:
         report.delivered += 1
