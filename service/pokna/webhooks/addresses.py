@@ -2,7 +2,9 @@
 
 In production a URL must be https, and every address its host resolves to must be a public one: never
 loopback, private, link-local (which holds the cloud metadata service, 169.254.169.254), shared, multicast,
-reserved or unspecified, unless `POKNA_WEBHOOK_ALLOW_PRIVATE_ADDRESSES` says otherwise. The check is made
+reserved or unspecified, unless `POKNA_WEBHOOK_ALLOW_PRIVATE_ADDRESSES` says otherwise. An IPv6 address
+that carries an IPv4 one (IPv4-mapped, 6to4, NAT64, Teredo) is judged by the IPv4 address it carries,
+since that is where the packets end up. The check is made
 when an endpoint is saved and again before every attempt, since what a name resolves to can change. In
 development and tests plain http and local receivers are fine.
 
@@ -17,9 +19,18 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
 # Not covered by ipaddress's is_private on every Python: the AWS IPv6 metadata address, and the
 # carrier-grade NAT range (RFC 6598), which is not the public internet either.
 _ALSO_REFUSED = (ipaddress.ip_network("fd00:ec2::/32"), ipaddress.ip_network("100.64.0.0/10"))
+
+# IPv6 prefixes that carry an IPv4 address in their last 32 bits (RFC 6052). The well-known prefix is
+# always used as a /96; the local-use one may be cut anywhere from /48 to /96, and only the /96 form (the
+# bits between /48 and /96 all zero) says for certain which IPv4 address it reaches.
+_NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_NAT64_LOCAL_MIDDLE = ((1 << 48) - 1) << 32
 
 
 class UnsafeUrl(ValueError):
@@ -70,9 +81,31 @@ def check_url(url: str, policy: UrlPolicy) -> None:
             raise UnsafeUrl(f"the host {host!r} resolves to a non-public address ({address})")
 
 
-def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return is_public(address.ipv4_mapped)
+def carried_ipv4(address: ipaddress.IPv6Address) -> Address | None:
+    """The IPv4 address an IPv6 one delivers to, if it carries one (IPv4-mapped, 6to4, NAT64, Teredo's
+    client); the address itself if it carries none; None if it may carry one we cannot tell for certain."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]  # the client, whose address Teredo stores bit-inverted
+    if address in _NAT64_WELL_KNOWN:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _NAT64_LOCAL:
+        if int(address) & _NAT64_LOCAL_MIDDLE:
+            return None
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address
+
+
+def is_public(address: Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address):
+        carried = carried_ipv4(address)
+        if carried is None:
+            return False
+        if carried is not address:
+            return is_public(carried)
     return not (
         address.is_private
         or address.is_loopback
