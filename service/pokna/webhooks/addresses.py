@@ -1,12 +1,14 @@
-"""Which URLs a webhook may be sent to.
+"""Which URLs a webhook may be sent to, and which addresses of their hosts.
 
 In production a URL must be https, and every address its host resolves to must be a public one: never
 loopback, private, link-local (which holds the cloud metadata service, 169.254.169.254), shared, multicast,
-reserved or unspecified, unless `POKNA_WEBHOOK_ALLOW_PRIVATE_ADDRESSES` says otherwise. An IPv6 address
-that carries an IPv4 one (IPv4-mapped, 6to4, NAT64, Teredo) is judged by the IPv4 address it carries,
-since that is where the packets end up. The check is made
-when an endpoint is saved and again before every attempt, since what a name resolves to can change. In
-development and tests plain http and local receivers are fine.
+reserved or unspecified. `POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS` lets receivers on the networks it lists
+through, but never those on addresses no tenant's receiver has any business on (`_NEVER_ALLOWED`: loopback,
+link-local with the metadata services, unspecified, multicast, broadcast), whatever it lists. An IPv6
+address that carries an IPv4 one (IPv4-mapped, 6to4, NAT64, Teredo) is judged by the IPv4 address it
+carries, since that is where the packets end up. The check is made when an endpoint is saved and again
+before every attempt, since what a name resolves to can change. In development and tests plain http and
+local receivers are fine.
 
 What is left: the sender resolves the name again to connect, so a name whose answer changes between the
 check and the connection (DNS rebinding) could still reach a private address for that one attempt.
@@ -20,10 +22,29 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 # Not covered by ipaddress's is_private on every Python: the AWS IPv6 metadata address, and the
 # carrier-grade NAT range (RFC 6598), which is not the public internet either.
 _ALSO_REFUSED = (ipaddress.ip_network("fd00:ec2::/32"), ipaddress.ip_network("100.64.0.0/10"))
+
+# Refused in production even inside an allowed private network: the host itself, the link (with the
+# metadata services), "this network" (0.0.0.0 reaches the host itself on Linux), and many receivers at once.
+_NEVER_ALLOWED = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "0.0.0.0/8",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "224.0.0.0/4",
+        "255.255.255.255/32",
+        "::/128",
+        "::1/128",
+        "fe80::/10",
+        "ff00::/8",
+        "fd00:ec2::/32",
+    )
+)
 
 # IPv6 prefixes that carry an IPv4 address in their last 32 bits (RFC 6052). The well-known prefix is
 # always used as a /96; the local-use one may be cut anywhere from /48 to /96, and only the /96 form (the
@@ -41,6 +62,30 @@ class UnsafeUrl(ValueError):
 class UrlPolicy:
     https_only: bool
     public_addresses_only: bool
+    allowed_private_networks: tuple[Network, ...] = ()
+    # Development and tests: the allowed networks may hold loopback or link-local receivers.
+    local_receivers: bool = False
+
+    def allows(self, address: Address) -> bool:
+        """Whether an attempt may connect to `address`."""
+        if not self.public_addresses_only:
+            return True
+        judged = carried_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else address
+        if judged is None:
+            return False
+        if not self.local_receivers and any(judged in network for network in _NEVER_ALLOWED):
+            return False
+        return is_public(judged) or any(_on(judged, network) for network in self.allowed_private_networks)
+
+
+def _on(address: Address, network: Network) -> bool:
+    """A host of `network`: its broadcast address (and, by the same convention, its network address) is
+    not one, when the network is large enough to have them."""
+    if address not in network:
+        return False
+    if isinstance(network, ipaddress.IPv4Network) and network.prefixlen < 31:
+        return address not in (network.network_address, network.broadcast_address)
+    return True
 
 
 def check_url_form(url: str, policy: UrlPolicy) -> str:
@@ -77,7 +122,7 @@ def check_url(url: str, policy: UrlPolicy) -> None:
         raise UnsafeUrl(f"the host {host!r} does not resolve") from None
     for *_, sockaddr in found:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if not is_public(address):
+        if not policy.allows(address):
             raise UnsafeUrl(f"the host {host!r} resolves to a non-public address ({address})")
 
 
