@@ -6,23 +6,26 @@ reserved or unspecified. `POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS` lets receivers
 through, but never those on addresses no tenant's receiver has any business on (`_NEVER_ALLOWED`: loopback,
 link-local with the metadata services, unspecified, multicast, broadcast), whatever it lists. An IPv6
 address that carries an IPv4 one (IPv4-mapped, 6to4, NAT64, Teredo) is judged by the IPv4 address it
-carries, since that is where the packets end up. The check is made when an endpoint is saved and again
-before every attempt, since what a name resolves to can change. In development and tests plain http and
-local receivers are fine.
+carries, since that is where the packets end up. In development and tests plain http and any address
+are fine.
 
-What is left: the sender resolves the name again to connect, so a name whose answer changes between the
-check and the connection (DNS rebinding) could still reach a private address for that one attempt.
+The check is made when an endpoint is saved and again before every attempt, since what a name resolves to
+can change; the attempt then connects only to an address that check approved and never resolves the name
+again (pokna.webhooks.pinning), so a name whose answer changes in between (DNS rebinding) cannot steer it.
+`resolve_host` is the one place a webhook's host is resolved.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Resolver = Callable[[str, int], list[Address]]
 
 # Not covered by ipaddress's is_private on every Python: the AWS IPv6 metadata address, and the
 # carrier-grade NAT range (RFC 6598), which is not the public internet either.
@@ -56,6 +59,10 @@ _NAT64_LOCAL_MIDDLE = ((1 << 48) - 1) << 32
 
 class UnsafeUrl(ValueError):
     """The URL may not receive webhooks here; the message says why, for the caller who gave it."""
+
+
+class HostNotFound(UnsafeUrl):
+    """The URL's host does not resolve now: there is no address to judge or to connect to."""
 
 
 @dataclass(frozen=True)
@@ -110,20 +117,41 @@ def check_url_form(url: str, policy: UrlPolicy) -> str:
     return parts.hostname
 
 
-def check_url(url: str, policy: UrlPolicy) -> None:
+def check_url(url: str, policy: UrlPolicy, resolve: Resolver | None = None) -> None:
     """The URL's form, and, if the policy wants public addresses only, where its host resolves now."""
     host = check_url_form(url, policy)
-    if not policy.public_addresses_only:
-        return
-    port = urlsplit(url).port or 443
+    if policy.public_addresses_only:
+        parts = urlsplit(url)
+        allowed_addresses(host, parts.port or (443 if parts.scheme == "https" else 80), policy, resolve)
+
+
+def allowed_addresses(
+    host: str, port: int, policy: UrlPolicy, resolve: Resolver | None = None
+) -> list[Address]:
+    """What `host` resolves to now, in the resolver's order, if the policy allows every one of them: a
+    single refused address refuses the host, since which answer a client takes is not ours to choose."""
+    found = (resolve or resolve_host)(host, port)
+    if not found:
+        raise HostNotFound(f"the host {host!r} does not resolve")
+    for address in found:
+        if not policy.allows(address):
+            raise UnsafeUrl(f"the host {host!r} resolves to a non-public address ({address})")
+    return found
+
+
+def resolve_host(host: str, port: int) -> list[Address]:
+    """The addresses of `host` from the system's resolver, in its order of preference, each once (an IP
+    literal is its own answer). Tests replace it, as they would any outside world."""
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
-        raise UnsafeUrl(f"the host {host!r} does not resolve") from None
+        raise HostNotFound(f"the host {host!r} does not resolve") from None
+    addresses: list[Address] = []
     for *_, sockaddr in found:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if not policy.allows(address):
-            raise UnsafeUrl(f"the host {host!r} resolves to a non-public address ({address})")
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
 
 
 def carried_ipv4(address: ipaddress.IPv6Address) -> Address | None:

@@ -11,17 +11,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
 from pokna.webhooks import repository
+from pokna.webhooks.addresses import Resolver
 from pokna.webhooks.attempts import claim_next, record_result
 from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.pinning import PinnedClient, new_client
 from pokna.webhooks.policy import DeliveryPolicy
 from pokna.webhooks.schemas import DeliveryStatus
-from pokna.webhooks.sending import new_client, send
+from pokna.webhooks.sending import send
 
 
 @dataclass
@@ -41,21 +42,26 @@ def run_worker(
     poll_seconds: float = 1.0,
     drain: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
+    resolve: Resolver | None = None,
 ) -> WorkerReport:
     """Work until `should_stop()` says so, or, with `drain`, until nothing is left to fan out or send
-    (failed deliveries aside)."""
+    (failed deliveries aside). `resolve` answers what a receiver's host resolves to (the system's
+    resolver unless a test gives its own)."""
     report = WorkerReport()
-    with new_client() as client:
+    client = new_client()
+    try:
         while not should_stop():
             with unit_of_work(sessions) as session:
                 report.events_dispatched += dispatch_events(session, policy, utc_now())
-            if deliver_one(sessions, seed_key, policy, client, report):
+            if deliver_one(sessions, seed_key, policy, client, report, resolve):
                 continue
             if drain:
                 with unit_of_work(sessions) as session:
                     if repository.outstanding(session) == 0:
                         break
             time.sleep(poll_seconds)
+    finally:
+        client.close()
     return report
 
 
@@ -63,15 +69,16 @@ def deliver_one(
     sessions: sessionmaker[Session],
     seed_key: bytes,
     policy: DeliveryPolicy,
-    client: httpx.Client,
+    client: PinnedClient,
     report: WorkerReport,
+    resolve: Resolver | None = None,
 ) -> bool:
     """Claim, send and record one due delivery; False if none was due."""
     with unit_of_work(sessions) as session:
         claim = claim_next(session, seed_key, policy, utc_now())
     if claim is None:
         return False
-    result = send(client, policy, claim)
+    result = send(client, policy, claim, resolve)
     with unit_of_work(sessions) as session:
         status = record_result(session, policy, utc_now(), claim, result)
     report.attempts += 1
