@@ -78,7 +78,11 @@ def _post(
     started: float,
     result: Callable[[int | None, AttemptError | None], AttemptResult],
 ) -> AttemptResult:
-    with http.stream("POST", url, content=body, headers=headers, timeout=policy.timeout_seconds) as response:
+    # Connecting gets what is left of one timeout, shared by all the addresses tried, so an attempt stays
+    # within its lease (connect, send, the answer's head and its body, each bounded by the timeout).
+    connect = max(policy.timeout_seconds - (time.monotonic() - started), 0.001)
+    timeout = httpx.Timeout(policy.timeout_seconds, connect=connect)
+    with http.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
         read = 0
         for chunk in response.iter_raw():
             read += len(chunk)
