@@ -73,6 +73,7 @@ NEVER = [
     "::ffff:169.254.169.254",
     "2002:a9fe:a9fe::",  # 169.254.169.254 in 6to4
     "64:ff9b::7f00:1",  # 127.0.0.1 through NAT64
+    "::7f00:1",  # 127.0.0.1 IPv4-compatible (deprecated)
 ]
 
 

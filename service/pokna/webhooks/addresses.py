@@ -43,6 +43,7 @@ _NEVER_ALLOWED = tuple(
         "255.255.255.255/32",
         "::/128",
         "::1/128",
+        "::/96",  # IPv4-compatible (deprecated): not a form any receiver is reached by
         "fe80::/10",
         "ff00::/8",
         "fd00:ec2::/32",
