@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 from functools import lru_cache
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ENV_PREFIX = "POKNA_"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -69,9 +71,15 @@ class Settings(BaseSettings):
     webhook_attempt_limit: int = Field(
         default=18, ge=1, le=100, description="Attempts before a delivery is marked failed (18: over a day)."
     )
+    webhook_allowed_private_networks: Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode] = Field(
+        default=(),
+        description="Production only: private networks (CIDR, comma-separated) webhook URLs may resolve into; "
+        "loopback, link-local, multicast and the like stay refused whatever is listed.",
+    )
     webhook_allow_private_addresses: bool = Field(
         default=False,
-        description="Production only: let webhook URLs resolve to loopback, private or link-local addresses.",
+        description="Replaced by POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS: true is refused, since it opened loopback "
+        "and the cloud metadata service as well.",
     )
     webhook_secret_overlap_seconds: int = Field(
         default=24 * 3600, ge=0, description="After a rotation, how long the previous secret still signs."
@@ -127,6 +135,25 @@ class Settings(BaseSettings):
             raise ValueError(f"not a log level; one of {', '.join(LOG_LEVELS)}")
         return value.upper()
 
+    @field_validator("webhook_allowed_private_networks", mode="before")
+    @classmethod
+    def _networks_from_a_list(cls, value: object) -> object:
+        """`10.0.0.0/8,192.168.1.0/24` as the environment gives it; a network with host bits set
+        (`10.0.0.1/8`) is refused rather than widened, since it is likely not what was meant."""
+        if not isinstance(value, str):
+            return value
+        return tuple(ip_network(item.strip()) for item in value.split(",") if item.strip())
+
+    @field_validator("webhook_allow_private_addresses")
+    @classmethod
+    def _no_blanket_private_addresses(cls, value: bool) -> bool:
+        """Refused rather than read as "every private network": that would silently keep every internal
+        service of the deployment open to any tenant's URL, and a receiver on loopback or link-local, which
+        the flag used to allow, would fail only at its first delivery. Refusing at start asks for the list."""
+        if value:
+            raise ValueError("replaced by POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS")
+        return value
+
     @model_validator(mode="after")
     def _production_needs_real_secrets(self) -> Settings:
         if self.env is Environment.PRODUCTION:
@@ -169,7 +196,11 @@ VALID_VALUES: dict[str, str] = {
     "webhook_backoff_initial_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_INITIAL_SECONDS=5",
     "webhook_backoff_max_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_MAX_SECONDS=14400",
     "webhook_attempt_limit": "an integer from 1 to 100, e.g. POKNA_WEBHOOK_ATTEMPT_LIMIT=18",
-    "webhook_allow_private_addresses": "true or false, e.g. POKNA_WEBHOOK_ALLOW_PRIVATE_ADDRESSES=false",
+    "webhook_allowed_private_networks": "networks in CIDR form, comma-separated, without host bits, "
+    "e.g. POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS=10.0.0.0/8,192.168.1.0/24",
+    "webhook_allow_private_addresses": "false or unset: it is replaced by POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS, "
+    "the private networks your receivers are on (loopback and link-local stay refused), "
+    "e.g. POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS=10.0.0.0/8,192.168.1.0/24",
     "webhook_secret_overlap_seconds": "seconds, at least 0, e.g. POKNA_WEBHOOK_SECRET_OVERLAP_SECONDS=86400",
     "webhook_retention_seconds": "seconds, at least 60, e.g. POKNA_WEBHOOK_RETENTION_SECONDS=604800",
     "database_pool_timeout_seconds": "a number of seconds above 0, e.g. POKNA_DATABASE_POOL_TIMEOUT_SECONDS=10",

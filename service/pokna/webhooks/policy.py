@@ -28,7 +28,9 @@ class DeliveryPolicy:
         return cls(
             urls=UrlPolicy(
                 https_only=production,
-                public_addresses_only=production and not settings.webhook_allow_private_addresses,
+                public_addresses_only=production,
+                allowed_private_networks=settings.webhook_allowed_private_networks,
+                local_receivers=not production,
             ),
             timeout_seconds=settings.webhook_timeout_seconds,
             backoff_initial_seconds=settings.webhook_backoff_initial_seconds,

@@ -1,39 +1,53 @@
 """One HTTP attempt: POST the signed message, and tell only whether a 2xx came back, and how fast.
 
-Redirects are not followed (a 3xx is a failure), proxies from the environment are not used, the attempt
-is bounded by the timeout from connecting to the end of the answer, and at most `max_response_bytes` of
-the answer are read and then dropped: nothing a receiver says travels further than its status code.
+The host is resolved once, every address is judged by the URL policy, and the connection goes to one of
+those very addresses (pokna.webhooks.pinning), in the resolver's order, the next one only if connecting
+to the previous failed (nothing was sent yet). Redirects are not followed (a 3xx is a failure), proxies
+from the environment are not used, the attempt is bounded by the timeout from connecting to the end of
+the answer, and at most `max_response_bytes` of the answer are read and then dropped: nothing a receiver
+says travels further than its status code.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import httpx
 
-from pokna.webhooks.addresses import UnsafeUrl, check_url
+from pokna.webhooks.addresses import HostNotFound, Resolver, UnsafeUrl, allowed_addresses, check_url_form
 from pokna.webhooks.attempts import AttemptResult, Claim
+from pokna.webhooks.pinning import PinnedClient
 from pokna.webhooks.policy import DeliveryPolicy
 from pokna.webhooks.schemas import AttemptError
 from pokna.webhooks.signing import signature_header
 
-USER_AGENT = "Pokna-Webhooks/1"
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def new_client() -> httpx.Client:
-    return httpx.Client(follow_redirects=False, trust_env=False, headers={"User-Agent": USER_AGENT})
-
-
-def send(client: httpx.Client, policy: DeliveryPolicy, claim: Claim) -> AttemptResult:
+def send(
+    client: PinnedClient, policy: DeliveryPolicy, claim: Claim, resolve: Resolver | None = None
+) -> AttemptResult:
     started = time.monotonic()
 
     def result(status_code: int | None, error: AttemptError | None) -> AttemptResult:
         return AttemptResult(status_code, int((time.monotonic() - started) * 1000), error)
 
     try:
-        check_url(claim.url, policy.urls)  # again: what the host resolves to may have changed
+        check_url_form(claim.url, policy.urls)
+        url = httpx.URL(claim.url)
+        host, port = url.raw_host.decode("ascii"), url.port or DEFAULT_PORTS[url.scheme]
+        addresses = allowed_addresses(host, port, policy.urls, resolve)  # again: the answer may have changed
+    except HostNotFound:
+        # A refusal where names must resolve to be judged (production); elsewhere, a network failure.
+        return result(
+            None,
+            AttemptError.UNSAFE_ADDRESS if policy.urls.public_addresses_only else AttemptError.CONNECTION,
+        )
     except UnsafeUrl:
         return result(None, AttemptError.UNSAFE_ADDRESS)
+    except (httpx.InvalidURL, KeyError, UnicodeError):
+        return result(None, AttemptError.CONNECTION)
     timestamp = int(time.time())
     headers = {
         "content-type": "application/json",
@@ -41,18 +55,38 @@ def send(client: httpx.Client, policy: DeliveryPolicy, claim: Claim) -> AttemptR
         "webhook-timestamp": str(timestamp),
         "webhook-signature": signature_header(claim.live_secrets, claim.message_id, timestamp, claim.body),
     }
-    try:
-        with client.stream(
-            "POST", claim.url, content=claim.body, headers=headers, timeout=policy.timeout_seconds
-        ) as response:
-            read = 0
-            for chunk in response.iter_raw():
-                read += len(chunk)
-                if read >= policy.max_response_bytes or time.monotonic() - started > policy.timeout_seconds:
-                    break
-            ok = 200 <= response.status_code < 300
-            return result(response.status_code, None if ok else AttemptError.HTTP_STATUS)
-    except httpx.TimeoutException:
-        return result(None, AttemptError.TIMEOUT)
-    except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError, ValueError):
-        return result(None, AttemptError.CONNECTION)  # one bad receiver never stops the worker
+    for address in addresses:
+        client.addresses.pin(host, port, address)
+        try:
+            return _post(client.http, url, headers, claim.body, policy, started, result)
+        except httpx.ConnectError:
+            if time.monotonic() - started > policy.timeout_seconds:
+                break
+        except httpx.TimeoutException:
+            return result(None, AttemptError.TIMEOUT)
+        except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError, ValueError):
+            return result(None, AttemptError.CONNECTION)  # one bad receiver never stops the worker
+    return result(None, AttemptError.CONNECTION)
+
+
+def _post(
+    http: httpx.Client,
+    url: httpx.URL,
+    headers: dict[str, str],
+    body: bytes,
+    policy: DeliveryPolicy,
+    started: float,
+    result: Callable[[int | None, AttemptError | None], AttemptResult],
+) -> AttemptResult:
+    # Connecting gets what is left of one timeout, shared by all the addresses tried, so an attempt stays
+    # within its lease (connect, send, the answer's head and its body, each bounded by the timeout).
+    connect = max(policy.timeout_seconds - (time.monotonic() - started), 0.001)
+    timeout = httpx.Timeout(policy.timeout_seconds, connect=connect)
+    with http.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+        read = 0
+        for chunk in response.iter_raw():
+            read += len(chunk)
+            if read >= policy.max_response_bytes or time.monotonic() - started > policy.timeout_seconds:
+                break
+        ok = 200 <= response.status_code < 300
+        return result(response.status_code, None if ok else AttemptError.HTTP_STATUS)

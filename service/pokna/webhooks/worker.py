@@ -20,18 +20,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.outage import unavailable_reason
 from pokna.db.types import utc_now
 from pokna.webhooks import repository
+from pokna.webhooks.addresses import Resolver
 from pokna.webhooks.attempts import claim_next, record_result
 from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.pinning import PinnedClient, new_client
 from pokna.webhooks.policy import DeliveryPolicy
 from pokna.webhooks.schemas import DeliveryStatus
-from pokna.webhooks.sending import new_client, send
+from pokna.webhooks.sending import send
 
 log = logging.getLogger("pokna.webhooks.worker")
 
@@ -105,9 +106,11 @@ def run_worker(
     poll_seconds: float = 1.0,
     drain: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
+    resolve: Resolver | None = None,
 ) -> WorkerReport:
     """Work until `should_stop()` says so, or, with `drain`, until nothing is left to fan out or send
-    (failed deliveries aside)."""
+    (failed deliveries aside). `resolve` answers what a receiver's host resolves to (the system's
+    resolver unless a test gives its own)."""
     report = WorkerReport()
     outage = _Outage(should_stop, report)
 
@@ -121,11 +124,14 @@ def run_worker(
         with unit_of_work(sessions) as session:
             return repository.outstanding(session) == 0
 
-    with new_client() as client:
+    client = new_client()
+    try:
         while not should_stop():
             if outage.retry(dispatch) is None:
                 break
-            sent = outage.retry(lambda: deliver_one(sessions, seed_key, policy, client, report, outage))
+            sent = outage.retry(
+                lambda: deliver_one(sessions, seed_key, policy, client, report, resolve, outage)
+            )
             if sent is None:
                 break
             if sent:
@@ -133,6 +139,8 @@ def run_worker(
             if drain and outage.retry(nothing_left):
                 break
             time.sleep(poll_seconds)
+    finally:
+        client.close()
     return report
 
 
@@ -140,8 +148,9 @@ def deliver_one(
     sessions: sessionmaker[Session],
     seed_key: bytes,
     policy: DeliveryPolicy,
-    client: httpx.Client,
+    client: PinnedClient,
     report: WorkerReport,
+    resolve: Resolver | None = None,
     outage: _Outage | None = None,
 ) -> bool:
     """Claim, send and record one due delivery; False if none was due. The result of an attempt sent is
@@ -151,7 +160,7 @@ def deliver_one(
         claim = claim_next(session, seed_key, policy, utc_now())
     if claim is None:
         return False
-    result = send(client, policy, claim)
+    result = send(client, policy, claim, resolve)
 
     def record() -> DeliveryStatus | None:
         with unit_of_work(sessions) as session:
