@@ -22,6 +22,7 @@ from pokna.api import (
     webhooks,
 )
 from pokna.api.answer_examples import example_answer
+from pokna.api.database_gate import DatabaseGate
 from pokna.api.docs import install_docs
 from pokna.api.middleware import Edge
 from pokna.api.problem_docs import PROBLEM_JSON
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime
+    app.state.database_gate = DatabaseGate.for_engine(runtime.engine, settings.database_pool_timeout_seconds)
     metrics.enable(runtime.engine)
     install_problem_handlers(app)
     install_docs(app)

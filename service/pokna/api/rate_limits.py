@@ -95,6 +95,16 @@ def bearer_key_digest(scope: Scope) -> bytes | None:
     return None
 
 
+def client_party(scope: Scope) -> bytes:
+    """Who a request is for the database gate's turns (`pokna.api.database_gate`): its bearer key's digest,
+    else its client's address."""
+    key = bearer_key_digest(scope)
+    if key is not None:
+        return key
+    client = scope.get("client")
+    return b"client:" + (client[0].encode() if client else b"")
+
+
 async def throttle(scope: Scope, send: Send, buckets: TokenBuckets) -> list[tuple[bytes, bytes]] | None:
     """Takes a token for the request's key. Returns the headers its answer carries, or None when it was
     refused here (429 sent). Requests without a key (health, public proof links) are not counted."""
