@@ -46,6 +46,18 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1)
     log_level: str = "INFO"
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    request_head_timeout_seconds: float = Field(
+        default=10,
+        gt=0,
+        description="Longest a connection may take to send a request's line and headers, from its first "
+        "byte (or from the connection) on, before it is answered 408 and closed.",
+    )
+    request_body_timeout_seconds: float = Field(
+        default=30,
+        gt=0,
+        description="Longest a request's body may take to arrive, once its headers have, before it is "
+        "answered 408 and its connection closed.",
+    )
     open_game_ttl_seconds: int = Field(
         default=600, ge=1, description="A game not started within this many seconds is cancelled."
     )
@@ -158,6 +170,8 @@ VALID_VALUES: dict[str, str] = {
     "workers": "an integer of at least 1, e.g. POKNA_WORKERS=4",
     "log_level": f"one of {', '.join(LOG_LEVELS)}, e.g. POKNA_LOG_LEVEL=INFO",
     "max_body_bytes": "an integer of at least 1024, e.g. POKNA_MAX_BODY_BYTES=65536",
+    "request_head_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_HEAD_TIMEOUT_SECONDS=10",
+    "request_body_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_BODY_TIMEOUT_SECONDS=30",
     "open_game_ttl_seconds": "an integer of at least 1, e.g. POKNA_OPEN_GAME_TTL_SECONDS=600",
     "webhook_timeout_seconds": "seconds, more than 0 and at most 60, e.g. POKNA_WEBHOOK_TIMEOUT_SECONDS=10",
     "webhook_backoff_initial_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_INITIAL_SECONDS=5",

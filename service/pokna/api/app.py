@@ -91,7 +91,12 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(webhooks.router)
     app.webhooks.include_router(webhook_events.events)
     # Request ids, the access log, rate limits, the body cap and repeated keys: one layer (pokna.api.middleware).
-    app.add_middleware(Edge, max_bytes=settings.max_body_bytes, buckets=_rate_limits(settings))
+    app.add_middleware(
+        Edge,
+        max_bytes=settings.max_body_bytes,
+        body_seconds=settings.request_body_timeout_seconds,
+        buckets=_rate_limits(settings),
+    )
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
     return app
 

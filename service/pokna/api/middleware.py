@@ -8,6 +8,7 @@ size, then its keys."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -29,6 +30,14 @@ INTERNAL_ERROR_DETAIL = (
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 UNMATCHED_ROUTE = "unmatched"
 """The route label of a path no route matches: a label value per probed path would have no bound."""
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged and counted for a request whose client hung up before it was answered (nginx's
+convention): nothing was answered, and it is no server error, so neither a 500 in the metrics nor an
+error in the log."""
+
+
+class _ClientGone(Exception):
+    """The client hung up while its body was being read."""
 
 
 class Edge:
@@ -41,9 +50,12 @@ class Edge:
     fairness link's path is its capability, and an `api_key=` a client put in a query string is a
     secret. Headers are never logged."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int, buckets: TokenBuckets | None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int, body_seconds: float, buckets: TokenBuckets | None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.body_seconds = body_seconds
         self.buckets = buckets
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -88,6 +100,8 @@ class Edge:
                 return await receive()
 
             await self.app(scope, replay, send_with_headers)
+        except _ClientGone:
+            status = CLIENT_CLOSED_REQUEST
         except Exception:
             # Answered here rather than by Starlette's ServerErrorMiddleware, which re-raises to the server:
             # uvicorn would log the error a second time and drop the client's keep-alive connection.
@@ -125,24 +139,40 @@ class Edge:
         self, scope: Scope, receive: Receive, send: Send, declared: bytes | None
     ) -> bytes | None:
         """The body, read whole (bodies are small by contract, so the app never sees a partial one); None
-        if it was refused as too large, or the client went away."""
+        if it was refused: too large, or not all there within `body_seconds` (a client that stops half way
+        would otherwise hold its connection and this request for ever). Raises `_ClientGone` if the client
+        went away."""
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._refuse(scope, send)
             return None
         chunks: list[bytes] = []
         received = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            received += len(chunk)
-            if received > self.max_bytes:
-                await self._refuse(scope, send)
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+        try:
+            async with asyncio.timeout(self.body_seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _ClientGone
+                    chunk = message.get("body", b"")
+                    received += len(chunk)
+                    if received > self.max_bytes:
+                        break
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+        except TimeoutError:
+            await send_problem(
+                scope,
+                send,
+                status=408,
+                code="request_timeout",
+                title="Request timeout",
+                detail=f"The request's body did not arrive within {self.body_seconds:g} s; nothing was done.",
+                headers={"Connection": "close"},
+            )
+            return None
+        await self._refuse(scope, send)
+        return None
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         await send_problem(

@@ -72,6 +72,12 @@ INTERNAL_ERROR = ProblemDoc(
     "Internal server error",
     "An unexpected error occurred; nothing was committed. Quote the request id when reporting it.",
 )
+REQUEST_TIMEOUT = ProblemDoc(
+    408,
+    "request_timeout",
+    "Request timeout",
+    "The request's body did not arrive within 30 s; nothing was done.",
+)
 DATABASE_UNAVAILABLE = ProblemDoc(
     503, "database_unavailable", "Database unavailable", "cannot reach the database: OperationalError"
 )
@@ -92,7 +98,7 @@ TOO_MANY_REQUESTS = ProblemDoc(
     429, "too_many_requests", "Too many requests", "this API key is over its rate limit; retry in 1 s"
 )
 
-EVERY_OPERATION: list[ProblemDoc] = [INTERNAL_ERROR, PAYLOAD_TOO_LARGE]
+EVERY_OPERATION: list[ProblemDoc] = [INTERNAL_ERROR, PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT]
 """Problems any request can meet, whatever the route: add to this list, never per route."""
 
 STORED = (DATABASE_UNAVAILABLE,)
