@@ -37,6 +37,12 @@ class Unauthorized(PoknaError):
     headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": "Bearer"}
 
 
+class Forbidden(PoknaError):
+    code = "forbidden"
+    status = 403
+    title = "Forbidden"
+
+
 class InvalidRequest(PoknaError):
     """Input that passed the schema but not the rules of the service; `field` names the culprit."""
 

@@ -10,6 +10,7 @@ fields, not variables, and may echo a secret).
 
 from __future__ import annotations
 
+import ipaddress
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -119,6 +120,10 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(
         default=200, ge=1, description="Requests an API key may make at once before the rate applies."
     )
+    metrics_allowed_networks: str = Field(
+        default="127.0.0.0/8,::1/128",
+        description="Client addresses `GET /metrics` answers (comma-separated networks); others get 403.",
+    )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
     )
@@ -132,6 +137,22 @@ class Settings(BaseSettings):
         if value.upper() not in LOG_LEVELS:
             raise ValueError(f"not a log level; one of {', '.join(LOG_LEVELS)}")
         return value.upper()
+
+    @field_validator("metrics_allowed_networks")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        for network in value.split(","):
+            if network.strip():
+                ipaddress.ip_network(network.strip(), strict=False)  # a ValueError names the bad one
+        return value
+
+    @property
+    def metrics_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(
+            ipaddress.ip_network(network.strip(), strict=False)
+            for network in self.metrics_allowed_networks.split(",")
+            if network.strip()
+        )
 
     @model_validator(mode="after")
     def _production_needs_real_secrets(self) -> Settings:
@@ -188,6 +209,7 @@ VALID_VALUES: dict[str, str] = {
     "database_retry_after_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_RETRY_AFTER_SECONDS=2",
     "rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
     "rate_limit_burst": "an integer of at least 1, e.g. POKNA_RATE_LIMIT_BURST=200",
+    "metrics_allowed_networks": "comma-separated networks, e.g. POKNA_METRICS_ALLOWED_NETWORKS=127.0.0.0/8,10.0.0.0/8",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }

@@ -14,6 +14,7 @@ from typing import Any
 
 from pokna.dealer.errors import REFUSAL_STATUS, ClientSeedLocked, NotSeated, RoundInProgress, VersionConflict
 from pokna.errors import (
+    Forbidden,
     IdempotencyKeyReused,
     IdempotencyRequestInProgress,
     InvalidRequest,
@@ -118,6 +119,7 @@ RETRY_AFTER = {
 }
 
 UNAUTHORIZED = of(Unauthorized, "unknown or revoked API key")
+METRICS_NOT_ALLOWED = of(Forbidden, "/metrics answers only the addresses of POKNA_METRICS_ALLOWED_NETWORKS")
 KEYED = (UNAUTHORIZED, TOO_MANY_REQUESTS, DATABASE_UNAVAILABLE)
 """An operation behind an API key: the key is checked in the database, and each key has a rate limit."""
 GAME_NOT_FOUND = of(NotFound, "no game game_0c1d2e3f")
