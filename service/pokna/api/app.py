@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.openapi.utils import get_fields_from_routes, get_openapi
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
@@ -40,6 +41,8 @@ lists exactly the codes it can answer. Authenticate with `Authorization: Bearer 
 `Idempotency-Key` with every POST so that a retry is safe.
 """
 
+OPENAPI_URL = "/openapi.json"
+
 TAGS = [
     {"name": "accounts", "description": "Player wallets, deposits and withdrawals."},
     {"name": "ledger", "description": "The tenant's books: trial balance, exports, signed checkpoints."},
@@ -73,6 +76,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         openapi_tags=TAGS,
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,  # served from bytes built once: `_serve_openapi`
         generate_unique_id_function=_operation_id,
         lifespan=metrics.worker_lifespan,
     )
@@ -80,6 +84,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.state.database_gate = DatabaseGate.for_engine(runtime.engine, settings.database_pool_timeout_seconds)
     metrics.enable(runtime.engine)
     install_problem_handlers(app)
+    _serve_openapi(app)
     install_docs(app)
     app.include_router(health.router)
     app.include_router(accounts.router)
@@ -99,6 +104,20 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     )
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _serve_openapi(app: FastAPI) -> None:
+    """`/openapi.json` as bytes rendered on first request and kept: FastAPI's own route keeps the
+    document but serializes it again on every request (~0.3 MB of JSON), for anyone, without a key."""
+    rendered: list[bytes] = []
+
+    async def openapi_json(_request: Request) -> Response:  # no I/O: stays in the event loop
+        if not rendered:
+            document = app.openapi()
+            rendered.append(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode())
+        return Response(rendered[0], media_type="application/json")
+
+    app.add_route(OPENAPI_URL, openapi_json, include_in_schema=False)
 
 
 def _rate_limits(settings: Settings) -> TokenBuckets | None:
