@@ -156,6 +156,7 @@ def test_no_operation_lists_a_problem_it_cannot_answer_by_construction() -> None
         (500, "internal_error"),
         (413, "payload_too_large"),
         (408, "request_timeout"),  # any request may send a body, and stop half way
+        (429, "too_many_requests"),  # per client address, without a known key
     }
     assert (409, "already_voted") not in documented_codes(paths["/v1/accounts"]["post"])
     assert not any(status == 401 for status, _ in documented_codes(paths["/v1/fairness/keys"]["get"]))

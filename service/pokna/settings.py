@@ -120,6 +120,15 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(
         default=200, ge=1, description="Requests an API key may make at once before the rate applies."
     )
+    client_rate_limit_per_second: float = Field(
+        default=20,
+        ge=0,
+        description="Requests per second each client address may make without a known API key (no key, "
+        "or one not yet seen to authenticate), per API process; 0 turns this limit off.",
+    )
+    client_rate_limit_burst: int = Field(
+        default=100, ge=1, description="Such requests a client address may make at once."
+    )
     metrics_allowed_networks: str = Field(
         default="127.0.0.0/8,::1/128",
         description="Client addresses `GET /metrics` answers (comma-separated networks); others get 403.",
@@ -209,6 +218,8 @@ VALID_VALUES: dict[str, str] = {
     "database_retry_after_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_RETRY_AFTER_SECONDS=2",
     "rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
     "rate_limit_burst": "an integer of at least 1, e.g. POKNA_RATE_LIMIT_BURST=200",
+    "client_rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_CLIENT_RATE_LIMIT_PER_SECOND=20",
+    "client_rate_limit_burst": "an integer of at least 1, e.g. POKNA_CLIENT_RATE_LIMIT_BURST=100",
     "metrics_allowed_networks": "comma-separated networks, e.g. POKNA_METRICS_ALLOWED_NETWORKS=127.0.0.0/8,10.0.0.0/8",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",

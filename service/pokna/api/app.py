@@ -28,7 +28,7 @@ from pokna.api.docs import install_docs
 from pokna.api.middleware import Edge
 from pokna.api.problem_docs import PROBLEM_JSON
 from pokna.api.problems import Problem, install_problem_handlers
-from pokna.api.rate_limits import TokenBuckets
+from pokna.api.rate_limits import CLIENT_POLICY_NAME, RateLimits, TokenBuckets
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 
@@ -100,7 +100,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         Edge,
         max_bytes=settings.max_body_bytes,
         body_seconds=settings.request_body_timeout_seconds,
-        buckets=_rate_limits(settings),
+        limits=_rate_limits(settings),
     )
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
     return app
@@ -120,10 +120,15 @@ def _serve_openapi(app: FastAPI) -> None:
     app.add_route(OPENAPI_URL, openapi_json, include_in_schema=False)
 
 
-def _rate_limits(settings: Settings) -> TokenBuckets | None:
-    if settings.rate_limit_per_second == 0:
-        return None
-    return TokenBuckets(settings.rate_limit_per_second, settings.rate_limit_burst)
+def _rate_limits(settings: Settings) -> RateLimits:
+    per_key = per_client = None
+    if settings.rate_limit_per_second:
+        per_key = TokenBuckets(settings.rate_limit_per_second, settings.rate_limit_burst)
+    if settings.client_rate_limit_per_second:
+        per_client = TokenBuckets(
+            settings.client_rate_limit_per_second, settings.client_rate_limit_burst, name=CLIENT_POLICY_NAME
+        )
+    return RateLimits(per_key, per_client)
 
 
 def _operation_id(route: APIRoute) -> str:

@@ -1,5 +1,5 @@
-"""The one pure-ASGI layer in front of FastAPI: request ids, the access log and request metrics, per-key
-rate limits, a hard cap on request bodies and the refusal of repeated JSON keys.
+"""The one pure-ASGI layer in front of FastAPI: request ids, the access log and request metrics, rate
+limits (per key, and per client address for requests without a known key), a hard cap on request bodies and the refusal of repeated JSON keys.
 
 One layer rather than one per concern (issue 18): each layer was a coroutine frame and a wrapper around
 `send` that every request paid for. The order of the checks is the order the four layers had: a request
@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pokna import metrics
 from pokna.api.asgi_problems import send_problem
-from pokna.api.rate_limits import TokenBuckets, throttle
+from pokna.api.rate_limits import RateLimits, bearer_key_digest, throttle
 from pokna.api.unambiguous_json import refuse_duplicate_key
 from pokna.logs import request_id_var
 
@@ -42,7 +42,7 @@ class _ClientGone(Exception):
 
 class Edge:
     """Accepts a sane `X-Request-ID` or makes one, echoes it, logs one line per request and times it;
-    throttles each bearer key (`pokna.api.rate_limits`); refuses bodies over the limit with 413
+    throttles each known bearer key, and everything else per client address (`pokna.api.rate_limits`); refuses bodies over the limit with 413
     problem+json whether or not Content-Length is honest, and bodies that repeat a key
     (`pokna.api.unambiguous_json`); hands the app the whole body at once.
 
@@ -50,13 +50,11 @@ class Edge:
     fairness link's path is its capability, and an `api_key=` a client put in a query string is a
     secret. Headers are never logged."""
 
-    def __init__(
-        self, app: ASGIApp, *, max_bytes: int, body_seconds: float, buckets: TokenBuckets | None
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, body_seconds: float, limits: RateLimits) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.body_seconds = body_seconds
-        self.buckets = buckets
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -83,12 +81,12 @@ class Edge:
                 message.setdefault("headers", []).extend([*added, request_id_header])
             await send(message)
 
+        key = bearer_key_digest(scope)
         try:
-            if self.buckets is not None:
-                admitted = await throttle(scope, send_with_headers, self.buckets)
-                if admitted is None:
-                    return
-                added.extend(admitted)
+            admitted = await throttle(scope, send_with_headers, self.limits, key)
+            if admitted is None:
+                return
+            added.extend(admitted)
             body = await self._whole_body(scope, receive, send_with_headers, headers.get(b"content-length"))
             if body is None or await refuse_duplicate_key(scope, send_with_headers, body):
                 return
@@ -119,6 +117,11 @@ class Edge:
                 detail=INTERNAL_ERROR_DETAIL,
             )
         finally:
+            if key is not None:
+                if scope["state"].get("api_key_authenticated"):
+                    self.limits.remember(key)
+                elif status == 401:
+                    self.limits.forget(key)
             seconds = time.perf_counter() - started
             route = _route_template(scope)
             metrics.http_request(scope["method"], route, status, seconds)

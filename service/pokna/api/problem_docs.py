@@ -99,7 +99,7 @@ TOO_MANY_REQUESTS = ProblemDoc(
     429, "too_many_requests", "Too many requests", "this API key is over its rate limit; retry in 1 s"
 )
 
-EVERY_OPERATION: list[ProblemDoc] = [INTERNAL_ERROR, PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT]
+EVERY_OPERATION: list[ProblemDoc] = [INTERNAL_ERROR, PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT, TOO_MANY_REQUESTS]
 """Problems any request can meet, whatever the route: add to this list, never per route."""
 
 STORED = (DATABASE_UNAVAILABLE,)
@@ -121,7 +121,8 @@ RETRY_AFTER = {
 UNAUTHORIZED = of(Unauthorized, "unknown or revoked API key")
 METRICS_NOT_ALLOWED = of(Forbidden, "/metrics answers only the addresses of POKNA_METRICS_ALLOWED_NETWORKS")
 KEYED = (UNAUTHORIZED, TOO_MANY_REQUESTS, DATABASE_UNAVAILABLE)
-"""An operation behind an API key: the key is checked in the database, and each key has a rate limit."""
+"""An operation behind an API key: the key is checked in the database, and each key has a rate limit (any
+request has one: per key, or per client address without a known key)."""
 GAME_NOT_FOUND = of(NotFound, "no game game_0c1d2e3f")
 TABLE_NOT_FOUND = of(NotFound, "no table tbl_0c1d2e3f")
 LINK_NOT_FOUND = of(NotFound, "no such fairness link")
