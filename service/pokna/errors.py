@@ -67,6 +67,8 @@ class IdempotencyRequestInProgress(PoknaError):
     code = "idempotency_request_in_progress"
     status = 409
     title = "A request with this idempotency key is still being processed"
+    # The first request holds its claim for as long as it runs, milliseconds as a rule: retry soon.
+    headers: ClassVar[dict[str, str]] = {"Retry-After": "1"}
 
 
 class DatabaseUnavailable(PoknaError):

@@ -125,6 +125,7 @@ def test_every_keyed_write_refuses_a_retry_while_the_first_runs(
             headers = {**api.headers, "Idempotency-Key": f"running-{index}"}
             response = api.client.request(method, path, json=body, headers=headers)
             assert_problem(response, 409, "idempotency_request_in_progress")
+            assert response.headers["Retry-After"] == "1", (method, path)  # issue 28, F13
         holder.rollback()
 
 

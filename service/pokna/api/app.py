@@ -77,6 +77,10 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         docs_url=None,
         redoc_url=None,
         openapi_url=None,  # served from bytes built once: `_serve_openapi`
+        # Starlette answers a path with a stray slash (`/healthz/`) with a 307 whose Location it builds
+        # from the request's Host header, which the client chose: a redirect anywhere, under our name.
+        # Such a path is unknown here like any other: 404 problem+json.
+        redirect_slashes=False,
         generate_unique_id_function=_operation_id,
         lifespan=metrics.worker_lifespan,
     )

@@ -110,6 +110,8 @@ BY_MECHANISM: list[ProblemDoc] = [*EVERY_OPERATION, DATABASE_UNAVAILABLE, DUPLIC
 duplicate-key reader, the rate limiter) rather than by the route's own code: each is produced by that
 mechanism's own tests, across operations, rather than once per operation."""
 
+RETRIED_LATER = {"too_many_requests", "database_unavailable", "idempotency_request_in_progress"}
+"""The problems answered with `Retry-After`: the same request may succeed once it has waited."""
 RETRY_AFTER = {
     "Retry-After": {
         "description": "Seconds to wait before sending the same request again (with the same "
@@ -180,7 +182,7 @@ def problems(*documented: ProblemDoc | tuple[ProblemDoc, ...]) -> dict[int | str
         docs = [doc for doc in flat if doc.status == status]
         responses[status] = {
             "description": "; ".join(f"`{doc.code}`: {doc.title}" for doc in docs),
-            **({"headers": RETRY_AFTER} if status in (429, 503) else {}),
+            **({"headers": RETRY_AFTER} if any(doc.code in RETRIED_LATER for doc in docs) else {}),
             "content": {
                 PROBLEM_JSON: {
                     "schema": {"$ref": PROBLEM_SCHEMA_REF},
