@@ -32,6 +32,7 @@ pytestmark = pytest.mark.postgres_only
 BURST = 100
 MAX_BURSTS = 8  # bounded: bursts until the steady tenant has enough samples taken during them
 SAMPLES = 30
+IDLE_SAMPLES = 10
 
 
 def _api_key(database_url: str, name: str) -> str:
@@ -76,7 +77,7 @@ def test_a_burst_queues_and_another_tenant_keeps_its_pace(database_url: str, tmp
         "POKNA_DATABASE_URL": database_url,
         # The bursts stay inside the key's rate limit, as in the finding (100 of a burst of 200): the limit
         # is raised only so that several bursts in a row are too.
-        "POKNA_RATE_LIMIT_BURST": str(BURST * (MAX_BURSTS + 2)),
+        "POKNA_RATE_LIMIT_BURST": str((BURST + 1) * (MAX_BURSTS + 2)),
         # Without the gate the checkouts waiting for a connection gave up after this (10 s by default).
         "POKNA_DATABASE_POOL_TIMEOUT_SECONDS": "5",
     }
@@ -95,9 +96,12 @@ def test_a_burst_queues_and_another_tenant_keeps_its_pace(database_url: str, tmp
 
         for _ in range(10):  # warm up the connection pool and the code paths
             steady_read()
-        alone = [steady_read() for _ in range(SAMPLES)]
+        alone: list[float] = []
         during: list[float] = []
-        for _ in range(MAX_BURSTS):
+        for round_number in range(MAX_BURSTS):
+            # Idle and loaded samples alternate, so that a change in the machine's other load (it is shared)
+            # weighs on both alike.
+            alone += [steady_read() for _ in range(IDLE_SAMPLES)]
             burst = _burst(base, paths["burst"], bursting)
             assert burst.stdout is not None
             assert burst.stdout.readline() == "go\n"  # the client has started and sends now
@@ -107,7 +111,7 @@ def test_a_burst_queues_and_another_tenant_keeps_its_pace(database_url: str, tmp
                     during.append(seconds)
             output, _ = burst.communicate(timeout=60)
             statuses.extend(json.loads(output))
-            if len(during) >= SAMPLES:
+            if round_number >= 2 and len(during) >= SAMPLES:
                 break
 
     print(
@@ -132,21 +136,40 @@ def test_the_gate_takes_parties_in_turn_and_bounds_the_wait() -> None:
         async def request(party: bytes, name: str) -> None:
             await gate.enter(party)
             order.append(name)
-            gate.leave()
+            gate.leave(party)
 
         waiting = [asyncio.create_task(request(b"a", f"a{n}")) for n in range(3)]
         await asyncio.sleep(0)
         waiting.append(asyncio.create_task(request(b"b", "b0")))
         await asyncio.sleep(0)
-        gate.leave()
+        gate.leave(b"a")
         await asyncio.gather(*waiting)
 
         await gate.enter(b"a")
         gate.wait_seconds = 0.05
         with pytest.raises(DatabaseUnavailable):
             await gate.enter(b"b")
-        gate.leave()
+        gate.leave(b"a")
         await gate.enter(b"b")  # the place was not lost to the request that gave up
         return order
 
     assert asyncio.run(scenario()) == ["a0", "b0", "a1", "a2"]
+
+
+def test_no_party_holds_more_than_half_the_places() -> None:
+    """So another party's request finds a place free at once, however long the first party's take."""
+
+    async def scenario() -> None:
+        gate = DatabaseGate(places=4, wait_seconds=0.05)
+        await gate.enter(b"a")
+        await gate.enter(b"a")
+        with pytest.raises(DatabaseUnavailable):
+            await gate.enter(b"a")  # over its share, though two places are free
+        await gate.enter(b"b")  # at once
+        third = asyncio.create_task(gate.enter(b"a"))
+        await asyncio.sleep(0)
+        gate.leave(b"a")  # its own place comes back to it
+        gate.wait_seconds = 5
+        await third
+
+    asyncio.run(scenario())

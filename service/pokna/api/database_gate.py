@@ -10,8 +10,13 @@ request that gets a place always finds a connection free, so a burst queues inst
 
 The places go round robin between parties (a bearer key's digest, else the client's address), one
 request of each waiting party in turn, so one tenant's burst cannot push another tenant's request behind
-all of its own (docs/operations.md, "Rate limits"). The wait is bounded like the pool's own
-(`POKNA_DATABASE_POOL_TIMEOUT_SECONDS`): past it the request is a 503 `database_unavailable`.
+all of its own; and no party holds more than half of them, so another tenant's request finds a place free
+at once however long one tenant's requests take (a stream of exports, lock waits): they could otherwise
+hold every place for as long as they run (docs/operations.md, "Rate limits"). A tenant alone loses little
+by it: a worker's requests share one interpreter, so its burst runs about as fast 7 at a time as 15.
+
+The wait is bounded like the pool's own (`POKNA_DATABASE_POOL_TIMEOUT_SECONDS`): past it the request is a
+503 `database_unavailable`.
 """
 
 from __future__ import annotations
@@ -30,8 +35,10 @@ class DatabaseGate:
 
     def __init__(self, places: int, wait_seconds: float) -> None:
         self.places = places
+        self.per_party = max(1, places // 2)
         self.wait_seconds = wait_seconds
         self._free = places
+        self._held: dict[bytes, int] = {}
         self._waiting: OrderedDict[bytes, deque[asyncio.Future[None]]] = OrderedDict()
 
     @classmethod
@@ -47,8 +54,10 @@ class DatabaseGate:
 
     async def enter(self, party: bytes) -> None:
         """Takes a place, waiting for one in the party's turn; `leave` gives it back."""
-        if self._free > 0 and not self._waiting:
+        # A place is free only while everyone waiting holds their share already (`leave` sees to it).
+        if self._free > 0 and party not in self._waiting and self._held.get(party, 0) < self.per_party:
             self._free -= 1
+            self._held[party] = self._held.get(party, 0) + 1
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(party, deque()).append(turn)
@@ -57,7 +66,7 @@ class DatabaseGate:
                 await turn
         except BaseException as error:
             if turn.done() and not turn.cancelled():
-                self.leave()  # handed a place just as it gave up: the next in turn has it
+                self.leave(party)  # handed a place just as it gave up: the next in turn has it
             else:
                 turn.cancel()
                 self._forget(party, turn)
@@ -68,18 +77,26 @@ class DatabaseGate:
                 ) from None
             raise
 
-    def leave(self) -> None:
-        """Hands the place to the next waiting party in turn (which then goes to the back), or frees it."""
-        while self._waiting:
-            party, queue = next(iter(self._waiting.items()))
+    def leave(self, party: bytes) -> None:
+        """Gives the party's place to the next waiting party in turn that holds less than its share (that
+        party then goes to the back), or frees it."""
+        held = self._held[party] - 1
+        if held:
+            self._held[party] = held
+        else:
+            del self._held[party]
+        for waiting in list(self._waiting):
+            if self._held.get(waiting, 0) >= self.per_party:
+                continue
+            queue = self._waiting[waiting]
             turn = queue.popleft()
             if queue:
-                self._waiting.move_to_end(party)
+                self._waiting.move_to_end(waiting)
             else:
-                del self._waiting[party]
-            if not turn.done():
-                turn.set_result(None)
-                return
+                del self._waiting[waiting]
+            self._held[waiting] = self._held.get(waiting, 0) + 1
+            turn.set_result(None)
+            return
         self._free += 1
 
     def _forget(self, party: bytes, turn: asyncio.Future[None]) -> None:
@@ -109,4 +126,4 @@ class Place:
     def give_back(self) -> None:
         if self.gate is not None and self.held:
             self.held = False
-            self.gate.leave()
+            self.gate.leave(self.party)
