@@ -7,18 +7,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from pokna.api.openapi_document import openapi_document, render_openapi
+from pokna.api.app import create_app
+from pokna.api.openapi_document import UNCONNECTED_DATABASE_URL, openapi_document, render_openapi
 from pokna.api.problem_docs import documented_codes
 from pokna.game import ActionName, Phase
 from pokna.game.events import EventKind
 from pokna.ledger import InvalidAccount
 from pokna.ledger.model import check_currency
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
 
 COMMITTED = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
 
@@ -148,7 +152,12 @@ def test_no_operation_lists_a_problem_it_cannot_answer_by_construction() -> None
     """The catalogue's complaints of the issue: a health probe lists no game refusal, opening a wallet no
     vote refusal, a public page no 401."""
     paths = openapi_document()["paths"]
-    assert documented_codes(paths["/healthz"]["get"]) == {(500, "internal_error"), (413, "payload_too_large")}
+    assert documented_codes(paths["/healthz"]["get"]) == {
+        (500, "internal_error"),
+        (413, "payload_too_large"),
+        (408, "request_timeout"),  # any request may send a body, and stop half way
+        (429, "too_many_requests"),  # per client address, without a known key
+    }
     assert (409, "already_voted") not in documented_codes(paths["/v1/accounts"]["post"])
     assert not any(status == 401 for status, _ in documented_codes(paths["/v1/fairness/keys"]["get"]))
     assert (409, "already_voted") in documented_codes(paths["/v1/games/{game_id}/actions"]["post"])
@@ -170,3 +179,16 @@ def test_the_documented_currency_pattern_is_what_the_ledger_accepts(currency: st
         accepted = False
     assert (_currency_pattern().search(currency) is not None) == accepted
     assert _currency_pattern().search("22AQ0") is None
+
+
+def test_the_document_is_served_from_bytes_built_once() -> None:
+    """Not serialized again for every anonymous request (issue 28, F5): a change to the document the app
+    holds after the first answer shows in no later one."""
+    settings = Settings(env=Environment.TEST, database_url=UNCONNECTED_DATABASE_URL)
+    app = create_app(settings, Runtime.from_settings(settings))
+    http = TestClient(app)
+    first = http.get("/openapi.json")
+    assert first.headers["content-type"] == "application/json"
+    assert first.json() == openapi_document()
+    app.openapi()["info"]["title"] = "changed after the first answer"
+    assert http.get("/openapi.json").content == first.content

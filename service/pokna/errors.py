@@ -37,6 +37,12 @@ class Unauthorized(PoknaError):
     headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": "Bearer"}
 
 
+class Forbidden(PoknaError):
+    code = "forbidden"
+    status = 403
+    title = "Forbidden"
+
+
 class InvalidRequest(PoknaError):
     """Input that passed the schema but not the rules of the service; `field` names the culprit."""
 
@@ -61,6 +67,8 @@ class IdempotencyRequestInProgress(PoknaError):
     code = "idempotency_request_in_progress"
     status = 409
     title = "A request with this idempotency key is still being processed"
+    # The first request holds its claim for as long as it runs, milliseconds as a rule: retry soon.
+    headers: ClassVar[dict[str, str]] = {"Retry-After": "1"}
 
 
 class DatabaseUnavailable(PoknaError):

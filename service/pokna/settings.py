@@ -10,6 +10,7 @@ fields, not variables, and may echo a secret).
 
 from __future__ import annotations
 
+import ipaddress
 from enum import StrEnum
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network, ip_network
@@ -54,6 +55,18 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1)
     log_level: str = "INFO"
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    request_head_timeout_seconds: float = Field(
+        default=10,
+        gt=0,
+        description="Longest a connection may take to send a request's line and headers, from its first "
+        "byte (or from the connection) on, before it is answered 408 and closed.",
+    )
+    request_body_timeout_seconds: float = Field(
+        default=30,
+        gt=0,
+        description="Longest a request's body may take to arrive, once its headers have, before it is "
+        "answered 408 and its connection closed.",
+    )
     open_game_ttl_seconds: int = Field(
         default=600, ge=1, description="A game not started within this many seconds is cancelled."
     )
@@ -121,6 +134,19 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(
         default=200, ge=1, description="Requests an API key may make at once before the rate applies."
     )
+    client_rate_limit_per_second: float = Field(
+        default=20,
+        ge=0,
+        description="Requests per second each client address may make without a known API key (no key, "
+        "or one not yet seen to authenticate), per API process; 0 turns this limit off.",
+    )
+    client_rate_limit_burst: int = Field(
+        default=100, ge=1, description="Such requests a client address may make at once."
+    )
+    metrics_allowed_networks: str = Field(
+        default="127.0.0.0/8,::1/128",
+        description="Client addresses `GET /metrics` answers (comma-separated networks); others get 403.",
+    )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
     )
@@ -153,6 +179,22 @@ class Settings(BaseSettings):
         if value:
             raise ValueError("replaced by POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS")
         return value
+
+    @field_validator("metrics_allowed_networks")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        for network in value.split(","):
+            if network.strip():
+                ipaddress.ip_network(network.strip(), strict=False)  # a ValueError names the bad one
+        return value
+
+    @property
+    def metrics_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(
+            ipaddress.ip_network(network.strip(), strict=False)
+            for network in self.metrics_allowed_networks.split(",")
+            if network.strip()
+        )
 
     @model_validator(mode="after")
     def _production_needs_real_secrets(self) -> Settings:
@@ -191,6 +233,8 @@ VALID_VALUES: dict[str, str] = {
     "workers": "an integer of at least 1, e.g. POKNA_WORKERS=4",
     "log_level": f"one of {', '.join(LOG_LEVELS)}, e.g. POKNA_LOG_LEVEL=INFO",
     "max_body_bytes": "an integer of at least 1024, e.g. POKNA_MAX_BODY_BYTES=65536",
+    "request_head_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_HEAD_TIMEOUT_SECONDS=10",
+    "request_body_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_BODY_TIMEOUT_SECONDS=30",
     "open_game_ttl_seconds": "an integer of at least 1, e.g. POKNA_OPEN_GAME_TTL_SECONDS=600",
     "webhook_timeout_seconds": "seconds, more than 0 and at most 60, e.g. POKNA_WEBHOOK_TIMEOUT_SECONDS=10",
     "webhook_backoff_initial_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_INITIAL_SECONDS=5",
@@ -211,6 +255,9 @@ VALID_VALUES: dict[str, str] = {
     "database_retry_after_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_RETRY_AFTER_SECONDS=2",
     "rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
     "rate_limit_burst": "an integer of at least 1, e.g. POKNA_RATE_LIMIT_BURST=200",
+    "client_rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_CLIENT_RATE_LIMIT_PER_SECOND=20",
+    "client_rate_limit_burst": "an integer of at least 1, e.g. POKNA_CLIENT_RATE_LIMIT_BURST=100",
+    "metrics_allowed_networks": "comma-separated networks, e.g. POKNA_METRICS_ALLOWED_NETWORKS=127.0.0.0/8,10.0.0.0/8",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }

@@ -191,6 +191,19 @@ def test_an_invalid_key_is_422_naming_the_header(
     assert database_state(sessions) == before
 
 
+@pytest.mark.parametrize("key", ["", "   ", '""', '" "', '"'])
+def test_an_empty_or_blank_key_is_422_naming_the_header(
+    api: TenantApi, sessions: sessionmaker[Session], key: str
+) -> None:
+    """`""` was kept as a literal two-character key (issue 28, F12)."""
+    wallet = api.wallet()
+    before = database_state(sessions)
+    response = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, **_keyed(key))
+    problem = assert_problem(response, 422, "validation_error")
+    assert [param["name"] for param in problem["invalid_params"]] == ["header.Idempotency-Key"]
+    assert database_state(sessions) == before
+
+
 def test_the_longest_key_is_accepted(api: TenantApi) -> None:
     wallet = api.wallet()
     for key in ("k" * 255, '"' + "q" * 255 + '"'):
@@ -261,7 +274,7 @@ def test_an_unfinished_claim_nobody_holds_is_taken_over_at_once(
 def test_a_retry_while_the_first_runs_is_409_until_its_holder_lets_go(
     api: TenantApi, sessions: sessionmaker[Session]
 ) -> None:
-    """A running request holds its claim row locked (on SQLite, the write lock, which a retry waits for)."""
+    """A running request holds its claim row locked."""
     wallet = api.wallet()
     path = f"/v1/accounts/{wallet}/deposits"
     body = {"amount": 25}

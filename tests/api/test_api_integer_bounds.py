@@ -24,7 +24,7 @@ from support.api_checks import PROBLEM_JSON, assert_names_field, assert_problem
 from support.tenant_api import TenantApi, new_tenant
 
 INTEGER_MAX = 2**31 - 1  # PostgreSQL integer
-BIGINT_MAX = 2**63 - 1  # PostgreSQL bigint, SQLite INTEGER
+BIGINT_MAX = 2**63 - 1  # PostgreSQL bigint
 
 # What each integer input is compared with in the database (or could be): its schema may not allow more.
 COLUMN_MAXIMUM = {

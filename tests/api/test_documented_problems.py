@@ -68,8 +68,7 @@ def test_an_unexpected_failure_is_a_500_problem(client: TestClient, monkeypatch:
 def test_every_keyed_write_refuses_a_retry_while_the_first_runs(
     api: TenantApi, sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    """A running request holds its claim locked (on SQLite a retry waits for the write lock instead, then
-    finds the stored answer: tests/api/test_api_idempotency.py)."""
+    """A running request holds its claim row locked: a retry that cannot lock it is told so."""
     vigo, player = api.wallet(100), api.wallet(100)
     endpoint = api.post(
         "/v1/webhooks/endpoints", {"url": "http://127.0.0.1:9/hooks", "event_types": ["game.created"]}
@@ -124,6 +123,7 @@ def test_every_keyed_write_refuses_a_retry_while_the_first_runs(
             headers = {**api.headers, "Idempotency-Key": f"running-{index}"}
             response = api.client.request(method, path, json=body, headers=headers)
             assert_problem(response, 409, "idempotency_request_in_progress")
+            assert response.headers["Retry-After"] == "1", (method, path)  # issue 28, F13
         holder.rollback()
 
 

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -21,7 +22,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.api import metrics
 from pokna.db.models import JournalTransaction
+from support.api_checks import assert_problem
 from support.servers import running_server
 from support.tenant_api import TenantApi, new_tenant
 
@@ -37,8 +40,18 @@ def samples_of(text: str) -> Samples:
     return found
 
 
+LOOPBACK = ("127.0.0.1", 50000)
+"""`/metrics` answers loopback by default; the `client` fixture comes from "testclient"."""
+
+
+@pytest.fixture(autouse=True)
+def every_scrape_rendered_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests compare two scrapes a moment apart: the second must not be the first one's rendering."""
+    monkeypatch.setattr(metrics, "SCRAPE_REUSE_SECONDS", 0.0, raising=False)
+
+
 def scrape(client: TestClient) -> Samples:
-    response = client.get("/metrics")
+    response = TestClient(client.app, client=LOOPBACK).get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     return samples_of(response.text)
@@ -222,3 +235,34 @@ def test_two_workers_count_every_request_once(tmp_path: Path, database_url: str)
     assert sum(by_process.values()) == requests
     for samples in scrapes:
         assert value(samples, REQUESTS, method="GET", route="/readyz", status="200") == requests
+
+
+def test_metrics_answer_only_the_allowed_addresses(client: TestClient) -> None:
+    """Not public (issue 28, F4): loopback by default, by the connection's address."""
+    problem = assert_problem(client.get("/metrics"), 403, "forbidden")  # "testclient" is no address
+    assert "POKNA_METRICS_ALLOWED_NETWORKS" in problem["detail"]
+    assert_problem(TestClient(client.app, client=("10.1.2.3", 5)).get("/metrics"), 403, "forbidden")
+    for allowed in (LOOPBACK, ("127.0.0.2", 5), ("::1", 5), ("::ffff:127.0.0.1", 5)):
+        assert TestClient(client.app, client=allowed).get("/metrics").status_code == 200, allowed
+
+
+def test_invented_methods_count_as_one_label(client: TestClient) -> None:
+    """960 anonymous requests with invented methods grew the exposition from 32 KB to 2 MB."""
+    before = scrape(client)
+    for number in range(40):
+        client.request(f"PROBE{number}", "/healthz")
+    after = scrape(client)
+    methods = {dict(labels).get("method") for name, labels in after if name == REQUESTS}
+    assert methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}, methods
+    assert grew(before, after, REQUESTS, method="other", route="/healthz", status="405") == 40
+
+
+def test_a_scrape_is_rendered_at_most_once_a_second(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(metrics, "SCRAPE_REUSE_SECONDS", 60.0, raising=False)
+    scraper = TestClient(client.app, client=LOOPBACK)
+    first = scraper.get("/metrics").content
+    for _ in range(5):
+        assert client.get("/healthz").status_code == 200
+    assert scraper.get("/metrics").content == first  # the requests between are counted at the next rendering

@@ -60,6 +60,13 @@ def test_unknown_path_is_404_problem(http: TestClient) -> None:
     _assert_problem(http.get("/v1/no-such-thing"), 404, "not_found")
 
 
+def test_a_trailing_slash_is_404_and_never_redirected(http: TestClient) -> None:
+    """Starlette redirected `/healthz/` to a Location built from the Host header (issue 28, F11)."""
+    response = http.get("/healthz/", headers={"Host": "attacker.example"}, follow_redirects=False)
+    _assert_problem(response, 404, "not_found")
+    assert "location" not in response.headers
+
+
 def test_wrong_method_is_405_problem(http: TestClient) -> None:
     _assert_problem(http.delete("/healthz"), 405, "method_not_allowed")
 

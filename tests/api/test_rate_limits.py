@@ -87,8 +87,24 @@ def _remaining(header: str) -> int:
     return int(match[1])
 
 
-def _limited_client(settings: Settings, runtime: Runtime, rate: float, burst: int) -> TestClient:
-    limited = settings.model_copy(update={"rate_limit_per_second": rate, "rate_limit_burst": burst})
+def _limited_client(
+    settings: Settings,
+    runtime: Runtime,
+    rate: float,
+    burst: int,
+    client_rate: float | None = None,
+    client_burst: int | None = None,
+) -> TestClient:
+    limited = settings.model_copy(
+        update={
+            "rate_limit_per_second": rate,
+            "rate_limit_burst": burst,
+            "client_rate_limit_per_second": settings.client_rate_limit_per_second
+            if client_rate is None
+            else client_rate,
+            "client_rate_limit_burst": client_burst or settings.client_rate_limit_burst,
+        }
+    )
     return TestClient(create_app(limited, runtime), raise_server_exceptions=False)
 
 
@@ -97,10 +113,11 @@ def test_a_key_over_its_limit_gets_429_with_the_headers_and_nothing_is_done(
 ) -> None:
     with _limited_client(settings, runtime, rate=0.01, burst=5) as client:
         first, second = new_tenant(client, sessions, "First"), new_tenant(client, sessions, "Second")
-        wallet = first.wallet(10)  # two requests of the five
-        answers = [first.get(f"/v1/accounts/{wallet}") for _ in range(3)]
-        assert [answer.status_code for answer in answers] == [200, 200, 200]
-        assert [_remaining(answer.headers["RateLimit"]) for answer in answers] == [2, 1, 0]
+        # Two requests, the first counted against the client's address (the key is not yet known to be one).
+        wallet = first.wallet(10)
+        answers = [first.get(f"/v1/accounts/{wallet}") for _ in range(4)]
+        assert [answer.status_code for answer in answers] == [200, 200, 200, 200]
+        assert [_remaining(answer.headers["RateLimit"]) for answer in answers] == [3, 2, 1, 0]
         assert all(answer.headers["RateLimit-Policy"] == '"per-key";q=5;w=500' for answer in answers)
 
         before = database_state(sessions)
@@ -115,9 +132,26 @@ def test_a_key_over_its_limit_gets_429_with_the_headers_and_nothing_is_done(
         assert database_state(sessions) == before
 
         assert second.wallet(3)  # the other tenant is untouched
-        assert client.get("/healthz").status_code == 200  # no key, no limit here
-        assert client.get("/healthz").headers.get("RateLimit") is None
-        unknown = TenantApi(client, "none", "pk_unknown")
-        assert [unknown.get("/v1/ledger/trial-balance").status_code for _ in range(7)] == [401] * 5 + [
-            429
-        ] * 2
+
+
+def test_requests_without_a_known_key_are_limited_per_client_address(
+    settings: Settings, runtime: Runtime, sessions: sessionmaker[Session]
+) -> None:
+    """No key, or a made-up one (issue 28, F5): each new key had a full bucket of its own, and a request
+    without a key was never counted."""
+    with _limited_client(settings, runtime, rate=100, burst=100, client_rate=0.01, client_burst=4) as client:
+        tenant = new_tenant(client, sessions)
+        assert tenant.get("/v1/ledger/trial-balance").status_code == 200  # 1 of 4: the key is known now
+        healthy = [client.get("/healthz") for _ in range(2)]
+        assert [answer.status_code for answer in healthy] == [200, 200]
+        assert healthy[-1].headers["RateLimit-Policy"] == '"per-client";q=4;w=400'
+        assert healthy[-1].headers["RateLimit"].startswith('"per-client";r=1;')
+        made_up = [
+            TenantApi(client, "none", f"pk_made_up_{n}").get("/v1/ledger/trial-balance") for n in range(3)
+        ]
+        assert [answer.status_code for answer in made_up] == [401, 429, 429]
+        problem = assert_problem(client.get("/openapi.json"), 429, "too_many_requests")
+        assert "client address" in problem["detail"]
+        assert tenant.get("/v1/ledger/trial-balance").status_code == 200  # a known key has its own bucket
+        elsewhere = TestClient(client.app, client=("192.0.2.7", 5000))
+        assert elsewhere.get("/healthz").status_code == 200  # another address has its own

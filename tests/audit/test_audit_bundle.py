@@ -1,4 +1,4 @@
-"""An audit bundle made from games played over HTTP passes every check, on both databases; the API and the
+"""An audit bundle made from games played over HTTP passes every check; the API and the
 CLI write it, refuse bad ranges naming the field, and keep to the tenant's own books."""
 
 from __future__ import annotations

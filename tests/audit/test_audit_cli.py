@@ -1,4 +1,4 @@
-"""`pokna audit bundle` and `pokna audit verify` against a real database (both backends): the bundle from
+"""`pokna audit bundle` and `pokna audit verify` against a real database: the bundle from
 the command verifies, --keys and --public-key take what /v1/fairness/keys publishes, mistakes are errors."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Deadlines, on both backends: whoever touches a game after a deadline makes the default action happen,
+"""Deadlines: whoever touches a game after a deadline makes the default action happen,
 each at its own deadline, and `pokna sweep` does the same for games nobody touches.
 
 Time is the request's `Clock` dependency, overridden here; `pokna sweep` uses the real clock, so the games it
@@ -39,6 +39,7 @@ from pokna.idempotency.service import KeyedRequest
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 from pokna.sweep import sweep
+from support.api_checks import database_state
 from support.game_play import FINAL, Api, Game, check_finished_game, new_tenant_key, random_policy, verify
 
 TIMEOUT = 60
@@ -469,3 +470,19 @@ def test_sweep_applies_each_timeout_at_its_own_deadline(seats: Seats, time: Time
     assert report.timeouts == total
     seats.assert_books_sound(games)
     assert sweep(seats.sessions, seats.runtime.keys, later).games == 0
+
+
+def test_a_public_link_read_past_a_deadline_writes_nothing(
+    seats: Seats, time: Time, client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """The link needs no key, so it only reads (issue 28, F5): the game as last decided, its passed turn
+    left for the sweep or the tenant's next read to apply."""
+    game = seats.act(seats.game(2), "start", 0)
+    token = game["fairness"]["public_url"].rsplit("/", 1)[1]
+    time.at(deadline(game) + timedelta(seconds=1))
+    before = database_state(sessions)
+    link = client.get(f"/v1/fairness/proofs/{token}")
+    assert link.status_code == 200, link.text
+    assert (link.json()["status"], link.json()["revealed"]) == ("in_progress", False)
+    assert database_state(sessions) == before
+    assert seats.api.game(game["id"])["version"] == game["version"] + 1  # the tenant's read applies it

@@ -1,8 +1,7 @@
 """The database itself refuses to break the books: raw SQL that bypasses pokna.ledger is rejected.
 
-PostgreSQL refuses everything here. SQLite refuses what its triggers can express; where it cannot (a
-transaction is checked for balance only when the next one is chained on), the test shows the refusal
-coming late and reconcile() reporting the damage.
+PostgreSQL's triggers and constraints refuse everything here; reconcile() reports what gets past a table
+owner who disables them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Posting through the service: balances, refusals, idempotency and the chain, on SQLite and PostgreSQL."""
+"""Posting through the service: balances, refusals, idempotency and the chain."""
 
 from __future__ import annotations
 

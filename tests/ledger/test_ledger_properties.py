@@ -1,4 +1,4 @@
-"""Property tests: random deposits, withdrawals and transfers never break the books (both backends).
+"""Property tests: random deposits, withdrawals and transfers never break the books.
 
 Each example gets a tenant of its own in the test's database, so examples do not see each other.
 """

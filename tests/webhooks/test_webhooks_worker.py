@@ -1,4 +1,4 @@
-"""`pokna webhooks deliver` as real processes, on both backends: a worker killed with SIGKILL in the middle
+"""`pokna webhooks deliver` as real processes: a worker killed with SIGKILL in the middle
 of an attempt and another started after it lose nothing (the receiver sees the interrupted message again,
 with the same `webhook-id`), and two workers at once never send one delivery concurrently."""
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
 from pokna import ledger
 from pokna.api.auth import TenantDep
-from pokna.api.deps import RuntimeDep, SessionDep
+from pokna.api.deps import RuntimeDep, SessionDep, streamed
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import (
@@ -192,6 +192,7 @@ def trial_balance(
     "offline (`pokna audit verify`).",
 )
 def export(
+    request: Request,
     tenant_id: TenantDep,
     session: SessionDep,
     export_format: Annotated[
@@ -206,7 +207,9 @@ def export(
 ) -> StreamingResponse:
     # The request's session outlives this return: its dependency closes it after the response is sent.
     lines = ledger.export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)
-    return StreamingResponse(lines, media_type=EXPORT_MEDIA[export_format])
+    return StreamingResponse(
+        streamed(request, session, lines, commit_each_chunk=False), media_type=EXPORT_MEDIA[export_format]
+    )
 
 
 @router.get(

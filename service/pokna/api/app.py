@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.openapi.utils import get_fields_from_routes, get_openapi
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
@@ -22,11 +23,12 @@ from pokna.api import (
     webhooks,
 )
 from pokna.api.answer_examples import example_answer
+from pokna.api.database_gate import DatabaseGate
 from pokna.api.docs import install_docs
 from pokna.api.middleware import Edge
 from pokna.api.problem_docs import PROBLEM_JSON
 from pokna.api.problems import Problem, install_problem_handlers
-from pokna.api.rate_limits import TokenBuckets
+from pokna.api.rate_limits import CLIENT_POLICY_NAME, RateLimits, TokenBuckets
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 
@@ -38,6 +40,8 @@ Every error is an RFC 9457 `application/problem+json` document with a stable `co
 lists exactly the codes it can answer. Authenticate with `Authorization: Bearer <API key>`; send an
 `Idempotency-Key` with every POST so that a retry is safe.
 """
+
+OPENAPI_URL = "/openapi.json"
 
 TAGS = [
     {"name": "accounts", "description": "Player wallets, deposits and withdrawals."},
@@ -72,12 +76,19 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         openapi_tags=TAGS,
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,  # served from bytes built once: `_serve_openapi`
+        # Starlette answers a path with a stray slash (`/healthz/`) with a 307 whose Location it builds
+        # from the request's Host header, which the client chose: a redirect anywhere, under our name.
+        # Such a path is unknown here like any other: 404 problem+json.
+        redirect_slashes=False,
         generate_unique_id_function=_operation_id,
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime
+    app.state.database_gate = DatabaseGate.for_engine(runtime.engine, settings.database_pool_timeout_seconds)
     metrics.enable(runtime.engine)
     install_problem_handlers(app)
+    _serve_openapi(app)
     install_docs(app)
     app.include_router(health.router)
     app.include_router(accounts.router)
@@ -89,15 +100,39 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(webhooks.router)
     app.webhooks.include_router(webhook_events.events)
     # Request ids, the access log, rate limits, the body cap and repeated keys: one layer (pokna.api.middleware).
-    app.add_middleware(Edge, max_bytes=settings.max_body_bytes, buckets=_rate_limits(settings))
+    app.add_middleware(
+        Edge,
+        max_bytes=settings.max_body_bytes,
+        body_seconds=settings.request_body_timeout_seconds,
+        limits=_rate_limits(settings),
+    )
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
     return app
 
 
-def _rate_limits(settings: Settings) -> TokenBuckets | None:
-    if settings.rate_limit_per_second == 0:
-        return None
-    return TokenBuckets(settings.rate_limit_per_second, settings.rate_limit_burst)
+def _serve_openapi(app: FastAPI) -> None:
+    """`/openapi.json` as bytes rendered on first request and kept: FastAPI's own route keeps the
+    document but serializes it again on every request (~0.3 MB of JSON), for anyone, without a key."""
+    rendered: list[bytes] = []
+
+    async def openapi_json(_request: Request) -> Response:  # no I/O: stays in the event loop
+        if not rendered:
+            document = app.openapi()
+            rendered.append(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode())
+        return Response(rendered[0], media_type="application/json")
+
+    app.add_route(OPENAPI_URL, openapi_json, include_in_schema=False)
+
+
+def _rate_limits(settings: Settings) -> RateLimits:
+    per_key = per_client = None
+    if settings.rate_limit_per_second:
+        per_key = TokenBuckets(settings.rate_limit_per_second, settings.rate_limit_burst)
+    if settings.client_rate_limit_per_second:
+        per_client = TokenBuckets(
+            settings.client_rate_limit_per_second, settings.client_rate_limit_burst, name=CLIENT_POLICY_NAME
+        )
+    return RateLimits(per_key, per_client)
 
 
 def _operation_id(route: APIRoute) -> str:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
-from sqlalchemy.orm import Session
 
 from pokna import bundles
 from pokna.api.auth import TenantDep
-from pokna.api.deps import RuntimeDep, SessionDep
+from pokna.api.deps import RuntimeDep, SessionDep, streamed
 from pokna.api.problem_docs import BAD_RANGE, KEYED, VALIDATION, problems
 from pokna.api.schemas.common import SEQ_MAX, Moment
 from pokna.audit.records import MEDIA_TYPE
@@ -34,6 +32,7 @@ router = APIRouter(prefix="/v1", tags=["audit"])
     },
 )
 def audit_bundle(
+    request: Request,
     runtime: RuntimeDep,
     tenant_id: TenantDep,
     session: SessionDep,
@@ -53,16 +52,6 @@ def audit_bundle(
         tenant_id,
         bundles.BundleRange(from_seq=from_seq, to_seq=to_seq, from_time=from_time, to_time=to_time),
     )
-    return StreamingResponse(_holding_no_connection(session, chunks), media_type=MEDIA_TYPE)
-
-
-def _holding_no_connection(session: Session, chunks: Iterator[str]) -> Iterator[str]:
-    """Each chunk's reads end (with COMMIT, returning the connection to the pool) before the chunk is sent:
-    a client that reads slowly, stalls or hangs up holds no connection and no open transaction, however
-    large the bundle. The books are append-only and the range was fixed up front, and every read already saw
-    its own snapshot (READ COMMITTED), so ending the transaction between chunks changes nothing the bundle
-    says."""
-    for chunk in chunks:
-        if session.in_transaction():
-            session.commit()
-        yield chunk
+    return StreamingResponse(
+        streamed(request, session, chunks, commit_each_chunk=True), media_type=MEDIA_TYPE
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from pokna.api.deps import SessionDep, first_read
@@ -17,7 +17,9 @@ _bearer = HTTPBearer(
 
 
 def get_tenant_id(
-    session: SessionDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    request: Request,
+    session: SessionDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     """Reads through the request's own session: no second connection, and the read ends with the
     request's COMMIT (a ROLLBACK would make psycopg discard its prepared statements). It is the request's
@@ -25,7 +27,10 @@ def get_tenant_id(
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise Unauthorized("send `Authorization: Bearer <API key>`")
     secret = credentials.credentials
-    return first_read(session, lambda session: authenticate(session, secret))
+    tenant_id = first_read(session, lambda session: authenticate(session, secret))
+    # The edge's rate limits count this key's requests against its own bucket from now on.
+    request.state.api_key_authenticated = True
+    return tenant_id
 
 
 TenantDep = Annotated[str, Depends(get_tenant_id)]

@@ -16,11 +16,16 @@ byte is sent; a commit that fails becomes the 500 problem instead (tests/api/tes
 The session itself is opened and finally closed by a request-scoped dependency under it, so a streamed
 answer can still read through it after the commit; whatever the stream read is ended, with COMMIT, once
 the response has been sent.
+
+Before the session is opened the request takes a place at the database gate (`pokna.api.database_gate`),
+in the event loop, and gives it back once the commit has returned its connection: a request waiting for a
+connection holds no thread. A streamed answer that reads after the commit takes a place again
+(`streamed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
@@ -28,6 +33,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from pokna.api.database_gate import Place
+from pokna.api.rate_limits import client_party
 from pokna.runtime import Runtime
 
 
@@ -40,9 +47,12 @@ async def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-async def _open_session(runtime: RuntimeDep) -> AsyncIterator[Session]:
+async def _open_session(request: Request, runtime: RuntimeDep) -> AsyncIterator[Session]:
     """Making a session does no I/O (it connects on first use), so only a COMMIT or ROLLBACK that has a
     transaction to end goes to the thread pool."""
+    place = Place(request.app.state.database_gate, client_party(request.scope))
+    await place.take()
+    request.state.database_place = place
     session = runtime.sessions()
     try:
         yield session
@@ -55,15 +65,17 @@ async def _open_session(runtime: RuntimeDep) -> AsyncIterator[Session]:
             await run_in_threadpool(session.commit)
     finally:
         session.close()  # the transaction has ended either way: no I/O left
+        place.give_back()
 
 
 async def _committed_session(
-    session: Annotated[Session, Depends(_open_session)],
+    request: Request, session: Annotated[Session, Depends(_open_session)]
 ) -> AsyncIterator[Session]:
     """Commits before the response is sent. On an error it commits nothing and `_open_session` rolls back."""
     yield session
     if session.in_transaction():
         await run_in_threadpool(session.commit)
+    request.state.database_place.give_back()  # the commit returned the connection to the pool
 
 
 SessionDep = Annotated[Session, Depends(_committed_session, scope="function")]
@@ -71,6 +83,38 @@ SessionDep = Annotated[Session, Depends(_committed_session, scope="function")]
 value per request only between uses of the same dependency and scope."""
 
 Read = TypeVar("Read")
+
+
+async def streamed(
+    request: Request, session: Session, chunks: Iterator[str], *, commit_each_chunk: bool
+) -> AsyncIterator[str]:
+    """A streamed answer's chunks, each read in the thread pool holding a place at the database gate.
+
+    With `commit_each_chunk` each chunk's reads end (with COMMIT, returning the connection to the pool)
+    before the chunk is sent, and the place is given back with it: a client that reads slowly, stalls or
+    hangs up holds no connection, no open transaction and no place, however large the answer. That suits
+    what is append-only over a range fixed up front (the audit bundle: every read already saw its own
+    snapshot under READ COMMITTED, so ending the transaction between chunks changes nothing it says).
+    Without it the stream's reads hold one transaction throughout, and the place with it. The session's
+    own dependency gives the place back whatever happens."""
+    place: Place = request.state.database_place
+    done = object()
+
+    def next_chunk() -> object:
+        chunk = next(chunks, done)
+        if commit_each_chunk and session.in_transaction():
+            session.commit()
+        return chunk
+
+    while True:
+        await place.take()
+        chunk = await run_in_threadpool(next_chunk)
+        if commit_each_chunk:
+            place.give_back()
+        if chunk is done:  # a transaction still open is committed by `_open_session`, in its place
+            return
+        assert isinstance(chunk, str)
+        yield chunk
 
 
 def first_read(session: Session, read: Callable[[Session], Read]) -> Read:

@@ -9,7 +9,6 @@ from fastapi import APIRouter, Path
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from pokna.api.clock import ClockDep
 from pokna.api.deps import RuntimeDep, SessionDep
 from pokna.api.problem_docs import LINK_NOT_FOUND, STORED, problems
 from pokna.api.schemas.games import FairnessLinkOut
@@ -72,16 +71,16 @@ def fairness_keys(runtime: RuntimeDep) -> KeyRingOut:
     "(the game's `fairness.public_url`) to its players. It serves the signed commitment receipt, the seats' "
     "account ids and client seeds (with who chose each) and the status from the game's creation on, and the "
     "signed proof, which reveals the server seed, once the game has settled or been cancelled; never a "
-    "balance, never another game. An unknown or malformed token is the same 404.",
+    "balance, never another game. It only reads: a turn deadline passed since the game was last touched "
+    "is applied by the sweep or the tenant's next read, not by the link. An unknown or malformed token is "
+    "the same 404.",
     responses=problems(LINK_NOT_FOUND, STORED),
 )
 def fairness_link(
     token: Annotated[str, Path(description="The link's token (from `fairness.public_url`).")],
-    runtime: RuntimeDep,
-    clock: ClockDep,
     session: SessionDep,
 ) -> FairnessLinkOut:
-    return dealer.fairness_link(session, runtime.keys, clock, token)
+    return dealer.fairness_link(session, token)
 
 
 def _static(name: str) -> str:

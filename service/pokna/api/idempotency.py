@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Header, Request, Response
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
@@ -90,13 +91,27 @@ async def get_idempotency(
             alias="Idempotency-Key",
             description="Makes the POST safe to retry: a retry with the same key and body returns the stored "
             "response and does nothing more. 1-255 printable ASCII characters, not starting or ending with a "
-            "space; a key sent in double quotes is the same key unquoted.",
+            'space; a key sent in double quotes is the same key unquoted, and an empty or blank one (`""`) is '
+            "refused.",
             pattern=IDEMPOTENCY_KEY_PATTERN,
             examples=["order-7f3c2a"],
         ),
     ] = None,
 ) -> Idempotency:
     key = _unquoted(idempotency_key)
+    if key is not None and not key.strip(' "'):
+        # `""` or `" "` fit the header's pattern as keys of their own, but mean none: refused like any
+        # other key the pattern refuses, naming the header.
+        raise RequestValidationError(
+            [
+                {
+                    "type": "string_pattern_mismatch",
+                    "loc": ("header", "Idempotency-Key"),
+                    "msg": "an empty or blank key; send 1-255 printable ASCII characters",
+                    "input": idempotency_key,
+                }
+            ]
+        )
     # Only a keyed request is ever compared with another; FastAPI has already read (and cached) the body.
     fingerprint = (
         "" if key is None else request_fingerprint(request.method, request.url.path, await request.body())

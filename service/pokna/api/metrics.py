@@ -9,20 +9,25 @@ docs/metrics.md lists every metric; METRICS_DESCRIPTION says the same in the Ope
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Response
+from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from sqlalchemy import Engine, event
 
 from pokna import metrics
-from pokna.api.problem_docs import problems
+from pokna.api.problem_docs import METRICS_NOT_ALLOWED, problems
+from pokna.errors import Forbidden
 from pokna.metrics import MULTIPROCESS_DIR_VARIABLE
+from pokna.settings import Settings
 
 REQUEST_SECONDS = Histogram(
     "pokna_http_request_duration_seconds",
@@ -57,13 +62,23 @@ DB_CONNECTIONS_CHECKED_OUT = Gauge(
     multiprocess_mode="livesum",
 )
 
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "other"
+"""The `method` label of any other method: HTTP lets a client invent methods, and a label value per
+invented one grew the exposition without bound (issue 28, F4)."""
+
+SCRAPE_REUSE_SECONDS = 1.0
+"""A rendering is answered again for this long: Prometheus scrapes every 15 s or so, and a flood of
+scrapes then costs one rendering per second, whatever the exposition's size."""
+
 METRICS_DESCRIPTION = """\
-Prometheus text exposition (`text/plain; version=0.0.4`), added up over every worker process.
-No API key: scrape it from inside your network and keep it off the public listener.
+Prometheus text exposition (`text/plain; version=0.0.4`), added up over every worker process and
+rendered at most once a second. No API key: it answers only clients whose address is in
+`POKNA_METRICS_ALLOWED_NETWORKS` (loopback by default), others get 403 `forbidden`.
 
 | metric | type | labels | meaning |
 | --- | --- | --- | --- |
-| `pokna_http_request_duration_seconds` | histogram | `method`, `route`, `status` | time to answer a request; `route` is the template (`/v1/games/{game_id}`), `unmatched` for unknown paths |
+| `pokna_http_request_duration_seconds` | histogram | `method`, `route`, `status` | time to answer a request; `method` is `other` for a method HTTP does not define here, `route` the template (`/v1/games/{game_id}`), `unmatched` for unknown paths, `status` 499 for a client that hung up |
 | `pokna_idempotent_replays_total` | counter | `route` | POSTs answered from the stored response of an earlier one with the same `Idempotency-Key` |
 | `pokna_game_actions_total` | counter | `type`, `result` | game actions run, `result` `ok` or the refusal's problem `code` (`not_your_turn`, ...) |
 | `pokna_games_finished_total` | counter | `outcome` | games ended here, by settle reason (`claimed`, `split`, ...) or `cancelled` |
@@ -73,6 +88,8 @@ No API key: scrape it from inside your network and keep it off the public listen
 """
 
 router = APIRouter(tags=["operations"])
+_rendering = threading.Lock()
+_rendered: tuple[float, bytes] | None = None
 
 
 @router.get(
@@ -85,12 +102,39 @@ router = APIRouter(tags=["operations"])
             "description": "The Prometheus text exposition format, version 0.0.4",
             "content": {CONTENT_TYPE_PLAIN_0_0_4: {"schema": {"type": "string"}}},
         },
-        **problems(),
+        **problems(METRICS_NOT_ALLOWED),
     },
 )
-def scrape() -> Response:
+def scrape(request: Request) -> Response:
     """A plain `def`: reading the workers' files is blocking I/O, so it runs in the thread pool."""
-    return Response(generate_latest(_registry()), media_type=CONTENT_TYPE_PLAIN_0_0_4)
+    settings: Settings = request.app.state.runtime.settings
+    if not _allowed(request.client.host if request.client else None, settings):
+        raise Forbidden(
+            "/metrics answers only the addresses of POKNA_METRICS_ALLOWED_NETWORKS; scrape it from there"
+        )
+    return Response(_exposition(), media_type=CONTENT_TYPE_PLAIN_0_0_4)
+
+
+def _allowed(host: str | None, settings: Settings) -> bool:
+    """By the address the connection came from, or the one a trusted reverse proxy forwarded (uvicorn's
+    `FORWARDED_ALLOW_IPS`, loopback by default): docs/metrics.md says what a proxy must do."""
+    try:
+        address = ipaddress.ip_address(host or "")
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return any(address in network for network in settings.metrics_networks)
+
+
+def _exposition() -> bytes:
+    """One rendering per `SCRAPE_REUSE_SECONDS`, made by one thread while the others wait for it."""
+    global _rendered  # one per process, like the registry it renders
+    with _rendering:
+        now = time.monotonic()
+        if _rendered is None or now - _rendered[0] >= SCRAPE_REUSE_SECONDS:
+            _rendered = (now, generate_latest(_registry()))
+        return _rendered[1]
 
 
 def _registry() -> CollectorRegistry:
@@ -103,6 +147,7 @@ def _registry() -> CollectorRegistry:
 
 class _PrometheusRecorder:
     def http_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        method = method if method in KNOWN_METHODS else OTHER_METHOD
         REQUEST_SECONDS.labels(method, route, str(status)).observe(seconds)
 
     def idempotent_replay(self, route: str) -> None:

@@ -1,5 +1,5 @@
-"""The one pure-ASGI layer in front of FastAPI: request ids, the access log and request metrics, per-key
-rate limits, a hard cap on request bodies and the refusal of repeated JSON keys.
+"""The one pure-ASGI layer in front of FastAPI: request ids, the access log and request metrics, rate
+limits (per key, and per client address for requests without a known key), a hard cap on request bodies and the refusal of repeated JSON keys.
 
 One layer rather than one per concern (issue 18): each layer was a coroutine frame and a wrapper around
 `send` that every request paid for. The order of the checks is the order the four layers had: a request
@@ -8,6 +8,7 @@ size, then its keys."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -17,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pokna import metrics
 from pokna.api.asgi_problems import send_problem
-from pokna.api.rate_limits import TokenBuckets, throttle
+from pokna.api.rate_limits import RateLimits, bearer_key_digest, throttle
 from pokna.api.unambiguous_json import refuse_duplicate_key
 from pokna.logs import request_id_var
 
@@ -29,11 +30,19 @@ INTERNAL_ERROR_DETAIL = (
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 UNMATCHED_ROUTE = "unmatched"
 """The route label of a path no route matches: a label value per probed path would have no bound."""
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged and counted for a request whose client hung up before it was answered (nginx's
+convention): nothing was answered, and it is no server error, so neither a 500 in the metrics nor an
+error in the log."""
+
+
+class _ClientGone(Exception):
+    """The client hung up while its body was being read."""
 
 
 class Edge:
     """Accepts a sane `X-Request-ID` or makes one, echoes it, logs one line per request and times it;
-    throttles each bearer key (`pokna.api.rate_limits`); refuses bodies over the limit with 413
+    throttles each known bearer key, and everything else per client address (`pokna.api.rate_limits`); refuses bodies over the limit with 413
     problem+json whether or not Content-Length is honest, and bodies that repeat a key
     (`pokna.api.unambiguous_json`); hands the app the whole body at once.
 
@@ -41,10 +50,11 @@ class Edge:
     fairness link's path is its capability, and an `api_key=` a client put in a query string is a
     secret. Headers are never logged."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int, buckets: TokenBuckets | None) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, body_seconds: float, limits: RateLimits) -> None:
         self.app = app
         self.max_bytes = max_bytes
-        self.buckets = buckets
+        self.body_seconds = body_seconds
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -71,12 +81,12 @@ class Edge:
                 message.setdefault("headers", []).extend([*added, request_id_header])
             await send(message)
 
+        key = bearer_key_digest(scope)
         try:
-            if self.buckets is not None:
-                admitted = await throttle(scope, send_with_headers, self.buckets)
-                if admitted is None:
-                    return
-                added.extend(admitted)
+            admitted = await throttle(scope, send_with_headers, self.limits, key)
+            if admitted is None:
+                return
+            added.extend(admitted)
             body = await self._whole_body(scope, receive, send_with_headers, headers.get(b"content-length"))
             if body is None or await refuse_duplicate_key(scope, send_with_headers, body):
                 return
@@ -88,6 +98,8 @@ class Edge:
                 return await receive()
 
             await self.app(scope, replay, send_with_headers)
+        except _ClientGone:
+            status = CLIENT_CLOSED_REQUEST
         except Exception:
             # Answered here rather than by Starlette's ServerErrorMiddleware, which re-raises to the server:
             # uvicorn would log the error a second time and drop the client's keep-alive connection.
@@ -105,6 +117,11 @@ class Edge:
                 detail=INTERNAL_ERROR_DETAIL,
             )
         finally:
+            if key is not None:
+                if scope["state"].get("api_key_authenticated"):
+                    self.limits.remember(key)
+                elif status == 401:
+                    self.limits.forget(key)
             seconds = time.perf_counter() - started
             route = _route_template(scope)
             metrics.http_request(scope["method"], route, status, seconds)
@@ -125,24 +142,40 @@ class Edge:
         self, scope: Scope, receive: Receive, send: Send, declared: bytes | None
     ) -> bytes | None:
         """The body, read whole (bodies are small by contract, so the app never sees a partial one); None
-        if it was refused as too large, or the client went away."""
+        if it was refused: too large, or not all there within `body_seconds` (a client that stops half way
+        would otherwise hold its connection and this request for ever). Raises `_ClientGone` if the client
+        went away."""
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._refuse(scope, send)
             return None
         chunks: list[bytes] = []
         received = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            received += len(chunk)
-            if received > self.max_bytes:
-                await self._refuse(scope, send)
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+        try:
+            async with asyncio.timeout(self.body_seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _ClientGone
+                    chunk = message.get("body", b"")
+                    received += len(chunk)
+                    if received > self.max_bytes:
+                        break
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+        except TimeoutError:
+            await send_problem(
+                scope,
+                send,
+                status=408,
+                code="request_timeout",
+                title="Request timeout",
+                detail=f"The request's body did not arrive within {self.body_seconds:g} s; nothing was done.",
+                headers={"Connection": "close"},
+            )
+            return None
+        await self._refuse(scope, send)
+        return None
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         await send_problem(

@@ -14,6 +14,7 @@ from typing import Any
 
 from pokna.dealer.errors import REFUSAL_STATUS, ClientSeedLocked, NotSeated, RoundInProgress, VersionConflict
 from pokna.errors import (
+    Forbidden,
     IdempotencyKeyReused,
     IdempotencyRequestInProgress,
     InvalidRequest,
@@ -72,6 +73,12 @@ INTERNAL_ERROR = ProblemDoc(
     "Internal server error",
     "An unexpected error occurred; nothing was committed. Quote the request id when reporting it.",
 )
+REQUEST_TIMEOUT = ProblemDoc(
+    408,
+    "request_timeout",
+    "Request timeout",
+    "The request's body did not arrive within 30 s; nothing was done.",
+)
 DATABASE_UNAVAILABLE = ProblemDoc(
     503, "database_unavailable", "Database unavailable", "cannot reach the database: OperationalError"
 )
@@ -92,7 +99,7 @@ TOO_MANY_REQUESTS = ProblemDoc(
     429, "too_many_requests", "Too many requests", "this API key is over its rate limit; retry in 1 s"
 )
 
-EVERY_OPERATION: list[ProblemDoc] = [INTERNAL_ERROR, PAYLOAD_TOO_LARGE]
+EVERY_OPERATION: list[ProblemDoc] = [INTERNAL_ERROR, PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT, TOO_MANY_REQUESTS]
 """Problems any request can meet, whatever the route: add to this list, never per route."""
 
 STORED = (DATABASE_UNAVAILABLE,)
@@ -103,6 +110,8 @@ BY_MECHANISM: list[ProblemDoc] = [*EVERY_OPERATION, DATABASE_UNAVAILABLE, DUPLIC
 duplicate-key reader, the rate limiter) rather than by the route's own code: each is produced by that
 mechanism's own tests, across operations, rather than once per operation."""
 
+RETRIED_LATER = {"too_many_requests", "database_unavailable", "idempotency_request_in_progress"}
+"""The problems answered with `Retry-After`: the same request may succeed once it has waited."""
 RETRY_AFTER = {
     "Retry-After": {
         "description": "Seconds to wait before sending the same request again (with the same "
@@ -112,8 +121,10 @@ RETRY_AFTER = {
 }
 
 UNAUTHORIZED = of(Unauthorized, "unknown or revoked API key")
+METRICS_NOT_ALLOWED = of(Forbidden, "/metrics answers only the addresses of POKNA_METRICS_ALLOWED_NETWORKS")
 KEYED = (UNAUTHORIZED, TOO_MANY_REQUESTS, DATABASE_UNAVAILABLE)
-"""An operation behind an API key: the key is checked in the database, and each key has a rate limit."""
+"""An operation behind an API key: the key is checked in the database, and each key has a rate limit (any
+request has one: per key, or per client address without a known key)."""
 GAME_NOT_FOUND = of(NotFound, "no game game_0c1d2e3f")
 TABLE_NOT_FOUND = of(NotFound, "no table tbl_0c1d2e3f")
 LINK_NOT_FOUND = of(NotFound, "no such fairness link")
@@ -171,7 +182,7 @@ def problems(*documented: ProblemDoc | tuple[ProblemDoc, ...]) -> dict[int | str
         docs = [doc for doc in flat if doc.status == status]
         responses[status] = {
             "description": "; ".join(f"`{doc.code}`: {doc.title}" for doc in docs),
-            **({"headers": RETRY_AFTER} if status in (429, 503) else {}),
+            **({"headers": RETRY_AFTER} if any(doc.code in RETRIED_LATER for doc in docs) else {}),
             "content": {
                 PROBLEM_JSON: {
                     "schema": {"$ref": PROBLEM_SCHEMA_REF},

@@ -12,6 +12,12 @@ The headers are those of the IETF draft "RateLimit header fields for HTTP"
 (draft-ietf-httpapi-ratelimit-headers-08 and later): `RateLimit-Policy` states the quota (`q`, the burst)
 and its window (`w`, the seconds a full refill takes), `RateLimit` what is left (`r`) and the seconds
 until the bucket is full again (`t`); a 429 adds `Retry-After`, the seconds until one request is allowed.
+
+Requests without a key, or with a key this process has not yet seen authenticate, are counted per client
+address instead (`POKNA_CLIENT_RATE_LIMIT_*`): the public fairness links, `/readyz` and `/openapi.json`
+cost the service work too, and a bucket per key would let anyone who makes keys up have a fresh burst for
+each (each costing an authentication read). A key joins the per-key buckets once it has authenticated in
+this process (`RateLimits.remember`), and leaves them at its first 401 (revoked).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pokna.api.asgi_problems import send_problem
 
 MAX_TRACKED_KEYS = 10_000
 POLICY_NAME = "per-key"
+CLIENT_POLICY_NAME = "per-client"
 
 
 @dataclass(frozen=True)
@@ -55,9 +62,11 @@ class TokenBuckets:
         *,
         clock: Callable[[], float] = time.monotonic,
         max_keys: int = MAX_TRACKED_KEYS,
+        name: str = POLICY_NAME,
     ) -> None:
         self.rate = rate
         self.burst = burst
+        self.name = name
         self._clock = clock
         self._max_keys = max_keys
         self._buckets: OrderedDict[bytes, _Bucket] = OrderedDict()
@@ -82,7 +91,41 @@ class TokenBuckets:
 
     @property
     def policy(self) -> str:
-        return f'"{POLICY_NAME}";q={self.burst};w={max(1, math.ceil(self.burst / self.rate))}'
+        return f'"{self.name}";q={self.burst};w={max(1, math.ceil(self.burst / self.rate))}'
+
+
+class RateLimits:
+    """The per-key buckets, for keys known to be keys; the per-client buckets, for everything else. Either
+    may be None (turned off). Used from the event loop only."""
+
+    def __init__(
+        self,
+        per_key: TokenBuckets | None,
+        per_client: TokenBuckets | None,
+        *,
+        max_known: int = MAX_TRACKED_KEYS,
+    ) -> None:
+        self.per_key = per_key
+        self.per_client = per_client
+        self._max_known = max_known
+        self._known: OrderedDict[bytes, None] = OrderedDict()
+
+    def knows(self, key: bytes) -> bool:
+        if key not in self._known:
+            return False
+        self._known.move_to_end(key)
+        return True
+
+    def remember(self, key: bytes) -> None:
+        """The key authenticated: its requests count against its own bucket from now on."""
+        self._known[key] = None
+        self._known.move_to_end(key)
+        if len(self._known) > self._max_known:
+            self._known.popitem(last=False)
+
+    def forget(self, key: bytes) -> None:
+        """The key was refused (revoked): its requests count against their client's bucket again."""
+        self._known.pop(key, None)
 
 
 def bearer_key_digest(scope: Scope) -> bytes | None:
@@ -95,16 +138,35 @@ def bearer_key_digest(scope: Scope) -> bytes | None:
     return None
 
 
-async def throttle(scope: Scope, send: Send, buckets: TokenBuckets) -> list[tuple[bytes, bytes]] | None:
-    """Takes a token for the request's key. Returns the headers its answer carries, or None when it was
-    refused here (429 sent). Requests without a key (health, public proof links) are not counted."""
-    key = bearer_key_digest(scope)
-    if key is None:
+def client_address(scope: Scope) -> bytes:
+    """The connection's address, or the client's a trusted reverse proxy forwarded (uvicorn's
+    `FORWARDED_ALLOW_IPS`)."""
+    client = scope.get("client")
+    return b"client:" + (client[0].encode() if client else b"")
+
+
+def client_party(scope: Scope) -> bytes:
+    """Who a request is for the database gate's turns (`pokna.api.database_gate`): its bearer key's digest,
+    else its client's address."""
+    return bearer_key_digest(scope) or client_address(scope)
+
+
+async def throttle(
+    scope: Scope, send: Send, limits: RateLimits, key: bytes | None
+) -> list[tuple[bytes, bytes]] | None:
+    """Takes a token for the request: from its key's bucket if the key is known, else from its client
+    address's. Returns the headers its answer carries, or None when it was refused here (429 sent)."""
+    if key is not None and limits.knows(key):
+        buckets, party, whose = limits.per_key, key, "this API key"
+    else:
+        buckets, party = limits.per_client, client_address(scope)
+        whose = "this client address (requests without a known API key)"
+    if buckets is None:
         return []
-    decision = buckets.take(key)
+    decision = buckets.take(party)
     headers = {
         "RateLimit-Policy": buckets.policy,
-        "RateLimit": f'"{POLICY_NAME}";r={decision.remaining};t={decision.seconds_to_full}',
+        "RateLimit": f'"{buckets.name}";r={decision.remaining};t={decision.seconds_to_full}',
     }
     if not decision.allowed:
         await send_problem(
@@ -113,7 +175,7 @@ async def throttle(scope: Scope, send: Send, buckets: TokenBuckets) -> list[tupl
             status=429,
             code="too_many_requests",
             title="Too many requests",
-            detail=f"this API key is over its rate limit; retry in {decision.retry_after} s",
+            detail=f"{whose} is over its rate limit; retry in {decision.retry_after} s",
             headers={**headers, "Retry-After": str(decision.retry_after)},
         )
         return None

@@ -12,23 +12,29 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from pokna.dealer.deadlines import Clock, caught_up
 from pokna.dealer.links import KEYS_PATH, is_token_shaped
 from pokna.dealer.schemas import FairnessLinkOut, LinkClientSeedOut, SignedProofOut
 from pokna.dealer.store import game_store
 from pokna.errors import NotFound
-from pokna.service_keys import ServiceKeys
 
 
-def fairness_link(session: Session, keys: ServiceKeys, clock: Clock, token: str) -> FairnessLinkOut:
-    """The link's document as of now: a deadline passed since the last touch is applied first, exactly as
-    for any other read, so an abandoned game reveals its proof when its last deadline has passed."""
+def fairness_link(session: Session, token: str) -> FairnessLinkOut:
+    """The game as last decided, read and never written: a deadline that has passed since is not applied
+    here, so the link may show a turn whose deadline has run out, until `pokna sweep` (every minute under
+    Compose) or the tenant's next read or action applies it; an abandoned game reveals its proof then.
+
+    Why a reader does not catch the game up, as the tenant's own reads do: the link is public, needs no
+    key and is not rate limited per tenant, so applying deadlines on it would let anyone who holds it make
+    the service lock the game, post to the tenant's ledger, sign the proof and send the tenant's webhooks
+    whenever they like, and every reader of a busy link would queue on the game's lock. What the link
+    shows instead is the committed state, which is everything that has been decided: a deadline's default
+    action is fixed by the rules and stamped at the deadline itself whenever it is applied
+    (`pokna.dealer.deadlines`), so applying it later changes nothing a player can check."""
     if not is_token_shaped(token):
         raise NotFound("no such fairness link")
     store = game_store(session)
-    found = store.game_by_public_token(session, token)
-    game, seats = caught_up(session, keys, clock, found.tenant_id, found.id)
-    seats = seats if seats is not None else store.seats_of(session, game.id)
+    game = store.game_by_public_token(session, token)
+    seats = store.seats_of(session, game.id)
     return FairnessLinkOut(
         object="fairness_link",
         game_id=game.id,

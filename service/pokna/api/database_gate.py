@@ -1,0 +1,129 @@
+"""The queue in front of the connection pool: a request waits here, in the event loop, for one of as many
+places as the pool has connections, before its first database use.
+
+Why (issue 28, F2): routes are plain `def`s, run on anyio's pool of 40 threads, and the pool's checkout
+blocks its thread. A burst of more requests than the pool has connections filled the threads with
+checkouts waiting for a connection, while the requests that held the connections waited for a thread to
+finish on: nothing moved until the checkouts timed out (503 after `POKNA_DATABASE_POOL_TIMEOUT_SECONDS`),
+and every other tenant's request on that worker waited behind them. Waiting here holds no thread, and a
+request that gets a place always finds a connection free, so a burst queues instead of failing.
+
+The places go round robin between parties (a bearer key's digest, else the client's address), one
+request of each waiting party in turn, so one tenant's burst cannot push another tenant's request behind
+all of its own; and no party holds more than half of them, so another tenant's request finds a place free
+at once however long one tenant's requests take (a stream of exports, lock waits): they could otherwise
+hold every place for as long as they run (docs/operations.md, "Rate limits"). A tenant alone loses little
+by it: a worker's requests share one interpreter, so its burst runs about as fast 7 at a time as 15.
+
+The wait is bounded like the pool's own (`POKNA_DATABASE_POOL_TIMEOUT_SECONDS`): past it the request is a
+503 `database_unavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict, deque
+
+from sqlalchemy import Engine
+from sqlalchemy.pool import QueuePool
+
+from pokna.errors import DatabaseUnavailable
+
+
+class DatabaseGate:
+    """Used from the event loop only, so no lock is needed."""
+
+    def __init__(self, places: int, wait_seconds: float) -> None:
+        self.places = places
+        self.per_party = max(1, places // 2)
+        self.wait_seconds = wait_seconds
+        self._free = places
+        self._held: dict[bytes, int] = {}
+        self._waiting: OrderedDict[bytes, deque[asyncio.Future[None]]] = OrderedDict()
+
+    @classmethod
+    def for_engine(cls, engine: Engine, wait_seconds: float) -> DatabaseGate | None:
+        """As many places as the engine's pool can hand out connections (its size and its overflow); None
+        for a pool with no such bound (an in-memory SQLite database's single connection, an unlimited
+        overflow), where the pool itself never makes a thread wait for another."""
+        pool = engine.pool
+        overflow = getattr(pool, "_max_overflow", -1)  # QueuePool keeps it only privately
+        if not isinstance(pool, QueuePool) or overflow < 0:
+            return None
+        return cls(pool.size() + overflow, wait_seconds)
+
+    async def enter(self, party: bytes) -> None:
+        """Takes a place, waiting for one in the party's turn; `leave` gives it back."""
+        # A place is free only while everyone waiting holds their share already (`leave` sees to it).
+        if self._free > 0 and party not in self._waiting and self._held.get(party, 0) < self.per_party:
+            self._free -= 1
+            self._held[party] = self._held.get(party, 0) + 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(party, deque()).append(turn)
+        try:
+            async with asyncio.timeout(self.wait_seconds):
+                await turn
+        except BaseException as error:
+            if turn.done() and not turn.cancelled():
+                self.leave(party)  # handed a place just as it gave up: the next in turn has it
+            else:
+                turn.cancel()
+                self._forget(party, turn)
+            if isinstance(error, TimeoutError):
+                raise DatabaseUnavailable(
+                    f"no database connection came free within {self.wait_seconds:g} s "
+                    "(every one is in use); nothing was committed"
+                ) from None
+            raise
+
+    def leave(self, party: bytes) -> None:
+        """Gives the party's place to the next waiting party in turn that holds less than its share (that
+        party then goes to the back), or frees it."""
+        held = self._held[party] - 1
+        if held:
+            self._held[party] = held
+        else:
+            del self._held[party]
+        for waiting in list(self._waiting):
+            if self._held.get(waiting, 0) >= self.per_party:
+                continue
+            queue = self._waiting[waiting]
+            turn = queue.popleft()
+            if queue:
+                self._waiting.move_to_end(waiting)
+            else:
+                del self._waiting[waiting]
+            self._held[waiting] = self._held.get(waiting, 0) + 1
+            turn.set_result(None)
+            return
+        self._free += 1
+
+    def _forget(self, party: bytes, turn: asyncio.Future[None]) -> None:
+        queue = self._waiting.get(party)
+        if queue is None:
+            return
+        if turn in queue:
+            queue.remove(turn)
+        if not queue:
+            del self._waiting[party]
+
+
+class Place:
+    """One request's hold on the gate: taken before its first database use, given back once its session
+    holds no connection; idempotent, so every way out of a request can give it back."""
+
+    def __init__(self, gate: DatabaseGate | None, party: bytes) -> None:
+        self.gate = gate
+        self.party = party
+        self.held = False
+
+    async def take(self) -> None:
+        if self.gate is not None and not self.held:
+            await self.gate.enter(self.party)
+            self.held = True
+
+    def give_back(self) -> None:
+        if self.gate is not None and self.held:
+            self.held = False
+            self.gate.leave(self.party)
