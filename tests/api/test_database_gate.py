@@ -27,7 +27,6 @@ from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 from support.servers import running_server
 
-
 BURST = 100
 MAX_BURSTS = 8  # bounded: bursts until the steady tenant has enough samples taken during them
 SAMPLES = 30
