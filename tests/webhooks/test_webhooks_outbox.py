@@ -149,8 +149,9 @@ def test_a_refused_or_rolled_back_change_records_nothing(
     before = outbox(sessions)
 
     assert api.act(game["id"], {"type": "roll", "account_id": player}).status_code == 409  # not started
-    assert api.post(f"/v1/accounts/{player}/withdrawals", {"amount": 101}).status_code == 409
-    assert api.post(f"/v1/accounts/{player}/deposits", {"amount": 0}).status_code == 422
+    assert api.withdraw(player, 101).status_code == 409
+    assert api.deposit(player, 0).status_code == 422
+    assert api.post(f"/v1/accounts/{player}/deposits", {"amount": 7}).status_code == 400  # no key
     clock = dealer.Clock(now=utc_now(), open_game_ttl=timedelta(minutes=10))
 
     def doomed() -> None:
