@@ -359,7 +359,11 @@ def open_wallet(http: httpx.Client) -> str:
     created = http.post("/v1/accounts", json={})
     assert created.status_code == 201, created.text
     account_id: str = created.json()["id"]
-    funded = http.post(f"/v1/accounts/{account_id}/deposits", json={"amount": FUNDS})
+    funded = http.post(
+        f"/v1/accounts/{account_id}/deposits",
+        json={"amount": FUNDS},
+        headers={"Idempotency-Key": f"fund-{uuid.uuid4()}"},
+    )
     assert funded.status_code == 201, funded.text
     return account_id
 

@@ -69,7 +69,10 @@ def funded_wallets(client: Any, count: int) -> list[str]:
     wallets = []
     for _ in range(count):
         account = client.post("/v1/accounts", json={}).json()["id"]
-        client.post(f"/v1/accounts/{account}/deposits", json={"amount": FUNDS}).raise_for_status()
+        funding = {"Idempotency-Key": f"fund-{uuid.uuid4()}"}
+        client.post(
+            f"/v1/accounts/{account}/deposits", json={"amount": FUNDS}, headers=funding
+        ).raise_for_status()
         wallets.append(account)
     return wallets
 

@@ -99,7 +99,7 @@ def test_a_dump_restored_into_a_new_database_keeps_the_books_and_the_proofs(
         api = Api(client, api_key)
         vigo, han, greedo = api.wallet(500), api.wallet(200), api.wallet(200)
         games = [play([api], api.create_game(vigo, [han, greedo], stake=stake)) for stake in (5, 7, 3)]
-        api.ok(api.post(f"/v1/accounts/{han}/withdrawals", {"amount": 11}), 201)
+        api.ok(api.withdraw(han, 11), 201)
         before_games = {game["id"]: api.game(game["id"]) for game in games}
         balances = {account: api.balance(account) for account in (vigo, han, greedo)}
         ring = api.key_ring()

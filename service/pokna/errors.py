@@ -63,6 +63,21 @@ class IdempotencyKeyReused(PoknaError):
     title = "Idempotency key reused with a different request"
 
 
+class IdempotencyKeyRequired(PoknaError):
+    """A write that moves money came without an `Idempotency-Key`: without one, a retry after a lost
+    answer would move the money again. 400, as the IETF's Idempotency-Key draft asks of a required key."""
+
+    code = "idempotency_key_required"
+    status = 400
+    title = "Idempotency-Key required"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            detail,
+            invalid_params=[{"name": "header.Idempotency-Key", "reason": "required", "pointer": ""}],
+        )
+
+
 class IdempotencyRequestInProgress(PoknaError):
     code = "idempotency_request_in_progress"
     status = 409

@@ -26,9 +26,7 @@ def test_an_opened_wallet_is_answered_as_it_is_read_back(api: TenantApi) -> None
 def test_a_deposit_answers_its_postings_the_balance_after_it_and_every_metadata_key(api: TenantApi) -> None:
     wallet = api.wallet(balance=40)
     metadata = {"_sale": "keys starting with _sa are the client's, not SQLAlchemy's", "psp": "7781"}
-    answer = api.post(
-        f"/v1/accounts/{wallet}/deposits", {"amount": 60, "reference": "r-1", "metadata": metadata}
-    )
+    answer = api.deposit(wallet, 60, reference="r-1", metadata=metadata)
     assert answer.status_code == 201, answer.text
     body = answer.json()
     assert (body["object"], body["kind"], body["reference"], body["seq"]) == (

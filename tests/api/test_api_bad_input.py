@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from support.api_checks import assert_names_field, assert_problem, database_state, invalid_params
-from support.tenant_api import TenantApi, new_tenant
+from support.tenant_api import TenantApi, money_key, new_tenant
 
 TOO_MUCH = 10**12 + 1
 UNKNOWN_ACCOUNT = "acct_" + "0" * 32
@@ -212,7 +212,9 @@ def test_bad_money_movements_are_refused_naming_the_field(cantina: Cantina, move
     for case in _movement_cases():
         try:
             cantina.assert_refused(
-                partial(cantina.api.post, f"/v1/accounts/{wallet}/{movement}", case.body),
+                partial(
+                    cantina.api.post, f"/v1/accounts/{wallet}/{movement}", case.body, headers=money_key()
+                ),
                 case.status,
                 field=case.field,
             )
@@ -220,18 +222,20 @@ def test_bad_money_movements_are_refused_naming_the_field(cantina: Cantina, move
             raise AssertionError(f"{case.label}: {error}") from error
     pot = cantina.game["pot_account_id"]
     cantina.assert_refused(
-        lambda: cantina.api.post(f"/v1/accounts/{pot}/{movement}", {"amount": 1}),
+        lambda: cantina.api.post(f"/v1/accounts/{pot}/{movement}", {"amount": 1}, headers=money_key()),
         422,
         field="path.account_id",
     )
     cantina.assert_refused(
-        lambda: cantina.api.post(f"/v1/accounts/{'a' * 41}/{movement}", {"amount": 1}),
+        lambda: cantina.api.post(f"/v1/accounts/{'a' * 41}/{movement}", {"amount": 1}, headers=money_key()),
         422,
         field="path.account_id",
     )
     for missing in (UNKNOWN_ACCOUNT, cantina.strangers_wallet):
         cantina.assert_refused(
-            partial(cantina.api.post, f"/v1/accounts/{missing}/{movement}", {"amount": 1}),
+            partial(
+                cantina.api.post, f"/v1/accounts/{missing}/{movement}", {"amount": 1}, headers=money_key()
+            ),
             404,
             code="account_not_found",
         )
@@ -239,15 +243,15 @@ def test_bad_money_movements_are_refused_naming_the_field(cantina: Cantina, move
 
 def test_the_amount_limit_is_inclusive(cantina: Cantina) -> None:
     wallet = cantina.bystander
-    assert cantina.api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 10**12}).status_code == 201
-    assert cantina.api.post(f"/v1/accounts/{wallet}/withdrawals", {"amount": 10**12}).status_code == 201
+    assert cantina.api.deposit(wallet, 10**12).status_code == 201
+    assert cantina.api.withdraw(wallet, 10**12).status_code == 201
     assert cantina.api.balance(wallet) == 100
 
 
 def test_withdrawing_more_than_the_balance_posts_nothing(cantina: Cantina) -> None:
     wallet = cantina.bystander
     problem = cantina.assert_refused(
-        lambda: cantina.api.post(f"/v1/accounts/{wallet}/withdrawals", {"amount": 101}),
+        lambda: cantina.api.withdraw(wallet, 101),
         409,
         code="insufficient_funds",
     )
@@ -256,7 +260,7 @@ def test_withdrawing_more_than_the_balance_posts_nothing(cantina: Cantina) -> No
     assert cantina.api.balance(wallet) == 100
     assert cantina.api.get("/v1/ledger/trial-balance").json()["total"] == 0
     # the whole balance is fine: the refusal above was about the one credit too many
-    assert cantina.api.post(f"/v1/accounts/{wallet}/withdrawals", {"amount": 100}).status_code == 201
+    assert cantina.api.withdraw(wallet, 100).status_code == 201
     assert cantina.api.balance(wallet) == 0
 
 
@@ -599,7 +603,9 @@ def test_nul_characters_are_refused_naming_the_field(cantina: Cantina) -> None:
         ("/v1/tables", {"account_ids": [nul, *cantina.players], "stake": 1}, "body.account_ids.0"),
     ):
         try:
-            cantina.assert_refused(partial(cantina.api.post, path, body), 422, field=field)
+            cantina.assert_refused(
+                partial(cantina.api.post, path, body, headers=money_key()), 422, field=field
+            )
         except AssertionError as error:
             raise AssertionError(f"{path} {body}: {error}") from error
     cantina.assert_refused(
@@ -610,9 +616,7 @@ def test_nul_characters_are_refused_naming_the_field(cantina: Cantina) -> None:
     for path, field in (("/v1/accounts/acct_%00", "path.account_id"), ("/v1/games/game_%00", "path.game_id")):
         cantina.assert_refused(partial(cantina.api.get, path), 422, field=field)
     cantina.assert_refused(
-        lambda: cantina.api.post(
-            f"/v1/accounts/{cantina.vigo}/deposits", {"amount": 1, "metadata": {nul: "x"}}
-        ),
+        lambda: cantina.api.deposit(cantina.vigo, 1, metadata={nul: "x"}),
         422,
         field=f"body.metadata.{nul}.[key]",
     )

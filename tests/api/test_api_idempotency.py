@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.api import idempotency
 from pokna.api.app import create_app
 from pokna.api.idempotency import IdempotencyDep
 from pokna.db.models.idempotency import IdempotencyRecord
@@ -158,7 +162,7 @@ def test_a_failed_request_does_not_burn_its_key(api: TenantApi, sessions: sessio
         response = api.post(withdraw, {"amount": 50}, **_keyed("cash-out"))
         assert_problem(response, 409, "insufficient_funds")
         assert REPLAYED not in response.headers
-    assert api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 80}).status_code == 201
+    assert api.deposit(wallet, 80).status_code == 201
     paid = api.post(withdraw, {"amount": 50}, **_keyed("cash-out"))
     assert paid.status_code == 201, paid.text
     _assert_replays(api, sessions, withdraw, {"amount": 50}, "cash-out", paid)
@@ -169,6 +173,80 @@ def test_a_failed_request_does_not_burn_its_key(api: TenantApi, sessions: sessio
     assert_problem(api.post(deposits, {"amount": 0}, **_keyed("top-up")), 422, "validation_error")
     assert api.post(deposits, {"amount": 20}, **_keyed("top-up")).status_code == 201
     assert api.balance(wallet) == 50
+
+
+@pytest.mark.parametrize("movement", ["deposits", "withdrawals"])
+def test_money_moves_only_under_a_key(api: TenantApi, sessions: sessionmaker[Session], movement: str) -> None:
+    """The same deposit sent twice without a key credited twice: a write that moves money now refuses a
+    request without a key, saying which header and why, and moves nothing."""
+    wallet = api.wallet(50)
+    before = database_state(sessions)
+    for _attempt in range(2):
+        problem = assert_problem(
+            api.post(f"/v1/accounts/{wallet}/{movement}", {"amount": 5}), 400, "idempotency_key_required"
+        )
+        assert "Idempotency-Key" in problem["detail"]
+        assert "retry" in problem["detail"]
+        assert [param["name"] for param in problem["invalid_params"]] == ["header.Idempotency-Key"]
+    assert database_state(sessions) == before
+    assert api.balance(wallet) == 50
+    for _attempt in range(2):  # the same request under a key moves the money once
+        assert (
+            api.post(f"/v1/accounts/{wallet}/{movement}", {"amount": 5}, **_keyed("once")).status_code == 201
+        )
+    assert api.balance(wallet) == (55 if movement == "deposits" else 45)
+
+
+def test_the_document_says_money_moves_need_a_key(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in ("/v1/accounts/{account_id}/deposits", "/v1/accounts/{account_id}/withdrawals"):
+        (header,) = [p for p in paths[path]["post"]["parameters"] if p["name"] == KEY_HEADER]
+        assert header["required"] is True, path
+    (optional,) = [p for p in paths["/v1/accounts"]["post"]["parameters"] if p["name"] == KEY_HEADER]
+    assert optional["required"] is False
+
+
+_KEY_CHARACTERS = st.sampled_from([" ", '"', "a", "~", "\t", "\x7f", "\xe9"])
+_SENT_KEYS = st.one_of(
+    st.text(_KEY_CHARACTERS, max_size=6),
+    st.builds(
+        lambda edge, length, inner, quote: quote + edge + "k" * length + inner + edge + quote,
+        st.sampled_from(["", " ", "a"]),
+        st.integers(250, 258),
+        st.text(_KEY_CHARACTERS, max_size=2),
+        st.sampled_from(["", '"']),
+    ),
+)
+
+
+@given(_SENT_KEYS)
+def test_the_words_agree_with_the_documented_pattern(sent: str) -> None:
+    """A key is refused in words exactly when the pattern the document gives refuses it."""
+    refused = idempotency.key_problem(sent) is not None
+    assert refused == (re.fullmatch(idempotency.IDEMPOTENCY_KEY_PATTERN, sent) is None)
+
+
+@pytest.mark.parametrize(
+    ("key", "words"),
+    [
+        pytest.param("k" * 256, "at most 255 characters; this one has 256", id="256-characters"),
+        pytest.param('"' + "k" * 256 + '"', "at most 255 characters; this one has 256", id="quoted"),
+        pytest.param("caf\xe9".encode("latin-1"), "printable ASCII characters only", id="latin-1"),
+        pytest.param("tab\tinside", "U+0009 at position 3", id="tab"),
+    ],
+)
+def test_an_invalid_key_is_refused_in_words(api: TenantApi, key: str | bytes, words: str) -> None:
+    """Not the regular expression the header is documented by: what is wrong, naming the header."""
+    wallet = api.wallet()
+    for path in (f"/v1/accounts/{wallet}/deposits", "/v1/accounts"):
+        problem = assert_problem(
+            api.post(path, {"amount": 5} if "deposits" in path else {}, **_keyed(key)), 422
+        )
+        (param,) = problem["invalid_params"]
+        assert param["name"] == "header.Idempotency-Key"
+        assert words in param["reason"], param["reason"]
+        assert "Idempotency-Key" in param["reason"]
+        assert "[!-~]" not in problem["detail"]
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
 from support.api_checks import PROBLEM_JSON, assert_names_field, assert_problem
-from support.tenant_api import TenantApi, new_tenant
+from support.tenant_api import TenantApi, money_key, new_tenant
 
 INTEGER_MAX = 2**31 - 1  # PostgreSQL integer
 BIGINT_MAX = 2**63 - 1  # PostgreSQL bigint
@@ -158,10 +158,12 @@ class Saloon:
 
         return {
             ("POST", "/v1/accounts/{account_id}/deposits"): body(
-                lambda sent: api.post(f"/v1/accounts/{self.vigo}/deposits", sent), {"amount": 1}
+                lambda sent: api.post(f"/v1/accounts/{self.vigo}/deposits", sent, headers=money_key()),
+                {"amount": 1},
             ),
             ("POST", "/v1/accounts/{account_id}/withdrawals"): body(
-                lambda sent: api.post(f"/v1/accounts/{self.vigo}/withdrawals", sent), {"amount": 1}
+                lambda sent: api.post(f"/v1/accounts/{self.vigo}/withdrawals", sent, headers=money_key()),
+                {"amount": 1},
             ),
             ("GET", "/v1/accounts/{account_id}/transactions"): query(
                 f"/v1/accounts/{self.vigo}/transactions"

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.tenants import service as tenants
 from support.api_checks import assert_problem, database_state
-from support.tenant_api import TenantApi, new_tenant
+from support.tenant_api import TenantApi, money_key, new_tenant
 
 # The public fairness link is opened by its token, not a key (tests/dealer/test_dealer_fairness_link.py).
 # `/metrics` counts across tenants, so no tenant's key fits it: it is kept off the public listener instead.
@@ -199,10 +199,10 @@ def test_another_tenants_things_are_404_exactly_like_unknown_ids(
     for label, method, path, thing_id, body in _by_id_requests(owner):
         unknown_id = _unknown_like(thing_id)
         foreign = stranger.api.client.request(
-            method, path.format(id=thing_id), json=body, headers=stranger.api.headers
+            method, path.format(id=thing_id), json=body, headers={**stranger.api.headers, **money_key()}
         )
         unknown = stranger.api.client.request(
-            method, path.format(id=unknown_id), json=body, headers=stranger.api.headers
+            method, path.format(id=unknown_id), json=body, headers={**stranger.api.headers, **money_key()}
         )
         problem = assert_problem(foreign, 404)
         absent = assert_problem(unknown, 404)
@@ -213,7 +213,7 @@ def test_another_tenants_things_are_404_exactly_like_unknown_ids(
     assert database_state(sessions) == before
     for label, method, path, thing_id, body in _by_id_requests(owner):  # ... and every id above is real
         mine = owner.api.client.request(
-            method, path.format(id=thing_id), json=body, headers=owner.api.headers
+            method, path.format(id=thing_id), json=body, headers={**owner.api.headers, **money_key()}
         )
         assert mine.status_code in (200, 201), f"{label}: {mine.text}"
 

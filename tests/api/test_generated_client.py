@@ -117,8 +117,7 @@ class Card:
 
     def act(self, game_id: str, action: Any) -> Any:
         game = self.post("games", "act", "GameActionOut", game_id, body=action)
-        if action.type_ != "set_client_seed":  # a seed changes nothing a watcher is told of
-            self.announced.after(action.type_, game)
+        self.announced.after(action.type_, game)  # a client seed too: it moves the version
         return game
 
     def created(self, game: Any) -> Any:
@@ -144,7 +143,7 @@ class Announced:
     def created(self, game: Any) -> None:
         turn = game.turn
         self.games[game.id] = [
-            ("game.created", [seat.account_id for seat in game.seats]),
+            ("game.created", (game.version, [seat.account_id for seat in game.seats])),
             ("game.turn", _turn(game.version, turn.account_ids, turn.allowed_actions, turn.deadline_at)),
         ]
 
@@ -169,7 +168,7 @@ def _as_told(event: dict[str, Any]) -> tuple[str, Any]:
     kind, data = event["type"], event["data"]
     match kind:
         case "game.created":
-            return kind, data["account_ids"]
+            return kind, (data["version"], data["account_ids"])
         case "game.started":
             return kind, data["pot"]
         case "game.turn":

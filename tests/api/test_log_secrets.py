@@ -87,7 +87,11 @@ def test_no_secret_in_the_log_of_hostile_requests_and_failing_sql(database_url: 
             statuses["nowhere"] = http.get(f"/{PATH_SECRET}/{api_key}").status_code
             wallets = [http.post("/v1/accounts", json={}, headers=bearer).json()["id"] for _ in range(2)]
             for wallet in wallets:  # enough for the withdrawal below to reach the SQL
-                http.post(f"/v1/accounts/{wallet}/deposits", json={"amount": 2 * AMOUNT}, headers=bearer)
+                http.post(
+                    f"/v1/accounts/{wallet}/deposits",
+                    json={"amount": 2 * AMOUNT},
+                    headers={**bearer, "Idempotency-Key": f"fund-{wallet}"},
+                )
             game = http.post(
                 "/v1/games",
                 json={"vigo_account_id": wallets[0], "player_account_ids": [wallets[1]], "stake": 10},

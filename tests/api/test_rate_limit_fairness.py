@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -78,7 +79,9 @@ def test_a_flooding_tenant_is_throttled_and_the_other_keeps_its_latency(
                     if stop.is_set():
                         return
                     deposit = own.post(
-                        f"/v1/accounts/{flooded_wallet}/deposits", json={"amount": 1}, headers=flooder
+                        f"/v1/accounts/{flooded_wallet}/deposits",
+                        json={"amount": 1},
+                        headers={**flooder, "Idempotency-Key": f"flood-{uuid.uuid4()}"},
                     )
                     with lock:
                         flood_statuses.append(deposit.status_code)

@@ -41,6 +41,7 @@ def test_the_cards_example_of_play(
     created = api.post(f"/v1/tables/{table.json()['id']}/rounds")
     assert created.status_code == 201, created.text
     game = created.json()
+    receipt = game["fairness"]["commitment"]  # the player's receipt, kept from the start
     game_id = game["id"]
     assert [seat["account_id"] for seat in game["seats"]] == accounts
     assert game["challenge_raise"] == 1  # the card: "The Vigo adds another 1 credit"
@@ -129,7 +130,10 @@ def test_the_cards_example_of_play(
     assert proof["server_seed"] == server_seed
     proof_path.write_text(json.dumps(proof))
     keys_path.write_text(json.dumps(client.get("/v1/fairness/keys").json()))
-    verified = CliRunner().invoke(cli, ["verify", str(proof_path), "--keys", str(keys_path), "--json"])
+    receipt_path = tmp_path / "receipt.json"
+    receipt_path.write_text(json.dumps(receipt))
+    checked = ["--keys", str(keys_path), "--receipt", str(receipt_path), "--json"]
+    verified = CliRunner().invoke(cli, ["verify", str(proof_path), *checked])
     assert verified.exit_code == 0, verified.output
     report = json.loads(verified.output)
     assert report["valid"] is True
@@ -137,5 +141,5 @@ def test_the_cards_example_of_play(
 
     proof["transfers"][-1]["amount"] = 9  # the operator pays itself one more credit...
     proof_path.write_text(json.dumps(proof))
-    tampered = CliRunner().invoke(cli, ["verify", str(proof_path), "--keys", str(keys_path), "--json"])
+    tampered = CliRunner().invoke(cli, ["verify", str(proof_path), *checked])
     assert tampered.exit_code == 1

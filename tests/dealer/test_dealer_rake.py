@@ -28,11 +28,16 @@ START = 10 * CREDIT
 RAKE = {"bps": 500, "cap": CREDIT}
 
 
-def _verify(proof: dict[str, Any], tmp_path: Path, keys: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _verify(
+    proof: dict[str, Any], tmp_path: Path, keys: dict[str, Any], receipt: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
     proof_path, keys_path = tmp_path / "proof.json", tmp_path / "keys.json"
+    receipt_path = tmp_path / "receipt.json"
     proof_path.write_text(json.dumps(proof))
     keys_path.write_text(json.dumps(keys))
-    result = CliRunner().invoke(cli, ["verify", str(proof_path), "--keys", str(keys_path), "--json"])
+    receipt_path.write_text(json.dumps(receipt))
+    given = ["--keys", str(keys_path), "--receipt", str(receipt_path), "--json"]
+    result = CliRunner().invoke(cli, ["verify", str(proof_path), *given])
     report: dict[str, Any] = json.loads(result.output)
     return result.exit_code, report
 
@@ -120,7 +125,7 @@ def test_the_cards_example_with_a_five_percent_rake(
     proof = api.get(f"/v1/games/{game_id}/proof").json()
     assert (proof["game"]["rake_bps"], proof["game"]["rake_cap"]) == (500, CREDIT)
     keys = client.get("/v1/fairness/keys").json()
-    status, report = _verify(proof, tmp_path, keys)
+    status, report = _verify(proof, tmp_path, keys, game["fairness"]["commitment"])
     assert status == 0, report
     assert report["valid"] is True
     assert {check["name"]: check["status"] for check in report["checks"]}["replay"] == "pass"
@@ -128,7 +133,7 @@ def test_the_cards_example_with_a_five_percent_rake(
     skimmed = json.loads(json.dumps(proof))
     skimmed["transfers"][-2]["amount"] = 41  # the operator takes one more unit...
     skimmed["transfers"][-1]["amount"] = 759  # ...and pays the Vigo one less: the pot still balances
-    status, report = _verify(skimmed, tmp_path, keys)
+    status, report = _verify(skimmed, tmp_path, keys, game["fairness"]["commitment"])
     assert status == 1
     assert report["valid"] is False
     failed = {check["name"] for check in report["checks"] if check["status"] == "fail"}
@@ -136,7 +141,7 @@ def test_the_cards_example_with_a_five_percent_rake(
 
     hidden = json.loads(json.dumps(proof))
     hidden["game"]["rake_bps"] = 400  # claiming a smaller rate than the one the players agreed to
-    status, report = _verify(hidden, tmp_path, keys)
+    status, report = _verify(hidden, tmp_path, keys, game["fairness"]["commitment"])
     assert status == 1
     assert report["valid"] is False
 

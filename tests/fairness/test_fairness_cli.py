@@ -34,6 +34,13 @@ def keys_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def receipt_file(tmp_path: Path) -> Path:
+    path = tmp_path / "receipt.json"
+    path.write_text(json.dumps(sample_receipt()))
+    return path
+
+
 def test_roll_prints_the_check_vector() -> None:
     result = runner.invoke(
         app, ["roll", "--server-seed", CHECK_SERVER_SEED, "--client-seed", "pokna-client", "--nonce", "0"]
@@ -77,25 +84,28 @@ def test_roll_refuses_a_malformed_seed_and_a_negative_nonce() -> None:
     assert result.exit_code == 2
 
 
-def test_verify_valid_with_key_ring(proof_file: Path, keys_file: Path) -> None:
+def test_verify_with_keys_but_no_receipt_is_partly_verified(proof_file: Path, keys_file: Path) -> None:
     result = runner.invoke(app, ["verify", str(proof_file), "--keys", str(keys_file)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     assert "Proof of game game-0001" in result.output
     assert "PASS     rolls" in result.output
     assert "PASS     replay" in result.output
-    assert (
-        "VALID, but not every check ran: receipt (no commitment receipt given: pass --receipt FILE or "
-        "verify the game's public link)" in result.output
+    assert result.output.splitlines()[-1] == (
+        "PARTLY VERIFIED: nothing failed, but not every check ran: receipt (no commitment receipt given: "
+        "pass --receipt FILE or verify the game's public link)"
     )
 
 
-def test_verify_valid_with_pem_or_raw_public_key(tmp_path: Path, proof_file: Path) -> None:
+def test_verify_valid_with_pem_or_raw_public_key(
+    tmp_path: Path, proof_file: Path, receipt_file: Path
+) -> None:
+    given = ["--receipt", str(receipt_file)]
     pem = tmp_path / "key.pem"
     pem.write_bytes(public_key_to_pem(NEW_KEY.public_key()))
-    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(pem)]).exit_code == 0
+    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(pem), *given]).exit_code == 0
     raw = tmp_path / "key.txt"
     raw.write_text(public_key_to_b64url(NEW_KEY.public_key()) + "\n")
-    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(raw)]).exit_code == 0
+    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(raw), *given]).exit_code == 0
     wrong = tmp_path / "old.pem"
     wrong.write_bytes(private_key_to_pem(OLD_KEY))  # a private key PEM is accepted; its public half is used
     result = runner.invoke(app, ["verify", str(proof_file), "--public-key", str(wrong)])
@@ -103,10 +113,27 @@ def test_verify_valid_with_pem_or_raw_public_key(tmp_path: Path, proof_file: Pat
     assert "INVALID: failed checks: signature" in result.output
 
 
-def test_verify_without_keys_runs_the_rest(proof_file: Path) -> None:
-    result = runner.invoke(app, ["verify", str(proof_file)])
-    assert result.exit_code == 0
-    assert "NOT RUN  signature" in result.output
+def test_verify_without_keys_runs_the_rest_and_is_not_a_pass(proof_file: Path, receipt_file: Path) -> None:
+    """A script that trusts the exit code must not accept a proof whose signature nobody checked."""
+    for given in ([], ["--receipt", str(receipt_file)]):
+        result = runner.invoke(app, ["verify", str(proof_file), *given])
+        assert result.exit_code == 4, result.output
+        assert "NOT RUN  signature" in result.output
+        assert result.output.splitlines()[-1].startswith(
+            "PARTLY VERIFIED: nothing failed, but not every check ran: signature (no key ring"
+        )
+        report = json.loads(runner.invoke(app, ["verify", str(proof_file), *given, "--json"]).output)
+        assert (report["verdict"], report["valid"], report["every_check_ran"]) == (
+            "partly_verified",
+            None,
+            False,
+        )
+
+
+def test_verify_help_names_every_exit_code() -> None:
+    shown = " ".join(runner.invoke(app, ["verify", "--help"]).output.split())
+    for said in ("0 valid", "1 invalid", "2 unusable input", "3 not revealed yet", "4 partly verified"):
+        assert said in shown
 
 
 def test_verify_with_receipt(tmp_path: Path, proof_file: Path, keys_file: Path) -> None:
@@ -206,7 +233,9 @@ def test_the_installed_pokna_command_has_roll_and_verify() -> None:
         assert shown.stdout.startswith(f"Usage: pokna {command} "), shown.stdout
 
 
-def test_verify_fetches_the_key_ring_from_a_url(proof_file: Path, keys_file: Path) -> None:
+def test_verify_fetches_the_key_ring_from_a_url(
+    proof_file: Path, keys_file: Path, receipt_file: Path
+) -> None:
     import http.server
     import threading
 
@@ -227,7 +256,9 @@ def test_verify_fetches_the_key_ring_from_a_url(proof_file: Path, keys_file: Pat
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1/fairness/keys"
-        result = runner.invoke(app, ["verify", str(proof_file), "--keys", url])
+        result = runner.invoke(
+            app, ["verify", str(proof_file), "--keys", url, "--receipt", str(receipt_file)]
+        )
         unreachable = runner.invoke(app, ["verify", str(proof_file), "--keys", "http://127.0.0.1:1/keys"])
     finally:
         server.shutdown()

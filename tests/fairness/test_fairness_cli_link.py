@@ -337,6 +337,64 @@ def test_without_keys_the_receipt_signature_is_not_run_and_says_why(tmp_path: Pa
     assert "the receipt is well formed, but its signature was not checked: no key ring" in result.output
 
 
+# ---- every form of the link a player holds -------------------------------------------------------------------
+
+
+def test_the_browser_link_verifies_as_the_public_link_does(stand_in: StandIn) -> None:
+    """Players are handed `fairness.verify_url`, the browser page's link: it names the same link document."""
+    link = stand_in.link(SETTLED)
+    for page in (
+        f"/verify?proof={SETTLED}",
+        f"/verify?proof=/v1/fairness/proofs/{SETTLED}",
+        f"/verify?proof={link}",
+        f"/verify?proof={stand_in.url(f'/verify?proof={SETTLED}')}",
+    ):
+        stand_in.requests.clear()
+        result = verify(stand_in.url(page))
+        assert result.exit_code == 0, f"{page}: {result.output}"
+        assert result.output.splitlines()[-1] == "VALID"
+        assert f"  fetched  {link}" in result.output
+        assert stand_in.requests == [f"/v1/fairness/proofs/{SETTLED}", "/v1/fairness/keys"]
+    unsettled = verify(stand_in.url(f"/verify?proof={OPEN}"), "--json")
+    assert unsettled.exit_code == 3, unsettled.output
+    assert json.loads(unsettled.output)["source"]["read"] == stand_in.link(OPEN)
+
+
+def test_a_bare_token_or_a_relative_link_is_fetched_from_the_server_named(stand_in: StandIn) -> None:
+    for held in (SETTLED, f"/verify?proof={SETTLED}", f"/v1/fairness/proofs/{SETTLED}"):
+        stand_in.requests.clear()
+        result = verify(held, "--server", stand_in.origin)
+        assert result.exit_code == 0, f"{held}: {result.output}"
+        assert stand_in.requests == [f"/v1/fairness/proofs/{SETTLED}", "/v1/fairness/keys"]
+
+
+@pytest.mark.parametrize(
+    ("held", "server", "message"),
+    [
+        (SETTLED, None, "is a proof token or a link without its site: give the whole link"),
+        (f"/verify?proof={SETTLED}", None, "or the site it came from with --server https://host"),
+        (SETTLED, "host.example", "--server 'host.example' is not an http(s) URL"),
+        ("{origin}/verify", None, "is the browser verifier with no ?proof=: give the game's link"),
+        ("{origin}/verify?proof=not a token", None, "?proof='not a token' is neither a proof token"),
+        (
+            "{origin}/verify?proof=https://elsewhere.example/v1/fairness/proofs/" + SETTLED,
+            None,
+            "is on another site than the page that names it",
+        ),
+    ],
+)
+def test_a_link_that_cannot_be_followed_says_what_to_give(
+    stand_in: StandIn, held: str, server: str | None, message: str
+) -> None:
+    stand_in.requests.clear()
+    result = verify(held.format(origin=stand_in.origin), *(["--server", server] if server else []))
+    assert result.exit_code == 2, result.output
+    [line] = result.output.splitlines()
+    assert line.startswith("UNUSABLE INPUT: ")
+    assert message in line
+    assert stand_in.requests == []
+
+
 # ---- wrong token, saved copies ----------------------------------------------------------------------------
 
 
@@ -365,13 +423,14 @@ def test_a_saved_link_document_verifies_as_the_url_does(
         assert from_file["checks"] == from_url["checks"]
 
 
-def test_a_saved_link_without_keys_says_the_signature_did_not_run(stand_in: StandIn, tmp_path: Path) -> None:
+def test_a_saved_link_without_keys_is_partly_verified(stand_in: StandIn, tmp_path: Path) -> None:
     document = saved(tmp_path, "link.json", fetched(stand_in, f"/v1/fairness/proofs/{SETTLED}"))
     result = verify(str(document))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     assert rows(result.output)["signature"] == "NOT RUN"
     assert result.output.splitlines()[-1].startswith(
-        "VALID, but not every check ran: signature (a saved link has no origin to fetch its keys_url from"
+        "PARTLY VERIFIED: nothing failed, but not every check ran: signature (a saved link has no origin to "
+        "fetch its keys_url from"
     )
 
 
@@ -418,18 +477,20 @@ def test_keys_the_user_gives_are_used_instead_of_the_links(stand_in: StandIn, tm
 
 def test_a_links_key_ring_that_cannot_be_fetched_leaves_the_signature_not_run(stand_in: StandIn) -> None:
     result = verify(stand_in.link(BROKEN_KEYS))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     assert rows(result.output)["signature"] == "NOT RUN"
     assert (
         f"the link's key ring is unusable (cannot fetch the key ring from {stand_in.url('/broken')}: "
         "it answered HTTP 500: Internal Server Error)" in result.output
     )
-    assert result.output.splitlines()[-1].startswith("VALID, but not every check ran: signature (")
+    assert result.output.splitlines()[-1].startswith(
+        "PARTLY VERIFIED: nothing failed, but not every check ran: signature ("
+    )
 
 
 def test_a_links_keys_url_is_fetched_only_over_http(stand_in: StandIn) -> None:
     result = verify(stand_in.link(FILE_KEYS))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     assert rows(result.output)["signature"] == "NOT RUN"
     assert "the key ring URL file:///etc/hostname is not http(s)" in result.output
 

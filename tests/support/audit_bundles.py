@@ -53,7 +53,7 @@ def play_books(
         game_ids.append(game["id"])
         if index == games // 2:
             api.ok(api.post("/v1/ledger/checkpoints", idempotency_key=f"checkpoint-{index}"), 201)
-    api.ok(api.post(f"/v1/accounts/{wallets[0]}/withdrawals", {"amount": 7}), 201)
+    api.ok(api.withdraw(wallets[0], 7), 201)
     api.ok(api.post("/v1/ledger/checkpoints", idempotency_key="checkpoint-end"), 201)
     return PlayedBooks(api, api.key_ring(), game_ids)
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from uuid import uuid4
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -73,10 +74,21 @@ class Api:
         assert response.status_code == status, f"{response.status_code}: {response.text}"
         return response.json()
 
+    def deposit(self, account_id: str, amount: int) -> Response:
+        """A deposit under a key of its own (money moves only under a key)."""
+        return self.post(
+            f"/v1/accounts/{account_id}/deposits", {"amount": amount}, idempotency_key=f"move-{uuid4()}"
+        )
+
+    def withdraw(self, account_id: str, amount: int) -> Response:
+        return self.post(
+            f"/v1/accounts/{account_id}/withdrawals", {"amount": amount}, idempotency_key=f"move-{uuid4()}"
+        )
+
     def wallet(self, balance: int = 0) -> str:
         account_id: str = self.ok(self.post("/v1/accounts", {}), 201)["id"]
         if balance:
-            self.ok(self.post(f"/v1/accounts/{account_id}/deposits", {"amount": balance}), 201)
+            self.ok(self.deposit(account_id, balance), 201)
         return account_id
 
     def balance(self, account_id: str) -> int:

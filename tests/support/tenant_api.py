@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from uuid import uuid4
 
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,12 +30,23 @@ class TenantApi:
             path, json=json, headers={**self.headers, **kwargs.pop("headers", {})}, **kwargs
         )
 
+    def deposit(self, account_id: str, amount: int, **body: Any) -> Any:
+        """A deposit under a key of its own, as an app sends one (money moves only under a key)."""
+        return self.post(
+            f"/v1/accounts/{account_id}/deposits", {"amount": amount, **body}, headers=money_key()
+        )
+
+    def withdraw(self, account_id: str, amount: int, **body: Any) -> Any:
+        return self.post(
+            f"/v1/accounts/{account_id}/withdrawals", {"amount": amount, **body}, headers=money_key()
+        )
+
     def wallet(self, balance: int = 0, external_id: str | None = None) -> str:
         created = self.post("/v1/accounts", {"external_id": external_id} if external_id else {})
         assert created.status_code == 201, created.text
         account_id: str = created.json()["id"]
         if balance:
-            deposit = self.post(f"/v1/accounts/{account_id}/deposits", {"amount": balance})
+            deposit = self.deposit(account_id, balance)
             assert deposit.status_code == 201, deposit.text
         return account_id
 
@@ -43,6 +55,11 @@ class TenantApi:
         assert response.status_code == 200, response.text
         balance: int = response.json()["balance"]
         return balance
+
+
+def money_key() -> dict[str, str]:
+    """A fresh `Idempotency-Key` header: one per intended money move, as the API requires."""
+    return {"Idempotency-Key": f"move-{uuid4()}"}
 
 
 def new_tenant(client: TestClient, sessions: sessionmaker[Session], name: str = "Cantina") -> TenantApi:

@@ -66,7 +66,7 @@ def test_a_played_game_and_its_money_arrive_signed_complete_and_in_order(
         endpoint = subscribe(tenant, receiver.url)
         game_id = play_one_game(tenant)
         wallet = tenant.wallet(50)
-        assert tenant.post(f"/v1/accounts/{wallet}/withdrawals", {"amount": 20}).status_code == 201
+        assert tenant.withdraw(wallet, 20).status_code == 201
         report = drain(runtime)
         recorded = recorded_events(sessions, tenant.tenant_id)
 

@@ -92,6 +92,35 @@ def test_a_game_records_its_turns_its_start_a_timeout_and_its_end(
     assert types[5] in {"game.turn", "game.settled"}
 
 
+def test_a_client_seed_announces_the_turn_again_with_the_version_it_made(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """An integrator acting on the last `game.turn` it received, with that event's `version` as
+    `expected_version`, must not be refused: the version a client seed makes is announced too."""
+    api = Api(client, new_tenant(client, sessions).api_key)
+    vigo, player = api.wallet(100), api.wallet(100)
+    game = api.create_game(vigo, [player], stake=5)
+    seeded = api.ok(
+        api.act(game["id"], {"type": "set_client_seed", "account_id": player, "client_seed": "kessel-run"})
+    )
+    assert seeded["version"] == game["version"] + 1
+
+    events = outbox(sessions, game["id"])
+    assert [event_type for event_type, _ in events] == ["game.created", "game.turn", "game.turn"]
+    created, first_turn, seeded_turn = (body["data"] for _, body in events)
+    assert created["version"] == first_turn["version"] == game["version"]
+    assert seeded_turn["version"] == seeded["version"]
+    assert (seeded_turn["account_ids"], seeded_turn["allowed_actions"]) == (
+        [vigo],
+        ["set_client_seed", "start", "cancel"],
+    )
+
+    last_turn = seeded_turn
+    start = {"type": "start", "account_id": last_turn["account_ids"][0]}
+    started = api.ok(api.act(game["id"], {**start, "expected_version": last_turn["version"]}))
+    assert started["status"] == "in_progress"
+
+
 def test_a_game_never_started_records_its_cancellation_at_the_deadline(
     client: TestClient, sessions: sessionmaker[Session], time: Time
 ) -> None:
@@ -120,8 +149,9 @@ def test_a_refused_or_rolled_back_change_records_nothing(
     before = outbox(sessions)
 
     assert api.act(game["id"], {"type": "roll", "account_id": player}).status_code == 409  # not started
-    assert api.post(f"/v1/accounts/{player}/withdrawals", {"amount": 101}).status_code == 409
-    assert api.post(f"/v1/accounts/{player}/deposits", {"amount": 0}).status_code == 422
+    assert api.withdraw(player, 101).status_code == 409
+    assert api.deposit(player, 0).status_code == 422
+    assert api.post(f"/v1/accounts/{player}/deposits", {"amount": 7}).status_code == 400  # no key
     clock = dealer.Clock(now=utc_now(), open_game_ttl=timedelta(minutes=10))
 
     def doomed() -> None:

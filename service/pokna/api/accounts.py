@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from pokna import ledger
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep, streamed
-from pokna.api.idempotency import IdempotencyDep
+from pokna.api.idempotency import REQUIRED_KEY_EXTRA, IdempotencyDep, RequiredIdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import (
     ACCOUNT_EXISTS,
@@ -20,6 +20,7 @@ from pokna.api.problem_docs import (
     IDEMPOTENT,
     INSUFFICIENT_FUNDS,
     JSON_BODY,
+    KEY_REQUIRED,
     KEYED,
     NOT_A_WALLET,
     VALIDATION,
@@ -103,7 +104,7 @@ def account_transactions(
 
 def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
     def move(
-        account_id: AccountId, body: MoneyMovement, tenant_id: TenantDep, idempotency: IdempotencyDep
+        account_id: AccountId, body: MoneyMovement, tenant_id: TenantDep, idempotency: RequiredIdempotencyDep
     ) -> JournalTransactionOut:
         post = ledger.deposit if kind == "deposit" else ledger.withdraw
 
@@ -138,10 +139,12 @@ router.add_api_route(
     status_code=201,
     response_model=JournalTransactionOut,
     tags=["accounts"],
-    summary="Credit a wallet from outside (send an Idempotency-Key)",
-    description="Money in: the tenant's funding account pays the wallet. Send an `Idempotency-Key` so a "
-    "retry after a lost answer cannot credit twice.",
-    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET),
+    summary="Credit a wallet from outside (an Idempotency-Key is required)",
+    description="Money in: the tenant's funding account pays the wallet. The `Idempotency-Key` header is "
+    "required, so that a retry after a lost answer cannot credit twice: without one the request is 400 "
+    "`idempotency_key_required` and nothing is posted.",
+    responses=problems(KEYED, JSON_BODY, KEY_REQUIRED, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET),
+    openapi_extra=REQUIRED_KEY_EXTRA,
 )
 router.add_api_route(
     "/accounts/{account_id}/withdrawals",
@@ -152,9 +155,13 @@ router.add_api_route(
     response_model=JournalTransactionOut,
     tags=["accounts"],
     summary="Pay out of a wallet (409 `insufficient_funds` and nothing posted if it would go below zero)",
-    description="Money out: the wallet pays the tenant's funding account. Send an `Idempotency-Key` so a "
-    "retry after a lost answer cannot pay out twice.",
-    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET, INSUFFICIENT_FUNDS),
+    description="Money out: the wallet pays the tenant's funding account. The `Idempotency-Key` header is "
+    "required, so that a retry after a lost answer cannot pay out twice: without one the request is 400 "
+    "`idempotency_key_required` and nothing is posted.",
+    responses=problems(
+        KEYED, JSON_BODY, KEY_REQUIRED, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET, INSUFFICIENT_FUNDS
+    ),
+    openapi_extra=REQUIRED_KEY_EXTRA,
 )
 
 

@@ -38,7 +38,8 @@ Pokna runs the Huttese dice game of Vigo's Favor for integrating apps: provably 
 
 Every error is an RFC 9457 `application/problem+json` document with a stable `code`; each operation
 lists exactly the codes it can answer. Authenticate with `Authorization: Bearer <API key>`; send an
-`Idempotency-Key` with every POST so that a retry is safe.
+`Idempotency-Key` with every POST so that a retry is safe; deposits and withdrawals, which move
+money, refuse a request without one (400 `idempotency_key_required`).
 """
 
 OPENAPI_URL = "/openapi.json"

@@ -16,20 +16,76 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel, TypeAdapter, WithJsonSchema
+from pydantic_core import PydanticCustomError
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
 from pokna.api.deps import SessionDep
 from pokna.api.encoding import json_ready
+from pokna.errors import IdempotencyKeyRequired
 from pokna.idempotency.service import Attempt, KeyedRequest, run_once
 
 REPLAYED_HEADER = "Idempotent-Replayed"
+KEY_HEADER = "Idempotency-Key"
+MAX_KEY_LENGTH = 255
 
 _KEY = r"[!-~](?:[ -~]{0,253}[!-~])?"
 IDEMPOTENCY_KEY_PATTERN = rf'^(?:{_KEY}|"{_KEY}")$'
 """1-255 printable ASCII characters, not starting or ending with a space, optionally in double quotes:
-exactly what is accepted."""
+exactly what is accepted (`key_problem` says the same in words)."""
+
+
+def key_problem(sent: str) -> str | None:
+    """What is wrong with an `Idempotency-Key` as sent, in words; None for a key the pattern accepts.
+
+    The header is checked here rather than by a `pattern` on the parameter: pydantic words a pattern's
+    refusal as the regular expression itself, which tells a client nothing about what to send."""
+    quoted = len(sent) > 2 and sent[0] == sent[-1] == '"'
+    if _fits(sent) or (quoted and _fits(sent[1:-1])):
+        return None
+    key = sent[1:-1] if quoted else sent
+    if not key:
+        return f"an {KEY_HEADER} is 1-{MAX_KEY_LENGTH} printable ASCII characters; this one is empty"
+    if len(key) > MAX_KEY_LENGTH:
+        return f"an {KEY_HEADER} is at most {MAX_KEY_LENGTH} characters; this one has {len(key)}"
+    for position, character in enumerate(key):
+        if not " " <= character <= "~":
+            return (
+                f"an {KEY_HEADER} holds printable ASCII characters only (space to `~`); this one has "
+                f"U+{ord(character):04X} at position {position}"
+            )
+    return f"an {KEY_HEADER} may not start or end with a space"
+
+
+def _fits(key: str) -> bool:
+    return (
+        0 < len(key) <= MAX_KEY_LENGTH
+        and all(" " <= character <= "~" for character in key)
+        and key[0] != " "
+        and key[-1] != " "
+    )
+
+
+def _checked_key(sent: str) -> str:
+    if (problem := key_problem(sent)) is not None:
+        raise PydanticCustomError("idempotency_key", problem)
+    return sent
+
+
+IdempotencyKey = Annotated[
+    str,
+    AfterValidator(_checked_key),
+    WithJsonSchema({"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN}),
+]
+"""The header's value, refused in words (`key_problem`); documented by its pattern."""
+
+_KEY_DESCRIPTION = (
+    "Makes the POST safe to retry: a retry with the same key and body returns the stored response and does "
+    "nothing more. 1-255 printable ASCII characters, not starting or ending with a space; a key sent in "
+    'double quotes is the same key unquoted, and an empty or blank one (`""`) is refused.'
+)
+_KEY_EXAMPLE = "order-7f3c2a"
 
 Answer = TypeVar("Answer", bound=BaseModel)
 Work = Callable[[Session], tuple[int, Answer]]
@@ -86,16 +142,8 @@ async def get_idempotency(
     session: SessionDep,
     tenant_id: TenantDep,
     idempotency_key: Annotated[
-        str | None,
-        Header(
-            alias="Idempotency-Key",
-            description="Makes the POST safe to retry: a retry with the same key and body returns the stored "
-            "response and does nothing more. 1-255 printable ASCII characters, not starting or ending with a "
-            'space; a key sent in double quotes is the same key unquoted, and an empty or blank one (`""`) is '
-            "refused.",
-            pattern=IDEMPOTENCY_KEY_PATTERN,
-            examples=["order-7f3c2a"],
-        ),
+        IdempotencyKey | None,
+        Header(alias=KEY_HEADER, description=_KEY_DESCRIPTION, examples=[_KEY_EXAMPLE]),
     ] = None,
 ) -> Idempotency:
     key = _unquoted(idempotency_key)
@@ -133,3 +181,49 @@ def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
 
 
 IdempotencyDep = Annotated[Idempotency, Depends(get_idempotency)]
+
+
+async def get_required_idempotency(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    idempotency_key: Annotated[
+        IdempotencyKey | None, Header(alias=KEY_HEADER, include_in_schema=False)
+    ] = None,
+) -> Idempotency:
+    """The key of a write that moves money: without one, a retry after a lost answer would move it again,
+    so a request without a key is refused (`IdempotencyKeyRequired`) before anything is done.
+
+    The header is left out of the parameters FastAPI documents, where it would be optional (a missing
+    key must reach this code to be refused in words): route with `openapi_extra=REQUIRED_KEY_EXTRA`,
+    which documents it as required."""
+    if idempotency_key is None:
+        raise IdempotencyKeyRequired(
+            f"this request moves money: send an {KEY_HEADER} header (1-{MAX_KEY_LENGTH} printable ASCII "
+            "characters, a new one for each request and the same one on its retries), so that a retry "
+            "after a lost answer cannot move the money twice"
+        )
+    return await get_idempotency(request, response, session, tenant_id, idempotency_key)
+
+
+RequiredIdempotencyDep = Annotated[Idempotency, Depends(get_required_idempotency)]
+
+
+REQUIRED_KEY_EXTRA: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": KEY_HEADER,
+            "in": "header",
+            "required": True,
+            "description": _KEY_DESCRIPTION + " Required here: this request moves money.",
+            "schema": {
+                **TypeAdapter(IdempotencyKey).json_schema(),
+                "description": _KEY_DESCRIPTION,
+                "examples": [_KEY_EXAMPLE],
+                "title": KEY_HEADER,
+            },
+        }
+    ]
+}
+"""The `openapi_extra` of a route with `RequiredIdempotencyDep`: its key, documented as required."""

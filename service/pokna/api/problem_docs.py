@@ -15,6 +15,7 @@ from typing import Any
 from pokna.dealer.errors import REFUSAL_STATUS, ClientSeedLocked, NotSeated, RoundInProgress, VersionConflict
 from pokna.errors import (
     Forbidden,
+    IdempotencyKeyRequired,
     IdempotencyKeyReused,
     IdempotencyRequestInProgress,
     InvalidRequest,
@@ -167,6 +168,13 @@ IDEMPOTENT = (
 )
 """An operation that takes an `Idempotency-Key` (a write: any JSON sent with it is read for repeated
 keys, even where the operation takes no body)."""
+KEY_REQUIRED = of(
+    IdempotencyKeyRequired,
+    "this request moves money: send an Idempotency-Key header (1-255 printable ASCII characters, a new one "
+    "for each request and the same one on its retries), so that a retry after a lost answer cannot move "
+    "the money twice",
+)
+"""An operation that moves money: it refuses a request without an `Idempotency-Key`."""
 
 
 def problems(*documented: ProblemDoc | tuple[ProblemDoc, ...]) -> dict[int | str, dict[str, Any]]:

@@ -20,6 +20,7 @@ _LINK = "/v1/fairness/proofs/q3T0b1mJ6mC2cX1yq8o0m7dQ9hN3xW2v"
 EXAMPLES: dict[str, dict[str, Any]] = {
     "game.created": {
         "game_id": _GAME,
+        "version": 1,
         "table_id": None,
         "currency": "CREDIT",
         "stake": 5,

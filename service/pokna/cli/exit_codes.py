@@ -5,3 +5,6 @@ EXIT_VALID = 0
 EXIT_INVALID = 1
 EXIT_UNUSABLE = 2
 EXIT_NOT_REVEALED = 3
+EXIT_PARTLY_VERIFIED = 4
+"""Nothing failed, but not every check ran (no keys, no receipt): not a pass, so that a script checking
+the exit code never accepts a proof whose signature or commitment nobody checked."""

@@ -23,11 +23,22 @@ def verify_command(
         typer.Argument(
             metavar="SOURCE",
             help=(
-                "The game's public proof link (https://host/v1/fairness/proofs/TOKEN), a saved copy of it, or a "
-                "proof from GET /v1/games/{id}/proof."
+                "What you hold of the game: its browser link (https://host/verify?proof=TOKEN), its public "
+                "proof link (https://host/v1/fairness/proofs/TOKEN), a saved copy of that link's document, "
+                "a proof from GET /v1/games/{id}/proof, or the bare TOKEN with --server."
             ),
         ),
     ],
+    server: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help=(
+                "The service's base URL (https://host), to fetch a bare TOKEN or a link given without its "
+                "site (/verify?proof=TOKEN) from. Nothing else is fetched from it."
+            ),
+        ),
+    ] = None,
     public_key: Annotated[
         Path | None,
         typer.Option(help="The operator's Ed25519 public key: PEM, or base64url of the raw 32 bytes."),
@@ -49,8 +60,14 @@ def verify_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Verify a game proof offline. Exit 0 valid, 1 invalid (failed checks named), 2 unusable input,
-    3 not revealed yet (the game has not ended)."""
+    """Verify a game proof offline.
+
+    Exit codes: 0 valid (every check ran and passed); 1 invalid (the failed checks are named); 2 unusable
+    input; 3 not revealed yet (the game has not ended); 4 partly verified (nothing failed, but a check could
+    not run, e.g. the signature without keys or the receipt without --receipt: not a pass).
+    """
     from pokna.cli.verify_run import run_verify  # deliberately here: see the module's docstring
 
-    raise typer.Exit(run_verify(source, public_key=public_key, keys=keys, receipt=receipt, as_json=as_json))
+    raise typer.Exit(
+        run_verify(source, server=server, public_key=public_key, keys=keys, receipt=receipt, as_json=as_json)
+    )

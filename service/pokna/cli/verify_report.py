@@ -10,7 +10,13 @@ from typing import Any, Literal
 
 import typer
 
-from pokna.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_UNUSABLE, EXIT_VALID
+from pokna.cli.exit_codes import (
+    EXIT_INVALID,
+    EXIT_NOT_REVEALED,
+    EXIT_PARTLY_VERIFIED,
+    EXIT_UNUSABLE,
+    EXIT_VALID,
+)
 from pokna.cli.input_files import UnusableInputError
 from pokna.cli.verify_inputs import (
     NOT_REVEALED,
@@ -41,6 +47,7 @@ class Verdict(StrEnum):
     INVALID = "invalid"
     UNUSABLE = "unusable"
     NOT_REVEALED = "not_revealed"
+    PARTLY_VERIFIED = "partly_verified"
 
 
 EXIT_CODES = {
@@ -48,6 +55,7 @@ EXIT_CODES = {
     Verdict.INVALID: EXIT_INVALID,
     Verdict.UNUSABLE: EXIT_UNUSABLE,
     Verdict.NOT_REVEALED: EXIT_NOT_REVEALED,
+    Verdict.PARTLY_VERIFIED: EXIT_PARTLY_VERIFIED,
 }
 
 
@@ -158,21 +166,31 @@ def _check_commitment_receipt(subject: Subject, evidence: Evidence) -> CheckResu
 
 
 def verdict_of(subject: Subject, report: VerificationReport) -> Verdict:
-    """A failed check is INVALID even before the reveal: a forged commitment need not wait for the end."""
+    """A failed check is INVALID even before the reveal: a forged commitment need not wait for the end. VALID
+    only when every check ran: a proof whose signature or receipt went unchecked is PARTLY_VERIFIED."""
     if not report.valid:
         return Verdict.INVALID
     if not subject.revealed:
         return Verdict.NOT_REVEALED
+    if report.not_run:
+        return Verdict.PARTLY_VERIFIED
     return Verdict.VALID
 
 
 def print_report(
-    source: str, subject: Subject, evidence: Evidence, report: VerificationReport, verdict: Verdict
+    source: str,
+    read_from: str,
+    subject: Subject,
+    evidence: Evidence,
+    report: VerificationReport,
+    verdict: Verdict,
 ) -> None:
     heading = "Proof" if subject.revealed else "Commitment"
     game_id = str(subject.proof.get("game_id")) if subject.proof is not None else subject.game_id
     typer.echo(f"{heading} of game {game_id}")
     typer.echo(f"  source   {source}: {subject.describe()}")
+    if read_from != source:
+        typer.echo(f"  fetched  {read_from}")
     if evidence.receipt_from is not None:
         typer.echo(f"  receipt  {evidence.receipt_from}")
     if evidence.keys_from is not None:
@@ -189,22 +207,28 @@ def print_report(
         if evidence.receipt is not None:
             typer.echo(f"  server_seed_hash  {evidence.receipt.get('server_seed_hash')}")
             typer.echo(f"  committed at      {evidence.receipt.get('created_at')}")
-    elif report.not_run:
+    elif verdict is Verdict.PARTLY_VERIFIED:
         reasons = "; ".join(f"{check.name} ({check.message})" for check in report.not_run)
-        typer.echo(f"VALID, but not every check ran: {reasons}")
+        typer.echo(f"PARTLY VERIFIED: nothing failed, but not every check ran: {reasons}")
     else:
         typer.echo("VALID")
 
 
 def json_report(
-    source: str, subject: Subject, evidence: Evidence, report: VerificationReport, verdict: Verdict
+    source: str,
+    read_from: str,
+    subject: Subject,
+    evidence: Evidence,
+    report: VerificationReport,
+    verdict: Verdict,
 ) -> dict[str, Any]:
+    """`valid` is true only when every check ran and passed, false when one failed, null otherwise."""
     document: dict[str, Any] = {
         "verdict": str(verdict),
-        "valid": report.valid if subject.revealed or verdict is Verdict.INVALID else None,
+        "valid": {Verdict.VALID: True, Verdict.INVALID: False}.get(verdict),
         "every_check_ran": not report.not_run,
         "game_id": subject.game_id if subject.proof is None else subject.proof.get("game_id"),
-        "source": {"given": source, "kind": subject.kind, "status": subject.status},
+        "source": {"given": source, "read": read_from, "kind": subject.kind, "status": subject.status},
         "receipt": "given" if evidence.receipt_given else "served" if evidence.receipt is not None else None,
         "keys": evidence.keys_kind,
         "keys_url": evidence.keys_url,

@@ -20,18 +20,26 @@ from pokna.cli.verify_report import (
     unrevealed_report,
     verdict_of,
 )
+from pokna.cli.verify_source import where_to_read
 from pokna.crypto.errors import CryptoError
 from pokna.fairness.errors import FairnessError
 
 
 def run_verify(
-    source: str, *, public_key: Path | None, keys: str | None, receipt: Path | None, as_json: bool
+    source: str,
+    *,
+    server: str | None = None,
+    public_key: Path | None,
+    keys: str | None,
+    receipt: Path | None,
+    as_json: bool,
 ) -> int:
     try:
         if public_key is not None and keys is not None:
             raise UnusableInputError("give --public-key or --keys, not both")
-        subject = read_subject(source)
-        evidence = gather_evidence(source, subject, public_key, keys, receipt)
+        read_from = where_to_read(source, server)
+        subject = read_subject(read_from)
+        evidence = gather_evidence(read_from, subject, public_key, keys, receipt)
         if subject.proof is not None:
             report = revealed_report(subject.kind, subject.proof, evidence)
         else:
@@ -44,7 +52,7 @@ def run_verify(
         return EXIT_UNUSABLE
     verdict = verdict_of(subject, report)
     if as_json:
-        typer.echo(json.dumps(json_report(source, subject, evidence, report, verdict), indent=2))
+        typer.echo(json.dumps(json_report(source, read_from, subject, evidence, report, verdict), indent=2))
     else:
-        print_report(source, subject, evidence, report, verdict)
+        print_report(source, read_from, subject, evidence, report, verdict)
     return EXIT_CODES[verdict]

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pokna import metrics
+from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.deadlines import Clock, apply_passed_deadlines
 from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.records import GameRecord, SeatRecord
@@ -167,3 +168,4 @@ def _set_client_seed(
     game_store(session).save_step(
         session, game, previous_version=previous_version, events=events, rolls=[], seeded=[seat]
     )
+    announce_client_seed_set(session, game, seats, balances, now)

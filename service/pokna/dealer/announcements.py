@@ -39,6 +39,7 @@ def announce_created(
     assert game.turn_deadline_at is not None  # an open game waits for its start until then
     data = GameCreatedData(
         game_id=game.id,
+        version=game.version,
         table_id=game.table_id,
         currency=game.currency,
         stake=game.stake,
@@ -49,6 +50,19 @@ def announce_created(
     )
     outbox.record(session, game.tenant_id, game.id, GameCreated(timestamp=game.created_at, data=data))
     _announce_turn(session, game, seats, balances, game.created_at)
+
+
+def announce_client_seed_set(
+    session: Session,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: Mapping[str, int],
+    moment: datetime,
+) -> None:
+    """A client seed is no rules step, yet it moves the game's version: the turn is announced again with
+    that version, or a receiver acting on the last `game.turn` it had would send a stale
+    `expected_version` and be refused with a conflict."""
+    _announce_turn(session, game, seats, balances, moment)
 
 
 def announce_step(

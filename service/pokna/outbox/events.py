@@ -35,6 +35,7 @@ _VERSION = Field(description="The game's version after the change (what `expecte
 
 class GameCreatedData(BaseModel):
     game_id: str = _GAME_ID
+    version: int = Field(description="The game's version at creation (what `expected_version` compares).")
     table_id: str | None = Field(description="The table the game was dealt at, if any.")
     currency: str = Field(description="What the stake and every payout are counted in.")
     stake: int = Field(description="Each seat's ante, in minor units.")
