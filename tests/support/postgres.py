@@ -149,6 +149,7 @@ def _new_root() -> tuple[Path, list[str]]:
             shutil.rmtree(root, ignore_errors=True)
             raise PostgresUnavailable(str(exc)) from exc
         os.chown(root, user.uid, user.gid)
+        user.may_run(find_bindir())
         as_user = ["runuser", "-u", embedded.SERVER_USER, "--"]
     root.chmod(0o700)
     return root, as_user

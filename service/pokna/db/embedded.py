@@ -122,6 +122,12 @@ class ServerUser:
         os.chown(path, self.uid, self.gid)
         traversable(path.parent)
 
+    def may_run(self, binaries: Path) -> None:
+        """Let the server's user reach the binaries: a checkout (and the virtual environment in it) may lie
+        below a directory only its owner may enter."""
+        if not self.is_self:
+            traversable(binaries)
+
 
 def server_user() -> ServerUser:
     if os.geteuid() != 0:
@@ -194,6 +200,7 @@ class EmbeddedCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with _locked(self.data_dir / "postgres.lock"):
             user = server_user()
+            user.may_run(self.binaries)
             if not (self.pgdata / "PG_VERSION").exists():
                 self._initdb(user)
             if self.is_running():
