@@ -18,9 +18,7 @@ def require_postgresql(target: str | Engine) -> None:
     """Refuse a SQLAlchemy URL or engine that is not PostgreSQL, naming the setting."""
     name = make_url(target).get_backend_name() if isinstance(target, str) else target.dialect.name
     if name != "postgresql":
-        raise UnsupportedDatabase(
-            f"Pokna runs on PostgreSQL, not {name!r} (POKNA_DATABASE_URL; unset it for the embedded one)"
-        )
+        raise UnsupportedDatabase(f"Pokna runs on PostgreSQL, not {name!r}")
 
 
 def accepts_writes(session: Session) -> bool:
