@@ -205,3 +205,28 @@ def test_the_webhooks_worker_is_its_own_scalable_service_after_migrations() -> N
     assert worker["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert worker["restart"] == "unless-stopped"
     assert "ports" not in worker
+
+
+def _pokna_services() -> dict[str, dict[str, Any]]:
+    return {name: service for name, service in _compose()["services"].items() if service.get("build") == "."}
+
+
+def test_every_setting_in_dot_env_reaches_every_pokna_container() -> None:
+    """Settings an operator puts in .env (docs/operations.md tells them to) must not be silently ignored:
+    only the variables named under `environment` reached the containers before."""
+    services = _pokna_services()
+    assert set(services) == {"migrate", "api", "sweeper", "webhooks"}
+    for name, service in services.items():
+        env_files = service.get("env_file")
+        assert (env_files if isinstance(env_files, list) else [env_files]) == [".env"], name
+
+
+def test_the_restore_procedure_stops_every_writer() -> None:
+    """Every service that writes to the database (all but the one-shot migration) is stopped before the
+    database is dropped and restored."""
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    restore = operations[operations.index("## 6. Backing up and restoring") : operations.index("## 7.")]
+    stops = re.findall(r"^docker compose stop (.+)$", restore, flags=re.MULTILINE)
+    assert len(stops) == 1, stops
+    writers = set(_pokna_services()) - {"migrate"}
+    assert set(stops[0].split()) == writers
