@@ -153,7 +153,7 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
         description=app.description,
         routes=app.routes,
         webhooks=app.webhooks.routes,
-        servers=[{"url": "http://127.0.0.1:8000", "description": "`pokna serve` on the embedded default"}],
+        servers=[{"url": "http://127.0.0.1:8000", "description": "pokna serve on the embedded default"}],
     )
     for path_item in document.get("paths", {}).values():
         for operation in path_item.values():
