@@ -22,26 +22,15 @@ import httpx
 import pytest
 
 from pokna.api.database_gate import DatabaseGate
-from pokna.db.engine import make_engine
 from pokna.errors import DatabaseUnavailable
-from pokna.storage import make_sessionmaker
-from pokna.tenants import service as tenants
 from support.servers import running_server
+from support.tenant_api import api_key_on
 
 BURST = 100
 MAX_BURSTS = 8  # bounded: bursts until the steady tenant has enough samples taken during them
 SAMPLES = 30
 IDLE_SAMPLES = 10
 ATTEMPTS = 3
-
-
-def _api_key(database_url: str, name: str) -> str:
-    engine = make_engine(database_url)
-    try:
-        with make_sessionmaker(engine).begin() as session:
-            return tenants.issue_api_key(session, tenants.create_tenant(session, name).id).secret
-    finally:
-        engine.dispose()
 
 
 BURST_CLIENT = """
@@ -71,8 +60,8 @@ def _burst(base: str, path: str, headers: dict[str, str]) -> subprocess.Popen[st
 
 
 def test_a_burst_queues_and_another_tenant_keeps_its_pace(database_url: str, tmp_path: Path) -> None:
-    bursting = {"Authorization": f"Bearer {_api_key(database_url, 'Burst')}"}
-    steady = {"Authorization": f"Bearer {_api_key(database_url, 'Steady')}"}
+    bursting = {"Authorization": f"Bearer {api_key_on(database_url, 'Burst')}"}
+    steady = {"Authorization": f"Bearer {api_key_on(database_url, 'Steady')}"}
     env = {
         "POKNA_DATABASE_URL": database_url,
         # The bursts stay inside the key's rate limit, as in the finding (100 of a burst of 200): the limit

@@ -17,25 +17,14 @@ from pathlib import Path
 
 import httpx
 
-from pokna.db.engine import make_engine
-from pokna.storage import make_sessionmaker
-from pokna.tenants import service as tenants
 from support.servers import running_server
+from support.tenant_api import api_key_on
 
 FLOODERS = 6
 FLOOD_REQUESTS_EACH = 400  # bounded: the flood stops by itself
 SAMPLES = 40
 WARM_UP = 10
 MORE_ROUNDS = 10
-
-
-def _api_key(database_url: str, name: str) -> str:
-    engine = make_engine(database_url)
-    try:
-        with make_sessionmaker(engine).begin() as session:
-            return tenants.issue_api_key(session, tenants.create_tenant(session, name).id).secret
-    finally:
-        engine.dispose()
 
 
 def _latencies(http: httpx.Client, path: str, headers: dict[str, str], samples: int = SAMPLES) -> list[float]:
@@ -51,8 +40,8 @@ def _latencies(http: httpx.Client, path: str, headers: dict[str, str], samples: 
 def test_a_flooding_tenant_is_throttled_and_the_other_keeps_its_latency(
     database_url: str, tmp_path: Path
 ) -> None:
-    flooder = {"Authorization": f"Bearer {_api_key(database_url, 'Flood')}"}
-    steady = {"Authorization": f"Bearer {_api_key(database_url, 'Steady')}"}
+    flooder = {"Authorization": f"Bearer {api_key_on(database_url, 'Flood')}"}
+    steady = {"Authorization": f"Bearer {api_key_on(database_url, 'Steady')}"}
     env = {
         "POKNA_DATABASE_URL": database_url,
         # A rate far below what the server can do even on a busy machine, so the flood is over it; a burst

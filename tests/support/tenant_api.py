@@ -9,6 +9,8 @@ from uuid import uuid4
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.db.engine import make_engine
+from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 
 
@@ -67,3 +69,14 @@ def new_tenant(client: TestClient, sessions: sessionmaker[Session], name: str = 
         tenant = tenants.create_tenant(session, name)
         issued = tenants.issue_api_key(session, tenant.id)
     return TenantApi(client, tenant.id, issued.secret)
+
+
+def api_key_on(database_url: str, name: str) -> str:
+    """A new tenant's API key, written straight to the database at `database_url` (as `pokna tenants
+    create` does), for a test that talks to a real server over HTTP."""
+    engine = make_engine(database_url)
+    try:
+        with make_sessionmaker(engine).begin() as session:
+            return tenants.issue_api_key(session, tenants.create_tenant(session, name).id).secret
+    finally:
+        engine.dispose()
