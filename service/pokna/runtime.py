@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db import embedded
+from pokna.db.aio import AsyncDatabase
 from pokna.db.engine import Waits, make_engine
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
@@ -28,6 +29,11 @@ class Runtime:
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine | None = None) -> Runtime:
         return cls(settings, engine or make_engine(database_url(settings), waits_of(settings)))
+
+    @cached_property
+    def aio(self) -> AsyncDatabase:
+        """The hot paths' async connections to the engine's database, with the same waits."""
+        return AsyncDatabase.for_engine(self.engine, waits_of(self.settings))
 
     @cached_property
     def keys(self) -> ServiceKeys:

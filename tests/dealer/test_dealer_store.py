@@ -10,7 +10,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
@@ -27,6 +27,7 @@ from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.ledger import deposit, open_account, withdraw
 from pokna.runtime import Runtime
 from pokna.tenants.service import create_tenant
+from support.acting import act
 
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
 
@@ -69,8 +70,7 @@ def _play_to_the_end(
             request = games.PlayerAction(type="claim", account_id=account)
         else:
             request = games.PlayerAction(type="roll", account_id=account)
-        with unit_of_work(sessions) as session:
-            game = games.act(session, runtime.keys, CLOCK, tenant_id, game_id, request)
+        game = act(runtime, CLOCK, tenant_id, game_id, request)
     return game
 
 
@@ -110,11 +110,10 @@ def test_lock_game_and_seats_reads_what_the_plain_reads_do(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
     tenant_id, game_id, wallets = _new_game(sessions, runtime)
-    with unit_of_work(sessions) as session:
-        games.act(
-            session, runtime.keys, CLOCK, tenant_id, game_id,
-            games.PlayerAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
-        )  # fmt: skip
+    act(
+        runtime, CLOCK, tenant_id, game_id,
+        games.PlayerAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
+    )  # fmt: skip
     with unit_of_work(sessions) as session:
         game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
     plain = GameQueries()
@@ -138,16 +137,19 @@ def test_lock_game_and_seats_of_another_tenant_is_not_found(
 def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    tenant_id, game_id, wallets = _new_game(sessions, runtime)
+    tenant_id, game_id, _ = _new_game(sessions, runtime)
     holder = sessions()
-    games.act(
-        holder,
-        runtime.keys,
-        CLOCK,
-        tenant_id,
-        game_id,
-        games.PlayerAction(type="set_client_seed", account_id=wallets[2], client_seed="bib-fortuna"),
-    )  # fmt: skip  (the holder now has the game locked and a seat changed, uncommitted)
+    # What setting a client seed does under the game's lock: the seat changes and the version moves on.
+    game_store(holder).lock_game_and_seats(holder, tenant_id, game_id)
+    holder.execute(
+        text(
+            "UPDATE game_seat SET client_seed = 'bib-fortuna', client_seed_source = 'player' "
+            "WHERE game_id = :game_id AND seat = 2"
+        ),
+        {"game_id": game_id},
+    )
+    holder.execute(text("UPDATE game SET version = version + 1 WHERE id = :game_id"), {"game_id": game_id})
+    # (the holder now has the game locked and a seat changed, uncommitted)
     seen: list[str | None] = []
     waiter_started = threading.Event()
 
@@ -184,8 +186,7 @@ def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
     def start() -> None:
         action = games.PlayerAction(type="start", account_id=wallets[0])
         try:
-            with unit_of_work(sessions) as session:
-                outcome.append(games.act(session, runtime.keys, CLOCK, tenant_id, game_id, action))
+            outcome.append(act(runtime, CLOCK, tenant_id, game_id, action))
         except BaseException as error:
             outcome.append(error)
 

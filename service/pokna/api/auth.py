@@ -9,7 +9,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from pokna.api.deps import SessionDep, first_read
 from pokna.errors import Unauthorized
-from pokna.tenants.service import authenticate
+from pokna.tenants.service import authenticate, key_digest
 
 _bearer = HTTPBearer(
     auto_error=False, description="`Authorization: Bearer <API key>` from `pokna tenants create`."
@@ -34,3 +34,16 @@ def get_tenant_id(
 
 
 TenantDep = Annotated[str, Depends(get_tenant_id)]
+
+
+async def get_api_key_digest(
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The bearer key's SHA-256, for an async path that authenticates in its own first statement (no
+    session, no thread): the same header, the same refusal when it is missing."""
+    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
+        raise Unauthorized("send `Authorization: Bearer <API key>`")
+    return key_digest(credentials.credentials)
+
+
+ApiKeyDigestDep = Annotated[str, Depends(get_api_key_digest)]

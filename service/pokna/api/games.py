@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path
+from fastapi import APIRouter, Body, Path, Request, Response
 from sqlalchemy.orm import Session
 
-from pokna.api.auth import TenantDep
+from pokna.api.auth import ApiKeyDigestDep, TenantDep
 from pokna.api.clock import ClockDep
+from pokna.api.database_gate import Place
 from pokna.api.deps import RuntimeDep, SessionDep
-from pokna.api.idempotency import IdempotencyDep
+from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import (
     ACTION_REFUSALS,
@@ -30,6 +31,7 @@ from pokna.api.problem_docs import (
     VERSION_CONFLICT,
     problems,
 )
+from pokna.api.rate_limits import client_party
 from pokna.api.schemas.common import NoNul
 from pokna.api.schemas.games import (
     GameAction,
@@ -42,6 +44,7 @@ from pokna.api.schemas.games import (
     TableOut,
 )
 from pokna.dealer import service as dealer
+from pokna.errors import Unauthorized
 
 router = APIRouter(prefix="/v1")
 
@@ -146,28 +149,49 @@ def get_game(
         ACTION_REFUSALS,
     ),
 )
-def act(
+async def act(
     game_id: GameId,
     action: Annotated[GameAction, Body(openapi_examples=ACTION_EXAMPLES)],
+    request: Request,
     runtime: RuntimeDep,
-    tenant_id: TenantDep,
+    api_key_digest: ApiKeyDigestDep,
     clock: ClockDep,
-    idempotency: IdempotencyDep,
-) -> GameActionOut:
-    request = dealer.PlayerAction(
+    sent_key: SentKeyDep,
+) -> Response:
+    """Async, on the driver: three round trips and no thread (pokna.dealer.playing). The answer is sent as
+    the bytes the dealer built once, which are also what a retry under the same key gets back."""
+    player_action = dealer.PlayerAction(
         type=action.type,
         account_id=action.account_id,
         choice=getattr(action, "choice", None),
         client_seed=getattr(action, "client_seed", None),
         expected_version=action.expected_version,
     )
-
-    def work(session: Session) -> tuple[int, GameActionOut]:
-        # A retry of an action the service failed to finish acts as of its first attempt's deadlines.
-        resumed = clock.resuming(idempotency.interrupted_at)
-        return 200, dealer.act(session, runtime.keys, resumed, tenant_id, game_id, request)
-
-    return idempotency.run(work, GameActionOut)
+    keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
+    place = Place(request.app.state.database_gate, client_party(request.scope))
+    await place.take()
+    try:
+        async with runtime.aio.connection() as connection:
+            played = await dealer.play(
+                connection,
+                runtime.keys,
+                clock,
+                dealer.Caller(api_key_digest=api_key_digest),
+                keyed,
+                game_id,
+                player_action,
+                dealer.revenue_account_opener(runtime.engine),
+            )
+    except Unauthorized:
+        raise
+    except BaseException:
+        request.state.api_key_authenticated = True  # refused or failed after the key was checked
+        raise
+    finally:
+        place.give_back()
+    request.state.api_key_authenticated = True
+    headers = {REPLAYED_HEADER: "true"} if played.replayed else None
+    return Response(played.body, status_code=played.status, media_type="application/json", headers=headers)
 
 
 @router.get(

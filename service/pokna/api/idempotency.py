@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -146,8 +147,31 @@ async def get_idempotency(
         Header(alias=KEY_HEADER, description=_KEY_DESCRIPTION, examples=[_KEY_EXAMPLE]),
     ] = None,
 ) -> Idempotency:
+    sent = await get_sent_key(request, idempotency_key)
+    key, fingerprint = (None, "") if sent is None else (sent.key, sent.fingerprint)
+    return Idempotency(session, tenant_id, key, fingerprint, response)
+
+
+@dataclass(frozen=True)
+class SentKey:
+    key: str
+    """Unquoted."""
+    fingerprint: str
+
+
+async def get_sent_key(
+    request: Request,
+    idempotency_key: Annotated[
+        IdempotencyKey | None,
+        Header(alias=KEY_HEADER, description=_KEY_DESCRIPTION, examples=[_KEY_EXAMPLE]),
+    ] = None,
+) -> SentKey | None:
+    """The request's key and fingerprint, or None without a key: for the async paths, which claim the key
+    themselves (pokna.idempotency.aio), and for `get_idempotency`."""
     key = _unquoted(idempotency_key)
-    if key is not None and not key.strip(' "'):
+    if key is None:
+        return None
+    if not key.strip(' "'):
         # `""` or `" "` fit the header's pattern as keys of their own, but mean none: refused like any
         # other key the pattern refuses, naming the header.
         raise RequestValidationError(
@@ -161,10 +185,10 @@ async def get_idempotency(
             ]
         )
     # Only a keyed request is ever compared with another; FastAPI has already read (and cached) the body.
-    fingerprint = (
-        "" if key is None else request_fingerprint(request.method, request.url.path, await request.body())
-    )
-    return Idempotency(session, tenant_id, key, fingerprint, response)
+    return SentKey(key, request_fingerprint(request.method, request.url.path, await request.body()))
+
+
+SentKeyDep = Annotated[SentKey | None, Depends(get_sent_key)]
 
 
 def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -233,4 +234,5 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
     app.add_exception_handler(PoknaError, _on_domain_error)
     app.add_exception_handler(SQLAlchemyError, _on_database_error)
+    app.add_exception_handler(psycopg.Error, _on_database_error)  # the async hot paths (pokna.db.aio)
     app.add_exception_handler(Exception, _on_unhandled)

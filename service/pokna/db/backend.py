@@ -21,6 +21,18 @@ def require_postgresql(target: str | Engine) -> None:
         raise UnsupportedDatabase(f"Pokna runs on PostgreSQL, not {name!r}")
 
 
+def driver_parameters(engine: Engine) -> dict[str, str | int]:
+    """What the engine passes psycopg to connect (hosts, ports, user, database, libpq options of its
+    URL): for the connections the hot paths open with the driver itself (pokna.db.aio)."""
+    _, parameters = engine.dialect.create_connect_args(engine.url)
+    # `context` is the dialect's adapters for its own connections, not a connection option.
+    return {
+        name: value if isinstance(value, int) else str(value)
+        for name, value in parameters.items()
+        if value is not None and name != "context"
+    }
+
+
 def accepts_writes(session: Session) -> bool:
     """False on a PostgreSQL that is read-only: a standby not yet promoted (a single-host URL naming it,
     or a demoted primary) answers reads but refuses every write, so the service is not ready there."""

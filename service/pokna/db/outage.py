@@ -11,6 +11,7 @@ for a connection that failed before the server said anything
 
 from __future__ import annotations
 
+import psycopg
 from sqlalchemy import exc
 
 # SQLSTATE classes and codes that say the server cannot do the work now, whatever the request was.
@@ -33,18 +34,25 @@ def unavailable_reason(error: BaseException) -> str | None:
     constraint, bad SQL): one short sentence, never the statement or its parameters."""
     if isinstance(error, exc.TimeoutError):
         return "no database connection became free within the configured pool wait"
+    if isinstance(error, psycopg.Error):  # the async hot paths use the driver without SQLAlchemy
+        return _driver_reason(error, error)
     if isinstance(error, exc.DisconnectionError):
         return "the connection to the database was lost"
     if not isinstance(error, exc.DBAPIError):
         return None
     if error.connection_invalidated:
         return "the connection to the database was lost"
-    original = error.orig
+    return _driver_reason(error.orig, error)
+
+
+def _driver_reason(original: BaseException | None, error: BaseException) -> str | None:
     sqlstate = getattr(original, "sqlstate", None)
     if isinstance(sqlstate, str) and sqlstate:
         if sqlstate[:2] in _UNAVAILABLE_CLASSES:
             return "the connection to the database failed"
         return _UNAVAILABLE_STATES.get(sqlstate)
-    if isinstance(error, exc.OperationalError | exc.InterfaceError):
+    if isinstance(
+        error, exc.OperationalError | exc.InterfaceError | psycopg.OperationalError | psycopg.InterfaceError
+    ):
         return "cannot reach the database"  # refused, unreachable, closed: before the server said anything
     return None

@@ -8,17 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.orm import Session
-
-from pokna import metrics
 from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.deadlines import Clock, apply_passed_deadlines
 from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.schemas import ActionRollOut, GameActionOut
 from pokna.dealer.stepping import apply_step, number_events
-from pokna.dealer.store import game_store
 from pokna.dealer.view import SET_CLIENT_SEED, game_out
+from pokna.dealer.writes import GameWrites
 from pokna.errors import InvalidRequest, PoknaError
 from pokna.fairness.protocol import client_seed_problem
 from pokna.game import Action, Cancel, Challenge, Claim, Roll, Start, Vote, VoteChoice
@@ -37,27 +34,21 @@ class PlayerAction:
     expected_version: int | None = None
 
 
-def act(
-    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
+def decide_action(
+    writes: GameWrites,
+    keys: ServiceKeys,
+    clock: Clock,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: dict[str, int],
+    request: PlayerAction,
 ) -> GameActionOut:
-    """The game after the action, with the rolls the action made. Deadlines passed meanwhile are applied
-    first, under the same lock (their rolls are in the game's events, not in this answer)."""
+    """The game after the action, with the rolls the action made, decided under the game's lock and
+    gathered in `writes`. Deadlines passed meanwhile are applied first (their rolls are in the game's
+    events, not in this answer)."""
+    timed_out = apply_passed_deadlines(writes, keys, clock.for_deadlines(), game, seats, balances)
     try:
-        answer = _act(session, keys, clock, tenant_id, game_id, request)
-    except PoknaError as refusal:
-        metrics.game_action(request.type, refusal.code)
-        raise
-    metrics.game_action(request.type, "ok")
-    return answer
-
-
-def _act(
-    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str, request: PlayerAction
-) -> GameActionOut:
-    game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
-    timed_out = apply_passed_deadlines(session, keys, clock.for_deadlines(), game, seats, balances)
-    try:
-        return _act_now(session, keys, clock, game, seats, balances, request)
+        return _act_now(writes, keys, clock, game, seats, balances, request)
     except PoknaError as refusal:
         if timed_out:
             _say_it_timed_out(refusal, timed_out)
@@ -75,7 +66,7 @@ def _say_it_timed_out(refusal: PoknaError, timed_out: list[dict[str, Any]]) -> N
 
 
 def _act_now(
-    session: Session,
+    writes: GameWrites,
     keys: ServiceKeys,
     clock: Clock,
     game: GameRecord,
@@ -90,10 +81,10 @@ def _act_now(
         )
     rolls: list[ActionRollOut] = []
     if request.type == SET_CLIENT_SEED:
-        _set_client_seed(session, game, seats, balances, request, clock.now)
+        _set_client_seed(writes, game, seats, balances, request, clock.now)
     else:
         action = _to_engine_action(request, seats)
-        result = apply_step(session, keys, clock, game, seats, balances, action, clock.now)
+        result = apply_step(writes, keys, clock, game, seats, balances, action, clock.now)
         rolls = [
             ActionRollOut(
                 nonce=event.nonce,
@@ -144,7 +135,7 @@ def _to_engine_action(request: PlayerAction, seats: Sequence[SeatRecord]) -> Act
 
 
 def _set_client_seed(
-    session: Session,
+    writes: GameWrites,
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
@@ -165,7 +156,5 @@ def _set_client_seed(
     events = number_events(
         game, now, [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})]
     )
-    game_store(session).save_step(
-        session, game, previous_version=previous_version, events=events, rolls=[], seeded=[seat]
-    )
-    announce_client_seed_set(session, game, seats, balances, now)
+    writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=[seat])
+    announce_client_seed_set(writes, game, seats, balances, now)

@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy.orm import Session
-
-from pokna import outbox
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.view import game_out
 from pokna.game import Action, GameState, Phase, Timeout, turn
+from pokna.outbox import Recorder
 from pokna.outbox.events import (
     GameCancelled,
     GameCreated,
@@ -34,7 +32,7 @@ from pokna.outbox.events import (
 
 
 def announce_created(
-    session: Session, game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int]
+    outbox: Recorder, game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int]
 ) -> None:
     assert game.turn_deadline_at is not None  # an open game waits for its start until then
     data = GameCreatedData(
@@ -48,12 +46,12 @@ def announce_created(
         account_ids=[seat.account_id for seat in seats],
         start_deadline_at=game.turn_deadline_at,
     )
-    outbox.record(session, game.tenant_id, game.id, GameCreated(timestamp=game.created_at, data=data))
-    _announce_turn(session, game, seats, balances, game.created_at)
+    outbox.record(game.tenant_id, game.id, GameCreated(timestamp=game.created_at, data=data))
+    _announce_turn(outbox, game, seats, balances, game.created_at)
 
 
 def announce_client_seed_set(
-    session: Session,
+    outbox: Recorder,
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
@@ -62,11 +60,11 @@ def announce_client_seed_set(
     """A client seed is no rules step, yet it moves the game's version: the turn is announced again with
     that version, or a receiver acting on the last `game.turn` it had would send a stale
     `expected_version` and be refused with a conflict."""
-    _announce_turn(session, game, seats, balances, moment)
+    _announce_turn(outbox, game, seats, balances, moment)
 
 
 def announce_step(
-    session: Session,
+    outbox: Recorder,
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
@@ -88,18 +86,18 @@ def announce_step(
             applied_action=waited.default_action or "cancel",
             deadline_at=moment,
         )
-        outbox.record(session, game.tenant_id, game.id, GameTurnTimedOut(timestamp=moment, data=data))
+        outbox.record(game.tenant_id, game.id, GameTurnTimedOut(timestamp=moment, data=data))
     if before.phase is Phase.OPEN and after.phase is not Phase.OPEN and not after.is_over:
         started = GameStartedData(game_id=game.id, version=game.version, pot=after.pot, started_at=moment)
-        outbox.record(session, game.tenant_id, game.id, GameStarted(timestamp=moment, data=started))
+        outbox.record(game.tenant_id, game.id, GameStarted(timestamp=moment, data=started))
     if after.is_over:
-        _announce_end(session, game, seats, balances, moment)
+        _announce_end(outbox, game, seats, balances, moment)
     else:
-        _announce_turn(session, game, seats, balances, moment)
+        _announce_turn(outbox, game, seats, balances, moment)
 
 
 def _announce_turn(
-    session: Session,
+    outbox: Recorder,
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
@@ -117,11 +115,11 @@ def _announce_turn(
         default_action=shown.turn.default_action,
         deadline_at=shown.turn.deadline_at,
     )
-    outbox.record(session, game.tenant_id, game.id, GameTurn(timestamp=moment, data=data))
+    outbox.record(game.tenant_id, game.id, GameTurn(timestamp=moment, data=data))
 
 
 def _announce_end(
-    session: Session,
+    outbox: Recorder,
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
@@ -147,4 +145,4 @@ def _announce_end(
         if game.status == "settled"
         else GameCancelled(timestamp=moment, data=data)
     )
-    outbox.record(session, game.tenant_id, game.id, ended)
+    outbox.record(game.tenant_id, game.id, ended)

@@ -26,6 +26,7 @@ from pokna.fairness.protocol import generate_server_seed, server_seed_hash
 from pokna.fairness.receipt import build_commitment_receipt
 from pokna.fairness.seed_vault import seal_server_seed
 from pokna.game import new_game, state_to_dict
+from pokna.outbox import SessionOutbox
 from pokna.service_keys import ServiceKeys
 
 
@@ -102,7 +103,7 @@ def create_game(
     seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
     events = number_events(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
     game_store(session).insert_game(session, game, seats, events)
-    announce_created(session, game, seats, balances)
+    announce_created(SessionOutbox(session), game, seats, balances)
     return game_out(game, seats, balances)
 
 

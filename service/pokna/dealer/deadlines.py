@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.stepping import apply_step
 from pokna.dealer.store import game_store
+from pokna.dealer.writes import GameWrites, decide_under_lock
 from pokna.game import Timeout
 from pokna.game.events import TimedOut
 from pokna.service_keys import ServiceKeys
@@ -57,8 +58,15 @@ def apply_due_timeouts(
     store = game_store(session)
     if not _passed(store.turn_deadline(session, tenant_id, game_id), clock):
         return 0  # the common case: no lock taken, nothing written
-    game, seats, balances = store.lock_game_and_seats(session, tenant_id, game_id)
-    return len(apply_passed_deadlines(session, keys, clock, game, seats, balances))
+    applied = decide_under_lock(
+        session,
+        tenant_id,
+        game_id,
+        lambda writes, game, seats, balances: apply_passed_deadlines(
+            writes, keys, clock, game, seats, balances
+        ),
+    )
+    return len(applied)
 
 
 def caught_up(
@@ -71,13 +79,18 @@ def caught_up(
     game = store.get_game(session, tenant_id, game_id)
     if not _passed(game.turn_deadline_at, clock):
         return game, None  # the common case: one query, no lock
-    game, seats, balances = store.lock_game_and_seats(session, tenant_id, game_id)
-    apply_passed_deadlines(session, keys, clock, game, seats, balances)
-    return game, seats
+
+    def catch_up(
+        writes: GameWrites, game: GameRecord, seats: list[SeatRecord], balances: dict[str, int]
+    ) -> tuple[GameRecord, list[SeatRecord]]:
+        apply_passed_deadlines(writes, keys, clock, game, seats, balances)
+        return game, seats
+
+    return decide_under_lock(session, tenant_id, game_id, catch_up)
 
 
 def apply_passed_deadlines(
-    session: Session,
+    writes: GameWrites,
     keys: ServiceKeys,
     clock: Clock,
     game: GameRecord,
@@ -89,7 +102,7 @@ def apply_passed_deadlines(
     applied: list[dict[str, Any]] = []
     while game.turn_deadline_at is not None and game.turn_deadline_at <= clock.now:
         deadline = game.turn_deadline_at
-        result = apply_step(session, keys, clock, game, seats, balances, Timeout(), deadline)
+        result = apply_step(writes, keys, clock, game, seats, balances, Timeout(), deadline)
         for event in result.events:
             if isinstance(event, TimedOut):
                 applied.append(

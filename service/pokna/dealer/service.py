@@ -8,22 +8,25 @@ lives: creating (creating.py), acting (acting.py), one rules step persisted (ste
 
 from __future__ import annotations
 
-from pokna.dealer.acting import PlayerAction, act
+from pokna.dealer.acting import PlayerAction
 from pokna.dealer.creating import NewGame, check_seating, create_game
 from pokna.dealer.deadlines import Clock, apply_due_timeouts, due_games
 from pokna.dealer.fairness_link import fairness_link
+from pokna.dealer.playing import Caller, Keyed, Played, play, revenue_account_opener
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import AuditedGame, game_events, game_proof, games_for_audit, read_game
 from pokna.dealer.tables import NewTable, create_table, deal_round, read_table
 
 __all__ = [
     "AuditedGame",
+    "Caller",
     "Clock",
+    "Keyed",
     "NewGame",
     "NewTable",
+    "Played",
     "PlayerAction",
     "RakeTerms",
-    "act",
     "apply_due_timeouts",
     "check_seating",
     "create_game",
@@ -34,6 +37,8 @@ __all__ = [
     "game_events",
     "game_proof",
     "games_for_audit",
+    "play",
     "read_game",
     "read_table",
+    "revenue_account_opener",
 ]

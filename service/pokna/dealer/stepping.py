@@ -1,9 +1,10 @@
-"""One rules step, persisted: the heart of every action and every timeout.
+"""One rules step, decided: the heart of every action and every timeout.
 
-Under the game's lock (the caller holds it): run the pure rules step on the wallets' balances, post its
-money moves with those balances as expected (if one moved meanwhile, the step is decided again on the
-balances the ledger then holds), sign the proof if the game ended, and write the new state, the rolls and
-the events, all in the caller's transaction.
+Under the game's lock (the caller holds it): run the pure rules step on the wallets' balances, turn its
+money moves into the ledger's posting document (with those balances as expected: if one moved meanwhile,
+game_write() refuses and the caller decides again on a fresh read), sign the proof if the game ended, and
+gather the new state, the rolls, the events and the announcements in the caller's `GameWrites`, which one
+call writes (pokna.dealer.writes).
 """
 
 from __future__ import annotations
@@ -12,16 +13,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.orm import Session
-
-from pokna import ledger, metrics
+from pokna import ledger
 from pokna.dealer.announcements import announce_step
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.proof_signing import sign_proof
-from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
-from pokna.dealer.store import game_store
 from pokna.dealer.view import game_out, status_of
+from pokna.dealer.writes import GameWrites
 from pokna.fairness.proof_replay import balance_cap, recorded_balances
 from pokna.fairness.protocol import game_client_seed, generate_client_seed, roll
 from pokna.fairness.seed_vault import open_server_seed
@@ -43,7 +41,6 @@ from pokna.game import (
 )
 from pokna.game.events import Rolled
 from pokna.game.transfers import party_to_json
-from pokna.ledger.errors import BalancesChanged
 from pokna.service_keys import ServiceKeys
 
 if TYPE_CHECKING:  # deadlines.py applies its timeouts through apply_step
@@ -51,7 +48,7 @@ if TYPE_CHECKING:  # deadlines.py applies its timeouts through apply_step
 
 
 def apply_step(
-    session: Session,
+    writes: GameWrites,
     keys: ServiceKeys,
     clock: Clock,
     game: GameRecord,
@@ -60,9 +57,9 @@ def apply_step(
     action: Action,
     moment: datetime,
 ) -> StepResult:
-    """One rules step, persisted: postings, events, rolls and the game row. `balances` (by account) were
-    read without a lock; they are kept up to date with what this step posts."""
-    store = game_store(session)
+    """One rules step, gathered in `writes`: postings, events, rolls, the game row, its announcements.
+    `balances` (by account) were read without the ledger's lock; they are kept up to date with what this
+    step posts."""
     state = state_from_dict(game.state)
     previous_version = game.version
     starting = state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout)
@@ -82,22 +79,11 @@ def apply_step(
         except GameError as error:
             raise ActionRefused(error, game_out(game, seats, held)) from error
 
-    # The rules run on balances read without a lock. A step that moves money posts with those balances
-    # as expected: the ledger locks its head and the wallets in one round trip, and if a balance moved
-    # meanwhile it posts nothing and answers with the balances it now holds, on which the pure step
-    # simply runs again (the locks stay held: nothing can change them a second time).
+    # The rules run on balances read without the ledger's lock. A step that moves money posts with those
+    # balances as expected: if one moved meanwhile, game_write() writes nothing and raises, and the caller
+    # decides the request again on a fresh read.
     seat_balances, result = apply_rules(balances)
-    # A finishing step signs the proof over everything recorded so far: read under the game's lock but
-    # before the ledger's, so that the ledger's critical section stays short.
-    recorded = store.recorded_for_proof(session, game.id) if result.state.is_over else None
-    try:
-        money = _post_transfers(session, game, seats, balances, result)
-    except BalancesChanged as changed:
-        balances.update(changed.balances)
-        seat_balances, result = apply_rules(balances)
-        if result.state.is_over and recorded is None:
-            recorded = store.recorded_for_proof(session, game.id)
-        money = _post_transfers(session, game, seats, balances, result)
+    money, batch = _post_transfers(writes, game, seats, balances, result)
     config = state.config
     cap = balance_cap(config.stake, config.challenge_raise, config.player_count)
     entries: list[tuple[str, dict[str, Any]]] = [
@@ -122,8 +108,9 @@ def apply_step(
     events = number_events(game, moment, entries)
     seeded += _advance(keys, clock, game, seats, state, result.state, moment)
     if result.state.is_over:
-        assert recorded is not None
-        recorded_events, recorded_rolls = recorded
+        writes.finished.append(result.state.outcome.reason.value if result.state.outcome else "cancelled")
+    if result.state.is_over:
+        recorded_events, recorded_rolls = writes.recorded_for_proof(game.id)
         game.proof = sign_proof(
             game,
             result.state,
@@ -132,10 +119,10 @@ def apply_step(
             events=[*recorded_events, *events],
             rolls=[*recorded_rolls, *rolls],
         )
-    store.save_step(
-        session, game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded
+    writes.save_step(
+        game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded, batch=batch
     )
-    announce_step(session, game, seats, balances, state, result.state, action, moment)
+    announce_step(writes, game, seats, balances, state, result.state, action, moment)
     return result
 
 
@@ -160,18 +147,20 @@ def _seat_client_seeds(
 
 
 def _post_transfers(
-    session: Session,
+    writes: GameWrites,
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: dict[str, int],
     result: StepResult,
-) -> list[tuple[str, dict[str, Any]]]:
+) -> tuple[list[tuple[str, dict[str, Any]]], ledger.TransferBatch | None]:
+    """The step's money moves as the ledger's posting document, and their money events (each event's
+    ledger seq is added when it is posted)."""
     if not result.transfers:
-        return []
+        return [], None
     account_of: dict[Party, str] = {seat.seat: seat.account_id for seat in seats}
     account_of[POT] = game.pot_account_id
     if any(transfer.payee is REVENUE for transfer in result.transfers):
-        account_of[REVENUE] = revenue_account_id(session, game.tenant_id, game.currency)
+        account_of[REVENUE] = writes.reads.revenue_account_id(game.tenant_id, game.currency)
 
     def account(party: Party) -> str:
         return account_of[party]
@@ -180,9 +169,9 @@ def _post_transfers(
         ledger.AccountTransfer(t.kind.value, account(t.payer), account(t.payee), t.amount)
         for t in result.transfers
     ]
-    posted = ledger.post_transfers(
-        session,
+    batch = ledger.transfer_batch(
         tenant_id=game.tenant_id,
+        currency=game.currency,
         transfers=account_transfers,
         reference=game.id,
         metadata={"game_id": game.id},
@@ -203,12 +192,11 @@ def _post_transfers(
                 "payer": party_to_json(transfer.payer),
                 "payee": party_to_json(transfer.payee),
                 "amount": transfer.amount,
-                "journal_transaction_id": journal.id,
-                "ledger_seq": journal.seq,
+                "journal_transaction_id": transaction_id,
             },
         )
-        for transfer, journal in zip(result.transfers, posted, strict=True)
-    ]
+        for transfer, transaction_id in zip(result.transfers, batch.transaction_ids, strict=True)
+    ], batch
 
 
 def _advance(
@@ -229,7 +217,6 @@ def _advance(
     if before.phase is Phase.OPEN and after.phase is not Phase.OPEN and not after.is_over:
         game.started_at = moment
     if after.is_over:
-        metrics.game_finished(after.outcome.reason.value if after.outcome else "cancelled")
         game.turn_deadline_at = None
         game.ended_at = moment
         if (

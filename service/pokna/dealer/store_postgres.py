@@ -67,7 +67,7 @@ def _insert(table: str, columns: Sequence[str], parameter: str, *, one: bool = F
 
 # The game row as one array in GameRecord's order, the version the statement's snapshot saw, and the
 # seats with their wallets' balances (see PostgresGameStore.lock_game_and_seats for why both versions).
-_LOCK_GAME_AND_SEATS = (
+LOCK_GAME_AND_SEATS = (
     f"SELECT json_build_array({_names('game', GAME_COLUMNS)}), "  # noqa: S608
     "(SELECT seen.version FROM game AS seen WHERE seen.id = %(game_id)s), "
     "(SELECT json_agg(json_build_array(game_seat.seat, game_seat.account_id, game_seat.client_seed, "
@@ -100,7 +100,7 @@ _INSERT_GAME = (
     f"{_NEW_EVENT} SELECT 1"
 )
 
-_RECORDED_FOR_PROOF = (
+RECORDED_FOR_PROOF = (
     "SELECT (SELECT json_agg(json_build_array(seq, kind, payload, occurred_at) ORDER BY seq) "
     "FROM game_event WHERE game_id = %(game_id)s AND kind = ANY(%(kinds)s)), "
     "(SELECT json_agg(json_build_array(nonce, seat, purpose, face, color, rolled_at) ORDER BY nonce) "
@@ -127,22 +127,14 @@ class PostgresGameStore(GameQueries):
         latest. Every seat change bumps the game's version, so when the locked version is the one the
         snapshot saw, the seats read are current; otherwise they are read again (only when two requests
         raced)."""
-        row = _execute(session, _LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id})
+        row = _execute(session, LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id})
         locked = row.one_or_none()
         if locked is None:
             raise NotFound(f"no game {game_id}")
-        game_values, seen_version, seat_rows = locked
-        for index in _GAME_TIMESTAMP_INDEXES:
-            if game_values[index] is not None:
-                game_values[index] = _timestamp(game_values[index])
-        game = GameRecord(*game_values)
-        if seen_version != game.version:
+        game, seats, balances = locked_records(*locked)
+        if seats is None:
             return (game, *self.seats_and_balances(session, tenant_id, game.id))
-        return (
-            game,
-            [SeatRecord(seat, account_id, seed, source) for seat, account_id, seed, source, _ in seat_rows],
-            {account_id: int(balance) for _, account_id, _, _, balance in seat_rows},
-        )
+        return game, seats, balances
 
     def insert_game(
         self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
@@ -183,14 +175,38 @@ class PostgresGameStore(GameQueries):
         self, session: Session, game_id: str
     ) -> tuple[list[EventRecord], list[RollRecord]]:
         params = {"game_id": game_id, "kinds": list(PROOF_EVENTS)}
-        events, rolls = _execute(session, _RECORDED_FOR_PROOF, params).one()
-        return (
-            [EventRecord(seq, kind, payload, _timestamp(at)) for seq, kind, payload, at in events or ()],
-            [
-                RollRecord(nonce, seat, purpose, face, color, _timestamp(at))
-                for nonce, seat, purpose, face, color, at in rolls or ()
-            ],
-        )
+        return recorded_records(*_execute(session, RECORDED_FOR_PROOF, params).one())
+
+
+def recorded_records(
+    events: list[list[Any]] | None, rolls: list[list[Any]] | None
+) -> tuple[list[EventRecord], list[RollRecord]]:
+    """RECORDED_FOR_PROOF's row as records."""
+    return (
+        [EventRecord(seq, kind, payload, _timestamp(at)) for seq, kind, payload, at in events or ()],
+        [
+            RollRecord(nonce, seat, purpose, face, color, _timestamp(at))
+            for nonce, seat, purpose, face, color, at in rolls or ()
+        ],
+    )
+
+
+def locked_records(
+    game_values: list[Any], seen_version: int, seat_rows: list[list[Any]]
+) -> tuple[GameRecord, list[SeatRecord] | None, dict[str, int]]:
+    """LOCK_GAME_AND_SEATS's row as records. The seats are None when the locked game is newer than the
+    statement's snapshot (two requests raced): the caller reads them again."""
+    for index in _GAME_TIMESTAMP_INDEXES:
+        if game_values[index] is not None:
+            game_values[index] = _timestamp(game_values[index])
+    game = GameRecord(*game_values)
+    if seen_version != game.version:
+        return game, None, {}
+    return (
+        game,
+        [SeatRecord(seat, account_id, seed, source) for seat, account_id, seed, source, _ in seat_rows],
+        {account_id: int(balance) for _, account_id, _, _, balance in seat_rows},
+    )
 
 
 def _execute(session: Session, statement: str, params: dict[str, Any]) -> Any:

@@ -22,6 +22,7 @@ from pokna.ledger.accounts import (
 from pokna.ledger.audit import AuditReport, Finding, verify_export
 from pokna.ledger.audit_reads import JournalSpan, checkpoints_between, journal_span, transfers_before
 from pokna.ledger.audit_scan import verify_export_stream
+from pokna.ledger.batches import TransferBatch, transfer_batch
 from pokna.ledger.checkpoint import Checkpoint, checkpoint_document, list_checkpoints, take_checkpoint
 from pokna.ledger.errors import (
     AccountExists,
@@ -38,6 +39,7 @@ from pokna.ledger.errors import (
     UnbalancedTransaction,
 )
 from pokna.ledger.export import export_beancount, export_csv, export_jsonl, export_lines
+from pokna.ledger.holding import hold_wallets, hold_wallets_now
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.posting import (
     deposit,
@@ -83,6 +85,7 @@ __all__ = [
     "TenantNotFound",
     "TransactionKind",
     "TransactionNotFound",
+    "TransferBatch",
     "TrialBalance",
     "UnbalancedTransaction",
     "account_summaries",
@@ -98,6 +101,8 @@ __all__ = [
     "funding_account",
     "get_account",
     "get_transaction",
+    "hold_wallets",
+    "hold_wallets_now",
     "house_account",
     "journal_span",
     "list_checkpoints",
@@ -110,6 +115,7 @@ __all__ = [
     "reverse_transaction",
     "take_checkpoint",
     "transactions_of",
+    "transfer_batch",
     "transfers_before",
     "trial_balance",
     "verify_export",

@@ -67,7 +67,7 @@ class PostgresqlLedgerStore(LedgerStore):
             check_postings(draft.postings, currency_of)
         written = [unchained(tenant_id, draft, currency_of) for draft in drafts]
 
-        outcome = _ledger_post(session, tenant_id, _batch(involved, expected_balances, written))
+        outcome = _ledger_post(session, tenant_id, batch_document(involved, expected_balances, written))
         if outcome.status != "posted":
             return Posted(_refused(session, tenant_id, drafts, expected_balances, outcome), {})
         assert outcome.first_seq is not None
@@ -92,7 +92,9 @@ def _ledger_post(session: Session, tenant_id: str, batch: Mapping[str, Any]) -> 
     )
 
 
-def _batch(account_ids: list[str], expected: Mapping[str, int], written: list[Unchained]) -> dict[str, Any]:
+def batch_document(
+    account_ids: list[str], expected: Mapping[str, int], written: list[Unchained]
+) -> dict[str, Any]:
     """The document ledger_post() reads: arrays by column (migrations/versions/0005_ledger_post_json.py)."""
     rows = [transaction.row for transaction in written]
     posting_rows = [

@@ -8,13 +8,30 @@ The webhooks worker (pokna.webhooks) fans the rows out to endpoints and sends th
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from sqlalchemy.orm import Session
 
 from pokna.db.models.webhook import WebhookEvent
 from pokna.db.types import new_id
 from pokna.outbox.events import EVENT_MODELS, EVENT_TYPES, Event, EventType
 
-__all__ = ["EVENT_MODELS", "EVENT_TYPES", "Event", "EventType", "record"]
+__all__ = ["EVENT_MODELS", "EVENT_TYPES", "Event", "EventType", "Recorder", "SessionOutbox", "record"]
+
+
+class Recorder(Protocol):
+    """Where a domain records its events: the session's outbox (`SessionOutbox`), or the writes a game
+    request gathers for one call (pokna.dealer.writes.GameWrites), which insert the same rows."""
+
+    def record(self, tenant_id: str, ordering_key: str, event: Event) -> str: ...
+
+
+class SessionOutbox:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
+        return record(self.session, tenant_id, ordering_key, event)
 
 
 def record(session: Session, tenant_id: str, ordering_key: str, event: Event) -> str:

@@ -23,7 +23,8 @@ class IssuedKey:
     secret: str
 
 
-def _digest(secret: str) -> str:
+def key_digest(secret: str) -> str:
+    """How an API key is stored and looked up: its SHA-256, in hex."""
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -50,7 +51,9 @@ def list_tenants(session: Session) -> list[Tenant]:
 def issue_api_key(session: Session, tenant_id: str) -> IssuedKey:
     get_tenant(session, tenant_id)
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
-    key = ApiKey(id=new_id("key"), tenant_id=tenant_id, secret_sha256=_digest(secret), created_at=utc_now())
+    key = ApiKey(
+        id=new_id("key"), tenant_id=tenant_id, secret_sha256=key_digest(secret), created_at=utc_now()
+    )
     repository.add(session, key)
     return IssuedKey(key_id=key.id, tenant_id=tenant_id, secret=secret)
 
@@ -71,7 +74,7 @@ def revoke_api_key(session: Session, key_id: str) -> ApiKey:
 
 def authenticate(session: Session, secret: str) -> str:
     """The tenant id a live key belongs to. Unknown and revoked keys look the same to the caller."""
-    tenant_id = repository.live_key_tenant(session, _digest(secret))
+    tenant_id = repository.live_key_tenant(session, key_digest(secret))
     if tenant_id is None:
         raise Unauthorized("unknown or revoked API key")
     return tenant_id

@@ -1,0 +1,281 @@
+"""A player's action on the async path: three round trips, no thread, no ORM.
+
+1. Authenticate the API key and claim the Idempotency-Key, in one autocommit statement
+   (pokna.idempotency.aio). Without a key there is nothing to claim, and the key is checked by the next
+   round trip instead.
+2. BEGIN, hold the claim (or authenticate) and lock the game with its seats and balances: three statements
+   in one pipeline, one round trip.
+3. Decide in Python (deadlines that passed, then the action: pokna.dealer.acting.decide_action), build the
+   answer once, and send everything it writes as one game_write() call with COMMIT behind it in the same
+   pipeline (pokna.dealer.writes). The answer's bytes are what is sent, stored for replay, and the
+   announcements carry the same game as its `game`.
+
+The rare paths cost more and say so: a key seen before (pokna.idempotency.aio.claim_existing), a game that
+ends (its recorded events and rolls are read to sign the proof), a first rake (the revenue account is
+opened), a wallet that moved after the read (the action is decided again from step 2).
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from sqlalchemy import Engine
+from sqlalchemy.orm import sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from pokna import ledger, metrics
+from pokna.db.engine import unit_of_work
+from pokna.db.types import utc_now
+from pokna.dealer.acting import PlayerAction, decide_action
+from pokna.dealer.deadlines import Clock
+from pokna.dealer.game_queries import PROOF_EVENTS
+from pokna.dealer.rake import revenue_account_id
+from pokna.dealer.store_postgres import (
+    LOCK_GAME_AND_SEATS,
+    RECORDED_FOR_PROOF,
+    locked_records,
+    recorded_records,
+)
+from pokna.dealer.writes import (
+    DECIDE_ATTEMPTS,
+    GAME_WRITE,
+    STALE_BALANCES,
+    GameWrites,
+    NeedsRead,
+    Prefetched,
+    StaleBalances,
+)
+from pokna.errors import NotFound, PoknaError, Unauthorized
+from pokna.idempotency import aio as idempotency
+from pokna.service_keys import ServiceKeys
+
+OpenRevenueAccount = Callable[[str, str], Awaitable[str]]
+"""The tenant's revenue account in a currency, opened if it is not yet (rare: the first rake)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who acts: an API key's digest (checked by the action's first statement), or a tenant already known
+    (a command, a test)."""
+
+    api_key_digest: str | None = None
+    tenant_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Keyed:
+    key: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Played:
+    status: int
+    body: bytes
+    """The answer's JSON, as sent the first time and on every replay."""
+    replayed: bool
+
+
+async def play(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    caller: Caller,
+    keyed: Keyed | None,
+    game_id: str,
+    request: PlayerAction,
+    open_revenue_account: OpenRevenueAccount,
+) -> Played:
+    try:
+        played = await _play(connection, keys, clock, caller, keyed, game_id, request, open_revenue_account)
+    except PoknaError as refusal:
+        metrics.game_action(request.type, refusal.code)
+        raise
+    if not played.replayed:
+        metrics.game_action(request.type, "ok")
+    return played
+
+
+async def _play(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    caller: Caller,
+    keyed: Keyed | None,
+    game_id: str,
+    request: PlayerAction,
+    open_revenue_account: OpenRevenueAccount,
+) -> Played:
+    if keyed is None:
+        return await _decide_and_write(
+            connection, keys, clock, caller, None, game_id, request, open_revenue_account
+        )
+    token = secrets.token_hex(16)
+    started_at = utc_now()
+    claimed = await idempotency.authenticate_and_claim(
+        connection, caller.api_key_digest, caller.tenant_id, keyed.key, keyed.fingerprint, token, started_at
+    )
+    if claimed.stored is not None:
+        stored = claimed.stored
+        return Played(stored.status, str(stored.body).encode(), replayed=True)
+    claim = _Claim(claimed.tenant_id, keyed.key, token, started_at)
+    try:
+        return await _decide_and_write(
+            connection, keys, clock, caller, claim, game_id, request, open_revenue_account
+        )
+    except BaseException:
+        await idempotency.release(connection, claim.tenant_id, claim.key, token)
+        raise
+
+
+@dataclass(frozen=True)
+class _Claim:
+    tenant_id: str
+    key: str
+    token: str
+    started_at: Any
+
+
+async def _decide_and_write(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    caller: Caller,
+    claim: _Claim | None,
+    game_id: str,
+    request: PlayerAction,
+    open_revenue_account: OpenRevenueAccount,
+) -> Played:
+    for attempt in range(DECIDE_ATTEMPTS):
+        try:
+            return await _attempt_once(
+                connection,
+                keys,
+                clock,
+                caller,
+                claim,
+                game_id,
+                request,
+                open_revenue_account,
+                held=attempt > 0,
+            )
+        except StaleBalances:
+            continue
+    raise StaleBalances(f"game {game_id}: wallets kept moving over {DECIDE_ATTEMPTS} attempts")
+
+
+async def _attempt_once(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    caller: Caller,
+    claim: _Claim | None,
+    game_id: str,
+    request: PlayerAction,
+    open_revenue_account: OpenRevenueAccount,
+    *,
+    held: bool,
+) -> Played:
+    """One decision. `held`: after a lost race, the balances are read under the ledger's locks
+    (pokna.ledger.holding), so this decision is the last."""
+    try:
+        async with connection.pipeline(), connection.transaction():
+            if claim is None and caller.tenant_id is None:
+                first = await connection.execute(
+                    idempotency.AUTHENTICATE, {"secret_sha256": caller.api_key_digest}
+                )
+                lock = await connection.execute(
+                    _LOCK_OF_CALLER, {"game_id": game_id, "secret_sha256": caller.api_key_digest}
+                )
+                found = await first.fetchone()
+                if found is None:
+                    raise Unauthorized("unknown or revoked API key")
+                tenant_id: str = found[0]
+            elif claim is None:
+                assert caller.tenant_id is not None
+                tenant_id = caller.tenant_id
+                lock = await connection.execute(
+                    LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id}
+                )
+            else:
+                tenant_id = claim.tenant_id
+                hold = await connection.execute(idempotency.HOLD, {"tenant_id": tenant_id, "key": claim.key})
+                lock = await connection.execute(
+                    LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id}
+                )
+                first_at = idempotency.held_claim(await hold.fetchone(), claim.token)
+                # A retry of an action the service failed to finish acts as of its first attempt's deadlines.
+                clock = clock.resuming(first_at if first_at < claim.started_at else None)
+            locked = await lock.fetchone()
+            if locked is None:
+                raise NotFound(f"no game {game_id}")
+            game, seats, balances = locked_records(*locked)
+            if seats is None:
+                raise StaleBalances("the seats changed while the game's lock was awaited")
+            if held:
+                balances = await ledger.hold_wallets(
+                    connection, tenant_id, [seat.account_id for seat in seats]
+                )
+            prefetched = Prefetched()
+            while True:
+                writes = GameWrites(tenant_id, prefetched)
+                try:
+                    answer = decide_action(
+                        writes,
+                        keys,
+                        clock,
+                        copy.deepcopy(game),
+                        copy.deepcopy(seats),
+                        dict(balances),
+                        request,
+                    )
+                    break
+                except NeedsRead as need:
+                    if need.what == "recorded":
+                        params = {"game_id": game.id, "kinds": list(PROOF_EVENTS)}
+                        row = await (await connection.execute(RECORDED_FOR_PROOF, params)).fetchone()
+                        assert row is not None
+                        prefetched.recorded = recorded_records(*row)
+                    else:
+                        prefetched.revenue_account = await open_revenue_account(tenant_id, game.currency)
+            body = answer.model_dump_json()
+            stored = None if claim is None else {"key": claim.key, "status": 200, "body": body}
+            started = time.perf_counter()
+            await connection.execute(GAME_WRITE, (tenant_id, writes.document(stored)))
+    except psycopg.Error as error:
+        if error.sqlstate == STALE_BALANCES:
+            raise StaleBalances(str(error)) from None
+        raise
+    writes.written(time.perf_counter() - started)
+    return Played(200, body.encode(), replayed=False)
+
+
+# The game under its lock as LOCK_GAME_AND_SEATS reads it, for the tenant of a bearer key: the request
+# without an Idempotency-Key authenticates and locks in the same round trip.
+_LOCK_OF_CALLER = LOCK_GAME_AND_SEATS.replace(
+    "game.tenant_id = %(tenant_id)s",
+    "game.tenant_id = (SELECT tenant_id FROM api_key WHERE secret_sha256 = %(secret_sha256)s "
+    "AND revoked_at IS NULL)",
+)
+assert _LOCK_OF_CALLER != LOCK_GAME_AND_SEATS
+
+
+def revenue_account_opener(engine: Engine) -> OpenRevenueAccount:
+    """Opens the revenue account in a transaction of its own, in the thread pool (once per tenant and
+    currency: an opened account that the action then does not use is harmless, and is used next time)."""
+
+    def open_in_thread(tenant_id: str, currency: str) -> str:
+        with unit_of_work(sessionmaker(bind=engine, expire_on_commit=False)) as session:
+            return revenue_account_id(session, tenant_id, currency)
+
+    async def open_account(tenant_id: str, currency: str) -> str:
+        return await run_in_threadpool(open_in_thread, tenant_id, currency)
+
+    return open_account

@@ -1,0 +1,246 @@
+"""What one game request writes, gathered while the rules decide, then written by one call.
+
+Under the game's lock the dealer decides everything in Python: each rules step (deadlines that passed,
+then the action), its money moves as the ledger's posting document, the step's game row, events and rolls,
+the webhook announcements, and the request's stored answer. `GameWrites` keeps them in order and
+`document` hands them to the PL/pgSQL function game_write() (migrations/versions/0009_game_write.py),
+which posts, writes and records them in one round trip, or raises and writes nothing.
+
+The two reads a step may need while deciding come through `GameReads`: the events and rolls recorded so
+far, to sign the proof of a game that ends, and the tenant's revenue account, for a rake. A synchronous
+caller reads them at once (`SessionReads`); the async action path cannot, so its reads are prefetched and
+a step that needs one it has not got raises `NeedsRead`, and the action is decided again once it is read
+(nothing has been written: the rules are pure).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from pokna import metrics
+from pokna.db.types import new_id
+from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_values, roll_rows, seat_row
+from pokna.dealer.rake import revenue_account_id
+from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.store import game_store
+from pokna.ledger import TransferBatch, hold_wallets_now
+from pokna.outbox import Event
+
+GAME_WRITE = "SELECT game_write(%s, %s::json)"
+STALE_BALANCES = "PK409"
+"""game_write()'s SQLSTATE when ledger_post() refused: a wallet moved after the game was read."""
+
+Recorded = tuple[list[EventRecord], list[RollRecord]]
+
+
+class GameReads(Protocol):
+    def recorded_for_proof(self, game_id: str) -> Recorded: ...
+
+    def revenue_account_id(self, tenant_id: str, currency: str) -> str: ...
+
+
+class NeedsRead(Exception):
+    """A step needs a read the caller has not made yet; decide again once it is made."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+class StaleBalances(Exception):
+    """game_write() refused: a wallet's balance moved after the game was read. Nothing was written; the
+    request is decided again on a fresh read."""
+
+
+@dataclass
+class Prefetched:
+    """The reads of the async path, made before deciding (or after a NeedsRead)."""
+
+    recorded: Recorded | None = None
+    revenue_account: str | None = None
+
+    def recorded_for_proof(self, game_id: str) -> Recorded:
+        if self.recorded is None:
+            raise NeedsRead("recorded")
+        return self.recorded
+
+    def revenue_account_id(self, tenant_id: str, currency: str) -> str:
+        if self.revenue_account is None:
+            raise NeedsRead("revenue_account")
+        return self.revenue_account
+
+
+@dataclass
+class SessionReads:
+    session: Session
+
+    def recorded_for_proof(self, game_id: str) -> Recorded:
+        return game_store(self.session).recorded_for_proof(self.session, game_id)
+
+    def revenue_account_id(self, tenant_id: str, currency: str) -> str:
+        return revenue_account_id(self.session, tenant_id, currency)
+
+
+@dataclass
+class GameWrites:
+    tenant_id: str
+    reads: GameReads
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+    transactions: int = 0
+    finished: list[str] = field(default_factory=list)
+    """How each game that ended ended, counted once written (`written`)."""
+    _pending: dict[str, Recorded] = field(default_factory=dict)
+
+    def recorded_for_proof(self, game_id: str) -> Recorded:
+        """Everything recorded so far, including the steps gathered here and not yet written."""
+        events, rolls = self.reads.recorded_for_proof(game_id)
+        pending_events, pending_rolls = self._pending.get(game_id, ([], []))
+        return (
+            [*events, *(event for event in pending_events if event.kind in PROOF_EVENTS)],
+            [*rolls, *pending_rolls],
+        )
+
+    def save_step(
+        self,
+        game: GameRecord,
+        *,
+        previous_version: int,
+        events: Sequence[EventRecord],
+        rolls: Sequence[RollRecord],
+        seeded: Sequence[SeatRecord] = (),
+        batch: TransferBatch | None = None,
+    ) -> None:
+        money = [event for event in events if event.kind == MONEY_EVENT]
+        self.steps.append(
+            {
+                "game_id": game.id,
+                "previous_version": previous_version,
+                "game": mutable_game_values(game),
+                "seats": [seat_row(game.id, seat) for seat in seeded],
+                "events": event_rows(game.id, [event for event in events if event.kind != MONEY_EVENT]),
+                "money": [
+                    # The payload as the store writes it, its last member (the ledger seq) added by
+                    # game_write() once posted: `{...,"journal_transaction_id":"txn_..."` + `,"ledger_seq":7}`.
+                    {
+                        "n": n,
+                        "seq": event.seq,
+                        "occurred_at": event.occurred_at,
+                        "head": _encode(event.payload)[:-1],
+                    }
+                    for n, event in enumerate(money, start=1)
+                ],
+                "rolls": roll_rows(game.id, rolls),
+                "batch": None if batch is None else batch.document,
+            }
+        )
+        if batch is not None:
+            self.transactions += len(batch.transaction_ids)
+        pending_events, pending_rolls = self._pending.setdefault(game.id, ([], []))
+        pending_events.extend(events)
+        pending_rolls.extend(rolls)
+
+    def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
+        """The outbox's `record`, gathered: written by game_write() with the step that announces it."""
+        message_id = new_id("msg")
+        self.outbox.append(
+            {
+                "id": message_id,
+                "type": event.type,
+                "ordering_key": ordering_key,
+                "body": event.model_dump_json(),
+                "occurred_at": event.timestamp,
+            }
+        )
+        return message_id
+
+    def document(self, answer: Mapping[str, Any] | None = None) -> str:
+        return _encode({"steps": self.steps, "outbox": self.outbox, "answer": answer})
+
+    def written(self, seconds: float) -> None:
+        """Count what was written, once it was: a decision made again counts once."""
+        if self.transactions:
+            metrics.ledger_posted(self.transactions, seconds)
+        for reason in self.finished:
+            metrics.game_finished(reason)
+
+    def __bool__(self) -> bool:
+        return bool(self.steps or self.outbox)
+
+
+def write_now(session: Session, writes: GameWrites) -> None:
+    """game_write() on the session's connection (the synchronous callers: reads that catch up a deadline,
+    the sweep, a client seed)."""
+    if not writes:
+        return
+    started = time.perf_counter()
+    try:
+        session.connection().exec_driver_sql(GAME_WRITE, (writes.tenant_id, writes.document()))
+    except DBAPIError as error:
+        if getattr(error.orig, "sqlstate", None) == STALE_BALANCES:
+            raise StaleBalances(str(error.orig)) from None
+        raise
+    writes.written(time.perf_counter() - started)
+
+
+def _encode(value: Any) -> str:
+    encoded = _ENCODER.encode(value)
+    # json_populate_record turns every JSON string into text, even inside a json column, and text cannot
+    # hold U+0000. No game value can carry one today (the API refuses it, client seeds are [A-Za-z0-9._~-]);
+    # should one ever, it is refused here by name rather than by the database.
+    if "\\u0000" in encoded and _NUL_ESCAPE.search(encoded):
+        raise ValueError("a game row holds the NUL character (U+0000), which PostgreSQL text cannot store")
+    return encoded
+
+
+def _iso_timestamp(value: object) -> str:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    if value.tzinfo is None:
+        raise ValueError("naive datetime; Pokna stores only timezone-aware UTC")
+    return value.isoformat()
+
+
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # an escaped U+0000, not an escaped backslash + "u0000"
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_iso_timestamp)
+
+
+DECIDE_ATTEMPTS = 5
+"""How many times a request is decided again when a wallet keeps moving under it (each time it lost a race
+with another posting to a seated wallet, which a deposit or another game can be)."""
+
+Decision = TypeVar("Decision")
+
+
+def decide_under_lock(
+    session: Session,
+    tenant_id: str,
+    game_id: str,
+    decide: Callable[[GameWrites, GameRecord, list[SeatRecord], dict[str, int]], Decision],
+) -> Decision:
+    """Lock the game, `decide` on it and write what it gathered, in a savepoint of the session's
+    transaction: a refusal (an error `decide` raises) or a stale balance writes nothing, and a stale balance
+    is decided again on a fresh read. The synchronous path: reads that catch up a deadline, the sweep."""
+    store = game_store(session)
+    for attempt in range(DECIDE_ATTEMPTS):
+        try:
+            with session.begin_nested():
+                game, seats, balances = store.lock_game_and_seats(session, tenant_id, game_id)
+                if attempt:  # lost a race: this time on balances under the ledger's locks
+                    balances = hold_wallets_now(session, tenant_id, [seat.account_id for seat in seats])
+                writes = GameWrites(tenant_id, SessionReads(session))
+                decision = decide(writes, game, seats, balances)
+                write_now(session, writes)
+                return decision
+        except StaleBalances:
+            continue
+    raise StaleBalances(f"game {game_id}: wallets kept moving over {DECIDE_ATTEMPTS} attempts")

@@ -1,0 +1,50 @@
+"""A game step's money moves as ledger_post()'s document, built before any lock and posted by the caller's
+own write (the dealer's game_write(): postings, the step and its announcements in one round trip).
+
+The same checks and the same hashed bytes as `post_transfers`, which posts them at once: one two-leg
+journal transaction per transfer, in order. Every account a game moves money between holds the game's
+currency (checked when the game was seated, and again by the posting trigger), so no account is read
+here; ledger_post() checks under its locks that each exists in the tenant and still holds the balance the
+step was decided on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pokna.ledger.drafts import account_ids, draft_of, unchained
+from pokna.ledger.model import AccountTransfer, check_postings
+from pokna.ledger.store_postgresql import batch_document
+
+
+@dataclass(frozen=True)
+class TransferBatch:
+    document: dict[str, Any]
+    """ledger_post()'s `p_batch`."""
+    transaction_ids: list[str]
+    """The journal transaction of each transfer, in order."""
+
+
+def transfer_batch(
+    *,
+    tenant_id: str,
+    currency: str,
+    transfers: Sequence[AccountTransfer],
+    reference: str | None,
+    metadata: Mapping[str, Any] | None,
+    expected_balances: Mapping[str, int],
+) -> TransferBatch:
+    drafts = [
+        draft_of(transfer.kind, transfer.postings(), reference, metadata, None, None)
+        for transfer in transfers
+    ]
+    involved = sorted(account_ids(drafts) | expected_balances.keys())
+    currency_of = dict.fromkeys(involved, currency)
+    for draft in drafts:
+        check_postings(draft.postings, currency_of)
+    written = [unchained(tenant_id, draft, currency_of) for draft in drafts]
+    return TransferBatch(
+        batch_document(involved, expected_balances, written), [row.row["id"] for row in written]
+    )
