@@ -1,4 +1,4 @@
-"""Round trips to PostgreSQL per request, counted on the client side, by request kind (issue 18).
+"""Round trips to PostgreSQL per request, counted on the client side, by request kind (issues 18, 24).
 
 Serves the product app in-process (`baseline_app.create_app`'s stack through Starlette's TestClient, one
 client, no concurrency) on a throwaway migrated cluster, plays `--games` games the way
@@ -6,6 +6,12 @@ client, no concurrency) on a throwaway migrated cluster, plays `--games` games t
 counts, per request, what the engine sent the server: statements (`before_cursor_execute`), BEGINs
 (psycopg opens every transaction with its own round trip), COMMITs and ROLLBACKs, and pool pre-pings.
 Each is one round trip. Deterministic: one client, so no lock waits, retries or races change the counts.
+
+Since issue 24 the game action runs on psycopg's async driver, which the engine never sees, and sends
+several statements per round trip (pipelines). So the app reaches the database through a counting proxy
+on loopback (`WireTurns`): a round trip is the client speaking after the server last spoke (or first),
+whatever the driver and however many statements the client sends before it waits. The `wire` column is
+that count, the one to read; the engine's columns stay for the synchronous paths.
 
     .venv/bin/python bench/round_trips.py [--games 30] [--deposits 100] [--baselines 100]
 """
@@ -15,12 +21,14 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import socket
 import sys
 import tempfile
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +36,64 @@ from fastapi.testclient import TestClient
 from games_http import FUNDS, create_tenants, next_action
 from games_support import migrated_cluster
 from sqlalchemy import Engine, event
+from sqlalchemy.engine import make_url
 
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
 
-KINDS = ("statement", "begin", "commit", "rollback", "ping")
+KINDS = ("statement", "begin", "commit", "rollback", "ping", "wire")
+
+
+class WireTurns:
+    """A TCP proxy to the database that counts round trips: each time a client connection sends after the
+    server last sent to it (a new request after an answer), one more."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.turns = 0
+        self._target = (target_host, target_port)
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def take(self) -> int:
+        with self._lock:
+            taken, self.turns = self.turns, 0
+        return taken
+
+    def _accept(self) -> None:
+        while True:
+            client, _ = self._listener.accept()
+            server = socket.create_connection(self._target)
+            for sock in (client, server):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            state = {"server_spoke": True}
+            threading.Thread(target=self._pipe, args=(client, server, state, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, state, False), daemon=True).start()
+
+    def _pipe(
+        self, source: socket.socket, sink: socket.socket, state: dict[str, bool], upstream: bool
+    ) -> None:
+        try:
+            while data := source.recv(65536):
+                with self._lock:
+                    if upstream and state["server_spoke"]:
+                        self.turns += 1
+                    state["server_spoke"] = not upstream
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
 
 class Counts:
     """What the engine sent, by kind, since the last `take()`."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, wire: WireTurns | None = None) -> None:
+        self.wire = wire
         self.sent: Counter[str] = Counter()
         self.statements: Counter[str] = Counter()
         event.listen(engine, "before_cursor_execute", self._statement)
@@ -61,6 +116,8 @@ class Counts:
     def take(self) -> Counter[str]:
         taken = self.sent
         self.sent = Counter()
+        if self.wire is not None:
+            taken["wire"] = self.wire.take()
         return taken
 
 
@@ -78,7 +135,7 @@ def funded_wallets(client: Any, count: int) -> list[str]:
 
 
 @contextmanager
-def served(url: str, data_dir: Path) -> Iterator[tuple[TestClient, Counts]]:
+def served(url: str, data_dir: Path, wire: WireTurns) -> Iterator[tuple[TestClient, Counts]]:
     os.environ.update(
         {
             "POKNA_DATABASE_URL": url,
@@ -91,7 +148,7 @@ def served(url: str, data_dir: Path) -> Iterator[tuple[TestClient, Counts]]:
     from baseline_app import create_app
 
     app = create_app()
-    counts = Counts(app.state.runtime.engine)
+    counts = Counts(app.state.runtime.engine, wire)
     with TestClient(app) as client:
         yield client, counts
 
@@ -112,7 +169,10 @@ def main() -> int:
         data_dir = Path(scratch) / "data"
         load_service_keys(Settings(data_dir=data_dir))
         (key,) = create_tenants(database.url, 1)
-        with served(database.url, data_dir) as (client, counts):
+        target = make_url(database.url)
+        wire = WireTurns(target.host or "127.0.0.1", target.port or 5432)
+        proxied = target.set(host="127.0.0.1", port=wire.port).render_as_string(hide_password=False)
+        with served(proxied, data_dir, wire) as (client, counts):
             client.headers["Authorization"] = f"Bearer {key}"
             wallets = funded_wallets(client, 4)
 
@@ -133,12 +193,16 @@ def main() -> int:
                     statements[kind].clear()
                 counts.take()
                 counts.statements.clear()
-                for _ in range(options.games):
+                for number in range(options.games):
                     game = count("create", client.post("/v1/games", json=terms), 201)
+                    keyed = number % 2 == 1  # every other game sends each action with an Idempotency-Key
                     while game["status"] not in ("settled", "cancelled"):
                         action = next_action(game, rng)
+                        headers = {"Idempotency-Key": f"rt-{uuid.uuid4()}"} if keyed else {}
                         game = count(
-                            "action", client.post(f"/v1/games/{game['id']}/actions", json=action), 200
+                            "action (keyed)" if keyed else "action",
+                            client.post(f"/v1/games/{game['id']}/actions", json=action, headers=headers),
+                            200,
                         )
                 for _ in range(options.deposits):
                     path = f"/v1/accounts/{wallets[0]}/deposits"
@@ -149,7 +213,7 @@ def main() -> int:
     print(f"{'request':<16} {'count':>6} " + " ".join(f"{kind:>9}" for kind in KINDS) + "  round trips")
     for kind, sent in per_kind.items():
         n = requests[kind]
-        total = sum(sent.values()) / n
+        total = sent["wire"] / n
         print(f"{kind:<16} {n:>6} " + " ".join(f"{sent[k] / n:>9.2f}" for k in KINDS) + f"  {total:>11.2f}")
     if options.show_statements:
         for kind, texts in statements.items():

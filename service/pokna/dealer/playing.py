@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
 from sqlalchemy import Engine
 from sqlalchemy.orm import sessionmaker
 from starlette.concurrency import run_in_threadpool
@@ -37,6 +37,8 @@ from pokna.dealer.acting import PlayerAction, decide_action
 from pokna.dealer.deadlines import Clock
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.rake import revenue_account_id
+from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.schemas import GameActionOut
 from pokna.dealer.store_postgres import (
     LOCK_GAME_AND_SEATS,
     RECORDED_FOR_PROOF,
@@ -183,78 +185,123 @@ async def _attempt_once(
     *,
     held: bool,
 ) -> Played:
-    """One decision. `held`: after a lost race, the balances are read under the ledger's locks
-    (pokna.ledger.holding), so this decision is the last."""
+    """One decision, in one transaction of two round trips. `held`: after a lost race, the balances are
+    read under the ledger's locks (pokna.ledger.holding), so this decision is the last.
+
+    BEGIN and COMMIT are sent as statements of the pipeline (psycopg's `transaction()` would wait for
+    BEGIN on its own, and a pipeline's exit always syncs): BEGIN with the first reads, then one sync;
+    game_write() and COMMIT, then the exit's sync. An error rolls back in the same way, or, when the
+    server refused inside the pipeline, after it."""
     try:
-        async with connection.pipeline(), connection.transaction():
-            if claim is None and caller.tenant_id is None:
-                first = await connection.execute(
-                    idempotency.AUTHENTICATE, {"secret_sha256": caller.api_key_digest}
-                )
-                lock = await connection.execute(
-                    _LOCK_OF_CALLER, {"game_id": game_id, "secret_sha256": caller.api_key_digest}
-                )
-                found = await first.fetchone()
-                if found is None:
-                    raise Unauthorized("unknown or revoked API key")
-                tenant_id: str = found[0]
-            elif claim is None:
-                assert caller.tenant_id is not None
-                tenant_id = caller.tenant_id
-                lock = await connection.execute(
-                    LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id}
-                )
-            else:
-                tenant_id = claim.tenant_id
-                hold = await connection.execute(idempotency.HOLD, {"tenant_id": tenant_id, "key": claim.key})
-                lock = await connection.execute(
-                    LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id}
-                )
-                first_at = idempotency.held_claim(await hold.fetchone(), claim.token)
-                # A retry of an action the service failed to finish acts as of its first attempt's deadlines.
-                clock = clock.resuming(first_at if first_at < claim.started_at else None)
-            locked = await lock.fetchone()
-            if locked is None:
-                raise NotFound(f"no game {game_id}")
-            game, seats, balances = locked_records(*locked)
-            if seats is None:
-                raise StaleBalances("the seats changed while the game's lock was awaited")
-            if held:
-                balances = await ledger.hold_wallets(
-                    connection, tenant_id, [seat.account_id for seat in seats]
-                )
-            prefetched = Prefetched()
-            while True:
-                writes = GameWrites(tenant_id, prefetched)
-                try:
-                    answer = decide_action(
-                        writes,
-                        keys,
-                        clock,
-                        copy.deepcopy(game),
-                        copy.deepcopy(seats),
-                        dict(balances),
-                        request,
+        async with connection.pipeline() as pipeline:
+            await connection.execute("BEGIN", prepare=False)
+            try:
+                tenant_id, clock, lock = await _lock(connection, pipeline, caller, claim, game_id, clock)
+                locked = await lock.fetchone()
+                if locked is None:
+                    raise NotFound(f"no game {game_id}")
+                game, seats, balances = locked_records(*locked)
+                if seats is None:
+                    raise StaleBalances("the seats changed while the game's lock was awaited")
+                if held:
+                    balances = await ledger.hold_wallets(
+                        connection, tenant_id, [seat.account_id for seat in seats]
                     )
-                    break
-                except NeedsRead as need:
-                    if need.what == "recorded":
-                        params = {"game_id": game.id, "kinds": list(PROOF_EVENTS)}
-                        row = await (await connection.execute(RECORDED_FOR_PROOF, params)).fetchone()
-                        assert row is not None
-                        prefetched.recorded = recorded_records(*row)
-                    else:
-                        prefetched.revenue_account = await open_revenue_account(tenant_id, game.currency)
-            body = answer.model_dump_json()
-            stored = None if claim is None else {"key": claim.key, "status": 200, "body": body}
-            started = time.perf_counter()
-            await connection.execute(GAME_WRITE, (tenant_id, writes.document(stored)))
+                writes, answer = await _decided(
+                    connection, keys, clock, tenant_id, game, seats, balances, request, open_revenue_account
+                )
+                body = answer.model_dump_json()
+                stored = None if claim is None else {"key": claim.key, "status": 200, "body": body}
+                started = time.perf_counter()
+                await connection.execute(GAME_WRITE, (tenant_id, writes.document(stored)))
+                await connection.execute("COMMIT", prepare=False)
+            except BaseException:
+                await connection.execute("ROLLBACK", prepare=False)
+                raise
     except psycopg.Error as error:
         if error.sqlstate == STALE_BALANCES:
+            await _rolled_back(connection)
             raise StaleBalances(str(error)) from None
+        await connection.close()
         raise
     writes.written(time.perf_counter() - started)
     return Played(200, body.encode(), replayed=False)
+
+
+async def _lock(
+    connection: AsyncConnection[Any],
+    pipeline: AsyncPipeline,
+    caller: Caller,
+    claim: _Claim | None,
+    game_id: str,
+    clock: Clock,
+) -> tuple[str, Clock, AsyncCursor[Any]]:
+    """The caller's tenant, the clock to decide by, and the game's lock statement, its result received:
+    the hold of the claim (or the key's check) and the lock, pipelined behind BEGIN in one round trip."""
+    if claim is not None:
+        hold = await connection.execute(idempotency.HOLD, {"tenant_id": claim.tenant_id, "key": claim.key})
+        lock = await connection.execute(
+            LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": claim.tenant_id}
+        )
+        await pipeline.sync()
+        first_at = idempotency.held_claim(await hold.fetchone(), claim.token)
+        # A retry of an action the service failed to finish acts as of its first attempt's deadlines.
+        return claim.tenant_id, clock.resuming(first_at if first_at < claim.started_at else None), lock
+    if caller.tenant_id is not None:
+        params = {"game_id": game_id, "tenant_id": caller.tenant_id}
+        lock = await connection.execute(LOCK_GAME_AND_SEATS, params)
+        await pipeline.sync()
+        return caller.tenant_id, clock, lock
+    digest = {"secret_sha256": caller.api_key_digest}
+    first = await connection.execute(idempotency.AUTHENTICATE, digest)
+    lock = await connection.execute(_LOCK_OF_CALLER, {"game_id": game_id, **digest})
+    await pipeline.sync()
+    found = await first.fetchone()
+    if found is None:
+        raise Unauthorized("unknown or revoked API key")
+    return found[0], clock, lock
+
+
+async def _decided(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    game: GameRecord,
+    seats: list[SeatRecord],
+    balances: dict[str, int],
+    request: PlayerAction,
+    open_revenue_account: OpenRevenueAccount,
+) -> tuple[GameWrites, GameActionOut]:
+    """The action decided on the locked game, and what it writes. A decision that needs a read not yet
+    made is made again once it is (the rules are pure; nothing was written)."""
+    prefetched = Prefetched()
+    while True:
+        writes = GameWrites(tenant_id, prefetched)
+        try:
+            answer = decide_action(
+                writes, keys, clock, copy.deepcopy(game), copy.deepcopy(seats), dict(balances), request
+            )
+            return writes, answer
+        except NeedsRead as need:
+            if need.what == "recorded":
+                params = {"game_id": game.id, "kinds": list(PROOF_EVENTS)}
+                row = await (await connection.execute(RECORDED_FOR_PROOF, params)).fetchone()
+                assert row is not None
+                prefetched.recorded = recorded_records(*row)
+            else:
+                prefetched.revenue_account = await open_revenue_account(tenant_id, game.currency)
+
+
+async def _rolled_back(connection: AsyncConnection[Any]) -> None:
+    """End a transaction the server refused in (it is left failed, not ended), to decide again on the
+    same connection. Only game_write()'s own refusal comes here, after which the pipeline held only COMMIT,
+    which is never a prepared statement (BEGIN, COMMIT and ROLLBACK are sent with `prepare=False`): the
+    statements a pipeline skips after an error are not validated by psycopg, so one it meant to prepare
+    there would be remembered as prepared when the server never saw it. Any other server error closes
+    the connection instead, and its prepared statements with it."""
+    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        await connection.execute("ROLLBACK", prepare=False)
 
 
 # The game under its lock as LOCK_GAME_AND_SEATS reads it, for the tenant of a bearer key: the request
