@@ -33,7 +33,7 @@ def _relative(source: Path) -> str:
 
 
 def _part_of(module: str) -> str:
-    """`pokna.ledger.posting` -> `ledger`; `pokna.storage` -> `storage`."""
+    """`pokna.ledger.posting` -> `ledger`; `pokna.runtime` -> `runtime`."""
     return module.split(".")[1] if module.count(".") >= 1 else module
 
 
@@ -122,7 +122,9 @@ def test_the_database_is_chosen_in_one_place(source: Path) -> None:
         return
     text = source.read_text()
     for word in ("dialect", "get_backend_name", "is_postgresql", "is_sqlite"):
-        assert word not in text, f"{_relative(source)} mentions {word}: ask pokna.db.stores.store_of instead"
+        assert word not in text, (
+            f"{_relative(source)} mentions {word}: PostgreSQL is the only database (pokna.db.backend)"
+        )
 
 
 API_SOURCES = sorted((PACKAGE / "api").rglob("*.py"))
