@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fastapi.testclient import TestClient
 
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.audit.bundle_check import verify_bundle
 from pokna.db import embedded
 from pokna.db.engine import make_engine, make_sessionmaker

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.app import create_app
-from pokna.api.openapi_document import openapi_document
+from pokna.app import create_app
+from pokna.app.openapi_document import openapi_document
 from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings

@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner, Result
 
 import pokna.cli  # noqa: F401  (registers every command)
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.cli.app import app
 from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.runtime import Runtime

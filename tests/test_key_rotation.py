@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from typer.testing import CliRunner, Result
 
 import pokna.cli  # noqa: F401  (registers every command)
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.cli.app import app
 from pokna.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem
 from pokna.db.engine import make_sessionmaker
