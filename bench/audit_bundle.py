@@ -19,15 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fastapi.testclient import TestClient
 
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.audit.bundle_check import verify_bundle
 from pokna.db import embedded
-from pokna.db.engine import make_engine
+from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.migrate import upgrade
 from pokna.fairness.protocol import roll
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna.storage import make_sessionmaker
 from support.game_play import Api, new_tenant_key, play, random_policy
 
 

@@ -1,6 +1,6 @@
 """The product's ASGI app plus one bench-only route: the floor a game action is measured against.
 
-`create_app()` builds exactly what `pokna serve` runs (`pokna.api.app.create_app`: the same middleware,
+`create_app()` builds exactly what `pokna serve` runs (`pokna.app.create_app`: the same middleware,
 problem handlers, bearer auth, Idempotency dependency and unit of work) and adds `POST /bench/baseline`,
 which does one small write transaction through that same stack:
 
@@ -32,9 +32,9 @@ from sqlalchemy import BigInteger, Column, DateTime, Engine, MetaData, String, T
 from sqlalchemy.orm import Session
 from uvicorn.supervisors import Multiprocess
 
-from pokna.api.app import create_app as create_product_app
 from pokna.api.auth import TenantDep
 from pokna.api.idempotency import IdempotencyDep
+from pokna.app import create_app as create_product_app
 from pokna.cli.serve import HTTP_PROTOCOL
 from pokna.db.models.ledger import Account
 from pokna.db.types import utc_now
@@ -89,7 +89,7 @@ def baseline(body: Annotated[Touch, Body()], tenant_id: TenantDep, idempotency: 
 
 
 def create_app() -> FastAPI:
-    """The same start-up as `pokna.api.asgi:create_app`, plus the baseline route."""
+    """The same start-up as `pokna.app.asgi:create_app`, plus the baseline route."""
     settings = get_settings()
     configure_logging(settings.log_level)
     app = create_product_app(settings)

@@ -60,10 +60,9 @@ from games_support import (
 from http_report import print_report, report
 from sqlalchemy import text
 
-from pokna.db.engine import make_engine, unit_of_work
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
-from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 
 FUNDS = 10**11  # per wallet: no game in a run can bust anyone

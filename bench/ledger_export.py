@@ -38,13 +38,12 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from pokna.db import migrate
-from pokna.db.engine import make_engine, unit_of_work
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import deposit, open_account
 from pokna.ledger.chain import document_hash, format_timestamp, transaction_document
 from pokna.ledger.repository import read_head
-from pokna.storage import make_sessionmaker
 
 TENANT = "ten_export"
 WALLETS = 1000

@@ -28,11 +28,10 @@ from ledger_support import median, migrated_postgres, percentile
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from pokna.db.engine import make_engine, unit_of_work
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import utc_now
 from pokna.ledger import Posting, deposit, open_account, post_transaction, request_fingerprint
-from pokna.storage import make_sessionmaker
 
 TENANT = "ten_bench"
 

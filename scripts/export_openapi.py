@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pokna.api.openapi_document import render_openapi
+from pokna.app.openapi_document import render_openapi
 
 TARGET = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
 

@@ -20,12 +20,11 @@ from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.app import create_app
-from pokna.api.openapi_document import openapi_document
-from pokna.db.engine import make_engine
+from pokna.app import create_app
+from pokna.app.openapi_document import openapi_document
+from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna.storage import make_sessionmaker
 from support import problem_check
 from support.databases import PostgresDatabases
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit

@@ -4,8 +4,8 @@
   checked against it, and the table itself must list lower layers first (no import may point back up).
 - The walk of one game action names functions as `module:function`; each must exist.
 - Rules the issue set for the shell: the database is chosen in one place; no route touches a session;
-  the API reaches other domains through their services, never their tables or repositories; no module is
-  over 400 lines.
+  routes (the kernel's, the assembly's and every domain's `routes.py` / `*_routes.py`) reach the domains
+  through their services, never their tables, repositories or stores; no module is over 400 lines.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _relative(source: Path) -> str:
 
 
 def _part_of(module: str) -> str:
-    """`pokna.ledger.posting` -> `ledger`; `pokna.storage` -> `storage`."""
+    """`pokna.ledger.posting` -> `ledger`; `pokna.runtime` -> `runtime`."""
     return module.split(".")[1] if module.count(".") >= 1 else module
 
 
@@ -122,17 +122,32 @@ def test_the_database_is_chosen_in_one_place(source: Path) -> None:
         return
     text = source.read_text()
     for word in ("dialect", "get_backend_name", "is_postgresql", "is_sqlite"):
-        assert word not in text, f"{_relative(source)} mentions {word}: ask pokna.db.stores.store_of instead"
+        assert word not in text, (
+            f"{_relative(source)} mentions {word}: PostgreSQL is the only database (pokna.db.backend)"
+        )
 
 
-API_SOURCES = sorted((PACKAGE / "api").rglob("*.py"))
+# The HTTP edge: the kernel (api/), the assembly (app/) and every domain's routes (`routes.py`, `*_routes.py`).
+EDGE_SOURCES = sorted(
+    {
+        *(PACKAGE / "api").rglob("*.py"),
+        *(PACKAGE / "app").rglob("*.py"),
+        *PACKAGE.rglob("routes.py"),
+        *PACKAGE.rglob("*_routes.py"),
+    }
+)
 # The request's session is opened, committed and closed by the one dependency that yields it.
-SESSION_OWNERS = {"deps.py"}
+SESSION_OWNERS = {"api/deps.py"}
 
 
-@pytest.mark.parametrize("source", API_SOURCES, ids=_relative)
+def test_every_domain_s_routes_are_on_the_edge() -> None:
+    domains_with_routes = {_part_of(_module_name(source)) for source in EDGE_SOURCES} - {"api", "app"}
+    assert domains_with_routes == {"bundles", "dealer", "ledger", "webhooks"}
+
+
+@pytest.mark.parametrize("source", EDGE_SOURCES, ids=_relative)
 def test_routes_never_touch_a_session(source: Path) -> None:
-    if source.name in SESSION_OWNERS:
+    if _relative(source) in SESSION_OWNERS:
         return
     for node in ast.walk(ast.parse(source.read_text())):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
@@ -164,8 +179,8 @@ def test_each_domain_reads_its_own_tables(source: Path) -> None:
             )
 
 
-@pytest.mark.parametrize("source", API_SOURCES, ids=_relative)
-def test_the_api_reaches_domains_through_their_services(source: Path) -> None:
+@pytest.mark.parametrize("source", EDGE_SOURCES, ids=_relative)
+def test_routes_reach_domains_through_their_services(source: Path) -> None:
     for imported in _pokna_imports(source):
         assert not imported.startswith("pokna.db.models"), f"{source.name} imports {imported}"
         last = imported.rsplit(".", 1)[-1]

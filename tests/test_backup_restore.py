@@ -16,12 +16,11 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner, Result
 
 import pokna.cli  # noqa: F401  (registers every command)
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.cli.app import app
-from pokna.db.engine import make_engine
+from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings, get_settings
-from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 from support.databases import PostgresDatabases
 from support.game_play import Api, play, verify

@@ -14,9 +14,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from pokna.api.app import create_app
-from pokna.api.openapi_document import UNCONNECTED_DATABASE_URL, openapi_document, render_openapi
 from pokna.api.problem_docs import documented_codes
+from pokna.app import create_app
+from pokna.app.openapi_document import UNCONNECTED_DATABASE_URL, openapi_document, render_openapi
 from pokna.game import ActionName, Phase
 from pokna.game.events import EventKind
 from pokna.ledger import InvalidAccount

@@ -1,5 +1,4 @@
-"""What one process holds for its lifetime: settings, the engine, the session factory (which carries each
-domain's storage) and the keys.
+"""What one process holds for its lifetime: settings, the engine, the session factory and the keys.
 
 Never game state: every request loads what it needs from the database, so any number of processes
 can serve one PostgreSQL.
@@ -14,10 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db import embedded
 from pokna.db.aio import AsyncDatabase
-from pokna.db.engine import Waits, make_engine
+from pokna.db.engine import Waits, make_engine, make_sessionmaker
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
-from pokna.storage import make_sessionmaker
 
 
 class Runtime:

@@ -16,8 +16,8 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api import idempotency
-from pokna.api.app import create_app
 from pokna.api.idempotency import IdempotencyDep
+from pokna.app import create_app
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.types import utc_now
 from pokna.runtime import Runtime

@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.db.engine import make_engine
 from pokna.db.outage import unavailable_reason
 from pokna.runtime import Runtime, waits_of

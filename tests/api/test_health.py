@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.db import migrate
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings

@@ -14,10 +14,9 @@ from typing import Any
 import httpx
 from sqlalchemy import select, text
 
-from pokna.db.engine import make_engine
+from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.models import Game
 from pokna.fairness.seed_vault import open_server_seed
-from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 from support.servers import running_server
 

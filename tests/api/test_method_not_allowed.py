@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from pokna.api.app import create_app
-from pokna.api.openapi_document import UNCONNECTED_DATABASE_URL
+from pokna.app import create_app
+from pokna.app.openapi_document import UNCONNECTED_DATABASE_URL
 from pokna.settings import Environment, Settings
 
 UNSERVED_PROBES = ("OPTIONS", "HEAD", "PUT", "PATCH", "DELETE", "POST", "GET")

@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
-from pokna.api.app import create_app
-from pokna.api.openapi_document import UNCONNECTED_DATABASE_URL
+from pokna.app import create_app
+from pokna.app.openapi_document import UNCONNECTED_DATABASE_URL
 from pokna.settings import Environment, Settings
 
 PROBLEM = "application/problem+json"

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.app import create_app
 from pokna.api.rate_limits import TokenBuckets
+from pokna.app import create_app
 from pokna.runtime import Runtime
 from pokna.settings import Settings
 from support.api_checks import assert_problem, database_state

@@ -30,10 +30,9 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from pokna.bundles.writer import BATCH_TRANSACTIONS
-from pokna.db.engine import make_engine, unit_of_work
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.ledger import deposit, open_account
 from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS
-from pokna.storage import make_sessionmaker
 from support.fault_servers import service_env, tenant_on
 from support.game_play import Api, obliging, play
 from support.servers import Server, serving

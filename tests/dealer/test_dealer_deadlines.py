@@ -23,7 +23,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 import pokna.cli.sweep  # noqa: F401  (registers `sweep`)
-from pokna.api.clock import get_clock
 from pokna.api.idempotency import request_fingerprint
 from pokna.cli.app import app as pokna_cli
 from pokna.db.models.game import Game as GameRow
@@ -31,6 +30,7 @@ from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.models.ledger import JournalTransaction
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import utc_now
+from pokna.dealer.clock_dep import get_clock
 from pokna.dealer.service import Clock
 from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
 from pokna.fairness.seed_vault import open_server_seed

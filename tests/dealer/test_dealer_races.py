@@ -22,11 +22,10 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import make_engine
+from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import Account, JournalTransaction
-from pokna.storage import make_sessionmaker
 from pokna.tenants.service import authenticate
 from support.databases import PostgresDatabases
 from support.game_play import (

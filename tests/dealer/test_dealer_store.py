@@ -49,7 +49,7 @@ def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> tuple[str, s
     return tenant_id, view.id, wallets
 
 
-def test_every_session_carries_the_game_store(sessions: sessionmaker[Session]) -> None:
+def test_every_session_gets_the_postgresql_game_store(sessions: sessionmaker[Session]) -> None:
     with sessions() as session:
         assert type(game_store(session)) is PostgresGameStore
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pokna.db.engine import make_engine
-from pokna.storage import make_sessionmaker
+from pokna.db.engine import make_engine, make_sessionmaker
 from support.fault_load import Load, Targets, check_what_was_kept
 from support.fault_servers import durable_primary, service_env, tenant_on
 from support.game_play import Api

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.db import migrate
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import make_engine, unit_of_work
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.ledger import JournalTransaction
 from pokna.ledger import (
     AccountTransfer,
@@ -29,7 +29,6 @@ from pokna.ledger import (
     withdraw,
 )
 from pokna.ledger.errors import BalancesChanged
-from pokna.storage import make_sessionmaker
 
 pytest_plugins = ["ledger_fixtures"]
 

@@ -1,13 +1,10 @@
-"""The ledger's storage is hung on every session, and implements the whole interface."""
+"""The ledger's storage implements the whole interface, and the posting path uses it."""
 
 from __future__ import annotations
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from pokna.db.stores import store_of
+from pokna.ledger import export, posting
 from pokna.ledger.store import LedgerStore
 from pokna.ledger.store_postgresql import PostgresqlLedgerStore
-from pokna.storage import stores
 
 INTERFACE = [
     name for name, value in vars(LedgerStore).items() if callable(value) and not name.startswith("_")
@@ -15,13 +12,13 @@ INTERFACE = [
 
 
 def test_the_store_overrides_every_method() -> None:
-    store = stores()[LedgerStore]
+    store = PostgresqlLedgerStore()
     assert isinstance(store, LedgerStore)
     assert INTERFACE == ["post", "jsonl_lines"]
     for name in INTERFACE:
         assert getattr(type(store), name) is not getattr(LedgerStore, name), name
 
 
-def test_a_session_finds_the_store(sessions: sessionmaker[Session]) -> None:
-    with sessions() as session:
-        assert type(store_of(session, LedgerStore)) is PostgresqlLedgerStore
+def test_posting_and_export_use_the_postgresql_store() -> None:
+    assert type(posting._LEDGER_STORE) is PostgresqlLedgerStore
+    assert type(export._LEDGER_STORE) is PostgresqlLedgerStore

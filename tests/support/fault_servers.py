@@ -10,9 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from pokna.crypto.signing import generate_signing_key, private_key_to_pem
-from pokna.db.engine import make_engine
+from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.fairness.seed_vault import generate_vault_key
-from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 from support.postgres import Cluster, start_cluster
 

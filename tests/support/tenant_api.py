@@ -9,8 +9,7 @@ from uuid import uuid4
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import make_engine
-from pokna.storage import make_sessionmaker
+from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.tenants import service as tenants
 
 

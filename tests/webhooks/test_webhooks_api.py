@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.crypto.signing import generate_signing_key, private_key_to_pem
 from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import utc_now

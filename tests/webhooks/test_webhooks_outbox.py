@@ -16,12 +16,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna import ledger
-from pokna.api.clock import get_clock
-from pokna.api.webhook_events import EXAMPLES
+from pokna.app.webhook_events import EXAMPLES
 from pokna.db.engine import unit_of_work
 from pokna.db.models.webhook import WebhookEvent
 from pokna.db.types import utc_now
 from pokna.dealer import service as dealer
+from pokna.dealer.clock_dep import get_clock
 from pokna.outbox import EVENT_MODELS
 from pokna.runtime import Runtime
 from support.game_play import Api, play, random_policy

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.crypto.signing import generate_signing_key, private_key_to_pem
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings, SettingsError, get_settings

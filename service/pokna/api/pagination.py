@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Query
 from pydantic import BaseModel
 
-from pokna.api.schemas.common import INTEGER_MAX, NoNul
+from pokna.api.fields import INTEGER_MAX, NoNul
 from pokna.paging import Page
 
 __all__ = [

@@ -1,5 +1,9 @@
 """Which problems each operation can answer, declared next to its route: `responses=problems(...)`.
 
+This module is the mechanism and the problems of the HTTP kernel (bodies, keys, idempotency, paging); each
+domain declares its own beside its routes (pokna.dealer.problem_docs, pokna.ledger.problem_docs,
+pokna.webhooks.problem_docs).
+
 Every problem here is built from the error that raises it (its status, code and title), so the document
 cannot name a code the service does not have. `EVERY_OPERATION` is what any request may meet whatever the
 route (an unexpected failure); other parts of the service add theirs to it (rate limits, a database
@@ -12,19 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pokna.dealer.errors import REFUSAL_STATUS, ClientSeedLocked, NotSeated, RoundInProgress, VersionConflict
 from pokna.errors import (
     Forbidden,
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
     IdempotencyRequestInProgress,
     InvalidRequest,
-    NotFound,
     PoknaError,
     Unauthorized,
 )
-from pokna.ledger import AccountExists, AccountNotFound, InsufficientFunds
-from pokna.webhooks.errors import DeliveryInFlight, DeliveryNotFound, EndpointNotFound, UnsafeWebhookUrl
 
 PROBLEM_JSON = "application/problem+json"
 PROBLEM_SCHEMA_REF = "#/components/schemas/Problem"
@@ -53,11 +53,6 @@ class ProblemDoc:
 
 def of(error: type[PoknaError], detail: str) -> ProblemDoc:
     return ProblemDoc(error.status, error.code, error.title, detail)
-
-
-def refusal(code: str, detail: str) -> ProblemDoc:
-    """A refusal by the rules of the game (pokna.dealer.errors.ActionRefused), by its stable code."""
-    return ProblemDoc(REFUSAL_STATUS[code], code, "Action refused by the rules", detail)
 
 
 # Raised outside any route's code: the framework, the middleware and the error handlers.
@@ -126,37 +121,9 @@ METRICS_NOT_ALLOWED = of(Forbidden, "/metrics answers only the addresses of POKN
 KEYED = (UNAUTHORIZED, TOO_MANY_REQUESTS, DATABASE_UNAVAILABLE)
 """An operation behind an API key: the key is checked in the database, and each key has a rate limit (any
 request has one: per key, or per client address without a known key)."""
-GAME_NOT_FOUND = of(NotFound, "no game game_0c1d2e3f")
-TABLE_NOT_FOUND = of(NotFound, "no table tbl_0c1d2e3f")
-LINK_NOT_FOUND = of(NotFound, "no such fairness link")
-ACCOUNT_NOT_FOUND = of(AccountNotFound, "no account acct_0c1d2e3f")
-ACCOUNT_EXISTS = of(AccountExists, "tenant ten_0c1d already has a player_wallet account for 'user-42'")
-INSUFFICIENT_FUNDS = of(
-    InsufficientFunds, "account acct_0c1d holds 5; a change of -10 would take it below zero"
-)
-NOT_A_WALLET = of(InvalidRequest, "deposits go to player wallets, not a house")
 BAD_CURSOR = of(InvalidRequest, "not a cursor from this list")
-BAD_SEATING = of(InvalidRequest, "account acct_0c1d already sits at body.vigo_account_id")
-NOT_SEATED = of(NotSeated, "account acct_0c1d has no seat in this game")
-VERSION_CONFLICT = of(VersionConflict, "expected version 7, the game is at 8")
-CLIENT_SEED_LOCKED = of(ClientSeedLocked, "client seeds can be set only before the game starts")
-ROUND_IN_PROGRESS = of(RoundInProgress, "round 3 (game_0c1d) has not ended")
-ACTION_REFUSALS = (
-    refusal("wrong_phase", "vote is not allowed while the game is seeking"),
-    refusal("not_your_turn", "seat 1 may not act now; waiting on [2]"),
-    refusal("already_voted", "seat 1 has already voted on this pass"),
-    refusal("game_over", "the game is settled; no further actions"),
-    refusal("cannot_pay", "seats [3] cannot pay 10"),
-    refusal("challenge_unaffordable", "seat 1 cannot match a challenge raise of 10"),
-)
 
 BAD_RANGE = of(InvalidRequest, "give from_seq or from_time, not both")
-ENDPOINT_NOT_FOUND = of(EndpointNotFound, "no webhook endpoint whep_0c1d2e3f")
-DELIVERY_NOT_FOUND = of(DeliveryNotFound, "no delivery whdl_0c1d2e3f of webhook endpoint whep_0c1d2e3f")
-DELIVERY_IN_FLIGHT = of(
-    DeliveryInFlight, "delivery whdl_0c1d2e3f is being attempted; ask again once it is done"
-)
-UNSAFE_WEBHOOK_URL = of(UnsafeWebhookUrl, "webhook URLs must be https in production")
 
 JSON_BODY = (MALFORMED_JSON, DUPLICATE_KEY, VALIDATION)
 """An operation that reads a JSON body: it may be unreadable or not fit the schema."""

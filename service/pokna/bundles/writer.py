@@ -8,7 +8,7 @@ written, never the bundle. The range is resolved (and refused, naming the field)
 
 Every read of a batch is done before its first line is handed out, and a batch goes out as one chunk of
 whole lines: between chunks the session runs no query, so the HTTP edge ends the read transaction there and a
-slow or vanished client holds no database connection (`pokna.api.audit`).
+slow or vanished client holds no database connection (`pokna.bundles.routes`).
 """
 
 from __future__ import annotations

@@ -14,10 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.cli.errors import EXIT_USAGE, CommandError
 from pokna.db import embedded
-from pokna.db.engine import make_engine, unit_of_work
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.errors import NotFound
 from pokna.settings import get_settings
-from pokna.storage import make_sessionmaker
 from pokna.tenants import service as tenants
 
 

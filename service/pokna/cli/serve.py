@@ -84,7 +84,7 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
 
 def _serve(settings: Settings, host: str, port: int, workers: int | None, sock: socket.socket) -> None:
     config = uvicorn.Config(
-        "pokna.api.asgi:create_app",
+        "pokna.app.asgi:create_app",
         factory=True,
         host=host,
         port=port,

@@ -84,6 +84,12 @@ def _drop_if_the_server_hung_up(dbapi_connection: Any, _record: Any, _proxy: Any
         raise exc.InvalidatePoolError("the database server closed the connection")
 
 
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """The one session factory: a process makes it once (pokna.runtime), every request and command
+    opens its sessions from it."""
+    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
+
+
 @contextmanager
 def unit_of_work(sessions: sessionmaker[Session]) -> Iterator[Session]:
     """Commit if the block finishes, roll back if it raises: nothing is ever half-written."""

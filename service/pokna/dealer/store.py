@@ -1,8 +1,8 @@
 """Where games are kept: the one interface the dealer's services read and write games and tables through.
 
 Implemented by pokna.dealer.store_postgres (the statements every action runs under the game's lock, one
-round trip each) on pokna.dealer.game_queries (the plain reads, pages and tables), hung on every session
-by pokna.storage.
+round trip each) on pokna.dealer.game_queries (the plain reads, pages and tables); `game_store` hands
+out its one instance.
 
 Every game query lives behind this interface. Games, seats, rolls and events travel as plain records
 (pokna.dealer.records); tables are ORM objects, touched once per round. Another domain's tables are
@@ -18,8 +18,8 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import GameTable
-from pokna.db.stores import store_of
 from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.store_postgres import PostgresGameStore
 
 
 class GameStore(Protocol):
@@ -108,7 +108,10 @@ class GameStore(Protocol):
         ...
 
 
+_GAME_STORE: GameStore = PostgresGameStore()
+
+
 def game_store(session: Session) -> GameStore:
-    """`store_of(session, GameStore)`, written once: mypy refuses a Protocol where `type[...]` is expected
-    (type-abstract), though looking it up by its interface is exactly what is meant."""
-    return store_of(session, GameStore)  # type: ignore[type-abstract]
+    """The one game store: stateless, so one instance serves every session (PostgreSQL is the only
+    database)."""
+    return _GAME_STORE

@@ -21,13 +21,14 @@ from typing import Any, Final
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
-from pokna.db.stores import store_of
 from pokna.ledger import books_repository
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import format_timestamp
 from pokna.ledger.store import LedgerStore
+from pokna.ledger.store_postgresql import PostgresqlLedgerStore
 
 EXPORT_FORMATS: Final = ("jsonl", "csv", "beancount")
+_LEDGER_STORE: LedgerStore = PostgresqlLedgerStore()
 CSV_COLUMNS: Final = (
     "seq",
     "transaction_id",
@@ -85,7 +86,7 @@ def export_jsonl(
     seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
     if seqs.empty:
         return iter(())
-    return store_of(session, LedgerStore).jsonl_lines(session, tenant_id, seqs)
+    return _LEDGER_STORE.jsonl_lines(session, tenant_id, seqs)
 
 
 def export_csv(

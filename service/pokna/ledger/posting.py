@@ -21,7 +21,6 @@ from sqlalchemy.orm import Session
 
 from pokna import metrics
 from pokna.crypto.canonical_json import canonicalize
-from pokna.db.stores import store_of
 from pokna.ledger import repository
 from pokna.ledger.accounts import follow_balances, funding_account_id, get_account
 from pokna.ledger.announcements import announce_funding
@@ -29,6 +28,9 @@ from pokna.ledger.drafts import Draft, check_batch_key, draft_of
 from pokna.ledger.errors import InvalidPostings, TransactionNotFound
 from pokna.ledger.model import AccountTransfer, PostedTransaction, Posting, TransactionKind, check_amount
 from pokna.ledger.store import LedgerStore, Posted
+from pokna.ledger.store_postgresql import PostgresqlLedgerStore
+
+_LEDGER_STORE: LedgerStore = PostgresqlLedgerStore()
 
 
 def post_transaction(
@@ -201,7 +203,7 @@ def _post_drafts(
 ) -> Posted:
     """The one write path of every posting function, on both backends (so the one place it is counted)."""
     started = time.perf_counter()
-    posted = store_of(session, LedgerStore).post(session, tenant_id, drafts, expected_balances or {})
+    posted = _LEDGER_STORE.post(session, tenant_id, drafts, expected_balances or {})
     metrics.ledger_posted(len(posted.transactions), time.perf_counter() - started)
     follow_balances(session, posted.balances)
     return posted

@@ -4,8 +4,8 @@ Posting: one round trip to ledger_post() takes the locks, checks, hashes and wri
 (store_postgresql). The JSONL export: raw columns written into lines directly. Everything else lives in
 the repositories.
 
-The implementation is hung on every session by pokna.storage and found there:
-`store_of(session, LedgerStore)`; tests/ledger/test_ledger_stores.py holds it to this interface.
+The one implementation is a module-level instance in the modules that post and export
+(`PostgresqlLedgerStore()`); tests/ledger/test_ledger_stores.py holds it to this interface.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ class Posted(NamedTuple):
 
 
 class LedgerStore:
-    """Implemented by store_postgresql; every method must be overridden. (A plain class rather than an ABC:
-    mypy refuses an abstract class as the type argument of store_of, python/mypy#4717.)"""
+    """Implemented by store_postgresql; every method must be overridden."""
 
     def post(
         self,

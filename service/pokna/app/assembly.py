@@ -1,4 +1,5 @@
-"""The FastAPI application, assembled from routers. Created per process; holds no game state."""
+"""The FastAPI application, assembled from every domain's router on the HTTP kernel (pokna.api).
+Created per process; holds no game state."""
 
 from __future__ import annotations
 
@@ -11,26 +12,23 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from pokna import __version__
-from pokna.api import (
-    accounts,
-    audit,
-    fairness,
-    games,
-    health,
-    metrics,
-    tenant_settings,
-    webhook_events,
-    webhooks,
-)
-from pokna.api.answer_examples import example_answer
+from pokna.api import health, metrics
 from pokna.api.database_gate import DatabaseGate
-from pokna.api.docs import install_docs
 from pokna.api.middleware import Edge
 from pokna.api.problem_docs import PROBLEM_JSON
 from pokna.api.problems import Problem, install_problem_handlers
 from pokna.api.rate_limits import CLIENT_POLICY_NAME, RateLimits, TokenBuckets
+from pokna.app import webhook_events
+from pokna.app.answer_examples import example_answer
+from pokna.app.docs import install_docs
+from pokna.bundles import routes as audit
+from pokna.dealer import link_routes as fairness
+from pokna.dealer import routes as games
+from pokna.dealer import tenant_settings_routes as tenant_settings
+from pokna.ledger import routes as accounts
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
+from pokna.webhooks import routes as webhooks
 
 DESCRIPTION = """\
 Pokna runs the Huttese dice game of Vigo's Favor for integrating apps: provably fair rolls

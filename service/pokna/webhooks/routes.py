@@ -10,24 +10,19 @@ from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep
+from pokna.api.fields import NoNul
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
-from pokna.api.problem_docs import (
-    BAD_CURSOR,
+from pokna.api.problem_docs import BAD_CURSOR, IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
+from pokna.db.types import utc_now
+from pokna.webhooks import service as webhooks
+from pokna.webhooks.problem_docs import (
     DELIVERY_IN_FLIGHT,
     DELIVERY_NOT_FOUND,
     ENDPOINT_NOT_FOUND,
-    IDEMPOTENT,
-    JSON_BODY,
-    KEYED,
     UNSAFE_WEBHOOK_URL,
-    VALIDATION,
-    problems,
 )
-from pokna.api.schemas.common import NoNul
-from pokna.api.schemas.webhooks import WebhookEndpointCreate, WebhookEndpointUpdate
-from pokna.db.types import utc_now
-from pokna.webhooks import service as webhooks
+from pokna.webhooks.requests import WebhookEndpointCreate, WebhookEndpointUpdate
 from pokna.webhooks.schemas import (
     DeliveryStatus,
     WebhookDeliveryOut,

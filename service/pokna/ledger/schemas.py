@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from pokna.api.schemas.common import Amount, Currency, NoNul
+from pokna.api.fields import Amount, Currency, NoNul
 from pokna.ledger import (
     AccountEntry,
     AccountKind,

@@ -1,10 +1,10 @@
-"""Entry point for ASGI servers: `uvicorn --factory pokna.api.asgi:create_app`."""
+"""Entry point for ASGI servers: `uvicorn --factory pokna.app.asgi:create_app`."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
-from pokna.api.app import create_app as _create_app
+from pokna.app import create_app as _create_app
 from pokna.logs import configure_logging
 from pokna.settings import get_settings
 

@@ -11,29 +11,26 @@ from fastapi import APIRouter, Body, Path, Request, Response
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
-from pokna.api.clock import ClockDep
 from pokna.api.database_gate import Place
 from pokna.api.deps import RuntimeDep, SessionDep
+from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
 from pokna.api.pagination import EventPageDep, Page
-from pokna.api.problem_docs import (
+from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
+from pokna.api.rate_limits import client_party
+from pokna.dealer import service as dealer
+from pokna.dealer.clock_dep import ClockDep
+from pokna.dealer.problem_docs import (
     ACTION_REFUSALS,
     BAD_SEATING,
     CLIENT_SEED_LOCKED,
     GAME_NOT_FOUND,
-    IDEMPOTENT,
-    JSON_BODY,
-    KEYED,
     NOT_SEATED,
     ROUND_IN_PROGRESS,
     TABLE_NOT_FOUND,
-    VALIDATION,
     VERSION_CONFLICT,
-    problems,
 )
-from pokna.api.rate_limits import client_party
-from pokna.api.schemas.common import NoNul
-from pokna.api.schemas.games import (
+from pokna.dealer.requests import (
     GameAction,
     GameActionOut,
     GameCreate,
@@ -43,7 +40,6 @@ from pokna.api.schemas.games import (
     TableCreate,
     TableOut,
 )
-from pokna.dealer import service as dealer
 from pokna.errors import Unauthorized
 
 router = APIRouter(prefix="/v1")

@@ -10,8 +10,8 @@ from fastapi.responses import StreamingResponse
 from pokna import bundles
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep, streamed
+from pokna.api.fields import SEQ_MAX, Moment
 from pokna.api.problem_docs import BAD_RANGE, KEYED, VALIDATION, problems
-from pokna.api.schemas.common import SEQ_MAX, Moment
 from pokna.audit.records import MEDIA_TYPE
 
 router = APIRouter(prefix="/v1", tags=["audit"])

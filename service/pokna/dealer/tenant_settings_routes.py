@@ -8,9 +8,9 @@ from sqlalchemy.orm import Session
 
 from pokna.api.auth import TenantDep
 from pokna.api.deps import SessionDep
+from pokna.api.fields import RakeTermsIn
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, problems
-from pokna.api.schemas.common import RakeTermsIn
 from pokna.tenants.settings import TenantSettingsOut, set_default_rake, tenant_settings
 
 router = APIRouter(prefix="/v1", tags=["tenant"])

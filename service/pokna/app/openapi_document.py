@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pokna.api.app import create_app
+from pokna.app import create_app
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 

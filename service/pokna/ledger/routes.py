@@ -11,22 +11,22 @@ from sqlalchemy.orm import Session
 from pokna import ledger
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep, streamed
+from pokna.api.fields import SEQ_MAX, Currency, NoNul
 from pokna.api.idempotency import REQUIRED_KEY_EXTRA, IdempotencyDep, RequiredIdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import (
-    ACCOUNT_EXISTS,
-    ACCOUNT_NOT_FOUND,
     BAD_CURSOR,
     IDEMPOTENT,
-    INSUFFICIENT_FUNDS,
     JSON_BODY,
     KEY_REQUIRED,
     KEYED,
-    NOT_A_WALLET,
     VALIDATION,
     problems,
 )
-from pokna.api.schemas.accounts import (
+from pokna.errors import InvalidRequest
+from pokna.ledger import AccountKind, TransactionNotFound
+from pokna.ledger.problem_docs import ACCOUNT_EXISTS, ACCOUNT_NOT_FOUND, INSUFFICIENT_FUNDS, NOT_A_WALLET
+from pokna.ledger.schemas import (
     AccountCreate,
     AccountEntryOut,
     AccountOut,
@@ -35,9 +35,6 @@ from pokna.api.schemas.accounts import (
     MoneyMovement,
     TrialBalanceOut,
 )
-from pokna.api.schemas.common import SEQ_MAX, Currency, NoNul
-from pokna.errors import InvalidRequest
-from pokna.ledger import AccountKind, TransactionNotFound
 
 router = APIRouter(prefix="/v1")
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from pokna.api.schemas.common import NoNul
+from pokna.api.fields import NoNul
 from pokna.outbox.events import EventType
 
 Url = Annotated[

@@ -10,9 +10,10 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from pokna.api.deps import RuntimeDep, SessionDep
-from pokna.api.problem_docs import LINK_NOT_FOUND, STORED, problems
-from pokna.api.schemas.games import FairnessLinkOut
+from pokna.api.problem_docs import STORED, problems
 from pokna.dealer import service as dealer
+from pokna.dealer.problem_docs import LINK_NOT_FOUND
+from pokna.dealer.requests import FairnessLinkOut
 from pokna.fairness.keyring import KeyRing
 
 router = APIRouter(tags=["fairness"])

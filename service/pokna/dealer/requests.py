@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from pokna.api.schemas.common import INTEGER_MAX, AccountId, Amount, Currency, RakeTermsIn
+from pokna.api.fields import INTEGER_MAX, AccountId, Amount, Currency, RakeTermsIn
 from pokna.dealer.schemas import (
     ActionRollOut,
     FairnessLinkOut,

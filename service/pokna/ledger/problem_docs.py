@@ -1,0 +1,15 @@
+"""The problems the ledger's operations can answer, built from the errors that raise them
+(pokna.api.problem_docs has the mechanism and the kernel's own)."""
+
+from __future__ import annotations
+
+from pokna.api.problem_docs import of
+from pokna.errors import InvalidRequest
+from pokna.ledger.errors import AccountExists, AccountNotFound, InsufficientFunds
+
+ACCOUNT_NOT_FOUND = of(AccountNotFound, "no account acct_0c1d2e3f")
+ACCOUNT_EXISTS = of(AccountExists, "tenant ten_0c1d already has a player_wallet account for 'user-42'")
+INSUFFICIENT_FUNDS = of(
+    InsufficientFunds, "account acct_0c1d holds 5; a change of -10 would take it below zero"
+)
+NOT_A_WALLET = of(InvalidRequest, "deposits go to player wallets, not a house")

@@ -1,0 +1,14 @@
+"""The problems the webhook endpoints' operations can answer, built from the errors that raise them
+(pokna.api.problem_docs has the mechanism and the kernel's own)."""
+
+from __future__ import annotations
+
+from pokna.api.problem_docs import of
+from pokna.webhooks.errors import DeliveryInFlight, DeliveryNotFound, EndpointNotFound, UnsafeWebhookUrl
+
+ENDPOINT_NOT_FOUND = of(EndpointNotFound, "no webhook endpoint whep_0c1d2e3f")
+DELIVERY_NOT_FOUND = of(DeliveryNotFound, "no delivery whdl_0c1d2e3f of webhook endpoint whep_0c1d2e3f")
+DELIVERY_IN_FLIGHT = of(
+    DeliveryInFlight, "delivery whdl_0c1d2e3f is being attempted; ask again once it is done"
+)
+UNSAFE_WEBHOOK_URL = of(UnsafeWebhookUrl, "webhook URLs must be https in production")
