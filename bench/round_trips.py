@@ -135,7 +135,7 @@ def funded_wallets(client: Any, count: int) -> list[str]:
 
 
 @contextmanager
-def served(url: str, data_dir: Path, wire: WireTurns) -> Iterator[tuple[TestClient, Counts]]:
+def served(url: str, data_dir: Path, wire: WireTurns | None = None) -> Iterator[tuple[TestClient, Counts]]:
     os.environ.update(
         {
             "POKNA_DATABASE_URL": url,
