@@ -26,15 +26,18 @@ connection holds no thread. A streamed answer that reads after the commit takes 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Annotated, TypeVar
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
+from psycopg import AsyncConnection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from pokna.api.database_gate import Place
 from pokna.api.rate_limits import client_party
+from pokna.errors import Unauthorized
 from pokna.runtime import Runtime
 
 
@@ -130,3 +133,25 @@ def first_read(session: Session, read: Callable[[Session], Read]) -> Read:
             raise
         session.rollback()
         return read(session)
+
+
+@asynccontextmanager
+async def driver_connection(request: Request) -> AsyncIterator[AsyncConnection[Any]]:
+    """For an async hot path (pokna.db.aio): a place at the database gate, then one of the runtime's
+    async connections. The API key counts as checked (for the edge's per-key rate limits) once the block
+    ends, or fails with anything but Unauthorized: the block's first statement checks it."""
+    runtime: Runtime = request.app.state.runtime
+    place = Place(request.app.state.database_gate, client_party(request.scope))
+    await place.take()
+    try:
+        async with runtime.aio.connection() as connection:
+            yield connection
+    except Unauthorized:
+        raise
+    except BaseException:
+        request.state.api_key_authenticated = True
+        raise
+    else:
+        request.state.api_key_authenticated = True
+    finally:
+        place.give_back()

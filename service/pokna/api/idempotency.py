@@ -191,6 +191,29 @@ async def get_sent_key(
 SentKeyDep = Annotated[SentKey | None, Depends(get_sent_key)]
 
 
+async def get_sent_key_required_by_route(
+    request: Request,
+    idempotency_key: Annotated[
+        IdempotencyKey | None, Header(alias=KEY_HEADER, include_in_schema=False)
+    ] = None,
+) -> SentKey | None:
+    """`get_sent_key` for a route that requires the key and refuses its absence itself, after checking
+    the API key (a request with neither is a 401, as everywhere): documented as required by the route's
+    `openapi_extra=REQUIRED_KEY_EXTRA`."""
+    return await get_sent_key(request, idempotency_key)
+
+
+RequiredSentKeyDep = Annotated[SentKey | None, Depends(get_sent_key_required_by_route)]
+
+
+def key_required() -> IdempotencyKeyRequired:
+    return IdempotencyKeyRequired(
+        f"this request moves money: send an {KEY_HEADER} header (1-{MAX_KEY_LENGTH} printable ASCII "
+        "characters, a new one for each request and the same one on its retries), so that a retry "
+        "after a lost answer cannot move the money twice"
+    )
+
+
 def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
     """What tells a retry of the same request from another request under the same key."""
     try:
@@ -205,33 +228,6 @@ def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
 
 
 IdempotencyDep = Annotated[Idempotency, Depends(get_idempotency)]
-
-
-async def get_required_idempotency(
-    request: Request,
-    response: Response,
-    session: SessionDep,
-    tenant_id: TenantDep,
-    idempotency_key: Annotated[
-        IdempotencyKey | None, Header(alias=KEY_HEADER, include_in_schema=False)
-    ] = None,
-) -> Idempotency:
-    """The key of a write that moves money: without one, a retry after a lost answer would move it again,
-    so a request without a key is refused (`IdempotencyKeyRequired`) before anything is done.
-
-    The header is left out of the parameters FastAPI documents, where it would be optional (a missing
-    key must reach this code to be refused in words): route with `openapi_extra=REQUIRED_KEY_EXTRA`,
-    which documents it as required."""
-    if idempotency_key is None:
-        raise IdempotencyKeyRequired(
-            f"this request moves money: send an {KEY_HEADER} header (1-{MAX_KEY_LENGTH} printable ASCII "
-            "characters, a new one for each request and the same one on its retries), so that a retry "
-            "after a lost answer cannot move the money twice"
-        )
-    return await get_idempotency(request, response, session, tenant_id, idempotency_key)
-
-
-RequiredIdempotencyDep = Annotated[Idempotency, Depends(get_required_idempotency)]
 
 
 REQUIRED_KEY_EXTRA: dict[str, Any] = {

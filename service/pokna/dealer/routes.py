@@ -11,13 +11,11 @@ from fastapi import APIRouter, Body, Path, Request, Response
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
-from pokna.api.database_gate import Place
-from pokna.api.deps import RuntimeDep, SessionDep
+from pokna.api.deps import RuntimeDep, SessionDep, driver_connection
 from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
-from pokna.api.rate_limits import client_party
 from pokna.dealer import service as dealer
 from pokna.dealer.clock_dep import ClockDep
 from pokna.dealer.problem_docs import (
@@ -40,7 +38,6 @@ from pokna.dealer.requests import (
     TableCreate,
     TableOut,
 )
-from pokna.errors import Unauthorized
 
 router = APIRouter(prefix="/v1")
 
@@ -164,28 +161,17 @@ async def act(
         expected_version=action.expected_version,
     )
     keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
-    place = Place(request.app.state.database_gate, client_party(request.scope))
-    await place.take()
-    try:
-        async with runtime.aio.connection() as connection:
-            played = await dealer.play(
-                connection,
-                runtime.keys,
-                clock,
-                dealer.Caller(api_key_digest=api_key_digest),
-                keyed,
-                game_id,
-                player_action,
-                dealer.revenue_account_opener(runtime.engine),
-            )
-    except Unauthorized:
-        raise
-    except BaseException:
-        request.state.api_key_authenticated = True  # refused or failed after the key was checked
-        raise
-    finally:
-        place.give_back()
-    request.state.api_key_authenticated = True
+    async with driver_connection(request) as connection:
+        played = await dealer.play(
+            connection,
+            runtime.keys,
+            clock,
+            dealer.Caller(api_key_digest=api_key_digest),
+            keyed,
+            game_id,
+            player_action,
+            dealer.revenue_account_opener(runtime.engine),
+        )
     headers = {REPLAYED_HEADER: "true"} if played.replayed else None
     return Response(played.body, status_code=played.status, media_type="application/json", headers=headers)
 

@@ -27,13 +27,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from pokna import metrics
-from pokna.db.types import new_id
 from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_values, roll_rows, seat_row
 from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.store import game_store
 from pokna.ledger import TransferBatch, hold_wallets_now
-from pokna.outbox import Event
+from pokna.outbox import Event, Gathered
 
 GAME_WRITE = "SELECT game_write(%s, %s::json)"
 STALE_BALANCES = "PK409"
@@ -95,7 +94,7 @@ class GameWrites:
     tenant_id: str
     reads: GameReads
     steps: list[dict[str, Any]] = field(default_factory=list)
-    outbox: list[dict[str, Any]] = field(default_factory=list)
+    outbox: Gathered = field(default_factory=Gathered)
     transactions: int = 0
     finished: list[str] = field(default_factory=list)
     """How each game that ended ended, counted once written (`written`)."""
@@ -151,20 +150,10 @@ class GameWrites:
 
     def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
         """The outbox's `record`, gathered: written by game_write() with the step that announces it."""
-        message_id = new_id("msg")
-        self.outbox.append(
-            {
-                "id": message_id,
-                "type": event.type,
-                "ordering_key": ordering_key,
-                "body": event.model_dump_json(),
-                "occurred_at": event.timestamp,
-            }
-        )
-        return message_id
+        return self.outbox.record(tenant_id, ordering_key, event)
 
     def document(self, answer: Mapping[str, Any] | None = None) -> str:
-        return _encode({"steps": self.steps, "outbox": self.outbox, "answer": answer})
+        return _encode({"steps": self.steps, "outbox": self.outbox.rows, "answer": answer})
 
     def written(self, seconds: float) -> None:
         """Count what was written, once it was: a decision made again counts once."""
@@ -174,7 +163,7 @@ class GameWrites:
             metrics.game_finished(reason)
 
     def __bool__(self) -> bool:
-        return bool(self.steps or self.outbox)
+        return bool(self.steps or self.outbox.rows)
 
 
 def write_now(session: Session, writes: GameWrites) -> None:

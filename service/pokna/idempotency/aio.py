@@ -140,6 +140,15 @@ async def claim_existing(
     raise IdempotencyRequestInProgress(IN_PROGRESS)
 
 
+async def authenticate(connection: AsyncConnection[Any], secret_sha256: str) -> str:
+    """The tenant of a live API key (Unauthorized for any other), in one autocommit statement."""
+    row = await (await connection.execute(AUTHENTICATE, {"secret_sha256": secret_sha256})).fetchone()
+    if row is None:
+        raise Unauthorized("unknown or revoked API key")
+    tenant_id: str = row[0]
+    return tenant_id
+
+
 def held_claim(row: tuple[str, datetime] | None, token: str) -> datetime:
     """HOLD's row checked against our token; when the first attempt under the key began."""
     if row is None or row[0] != token:

@@ -6,15 +6,13 @@ order."""
 
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
-
-from pokna import outbox
 from pokna.ledger.model import PostedTransaction, TransactionKind
+from pokna.outbox import Recorder
 from pokna.outbox.events import DepositPosted, LedgerMovementData, WithdrawalPosted
 
 
 def announce_funding(
-    session: Session, transaction: PostedTransaction, wallet_id: str, currency: str, balance: int
+    outbox: Recorder, transaction: PostedTransaction, wallet_id: str, currency: str, balance: int
 ) -> None:
     moved = next(posting.amount for posting in transaction.postings if posting.account_id == wallet_id)
     data = LedgerMovementData(
@@ -32,4 +30,4 @@ def announce_funding(
         if transaction.kind == TransactionKind.DEPOSIT
         else WithdrawalPosted(timestamp=transaction.created_at, data=data)
     )
-    outbox.record(session, transaction.tenant_id, wallet_id, event)
+    outbox.record(transaction.tenant_id, wallet_id, event)

@@ -29,6 +29,7 @@ from pokna.ledger.errors import InvalidPostings, TransactionNotFound
 from pokna.ledger.model import AccountTransfer, PostedTransaction, Posting, TransactionKind, check_amount
 from pokna.ledger.store import LedgerStore, Posted
 from pokna.ledger.store_postgresql import PostgresqlLedgerStore
+from pokna.outbox import SessionOutbox
 
 _LEDGER_STORE: LedgerStore = PostgresqlLedgerStore()
 
@@ -152,7 +153,9 @@ def _funding_transfer(
     posted = _post_drafts(session, tenant_id, [draft])
     transaction = posted.transactions[0]
     if posted.balances:  # a retry answers the original, posts nothing and announces nothing
-        announce_funding(session, transaction, wallet.id, wallet.currency, posted.balances[wallet.id])
+        announce_funding(
+            SessionOutbox(session), transaction, wallet.id, wallet.currency, posted.balances[wallet.id]
+        )
     return transaction
 
 

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
 from pokna import ledger
-from pokna.api.auth import TenantDep
-from pokna.api.deps import RuntimeDep, SessionDep, streamed
+from pokna.api.auth import ApiKeyDigestDep, TenantDep
+from pokna.api.deps import RuntimeDep, SessionDep, driver_connection, streamed
 from pokna.api.fields import SEQ_MAX, Currency, NoNul
-from pokna.api.idempotency import REQUIRED_KEY_EXTRA, IdempotencyDep, RequiredIdempotencyDep
+from pokna.api.idempotency import (
+    REPLAYED_HEADER,
+    REQUIRED_KEY_EXTRA,
+    IdempotencyDep,
+    RequiredSentKeyDep,
+    key_required,
+)
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import (
     BAD_CURSOR,
@@ -24,7 +30,8 @@ from pokna.api.problem_docs import (
     problems,
 )
 from pokna.errors import InvalidRequest
-from pokna.ledger import AccountKind, TransactionNotFound
+from pokna.idempotency.aio import authenticate
+from pokna.ledger import AccountKind, TransactionNotFound, moving
 from pokna.ledger.problem_docs import ACCOUNT_EXISTS, ACCOUNT_NOT_FOUND, INSUFFICIENT_FUNDS, NOT_A_WALLET
 from pokna.ledger.schemas import (
     AccountCreate,
@@ -100,30 +107,31 @@ def account_transactions(
 
 
 def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
-    def move(
-        account_id: AccountId, body: MoneyMovement, tenant_id: TenantDep, idempotency: RequiredIdempotencyDep
-    ) -> JournalTransactionOut:
-        post = ledger.deposit if kind == "deposit" else ledger.withdraw
-
-        def work(session: Session) -> tuple[int, JournalTransactionOut]:
-            account = ledger.get_account(session, account_id, tenant_id=tenant_id)
-            if account.kind != AccountKind.PLAYER_WALLET:
-                raise InvalidRequest(
-                    f"{kind}s go to player wallets, not a {account.kind}", field="path.account_id"
-                )
-            transaction = post(
-                session,
-                tenant_id=tenant_id,
-                account_id=account_id,
-                amount=body.amount,
-                reference=body.reference,
-                metadata=body.metadata,
+    async def move(
+        account_id: AccountId,
+        body: MoneyMovement,
+        request: Request,
+        runtime: RuntimeDep,
+        api_key_digest: ApiKeyDigestDep,
+        sent_key: RequiredSentKeyDep,
+    ) -> Response:
+        """Async, on the driver: three round trips (pokna.ledger.moving). The answer is the bytes the ledger
+        filled in and stored for replay."""
+        movement = moving.Movement(kind, account_id, body.amount, body.reference, body.metadata)
+        async with driver_connection(request) as connection:
+            if sent_key is None:  # the API key is checked first, as on every route
+                await authenticate(connection, api_key_digest)
+                raise key_required()
+            moved = await moving.move(
+                connection,
+                api_key_digest,
+                sent_key.key,
+                sent_key.fingerprint,
+                movement,
+                moving.funding_account_opener(runtime.engine),
             )
-            # The wallet stays locked until the commit: its balance now is its balance right after.
-            balance = ledger.balance_of(session, account_id)
-            return 201, JournalTransactionOut.of(transaction, balance=balance)
-
-        return idempotency.run(work, JournalTransactionOut)
+        headers = {REPLAYED_HEADER: "true"} if moved.replayed else None
+        return Response(moved.body, status_code=moved.status, media_type="application/json", headers=headers)
 
     return move
 

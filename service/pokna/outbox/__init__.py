@@ -16,7 +16,16 @@ from pokna.db.models.webhook import WebhookEvent
 from pokna.db.types import new_id
 from pokna.outbox.events import EVENT_MODELS, EVENT_TYPES, Event, EventType
 
-__all__ = ["EVENT_MODELS", "EVENT_TYPES", "Event", "EventType", "Recorder", "SessionOutbox", "record"]
+__all__ = [
+    "EVENT_MODELS",
+    "EVENT_TYPES",
+    "Event",
+    "EventType",
+    "Gathered",
+    "Recorder",
+    "SessionOutbox",
+    "record",
+]
 
 
 class Recorder(Protocol):
@@ -50,3 +59,24 @@ def record(session: Session, tenant_id: str, ordering_key: str, event: Event) ->
     )
     session.add(row)
     return row.id
+
+
+class Gathered:
+    """Events gathered as webhook_event rows, for a request that writes them with its change in one call
+    (game_write(), ledger_move()): the same rows `record` inserts."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, object]] = []
+
+    def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
+        message_id = new_id("msg")
+        self.rows.append(
+            {
+                "id": message_id,
+                "type": event.type,
+                "ordering_key": ordering_key,
+                "body": event.model_dump_json(),
+                "occurred_at": event.timestamp,
+            }
+        )
+        return message_id

@@ -1,0 +1,228 @@
+"""Deposits and withdrawals on the async path: three round trips, no thread, no ORM.
+
+1. Authenticate the API key and claim the Idempotency-Key (required here) in one autocommit statement
+   (pokna.idempotency.aio); a key seen before replays the stored answer.
+2. BEGIN, hold the claim, and read the wallet with its tenant's funding account in the wallet's currency:
+   one pipeline, one round trip.
+3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
+   is), then one ledger_move() call (migration 0010) with COMMIT behind it: it posts through ledger_post(),
+   records the announcement and stores the answer, both with the seq, the hashes and the balance only the
+   ledger's lock can tell filled in, and returns the answer's bytes.
+
+The same checks and the same answer as the synchronous `deposit` and `withdraw` (which commands and tests
+call): a wallet of the caller's tenant, a player wallet, an amount in range; InsufficientFunds (and nothing
+posted) for a withdrawal past the balance.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import psycopg
+from psycopg import AsyncConnection
+from sqlalchemy import Engine
+from sqlalchemy.orm import sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from pokna import metrics
+from pokna.db.engine import unit_of_work
+from pokna.db.types import utc_now
+from pokna.errors import InvalidRequest
+from pokna.idempotency import aio as idempotency
+from pokna.ledger.accounts import funding_account_id
+from pokna.ledger.announcements import announce_funding
+from pokna.ledger.drafts import draft_of, posted, unchained
+from pokna.ledger.errors import AccountNotFound, AmountOutOfRange, InsufficientFunds, InvalidPostings
+from pokna.ledger.model import MAX_ABS_BALANCE, AccountKind, Posting, TransactionKind, check_amount
+from pokna.ledger.schemas import JournalTransactionOut
+from pokna.ledger.store_postgresql import batch_document
+from pokna.outbox import Gathered
+
+LEDGER_MOVE = "SELECT ledger_move(%s, %s::json)"
+REFUSED = "PK402"
+"""ledger_move()'s SQLSTATE when ledger_post() refused (a withdrawal past the balance, a balance out of
+range): nothing was written."""
+
+_WALLET_AND_FUNDING = (
+    "SELECT wallet.kind, wallet.currency, (SELECT funding.id FROM account AS funding "
+    "WHERE funding.tenant_id = wallet.tenant_id AND funding.kind = 'external_funding' "
+    "AND funding.external_id = wallet.currency) "
+    "FROM account AS wallet WHERE wallet.id = %(account_id)s AND wallet.tenant_id = %(tenant_id)s"
+)
+
+OpenFundingAccount = Callable[[str, str], Awaitable[str]]
+"""The tenant's funding account in a currency, opened if it is not yet (once per tenant and currency)."""
+
+
+@dataclass(frozen=True)
+class Movement:
+    kind: Literal["deposit", "withdrawal"]
+    account_id: str
+    amount: int
+    reference: str | None
+    metadata: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Moved:
+    status: int
+    body: bytes
+    replayed: bool
+
+
+async def move(
+    connection: AsyncConnection[Any],
+    api_key_digest: str,
+    key: str,
+    fingerprint: str,
+    movement: Movement,
+    open_funding_account: OpenFundingAccount,
+) -> Moved:
+    token = secrets.token_hex(16)
+    claimed = await idempotency.authenticate_and_claim(
+        connection, api_key_digest, None, key, fingerprint, token, utc_now()
+    )
+    if claimed.stored is not None:
+        return Moved(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True)
+    try:
+        body = await _post(connection, claimed.tenant_id, key, token, movement, open_funding_account)
+    except BaseException:
+        await idempotency.release(connection, claimed.tenant_id, key, token)
+        raise
+    return Moved(201, body.encode(), replayed=False)
+
+
+async def _post(
+    connection: AsyncConnection[Any],
+    tenant_id: str,
+    key: str,
+    token: str,
+    movement: Movement,
+    open_funding_account: OpenFundingAccount,
+) -> str:
+    kind = TransactionKind.DEPOSIT if movement.kind == "deposit" else TransactionKind.WITHDRAWAL
+    signed = movement.amount if kind is TransactionKind.DEPOSIT else -movement.amount
+    check_amount(signed)
+    try:
+        async with connection.pipeline() as pipeline:
+            await connection.execute("BEGIN", prepare=False)
+            try:
+                hold = await connection.execute(idempotency.HOLD, {"tenant_id": tenant_id, "key": key})
+                params = {"account_id": movement.account_id, "tenant_id": tenant_id}
+                wallet = await connection.execute(_WALLET_AND_FUNDING, params)
+                await pipeline.sync()
+                idempotency.held_claim(await hold.fetchone(), token)
+                found = await wallet.fetchone()
+                if found is None:
+                    raise AccountNotFound(f"no account {movement.account_id}", account_id=movement.account_id)
+                wallet_kind, currency, funding_id = found
+                if wallet_kind != AccountKind.PLAYER_WALLET:
+                    raise InvalidRequest(
+                        f"{movement.kind}s go to player wallets, not a {wallet_kind}", field="path.account_id"
+                    )
+                if funding_id is None:
+                    funding_id = await open_funding_account(tenant_id, currency)
+                document = _document(tenant_id, key, kind, signed, movement, currency, funding_id)
+                started = time.perf_counter()
+                answer = await connection.execute(LEDGER_MOVE, (tenant_id, document))
+                await connection.execute("COMMIT", prepare=False)
+            except BaseException:
+                await connection.execute("ROLLBACK", prepare=False)
+                raise
+    except psycopg.Error as error:
+        if error.sqlstate == REFUSED:
+            await _rolled_back(connection)
+            raise _refusal(error) from None
+        await connection.close()
+        raise
+    row = await answer.fetchone()
+    assert row is not None
+    metrics.ledger_posted(1, time.perf_counter() - started)
+    body: str = row[0]
+    return body
+
+
+def _document(
+    tenant_id: str,
+    key: str,
+    kind: TransactionKind,
+    signed: int,
+    movement: Movement,
+    currency: str,
+    funding_id: str,
+) -> str:
+    postings = [Posting(movement.account_id, signed), Posting(funding_id, -signed)]
+    draft = draft_of(kind, postings, movement.reference, movement.metadata, None, None)
+    currency_of = {movement.account_id: currency, funding_id: currency}
+    written = unchained(tenant_id, draft, currency_of)
+    # What only ledger_post() can tell, as placeholders it fills: a number (negative, so no posted value
+    # is one) and quoted strings, each drawn afresh for this request.
+    seq, balance = (-(10**17) - secrets.randbelow(10**16) for _ in range(2))
+    prev_hash, hash_ = (f"pk-{secrets.token_hex(16)}" for _ in range(2))
+    placeholder = posted(written, seq, prev_hash, hash_)
+    outbox = Gathered()
+    announce_funding(outbox, placeholder, movement.account_id, currency, balance)
+    answer = JournalTransactionOut.of(placeholder, balance=balance).model_dump_json()
+    return json.dumps(
+        {
+            "batch": batch_document(sorted(currency_of), {}, [written]),
+            "wallet_id": movement.account_id,
+            "fill": {
+                "seq": str(seq),
+                "prev_hash": json.dumps(prev_hash),
+                "hash": json.dumps(hash_),
+                "balance": str(balance),
+            },
+            "outbox": outbox.rows,
+            "answer": {"key": key, "status": 201, "body": answer},
+        },
+        default=_timestamp,
+    )
+
+
+def _timestamp(value: object) -> str:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    return value.isoformat()
+
+
+def _refusal(error: psycopg.Error) -> Exception:
+    """ledger_post()'s refusal, as the ledger's typed error."""
+    detail = json.loads(error.diag.message_detail or "{}")
+    status, account_id = detail.get("status"), str(detail.get("account_id"))
+    if status == "insufficient_funds":
+        return InsufficientFunds(account_id, int(detail["balance"]), int(detail["change"]))
+    if status == "balance_out_of_range":
+        return AmountOutOfRange(
+            f"account {account_id} would hold {detail['balance']}, beyond the bound of {MAX_ABS_BALANCE}",
+            account_id=account_id,
+            limit=MAX_ABS_BALANCE,
+        )
+    if status == "account_not_found":
+        return AccountNotFound(f"no account {account_id}", account_id=account_id)
+    return InvalidPostings(f"the ledger refused the posting ({status})")
+
+
+async def _rolled_back(connection: AsyncConnection[Any]) -> None:
+    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        await connection.execute("ROLLBACK", prepare=False)
+
+
+def funding_account_opener(engine: Engine) -> OpenFundingAccount:
+    """Opens the funding account in a transaction of its own, in the thread pool (once per tenant and
+    currency, the first time money moves in it)."""
+
+    def open_in_thread(tenant_id: str, currency: str) -> str:
+        with unit_of_work(sessionmaker(bind=engine, expire_on_commit=False)) as session:
+            return funding_account_id(session, tenant_id, currency)
+
+    async def open_account(tenant_id: str, currency: str) -> str:
+        return await run_in_threadpool(open_in_thread, tenant_id, currency)
+
+    return open_account
