@@ -21,14 +21,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import sys
 import tempfile
-import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,53 +38,9 @@ from sqlalchemy.engine import make_url
 
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
+from support.wire import WireTurns
 
 KINDS = ("statement", "begin", "commit", "rollback", "ping", "wire")
-
-
-class WireTurns:
-    """A TCP proxy to the database that counts round trips: each time a client connection sends after the
-    server last sent to it (a new request after an answer), one more."""
-
-    def __init__(self, target_host: str, target_port: int) -> None:
-        self.turns = 0
-        self._target = (target_host, target_port)
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def take(self) -> int:
-        with self._lock:
-            taken, self.turns = self.turns, 0
-        return taken
-
-    def _accept(self) -> None:
-        while True:
-            client, _ = self._listener.accept()
-            server = socket.create_connection(self._target)
-            for sock in (client, server):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            state = {"server_spoke": True}
-            threading.Thread(target=self._pipe, args=(client, server, state, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, state, False), daemon=True).start()
-
-    def _pipe(
-        self, source: socket.socket, sink: socket.socket, state: dict[str, bool], upstream: bool
-    ) -> None:
-        try:
-            while data := source.recv(65536):
-                with self._lock:
-                    if upstream and state["server_spoke"]:
-                        self.turns += 1
-                    state["server_spoke"] = not upstream
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for sock in (source, sink):
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
 
 
 class Counts:

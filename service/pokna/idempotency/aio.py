@@ -34,7 +34,11 @@ _AUTHENTICATE_AND_CLAIM = (
     "(tenant_id, key, request_fingerprint, claim_token, created_at, expires_at) "
     "SELECT tenant_id, %(key)s, %(fingerprint)s, %(token)s, %(now)s, %(expires_at)s FROM caller "
     "ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key) "
-    "SELECT caller.tenant_id, EXISTS (SELECT 1 FROM claimed) FROM caller"
+    # A key seen before (committed before this statement began): its record, so that a replay of a
+    # stored answer needs no second round trip.
+    "SELECT caller.tenant_id, EXISTS (SELECT 1 FROM claimed), seen.request_fingerprint, seen.response_status, "
+    "seen.response_body, seen.expires_at FROM caller LEFT JOIN idempotency_record AS seen "
+    "ON seen.tenant_id = caller.tenant_id AND seen.key = %(key)s"
 )
 _CLAIM_FOR_TENANT = _AUTHENTICATE_AND_CLAIM.replace(  # a command or a test, whose tenant is known
     AUTHENTICATE, "SELECT %(tenant_id)s::text AS tenant_id"
@@ -94,10 +98,14 @@ async def authenticate_and_claim(
     row = await (await connection.execute(statement, values)).fetchone()
     if row is None:
         raise Unauthorized("unknown or revoked API key")
-    tenant_id, claimed = row
+    tenant_id, claimed, seen_fingerprint, status, body, expires_at = row
     if claimed:
         return Claimed(tenant_id, None)
     request = KeyedRequest(tenant_id=tenant_id, key=key, fingerprint=fingerprint)
+    if status is not None and body is not None and expires_at > now:  # finished: it never changes again
+        if seen_fingerprint != fingerprint:
+            raise _reused()
+        return Claimed(tenant_id, Outcome(status=status, body=body, replayed=True))
     return Claimed(tenant_id, await claim_existing(connection, request, token, now))
 
 
@@ -119,17 +127,7 @@ async def claim_existing(
                     return None
                 fingerprint, status, body, _ = record
                 if fingerprint != request.fingerprint:
-                    raise IdempotencyKeyReused(
-                        "this Idempotency-Key was used with a different request; use a new key for a new "
-                        "request",
-                        invalid_params=[
-                            {
-                                "name": "header.Idempotency-Key",
-                                "reason": "reused",
-                                "pointer": "/Idempotency-Key",
-                            }
-                        ],
-                    )
+                    raise _reused()
                 if status is not None and body is not None:
                     return Outcome(status=status, body=body, replayed=True)  # the stored JSON text
                 # Unfinished, and locked by us: nobody is working on it (see the service's docstring).
@@ -147,6 +145,15 @@ async def authenticate(connection: AsyncConnection[Any], secret_sha256: str) -> 
         raise Unauthorized("unknown or revoked API key")
     tenant_id: str = row[0]
     return tenant_id
+
+
+def _reused() -> IdempotencyKeyReused:
+    return IdempotencyKeyReused(
+        "this Idempotency-Key was used with a different request; use a new key for a new request",
+        invalid_params=[
+            {"name": "header.Idempotency-Key", "reason": "reused", "pointer": "/Idempotency-Key"}
+        ],
+    )
 
 
 def held_claim(row: tuple[str, datetime] | None, token: str) -> datetime:

@@ -1,0 +1,108 @@
+"""The hot paths' round trips to PostgreSQL, counted on the wire (issue 24): a game action is at most three
+(two without an Idempotency-Key), a keyed deposit or withdrawal three, whatever else happens in the
+request. The app reaches the database through a counting proxy (tests/support/wire.py), so every driver,
+every pipeline and every implicit BEGIN or COMMIT counts.
+
+Counted once the connections are warm: psycopg prepares a statement the fifth time a connection runs it,
+in a round trip of its own, once per connection (a running service pays it once per statement and
+connection, at start)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.app import create_app
+from pokna.db.engine import make_engine
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+from support.tenant_api import TenantApi, money_key, new_tenant
+from support.wire import WireTurns
+
+
+@pytest.fixture
+def counted(tmp_path: Path, database_url: str) -> Iterator[tuple[TestClient, WireTurns]]:
+    target = make_url(database_url)
+    wire = WireTurns(target.host or "127.0.0.1", target.port or 5432)
+    proxied = target.set(host="127.0.0.1", port=wire.port).render_as_string(hide_password=False)
+    settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=proxied)
+    engine = make_engine(proxied)
+    try:
+        with TestClient(create_app(settings, Runtime.from_settings(settings, engine=engine))) as client:
+            yield client, wire
+    finally:
+        engine.dispose()
+        wire.close()
+
+
+def _game(api: TenantApi) -> dict[str, Any]:
+    vigo, players = api.wallet(500), [api.wallet(500) for _ in range(3)]
+    created = api.post("/v1/games", {"vigo_account_id": vigo, "player_account_ids": players, "stake": 5})
+    assert created.status_code == 201, created.text
+    game: dict[str, Any] = created.json()
+    return game
+
+
+def _next(game: dict[str, Any]) -> dict[str, Any]:
+    turn = game["turn"]
+    account, allowed = turn["account_ids"][0], turn["allowed_actions"]
+    for kind in ("start", "roll", "claim"):
+        if kind in allowed:
+            return {"type": kind, "account_id": account}
+    return {"type": "vote", "account_id": account, "choice": "split"}
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "keyed"])
+def test_a_game_action_is_at_most_three_round_trips(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session], keyed: bool
+) -> None:
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    headers = money_key if keyed else dict
+    for _warm_up in range(3):
+        game = _game(api)
+        while game["status"] not in ("settled", "cancelled"):
+            game = api.post(f"/v1/games/{game['id']}/actions", _next(game), headers=headers()).json()
+    game = _game(api)
+    trips = []
+    while game["status"] not in ("settled", "cancelled"):
+        wire.take()
+        answer = api.post(f"/v1/games/{game['id']}/actions", _next(game), headers=headers())
+        assert answer.status_code == 200, answer.text
+        trips.append(wire.take())
+        game = answer.json()
+    limit = 3 if keyed else 2
+    assert len(trips) >= 3, trips
+    # Every action but the last; the one that ends the game also reads what the proof signs.
+    assert max(trips[:-1]) == limit, trips
+    assert trips[-1] == limit + 1, trips
+
+
+def test_a_keyed_deposit_and_withdrawal_are_three_round_trips(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    wallet = api.wallet(10)  # opens the funding account: the first movement in a currency does
+    for _warm_up in range(6):
+        api.deposit(wallet, 1)
+        api.withdraw(wallet, 1)
+    for move in (api.deposit, api.withdraw, api.deposit):
+        wire.take()
+        answer = move(wallet, 3)
+        assert answer.status_code == 201, answer.text
+        assert wire.take() == 3
+    key = money_key()
+    first = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 2}, headers=key)
+    for _replay in range(3):
+        wire.take()
+        replay = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 2}, headers=key)
+        assert wire.take() == 1  # the stored answer comes back with the claim's own statement
+        assert replay.content == first.content
+        assert replay.headers["Idempotent-Replayed"] == "true"
