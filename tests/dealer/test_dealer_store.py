@@ -21,6 +21,7 @@ from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.game_queries import GameQueries
 from pokna.dealer.records import EventRecord, RollRecord
+from pokna.dealer.requests import ClaimAction, PlayerRequest, RollAction, SetClientSeed, Start, VoteAction
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import PostgresGameStore
@@ -62,14 +63,15 @@ def _play_to_the_end(
         game = games.read_game(session, runtime.keys, CLOCK, tenant_id, game_id)
     while game.turn is not None:
         account, allowed = game.turn.account_ids[0], game.turn.allowed_actions
+        request: PlayerRequest
         if "start" in allowed:
-            request = games.PlayerAction(type="start", account_id=account)
+            request = Start(type="start", account_id=account)
         elif "vote" in allowed:
-            request = games.PlayerAction(type="vote", account_id=account, choice="split")
+            request = VoteAction(type="vote", account_id=account, choice="split")
         elif "claim" in allowed:
-            request = games.PlayerAction(type="claim", account_id=account)
+            request = ClaimAction(type="claim", account_id=account)
         else:
-            request = games.PlayerAction(type="roll", account_id=account)
+            request = RollAction(type="roll", account_id=account)
         game = act(runtime, CLOCK, tenant_id, game_id, request)
     return game
 
@@ -112,7 +114,7 @@ def test_lock_game_and_seats_reads_what_the_plain_reads_do(
     tenant_id, game_id, wallets = _new_game(sessions, runtime)
     act(
         runtime, CLOCK, tenant_id, game_id,
-        games.PlayerAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
+        SetClientSeed(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
     )  # fmt: skip
     with unit_of_work(sessions) as session:
         game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
@@ -184,7 +186,7 @@ def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
     outcome: list[BaseException | GameOut] = []
 
     def start() -> None:
-        action = games.PlayerAction(type="start", account_id=wallets[0])
+        action = Start(type="start", account_id=wallets[0])
         try:
             outcome.append(act(runtime, CLOCK, tenant_id, game_id, action))
         except BaseException as error:

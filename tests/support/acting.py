@@ -11,7 +11,7 @@ from pokna.runtime import Runtime
 
 
 def act(
-    runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str, request: games.PlayerAction
+    runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str, request: games.PlayerRequest
 ) -> GameActionOut:
     async def play() -> games.Played:
         async with runtime.aio.connection() as connection:

@@ -4,7 +4,6 @@ then applied as one rules step under the game's lock (or, before the start, a cl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -12,26 +11,15 @@ from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.deadlines import Clock, apply_passed_deadlines
 from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.requests import PlayerRequest, SetClientSeed
 from pokna.dealer.schemas import ActionRollOut, GameActionOut
 from pokna.dealer.stepping import apply_step, number_events
-from pokna.dealer.view import SET_CLIENT_SEED, game_out
+from pokna.dealer.view import game_out
 from pokna.dealer.writes import GameWrites
 from pokna.errors import InvalidRequest, PoknaError
 from pokna.fairness.protocol import client_seed_problem
-from pokna.game import Action, Cancel, Challenge, Claim, Roll, Start, Vote, VoteChoice
 from pokna.game.events import Rolled
 from pokna.service_keys import ServiceKeys
-
-
-@dataclass(frozen=True)
-class PlayerAction:
-    """One request to act. `account_id` names the seat; the app acts on behalf of its players."""
-
-    type: str
-    account_id: str | None = None
-    choice: str | None = None
-    client_seed: str | None = None
-    expected_version: int | None = None
 
 
 def decide_action(
@@ -41,7 +29,7 @@ def decide_action(
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: dict[str, int],
-    request: PlayerAction,
+    request: PlayerRequest,
 ) -> GameActionOut:
     """The game after the action, with the rolls the action made, decided under the game's lock and
     gathered in `writes`. Deadlines passed meanwhile are applied first (their rolls are in the game's
@@ -72,7 +60,7 @@ def _act_now(
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: dict[str, int],
-    request: PlayerAction,
+    request: PlayerRequest,
 ) -> GameActionOut:
     if request.expected_version is not None and request.expected_version != game.version:
         raise VersionConflict(
@@ -80,10 +68,10 @@ def _act_now(
             game=game_out(game, seats, balances),
         )
     rolls: list[ActionRollOut] = []
-    if request.type == SET_CLIENT_SEED:
+    if isinstance(request, SetClientSeed):
         _set_client_seed(writes, game, seats, balances, request, clock.now)
     else:
-        action = _to_engine_action(request, seats)
+        action = request.engine_action(lambda account_id: _seat_of(seats, account_id))
         result = apply_step(writes, keys, clock, game, seats, balances, action, clock.now)
         rolls = [
             ActionRollOut(
@@ -113,33 +101,12 @@ def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
     )
 
 
-def _to_engine_action(request: PlayerAction, seats: Sequence[SeatRecord]) -> Action:
-    if request.type == "cancel":
-        return Cancel()
-    seat = _seat_of(seats, request.account_id)
-    match request.type:
-        case "start":
-            return Start(seat)
-        case "roll":
-            return Roll(seat)
-        case "claim":
-            return Claim(seat)
-        case "challenge":
-            return Challenge(seat)
-        case "vote":
-            try:
-                return Vote(seat, VoteChoice(request.choice or ""))
-            except ValueError:
-                raise InvalidRequest("choice is `split` or `roll_again`", field="body.choice") from None
-    raise InvalidRequest(f"unknown action type {request.type!r}", field="body.type")
-
-
 def _set_client_seed(
     writes: GameWrites,
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
-    request: PlayerAction,
+    request: SetClientSeed,
     now: datetime,
 ) -> None:
     if game.status != "open":

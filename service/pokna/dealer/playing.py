@@ -33,11 +33,12 @@ from starlette.concurrency import run_in_threadpool
 from pokna import ledger, metrics
 from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
-from pokna.dealer.acting import PlayerAction, decide_action
+from pokna.dealer.acting import decide_action
 from pokna.dealer.deadlines import Clock
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.schemas import GameActionOut
 from pokna.dealer.store_postgres import (
     LOCK_GAME_AND_SEATS,
@@ -92,7 +93,7 @@ async def play(
     caller: Caller,
     keyed: Keyed | None,
     game_id: str,
-    request: PlayerAction,
+    request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
 ) -> Played:
     try:
@@ -112,7 +113,7 @@ async def _play(
     caller: Caller,
     keyed: Keyed | None,
     game_id: str,
-    request: PlayerAction,
+    request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
 ) -> Played:
     if keyed is None:
@@ -152,7 +153,7 @@ async def _decide_and_write(
     caller: Caller,
     claim: _Claim | None,
     game_id: str,
-    request: PlayerAction,
+    request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
 ) -> Played:
     for attempt in range(DECIDE_ATTEMPTS):
@@ -180,7 +181,7 @@ async def _attempt_once(
     caller: Caller,
     claim: _Claim | None,
     game_id: str,
-    request: PlayerAction,
+    request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
     *,
     held: bool,
@@ -270,7 +271,7 @@ async def _decided(
     game: GameRecord,
     seats: list[SeatRecord],
     balances: dict[str, int],
-    request: PlayerAction,
+    request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
 ) -> tuple[GameWrites, GameActionOut]:
     """The action decided on the locked game, and what it writes. A decision that needs a read not yet

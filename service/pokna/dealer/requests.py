@@ -5,10 +5,12 @@ next to the code that fills them in, and imported here for the routes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from pokna import game as rules
 from pokna.api.fields import INTEGER_MAX, AccountId, Amount, Currency, RakeTermsIn
 from pokna.dealer.schemas import (
     ActionRollOut,
@@ -44,6 +46,7 @@ __all__ = [
     "GameProofOut",
     "OutcomeOut",
     "PayoutOut",
+    "PlayerRequest",
     "ProofPendingOut",
     "RollAction",
     "SeatOut",
@@ -118,12 +121,20 @@ class GameCreate(BaseModel):
     )
 
 
+SeatOf = Callable[[str | None], int]
+"""The seat an account holds in the game (NotSeated if none)."""
+
+
 class _Act(BaseModel):
+    """An action as a request: each maps itself to the rules' own action (pokna.game), given the seats."""
+
     model_config = ConfigDict(extra="forbid")
     expected_version: Version = None
 
 
 class SetClientSeed(_Act):
+    """Not a rules step: the dealer records the seed before the start (pokna.dealer.acting)."""
+
     type: Literal["set_client_seed"]
     account_id: AccountId
     client_seed: ClientSeed
@@ -133,20 +144,32 @@ class Start(_Act):
     type: Literal["start"]
     account_id: AccountId = Field(description="The Vigo.")
 
+    def engine_action(self, seat_of: SeatOf) -> rules.Action:
+        return rules.Start(seat_of(self.account_id))
+
 
 class RollAction(_Act):
     type: Literal["roll"]
     account_id: AccountId
+
+    def engine_action(self, seat_of: SeatOf) -> rules.Action:
+        return rules.Roll(seat_of(self.account_id))
 
 
 class ClaimAction(_Act):
     type: Literal["claim"]
     account_id: AccountId
 
+    def engine_action(self, seat_of: SeatOf) -> rules.Action:
+        return rules.Claim(seat_of(self.account_id))
+
 
 class ChallengeAction(_Act):
     type: Literal["challenge"]
     account_id: AccountId
+
+    def engine_action(self, seat_of: SeatOf) -> rules.Action:
+        return rules.Challenge(seat_of(self.account_id))
 
 
 class VoteAction(_Act):
@@ -154,16 +177,22 @@ class VoteAction(_Act):
     account_id: AccountId
     choice: Literal["split", "roll_again"]
 
+    def engine_action(self, seat_of: SeatOf) -> rules.Action:
+        return rules.Vote(seat_of(self.account_id), rules.VoteChoice(self.choice))
+
 
 class CancelAction(_Act):
     type: Literal["cancel"]
     account_id: AccountId | None = Field(default=None, description="Optional: who asked.")
 
+    def engine_action(self, seat_of: SeatOf) -> rules.Action:
+        return rules.Cancel()
 
-GameAction = Annotated[
-    SetClientSeed | Start | RollAction | ClaimAction | ChallengeAction | VoteAction | CancelAction,
-    Field(discriminator="type"),
-]
+
+PlayerRequest = SetClientSeed | Start | RollAction | ClaimAction | ChallengeAction | VoteAction | CancelAction
+"""One player's request to act, as parsed; the dealer's `decide_action` takes it as it is."""
+
+GameAction = Annotated[PlayerRequest, Field(discriminator="type")]
 
 
 class TableCreate(BaseModel):

@@ -153,13 +153,6 @@ async def act(
 ) -> Response:
     """Async, on the driver: three round trips and no thread (pokna.dealer.playing). The answer is sent as
     the bytes the dealer built once, which are also what a retry under the same key gets back."""
-    player_action = dealer.PlayerAction(
-        type=action.type,
-        account_id=action.account_id,
-        choice=getattr(action, "choice", None),
-        client_seed=getattr(action, "client_seed", None),
-        expected_version=action.expected_version,
-    )
     keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
     async with driver_connection(request) as connection:
         played = await dealer.play(
@@ -169,7 +162,7 @@ async def act(
             dealer.Caller(api_key_digest=api_key_digest),
             keyed,
             game_id,
-            player_action,
+            action,
             dealer.revenue_account_opener(runtime.engine),
         )
     headers = {REPLAYED_HEADER: "true"} if played.replayed else None

@@ -8,13 +8,13 @@ lives: creating (creating.py), acting (acting.py), one rules step persisted (ste
 
 from __future__ import annotations
 
-from pokna.dealer.acting import PlayerAction
 from pokna.dealer.creating import NewGame, check_seating, create_game
 from pokna.dealer.deadlines import Clock, apply_due_timeouts, due_games
 from pokna.dealer.fairness_link import fairness_link
 from pokna.dealer.playing import Caller, Keyed, Played, play, revenue_account_opener
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import AuditedGame, game_events, game_proof, games_for_audit, read_game
+from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.tables import NewTable, create_table, deal_round, read_table
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "NewGame",
     "NewTable",
     "Played",
-    "PlayerAction",
+    "PlayerRequest",
     "RakeTerms",
     "apply_due_timeouts",
     "check_seating",
