@@ -17,7 +17,6 @@ opened), a wallet that moved after the read (the action is decided again from st
 
 from __future__ import annotations
 
-import copy
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -37,7 +36,6 @@ from pokna.dealer.acting import decide_action
 from pokna.dealer.deadlines import Clock
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.rake import revenue_account_id
-from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.schemas import GameActionOut
 from pokna.dealer.store_postgres import (
@@ -201,15 +199,14 @@ async def _attempt_once(
                 locked = await lock.fetchone()
                 if locked is None:
                     raise NotFound(f"no game {game_id}")
-                game, seats, balances = locked_records(*locked)
-                if seats is None:
-                    raise StaleBalances("the seats changed while the game's lock was awaited")
+                held_balances = None
                 if held:
-                    balances = await ledger.hold_wallets(
-                        connection, tenant_id, [seat.account_id for seat in seats]
+                    _, seats, _ = locked_records(*locked)
+                    held_balances = await ledger.hold_wallets(
+                        connection, tenant_id, [seat.account_id for seat in seats or ()]
                     )
                 writes, answer = await _decided(
-                    connection, keys, clock, tenant_id, game, seats, balances, request, open_revenue_account
+                    connection, keys, clock, tenant_id, locked, held_balances, request, open_revenue_account
                 )
                 body = answer.model_dump_json()
                 stored = None if claim is None else {"key": claim.key, "status": 200, "body": body}
@@ -268,21 +265,22 @@ async def _decided(
     keys: ServiceKeys,
     clock: Clock,
     tenant_id: str,
-    game: GameRecord,
-    seats: list[SeatRecord],
-    balances: dict[str, int],
+    locked: tuple[Any, ...],
+    held_balances: dict[str, int] | None,
     request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
 ) -> tuple[GameWrites, GameActionOut]:
-    """The action decided on the locked game, and what it writes. A decision that needs a read not yet
-    made is made again once it is (the rules are pure; nothing was written)."""
+    """The action decided on the locked game (LOCK_GAME_AND_SEATS's row), and what it writes. A decision
+    that needs a read not yet made is made again, on records built afresh from the row, once the read is
+    made (the rules are pure; nothing was written)."""
     prefetched = Prefetched()
     while True:
+        game, seats, balances = locked_records(*locked)
+        if seats is None:
+            raise StaleBalances("the seats changed while the game's lock was awaited")
         writes = GameWrites(tenant_id, prefetched)
         try:
-            answer = decide_action(
-                writes, keys, clock, copy.deepcopy(game), copy.deepcopy(seats), dict(balances), request
-            )
+            answer = decide_action(writes, keys, clock, game, seats, dict(held_balances or balances), request)
             return writes, answer
         except NeedsRead as need:
             if need.what == "recorded":

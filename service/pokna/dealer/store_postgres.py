@@ -196,10 +196,11 @@ def locked_records(
 ) -> tuple[GameRecord, list[SeatRecord] | None, dict[str, int]]:
     """LOCK_GAME_AND_SEATS's row as records. The seats are None when the locked game is newer than the
     statement's snapshot (two requests raced): the caller reads them again."""
+    values = list(game_values)  # the row stays as read: a caller may build the records again from it
     for index in _GAME_TIMESTAMP_INDEXES:
-        if game_values[index] is not None:
-            game_values[index] = _timestamp(game_values[index])
-    game = GameRecord(*game_values)
+        if values[index] is not None:
+            values[index] = _timestamp(values[index])
+    game = GameRecord(*values)
     if seen_version != game.version:
         return game, None, {}
     return (
