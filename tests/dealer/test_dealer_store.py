@@ -220,6 +220,6 @@ def test_a_game_row_with_a_nul_is_refused_before_postgresql_sees_it(text: str, r
     rows = [{"payload": {"note": text}}]
     if refused:
         with pytest.raises(ValueError, match="NUL"):
-            store_postgres._encode(rows)
+            store_postgres.encode_rows(rows)
     else:
-        assert json.loads(store_postgres._encode(rows)) == rows
+        assert json.loads(store_postgres.encode_rows(rows)) == rows

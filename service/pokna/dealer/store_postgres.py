@@ -140,9 +140,9 @@ class PostgresGameStore(GameQueries):
         self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
     ) -> None:
         params = {
-            "game": _encode(game_row(game)),
-            "seats": _encode([seat_row(game.id, seat) for seat in seats]),
-            "events": _encode(event_rows(game.id, events)),
+            "game": encode_rows(game_row(game)),
+            "seats": encode_rows([seat_row(game.id, seat) for seat in seats]),
+            "events": encode_rows(event_rows(game.id, events)),
         }
         _execute(session, _INSERT_GAME, params)
 
@@ -162,10 +162,10 @@ class PostgresGameStore(GameQueries):
         params = {
             "game_id": game.id,
             "previous_version": previous_version,
-            "game": _encode(mutable_game_values(game)),
-            "seats": _encode([seat_row(game.id, seat) for seat in seeded]),
-            "events": _encode(event_rows(game.id, events)),
-            "rolls": _encode(roll_rows(game.id, rolls)),
+            "game": encode_rows(mutable_game_values(game)),
+            "seats": encode_rows([seat_row(game.id, seat) for seat in seeded]),
+            "events": encode_rows(event_rows(game.id, events)),
+            "rolls": encode_rows(roll_rows(game.id, rolls)),
         }
         statement = _SAVE_STEP_AND_SEEDS if seeded else _SAVE_STEP
         if _execute(session, statement, params).scalar_one() != 1:
@@ -214,7 +214,8 @@ def _execute(session: Session, statement: str, params: dict[str, Any]) -> Any:
     return session.connection().exec_driver_sql(statement, params)
 
 
-def _encode(rows: dict[str, Any] | list[dict[str, Any]]) -> str:
+def encode_rows(rows: Any) -> str:
+    """Rows (or a document of them: pokna.dealer.writes) as the compact JSON the statements read."""
     encoded = _ENCODER.encode(rows)
     # json_populate_record turns every JSON string into text, even inside a json column, and text cannot
     # hold U+0000. No game value can carry one today (the API refuses it, client seeds are [A-Za-z0-9._~-]);

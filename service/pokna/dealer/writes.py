@@ -15,12 +15,9 @@ a step that needs one it has not got raises `NeedsRead`, and the action is decid
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.exc import DBAPIError
@@ -31,6 +28,7 @@ from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_val
 from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.store import game_store
+from pokna.dealer.store_postgres import encode_rows
 from pokna.ledger import TransferBatch, hold_wallets_now
 from pokna.outbox import Event, Gathered
 
@@ -134,7 +132,7 @@ class GameWrites:
                         "n": n,
                         "seq": event.seq,
                         "occurred_at": event.occurred_at,
-                        "head": _encode(event.payload)[:-1],
+                        "head": encode_rows(event.payload)[:-1],
                     }
                     for n, event in enumerate(money, start=1)
                 ],
@@ -153,7 +151,7 @@ class GameWrites:
         return self.outbox.record(tenant_id, ordering_key, event)
 
     def document(self, answer: Mapping[str, Any] | None = None) -> str:
-        return _encode({"steps": self.steps, "outbox": self.outbox.rows, "answer": answer})
+        return encode_rows({"steps": self.steps, "outbox": self.outbox.rows, "answer": answer})
 
     def written(self, seconds: float) -> None:
         """Count what was written, once it was: a decision made again counts once."""
@@ -179,28 +177,6 @@ def write_now(session: Session, writes: GameWrites) -> None:
             raise StaleBalances(str(error.orig)) from None
         raise
     writes.written(time.perf_counter() - started)
-
-
-def _encode(value: Any) -> str:
-    encoded = _ENCODER.encode(value)
-    # json_populate_record turns every JSON string into text, even inside a json column, and text cannot
-    # hold U+0000. No game value can carry one today (the API refuses it, client seeds are [A-Za-z0-9._~-]);
-    # should one ever, it is refused here by name rather than by the database.
-    if "\\u0000" in encoded and _NUL_ESCAPE.search(encoded):
-        raise ValueError("a game row holds the NUL character (U+0000), which PostgreSQL text cannot store")
-    return encoded
-
-
-def _iso_timestamp(value: object) -> str:
-    if not isinstance(value, datetime):
-        raise TypeError(f"{type(value).__name__} is not JSON serializable")
-    if value.tzinfo is None:
-        raise ValueError("naive datetime; Pokna stores only timezone-aware UTC")
-    return value.isoformat()
-
-
-_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # an escaped U+0000, not an escaped backslash + "u0000"
-_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_iso_timestamp)
 
 
 DECIDE_ATTEMPTS = 5
