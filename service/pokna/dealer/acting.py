@@ -86,7 +86,9 @@ def _act_now(
             for event in result.events
             if isinstance(event, Rolled)
         ]
-    return GameActionOut(**dict(game_out(game, seats, balances)), rolls=rolls)
+    # The game as the step's announcement showed it, built once: the same inputs, after the last step.
+    shown = writes.shown if writes.shown is not None else game_out(game, seats, balances)
+    return GameActionOut.model_construct(**dict(shown), rolls=rolls)
 
 
 def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
@@ -124,4 +126,4 @@ def _set_client_seed(
         game, now, [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})]
     )
     writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=[seat])
-    announce_client_seed_set(writes, game, seats, balances, now)
+    writes.shown = announce_client_seed_set(writes, game, seats, balances, now)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.schemas import GameOut
 from pokna.dealer.view import game_out
 from pokna.game import Action, GameState, Phase, Timeout, turn
 from pokna.outbox import Recorder
@@ -56,11 +57,11 @@ def announce_client_seed_set(
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
     moment: datetime,
-) -> None:
+) -> GameOut:
     """A client seed is no rules step, yet it moves the game's version: the turn is announced again with
     that version, or a receiver acting on the last `game.turn` it had would send a stale
     `expected_version` and be refused with a conflict."""
-    _announce_turn(outbox, game, seats, balances, moment)
+    return _announce_turn(outbox, game, seats, balances, moment)
 
 
 def announce_step(
@@ -72,7 +73,7 @@ def announce_step(
     after: GameState,
     action: Action,
     moment: datetime,
-) -> None:
+) -> GameOut:
     """The events of one rules step, in the order a watcher would tell them: a timeout, the start, then
     either the ending or the next turn. `balances` are the seats' wallets after the step: what the next
     turn offers depends on them."""
@@ -91,9 +92,8 @@ def announce_step(
         started = GameStartedData(game_id=game.id, version=game.version, pot=after.pot, started_at=moment)
         outbox.record(game.tenant_id, game.id, GameStarted(timestamp=moment, data=started))
     if after.is_over:
-        _announce_end(outbox, game, seats, balances, moment)
-    else:
-        _announce_turn(outbox, game, seats, balances, moment)
+        return _announce_end(outbox, game, seats, balances, moment)
+    return _announce_turn(outbox, game, seats, balances, moment)
 
 
 def _announce_turn(
@@ -102,7 +102,7 @@ def _announce_turn(
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
     moment: datetime,
-) -> None:
+) -> GameOut:
     shown = game_out(game, seats, balances)
     assert shown.turn is not None
     data = GameTurnData(
@@ -116,6 +116,7 @@ def _announce_turn(
         deadline_at=shown.turn.deadline_at,
     )
     outbox.record(game.tenant_id, game.id, GameTurn(timestamp=moment, data=data))
+    return shown
 
 
 def _announce_end(
@@ -124,7 +125,7 @@ def _announce_end(
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
     moment: datetime,
-) -> None:
+) -> GameOut:
     shown = game_out(game, seats, balances)
     assert shown.outcome is not None
     assert game.ended_at is not None
@@ -146,3 +147,4 @@ def _announce_end(
         else GameCancelled(timestamp=moment, data=data)
     )
     outbox.record(game.tenant_id, game.id, ended)
+    return shown

@@ -122,7 +122,7 @@ def apply_step(
     writes.save_step(
         game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded, batch=batch
     )
-    announce_step(writes, game, seats, balances, state, result.state, action, moment)
+    writes.shown = announce_step(writes, game, seats, balances, state, result.state, action, moment)
     return result
 
 

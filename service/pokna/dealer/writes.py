@@ -27,6 +27,7 @@ from pokna import metrics
 from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_values, roll_rows, seat_row
 from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import encode_rows
 from pokna.ledger import TransferBatch, hold_wallets_now
@@ -94,6 +95,8 @@ class GameWrites:
     steps: list[dict[str, Any]] = field(default_factory=list)
     outbox: Gathered = field(default_factory=Gathered)
     transactions: int = 0
+    shown: GameOut | None = None
+    """The game as the last announcement showed it (pokna.dealer.view.game_out): the answer reuses it."""
     finished: list[str] = field(default_factory=list)
     """How each game that ended ended, counted once written (`written`)."""
     _pending: dict[str, Recorded] = field(default_factory=dict)
