@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from pokna.db.backend import driver_parameters
 from pokna.db.engine import Waits
@@ -57,7 +57,11 @@ class AsyncDatabase:
     def for_engine(cls, engine: Engine, waits: Waits) -> AsyncDatabase:
         pool = engine.pool
         keep_idle = getattr(pool, "size", lambda: 5)() + max(0, getattr(pool, "_max_overflow", 10))
-        return cls(conninfo_of(engine, waits), keep_idle)
+        database = cls(conninfo_of(engine, waits), keep_idle)
+        # One lifecycle with the engine's own connections: disposing of the engine (to pick up a changed
+        # server setting, after a failover) lets go of these too.
+        event.listen(engine, "engine_disposed", lambda _engine: database.drop_idle())
+        return database
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:

@@ -133,8 +133,7 @@ class _Act(BaseModel):
 
 
 class SetClientSeed(_Act):
-    """Not a rules step: the dealer records the seed before the start (pokna.dealer.acting)."""
-
+    # Not a rules step: the dealer records the seed before the start (pokna.dealer.acting).
     type: Literal["set_client_seed"]
     account_id: AccountId
     client_seed: ClientSeed
