@@ -186,3 +186,12 @@ def test_the_beacon_changes_the_roll() -> None:
         beacon_roll(SEED_B, GAME_CLIENT_SEED_B, n, REAL_ROUNDS[1001].randomness).face for n in range(32)
     ]
     assert first != second
+
+
+def test_the_documented_vectors_are_the_tested_ones() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "fairness.md").read_text()
+    names = {SEED_B: "seed B", CHECK_SERVER_SEED: "`5d5c1ae0…4a59` (check vector)"}
+    for server_seed, _, number, nonce, f, face in BEACON_VECTORS:
+        assert f"| {names[server_seed]} | client seed B | {number} | {nonce} | {f} | {face} |" in doc
+    for number, randomness in PUBLISHED_RANDOMNESS.items():
+        assert f"`{randomness}`" in doc, number
