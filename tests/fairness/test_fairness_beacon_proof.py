@@ -202,3 +202,32 @@ def test_fixture_rounds_are_what_the_sample_uses() -> None:
     proof = sample_beacon_proof()
     for roll in proof["rolls"]:
         assert BeaconRound(**roll["beacon"]) == QUICKNET_ROUNDS[roll["beacon"]["round"]]
+
+
+def test_pokna_verify_trusts_another_beacon_chain_only_when_told(tmp_path: Path) -> None:
+    key = BeaconKey()
+    chain = key.chain(QUICKNET.genesis_time, QUICKNET.period)
+    proof = sample_beacon_proof(chain=chain, beacon=lambda index: key.sign(1000 + index))
+    files = {
+        "proof.json": proof,
+        "receipt.json": sample_beacon_receipt(chain=chain),
+        "keys.json": KEY_RING.to_json(),
+        "info.json": {  # drand's /info, v1 spelling, as the test relay serves it
+            "public_key": chain.public_key,
+            "period": chain.period,
+            "genesis_time": chain.genesis_time,
+            "hash": chain.chain_hash,
+            "schemeID": chain.scheme,
+        },
+    }
+    for name, document in files.items():
+        (tmp_path / name).write_text(json.dumps(document))
+    args = ["verify", str(tmp_path / "proof.json"), "--keys", str(tmp_path / "keys.json")]
+    args += ["--receipt", str(tmp_path / "receipt.json")]
+    runner = CliRunner()
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 1, refused.output
+    assert "is not a public beacon this verifier trusts" in refused.output
+    trusted = runner.invoke(app, [*args, "--beacon-chain", str(tmp_path / "info.json")])
+    assert trusted.exit_code == 0, trusted.output
+    assert f"also trusted (--beacon-chain): chain {chain.chain_hash}" in trusted.output
