@@ -421,6 +421,15 @@ def test_the_service_serves_every_script_the_page_loads(client: TestClient) -> N
         assert response.text == (STATIC_ROOT / script).read_text()
 
 
+def test_the_service_serves_the_bls_library_verify_js_imports(client: TestClient) -> None:
+    """Imported by verify.js (not a <script> tag) from beside itself, for beacon-mode proofs."""
+    assert 'new URL("noble-bls12-381.js"' in (STATIC_ROOT / "verify.js").read_text()
+    response = client.get("/noble-bls12-381.js")
+    assert response.status_code == 200
+    assert "javascript" in response.headers["content-type"]
+    assert response.text == (STATIC_ROOT / "noble-bls12-381.js").read_text()
+
+
 def test_a_beacon_game_on_real_quicknet_rounds_is_valid(browser: Browser, site: Site) -> None:
     state = page(browser, site, f"/verify?proof={BEACON_TOKEN}")
     assert (state["verdict"], state["state"]) == ("VALID", "valid"), state
