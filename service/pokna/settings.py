@@ -94,6 +94,21 @@ class Settings(BaseSettings):
         description="Replaced by POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS: true is refused, since it opened loopback "
         "and the cloud metadata service as well.",
     )
+    beacon_urls: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=("https://api.drand.sh", "https://drand.cloudflare.com"),
+        description="drand relays (comma-separated http(s) roots) serving quicknet for beacon-mode games; "
+        "asked in order, the first that answers with a round that verifies is used.",
+    )
+    beacon_request_timeout_seconds: float = Field(
+        default=2.0, gt=0, le=30, description="How long one request to one drand relay may take."
+    )
+    beacon_wait_margin_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        le=30,
+        description="How long past a round's due time the service still waits for it "
+        "before it calls the beacon out (a drawing action waits at most one period plus this).",
+    )
     webhook_secret_overlap_seconds: int = Field(
         default=24 * 3600, ge=0, description="After a rotation, how long the previous secret still signs."
     )
@@ -170,6 +185,20 @@ class Settings(BaseSettings):
             return value
         return tuple(ip_network(item.strip()) for item in value.split(",") if item.strip())
 
+    @field_validator("beacon_urls", mode="before")
+    @classmethod
+    def _urls_from_a_list(cls, value: object) -> object:
+        """`https://a,https://b` as the environment gives it; each an http(s) root, tried in that order."""
+        if not isinstance(value, str):
+            return value
+        urls = tuple(item.strip().rstrip("/") for item in value.split(",") if item.strip())
+        for url in urls:
+            if not url.startswith(("https://", "http://")):
+                raise ValueError(f"{url!r} is not an http(s) URL")
+        if not urls:
+            raise ValueError("name at least one relay")
+        return urls
+
     @field_validator("webhook_allow_private_addresses")
     @classmethod
     def _no_blanket_private_addresses(cls, value: bool) -> bool:
@@ -236,6 +265,9 @@ VALID_VALUES: dict[str, str] = {
     "request_head_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_HEAD_TIMEOUT_SECONDS=10",
     "request_body_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_BODY_TIMEOUT_SECONDS=30",
     "open_game_ttl_seconds": "an integer of at least 1, e.g. POKNA_OPEN_GAME_TTL_SECONDS=600",
+    "beacon_urls": "http(s) URLs, comma-separated, e.g. POKNA_BEACON_URLS=https://api.drand.sh,https://drand.cloudflare.com",
+    "beacon_request_timeout_seconds": "seconds, more than 0 and at most 30, e.g. POKNA_BEACON_REQUEST_TIMEOUT_SECONDS=2",
+    "beacon_wait_margin_seconds": "seconds, 0 to 30, e.g. POKNA_BEACON_WAIT_MARGIN_SECONDS=2",
     "webhook_timeout_seconds": "seconds, more than 0 and at most 60, e.g. POKNA_WEBHOOK_TIMEOUT_SECONDS=10",
     "webhook_backoff_initial_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_INITIAL_SECONDS=5",
     "webhook_backoff_max_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_MAX_SECONDS=14400",

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path as FilePath
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from pokna.fairness.beacon import (
+    QUICKNET,
+    BeaconChain,
+    BeaconRound,
+    beacon_roll,
+    format_timestamp_ms,
+    round_published_at_ms,
+)
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
 from pokna.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances
@@ -78,12 +88,24 @@ CLIENT_SEEDS = [
 ]
 BALANCE = 10_000
 
+_QUICKNET_FIXTURE = json.loads(
+    (FilePath(__file__).parents[1] / "fixtures" / "drand_quicknet_rounds.json").read_text()
+)
+# Real quicknet rounds (tests/fixtures/drand_quicknet_rounds.json), by round number.
+QUICKNET_ROUNDS = {entry["round"]: BeaconRound(**entry) for entry in _QUICKNET_FIXTURE["rounds"]}
+# The beacon sample's drawing actions use rounds 1000, 1001, ... in turn, each accepted this long before
+# its round was published (so that round is the first one after the acceptance).
+ACCEPTED_BEFORE_ROUND_MS = 1_500
+
 
 def _play_sample_game(
-    server_seed: str,
+    server_seed: str, beacon: Callable[[int], BeaconRound] | None = None, chain: BeaconChain = QUICKNET
 ) -> tuple[list[RecordedRoll], list[dict[str, Any]], dict[str, Any], list[TransferRecord]]:
     """Play a real game through the rules engine with the protocol's rolls: roll when asked, challenge when
-    alone, vote split. The proof is then exactly what the service would publish, so the replay check passes."""
+    alone, vote split. The proof is then exactly what the service would publish, so the replay check passes.
+
+    With `beacon` (the k-th drawing action's round), rolls are beacon-mode rolls: each drawing action is
+    accepted ACCEPTED_BEFORE_ROUND_MS before its round is published on `chain`."""
     config = GameConfig.create(stake=TERMS.stake, challenge_raise=TERMS.challenge_raise, player_count=2)
     client_seed = game_client_seed([entry.client_seed for entry in CLIENT_SEEDS])
     accounts = {seat.seat: seat.account_id for seat in TERMS.seats}
@@ -93,6 +115,7 @@ def _play_sample_game(
     rolls: list[RecordedRoll] = []
     actions: list[dict[str, Any]] = []
     transfers: list[TransferRecord] = []
+    drawing_actions = 0
     while not state.is_over:
         now = turn(state)
         seat = now.seats[0]
@@ -106,9 +129,19 @@ def _play_sample_game(
         else:
             action = Roll(seat)
         record = {**action_to_dict(action), "balances": recorded_balances(balances, cap)}
-        result = engine_step(
-            state, action, balances=balances, roll_face=lambda n: roll(server_seed, client_seed, n).face
+        drawn = beacon(drawing_actions) if beacon is not None else None
+        accepted_at = (
+            format_timestamp_ms(round_published_at_ms(chain, drawn.round) - ACCEPTED_BEFORE_ROUND_MS)
+            if drawn is not None
+            else None
         )
+
+        def roll_face(nonce: int, drawn: BeaconRound | None = drawn) -> int:
+            if drawn is None:
+                return roll(server_seed, client_seed, nonce).face
+            return beacon_roll(server_seed, client_seed, nonce, drawn.randomness).face
+
+        result = engine_step(state, action, balances=balances, roll_face=roll_face)
         for event in result.events:
             if isinstance(event, Rolled):
                 rolls.append(
@@ -118,8 +151,11 @@ def _play_sample_game(
                         accounts[event.seat],
                         RollPurpose(event.purpose.value),
                         event.face,
+                        accepted_at=accepted_at,
+                        beacon=drawn,
                     )
                 )
+        drawing_actions += any(isinstance(event, Rolled) for event in result.events)
         for transfer in result.transfers:
             if transfer.into_pot:
                 balances[transfer.seat] -= transfer.amount
@@ -164,6 +200,44 @@ def sample_receipt(private_key: Ed25519PrivateKey = NEW_KEY) -> dict[str, Any]:
         created_at="2025-01-01T12:00:00Z",
         terms=GameTerms.of(TERMS.stake, TERMS.challenge_raise, TERMS.seats[:1]),
         private_key=private_key,
+    )
+
+
+def quicknet_round(drawing_action: int) -> BeaconRound:
+    return QUICKNET_ROUNDS[1000 + drawing_action]
+
+
+def sample_beacon_proof(
+    private_key: Ed25519PrivateKey = NEW_KEY,
+    chain: BeaconChain = QUICKNET,
+    beacon: Callable[[int], BeaconRound] = quicknet_round,
+) -> dict[str, Any]:
+    """The sample game played in beacon mode on real quicknet rounds 1000, 1001, ... (or on `chain`)."""
+    rolls, actions, outcome, transfers = _play_sample_game(CHECK_SERVER_SEED, beacon, chain)
+    return build_proof(
+        game_id=GAME_ID,
+        server_seed=CHECK_SERVER_SEED,
+        client_seeds=CLIENT_SEEDS,
+        terms=TERMS,
+        rolls=rolls,
+        actions=actions,
+        outcome=outcome,
+        transfers=transfers,
+        private_key=private_key,
+        beacon_chain=chain,
+    )
+
+
+def sample_beacon_receipt(
+    private_key: Ed25519PrivateKey = NEW_KEY, chain: BeaconChain = QUICKNET
+) -> dict[str, Any]:
+    return build_commitment_receipt(
+        game_id=GAME_ID,
+        server_seed_hash=server_seed_hash(CHECK_SERVER_SEED),
+        created_at="2023-08-23T15:09:27Z",
+        terms=GameTerms.of(TERMS.stake, TERMS.challenge_raise, TERMS.seats[:1]),
+        private_key=private_key,
+        beacon_chain=chain,
     )
 
 

@@ -16,7 +16,17 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from fairness_samples import CHECKS, KEY_RING, NEW_KEY, VECTORS, sample_proof, sample_receipt
+from fairness_samples import (
+    CHECKS,
+    KEY_RING,
+    NEW_KEY,
+    QUICKNET_ROUNDS,
+    VECTORS,
+    sample_beacon_proof,
+    sample_beacon_receipt,
+    sample_proof,
+    sample_receipt,
+)
 from fastapi.testclient import TestClient
 
 from pokna.crypto.signing import sign_document
@@ -102,6 +112,38 @@ FORGERIES = {
 }
 
 
+def beacon_forged(edit: Any) -> dict[str, Any]:
+    proof = copy.deepcopy(sample_beacon_proof())
+    del proof["signature"], proof["key_id"]
+    edit(proof)
+    return sign_document(proof, NEW_KEY)
+
+
+def _swap_round(proof: dict[str, Any]) -> None:
+    proof["rolls"][1]["beacon"] = QUICKNET_ROUNDS[1005].to_json()
+
+
+def _edit_randomness(proof: dict[str, Any]) -> None:
+    proof["rolls"][1]["beacon"]["randomness"] = QUICKNET_ROUNDS[1007].randomness
+
+
+def _edit_signature(proof: dict[str, Any]) -> None:
+    proof["rolls"][2]["beacon"]["signature"] = QUICKNET_ROUNDS[1008].signature
+
+
+def _round_before_acceptance(proof: dict[str, Any]) -> None:
+    proof["rolls"][2]["accepted_at"] = "2023-08-23T15:59:31.500Z"
+
+
+BEACON_TOKEN = "beacon-game-token-dddddddddddddddddddddddd"
+BEACON_FORGERIES = {
+    "beacon-round-swapped": beacon_forged(_swap_round),
+    "beacon-randomness-edited": beacon_forged(_edit_randomness),
+    "beacon-signature-edited": beacon_forged(_edit_signature),
+    "beacon-round-before-acceptance": beacon_forged(_round_before_acceptance),
+}
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[Site]:
     receipt = sample_receipt()
@@ -109,9 +151,12 @@ def site() -> Iterator[Site]:
         TOKEN: link_of(sample_proof(), receipt),
         OPEN_TOKEN: link_of(None, receipt, "in_progress"),
         CANCELLED_TOKEN: link_of(_cancelled_proof(), receipt, "cancelled"),
+        BEACON_TOKEN: link_of(sample_beacon_proof(), sample_beacon_receipt()),
     }
     for name, proof in FORGERIES.items():
         links[f"{name}-token-{'x' * 32}"] = link_of(proof, receipt)
+    for name, proof in BEACON_FORGERIES.items():
+        links[f"{name}-token-{'x' * 32}"] = link_of(proof, sample_beacon_receipt())
     with serving(Site(key_ring=KEY_RING.to_json(), links=links)) as site:
         yield site
 
@@ -374,3 +419,46 @@ def test_the_service_serves_every_script_the_page_loads(client: TestClient) -> N
         assert response.status_code == 200
         assert "javascript" in response.headers["content-type"]
         assert response.text == (STATIC_ROOT / script).read_text()
+
+
+def test_the_service_serves_the_bls_library_verify_js_imports(client: TestClient) -> None:
+    """Imported by verify.js (not a <script> tag) from beside itself, for beacon-mode proofs."""
+    assert 'new URL("noble-bls12-381.js"' in (STATIC_ROOT / "verify.js").read_text()
+    response = client.get("/noble-bls12-381.js")
+    assert response.status_code == 200
+    assert "javascript" in response.headers["content-type"]
+    assert response.text == (STATIC_ROOT / "noble-bls12-381.js").read_text()
+
+
+def test_a_beacon_game_on_real_quicknet_rounds_is_valid(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/verify?proof={BEACON_TOKEN}")
+    assert (state["verdict"], state["state"]) == ("VALID", "valid"), state
+    beacon_checks = (*CHECKS[:7], "beacon", *CHECKS[7:])
+    assert state["checks"] == dict.fromkeys(beacon_checks, "pass")
+    report = verify_proof(sample_beacon_proof(), KEY_RING, replay_proof, sample_beacon_receipt())
+    assert state["messages"]["beacon"] == report.check("beacon").message
+    assert state["rolls"] == [{"nonce": nonce, "match": True, "bad": False} for nonce in range(3)]
+    assert "/noble-bls12-381.js" in site.requests  # the BLS library is fetched for beacon proofs only
+
+
+@pytest.mark.parametrize("name", sorted(BEACON_FORGERIES))
+def test_the_page_fails_a_tampered_beacon_proof_as_the_python_verifier_does(
+    browser: Browser, site: Site, name: str
+) -> None:
+    state = page(browser, site, f"/verify?proof={name}-token-{'x' * 32}")
+    report = verify_proof(
+        BEACON_FORGERIES[name], KEY_RING, replay=replay_proof, receipt=sample_beacon_receipt()
+    )
+    assert state["verdict"] == "INVALID", state
+    assert state["checks"]["beacon"] == "fail"
+    assert {check for check, status in state["checks"].items() if status == "fail"} == {
+        check.name for check in report.failed
+    }
+    assert state["messages"]["beacon"] == report.check("beacon").message
+    assert "roll nonce" in state["messages"]["beacon"]
+
+
+def test_the_plain_static_page_loads_the_bls_library_from_beside_itself(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/static/verify.html?proof={BEACON_TOKEN}")
+    assert state["verdict"] == "VALID", state
+    assert "/static/noble-bls12-381.js" in site.requests

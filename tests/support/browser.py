@@ -38,7 +38,11 @@ import pokna
 
 STATIC_ROOT = Path(pokna.__file__).parent / "static"
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking")
-PAGE_ROUTES = {"/verify": "verify.html", "/verify.js": "verify.js"}
+PAGE_ROUTES = {
+    "/verify": "verify.html",
+    "/verify.js": "verify.js",
+    "/noble-bls12-381.js": "noble-bls12-381.js",
+}
 CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
 
 

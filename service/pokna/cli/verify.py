@@ -58,6 +58,16 @@ def verify_command(
             help="The commitment receipt you were given when the game was created; wins over the link's."
         ),
     ] = None,
+    beacon_chain: Annotated[
+        list[Path] | None,
+        typer.Option(
+            metavar="FILE",
+            help=(
+                "A drand chain's /info document to trust for beacon-mode games besides drand's quicknet "
+                "(a private or test beacon); repeatable. Its key's holder chooses its rounds: trust it knowingly."
+            ),
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Verify a game proof offline.
@@ -69,5 +79,13 @@ def verify_command(
     from pokna.cli.verify_run import run_verify  # deliberately here: see the module's docstring
 
     raise typer.Exit(
-        run_verify(source, server=server, public_key=public_key, keys=keys, receipt=receipt, as_json=as_json)
+        run_verify(
+            source,
+            server=server,
+            public_key=public_key,
+            keys=keys,
+            receipt=receipt,
+            beacon_chains=beacon_chain or [],
+            as_json=as_json,
+        )
     )

@@ -20,6 +20,7 @@ from pokna.cli.input_files import (
     read_public_key,
 )
 from pokna.crypto.errors import CryptoError
+from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.receipt import RECEIPT_DOCUMENT
 from pokna.fairness.verification import (
@@ -74,6 +75,7 @@ class Evidence:
     keys_missing: str
     keys_kind: str | None = None  # "public_key", "key_ring" or "fetched"
     keys_url: str | None = None
+    beacon_chains: tuple[BeaconChain, ...] = KNOWN_CHAINS  # the drand chains a beacon-mode proof may name
 
 
 def read_subject(source: str) -> Subject:

@@ -23,6 +23,7 @@ from pokna.cli.verify_inputs import (
     Evidence,
     Subject,
 )
+from pokna.fairness.beacon import KNOWN_CHAINS
 from pokna.fairness.errors import MalformedProofError
 from pokna.fairness.proof import SeedSource
 from pokna.fairness.proof_replay import replay_proof
@@ -63,7 +64,9 @@ def revealed_report(
     kind: Literal["proof", "link", "pending"], proof: Mapping[str, Any], evidence: Evidence
 ) -> VerificationReport:
     try:
-        report = verify_proof(proof, evidence.keys, _replay(), evidence.receipt)
+        report = verify_proof(
+            proof, evidence.keys, _replay(), evidence.receipt, beacon_chains=evidence.beacon_chains
+        )
     except MalformedProofError as error:
         if kind == "link":
             raise UnusableInputError(f"the link's proof is malformed: {error}") from error
@@ -195,6 +198,10 @@ def print_report(
         typer.echo(f"  receipt  {evidence.receipt_from}")
     if evidence.keys_from is not None:
         typer.echo(f"  keys     {evidence.keys_from}")
+    for chain in evidence.beacon_chains[len(KNOWN_CHAINS) :]:
+        typer.echo(
+            f"  beacon   also trusted (--beacon-chain): chain {chain.chain_hash}, key {chain.public_key[:16]}…"
+        )
     for check in report.checks:
         typer.echo(f"  {check.status.upper():8} {check.name:19} {check.message}")
     if verdict is Verdict.INVALID:
@@ -234,6 +241,8 @@ def json_report(
         "keys_url": evidence.keys_url,
         "checks": report.to_json()["checks"],
     }
+    if len(evidence.beacon_chains) > len(KNOWN_CHAINS):
+        document["beacon_chains_trusted"] = [chain.to_json() for chain in evidence.beacon_chains]
     if not subject.revealed and evidence.receipt is not None:
         document["commitment"] = {
             "server_seed_hash": evidence.receipt.get("server_seed_hash"),

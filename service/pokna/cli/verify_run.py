@@ -3,13 +3,15 @@ print the report; the exit code is the verdict's."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
 from pokna.cli.exit_codes import EXIT_UNUSABLE
-from pokna.cli.input_files import UnusableInputError
+from pokna.cli.input_files import UnusableInputError, read_json_object
 from pokna.cli.verify_inputs import gather_evidence, read_subject
 from pokna.cli.verify_report import (
     EXIT_CODES,
@@ -22,6 +24,7 @@ from pokna.cli.verify_report import (
 )
 from pokna.cli.verify_source import where_to_read
 from pokna.crypto.errors import CryptoError
+from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.errors import FairnessError
 
 
@@ -33,6 +36,7 @@ def run_verify(
     keys: str | None,
     receipt: Path | None,
     as_json: bool,
+    beacon_chains: Sequence[Path] = (),
 ) -> int:
     try:
         if public_key is not None and keys is not None:
@@ -40,6 +44,11 @@ def run_verify(
         read_from = where_to_read(source, server)
         subject = read_subject(read_from)
         evidence = gather_evidence(read_from, subject, public_key, keys, receipt)
+        if beacon_chains:
+            extra = tuple(
+                BeaconChain.from_drand_info(read_json_object(path, "beacon chain")) for path in beacon_chains
+            )
+            evidence = dataclasses.replace(evidence, beacon_chains=(*KNOWN_CHAINS, *extra))
         if subject.proof is not None:
             report = revealed_report(subject.kind, subject.proof, evidence)
         else:

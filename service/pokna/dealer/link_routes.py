@@ -103,3 +103,9 @@ def verify_page() -> HTMLResponse:
 @router.get("/verify.js", include_in_schema=False)
 def verify_script() -> Response:
     return Response(_static("verify.js"), media_type="text/javascript")
+
+
+@router.get("/noble-bls12-381.js", include_in_schema=False)
+def bls_library() -> Response:
+    """@noble/curves' BLS12-381, vendored: verify.js imports it only to check a beacon-mode proof's rounds."""
+    return Response(_static("noble-bls12-381.js"), media_type="text/javascript")

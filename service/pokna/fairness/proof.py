@@ -15,6 +15,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pokna.crypto.signing import sign_document
+from pokna.fairness.beacon import BEACON_PROTOCOL, BeaconChain, BeaconRound, FairnessMode
 from pokna.fairness.json_reader import JsonReader
 from pokna.fairness.protocol import PROTOCOL, game_client_seed, require_server_seed, server_seed_hash
 from pokna.fairness.terms import GameTerms
@@ -63,7 +64,10 @@ class SeatClientSeed:
 
 @dataclass(frozen=True, slots=True)
 class RecordedRoll:
-    """Purpose and colour stay plain strings here: a parsed proof may hold anything, the checks judge it."""
+    """Purpose and colour stay plain strings here: a parsed proof may hold anything, the checks judge it.
+
+    In beacon mode a roll also carries the acceptance time of the action that drew it (RFC 3339 UTC,
+    milliseconds) and the drand round its face depends on; in the default mode neither is written."""
 
     nonce: int
     seat: int
@@ -71,13 +75,25 @@ class RecordedRoll:
     purpose: str
     face: int
     color: str
+    accepted_at: str | None = None
+    beacon: BeaconRound | None = None
 
     @classmethod
-    def of(cls, nonce: int, seat: int, account_id: str, purpose: RollPurpose, face: int) -> RecordedRoll:
-        return cls(nonce, seat, account_id, str(purpose), face, str(color_of(face)))
+    def of(
+        cls,
+        nonce: int,
+        seat: int,
+        account_id: str,
+        purpose: RollPurpose,
+        face: int,
+        *,
+        accepted_at: str | None = None,
+        beacon: BeaconRound | None = None,
+    ) -> RecordedRoll:
+        return cls(nonce, seat, account_id, str(purpose), face, str(color_of(face)), accepted_at, beacon)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "nonce": self.nonce,
             "seat": self.seat,
             "account_id": self.account_id,
@@ -85,6 +101,11 @@ class RecordedRoll:
             "face": self.face,
             "color": self.color,
         }
+        if self.accepted_at is not None:
+            document["accepted_at"] = self.accepted_at
+        if self.beacon is not None:
+            document["beacon"] = self.beacon.to_json()
+        return document
 
     @classmethod
     def read(cls, reader: JsonReader) -> RecordedRoll:
@@ -95,6 +116,8 @@ class RecordedRoll:
             purpose=reader.string("purpose"),
             face=reader.integer("face"),
             color=reader.string("color"),
+            accepted_at=reader.string("accepted_at") if "accepted_at" in reader.value else None,
+            beacon=BeaconRound.read(reader.object("beacon")) if "beacon" in reader.value else None,
         )
 
 
@@ -139,6 +162,8 @@ class Proof:
     key_id: str
     signature: str
     document: Mapping[str, Any]
+    fairness_mode: str = str(FairnessMode.STAKE)
+    beacon_chain: BeaconChain | None = None
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> Proof:
@@ -160,6 +185,13 @@ class Proof:
             key_id=reader.string("key_id"),
             signature=reader.string("signature"),
             document=document,
+            # Absent in the default mode, so a proof from before beacons reads as it always did.
+            fairness_mode=reader.string("fairness_mode")
+            if "fairness_mode" in document
+            else str(FairnessMode.STAKE),
+            beacon_chain=BeaconChain.read(reader.object("beacon_chain"))
+            if "beacon_chain" in document
+            else None,
         )
 
 
@@ -174,15 +206,18 @@ def build_proof(
     outcome: Mapping[str, Any],
     transfers: Sequence[TransferRecord],
     private_key: Ed25519PrivateKey,
+    beacon_chain: BeaconChain | None = None,
 ) -> dict[str, Any]:
     """The signed proof document. `client_seeds` in seat order; `rolls` in nonce order; `actions` as replayed.
 
     The commitment and the game client seed are derived here rather than passed in, so they cannot disagree
-    with the seeds they summarize.
+    with the seeds they summarize. With `beacon_chain` the game was played in beacon mode: the proof names
+    its own protocol, the mode and the chain, and each roll carries its round (RecordedRoll). Without it
+    the document is exactly what it was before beacons existed.
     """
     ordered_seeds = sorted(client_seeds, key=lambda entry: entry.seat)
-    document = {
-        "protocol": PROTOCOL,
+    document: dict[str, Any] = {
+        "protocol": PROTOCOL if beacon_chain is None else BEACON_PROTOCOL,
         "document": PROOF_DOCUMENT,
         "game_id": game_id,
         "server_seed": require_server_seed(server_seed),
@@ -195,4 +230,7 @@ def build_proof(
         "outcome": dict(outcome),
         "transfers": [transfer.to_json() for transfer in transfers],
     }
+    if beacon_chain is not None:
+        document["fairness_mode"] = str(FairnessMode.BEACON)
+        document["beacon_chain"] = beacon_chain.to_json()
     return sign_document(document, private_key)

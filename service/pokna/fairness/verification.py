@@ -7,7 +7,7 @@ forged roll from a forged signature. Game rules live elsewhere; their replay is 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -15,13 +15,14 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna.crypto.signing import key_id_of, signature_problem
+from pokna.fairness.beacon import BEACON_PROTOCOL, KNOWN_CHAINS, BeaconChain, FairnessMode
+from pokna.fairness.beacon_proof import beacon_problems, is_beacon_proof, mode_problems, roll_faces
 from pokna.fairness.keyring import KeyRing, KeyStatus
 from pokna.fairness.proof import PROOF_DOCUMENT, Proof, RollPurpose, SeedSource
 from pokna.fairness.protocol import (
     CLIENT_SEED_SEPARATOR,
     PROTOCOL,
     client_seed_problem,
-    faces,
     is_server_seed,
     is_sha256_hex,
 )
@@ -86,13 +87,15 @@ def verify_proof(
     keys: Keys | None,
     replay: Replay | None = None,
     receipt: Mapping[str, Any] | None = None,
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
 ) -> VerificationReport:
     """Raises MalformedProofError if `proof` is not shaped like a proof; otherwise every check runs.
 
     `receipt`, when the player kept the commitment receipt from game creation, ties the revealed seed to the
-    commitment made before play; without it the report says so.
+    commitment made before play; without it the report says so. `beacon_chains`: the public beacons a
+    beacon-mode proof may name (drand's quicknet unless the caller trusts another, as tests do).
     """
-    return verify_parsed_proof(Proof.from_json(proof), keys, replay, receipt)
+    return verify_parsed_proof(Proof.from_json(proof), keys, replay, receipt, beacon_chains=beacon_chains)
 
 
 def verify_parsed_proof(
@@ -101,9 +104,12 @@ def verify_parsed_proof(
     replay: Replay | None = None,
     receipt: Mapping[str, Any] | None = None,
     signed: bytes | None = None,
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
 ) -> VerificationReport:
     """verify_proof of a proof already parsed (an auditor's tool reads each proof once). `signed`: the
-    bytes its signature covers, when the caller has them (pokna.fairness.plain_json)."""
+    bytes its signature covers, when the caller has them (pokna.fairness.plain_json). A beacon-mode proof
+    gets one more check, `beacon`, after `rolls`; a default-mode report is what it always was."""
+    beacon = (_check_beacon(parsed, beacon_chains),) if is_beacon_proof(parsed) else ()
     return VerificationReport(
         (
             _check_protocol(parsed),
@@ -113,6 +119,7 @@ def verify_parsed_proof(
             _check_seats(parsed),
             _check_nonces(parsed),
             _check_rolls(parsed),
+            *beacon,
             _check_signature(parsed.document, parsed.key_id, keys, signed),
             _check_receipt(parsed, receipt, keys),
             _check_replay(parsed, replay),
@@ -121,12 +128,22 @@ def verify_parsed_proof(
 
 
 def _check_protocol(proof: Proof) -> CheckResult:
-    problems = []
-    if proof.protocol != PROTOCOL:
-        problems.append(f"protocol is {proof.protocol!r}, this verifier knows only {PROTOCOL!r}")
+    problems = mode_problems(proof)
     if proof.document_type != PROOF_DOCUMENT:
         problems.append(f"document is {proof.document_type!r}, not {PROOF_DOCUMENT!r}")
-    return _result("protocol", problems, PROTOCOL)
+    return _result("protocol", problems, proof.protocol)
+
+
+def _check_beacon(proof: Proof, trusted: Sequence[BeaconChain]) -> CheckResult:
+    chain = proof.beacon_chain
+    rounds = len({recorded.beacon for recorded in proof.rolls if recorded.beacon is not None})
+    success = (
+        f"{rounds} drand rounds of chain {chain.chain_hash[:16]}… verify (BLS), each published after the "
+        f"action that drew its rolls was accepted"
+        if chain is not None
+        else ""
+    )
+    return _result("beacon", beacon_problems(proof, trusted), success)
 
 
 def _check_commitment(proof: Proof) -> CheckResult:
@@ -223,14 +240,16 @@ def _check_rolls(proof: Proof) -> CheckResult:
             "rolls", ["cannot recompute: server_seed is not 64 lowercase hexadecimal characters"], ""
         )
     problems = []
-    nonces = [recorded.nonce for recorded in proof.rolls if recorded.nonce >= 0]
-    computed_faces = dict(zip(nonces, faces(proof.server_seed, proof.client_seed, nonces), strict=True))
+    computed_faces = roll_faces(proof)
     for index, recorded in enumerate(proof.rolls):
         label = f"roll nonce {recorded.nonce}"
         if recorded.nonce < 0:
             problems.append(f"{label}: a nonce is never negative")
             continue
         face = computed_faces[recorded.nonce]
+        if face is None:
+            problems.append(f"{label}: cannot recompute: no beacon round recorded")
+            continue
         if recorded.face != face:
             problems.append(f"{label}: face {recorded.face} recorded, {face} computed")
         if recorded.color != color_of(face):
@@ -270,13 +289,20 @@ def _check_receipt(proof: Proof, receipt: Mapping[str, Any] | None, keys: Keys |
         return CheckResult("receipt", CheckStatus.NOT_RUN, "no commitment receipt given")
     problems = []
     for field, expected in (
-        ("protocol", PROTOCOL),
+        ("protocol", proof.protocol),
         ("document", RECEIPT_DOCUMENT),
         ("game_id", proof.game_id),
         ("server_seed_hash", proof.server_seed_hash),
     ):
         if receipt.get(field) != expected:
             problems.append(f"receipt {field} is {receipt.get(field)!r}, expected {expected!r}")
+    # The mode and the chain are committed to before play, so an operator cannot switch them afterwards.
+    promised_mode = receipt.get("fairness_mode", str(FairnessMode.STAKE))
+    if promised_mode != proof.fairness_mode:
+        problems.append(f"receipt fairness_mode is {promised_mode!r}, the proof's is {proof.fairness_mode!r}")
+    chain = proof.beacon_chain.to_json() if proof.beacon_chain is not None else None
+    if receipt.get("beacon_chain") != chain:
+        problems.append("receipt beacon_chain differs from the proof's")
     committed = receipt.get("game")
     # Seats may still fill up after creation, but the money terms are fixed when the commitment is made.
     for field in ("stake", "challenge_raise"):
@@ -318,15 +344,15 @@ def _check_replay(proof: Proof, replay: Replay | None) -> CheckResult:
 
 def verify_commitment_receipt(receipt: Mapping[str, Any], keys: Keys | None) -> VerificationReport:
     problems = []
-    if receipt.get("protocol") != PROTOCOL:
-        problems.append(f"protocol is {receipt.get('protocol')!r}, not {PROTOCOL!r}")
+    if receipt.get("protocol") not in (PROTOCOL, BEACON_PROTOCOL):
+        problems.append(f"protocol is {receipt.get('protocol')!r}, not {PROTOCOL!r} or {BEACON_PROTOCOL!r}")
     if receipt.get("document") != RECEIPT_DOCUMENT:
         problems.append(f"document is {receipt.get('document')!r}, not {RECEIPT_DOCUMENT!r}")
     if not is_sha256_hex(receipt.get("server_seed_hash")):
         problems.append("server_seed_hash is not 64 lowercase hexadecimal characters")
     return VerificationReport(
         (
-            _result("protocol", problems, PROTOCOL),
+            _result("protocol", problems, str(receipt.get("protocol"))),
             _check_signature(receipt, receipt.get("key_id"), keys),
         )
     )

@@ -3,7 +3,9 @@
 // Everything is recomputed here with WebCrypto: the commitment, the game client seed, every roll, both
 // signatures, and the rules replay, a second implementation of docs/rules.md in JavaScript (not a copy of the
 // Python engine), which re-derives every transfer and the outcome from the recorded decisions and rolls.
-// No dependencies, no build step; the only requests are same-origin fetches of a proof link and the key ring.
+// No build step. One dependency, for beacon-mode proofs only: the BLS pairing of @noble/curves, vendored as
+// noble-bls12-381.js beside this file and imported only when a proof names drand rounds. The only requests
+// are same-origin fetches of a proof link, the key ring and that file.
 //
 // Sections: primitives · documents · checks · the rules · verifying · the story · the page.
 // window.PoknaVerifier exposes verifyDocument() and replayRules() for scripts and tests.
@@ -11,6 +13,24 @@
 
 (() => {
   const PROTOCOL = "pokna-hmac-sha256-v1";
+  // The beacon fairness mode (docs/fairness.md, section 1b): rolls also depend on a drand round.
+  const BEACON_PROTOCOL = "pokna-hmac-sha256-drand-v1";
+  const BEACON_SCHEME = "bls-unchained-g1-rfc9380";
+  const BEACON_DST = "BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_";
+  // drand's quicknet, as pokna.fairness.beacon.QUICKNET pins it: the only public beacon this page trusts.
+  const QUICKNET = {
+    scheme: BEACON_SCHEME,
+    chain_hash: "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971",
+    public_key:
+      "83cf0f2896adee7eb8b5f01fcad3912212c437e0073e911fb90022d3e760183c8c4b450b6a0a6c3ac6a5776a2d1064510" +
+      "d1fec758c921cc22b0e17e63aaf4bcb5ed66304de9cf809bd274ca73bab4af5a6e9c76a4bc09e76eae8991ef5ece45a",
+    genesis_time: 1692803367,
+    period: 3,
+  };
+  const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+  const HEX = /^[0-9a-f]*$/;
+  // Resolved now: document.currentScript is only set while this script first runs.
+  const NOBLE_URL = new URL("noble-bls12-381.js", (document.currentScript && document.currentScript.src) || location.href).href;
   const PROOF_DOCUMENT = "proof";
   const RECEIPT_DOCUMENT = "commitment_receipt";
   const LINK_OBJECT = "fairness_link";
@@ -47,6 +67,15 @@
   }
 
   const colorOf = (face) => (face <= 3 ? "red" : "blue");
+
+  // A beacon-mode roll: the same generator with the round's randomness in the client seed,
+  // HMAC-SHA256(server_seed, `${client_seed}:${randomness}:${nonce}:0`).
+  const computeBeaconRoll = (serverSeed, gameClientSeed, nonce, randomness) => computeRoll(serverSeed, `${gameClientSeed}:${randomness}`, nonce);
+
+  const hexBytes = (hex) => Uint8Array.from(hex.match(/../g) || [], (pair) => parseInt(pair, 16));
+
+  let noble = null;
+  const loadNoble = () => (noble ??= import(NOBLE_URL));
 
   // RFC 8785: JSON.stringify already writes ECMAScript numbers and JCS string escapes; keys sort by UTF-16 units.
   function canonicalize(value) {
@@ -138,7 +167,20 @@
       need(entry, "purpose", "string", path);
       need(entry, "face", "integer", path);
       need(entry, "color", "string", path);
+      if ("accepted_at" in entry) need(entry, "accepted_at", "string", path);
+      if ("beacon" in entry) {
+        const round = need(entry, "beacon", "object", path);
+        need(round, "round", "integer", `${path}.beacon`);
+        for (const name of ["randomness", "signature"]) need(round, name, "string", `${path}.beacon`);
+      }
     });
+    // Beacon mode (absent in the default mode).
+    if ("fairness_mode" in proof) need(proof, "fairness_mode", "string", "$");
+    if ("beacon_chain" in proof) {
+      const chain = need(proof, "beacon_chain", "object", "$");
+      for (const name of ["scheme", "chain_hash", "public_key"]) need(chain, name, "string", "$.beacon_chain");
+      for (const name of ["genesis_time", "period"]) need(chain, name, "integer", "$.beacon_chain");
+    }
     need(proof, "actions", "list", "$").forEach((entry, i) => objectAt(entry, `$.actions[${i}]`));
     need(proof, "outcome", "object", "$");
     need(proof, "transfers", "list", "$").forEach((entry, i) => {
@@ -278,7 +320,14 @@
         rows.push({ entry, computed: null, match: false });
         continue;
       }
-      const computed = await computeRoll(proof.server_seed, proof.client_seed, entry.nonce);
+      if (isBeaconProof(proof) && !isObject(entry.beacon)) {
+        problems.push(`${label}: cannot recompute: no beacon round recorded`);
+        rows.push({ entry, computed: null, match: false });
+        continue;
+      }
+      const computed = isBeaconProof(proof)
+        ? await computeBeaconRoll(proof.server_seed, proof.client_seed, entry.nonce, entry.beacon.randomness)
+        : await computeRoll(proof.server_seed, proof.client_seed, entry.nonce);
       const before = problems.length;
       if (entry.face !== computed.face) problems.push(`${label}: face ${entry.face} recorded, ${computed.face} computed`);
       if (entry.color !== computed.color) problems.push(`${label}: colour ${entry.color} recorded, ${computed.color} computed`);
@@ -331,10 +380,15 @@
     if (!receipt.document) return notRun("receipt", receipt.reason);
     const given = receipt.document;
     const problems = [];
-    const expected = { protocol: PROTOCOL, document: RECEIPT_DOCUMENT, game_id: proof.game_id, server_seed_hash: proof.server_seed_hash };
+    const expected = { protocol: proof.protocol, document: RECEIPT_DOCUMENT, game_id: proof.game_id, server_seed_hash: proof.server_seed_hash };
     for (const [field, value] of Object.entries(expected)) {
       if (given[field] !== value) problems.push(`receipt ${field} is ${quoted(given[field])}, expected ${quoted(value)}`);
     }
+    // The mode and the chain are committed to before play, so an operator cannot switch them afterwards.
+    const promisedMode = given.fairness_mode ?? "stake";
+    const mode = proof.fairness_mode ?? "stake";
+    if (promisedMode !== mode) problems.push(`receipt fairness_mode is ${quoted(promisedMode)}, the proof's is ${quoted(mode)}`);
+    if (canonicalize(given.beacon_chain ?? null) !== canonicalize(proof.beacon_chain ?? null)) problems.push("receipt beacon_chain differs from the proof's");
     // Seats may still fill up after creation, but the money terms are fixed when the commitment is made.
     for (const field of ["stake", "challenge_raise"]) {
       const promised = isObject(given.game) ? given.game[field] : undefined;
@@ -357,7 +411,7 @@
     if (!receipt.document) return notRun("receipt", receipt.reason);
     const given = receipt.document;
     const problems = [];
-    if (given.protocol !== PROTOCOL) problems.push(`receipt protocol is ${JSON.stringify(given.protocol)}, expected "${PROTOCOL}"`);
+    if (given.protocol !== PROTOCOL && given.protocol !== BEACON_PROTOCOL) problems.push(`receipt protocol is ${JSON.stringify(given.protocol)}, expected "${PROTOCOL}" or "${BEACON_PROTOCOL}"`);
     if (given.document !== RECEIPT_DOCUMENT) problems.push(`receipt document is ${JSON.stringify(given.document)}, expected "${RECEIPT_DOCUMENT}"`);
     if (!HEX64.test(given.server_seed_hash)) problems.push("receipt server_seed_hash is not 64 lowercase hexadecimal characters");
     const signature = await checkSignature("receipt", given, keys);
@@ -770,6 +824,127 @@
     );
   }
 
+  // ---- the beacon mode (as pokna.fairness.beacon and beacon_proof) ------------------------------------------
+
+  // A proof that says anything of beacons is judged as one, so a half-edited mode cannot skip the check.
+  const isBeaconProof = (proof) =>
+    proof.protocol === BEACON_PROTOCOL ||
+    (proof.fairness_mode ?? "stake") !== "stake" ||
+    "beacon_chain" in proof ||
+    proof.rolls.some((entry) => "beacon" in entry || "accepted_at" in entry);
+
+  function modeProblems(proof) {
+    if (!isBeaconProof(proof)) {
+      return proof.protocol === PROTOCOL ? [] : [`protocol is '${proof.protocol}', this verifier knows only '${PROTOCOL}' and '${BEACON_PROTOCOL}'`];
+    }
+    const problems = [];
+    if (proof.protocol !== BEACON_PROTOCOL) problems.push(`protocol is '${proof.protocol}', a beacon-mode proof's is '${BEACON_PROTOCOL}'`);
+    if (proof.fairness_mode !== "beacon") problems.push(`fairness_mode is ${quoted(proof.fairness_mode ?? "stake")}, a beacon-mode proof's is 'beacon'`);
+    if (!isObject(proof.beacon_chain)) problems.push("beacon_chain is missing");
+    return problems;
+  }
+
+  const roundPublishedAt = (chain, round) => (chain.genesis_time + (round - 1) * chain.period) * 1000;
+  const firstRoundAfter = (chain, acceptedAtMs) => {
+    const sinceGenesis = acceptedAtMs - chain.genesis_time * 1000;
+    return sinceGenesis < 0 ? 1 : Math.floor(sinceGenesis / (chain.period * 1000)) + 2;
+  };
+
+  // RFC 3339, UTC, milliseconds: one spelling per instant, as the proof writes it.
+  function parseTimestamp(text) {
+    const ms = TIMESTAMP.test(text) ? Date.parse(text) : NaN;
+    if (Number.isNaN(ms) || new Date(ms).toISOString() !== text) throw new Error(`'${text}' is not a UTC time written YYYY-MM-DDTHH:MM:SS.mmmZ`);
+    return ms;
+  }
+
+  function hexProblem(name, value, length) {
+    return value.length === length && HEX.test(value) ? null : `${name} is not ${length} lowercase hexadecimal characters`;
+  }
+
+  function chainProblem(chain) {
+    if (chain.scheme !== BEACON_SCHEME) return `scheme is '${chain.scheme}'; this verifier knows only '${BEACON_SCHEME}'`;
+    if (chain.period < 1) return `period is ${chain.period}, not a positive number of seconds`;
+    return hexProblem("public_key", chain.public_key, 192);
+  }
+
+  // Why a round is not one the chain published: the BLS signature on G1 of sha256(round, 8 bytes big-endian)
+  // must verify under the public key (G2), and the randomness must be sha256(signature).
+  async function roundProblem(chain, round) {
+    if (!isInteger(round.round) || round.round < 1) return `round ${round.round} is not a round number (1 to 2^64 - 1)`;
+    const malformed = hexProblem("signature", round.signature, 96) || hexProblem("randomness", round.randomness, 64);
+    if (malformed) return malformed;
+    let bls;
+    try {
+      bls = (await loadNoble()).bls12_381.shortSignatures;
+    } catch (error) {
+      return `the BLS verifier (noble-bls12-381.js) could not be loaded: ${error.message}`;
+    }
+    const number = new Uint8Array(8);
+    new DataView(number.buffer).setBigUint64(0, BigInt(round.round));
+    const message = bls.hash(new Uint8Array(await crypto.subtle.digest("SHA-256", number)), BEACON_DST);
+    let verifies;
+    try {
+      verifies = bls.verify(hexBytes(round.signature), message, hexBytes(chain.public_key));
+    } catch (error) {
+      return `signature or public key is not a valid curve point (${error.message})`;
+    }
+    if (!verifies) return `the BLS signature does not verify for round ${round.round} under the chain's public key`;
+    const derived = toHex(await crypto.subtle.digest("SHA-256", hexBytes(round.signature)));
+    if (derived !== round.randomness) return `randomness is ${round.randomness}, sha256(signature) is ${derived}`;
+    return null;
+  }
+
+  function timingProblems(label, chain, acceptedAt, round) {
+    let acceptedMs;
+    try {
+      acceptedMs = parseTimestamp(acceptedAt);
+    } catch (error) {
+      return [`${label}: accepted_at: ${error.message}`];
+    }
+    const publishedMs = roundPublishedAt(chain, round);
+    const expected = firstRoundAfter(chain, acceptedMs);
+    if (publishedMs <= acceptedMs) {
+      return [`${label}: round ${round} was published at ${new Date(publishedMs).toISOString()}, not after the action was accepted at ${acceptedAt}: it was known before the roll was drawn`];
+    }
+    if (round !== expected) return [`${label}: round ${round} is not the first round published after the acceptance at ${acceptedAt} (that is round ${expected})`];
+    return [];
+  }
+
+  async function checkBeacon(proof) {
+    const chain = proof.beacon_chain;
+    if (!isObject(chain)) return check("beacon", ["beacon_chain is missing: no round can be checked"]);
+    const broken = chainProblem(chain);
+    if (broken) return check("beacon", [`beacon_chain: ${broken}`]);
+    const problems = [];
+    if (canonicalize(chain) !== canonicalize(QUICKNET)) {
+      problems.push(
+        `beacon_chain ${chain.chain_hash} with public key ${chain.public_key.slice(0, 16)}… is not a public beacon this verifier trusts ` +
+          `(${QUICKNET.chain_hash.slice(0, 16)}… (key ${QUICKNET.public_key.slice(0, 16)}…)): whoever holds its key could have chosen every round`,
+      );
+    }
+    const verified = new Map(); // one pairing per distinct round, however many rolls use it
+    for (const entry of proof.rolls) {
+      const label = `roll nonce ${entry.nonce}`;
+      if (!isObject(entry.beacon) || typeof entry.accepted_at !== "string") {
+        problems.push(`${label}: no beacon round or no acceptance time recorded`);
+        continue;
+      }
+      const key = canonicalize(entry.beacon);
+      if (!verified.has(key)) verified.set(key, await roundProblem(chain, entry.beacon));
+      if (verified.get(key)) {
+        problems.push(`${label}: round ${entry.beacon.round}: ${verified.get(key)}`);
+        continue;
+      }
+      problems.push(...timingProblems(label, chain, entry.accepted_at, entry.beacon.round));
+    }
+    const rounds = new Set(proof.rolls.filter((entry) => isObject(entry.beacon)).map((entry) => canonicalize(entry.beacon))).size;
+    return check(
+      "beacon",
+      problems,
+      `${rounds} drand rounds of chain ${chain.chain_hash.slice(0, 16)}… verify (BLS), each published after the action that drew its rolls was accepted`,
+    );
+  }
+
   // ---- verifying ------------------------------------------------------------------------------------------
 
   const CHECK_ORDER = ["protocol", "commitment", "client_seed_format", "client_seed", "seats", "nonces", "rolls", "signature", "receipt", "replay"];
@@ -805,8 +980,7 @@
     }
     const proof = given.proof;
     report.mode = "revealed";
-    const protocolProblems = [];
-    if (proof.protocol !== PROTOCOL) protocolProblems.push(`protocol is '${proof.protocol}', this verifier knows only '${PROTOCOL}'`);
+    const protocolProblems = modeProblems(proof);
     if (proof.document !== PROOF_DOCUMENT) protocolProblems.push(`document is '${proof.document}', not '${PROOF_DOCUMENT}'`);
     try {
       report.replay = replayRules(proof);
@@ -816,13 +990,14 @@
       report.replay = { steps: [], transfers: [], outcome: null, rolled: [], problem, marks: { rolls: new Set(), transfers: new Set() } };
     }
     report.checks = [
-      check("protocol", protocolProblems, PROTOCOL),
+      check("protocol", protocolProblems, proof.protocol),
       await checkCommitment(proof),
       checkClientSeedFormat(proof),
       await checkClientSeed(proof),
       checkSeats(proof, report.marks),
       checkNonces(proof, report.marks),
       await checkRolls(proof, report.rows),
+      ...(isBeaconProof(proof) ? [await checkBeacon(proof)] : []),
       await checkSignature("signature", proof, keys),
       await checkReceipt(proof, receipt, keys),
       checkReplay(proof, report.replay),
@@ -1216,6 +1391,7 @@
     seats: "Seats and accounts agree throughout the proof",
     nonces: "Roll numbers run 0, 1, 2, … without gaps",
     rolls: "Every face recomputed with WebCrypto",
+    beacon: "Every drand round verifies (BLS) and was published after its roll was drawn",
     signature: "The proof is signed by a published key",
     receipt: "The commitment receipt matches and is signed by a published key",
     replay: "Rules replay: every transfer and the outcome follow from the decisions and rolls",
