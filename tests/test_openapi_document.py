@@ -143,7 +143,7 @@ def test_closed_values_are_enums() -> None:
     assert set(allowed) == {name.value for name in ActionName if name is not ActionName.TIMEOUT} | {
         "set_client_seed"
     }
-    kinds = set(schemas["GameEventOut"]["properties"]["kind"]["enum"])
+    kinds = set(schemas["GameEventOut"]["discriminator"]["mapping"])
     assert {kind.value for kind in EventKind} <= kinds
     assert set(schemas["AccountOut"]["properties"]["kind"]["$ref"].split("/")[-1:]) == {"AccountKind"}
 
@@ -192,3 +192,65 @@ def test_the_document_is_served_from_bytes_built_once() -> None:
     assert first.json() == openapi_document()
     app.openapi()["info"]["title"] = "changed after the first answer"
     assert http.get("/openapi.json").content == first.content
+
+
+def _untyped_objects(node: Any, path: str) -> Iterator[str]:
+    """Every schema in `node` that is an object of unknown shape: no properties, no typed values."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and not node.get("properties"):
+            values = node.get("additionalProperties", True)
+            if values is True or values == {}:
+                yield path
+        for key, value in node.items():
+            yield from _untyped_objects(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _untyped_objects(value, f"{path}/{index}")
+
+
+def test_no_schema_is_an_untyped_object() -> None:
+    """The proof's insides, the receipt, the events' data were `object` once (issue 26): a generator made
+    them `Record<string, unknown>` and the verifier had to write its own types."""
+    document = openapi_document()
+    assert list(_untyped_objects(document["components"]["schemas"], "#/components/schemas")) == []
+    assert list(_untyped_objects(document["paths"], "#/paths")) == []
+    assert list(_untyped_objects(document["webhooks"], "#/webhooks")) == []
+
+
+def test_webhook_payloads_use_the_rest_answers_enums() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+
+    def enum_of(schema: dict[str, Any]) -> list[str]:
+        if "anyOf" in schema:
+            return [value for option in schema["anyOf"] for value in option.get("enum", [])]
+        return list(schema.get("items", schema)["enum"])
+
+    turn, told = schemas["TurnOut"]["properties"], schemas["GameTurnData"]["properties"]
+    assert enum_of(told["allowed_actions"]) == enum_of(turn["allowed_actions"])
+    assert enum_of(told["default_action"]) == enum_of(turn["default_action"])
+    assert told["phase"]["$ref"] == schemas["GameOut"]["properties"]["phase"]["$ref"]
+    assert enum_of(schemas["GameEndedData"]["properties"]["reason"]) == enum_of(
+        schemas["OutcomeOut"]["properties"]["reason"]
+    )
+    timed_out = schemas["GameTurnTimedOutData"]["properties"]["applied_action"]
+    assert enum_of(timed_out) == enum_of(turn["default_action"])
+
+
+def test_every_webhook_names_its_type_as_required() -> None:
+    document = openapi_document()
+    for name, item in document["webhooks"].items():
+        ref = item["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        schema = document["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+        assert schema["required"][0] == "type", name
+        assert schema["properties"]["type"]["const"] == name
+
+
+def test_the_public_link_is_narrowed_by_revealed() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+    variants = [schemas[option["$ref"].rsplit("/", 1)[-1]] for option in schemas["FairnessLinkOut"]["oneOf"]]
+    assert [variant["properties"]["revealed"]["const"] for variant in variants] == [False, True]
+    assert variants[0]["properties"]["proof"]["type"] == "null"
+    assert variants[1]["properties"]["proof"]["$ref"].endswith("/SignedProofOut")
+    proof = schemas["SignedProofOut"]["properties"]
+    assert proof["rolls"]["items"]["$ref"].endswith("/ProofRoll")
+    assert proof["game"]["$ref"].endswith("/ProofTerms")

@@ -24,9 +24,12 @@ assertType<"insufficient_funds" extends WithdrawAnswers[409]["content"]["applica
 assertType<string extends WithdrawAnswers[409]["content"]["application/problem+json"]["code"] ? false : true>();
 assertType<Equal<Schemas["TurnOut"]["allowed_actions"], Schemas["GameTurnData"]["allowed_actions"]>>();
 assertType<Equal<Schemas["TurnOut"]["default_action"], Schemas["GameTurnData"]["default_action"]>>();
-assertType<Equal<Schemas["OutcomeOut"]["reason"], Schemas["GameSettledData"]["reason"]>>();
+assertType<Equal<Schemas["OutcomeOut"]["reason"], Schemas["GameEndedData"]["reason"]>>();
 assertType<Equal<Proof["rolls"][number]["color"], "red" | "blue">>();
 assertType<Equal<WebhookEvent["type"], keyof webhooks>>();
+assertType<Equal<Link["revealed"], boolean>>();
+assertType<Equal<Extract<Link, { revealed: true }>["proof"], Proof>>();
+assertType<Equal<Extract<Link, { revealed: false }>["proof"], null>>();
 
 /** An exhaustive `switch` over webhook events: adding an event type to the document breaks this build. */
 export function describe(event: WebhookEvent): string {
@@ -66,7 +69,7 @@ const idempotencyKey = (): string => `ts-${process.pid}-${++keys}`;
 async function openWallet(externalId: string, amount: number): Promise<string> {
   const opened = await client.POST("/v1/accounts", {
     params: { header: { "Idempotency-Key": idempotencyKey() } },
-    body: { external_id: externalId },
+    body: { external_id: externalId, currency: "CREDIT" },
   });
   if (opened.error) throw new Error(`open wallet: ${opened.error.code}: ${opened.error.detail}`);
   const deposited = await client.POST("/v1/accounts/{account_id}/deposits", {
@@ -109,7 +112,7 @@ const wallets = [await openWallet("ts-vigo", 20), await openWallet("ts-ana", 20)
 const [vigo, ...players] = wallets as [string, ...string[]];
 const created = await client.POST("/v1/games", {
   params: { header: { "Idempotency-Key": idempotencyKey() } },
-  body: { vigo_account_id: vigo, player_account_ids: players, stake: 2, turn_timeout_seconds: 600 },
+  body: { vigo_account_id: vigo, player_account_ids: players, stake: 2, currency: "CREDIT", turn_timeout_seconds: 600 },
 });
 if (created.error) throw new Error(`create game: ${created.error.code}: ${created.error.detail}`);
 let game: Game = created.data;
@@ -139,7 +142,9 @@ const token = game.fairness.public_url?.split("/").pop();
 if (!token) throw new Error("no public fairness link");
 const linkAnswer = await publicClient.GET("/v1/fairness/proofs/{token}", { params: { path: { token } } });
 if (linkAnswer.error) throw new Error(`link: ${linkAnswer.error.code}`);
-const link: Link = linkAnswer.data;
+// openapi-fetch's Readable<> drops a property typed only `null` (the pending link's `proof`), so the answer
+// is narrowed as it comes rather than assigned to the schema's own type.
+const link = linkAnswer.data;
 if (!link.revealed) throw new Error("the link of an ended game does not reveal its proof");
 if (link.proof.server_seed !== proof.server_seed) throw new Error("the link and the proof disagree");
 if (link.commitment.server_seed_hash !== proof.server_seed_hash) throw new Error("the commitment changed");
