@@ -15,6 +15,7 @@ from pokna import __version__
 from pokna.api import health, metrics
 from pokna.api.database_gate import DatabaseGate
 from pokna.api.middleware import Edge
+from pokna.api.openapi_details import add_details, restore_webhook_examples
 from pokna.api.problem_docs import PROBLEM_JSON
 from pokna.api.problems import Problem, install_problem_handlers
 from pokna.api.rate_limits import CLIENT_POLICY_NAME, RateLimits, TokenBuckets
@@ -149,6 +150,7 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
         title=app.title,
         version=app.version,
         description=app.description,
+        tags=app.openapi_tags,
         routes=app.routes,
         webhooks=app.webhooks.routes,
         servers=[{"url": "http://127.0.0.1:8000", "description": "pokna serve on the embedded default"}],
@@ -170,6 +172,8 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
     problem_schema = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas.update(problem_schema.pop("$defs", {}))
     schemas["Problem"] = problem_schema
+    add_details(document)
+    restore_webhook_examples(document, webhook_events.EXAMPLES)
     app.openapi_schema = document
     return document
 
