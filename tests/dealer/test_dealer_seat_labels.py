@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.schemas.games import SEAT_LABEL_PATTERN, GameCreate
+from pokna.dealer.requests import SEAT_LABEL_PATTERN, GameCreate
 from support.api_checks import assert_problem
 from support.game_play import Api, new_tenant_key, play, verify
 

@@ -15,13 +15,13 @@ from pokna import __version__
 from pokna.api import health, metrics
 from pokna.api.database_gate import DatabaseGate
 from pokna.api.middleware import Edge
-from pokna.api.openapi_details import add_details, restore_webhook_examples
 from pokna.api.problem_docs import PROBLEM_JSON
 from pokna.api.problems import Problem, install_problem_handlers
 from pokna.api.rate_limits import CLIENT_POLICY_NAME, RateLimits, TokenBuckets
 from pokna.app import webhook_events
 from pokna.app.answer_examples import example_answer
 from pokna.app.docs import install_docs
+from pokna.app.openapi_details import add_details, restore_webhook_examples
 from pokna.bundles import routes as audit
 from pokna.dealer import link_routes as fairness
 from pokna.dealer import routes as games
