@@ -52,9 +52,9 @@ __all__ = [
     "ProofPendingOut",
     "RollAction",
     "SeatOut",
-    "SetClientSeed",
+    "SetClientSeedAction",
     "SignedProofOut",
-    "Start",
+    "StartAction",
     "TableCreate",
     "TableOut",
     "TableRoundOut",
@@ -175,7 +175,7 @@ class _Act(BaseModel):
     expected_version: Version = None
 
 
-class SetClientSeed(_Act):
+class SetClientSeedAction(_Act):
     """Not a rules step: the dealer records the seed before the start (pokna.dealer.acting)."""
 
     type: Literal["set_client_seed"]
@@ -183,7 +183,7 @@ class SetClientSeed(_Act):
     client_seed: ClientSeed
 
 
-class Start(_Act):
+class StartAction(_Act):
     type: Literal["start"]
     account_id: AccountId = Field(description="The Vigo.")
 
@@ -232,7 +232,9 @@ class CancelAction(_Act):
         return rules.Cancel()
 
 
-PlayerRequest = SetClientSeed | Start | RollAction | ClaimAction | ChallengeAction | VoteAction | CancelAction
+PlayerRequest = (
+    SetClientSeedAction | StartAction | RollAction | ClaimAction | ChallengeAction | VoteAction | CancelAction
+)
 """One player's request to act, as parsed; the dealer's `decide_action` takes it as it is."""
 
 GameAction = Annotated[PlayerRequest, Field(discriminator="type")]
