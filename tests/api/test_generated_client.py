@@ -375,8 +375,14 @@ def _play_the_card(card: Card, sessions: sessionmaker[Session], seed_key: bytes,
 
     card.post("accounts", "withdraw", "JournalTransactionOut", p2, body=m.MoneyMovement(amount=9))
     card.money.append(("ledger.withdrawal.posted", p2, 9, 0))
-    refused = card.post("accounts", "withdraw", "Problem", p2, body=m.MoneyMovement(amount=1))
-    assert (refused.status, refused.code) == (409, "insufficient_funds")
+    # The 409's own type: its codes an enum, the refusal's members typed.
+    refused = card.post("accounts", "withdraw", "WithdrawResponse409", p2, body=m.MoneyMovement(amount=1))
+    assert (refused.status, refused.code.value, refused.balance, refused.change) == (
+        409,
+        "insufficient_funds",
+        0,
+        -1,
+    )
     books = card.call("ledger", "trial_balance", "TrialBalanceOut")
     assert books.total == 0
     assert sum(balances()) == 5 * START - 9
