@@ -13,11 +13,16 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(BIN)/python pyproject.toml constraints.txt constraints-tools.txt
+NPM_TOOLS := tests/clients/typescript
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml constraints.txt constraints-tools.txt $(NPM_TOOLS)/package-lock.json
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	# openapi-python-client pins an older typer than the CLI's: it gets a virtualenv of its own.
 	$(PYTHON) -m venv $(VENV)/tools
 	$(VENV)/tools/bin/pip install --quiet -c constraints-tools.txt openapi-python-client
+	# Spectral, Redocly, openapi-typescript, openapi-fetch and tsc, exactly as locked (node_modules is ignored).
+	# No install scripts: none of them needs one (the one it has, @scarf/scarf, only reports downloads).
+	npm ci --prefix $(NPM_TOOLS) --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
@@ -40,4 +45,4 @@ lock: $(BIN)/python
 	$(BIN)/pip freeze --exclude-editable --exclude pip > constraints.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(NPM_TOOLS)/node_modules

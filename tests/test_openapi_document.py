@@ -143,7 +143,7 @@ def test_closed_values_are_enums() -> None:
     assert set(allowed) == {name.value for name in ActionName if name is not ActionName.TIMEOUT} | {
         "set_client_seed"
     }
-    kinds = set(schemas["GameEventOut"]["properties"]["kind"]["enum"])
+    kinds = set(schemas["GameEventOut"]["discriminator"]["mapping"])
     assert {kind.value for kind in EventKind} <= kinds
     assert set(schemas["AccountOut"]["properties"]["kind"]["$ref"].split("/")[-1:]) == {"AccountKind"}
 
@@ -192,3 +192,139 @@ def test_the_document_is_served_from_bytes_built_once() -> None:
     assert first.json() == openapi_document()
     app.openapi()["info"]["title"] = "changed after the first answer"
     assert http.get("/openapi.json").content == first.content
+
+
+def _untyped_objects(node: Any, path: str) -> Iterator[str]:
+    """Every schema in `node` that is an object of unknown shape: no properties, no typed values."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and not node.get("properties"):
+            values = node.get("additionalProperties", True)
+            if values is True or values == {}:
+                yield path
+        for key, value in node.items():
+            yield from _untyped_objects(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _untyped_objects(value, f"{path}/{index}")
+
+
+def test_no_schema_is_an_untyped_object() -> None:
+    """The proof's insides, the receipt, the events' data were `object` once (issue 26): a generator made
+    them `Record<string, unknown>` and the verifier had to write its own types."""
+    document = openapi_document()
+    assert list(_untyped_objects(document["components"]["schemas"], "#/components/schemas")) == []
+    assert list(_untyped_objects(document["paths"], "#/paths")) == []
+    assert list(_untyped_objects(document["webhooks"], "#/webhooks")) == []
+
+
+def test_webhook_payloads_use_the_rest_answers_enums() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+
+    def enum_of(schema: dict[str, Any]) -> list[str]:
+        if "anyOf" in schema:
+            return [value for option in schema["anyOf"] for value in option.get("enum", [])]
+        return list(schema.get("items", schema)["enum"])
+
+    turn, told = schemas["TurnOut"]["properties"], schemas["GameTurnData"]["properties"]
+    assert enum_of(told["allowed_actions"]) == enum_of(turn["allowed_actions"])
+    assert enum_of(told["default_action"]) == enum_of(turn["default_action"])
+    assert told["phase"]["$ref"] == schemas["GameOut"]["properties"]["phase"]["$ref"]
+    assert enum_of(schemas["GameEndedData"]["properties"]["reason"]) == enum_of(
+        schemas["OutcomeOut"]["properties"]["reason"]
+    )
+    timed_out = schemas["GameTurnTimedOutData"]["properties"]["applied_action"]
+    assert enum_of(timed_out) == enum_of(turn["default_action"])
+
+
+def test_every_webhook_names_its_type_as_required() -> None:
+    document = openapi_document()
+    for name, item in document["webhooks"].items():
+        ref = item["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        schema = document["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+        assert schema["required"][0] == "type", name
+        assert schema["properties"]["type"]["const"] == name
+
+
+def test_the_public_link_is_narrowed_by_revealed() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+    variants = [schemas[option["$ref"].rsplit("/", 1)[-1]] for option in schemas["FairnessLinkOut"]["oneOf"]]
+    assert [variant["properties"]["revealed"]["const"] for variant in variants] == [False, True]
+    assert variants[0]["properties"]["proof"]["type"] == "null"
+    assert variants[1]["properties"]["proof"]["$ref"].endswith("/SignedProofOut")
+    proof = schemas["SignedProofOut"]["properties"]
+    assert proof["rolls"]["items"]["$ref"].endswith("/ProofRoll")
+    assert proof["game"]["$ref"].endswith("/ProofTerms")
+
+
+def test_every_webhook_example_fits_its_schema() -> None:
+    """`game.created` lacked `table_id` and `ledger.withdrawal.posted` its `reference` (FastAPI drops
+    nulls): a validator of the examples (Spectral) refused them."""
+    document = openapi_document()
+    registry = Registry().with_resource("urn:pokna", Resource.from_contents(document, DRAFT202012))
+    for name, item in document["webhooks"].items():
+        body = item["post"]["requestBody"]["content"]["application/json"]
+        validator = Draft202012Validator(
+            {
+                "$ref": f"urn:pokna#/webhooks/{_escaped(name)}/post/requestBody/content/application~1json/schema"
+            },
+            registry=registry,
+        )
+        errors = [error.message for error in validator.iter_errors(body["example"])]
+        assert not errors, (name, errors)
+    union = document["components"]["schemas"]["WebhookEvent"]
+    assert set(union["discriminator"]["mapping"]) == set(document["webhooks"])
+
+
+def test_operations_that_need_no_key_say_so() -> None:
+    document = openapi_document()
+    public = set()
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            keyed = any(status == 401 for status, _ in documented_codes(operation))
+            assert operation["security"] == ([{"HTTPBearer": []}] if keyed else []), (method, path)
+            public |= set() if keyed else {f"{method.upper()} {path}"}
+    assert public == {
+        "GET /healthz",
+        "GET /readyz",
+        "GET /metrics",
+        "GET /v1/fairness/keys",
+        "GET /v1/fairness/proofs/{token}",
+        "GET /verify",
+    }
+    assert all(item["post"]["security"] == [] for item in document["webhooks"].values())
+
+
+def test_each_problem_response_lists_its_codes_and_types_their_members() -> None:
+    document = openapi_document()
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            for response in operation["responses"].values():
+                content = response.get("content", {}).get("application/problem+json")
+                if content is None:
+                    continue
+                narrowed = content["schema"]["allOf"][1]
+                assert narrowed["properties"]["code"]["enum"] == sorted(content["examples"]), (method, path)
+    act = document["paths"]["/v1/games/{game_id}/actions"]["post"]["responses"]["409"]
+    members = act["content"]["application/problem+json"]["schema"]["allOf"][1]["properties"]
+    assert members["game"]["$ref"] == "#/components/schemas/GameOut"
+    withdraw = document["paths"]["/v1/accounts/{account_id}/withdrawals"]["post"]["responses"]["409"]
+    members = withdraw["content"]["application/problem+json"]["schema"]["allOf"][1]["properties"]
+    assert members["balance"] == {"type": "integer", "description": "The account's balance, minor units."}
+
+
+def test_answers_document_the_headers_they_carry() -> None:
+    document = openapi_document()
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            keyed = any(
+                parameter["name"] == "Idempotency-Key" for parameter in operation.get("parameters", [])
+            )
+            for status, response in operation["responses"].items():
+                headers = response["headers"]
+                assert {"X-Request-ID", "RateLimit", "RateLimit-Policy"} <= set(headers), (method, path)
+                assert ("Idempotent-Replayed" in headers) == (keyed and status.startswith("2")), (
+                    method,
+                    path,
+                )
+                if status in ("429", "503"):
+                    assert "Retry-After" in headers, (method, path, status)

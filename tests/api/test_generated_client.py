@@ -17,6 +17,7 @@ choosing the Vigo's client seed, which takes reading the sealed server seed as t
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -51,10 +52,12 @@ START = 10
 
 
 def _generate(target: Path) -> Path:
+    """The client, generated from the committed document; a warning of the generator (a part it dropped)
+    fails the test."""
     if not GENERATOR.exists():
         pytest.fail(f"{GENERATOR} is missing: run `make .venv/.installed-dev`")
     environment = {**os.environ, "PATH": f"{GENERATOR.parent}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run(
+    generated = subprocess.run(
         [
             str(GENERATOR),
             "generate",
@@ -67,9 +70,11 @@ def _generate(target: Path) -> Path:
         ],
         check=True,
         capture_output=True,
+        text=True,
         env=environment,
         timeout=120,
     )
+    assert "WARNING" not in generated.stdout + generated.stderr, generated.stdout + generated.stderr
     return target
 
 
@@ -82,6 +87,30 @@ def generated(tmp_path: Path) -> Iterator[ModuleType]:
         sys.path.remove(str(tmp_path / "generated"))
         for name in [name for name in sys.modules if name.split(".")[0] == "pokna_client"]:
             del sys.modules[name]
+
+
+def test_the_generator_keeps_every_operation_and_names_actions_alike(tmp_path: Path) -> None:
+    """Nothing of the document is dropped with a warning (the audit bundle's JSON Lines once was), and the
+    action models read as one family (`StartAction` beside `RollAction`, not `Start`)."""
+    package = _generate(tmp_path) / "pokna_client"
+    document = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    generated = {path.stem for path in (package / "api").rglob("*.py")}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            assert operation["operationId"] in generated, (method, path)
+    bundle = (package / "api" / "audit" / "audit_bundle.py").read_text()
+    assert "response_200" in bundle or "File" in bundle, "the bundle's answer was dropped"
+    models = {path.stem for path in (package / "models").glob("*.py")}
+    actions = {
+        "start_action",
+        "roll_action",
+        "claim_action",
+        "challenge_action",
+        "vote_action",
+        "cancel_action",
+    }
+    assert actions <= models, sorted(models)
+    assert not {"start", "set_client_seed"} & models
 
 
 def _vigo_seed(server_seed: str, player_seeds: list[str], colors: list[str]) -> str:
@@ -251,7 +280,7 @@ def _play_the_card(card: Card, sessions: sessionmaker[Session], seed_key: bytes,
     vigo_seed = _vigo_seed(server_seed, PLAYER_SEEDS, CARD_ROLLS)
     for account, seed in zip(accounts, [vigo_seed, *PLAYER_SEEDS], strict=True):
         game = card.act(
-            game.id, m.SetClientSeed(type_="set_client_seed", account_id=account, client_seed=seed)
+            game.id, m.SetClientSeedAction(type_="set_client_seed", account_id=account, client_seed=seed)
         )
     assert [seat.status.value for seat in game.seats] == [
         "vigo",
@@ -263,7 +292,7 @@ def _play_the_card(card: Card, sessions: sessionmaker[Session], seed_key: bytes,
     assert [action for action in game.turn.allowed_actions] == ["set_client_seed", "start", "cancel"]
 
     # The Vigo sets the stake at 1 credit and rolls red. Each player antes 1 credit, for a pot of 4.
-    game = card.act(game.id, m.Start(type_="start", account_id=vigo))
+    game = card.act(game.id, m.StartAction(type_="start", account_id=vigo))
     assert (game.favor.value, game.pot, [r.color.value for r in game.rolls]) == ("red", 4, ["red"])
     assert balances() == [10, 9, 9, 9, 9]
 
@@ -330,9 +359,11 @@ def _play_the_card(card: Card, sessions: sessionmaker[Session], seed_key: bytes,
         assert row is not None
         duel_seed = open_server_seed(row.sealed_server_seed, seed_key, duel.id)
     duel_vigo_seed = _vigo_seed(duel_seed, ["p2-seed"], ["blue", "blue"])
-    card.act(duel.id, m.SetClientSeed(type_="set_client_seed", account_id=vigo, client_seed=duel_vigo_seed))
-    card.act(duel.id, m.SetClientSeed(type_="set_client_seed", account_id=p2, client_seed="p2-seed"))
-    card.act(duel.id, m.Start(type_="start", account_id=vigo))
+    card.act(
+        duel.id, m.SetClientSeedAction(type_="set_client_seed", account_id=vigo, client_seed=duel_vigo_seed)
+    )
+    card.act(duel.id, m.SetClientSeedAction(type_="set_client_seed", account_id=p2, client_seed="p2-seed"))
+    card.act(duel.id, m.StartAction(type_="start", account_id=vigo))
     duel = card.act(duel.id, m.RollAction(type_="roll", account_id=p2))
     assert (duel.phase, duel.pot, duel.turn.allowed_actions) == (
         "lone_survivor",
@@ -344,8 +375,14 @@ def _play_the_card(card: Card, sessions: sessionmaker[Session], seed_key: bytes,
 
     card.post("accounts", "withdraw", "JournalTransactionOut", p2, body=m.MoneyMovement(amount=9))
     card.money.append(("ledger.withdrawal.posted", p2, 9, 0))
-    refused = card.post("accounts", "withdraw", "Problem", p2, body=m.MoneyMovement(amount=1))
-    assert (refused.status, refused.code) == (409, "insufficient_funds")
+    # The 409's own type: its codes an enum, the refusal's members typed.
+    refused = card.post("accounts", "withdraw", "WithdrawResponse409", p2, body=m.MoneyMovement(amount=1))
+    assert (refused.status, refused.code.value, refused.balance, refused.change) == (
+        409,
+        "insufficient_funds",
+        0,
+        -1,
+    )
     books = card.call("ledger", "trial_balance", "TrialBalanceOut")
     assert books.total == 0
     assert sum(balances()) == 5 * START - 9

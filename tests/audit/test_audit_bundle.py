@@ -190,3 +190,22 @@ def test_a_checkpoint_moved_past_the_next_account_or_game_record_is_found(
             assert [(f.line, f.record) for f in report.findings] == [(index + 2, "pokna.ledger.checkpoint")]
             moved += 1
     assert moved >= 1
+
+
+def test_a_client_that_accepts_only_bytes_gets_the_same_bundle_labelled_as_bytes(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """Generated clients that know no JSON Lines (openapi-python-client) ask for octet-stream: same bytes."""
+    api = Api(client, new_tenant_key(sessions))
+    api.wallet(25)
+    as_lines = client.get("/v1/audit/bundle", headers=api.headers)
+    as_bytes = client.get("/v1/audit/bundle", headers={**api.headers, "Accept": "application/octet-stream"})
+    either = client.get(
+        "/v1/audit/bundle",
+        headers={**api.headers, "Accept": "application/x-ndjson, application/octet-stream"},
+    )
+    assert as_lines.headers["content-type"].startswith("application/x-ndjson")
+    assert either.headers["content-type"].startswith("application/x-ndjson")
+    assert as_bytes.headers["content-type"] == "application/octet-stream"
+    header_lines = [records(response.text.splitlines(keepends=True))[0] for response in (as_lines, as_bytes)]
+    assert header_lines[0]["transactions"] == header_lines[1]["transactions"] == 1

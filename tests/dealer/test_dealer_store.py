@@ -21,7 +21,14 @@ from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.game_queries import GameQueries
 from pokna.dealer.records import EventRecord, RollRecord
-from pokna.dealer.requests import ClaimAction, PlayerRequest, RollAction, SetClientSeed, Start, VoteAction
+from pokna.dealer.requests import (
+    ClaimAction,
+    PlayerRequest,
+    RollAction,
+    SetClientSeedAction,
+    StartAction,
+    VoteAction,
+)
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import PostgresGameStore
@@ -65,7 +72,7 @@ def _play_to_the_end(
         account, allowed = game.turn.account_ids[0], game.turn.allowed_actions
         request: PlayerRequest
         if "start" in allowed:
-            request = Start(type="start", account_id=account)
+            request = StartAction(type="start", account_id=account)
         elif "vote" in allowed:
             request = VoteAction(type="vote", account_id=account, choice="split")
         elif "claim" in allowed:
@@ -114,7 +121,7 @@ def test_lock_game_and_seats_reads_what_the_plain_reads_do(
     tenant_id, game_id, wallets = _new_game(sessions, runtime)
     act(
         runtime, CLOCK, tenant_id, game_id,
-        SetClientSeed(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
+        SetClientSeedAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
     )  # fmt: skip
     with unit_of_work(sessions) as session:
         game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
@@ -186,7 +193,7 @@ def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
     outcome: list[BaseException | GameOut] = []
 
     def start() -> None:
-        action = Start(type="start", account_id=wallets[0])
+        action = StartAction(type="start", account_id=wallets[0])
         try:
             outcome.append(act(runtime, CLOCK, tenant_id, game_id, action))
         except BaseException as error:

@@ -21,6 +21,7 @@ from pokna.api.rate_limits import CLIENT_POLICY_NAME, RateLimits, TokenBuckets
 from pokna.app import webhook_events
 from pokna.app.answer_examples import example_answer
 from pokna.app.docs import install_docs
+from pokna.app.openapi_details import add_details, restore_webhook_examples
 from pokna.bundles import routes as audit
 from pokna.dealer import link_routes as fairness
 from pokna.dealer import routes as games
@@ -149,6 +150,7 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
         title=app.title,
         version=app.version,
         description=app.description,
+        tags=app.openapi_tags,
         routes=app.routes,
         webhooks=app.webhooks.routes,
         servers=[{"url": "http://127.0.0.1:8000", "description": "pokna serve on the embedded default"}],
@@ -170,6 +172,8 @@ def _problem_only_openapi(app: FastAPI) -> dict[str, Any]:
     problem_schema = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas.update(problem_schema.pop("$defs", {}))
     schemas["Problem"] = problem_schema
+    add_details(document)
+    restore_webhook_examples(document, webhook_events.EXAMPLES)
     app.openapi_schema = document
     return document
 

@@ -11,7 +11,7 @@ from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.deadlines import Clock, apply_passed_deadlines
 from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.records import GameRecord, SeatRecord
-from pokna.dealer.requests import PlayerRequest, SetClientSeed
+from pokna.dealer.requests import PlayerRequest, SetClientSeedAction
 from pokna.dealer.schemas import ActionRollOut, GameActionOut
 from pokna.dealer.stepping import apply_step, number_events
 from pokna.dealer.view import game_out
@@ -68,7 +68,7 @@ def _act_now(
             game=game_out(game, seats, balances),
         )
     rolls: list[ActionRollOut] = []
-    if isinstance(request, SetClientSeed):
+    if isinstance(request, SetClientSeedAction):
         _set_client_seed(writes, game, seats, balances, request, clock.now)
     else:
         action = request.engine_action(lambda account_id: _seat_of(seats, account_id))
@@ -108,7 +108,7 @@ def _set_client_seed(
     game: GameRecord,
     seats: Sequence[SeatRecord],
     balances: Mapping[str, int],
-    request: SetClientSeed,
+    request: SetClientSeedAction,
     now: datetime,
 ) -> None:
     if game.status != "open":

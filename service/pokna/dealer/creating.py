@@ -39,6 +39,7 @@ class NewGame:
     currency: str = "CREDIT"
     turn_timeout_seconds: int = 60
     rake: RakeTerms | None = None  # None: the tenant's default rake terms
+    seat_labels: Sequence[str] | None = None  # the Vigo's first; signed into the commitment and the proof
 
 
 def create_game(
@@ -56,6 +57,7 @@ def create_game(
     fields = ["body.vigo_account_id"]
     fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
     balances = check_seating(session, tenant_id, account_ids, terms.currency, fields)
+    check_labels(terms.seat_labels, len(account_ids))
     rake = rake_terms_for(session, tenant_id, terms.rake)
     config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
     game_id = new_id("game")
@@ -90,7 +92,7 @@ def create_game(
             game_id=game_id,
             server_seed_hash=commitment,
             created_at=_rfc3339(clock.now),
-            terms=signed_terms(config, account_ids),
+            terms=signed_terms(config, account_ids, terms.seat_labels),
             private_key=keys.signing_key,
         ),
         proof=None,
@@ -132,6 +134,25 @@ def check_seating(
                 field=field,
             )
     return {account_id: account.balance for account_id, account in accounts.items()}
+
+
+def check_labels(labels: Sequence[str] | None, seat_count: int) -> None:
+    """One label per seat, none shared: a page that names two seats alike tells a player nothing."""
+    if labels is None:
+        return
+    if len(labels) != seat_count:
+        raise InvalidRequest(
+            f"{len(labels)} seat labels for {seat_count} seats: give one per seat, the Vigo's first",
+            field="body.seat_labels",
+        )
+    seen: dict[str, int] = {}
+    for index, label in enumerate(labels):
+        if label.casefold() in seen:
+            raise InvalidRequest(
+                f"seat {index}'s label {label!r} is seat {seen[label.casefold()]}'s already",
+                field=f"body.seat_labels.{index}",
+            )
+        seen[label.casefold()] = index
 
 
 def _rfc3339(moment: datetime) -> str:

@@ -13,7 +13,13 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from pokna.dealer.links import KEYS_PATH, is_token_shaped
-from pokna.dealer.schemas import FairnessLinkOut, LinkClientSeedOut, SignedProofOut
+from pokna.dealer.proof_schemas import CommitmentReceiptOut, SignedProofOut
+from pokna.dealer.schemas import (
+    FairnessLinkOut,
+    FairnessLinkPendingOut,
+    FairnessLinkRevealedOut,
+    LinkClientSeedOut,
+)
 from pokna.dealer.store import game_store
 from pokna.errors import NotFound
 
@@ -35,21 +41,38 @@ def fairness_link(session: Session, token: str) -> FairnessLinkOut:
     store = game_store(session)
     game = store.game_by_public_token(session, token)
     seats = store.seats_of(session, game.id)
-    return FairnessLinkOut(
-        object="fairness_link",
-        game_id=game.id,
-        status=game.status,
-        revealed=game.proof is not None,
-        commitment=game.receipt,
-        client_seeds=[
-            LinkClientSeedOut(
-                seat=seat.seat,
-                account_id=seat.account_id,
-                client_seed=seat.client_seed,
-                source=seat.client_seed_source,
+    client_seeds = [
+        LinkClientSeedOut(
+            seat=seat.seat,
+            account_id=seat.account_id,
+            client_seed=seat.client_seed,
+            source=seat.client_seed_source,
+        )
+        for seat in seats
+    ]
+    commitment = CommitmentReceiptOut.model_validate(game.receipt)
+    if game.proof is None:
+        return FairnessLinkOut(
+            FairnessLinkPendingOut(
+                object="fairness_link",
+                game_id=game.id,
+                status=game.status,
+                revealed=False,
+                commitment=commitment,
+                client_seeds=client_seeds,
+                proof=None,
+                keys_url=KEYS_PATH,
             )
-            for seat in seats
-        ],
-        proof=None if game.proof is None else SignedProofOut.model_validate(game.proof),
-        keys_url=KEYS_PATH,
+        )
+    return FairnessLinkOut(
+        FairnessLinkRevealedOut(
+            object="fairness_link",
+            game_id=game.id,
+            status=game.status,
+            revealed=True,
+            commitment=commitment,
+            client_seeds=client_seeds,
+            proof=SignedProofOut.model_validate(game.proof),
+            keys_url=KEYS_PATH,
+        )
     )

@@ -28,15 +28,28 @@ from pokna.fairness.terms import GameTerms, SeatAccount
 from pokna.game import GameConfig, GameState
 
 
-def signed_terms(config: GameConfig, account_ids: list[str]) -> GameTerms:
-    """The bet as the receipt and the proof sign it: seat 0 is the Vigo, then the players clockwise."""
+def signed_terms(
+    config: GameConfig, account_ids: list[str], labels: Sequence[str | None] | None = None
+) -> GameTerms:
+    """The bet as the receipt and the proof sign it: seat 0 is the Vigo, then the players clockwise, each
+    with the operator's display label when it gave one."""
+    named = list(labels) if labels is not None else [None] * len(account_ids)
     return GameTerms.of(
         config.stake,
         config.challenge_raise,
-        [SeatAccount(seat, account) for seat, account in enumerate(account_ids)],
+        [
+            SeatAccount(seat, account, label)
+            for seat, (account, label) in enumerate(zip(account_ids, named, strict=True))
+        ],
         rake_bps=config.rake_bps,
         rake_cap=config.rake_cap,
     )
+
+
+def _committed_labels(game: GameRecord, seats: Sequence[SeatRecord]) -> list[str | None]:
+    """The seats' labels as the commitment receipt signed them at creation: they are stored nowhere else."""
+    committed = {seat["seat"]: seat.get("label") for seat in game.receipt["game"]["seats"]}
+    return [committed.get(seat.seat) for seat in seats]
 
 
 def sign_proof(
@@ -63,7 +76,7 @@ def sign_proof(
             )
             for seat in seats
         ],
-        terms=signed_terms(state.config, [seat.account_id for seat in seats]),
+        terms=signed_terms(state.config, [seat.account_id for seat in seats], _committed_labels(game, seats)),
         rolls=[
             RecordedRoll.of(
                 roll.nonce, roll.seat, account_of[roll.seat], RollPurpose(roll.purpose), roll.face

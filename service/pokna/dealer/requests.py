@@ -5,10 +5,12 @@ next to the code that fills them in, and imported here for the routes."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic_core import PydanticCustomError
 
 from pokna import game as rules
 from pokna.api.fields import INTEGER_MAX, AccountId, Amount, Currency, RakeTermsIn
@@ -50,9 +52,9 @@ __all__ = [
     "ProofPendingOut",
     "RollAction",
     "SeatOut",
-    "SetClientSeed",
+    "SetClientSeedAction",
     "SignedProofOut",
-    "Start",
+    "StartAction",
     "TableCreate",
     "TableOut",
     "TableRoundOut",
@@ -65,6 +67,33 @@ ClientSeed = Annotated[
     str,
     StringConstraints(pattern=r"^[A-Za-z0-9._~-]{1,64}$"),
     Field(description="1-64 characters from `A-Z a-z 0-9 . _ ~ -`.", examples=["lucky-7"]),
+]
+# Control and invisible formatting characters (bidirectional overrides, zero-width marks) would let one
+# label pass for another on the verifier page; the label is text, shown as text.
+_HIDDEN = r"\u0000-\u001F\u007F-\u009F\u00AD\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF"
+SEAT_LABEL_PATTERN = rf"^[^\s{_HIDDEN}](?:[^{_HIDDEN}]*[^\s{_HIDDEN}])?$"
+
+
+def _seat_label(label: str) -> str:
+    """The documented pattern, checked here so that a refusal says why in words, not as a regular expression."""
+    if re.fullmatch(SEAT_LABEL_PATTERN, label) is None:
+        raise PydanticCustomError(
+            "seat_label",
+            "a seat label has no control or invisible formatting characters and no space at either end",
+        )
+    return label
+
+
+SeatLabel = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=40),
+    AfterValidator(_seat_label),
+    Field(
+        description="A seat's display name: 1-40 characters, no control or invisible formatting characters, "
+        "no space at either end.",
+        examples=["Han"],
+        json_schema_extra={"pattern": SEAT_LABEL_PATTERN},
+    ),
 ]
 Version = Annotated[
     int | None,
@@ -94,6 +123,12 @@ class GameCreate(BaseModel):
                     "stake": 100,
                     "rake": {"bps": 500, "cap": 100},
                 },
+                {
+                    "vigo_account_id": "acct_vigo",
+                    "player_account_ids": ["acct_p1", "acct_p2"],
+                    "stake": 5,
+                    "seat_labels": ["Han", "Leia", "Chewie"],
+                },
             ]
         },
     )
@@ -119,6 +154,14 @@ class GameCreate(BaseModel):
         description="The house's share of each pot paid out, fixed now and signed in the commitment. "
         "Absent: the tenant's default rake (`GET /v1/tenant/settings`).",
     )
+    seat_labels: list[SeatLabel] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=12,
+        description="Optional display names, one per seat, the Vigo's first, all different: signed into the "
+        "commitment and the proof (`game.seats[].label`), so the verifier page names the seats as your app "
+        "does. Absent: the page says the Vigo and Player 1..n.",
+    )
 
 
 SeatOf = Callable[[str | None], int]
@@ -132,14 +175,14 @@ class _Act(BaseModel):
     expected_version: Version = None
 
 
-class SetClientSeed(_Act):
+class SetClientSeedAction(_Act):
     # Not a rules step: the dealer records the seed before the start (pokna.dealer.acting).
     type: Literal["set_client_seed"]
     account_id: AccountId
     client_seed: ClientSeed
 
 
-class Start(_Act):
+class StartAction(_Act):
     type: Literal["start"]
     account_id: AccountId = Field(description="The Vigo.")
 
@@ -188,7 +231,9 @@ class CancelAction(_Act):
         return rules.Cancel()
 
 
-PlayerRequest = SetClientSeed | Start | RollAction | ClaimAction | ChallengeAction | VoteAction | CancelAction
+PlayerRequest = (
+    SetClientSeedAction | StartAction | RollAction | ClaimAction | ChallengeAction | VoteAction | CancelAction
+)
 """One player's request to act, as parsed; the dealer's `decide_action` takes it as it is."""
 
 GameAction = Annotated[PlayerRequest, Field(discriminator="type")]

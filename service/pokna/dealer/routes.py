@@ -99,6 +99,7 @@ def create_game(
         currency=body.currency,
         turn_timeout_seconds=body.turn_timeout_seconds,
         rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
+        seat_labels=body.seat_labels,
     )
 
     def work(session: Session) -> tuple[int, GameOut]:

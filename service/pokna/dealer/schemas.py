@@ -4,11 +4,23 @@ client gets is checked against what the OpenAPI document says. Fields may be add
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from pokna.dealer.event_schemas import GameEventOut as GameEventOut
+from pokna.dealer.proof_schemas import CommitmentReceiptOut as CommitmentReceiptOut
+from pokna.dealer.proof_schemas import SignedProofOut as SignedProofOut
 from pokna.game import Phase
+from pokna.game.vocabulary import (
+    CubeColor,
+    DefaultAction,
+    GameStatus,
+    OutcomeReason,
+    RollPurposeName,
+    SeedSourceName,
+    TurnAction,
+)
 
 
 class SeatOut(BaseModel):
@@ -23,16 +35,16 @@ class SeatOut(BaseModel):
     paid_in: int
     paid_out: int
     client_seed: str | None
-    client_seed_source: Literal["player", "server"] | None
+    client_seed_source: SeedSourceName | None
 
 
 class TurnOut(BaseModel):
     seats: list[int] = Field(description="Seats that must act now (several while votes are awaited).")
     account_ids: list[str]
-    allowed_actions: list[
-        Literal["set_client_seed", "start", "roll", "claim", "challenge", "vote", "cancel"]
-    ] = Field(description="Action `type`s the rules accept now from these seats (with their balances now).")
-    default_action: Literal["cancel", "roll", "claim", "split"] | None = Field(
+    allowed_actions: list[TurnAction] = Field(
+        description="Action `type`s the rules accept now from these seats (with their balances now)."
+    )
+    default_action: DefaultAction | None = Field(
         description="What happens at the deadline: cancel, roll, claim or split."
     )
     deadline_at: datetime | None = Field(description="When `default_action` applies (RFC 3339, UTC).")
@@ -45,9 +57,7 @@ class PayoutOut(BaseModel):
 
 
 class OutcomeOut(BaseModel):
-    reason: Literal[
-        "no_survivors", "claimed", "challenge_won", "challenge_lost", "split", "vigo_bust", "cancelled"
-    ] = Field(description="How the game ended.")
+    reason: OutcomeReason = Field(description="How the game ended.")
     payouts: list[PayoutOut]
 
 
@@ -57,7 +67,7 @@ class FairnessOut(BaseModel):
     client_seed: str | None = Field(description="The game client seed, fixed at the start.")
     server_seed: str | None = Field(description="Revealed once the game has settled or been cancelled.")
     next_nonce: int
-    commitment: dict[str, Any] = Field(description="The signed commitment receipt.")
+    commitment: CommitmentReceiptOut = Field(description="The signed commitment receipt.")
     public_url: str | None = Field(
         description="The game's public fairness link, relative to this API's base URL: hand it to the "
         "players. Anyone holding it can read, without an API key, the commitment, the seats' account ids and "
@@ -82,7 +92,7 @@ class RakeOut(BaseModel):
 class GameOut(BaseModel):
     id: str
     object: Literal["game"]
-    status: Literal["open", "in_progress", "settled", "cancelled"]
+    status: GameStatus
     phase: Phase = Field(description="Where the game is in the rules (docs/rules.md).")
     table_id: str | None
     round_number: int | None
@@ -96,7 +106,7 @@ class GameOut(BaseModel):
     turn_timeout_seconds: int
     pot: int
     pot_account_id: str
-    favor: Literal["red", "blue"] | None
+    favor: CubeColor | None
     pass_number: int
     seats: list[SeatOut]
     turn: TurnOut | None
@@ -130,9 +140,9 @@ class ActionRollOut(BaseModel):
     nonce: int = Field(description="The roll's number in the game: 0 is the Vigo's favor roll.")
     seat: int
     account_id: str
-    purpose: Literal["favor", "seek", "challenge_favor", "challenge"]
+    purpose: RollPurposeName
     face: int = Field(ge=1, le=6)
-    color: Literal["red", "blue"]
+    color: CubeColor
     in_favor: bool | None = Field(
         description="Whether the roll matched the favor it sought; null for the Vigo's rolls, which set it."
     )
@@ -144,74 +154,12 @@ class GameActionOut(GameOut):
     rolls: list[ActionRollOut]
 
 
-EventKindOut = Literal[
-    "game_created",
-    "client_seed_set",
-    "action",
-    "money_moved",
-    "game_started",
-    "anted",
-    "rolled",
-    "pass_started",
-    "eliminated",
-    "pass_ended",
-    "vigo_contributed",
-    "vigo_bust",
-    "voted",
-    "vote_decided",
-    "claimed",
-    "challenged",
-    "challenge_staked",
-    "settled",
-    "cancelled",
-    "timed_out",
-    "raked",
-]
-
-
-class GameEventOut(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "seq": 7,
-                    "kind": "rolled",
-                    "data": {
-                        "kind": "rolled",
-                        "nonce": 1,
-                        "seat": 1,
-                        "purpose": "seek",
-                        "face": 2,
-                        "color": "red",
-                        "favor": "red",
-                        "in_favor": True,
-                    },
-                    "occurred_at": "2026-12-01T12:00:05.123456Z",
-                }
-            ]
-        }
-    )
-
-    seq: int = Field(description="The event's number in the game, from 1, without gaps.")
-    kind: EventKindOut = Field(
-        description="`action` records a request as decided, `money_moved` a posting; the others are the "
-        "rules' events (docs/rules.md)."
-    )
-    data: dict[str, Any] = Field(description="The event's fields, as the rules or the ledger recorded them.")
-    occurred_at: datetime
-
-
 class TableRoundOut(BaseModel):
     round_number: int | None
     game_id: str
-    status: Literal["open", "in_progress", "settled", "cancelled"]
+    status: GameStatus
     vigo_account_id: str
-    outcome: (
-        Literal[
-            "no_survivors", "claimed", "challenge_won", "challenge_lost", "split", "vigo_bust", "cancelled"
-        ]
-        | None
-    ) = Field(description="How the round ended; null while it runs.")
+    outcome: OutcomeReason | None = Field(description="How the round ended; null while it runs.")
 
 
 class TableTotalOut(BaseModel):
@@ -236,38 +184,13 @@ class TableOut(BaseModel):
     created_at: datetime
 
 
-class SignedProofOut(BaseModel):
-    """The signed proof of a finished game, exactly as signed; docs/fairness.md describes every field.
-    `pokna verify` and the browser verifier check it offline. Fields beyond these are kept as they are:
-    the signature covers them all."""
-
-    model_config = ConfigDict(extra="allow")
-
-    protocol: str
-    document: str
-    game_id: str
-    server_seed: str = Field(description="The revealed server seed; its SHA-256 is the commitment.")
-    server_seed_hash: str
-    client_seeds: list[dict[str, Any]]
-    client_seed: str
-    game: dict[str, Any] = Field(
-        description="The terms as signed: stake, challenge raise, the rake terms when there are any, and seats."
-    )
-    rolls: list[dict[str, Any]]
-    actions: list[dict[str, Any]]
-    outcome: dict[str, Any]
-    transfers: list[dict[str, Any]]
-    key_id: str
-    signature: str
-
-
 class ProofPendingOut(BaseModel):
     """A game not over yet: its seed is still secret, so there is only the signed commitment."""
 
     game_id: str
     status: Literal["open", "in_progress"]
     revealed: Literal[False]
-    commitment: dict[str, Any] = Field(description="The signed commitment receipt.")
+    commitment: CommitmentReceiptOut = Field(description="The signed commitment receipt.")
 
 
 GameProofOut = SignedProofOut | ProofPendingOut
@@ -282,16 +205,48 @@ class LinkClientSeedOut(BaseModel):
     )
 
 
-class FairnessLinkOut(BaseModel):
-    """What a game's public fairness link serves, with no API key: nothing of the tenant beyond this game."""
+_LINK_OBJECT = Field(description="Always `fairness_link`.")
+_LINK_COMMITMENT = Field(description="The signed commitment receipt, made at the game's creation.")
+_KEYS_URL = Field(description="Where the published signing keys are, relative to this link's origin.")
 
-    object: Literal["fairness_link"]
+
+class FairnessLinkPendingOut(BaseModel):
+    """The link of a game not over yet: the commitment and the seeds so far; the server seed is secret."""
+
+    object: Literal["fairness_link"] = _LINK_OBJECT
     game_id: str
-    status: Literal["open", "in_progress", "settled", "cancelled"]
-    revealed: bool = Field(description="True once the game has ended and `proof` carries the server seed.")
-    commitment: dict[str, Any] = Field(
-        description="The signed commitment receipt, made at the game's creation."
-    )
+    status: Literal["open", "in_progress"]
+    revealed: Literal[False] = Field(description="False until the game has ended.")
+    commitment: CommitmentReceiptOut = _LINK_COMMITMENT
     client_seeds: list[LinkClientSeedOut]
-    proof: SignedProofOut | None = Field(description="The signed proof once the game has ended; null before.")
-    keys_url: str = Field(description="Where the published signing keys are, relative to this link's origin.")
+    proof: None = Field(description="Null until the game has ended.")
+    keys_url: str = _KEYS_URL
+
+
+class FairnessLinkRevealedOut(BaseModel):
+    """The link of a game that has ended: the signed proof, which reveals the server seed."""
+
+    object: Literal["fairness_link"] = _LINK_OBJECT
+    game_id: str
+    status: Literal["settled", "cancelled"]
+    revealed: Literal[True] = Field(
+        description="True once the game has ended and `proof` carries the server seed."
+    )
+    commitment: CommitmentReceiptOut = _LINK_COMMITMENT
+    client_seeds: list[LinkClientSeedOut]
+    proof: SignedProofOut = Field(description="The signed proof.")
+    keys_url: str = _KEYS_URL
+
+
+def _without_discriminator(schema: dict[str, Any]) -> None:
+    """OpenAPI's `discriminator` names a string property; `revealed` is a boolean, and generators that
+    map the discriminator type it as the string "true". Its `const` in each variant tells them apart."""
+    schema.pop("discriminator", None)
+
+
+class FairnessLinkOut(
+    RootModel[Annotated[FairnessLinkPendingOut | FairnessLinkRevealedOut, Field(discriminator="revealed")]]
+):
+    """A game's public fairness link, told apart by `revealed`: the proof is there exactly when it is true."""
+
+    model_config = ConfigDict(json_schema_extra=_without_discriminator)

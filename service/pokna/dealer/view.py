@@ -126,7 +126,10 @@ def game_out(game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[st
 
 
 def event_out(event: EventRecord) -> GameEventOut:
-    return GameEventOut(seq=event.seq, kind=event.kind, data=event.payload, occurred_at=event.occurred_at)
+    answer: GameEventOut = GameEventOut.model_validate(
+        {"seq": event.seq, "kind": event.kind, "data": event.payload, "occurred_at": event.occurred_at}
+    )
+    return answer
 
 
 def proof_out(game: GameRecord) -> GameProofOut:

@@ -38,6 +38,12 @@ class JsonReader:
             return default
         return self.integer(name)
 
+    def optional_string(self, name: str) -> str | None:
+        """A string, or None when the field is absent or null (a field added to a later protocol)."""
+        if self.value.get(name) is None:
+            return None
+        return self.string(name)
+
     def seat_or_pot(self, name: str) -> int | str:
         """A transfer's party: a seat number, "pot", or "revenue" (the operator's, paid only a rake)."""
         value = self._get(name)

@@ -13,15 +13,26 @@ VIGO_SEAT = 0
 
 @dataclass(frozen=True, slots=True)
 class SeatAccount:
+    """`label` is the operator's display name for the seat, given at creation. It is written only when set,
+    so a game without labels signs the same document as before labels existed."""
+
     seat: int
     account_id: str
+    label: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"seat": self.seat, "account_id": self.account_id}
+        document: dict[str, Any] = {"seat": self.seat, "account_id": self.account_id}
+        if self.label is not None:
+            document["label"] = self.label
+        return document
 
     @classmethod
     def read(cls, reader: JsonReader) -> SeatAccount:
-        return cls(seat=reader.integer("seat"), account_id=reader.string("account_id"))
+        return cls(
+            seat=reader.integer("seat"),
+            account_id=reader.string("account_id"),
+            label=reader.optional_string("label"),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ keys, request hashes, tenant ids). These models are the documented contract, wit
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -142,7 +142,9 @@ class JournalTransactionOut(BaseModel):
     seq: int = Field(description="Per-tenant sequence number, gap-free.")
     kind: TransactionKind = Field(description="What moved the money.")
     reference: str | None
-    metadata: dict[str, Any]
+    metadata: dict[str, str] = Field(
+        description="Strings by name: what the request gave (`metadata`), or the service's own (`game_id`)."
+    )
     postings: list[PostingOut]
     prev_hash: str
     hash: str

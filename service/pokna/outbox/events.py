@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from pokna.game.model import Phase
+from pokna.game.vocabulary import DefaultAction, OutcomeReason, TurnAction
 
 
 class EventType(StrEnum):
@@ -57,11 +60,11 @@ class GameTurnData(BaseModel):
 
     game_id: str = _GAME_ID
     version: int = _VERSION
-    phase: str = Field(description="The game's phase, as in the game's answer.")
+    phase: Phase = Field(description="The game's phase, as in the game's answer.")
     seats: list[int] = Field(description="The seats that must act now (several while votes are awaited).")
     account_ids: list[str] = Field(description="Their wallets, in the same order.")
-    allowed_actions: list[str] = Field(description="The action `type`s accepted now.")
-    default_action: str | None = Field(
+    allowed_actions: list[TurnAction] = Field(description="The action `type`s accepted now.")
+    default_action: DefaultAction | None = Field(
         description="What happens at the deadline: cancel, roll, claim or split."
     )
     deadline_at: datetime | None = Field(description="When the default action applies.")
@@ -74,7 +77,9 @@ class GameTurnTimedOutData(BaseModel):
     version: int = _VERSION
     seats: list[int] = Field(description="The seats that did not act in time.")
     account_ids: list[str] = Field(description="Their wallets, in the same order.")
-    applied_action: str = Field(description="The default action applied: cancel, roll, claim or split.")
+    applied_action: DefaultAction = Field(
+        description="The default action applied: cancel, roll, claim or split."
+    )
     deadline_at: datetime = Field(description="The deadline that passed; the action is stamped at it.")
 
 
@@ -87,7 +92,7 @@ class PayoutData(BaseModel):
 class GameEndedData(BaseModel):
     game_id: str = _GAME_ID
     version: int = _VERSION
-    reason: str = Field(
+    reason: OutcomeReason = Field(
         description="no_survivors, claimed, challenge_won, challenge_lost, split, vigo_bust or cancelled."
     )
     payouts: list[PayoutData]
@@ -112,7 +117,16 @@ class LedgerMovementData(BaseModel):
 _TIMESTAMP = Field(description="When the change happened (RFC 3339, UTC).")
 
 
-class GameCreated(BaseModel):
+class _Envelope(BaseModel):
+    """Documented as sent: every field of the body is always there, `type` included, so the schema marks
+    them required (a `switch` over `type` is exhaustive) although `type` has a default here."""
+
+    model_config = ConfigDict(
+        json_schema_mode_override="serialization", json_schema_serialization_defaults_required=True
+    )
+
+
+class GameCreated(_Envelope):
     """A game was created: its seats and terms; it waits for the Vigo's `start` until the deadline."""
 
     type: Literal["game.created"] = "game.created"
@@ -120,7 +134,7 @@ class GameCreated(BaseModel):
     data: GameCreatedData
 
 
-class GameStarted(BaseModel):
+class GameStarted(_Envelope):
     """The Vigo started the game: the antes are in the pot and the favor is rolled."""
 
     type: Literal["game.started"] = "game.started"
@@ -128,7 +142,7 @@ class GameStarted(BaseModel):
     data: GameStartedData
 
 
-class GameTurn(BaseModel):
+class GameTurn(_Envelope):
     """A turn must be taken: sent after every change that leaves the game running."""
 
     type: Literal["game.turn"] = "game.turn"
@@ -136,7 +150,7 @@ class GameTurn(BaseModel):
     data: GameTurnData
 
 
-class GameTurnTimedOut(BaseModel):
+class GameTurnTimedOut(_Envelope):
     """A turn timed out and its default action was applied (a `game.turn` or the ending follows)."""
 
     type: Literal["game.turn_timed_out"] = "game.turn_timed_out"
@@ -144,7 +158,7 @@ class GameTurnTimedOut(BaseModel):
     data: GameTurnTimedOutData
 
 
-class GameSettled(BaseModel):
+class GameSettled(_Envelope):
     """The game settled: its outcome, the payouts and the public link to its signed proof."""
 
     type: Literal["game.settled"] = "game.settled"
@@ -152,7 +166,7 @@ class GameSettled(BaseModel):
     data: GameEndedData
 
 
-class GameCancelled(BaseModel):
+class GameCancelled(_Envelope):
     """The game was cancelled (by `cancel`, or never started in time): antes, if any, went back."""
 
     type: Literal["game.cancelled"] = "game.cancelled"
@@ -160,7 +174,7 @@ class GameCancelled(BaseModel):
     data: GameEndedData
 
 
-class DepositPosted(BaseModel):
+class DepositPosted(_Envelope):
     """A deposit was posted to a player wallet."""
 
     type: Literal["ledger.deposit.posted"] = "ledger.deposit.posted"
@@ -168,7 +182,7 @@ class DepositPosted(BaseModel):
     data: LedgerMovementData
 
 
-class WithdrawalPosted(BaseModel):
+class WithdrawalPosted(_Envelope):
     """A withdrawal was posted from a player wallet."""
 
     type: Literal["ledger.withdrawal.posted"] = "ledger.withdrawal.posted"
@@ -186,6 +200,12 @@ Event = (
     | DepositPosted
     | WithdrawalPosted
 )
+
+
+class WebhookEvent(RootModel[Annotated[Event, Field(discriminator="type")]]):
+    """Any event Pokna sends, told apart by `type`: what a receiver parses a delivery's body as."""
+
+
 EVENT_MODELS: dict[str, type[BaseModel]] = {
     "game.created": GameCreated,
     "game.started": GameStarted,

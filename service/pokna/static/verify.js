@@ -158,6 +158,8 @@
       const path = `$.game.seats[${i}]`;
       need(objectAt(seat, path), "seat", "integer", path);
       need(seat, "account_id", "string", path);
+      // Display labels came with a later version of the service: absent (or null) means none.
+      if (seat.label !== undefined && seat.label !== null) need(seat, "label", "string", path);
     });
     need(proof, "rolls", "list", "$").forEach((entry, i) => {
       const path = `$.rolls[${i}]`;
@@ -1037,13 +1039,20 @@
     return node;
   }
 
-  const seatName = (seat) => (seat === VIGO ? "the Vigo" : isInteger(seat) ? `Player ${seat}` : `seat ${seat}`);
-  const SeatName = (seat) => (seat === VIGO ? "The Vigo" : seatName(seat));
+  // The operator's display labels of the document shown (signed in its game terms), by seat number.
+  let seatLabels = new Map();
+  function learnLabels(game) {
+    const seats = isObject(game) && Array.isArray(game.seats) ? game.seats : [];
+    seatLabels = new Map(seats.filter((seat) => isObject(seat) && typeof seat.label === "string").map((seat) => [seat.seat, seat.label]));
+  }
+  const labelled = (seat, plain) => (seatLabels.has(seat) ? (seat === VIGO ? `${seatLabels.get(seat)} (the Vigo)` : seatLabels.get(seat)) : plain);
+  const seatName = (seat) => labelled(seat, seat === VIGO ? "the Vigo" : isInteger(seat) ? `Player ${seat}` : `seat ${seat}`);
+  const SeatName = (seat) => labelled(seat, seat === VIGO ? "The Vigo" : seatName(seat));
   const partyName = (party) => (party === "pot" ? "the pot" : party === "revenue" ? "the house (rake)" : seatName(party));
   const mono = (text) => el("code", {}, text);
   function listSeats(seats) {
     if (seats.length === 1) return seatName(seats[0]);
-    if (seats.includes(VIGO)) return `${seats.slice(0, -1).map(seatName).join(", ")} and ${seatName(seats[seats.length - 1])}`;
+    if (seats.includes(VIGO) || seats.some((seat) => seatLabels.has(seat))) return `${seats.slice(0, -1).map(seatName).join(", ")} and ${seatName(seats[seats.length - 1])}`;
     return `Players ${seats.slice(0, -1).join(", ")} and ${seats[seats.length - 1]}`;
   }
   const signed = (amount) => (amount > 0 ? `+${amount}` : String(amount));
@@ -1431,6 +1440,17 @@
     return seats.map((seat) => ({ seat, paid: paid.get(seat), received: received.get(seat), net: received.get(seat) - paid.get(seat) }));
   }
 
+  // One seat's result in words: a seat that got back exactly what it paid in did not "win nothing".
+  function sayGain(row, stake) {
+    const who = SeatName(row.seat);
+    const paid = `paid in ${row.paid}, received ${row.received}`;
+    if (row.net > 0) return `${who} gained ${row.net} (${paid}).`;
+    if (row.net < 0) return `${who} lost ${-row.net} (${paid}).`;
+    if (row.paid === 0) return `${who} neither paid nor received anything.`;
+    if (row.paid === stake) return `${who} got their ante back (${paid}): net 0.`;
+    return `${who} got back the ${row.paid} they paid in: net 0.`;
+  }
+
   function sayRake(game) {
     const { rake_bps: bps, rake_cap: cap } = rakeTermsOf(game);
     if (!bps) return "";
@@ -1447,13 +1467,14 @@
       const players = report.clientSeeds.length - 1;
       parts.push(el("p", {}, players > 0 ? `The Vigo and ${players} player${players === 1 ? "" : "s"}; ` : "", `stake ${stake}, challenge raise ${raise}${sayRake(report.receipt.game)} (amounts in minor units).`));
     }
+    if (seatLabels.size) parts.push(el("p", { id: "labels-note", class: "muted" }, "Seats are named as the operator named them; the names are signed into the game's terms with the rest."));
     if (report.mode === "revealed") {
       const { stake, challenge_raise: raise, seats } = proof.game;
       parts.push(el("p", {}, `The Vigo and ${seats.length - 1} player${seats.length === 2 ? "" : "s"}; stake ${stake}, challenge raise ${raise}${sayRake(proof.game)} (amounts in minor units).`));
       const reason = proof.outcome.reason;
       if (REASON[reason]) parts.push(el("p", {}, el("strong", {}, "How it ended: "), `${REASON[reason]}.`));
       if (proof.transfers.length) {
-        parts.push(el("p", {}, el("strong", {}, "Net, as recorded: "), netResults(proof).map((row) => `${seatName(row.seat)} ${signed(row.net)}`).join(", ").replace(/^t/, "T"), "."));
+        parts.push(el("p", {}, el("strong", {}, "Who gained what, as recorded: ")), el("ul", { id: "gains" }, ...netResults(proof).map((row) => el("li", { "data-seat": row.seat }, sayGain(row, stake)))));
       }
     }
     $("#summary").replaceChildren(...parts);
@@ -1498,6 +1519,7 @@
 
   function render(report) {
     clearStory();
+    learnLabels(report.proof ? report.proof.game : report.receipt ? report.receipt.game : null);
     setVerdict(report.verdict);
     renderSummary(report);
     renderChecks(report);

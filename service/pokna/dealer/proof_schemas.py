@@ -1,0 +1,184 @@
+"""The signed documents' insides as the API documents them (docs/fairness.md): the commitment receipt and
+the proof, field by field, so a generated client needs no hand-written types (issue 26).
+
+A signature covers the document exactly as it was signed, so these models must give back what they were
+given, byte for byte once canonicalized: every model keeps fields it does not know (`extra="allow"`), and
+the fields a later version of the service added (the rake terms, seat labels) are written back only when
+they have a value, as the service signs them: never filled in with a `null` on the way out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from pokna.game.vocabulary import CubeColor, OutcomeReason, RollPurposeName, SeedSourceName
+
+
+class _AsSigned(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def _absent_when_none(value: object) -> bool:
+    """The service never signs a `null` optional term: it leaves the field out, and so does the answer."""
+    return value is None
+
+
+class ProofSeat(_AsSigned):
+    seat: int = Field(description="0 is the Vigo; players 1..n clockwise.")
+    account_id: str
+    label: str | None = Field(
+        default=None,
+        exclude_if=_absent_when_none,
+        description="The operator's display name for the seat (`seat_labels` at creation); absent if none.",
+    )
+
+
+class ProofTerms(_AsSigned):
+    """The bet as signed: the money terms and who sits where."""
+
+    stake: int = Field(description="Each seat's ante, minor units.")
+    challenge_raise: int = Field(description="What a challenge adds, minor units.")
+    rake_bps: int | None = Field(
+        default=None,
+        exclude_if=_absent_when_none,
+        description="Present only when the game has a rake: basis points of each pot paid out.",
+    )
+    rake_cap: int | None = Field(
+        default=None,
+        exclude_if=_absent_when_none,
+        description="Present only when the rake is capped: at most this many minor units a pot.",
+    )
+    seats: list[ProofSeat]
+
+
+class CommitmentReceiptOut(_AsSigned):
+    """The signed commitment, made when the game was created: the server seed's hash and the terms."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "protocol": "pokna-hmac-sha256-v1",
+                    "document": "commitment_receipt",
+                    "game_id": "game_5f0c2a9e4b7d4f1e9a3c6b8d2e1f0a7c",
+                    "server_seed_hash": "861e71aae3914702057bf23c67148ff7bf08956965cd1b6f3d48792fa5875587",
+                    "created_at": "2026-12-01T14:00:00Z",
+                    "game": {
+                        "stake": 5,
+                        "challenge_raise": 5,
+                        "seats": [
+                            {"seat": 0, "account_id": "acct_vigo"},
+                            {"seat": 1, "account_id": "acct_p1"},
+                        ],
+                    },
+                    "key_id": "ed25519:d6f490673a115410",
+                    "signature": "BcUuXUj_Jf-ICm01aHXsR1QIS7x6n0RM-_kE019oYxYljwcSVxi37Peu9VJhfCgPH9CDQch3UoHeiBY7IXx6Bw",
+                }
+            ]
+        },
+    )
+
+    protocol: str
+    document: Literal["commitment_receipt"]
+    game_id: str
+    server_seed_hash: str = Field(description="SHA-256 of the server seed, lowercase hex.")
+    created_at: str = Field(description="When the commitment was made (RFC 3339, UTC).")
+    game: ProofTerms
+    key_id: str = Field(description="The signing key's id (`/v1/fairness/keys`).")
+    signature: str = Field(description="Ed25519 over the canonical JSON of every other field, base64url.")
+
+
+class ProofClientSeed(_AsSigned):
+    seat: int
+    account_id: str
+    client_seed: str
+    source: SeedSourceName = Field(
+        description="`player` if the seat chose it, `server` if drawn at the start."
+    )
+
+
+class ProofRoll(_AsSigned):
+    nonce: int = Field(description="The roll's number in the game: 0 is the Vigo's favor roll.")
+    seat: int
+    account_id: str
+    purpose: RollPurposeName
+    face: int = Field(ge=1, le=6)
+    color: CubeColor
+
+
+Balances = dict[str, int]
+_BALANCES = Field(
+    description="Each seat's balance when the action was decided, as the rules saw it (capped)."
+)
+
+
+class ProofSeatAction(_AsSigned):
+    action: Literal["start", "roll", "claim", "challenge"]
+    seat: int
+    balances: Balances = _BALANCES
+
+
+class ProofVoteAction(_AsSigned):
+    action: Literal["vote"]
+    seat: int
+    choice: Literal["split", "roll_again"]
+    balances: Balances = _BALANCES
+
+
+class ProofTableAction(_AsSigned):
+    """An action of no seat: a cancel, or a deadline's default action (`timeout`)."""
+
+    action: Literal["cancel", "timeout"]
+    balances: Balances = _BALANCES
+
+
+ProofAction = Annotated[ProofSeatAction | ProofVoteAction | ProofTableAction, Field(discriminator="action")]
+
+
+class ProofPayout(_AsSigned):
+    seat: int
+    amount: int
+
+
+class ProofOutcome(_AsSigned):
+    reason: OutcomeReason
+    payouts: list[ProofPayout]
+
+
+class ProofTransfer(_AsSigned):
+    kind: Literal[
+        "ante", "vigo_contribution", "challenge_raise", "challenge_match", "payout", "split", "rake"
+    ]
+    payer: Annotated[
+        int | Literal["pot"],
+        # An enum of one rather than a `const`: openapi-python-client cannot parse a const beside an integer.
+        WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string", "enum": ["pot"]}]}),
+    ] = Field(description="A seat number, or the pot.")
+    payee: int | Literal["pot", "revenue"] = Field(
+        description="A seat number, the pot, or the house (a rake)."
+    )
+    amount: int
+
+
+class SignedProofOut(_AsSigned):
+    """The signed proof of a finished game, exactly as signed; docs/fairness.md describes every field.
+    `pokna verify` and the browser verifier check it offline."""
+
+    protocol: str
+    document: Literal["proof"]
+    game_id: str
+    server_seed: str = Field(description="The revealed server seed; its SHA-256 is the commitment.")
+    server_seed_hash: str
+    client_seeds: list[ProofClientSeed] = Field(description="Every seat's client seed, in seat order.")
+    client_seed: str = Field(description="The game client seed: SHA-256 of the seats' seeds, newline-joined.")
+    game: ProofTerms = Field(
+        description="The terms as signed: stake, challenge raise, the rake terms when there are any, and seats."
+    )
+    rolls: list[ProofRoll] = Field(description="Every roll, in nonce order.")
+    actions: list[ProofAction] = Field(description="Every decision the rules applied, in order.")
+    outcome: ProofOutcome
+    transfers: list[ProofTransfer] = Field(description="Every money movement, in order.")
+    key_id: str
+    signature: str
