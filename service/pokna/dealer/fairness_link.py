@@ -34,7 +34,7 @@ def fairness_link(session: Session, token: str) -> FairnessLinkOut:
         raise NotFound("no such fairness link")
     store = game_store(session)
     game = store.game_by_public_token(session, token)
-    seats = store.seats_of(session, game.id)
+    seats = store.seats_of(session, game.tenant_id, game.id)
     return FairnessLinkOut(
         object="fairness_link",
         game_id=game.id,
