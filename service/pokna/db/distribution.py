@@ -54,6 +54,7 @@ PLACEMENT: dict[str, Placement] = {
 DELEGATED_FUNCTIONS = (
     ("ledger_post(text, jsonb)", "p_tenant_id"),
     ("game_write(text, json)", "p_tenant_id"),
+    ("ledger_move(text, json)", "p_tenant_id"),
 )
 
 
