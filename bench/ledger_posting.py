@@ -47,8 +47,8 @@ DECLARE
     v_now timestamptz := clock_timestamp();
 BEGIN
     SELECT last_seq, last_hash INTO v_seq, v_prev FROM ledger_head WHERE tenant_id = p_tenant FOR UPDATE;
-    PERFORM 1 FROM account WHERE id IN (p_from, p_to) ORDER BY id FOR UPDATE;
-    SELECT balance INTO v_balance FROM account WHERE id = p_from;
+    PERFORM 1 FROM account WHERE tenant_id = p_tenant AND id IN (p_from, p_to) ORDER BY id FOR UPDATE;
+    SELECT balance INTO v_balance FROM account WHERE tenant_id = p_tenant AND id = p_from;
     IF v_balance < p_amount THEN
         RAISE EXCEPTION 'insufficient funds in %', p_from;
     END IF;
@@ -58,9 +58,9 @@ BEGIN
     INSERT INTO journal_transaction (id, tenant_id, seq, kind, reference, metadata, idempotency_key,
         request_hash, posting_count, prev_hash, hash, created_at)
     VALUES (v_id, p_tenant, v_seq, 'ante', NULL, '{}', NULL, NULL, 2, v_prev, v_hash, v_now);
-    INSERT INTO posting (id, transaction_id, leg, account_id, amount, currency) VALUES
-        ('pst_' || replace(gen_random_uuid()::text, '-', ''), v_id, 0, p_from, -p_amount, 'CREDIT'),
-        ('pst_' || replace(gen_random_uuid()::text, '-', ''), v_id, 1, p_to, p_amount, 'CREDIT');
+    INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) VALUES
+        ('pst_' || replace(gen_random_uuid()::text, '-', ''), p_tenant, v_id, 0, p_from, -p_amount, 'CREDIT'),
+        ('pst_' || replace(gen_random_uuid()::text, '-', ''), p_tenant, v_id, 1, p_to, p_amount, 'CREDIT');
     UPDATE ledger_head SET last_seq = v_seq, last_hash = v_hash WHERE tenant_id = p_tenant;
     RETURN v_seq;
 END

@@ -17,6 +17,7 @@ from pokna.dealer.service import Clock, apply_due_timeouts, due_games
 from pokna.idempotency.service import purge_expired
 from pokna.ledger.checkpoint import checkpoint_moved_heads
 from pokna.service_keys import ServiceKeys
+from pokna.tenants import service as tenants
 from pokna.webhooks.service import purge_finished_events
 
 WEBHOOK_RETENTION = timedelta(days=7)
@@ -38,26 +39,31 @@ def sweep(
     batch: int = 500,
     webhook_retention: timedelta = WEBHOOK_RETENTION,
 ) -> SweepReport:
-    """Each game in its own transaction, so one stuck game cannot hold back the rest."""
+    """Tenant by tenant, so that every statement runs where one tenant's rows are (docs/scaling.md); each
+    game in its own transaction, so one stuck game cannot hold back the rest. `batch` bounds each
+    tenant's games per sweep."""
     with unit_of_work(sessions) as session:
-        due = due_games(session, clock.now, batch)
-    timeouts = 0
-    for tenant_id, game_id in due:
+        tenant_ids = tenants.tenant_ids(session)
+    games = timeouts = purged = webhook_events = 0
+    for tenant_id in tenant_ids:
         with unit_of_work(sessions) as session:
-            timeouts += apply_due_timeouts(session, keys, clock, tenant_id, game_id)
-    with unit_of_work(sessions) as session:
-        purged = purge_expired(session, clock.now)
+            due = due_games(session, tenant_id, clock.now, batch)
+        games += len(due)
+        for _, game_id in due:
+            with unit_of_work(sessions) as session:
+                timeouts += apply_due_timeouts(session, keys, clock, tenant_id, game_id)
+        with unit_of_work(sessions) as session:
+            purged += purge_expired(session, clock.now, tenant_id)
+        while True:
+            with unit_of_work(sessions) as session:
+                purged_now = purge_finished_events(session, tenant_id, clock.now, webhook_retention)
+            webhook_events += purged_now
+            if purged_now == 0:
+                break
     with unit_of_work(sessions) as session:
         checkpoints = checkpoint_moved_heads(session, keys.signing_key)
-    webhook_events = 0
-    while True:
-        with unit_of_work(sessions) as session:
-            purged_now = purge_finished_events(session, clock.now, webhook_retention)
-        webhook_events += purged_now
-        if purged_now == 0:
-            break
     return SweepReport(
-        games=len(due),
+        games=games,
         timeouts=timeouts,
         idempotency_records_purged=purged,
         checkpoints_taken=checkpoints,

@@ -132,7 +132,7 @@ def _steer(
 ) -> None:
     """Choose the client seeds so that the first rolls come out in `colors` (the test plays the operator)."""
     with sessions() as session:
-        row = session.get(GameRow, game["id"])
+        row = session.scalars(select(GameRow).where(GameRow.id == game["id"])).one_or_none()
         assert row is not None
         server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, row.id)
     players = [f"seat-{seat['seat']}" for seat in game["seats"][1:]]

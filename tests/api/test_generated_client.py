@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.models.game import Game
@@ -274,7 +275,7 @@ def _play_the_card(card: Card, sessions: sessionmaker[Session], seed_key: bytes,
     table = card.post("tables", "create_table", "TableOut", body=m.TableCreate(account_ids=accounts, stake=1))
     game = card.created(card.post("tables", "deal_round", "GameOut", table.id))
     with sessions() as session:
-        row = session.get(Game, game.id)
+        row = session.scalars(select(Game).where(Game.id == game.id)).one_or_none()
         assert row is not None
         server_seed = open_server_seed(row.sealed_server_seed, seed_key, game.id)
     vigo_seed = _vigo_seed(server_seed, PLAYER_SEEDS, CARD_ROLLS)
@@ -355,7 +356,7 @@ def _play_the_card(card: Card, sessions: sessionmaker[Session], seed_key: bytes,
         )
     )
     with sessions() as session:
-        row = session.get(Game, duel.id)
+        row = session.scalars(select(Game).where(Game.id == duel.id)).one_or_none()
         assert row is not None
         duel_seed = open_server_seed(row.sealed_server_seed, seed_key, duel.id)
     duel_vigo_seed = _vigo_seed(duel_seed, ["p2-seed"], ["blue", "blue"])

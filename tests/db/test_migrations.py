@@ -42,9 +42,12 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
         engine.dispose()
 
 
-def test_ledger_post_keeps_the_array_signature_beside_the_jsonb_one(empty_database_url: str) -> None:
+def test_ledger_post_kept_the_array_signature_beside_the_jsonb_one_until_postings_had_a_tenant(
+    empty_database_url: str,
+) -> None:
     """0005 adds ledger_post(tenant, jsonb) beside 0004's 22-array function, which processes still running
-    the previous code call during a rolling deployment; the downgrade drops only the new one."""
+    the previous code call during a rolling deployment; the downgrade drops only the new one. 0011 drops
+    the array one (it writes postings without their tenant); its downgrade brings it back."""
 
     def ledger_post_inputs() -> list[str]:
         engine = make_engine(empty_database_url)
@@ -59,13 +62,15 @@ def test_ledger_post_keeps_the_array_signature_beside_the_jsonb_one(empty_databa
             engine.dispose()
 
     migrate.upgrade(empty_database_url)
-    at_head = ledger_post_inputs()
-    assert len(at_head) == 2
-    arrays, batch = sorted(at_head, key=len, reverse=True)
+    assert ledger_post_inputs() == ["text, jsonb"]
+    migrate.downgrade(empty_database_url, "0009_game_write")
+    both = ledger_post_inputs()
+    assert len(both) == 2
+    arrays, batch = sorted(both, key=len, reverse=True)
     assert batch == "text, jsonb"
     assert arrays.startswith("text, text[], text[], bigint[], text[]")
     assert arrays.count("[]") == 21
     migrate.downgrade(empty_database_url, "0004_ledger_post")
     assert ledger_post_inputs() == [arrays]
     migrate.upgrade(empty_database_url)
-    assert ledger_post_inputs() == at_head
+    assert ledger_post_inputs() == ["text, jsonb"]

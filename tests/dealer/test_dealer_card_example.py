@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
@@ -47,7 +48,7 @@ def test_the_cards_example_of_play(
     assert game["challenge_raise"] == 1  # the card: "The Vigo adds another 1 credit"
 
     with sessions() as session:
-        row = session.get(Game, game_id)
+        row = session.scalars(select(Game).where(Game.id == game_id)).one_or_none()
         assert row is not None
         server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, game_id)
     vigo_seed = vigo_seed_giving_card_rolls(server_seed)

@@ -86,7 +86,7 @@ class Seats:
     def steer(self, game: Game, colors: Sequence[str]) -> Game:
         """Choose the client seeds so the first rolls come out in `colors` (the test plays the operator)."""
         with self.sessions() as session:
-            row = session.get(GameRow, game["id"])
+            row = session.scalars(select(GameRow).where(GameRow.id == game["id"])).one_or_none()
             assert row is not None
             server_seed = open_server_seed(row.sealed_server_seed, self.runtime.keys.seed_key, row.id)
         players = [f"seat-{seat['seat']}" for seat in game["seats"][1:]]

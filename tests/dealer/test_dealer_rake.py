@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
@@ -67,7 +68,7 @@ def test_the_cards_example_with_a_five_percent_rake(
     ) == (500, CREDIT)
 
     with sessions() as session:
-        row = session.get(Game, game_id)
+        row = session.scalars(select(Game).where(Game.id == game_id)).one_or_none()
         assert row is not None
         server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, game_id)
     vigo_seed = vigo_seed_giving_card_rolls(server_seed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -35,7 +36,7 @@ def test_a_dump_taken_mid_game_holds_no_server_seed(
     assert started.status_code == 200, started.text
     assert started.json()["status"] == "in_progress"
     with sessions() as session:
-        row = session.get(Game, game["id"])
+        row = session.scalars(select(Game).where(Game.id == game["id"])).one_or_none()
         assert row is not None
         server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, game["id"])
 

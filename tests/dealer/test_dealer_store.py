@@ -91,7 +91,7 @@ def test_the_proofs_one_query_reads_what_the_plain_queries_do(
         deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
     assert _play_to_the_end(sessions, runtime, tenant_id, game_id).status == "settled"
     with sessions() as session:
-        events, rolls = PostgresGameStore().recorded_for_proof(session, game_id)
+        events, rolls = PostgresGameStore().recorded_for_proof(session, tenant_id, game_id)
         # The same rows through the ORM's plain selects: what the one JSON query must reproduce.
         plain_events = [
             EventRecord(row.seq, row.kind, row.payload, row.occurred_at)

@@ -76,8 +76,9 @@ def _raw_posting(
 ) -> None:
     connection.execute(
         text(
-            "INSERT INTO posting (id, transaction_id, leg, account_id, amount, currency) "
-            "VALUES (:id, :txn, :leg, :account, :amount, :currency)"
+            "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) "
+            "VALUES (:id, (SELECT tenant_id FROM journal_transaction WHERE id = :txn), :txn, :leg, :account, "
+            ":amount, :currency)"
         ),
         {
             "id": f"pst_{uuid.uuid4().hex}",
@@ -251,7 +252,8 @@ def test_a_posting_must_be_in_its_accounts_currency_and_tenant(
     stranger = make_tenant()  # type: ignore[operator]
     with unit_of_work(sessions) as session:
         foreign = house_account(session, stranger).id
-    with pytest.raises(IntegrityError, match="another tenant or currency"), engine.begin() as connection:
+    # Another tenant's account: the foreign key (account_id, tenant_id) refuses it before the trigger.
+    with pytest.raises(IntegrityError, match="fk_posting_account_id_account"), engine.begin() as connection:
         _raw_transaction(
             connection,
             books["tenant"],

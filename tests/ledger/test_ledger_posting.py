@@ -100,7 +100,7 @@ def test_balances_loaded_in_the_session_follow_the_postings(
         deposit(session, tenant_id=tenant_id, account_id=wallet.id, amount=70)
         assert wallet.balance == 70
         session.expire_all()
-        assert session.get(Account, wallet.id).balance == 70  # type: ignore[union-attr]
+        assert session.scalars(select(Account).where(Account.id == wallet.id)).one().balance == 70
 
 
 def test_insufficient_funds_names_the_account_and_posts_nothing(

@@ -39,6 +39,7 @@ class Cluster:
     bindir: Path
     as_user: list[str]
     durable: bool = False
+    extra_options: str = ""
 
     @property
     def url(self) -> str:
@@ -60,6 +61,7 @@ class Cluster:
             # Off UTC, with a half-hour offset and daylight saving: nothing may depend on the
             # server's zone (timestamps read back as JSON text carry the session's offset).
             "-c timezone=America/St_Johns"
+            f"{' ' + self.extra_options if self.extra_options else ''}"
         )
 
     def pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -155,10 +157,13 @@ def _new_root() -> tuple[Path, list[str]]:
     return root, as_user
 
 
-def start_cluster(*, durable: bool = False) -> Cluster:
+def start_cluster(*, durable: bool = False, extra_options: str = "") -> Cluster:
+    """`extra_options`: more `-c name=value` server settings (e.g. a library to preload)."""
     bindir = find_bindir()
     root, as_user = _new_root()
-    cluster = Cluster(root=root, port=0, bindir=bindir, as_user=as_user, durable=durable)
+    cluster = Cluster(
+        root=root, port=0, bindir=bindir, as_user=as_user, durable=durable, extra_options=extra_options
+    )
     try:
         _run(
             as_user,

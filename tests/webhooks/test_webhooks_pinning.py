@@ -202,7 +202,7 @@ def test_when_connecting_to_one_approved_address_fails_the_next_one_is_tried() -
 
 
 def a_claim(url: str) -> Claim:
-    return Claim("whdl_1", "token", 1, "msg_1", b'{"type":"test"}', url, (generate_secret(),))
+    return Claim("ten_1", "whdl_1", "token", 1, "msg_1", b'{"type":"test"}', url, (generate_secret(),))
 
 
 def delivery_policy(urls: UrlPolicy) -> DeliveryPolicy:

@@ -45,10 +45,11 @@ class Clock:
         return replace(self, now=self.interrupted_at)
 
 
-def due_games(session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
-    """(tenant id, game id) of up to `limit` games with a deadline passed at `now`, the longest overdue
-    first: what `pokna sweep` applies, each with apply_due_timeouts in a transaction of its own."""
-    return game_store(session).due_games(session, now, limit)
+def due_games(session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
+    """(tenant id, game id) of up to `limit` of the tenant's games with a deadline passed at `now`, the
+    longest overdue first: what `pokna sweep` applies, each with apply_due_timeouts in a transaction of
+    its own."""
+    return game_store(session).due_games(session, tenant_id, now, limit)
 
 
 def apply_due_timeouts(

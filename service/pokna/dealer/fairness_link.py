@@ -40,7 +40,7 @@ def fairness_link(session: Session, token: str) -> FairnessLinkOut:
         raise NotFound("no such fairness link")
     store = game_store(session)
     game = store.game_by_public_token(session, token)
-    seats = store.seats_of(session, game.id)
+    seats = store.seats_of(session, game.tenant_id, game.id)
     client_seeds = [
         LinkClientSeedOut(
             seat=seat.seat,

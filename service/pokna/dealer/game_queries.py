@@ -15,7 +15,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from pokna import ledger
-from pokna.db.models.game import Game, GameEvent, GameSeat, GameTable
+from pokna.db.models.game import Game, GameEvent, GameLink, GameSeat, GameTable
 from pokna.dealer.records import (
     ACTION_EVENT,
     GAME_COLUMNS,
@@ -31,6 +31,7 @@ from pokna.errors import NotFound
 _game = cast(Table, Game.__table__)
 _seat = cast(Table, GameSeat.__table__)
 _event = cast(Table, GameEvent.__table__)
+_link = cast(Table, GameLink.__table__)
 
 _SEAT_COLUMNS = (_seat.c.seat, _seat.c.account_id, _seat.c.client_seed, _seat.c.client_seed_source)
 _EVENT_COLUMNS = (_event.c.seq, _event.c.kind, _event.c.payload, _event.c.occurred_at)
@@ -44,7 +45,16 @@ class GameQueries:
         return self._game(session, tenant_id, game_id, for_update=False)
 
     def game_by_public_token(self, session: Session, token: str) -> GameRecord:
-        row = session.execute(select(_game).where(_game.c.public_token == token)).one_or_none()
+        """Two statements: the link's tenant from `game_link` (a reference table, read where the link is
+        served), then the game on that tenant's shard."""
+        tenant_id = session.scalar(select(_link.c.tenant_id).where(_link.c.public_token == token))
+        row = (
+            None
+            if tenant_id is None
+            else session.execute(
+                select(_game).where(_game.c.tenant_id == tenant_id, _game.c.public_token == token)
+            ).one_or_none()
+        )
         if row is None:
             raise NotFound("no such fairness link")
         return GameRecord(**row._mapping)
@@ -67,21 +77,25 @@ class GameQueries:
     ) -> tuple[list[SeatRecord], dict[str, int]]:
         """The seats in order and their wallets' balances, through the ledger's public reading of accounts
         (without a lock: see ledger.holds)."""
-        seats = self.seats_of(session, game_id)
+        seats = self.seats_of(session, tenant_id, game_id)
         accounts = ledger.account_summaries(session, tenant_id, [seat.account_id for seat in seats])
         return seats, {seat.account_id: accounts[seat.account_id].balance for seat in seats}
 
-    def seats_of(self, session: Session, game_id: str) -> list[SeatRecord]:
+    def seats_of(self, session: Session, tenant_id: str, game_id: str) -> list[SeatRecord]:
         rows = session.execute(
-            select(*_SEAT_COLUMNS).where(_seat.c.game_id == game_id).order_by(_seat.c.seat)
+            select(*_SEAT_COLUMNS)
+            .where(_seat.c.tenant_id == tenant_id, _seat.c.game_id == game_id)
+            .order_by(_seat.c.seat)
         )
         return [SeatRecord(*row) for row in rows]
 
-    def seats_of_games(self, session: Session, game_ids: Sequence[str]) -> dict[str, list[SeatRecord]]:
+    def seats_of_games(
+        self, session: Session, tenant_id: str, game_ids: Sequence[str]
+    ) -> dict[str, list[SeatRecord]]:
         seats: dict[str, list[SeatRecord]] = {game_id: [] for game_id in game_ids}
         rows = session.execute(
             select(_seat.c.game_id, *_SEAT_COLUMNS)
-            .where(_seat.c.game_id.in_(list(game_ids)))
+            .where(_seat.c.tenant_id == tenant_id, _seat.c.game_id.in_(list(game_ids)))
             .order_by(_seat.c.game_id, _seat.c.seat)
         )
         for row in rows:
@@ -90,19 +104,25 @@ class GameQueries:
             )
         return seats
 
-    def event_page(self, session: Session, game_id: str, after_seq: int, limit: int) -> list[EventRecord]:
+    def event_page(
+        self, session: Session, tenant_id: str, game_id: str, after_seq: int, limit: int
+    ) -> list[EventRecord]:
         rows = session.execute(
             select(*_EVENT_COLUMNS)
-            .where(_event.c.game_id == game_id, _event.c.seq > after_seq)
+            .where(_event.c.tenant_id == tenant_id, _event.c.game_id == game_id, _event.c.seq > after_seq)
             .order_by(_event.c.seq)
             .limit(limit)
         )
         return [EventRecord(*row) for row in rows]
 
-    def due_games(self, session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
+    def due_games(self, session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
         query = (
             select(_game.c.tenant_id, _game.c.id)
-            .where(_game.c.turn_deadline_at.is_not(None), _game.c.turn_deadline_at <= now)
+            .where(
+                _game.c.tenant_id == tenant_id,
+                _game.c.turn_deadline_at.is_not(None),
+                _game.c.turn_deadline_at <= now,
+            )
             .order_by(_game.c.turn_deadline_at)
             .limit(limit)
         )
@@ -126,9 +146,11 @@ class GameQueries:
     def save_table(self, session: Session, table: GameTable) -> None:
         session.flush()
 
-    def games_of_table(self, session: Session, table_id: str) -> list[GameRecord]:
+    def games_of_table(self, session: Session, tenant_id: str, table_id: str) -> list[GameRecord]:
         rows = session.execute(
-            select(_game).where(_game.c.table_id == table_id).order_by(_game.c.round_number)
+            select(_game)
+            .where(_game.c.tenant_id == tenant_id, _game.c.table_id == table_id)
+            .order_by(_game.c.round_number)
         )
         return [GameRecord(**row._mapping) for row in rows]
 
@@ -158,8 +180,9 @@ def mutable_game_values(game: GameRecord) -> dict[str, Any]:
     return {name: getattr(game, name) for name in MUTABLE_GAME_COLUMNS}
 
 
-def seat_row(game_id: str, seat: SeatRecord) -> dict[str, Any]:
+def seat_row(tenant_id: str, game_id: str, seat: SeatRecord) -> dict[str, Any]:
     return {
+        "tenant_id": tenant_id,
         "game_id": game_id,
         "seat": seat.seat,
         "account_id": seat.account_id,
@@ -168,9 +191,10 @@ def seat_row(game_id: str, seat: SeatRecord) -> dict[str, Any]:
     }
 
 
-def event_rows(game_id: str, events: Sequence[EventRecord]) -> list[dict[str, Any]]:
+def event_rows(tenant_id: str, game_id: str, events: Sequence[EventRecord]) -> list[dict[str, Any]]:
     return [
         {
+            "tenant_id": tenant_id,
             "game_id": game_id,
             "seq": event.seq,
             "kind": event.kind,
@@ -181,9 +205,10 @@ def event_rows(game_id: str, events: Sequence[EventRecord]) -> list[dict[str, An
     ]
 
 
-def roll_rows(game_id: str, rolls: Sequence[RollRecord]) -> list[dict[str, Any]]:
+def roll_rows(tenant_id: str, game_id: str, rolls: Sequence[RollRecord]) -> list[dict[str, Any]]:
     return [
         {
+            "tenant_id": tenant_id,
             "game_id": game_id,
             "nonce": roll.nonce,
             "seat": roll.seat,

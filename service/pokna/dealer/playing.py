@@ -284,7 +284,7 @@ async def _decided(
             return writes, answer
         except NeedsRead as need:
             if need.what == "recorded":
-                params = {"game_id": game.id, "kinds": list(PROOF_EVENTS)}
+                params = {"tenant_id": tenant_id, "game_id": game.id, "kinds": list(PROOF_EVENTS)}
                 row = await (await connection.execute(RECORDED_FOR_PROOF, params)).fetchone()
                 assert row is not None
                 prefetched.recorded = recorded_records(*row)

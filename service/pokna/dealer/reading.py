@@ -22,7 +22,7 @@ from pokna.service_keys import ServiceKeys
 def read_game(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str) -> GameOut:
     game, seats = caught_up(session, keys, clock, tenant_id, game_id)
     if seats is None:
-        seats = game_store(session).seats_of(session, game.id)
+        seats = game_store(session).seats_of(session, tenant_id, game.id)
     wallets = ledger.account_summaries(session, tenant_id, [seat.account_id for seat in seats])
     return game_out(game, seats, {account_id: wallet.balance for account_id, wallet in wallets.items()})
 
@@ -43,7 +43,7 @@ def game_events(
         after = int(starting_after) if starting_after else 0
     except ValueError:
         raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
-    events = game_store(session).event_page(session, game.id, after, limit + 1)
+    events = game_store(session).event_page(session, tenant_id, game.id, after, limit + 1)
     return page_of([event_out(event) for event in events], limit, lambda event: str(event.seq))
 
 

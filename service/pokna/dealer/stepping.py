@@ -110,7 +110,7 @@ def apply_step(
     if result.state.is_over:
         writes.finished.append(result.state.outcome.reason.value if result.state.outcome else "cancelled")
     if result.state.is_over:
-        recorded_events, recorded_rolls = writes.recorded_for_proof(game.id)
+        recorded_events, recorded_rolls = writes.recorded_for_proof(game.tenant_id, game.id)
         game.proof = sign_proof(
             game,
             result.state,

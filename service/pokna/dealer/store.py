@@ -31,7 +31,8 @@ class GameStore(Protocol):
         ...
 
     def game_by_public_token(self, session: Session, token: str) -> GameRecord:
-        """The game whose public fairness link carries `token`, whatever its tenant (NotFound if none)."""
+        """The game whose public fairness link carries `token`, whatever its tenant (NotFound if none): the
+        tenant from `game_link`, then the game by tenant and token."""
         ...
 
     def turn_deadline(self, session: Session, tenant_id: str, game_id: str) -> datetime | None:
@@ -48,13 +49,15 @@ class GameStore(Protocol):
         caller's transaction ends; the seats are as current as the locked game row."""
         ...
 
-    def seats_of(self, session: Session, game_id: str) -> list[SeatRecord]: ...
+    def seats_of(self, session: Session, tenant_id: str, game_id: str) -> list[SeatRecord]: ...
 
     def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
         """The tenant's games among `game_ids`, in one query; another tenant's are absent."""
         ...
 
-    def seats_of_games(self, session: Session, game_ids: Sequence[str]) -> dict[str, list[SeatRecord]]:
+    def seats_of_games(
+        self, session: Session, tenant_id: str, game_ids: Sequence[str]
+    ) -> dict[str, list[SeatRecord]]:
         """Each game's seats in order, in one query."""
         ...
 
@@ -80,15 +83,18 @@ class GameStore(Protocol):
         ...
 
     def recorded_for_proof(
-        self, session: Session, game_id: str
+        self, session: Session, tenant_id: str, game_id: str
     ) -> tuple[list[EventRecord], list[RollRecord]]:
         """What a proof is built from: the action and money events, and the rolls, in order."""
         ...
 
-    def event_page(self, session: Session, game_id: str, after_seq: int, limit: int) -> list[EventRecord]: ...
+    def event_page(
+        self, session: Session, tenant_id: str, game_id: str, after_seq: int, limit: int
+    ) -> list[EventRecord]: ...
 
-    def due_games(self, session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
-        """(tenant id, game id) of games whose deadline has passed at `now`, the longest overdue first."""
+    def due_games(self, session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
+        """(tenant id, game id) of the tenant's games whose deadline has passed at `now`, the longest
+        overdue first."""
         ...
 
     def get_table(
@@ -103,7 +109,7 @@ class GameStore(Protocol):
         """Write back what changed on a table read with get_table (its rounds played)."""
         ...
 
-    def games_of_table(self, session: Session, table_id: str) -> list[GameRecord]:
+    def games_of_table(self, session: Session, tenant_id: str, table_id: str) -> list[GameRecord]:
         """The table's games, round by round."""
         ...
 

@@ -43,9 +43,9 @@ from pokna.dealer.records import (
 )
 from pokna.errors import NotFound
 
-_SEAT_COLUMNS = ("game_id", "seat", "account_id", "client_seed", "client_seed_source")
-_EVENT_COLUMNS = ("game_id", "seq", "kind", "payload", "occurred_at")
-_ROLL_COLUMNS = ("game_id", "nonce", "seat", "purpose", "face", "color", "rolled_at")
+_SEAT_COLUMNS = ("tenant_id", "game_id", "seat", "account_id", "client_seed", "client_seed_source")
+_EVENT_COLUMNS = ("tenant_id", "game_id", "seq", "kind", "payload", "occurred_at")
+_ROLL_COLUMNS = ("tenant_id", "game_id", "nonce", "seat", "purpose", "face", "color", "rolled_at")
 _GAME_TIMESTAMPS = ("turn_deadline_at", "created_at", "started_at", "ended_at")
 _GAME_TIMESTAMP_INDEXES = tuple(GAME_COLUMNS.index(name) for name in _GAME_TIMESTAMPS)
 
@@ -69,22 +69,25 @@ def _insert(table: str, columns: Sequence[str], parameter: str, *, one: bool = F
 # seats with their wallets' balances (see PostgresGameStore.lock_game_and_seats for why both versions).
 LOCK_GAME_AND_SEATS = (
     f"SELECT json_build_array({_names('game', GAME_COLUMNS)}), "  # noqa: S608
-    "(SELECT seen.version FROM game AS seen WHERE seen.id = %(game_id)s), "
+    "(SELECT seen.version FROM game AS seen WHERE seen.tenant_id = game.tenant_id AND seen.id = %(game_id)s), "
     "(SELECT json_agg(json_build_array(game_seat.seat, game_seat.account_id, game_seat.client_seed, "
     "game_seat.client_seed_source, account.balance) ORDER BY game_seat.seat) "
-    "FROM game_seat JOIN account ON account.id = game_seat.account_id WHERE game_seat.game_id = game.id) "
+    "FROM game_seat JOIN account ON account.tenant_id = game_seat.tenant_id AND account.id = game_seat.account_id "
+    "WHERE game_seat.tenant_id = game.tenant_id AND game_seat.game_id = game.id) "
     "FROM game WHERE game.id = %(game_id)s AND game.tenant_id = %(tenant_id)s FOR NO KEY UPDATE OF game"
 )
 
 _ASSIGNMENTS = ", ".join(f"{name} = saved.{name}" for name in MUTABLE_GAME_COLUMNS)
 _SAVED_GAME = (
     f"saved_game AS (UPDATE game SET {_ASSIGNMENTS} FROM {_rows('game', 'game', one=True)} AS saved "  # noqa: S608
-    "WHERE game.id = %(game_id)s AND game.version = %(previous_version)s RETURNING game.id)"
+    "WHERE game.tenant_id = %(tenant_id)s AND game.id = %(game_id)s AND game.version = %(previous_version)s "
+    "RETURNING game.id)"
 )
 _SEEDED_SEAT = (
     "seeded_seat AS (UPDATE game_seat SET client_seed = seeded.client_seed, "  # noqa: S608
     f"client_seed_source = seeded.client_seed_source FROM {_rows('game_seat', 'seats')} AS seeded "
-    "WHERE game_seat.game_id = %(game_id)s AND game_seat.seat = seeded.seat)"
+    "WHERE game_seat.tenant_id = %(tenant_id)s AND game_seat.game_id = %(game_id)s "
+    "AND game_seat.seat = seeded.seat)"
 )
 _NEW_EVENT = _insert("game_event", _EVENT_COLUMNS, "events")
 _NEW_ROLL = _insert("game_roll", _ROLL_COLUMNS, "rolls")
@@ -100,11 +103,16 @@ _INSERT_GAME = (
     f"{_NEW_EVENT} SELECT 1"
 )
 
+# Which tenant a public link belongs to: a reference table on Citus (copied to every node in the same
+# transaction), written by a statement of its own so that _INSERT_GAME touches the tenant's shard alone.
+_INSERT_GAME_LINK = "INSERT INTO game_link (public_token, tenant_id) VALUES (%(public_token)s, %(tenant_id)s)"
+
 RECORDED_FOR_PROOF = (
     "SELECT (SELECT json_agg(json_build_array(seq, kind, payload, occurred_at) ORDER BY seq) "
-    "FROM game_event WHERE game_id = %(game_id)s AND kind = ANY(%(kinds)s)), "
+    "FROM game_event WHERE game_event.tenant_id = %(tenant_id)s AND game_id = %(game_id)s "
+    "AND kind = ANY(%(kinds)s)), "
     "(SELECT json_agg(json_build_array(nonce, seat, purpose, face, color, rolled_at) ORDER BY nonce) "
-    "FROM game_roll WHERE game_id = %(game_id)s)"
+    "FROM game_roll WHERE game_roll.tenant_id = %(tenant_id)s AND game_id = %(game_id)s)"
 )
 
 
@@ -141,10 +149,14 @@ class PostgresGameStore(GameQueries):
     ) -> None:
         params = {
             "game": encode_rows(game_row(game)),
-            "seats": encode_rows([seat_row(game.id, seat) for seat in seats]),
-            "events": encode_rows(event_rows(game.id, events)),
+            "seats": encode_rows([seat_row(game.tenant_id, game.id, seat) for seat in seats]),
+            "events": encode_rows(event_rows(game.tenant_id, game.id, events)),
         }
         _execute(session, _INSERT_GAME, params)
+        if game.public_token is not None:
+            _execute(
+                session, _INSERT_GAME_LINK, {"public_token": game.public_token, "tenant_id": game.tenant_id}
+            )
 
     def save_step(
         self,
@@ -160,21 +172,22 @@ class PostgresGameStore(GameQueries):
         shortens that critical section. Should the game row not be at `previous_version`, it is untouched
         but the statement's other parts have run: the raise makes the caller roll back."""
         params = {
+            "tenant_id": game.tenant_id,
             "game_id": game.id,
             "previous_version": previous_version,
             "game": encode_rows(mutable_game_values(game)),
-            "seats": encode_rows([seat_row(game.id, seat) for seat in seeded]),
-            "events": encode_rows(event_rows(game.id, events)),
-            "rolls": encode_rows(roll_rows(game.id, rolls)),
+            "seats": encode_rows([seat_row(game.tenant_id, game.id, seat) for seat in seeded]),
+            "events": encode_rows(event_rows(game.tenant_id, game.id, events)),
+            "rolls": encode_rows(roll_rows(game.tenant_id, game.id, rolls)),
         }
         statement = _SAVE_STEP_AND_SEEDS if seeded else _SAVE_STEP
         if _execute(session, statement, params).scalar_one() != 1:
             raise changed_under_lock(game.id, previous_version)
 
     def recorded_for_proof(
-        self, session: Session, game_id: str
+        self, session: Session, tenant_id: str, game_id: str
     ) -> tuple[list[EventRecord], list[RollRecord]]:
-        params = {"game_id": game_id, "kinds": list(PROOF_EVENTS)}
+        params = {"tenant_id": tenant_id, "game_id": game_id, "kinds": list(PROOF_EVENTS)}
         return recorded_records(*_execute(session, RECORDED_FOR_PROOF, params).one())
 
 

@@ -58,7 +58,7 @@ def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str
     """The next round's game, with the Vigo title passed clockwise. One round at a time."""
     store = game_store(session)
     table = store.get_table(session, tenant_id, table_id, for_update=True)
-    rounds = store.games_of_table(session, table.id)
+    rounds = store.games_of_table(session, table.tenant_id, table.id)
     # Whoever touches a game after its deadline applies it, dealing the next round included.
     if (
         rounds
@@ -100,8 +100,8 @@ def _table_out(session: Session, table: GameTable) -> TableOut:
     store = game_store(session)
     totals = dict.fromkeys(table.account_ids, 0)
     rounds = []
-    games = store.games_of_table(session, table.id)
-    seats_of = store.seats_of_games(session, [game.id for game in games])
+    games = store.games_of_table(session, table.tenant_id, table.id)
+    seats_of = store.seats_of_games(session, table.tenant_id, [game.id for game in games])
     for game in games:
         state = state_from_dict(game.state)
         seats = seats_of[game.id]

@@ -41,7 +41,7 @@ Recorded = tuple[list[EventRecord], list[RollRecord]]
 
 
 class GameReads(Protocol):
-    def recorded_for_proof(self, game_id: str) -> Recorded: ...
+    def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded: ...
 
     def revenue_account_id(self, tenant_id: str, currency: str) -> str: ...
 
@@ -66,7 +66,7 @@ class Prefetched:
     recorded: Recorded | None = None
     revenue_account: str | None = None
 
-    def recorded_for_proof(self, game_id: str) -> Recorded:
+    def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded:
         if self.recorded is None:
             raise NeedsRead("recorded")
         return self.recorded
@@ -81,8 +81,8 @@ class Prefetched:
 class SessionReads:
     session: Session
 
-    def recorded_for_proof(self, game_id: str) -> Recorded:
-        return game_store(self.session).recorded_for_proof(self.session, game_id)
+    def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded:
+        return game_store(self.session).recorded_for_proof(self.session, tenant_id, game_id)
 
     def revenue_account_id(self, tenant_id: str, currency: str) -> str:
         return revenue_account_id(self.session, tenant_id, currency)
@@ -101,9 +101,9 @@ class GameWrites:
     """How each game that ended ended, counted once written (`written`)."""
     _pending: dict[str, Recorded] = field(default_factory=dict)
 
-    def recorded_for_proof(self, game_id: str) -> Recorded:
+    def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded:
         """Everything recorded so far, including the steps gathered here and not yet written."""
-        events, rolls = self.reads.recorded_for_proof(game_id)
+        events, rolls = self.reads.recorded_for_proof(tenant_id, game_id)
         pending_events, pending_rolls = self._pending.get(game_id, ([], []))
         return (
             [*events, *(event for event in pending_events if event.kind in PROOF_EVENTS)],
@@ -126,8 +126,10 @@ class GameWrites:
                 "game_id": game.id,
                 "previous_version": previous_version,
                 "game": mutable_game_values(game),
-                "seats": [seat_row(game.id, seat) for seat in seeded],
-                "events": event_rows(game.id, [event for event in events if event.kind != MONEY_EVENT]),
+                "seats": [seat_row(game.tenant_id, game.id, seat) for seat in seeded],
+                "events": event_rows(
+                    game.tenant_id, game.id, [event for event in events if event.kind != MONEY_EVENT]
+                ),
                 "money": [
                     # The payload as the store writes it, its last member (the ledger seq) added by
                     # game_write() once posted: `{...,"journal_transaction_id":"txn_..."` + `,"ledger_seq":7}`.
@@ -139,7 +141,7 @@ class GameWrites:
                     }
                     for n, event in enumerate(money, start=1)
                 ],
-                "rolls": roll_rows(game.id, rolls),
+                "rolls": roll_rows(game.tenant_id, game.id, rolls),
                 "batch": None if batch is None else batch.document,
             }
         )

@@ -91,7 +91,10 @@ def delete_unfinished_claim(session: Session, tenant_id: str, key: str, claim_to
     )
 
 
-def delete_expired(session: Session, now: datetime) -> int:
-    result = session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= now))
+def delete_expired(session: Session, now: datetime, tenant_id: str | None = None) -> int:
+    statement = delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= now)
+    if tenant_id is not None:
+        statement = statement.where(IdempotencyRecord.tenant_id == tenant_id)
+    result = session.execute(statement)
     assert isinstance(result, CursorResult)
     return result.rowcount or 0

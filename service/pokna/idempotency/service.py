@@ -196,6 +196,7 @@ def _release_after_failure(session: Session, request: KeyedRequest, token: str) 
         log.warning("could not release idempotency key %r (%s)", request.key, type(error).__name__)
 
 
-def purge_expired(session: Session, now: datetime) -> int:
-    """Delete records past their retention; returns how many."""
-    return repository.delete_expired(session, now)
+def purge_expired(session: Session, now: datetime, tenant_id: str | None = None) -> int:
+    """Delete records past their retention (the tenant's only, when one is named: `pokna sweep` goes
+    tenant by tenant); returns how many."""
+    return repository.delete_expired(session, now, tenant_id)

@@ -37,9 +37,12 @@ def remember(session: Session, account_id: str, tenant_id: str, currency: str) -
     _known(session)[account_id] = (tenant_id, currency)
 
 
-def tenants_and_currencies(session: Session, account_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """The (tenant_id, currency) of each existing account among `account_ids`, read without a lock, at
-    most once per account and engine."""
+def tenants_and_currencies(
+    session: Session, tenant_id: str, account_ids: Sequence[str]
+) -> dict[str, tuple[str, str]]:
+    """The (tenant_id, currency) of each account among `account_ids` known here, or found among the
+    tenant's: read without a lock, at most once per account and engine. Another tenant's account is
+    absent, unless it was seen before (and then its own tenant says whose it is)."""
     known = _known(session)
     found: dict[str, tuple[str, str]] = {}
     missing = []
@@ -50,7 +53,7 @@ def tenants_and_currencies(session: Session, account_ids: Sequence[str]) -> dict
         else:
             found[account_id] = attributes
     if missing:
-        for row in repository.account_attributes(session, missing):
+        for row in repository.account_attributes(session, tenant_id, missing):
             found[row.id] = known[row.id] = (str(row.tenant_id), str(row.currency))
     return found
 

@@ -114,8 +114,8 @@ def _system_account(session: Session, tenant_id: str, kind: AccountKind, currenc
 
 
 def get_account(session: Session, account_id: str, *, tenant_id: str | None = None) -> Account:
-    account = repository.get_account(session, account_id)
-    if account is None or (tenant_id is not None and account.tenant_id != tenant_id):
+    account = repository.get_account(session, account_id, tenant_id)
+    if account is None:
         raise AccountNotFound(f"no account {account_id}", account_id=account_id)
     return account
 
@@ -127,12 +127,13 @@ def find_account(session: Session, *, tenant_id: str, kind: AccountKind | str, e
     return account
 
 
-def balance_of(session: Session, account_id: str) -> int:
-    """Without a query for an account this transaction has posted to: it holds the account locked."""
+def balance_of(session: Session, account_id: str, *, tenant_id: str | None = None) -> int:
+    """Without a query for an account this transaction has posted to: it holds the account locked. With
+    `tenant_id`, another tenant's account is not found."""
     held = account_cache.held_balance(session, account_id)
     if held is not None:
         return held
-    balance = repository.account_balance(session, account_id)
+    balance = repository.account_balance(session, account_id, tenant_id)
     if balance is None:
         raise AccountNotFound(f"no account {account_id}", account_id=account_id)
     return balance
@@ -158,14 +159,14 @@ def account_summaries(
     }
 
 
-def follow_balances(session: Session, balances: Mapping[str, int]) -> None:
+def follow_balances(session: Session, tenant_id: str, balances: Mapping[str, int]) -> None:
     """Accounts loaded in the session take the balances a posting just left on them.
 
     The database's trigger writes a balance, not the ORM, so a loaded Account would otherwise keep the
     one it was read with until expired; these are known without a query (the store answers them)."""
     account_cache.hold_balances(session, balances)
     for account_id, balance in balances.items():
-        account = session.identity_map.get(identity_key(Account, account_id))
+        account = session.identity_map.get(identity_key(Account, (account_id, tenant_id)))
         if account is not None:
             set_committed_value(account, "balance", balance)
 

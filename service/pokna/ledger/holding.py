@@ -39,4 +39,4 @@ async def hold_wallets(
 def hold_wallets_now(session: Session, tenant_id: str, account_ids: Iterable[str]) -> dict[str, int]:
     """`hold_wallets` on the session's connection."""
     repository.lock_head(session, tenant_id)
-    return {row.id: int(row.balance) for row in repository.lock_accounts(session, account_ids)}
+    return {row.id: int(row.balance) for row in repository.lock_accounts(session, tenant_id, account_ids)}

@@ -169,8 +169,8 @@ def reverse_transaction(
     request_hash: str | None = None,
 ) -> PostedTransaction:
     """Corrections are new transactions: post the negation of `transaction_id`, referencing it."""
-    original = repository.get_transaction(session, transaction_id)
-    if original is None or original.tenant_id != tenant_id:
+    original = repository.get_transaction(session, transaction_id, tenant_id)
+    if original is None:
         raise TransactionNotFound(f"no journal transaction {transaction_id}", transaction_id=transaction_id)
     return post_transaction(
         session,
@@ -208,5 +208,5 @@ def _post_drafts(
     started = time.perf_counter()
     posted = _LEDGER_STORE.post(session, tenant_id, drafts, expected_balances or {})
     metrics.ledger_posted(len(posted.transactions), time.perf_counter() - started)
-    follow_balances(session, posted.balances)
+    follow_balances(session, tenant_id, posted.balances)
     return posted

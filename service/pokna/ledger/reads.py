@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from pokna.ledger import repository
 from pokna.ledger.accounts import get_account
-from pokna.ledger.errors import AccountNotFound, InvalidPostings, TransactionNotFound
+from pokna.ledger.errors import InvalidPostings, TransactionNotFound
 from pokna.ledger.model import DEFAULT_CURRENCY, PostedTransaction
 from pokna.paging import Page, page_of
 
@@ -42,18 +42,18 @@ def transactions_of(
     tenant's account is not found."""
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidPostings(f"limit must be between 1 and {MAX_PAGE}")
-    if tenant_id is not None:
+    if tenant_id is None:
+        tenant_id = get_account(session, account_id).tenant_id
+    else:
         get_account(session, account_id, tenant_id=tenant_id)
-    elif repository.account_balance(session, account_id) is None:
-        raise AccountNotFound(f"no account {account_id}", account_id=account_id)
     before_seq = None
     if starting_after is not None:
-        before_seq = repository.transaction_seq(session, starting_after, account_id)
+        before_seq = repository.transaction_seq(session, tenant_id, starting_after, account_id)
         if before_seq is None:
             raise TransactionNotFound(
                 f"no journal transaction {starting_after}", transaction_id=starting_after
             )
-    rows = repository.account_entries(session, account_id, before_seq=before_seq, limit=limit + 1)
+    rows = repository.account_entries(session, tenant_id, account_id, before_seq=before_seq, limit=limit + 1)
     entries = [
         AccountEntry(
             transaction_id=row.id,
@@ -72,8 +72,8 @@ def transactions_of(
 def get_transaction(
     session: Session, transaction_id: str, *, tenant_id: str | None = None
 ) -> PostedTransaction:
-    transaction = repository.get_transaction(session, transaction_id)
-    if transaction is None or (tenant_id is not None and transaction.tenant_id != tenant_id):
+    transaction = repository.get_transaction(session, transaction_id, tenant_id)
+    if transaction is None:
         raise TransactionNotFound(f"no journal transaction {transaction_id}", transaction_id=transaction_id)
     return transaction
 

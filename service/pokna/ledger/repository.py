@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, bindparam, insert, select, text, update
+from sqlalchemy import Row, Table, and_, bindparam, insert, select, text, update
 from sqlalchemy.orm import Session, selectinload
 
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
@@ -55,8 +55,12 @@ def insert_account(session: Session, values: dict[str, Any]) -> bool:
     return session.execute(_INSERT_ACCOUNT, values).first() is not None
 
 
-def get_account(session: Session, account_id: str) -> Account | None:
-    return session.get(Account, account_id)
+def get_account(session: Session, account_id: str, tenant_id: str | None = None) -> Account | None:
+    """Without `tenant_id` (an operator's or a test's read), the account of whichever tenant holds it."""
+    statement = select(Account).where(Account.id == account_id)
+    if tenant_id is not None:
+        statement = statement.where(Account.tenant_id == tenant_id)
+    return session.scalars(statement).one_or_none()
 
 
 def find_account(session: Session, tenant_id: str, kind: str, external_id: str) -> Account | None:
@@ -67,8 +71,11 @@ def find_account(session: Session, tenant_id: str, kind: str, external_id: str) 
     ).one_or_none()
 
 
-def account_balance(session: Session, account_id: str) -> int | None:
-    value = session.execute(select(_account.c.balance).where(_account.c.id == account_id)).scalar()
+def account_balance(session: Session, account_id: str, tenant_id: str | None = None) -> int | None:
+    statement = select(_account.c.balance).where(_account.c.id == account_id)
+    if tenant_id is not None:
+        statement = statement.where(_account.c.tenant_id == tenant_id)
+    value = session.execute(statement).scalar()
     return None if value is None else int(value)
 
 
@@ -83,12 +90,13 @@ def account_summaries(session: Session, tenant_id: str, account_ids: Iterable[st
     )
 
 
-def account_attributes(session: Session, account_ids: Iterable[str]) -> list[Row[Any]]:
-    """Id, tenant and currency, read without a lock: a trigger keeps them from ever changing."""
+def account_attributes(session: Session, tenant_id: str, account_ids: Iterable[str]) -> list[Row[Any]]:
+    """Id, tenant and currency of the tenant's accounts among `account_ids`, read without a lock: a
+    trigger keeps them from ever changing."""
     return list(
         session.execute(
             select(_account.c.id, _account.c.tenant_id, _account.c.currency).where(
-                _account.c.id.in_(sorted(set(account_ids)))
+                _account.c.tenant_id == tenant_id, _account.c.id.in_(sorted(set(account_ids)))
             )
         )
     )
@@ -134,7 +142,7 @@ def advance_head(session: Session, tenant_id: str, seq: int, hash_: str) -> None
     session.execute(update(_head).where(_head.c.tenant_id == tenant_id).values(last_seq=seq, last_hash=hash_))
 
 
-def lock_accounts(session: Session, account_ids: Iterable[str]) -> list[Row[Any]]:
+def lock_accounts(session: Session, tenant_id: str, account_ids: Iterable[str]) -> list[Row[Any]]:
     """Lock accounts in ascending id order, the one global order, so no two writers wait on each other.
 
     FOR NO KEY UPDATE, not FOR UPDATE: a balance change never touches the key, and the weaker lock does
@@ -146,7 +154,7 @@ def lock_accounts(session: Session, account_ids: Iterable[str]) -> list[Row[Any]
             select(
                 _account.c.id, _account.c.tenant_id, _account.c.kind, _account.c.currency, _account.c.balance
             )
-            .where(_account.c.id.in_(ordered))
+            .where(_account.c.tenant_id == tenant_id, _account.c.id.in_(ordered))
             .order_by(_account.c.id)
             .with_for_update(key_share=True)
         )
@@ -172,12 +180,17 @@ def transactions_by_idempotency_key(
     ]
 
 
-def get_transaction(session: Session, transaction_id: str) -> PostedTransaction | None:
-    row = session.scalars(
+def get_transaction(
+    session: Session, transaction_id: str, tenant_id: str | None = None
+) -> PostedTransaction | None:
+    statement = (
         select(JournalTransaction)
         .where(JournalTransaction.id == transaction_id)
         .options(selectinload(JournalTransaction.postings))
-    ).one_or_none()
+    )
+    if tenant_id is not None:
+        statement = statement.where(JournalTransaction.tenant_id == tenant_id)
+    row = session.scalars(statement).one_or_none()
     return None if row is None else _posted(row)
 
 
@@ -200,8 +213,14 @@ def _posted(row: JournalTransaction) -> PostedTransaction:
     )
 
 
+def _posting_of_transaction() -> Any:
+    return and_(
+        _posting.c.tenant_id == _transaction.c.tenant_id, _posting.c.transaction_id == _transaction.c.id
+    )
+
+
 def account_entries(
-    session: Session, account_id: str, *, before_seq: int | None, limit: int
+    session: Session, tenant_id: str, account_id: str, *, before_seq: int | None, limit: int
 ) -> list[Row[Any]]:
     statement = (
         select(
@@ -213,8 +232,8 @@ def account_entries(
             _posting.c.amount,
             _posting.c.currency,
         )
-        .join(_posting, _posting.c.transaction_id == _transaction.c.id)
-        .where(_posting.c.account_id == account_id)
+        .join(_posting, _posting_of_transaction())
+        .where(_transaction.c.tenant_id == tenant_id, _posting.c.account_id == account_id)
         .order_by(_transaction.c.seq.desc())
         .limit(limit)
     )
@@ -223,18 +242,24 @@ def account_entries(
     return list(session.execute(statement))
 
 
-def transaction_seq(session: Session, transaction_id: str, account_id: str) -> int | None:
+def transaction_seq(session: Session, tenant_id: str, transaction_id: str, account_id: str) -> int | None:
     """The seq of a transaction that touched this account: a cursor from another list is no cursor here."""
     return session.scalar(
         select(_transaction.c.seq)
-        .join(_posting, _posting.c.transaction_id == _transaction.c.id)
-        .where(_transaction.c.id == transaction_id, _posting.c.account_id == account_id)
+        .join(_posting, _posting_of_transaction())
+        .where(
+            _transaction.c.tenant_id == tenant_id,
+            _transaction.c.id == transaction_id,
+            _posting.c.account_id == account_id,
+        )
         .limit(1)
     )
 
 
 def tenant_ids_with_ledgers(session: Session) -> list[str]:
-    return list(session.scalars(select(_head.c.tenant_id).order_by(_head.c.tenant_id)))
+    """Every tenant that may have a ledger, from `tenant` (a reference table: on a distributed database
+    every node has it, where listing the heads would ask every node); the heads are then read one by one."""
+    return list(session.scalars(select(Tenant.id).order_by(Tenant.id)))
 
 
 # --- checkpoints ---------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ class PostgresqlLedgerStore(LedgerStore):
     ) -> Posted:
         """Everything that needs no lock first, then one round trip to ledger_post() for what does."""
         involved = sorted(account_ids(drafts) | expected_balances.keys())
-        accounts = account_cache.tenants_and_currencies(session, involved)
+        accounts = account_cache.tenants_and_currencies(session, tenant_id, involved)
         for account_id in [posting.account_id for draft in drafts for posting in draft.postings] + list(
             expected_balances
         ):

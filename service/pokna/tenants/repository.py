@@ -16,6 +16,10 @@ def list_tenants(session: Session) -> list[Tenant]:
     return list(session.scalars(select(Tenant).order_by(Tenant.created_at, Tenant.id)))
 
 
+def tenant_ids(session: Session) -> list[str]:
+    return list(session.scalars(select(Tenant.id).order_by(Tenant.id)))
+
+
 def add(session: Session, row: Tenant | ApiKey) -> None:
     session.add(row)
     session.flush()

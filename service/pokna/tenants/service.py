@@ -48,6 +48,12 @@ def list_tenants(session: Session) -> list[Tenant]:
     return repository.list_tenants(session)
 
 
+def tenant_ids(session: Session) -> list[str]:
+    """Every tenant's id, in order: what background work goes through one tenant at a time (a tenant's rows
+    live on one node of a distributed database, docs/scaling.md). Read from `tenant`, a reference table."""
+    return repository.tenant_ids(session)
+
+
 def issue_api_key(session: Session, tenant_id: str) -> IssuedKey:
     get_tenant(session, tenant_id)
     secret = KEY_PREFIX + secrets.token_urlsafe(32)

@@ -11,11 +11,14 @@ may record a result, so a worker that outlived its lease cannot overwrite its su
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from pokna.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookEvent
+from pokna.tenants import service as tenants
 from pokna.webhooks import repository
 from pokna.webhooks.backoff import wait_after
 from pokna.webhooks.policy import DeliveryPolicy
@@ -25,6 +28,7 @@ from pokna.webhooks.signing import open_secret
 
 @dataclass(frozen=True)
 class Claim:
+    tenant_id: str
     delivery_id: str
     claim_token: str
     attempt: int
@@ -45,11 +49,32 @@ class AttemptResult:
         return self.error is None
 
 
-def claim_next(session: Session, seed_key: bytes, policy: DeliveryPolicy, now: datetime) -> Claim | None:
-    found = repository.next_due_delivery(session, now)
-    if found is None:
-        return None
-    delivery, event, endpoint = found
+def claim_next(
+    session: Session,
+    seed_key: bytes,
+    policy: DeliveryPolicy,
+    now: datetime,
+    tenant_ids: Sequence[str] | None = None,
+) -> Claim | None:
+    """The first due delivery of the first tenant in `tenant_ids` (every tenant, in order, if None) that
+    has one: tenant by tenant, so each query runs where that tenant's rows are (docs/scaling.md). The
+    worker rotates the order, so no tenant's backlog holds back another's."""
+    for tenant_id in tenants.tenant_ids(session) if tenant_ids is None else tenant_ids:
+        found = repository.next_due_delivery(session, tenant_id, now)
+        if found is not None:
+            return _claimed(session, seed_key, policy, now, *found)
+    return None
+
+
+def _claimed(
+    session: Session,
+    seed_key: bytes,
+    policy: DeliveryPolicy,
+    now: datetime,
+    delivery: WebhookDelivery,
+    event: WebhookEvent,
+    endpoint: WebhookEndpoint,
+) -> Claim:
     delivery.status = DeliveryStatus.SENDING.value
     delivery.locked_until = now + policy.lease
     delivery.claim_token = secrets.token_hex(16)
@@ -64,6 +89,7 @@ def claim_next(session: Session, seed_key: bytes, policy: DeliveryPolicy, now: d
         live.append(open_secret(endpoint.sealed_previous_secret, seed_key, endpoint.id))
     session.flush()
     return Claim(
+        tenant_id=delivery.tenant_id,
         delivery_id=delivery.id,
         claim_token=delivery.claim_token,
         attempt=delivery.attempts,
@@ -78,7 +104,7 @@ def record_result(
     session: Session, policy: DeliveryPolicy, now: datetime, claim: Claim, result: AttemptResult
 ) -> DeliveryStatus | None:
     """The delivery's status after the attempt; None if the claim was lost (nothing is written)."""
-    delivery = repository.claimed_delivery(session, claim.delivery_id)
+    delivery = repository.claimed_delivery(session, claim.tenant_id, claim.delivery_id)
     if delivery is None or delivery.claim_token != claim.claim_token:
         return None
     delivery.last_status_code = result.status_code

@@ -32,7 +32,7 @@ def list_deliveries(
             raise InvalidRequest("not a cursor of this list", field="query.starting_after")
         before_seq = int(starting_after)
     rows = repository.deliveries_page(
-        session, endpoint_id, None if status is None else status.value, limit, before_seq
+        session, tenant_id, endpoint_id, None if status is None else status.value, limit, before_seq
     )
     page = page_of(rows, limit, lambda row: str(row[0].event_seq))
     return Page[WebhookDeliveryOut](
@@ -48,7 +48,7 @@ def retry_delivery(
     """One more attempt, due now, whatever the delivery's state (a delivered one is sent again with the
     same `webhook-id`); if it fails, the delivery is failed again. Refused while an attempt is in flight."""
     _require_endpoint(session, tenant_id, endpoint_id)
-    found = repository.get_delivery(session, endpoint_id, delivery_id)
+    found = repository.get_delivery(session, tenant_id, endpoint_id, delivery_id)
     if found is None:
         raise DeliveryNotFound(f"no delivery {delivery_id} of webhook endpoint {endpoint_id}")
     delivery, event = found

@@ -8,29 +8,49 @@ either. Any number of workers may fan out at once: each locks the events it take
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy.orm import Session
 
 from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import new_id
+from pokna.tenants import service as tenants
 from pokna.webhooks import repository
 from pokna.webhooks.policy import DeliveryPolicy
 
 BATCH = 200
 
 
-def dispatch_events(session: Session, policy: DeliveryPolicy, now: datetime, batch: int = BATCH) -> int:
-    """Fan out up to `batch` events, oldest first; how many were taken."""
-    events = repository.undispatched_events(session, batch)
+def dispatch_events(
+    session: Session,
+    policy: DeliveryPolicy,
+    now: datetime,
+    batch: int = BATCH,
+    tenant_ids: Sequence[str] | None = None,
+) -> int:
+    """Fan out up to `batch` events, tenant by tenant (every tenant unless `tenant_ids` names them), each
+    tenant's oldest first; how many were taken."""
+    taken = 0
+    for tenant_id in tenants.tenant_ids(session) if tenant_ids is None else tenant_ids:
+        if taken >= batch:
+            break
+        taken += _dispatch_tenant(session, policy, now, tenant_id, batch - taken)
+    return taken
+
+
+def _dispatch_tenant(
+    session: Session, policy: DeliveryPolicy, now: datetime, tenant_id: str, batch: int
+) -> int:
+    events = repository.undispatched_events(session, tenant_id, batch)
     if not events:
         return 0
-    endpoints_of: dict[str, list[tuple[str, set[str]]]] = defaultdict(list)
-    for endpoint in repository.enabled_endpoints(session, {event.tenant_id for event in events}):
-        endpoints_of[endpoint.tenant_id].append((endpoint.id, set(endpoint.event_types)))
+    endpoints = [
+        (endpoint.id, set(endpoint.event_types))
+        for endpoint in repository.enabled_endpoints(session, tenant_id)
+    ]
     for event in events:
-        for endpoint_id, wanted in endpoints_of[event.tenant_id]:
+        for endpoint_id, wanted in endpoints:
             if event.type in wanted:
                 session.add(
                     WebhookDelivery(

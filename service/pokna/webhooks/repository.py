@@ -1,10 +1,12 @@
 """Every query of the webhooks' tables. `FOR UPDATE SKIP LOCKED` is how any number of workers share the
-work without waiting on each other."""
+work without waiting on each other. Every query names its tenant, the worker's too (it goes tenant by tenant),
+and joins on `tenant_id`: on a distributed database each runs on the tenant's node alone."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import and_, delete, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
@@ -16,8 +18,7 @@ PURGE_BATCH = 5000  # per call; the sweep calls until nothing is left
 
 
 def get_endpoint(session: Session, tenant_id: str, endpoint_id: str) -> WebhookEndpoint | None:
-    endpoint = session.get(WebhookEndpoint, endpoint_id)
-    return endpoint if endpoint is not None and endpoint.tenant_id == tenant_id else None
+    return session.get(WebhookEndpoint, (endpoint_id, tenant_id))
 
 
 def endpoints_page(
@@ -29,14 +30,20 @@ def endpoints_page(
     return session.scalars(query.order_by(WebhookEndpoint.id).limit(limit + 1)).all()
 
 
+def _event_of_delivery() -> Any:
+    return and_(
+        WebhookEvent.tenant_id == WebhookDelivery.tenant_id, WebhookEvent.seq == WebhookDelivery.event_seq
+    )
+
+
 def deliveries_page(
-    session: Session, endpoint_id: str, status: str | None, limit: int, before_seq: int | None
+    session: Session, tenant_id: str, endpoint_id: str, status: str | None, limit: int, before_seq: int | None
 ) -> Sequence[tuple[WebhookDelivery, WebhookEvent]]:
     """Newest first; the cursor is the event's place in the outbox."""
     query = (
         select(WebhookDelivery, WebhookEvent)
-        .join(WebhookEvent, WebhookEvent.seq == WebhookDelivery.event_seq)
-        .where(WebhookDelivery.endpoint_id == endpoint_id)
+        .join(WebhookEvent, _event_of_delivery())
+        .where(WebhookDelivery.tenant_id == tenant_id, WebhookDelivery.endpoint_id == endpoint_id)
     )
     if status is not None:
         query = query.where(WebhookDelivery.status == status)
@@ -47,12 +54,16 @@ def deliveries_page(
 
 
 def get_delivery(
-    session: Session, endpoint_id: str, delivery_id: str
+    session: Session, tenant_id: str, endpoint_id: str, delivery_id: str
 ) -> tuple[WebhookDelivery, WebhookEvent] | None:
     row = session.execute(
         select(WebhookDelivery, WebhookEvent)
-        .join(WebhookEvent, WebhookEvent.seq == WebhookDelivery.event_seq)
-        .where(WebhookDelivery.id == delivery_id, WebhookDelivery.endpoint_id == endpoint_id)
+        .join(WebhookEvent, _event_of_delivery())
+        .where(
+            WebhookDelivery.tenant_id == tenant_id,
+            WebhookDelivery.id == delivery_id,
+            WebhookDelivery.endpoint_id == endpoint_id,
+        )
         .with_for_update(of=WebhookDelivery)
     ).first()
     return None if row is None else (row[0], row[1])
@@ -61,11 +72,12 @@ def get_delivery(
 # --- the worker ------------------------------------------------------------------------------------------
 
 
-def undispatched_events(session: Session, limit: int) -> Sequence[WebhookEvent]:
-    """The oldest events not yet fanned out, locked; rows another worker is fanning out are skipped."""
+def undispatched_events(session: Session, tenant_id: str, limit: int) -> Sequence[WebhookEvent]:
+    """The tenant's oldest events not yet fanned out, locked; rows another worker is fanning out are
+    skipped."""
     query = (
         select(WebhookEvent)
-        .where(WebhookEvent.dispatched_at.is_(None))
+        .where(WebhookEvent.tenant_id == tenant_id, WebhookEvent.dispatched_at.is_(None))
         .order_by(WebhookEvent.seq)
         .limit(limit)
         .with_for_update(skip_locked=True)
@@ -73,17 +85,17 @@ def undispatched_events(session: Session, limit: int) -> Sequence[WebhookEvent]:
     return session.scalars(query).all()
 
 
-def enabled_endpoints(session: Session, tenant_ids: set[str]) -> Sequence[WebhookEndpoint]:
+def enabled_endpoints(session: Session, tenant_id: str) -> Sequence[WebhookEndpoint]:
     query = select(WebhookEndpoint).where(
-        WebhookEndpoint.tenant_id.in_(sorted(tenant_ids)), WebhookEndpoint.enabled.is_(True)
+        WebhookEndpoint.tenant_id == tenant_id, WebhookEndpoint.enabled.is_(True)
     )
     return session.scalars(query.order_by(WebhookEndpoint.id)).all()
 
 
 def next_due_delivery(
-    session: Session, now: datetime
+    session: Session, tenant_id: str, now: datetime
 ) -> tuple[WebhookDelivery, WebhookEvent, WebhookEndpoint] | None:
-    """The oldest delivery that may be attempted now, locked (another worker's are skipped).
+    """The tenant's oldest delivery that may be attempted now, locked (another worker's are skipped).
 
     Due: pending and its time has come, or `sending` whose worker's lease ran out (it died mid-attempt).
     In order: no earlier delivery of the same game (or account) to the same endpoint is still open, and
@@ -92,15 +104,23 @@ def next_due_delivery(
     earlier_event = aliased(WebhookEvent)
     query = (
         select(WebhookDelivery, WebhookEvent, WebhookEndpoint)
-        .join(WebhookEvent, WebhookEvent.seq == WebhookDelivery.event_seq)
-        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+        .join(WebhookEvent, _event_of_delivery())
+        .join(
+            WebhookEndpoint,
+            and_(
+                WebhookEndpoint.tenant_id == WebhookDelivery.tenant_id,
+                WebhookEndpoint.id == WebhookDelivery.endpoint_id,
+            ),
+        )
         .where(
+            WebhookDelivery.tenant_id == tenant_id,
             WebhookEndpoint.enabled.is_(True),
             or_(
                 and_(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now),
                 and_(WebhookDelivery.status == "sending", WebhookDelivery.locked_until <= now),
             ),
             ~exists().where(
+                earlier.tenant_id == WebhookDelivery.tenant_id,
                 earlier.endpoint_id == WebhookDelivery.endpoint_id,
                 earlier.ordering_key == WebhookDelivery.ordering_key,
                 earlier.event_seq < WebhookDelivery.event_seq,
@@ -121,38 +141,64 @@ def next_due_delivery(
     return None if row is None else (row[0], row[1], row[2])
 
 
-def claimed_delivery(session: Session, delivery_id: str) -> WebhookDelivery | None:
-    return session.get(WebhookDelivery, delivery_id, with_for_update=True)
+def claimed_delivery(session: Session, tenant_id: str, delivery_id: str) -> WebhookDelivery | None:
+    return session.get(WebhookDelivery, (delivery_id, tenant_id), with_for_update=True)
 
 
-def outstanding(session: Session) -> int:
-    """Events not fanned out yet plus deliveries still open: zero when the outbox has nothing left to do."""
+def outstanding(session: Session, tenant_id: str) -> int:
+    """The tenant's events not fanned out yet plus deliveries still open: zero when its outbox has nothing
+    left to do."""
     events = session.scalar(
-        select(func.count()).select_from(WebhookEvent).where(WebhookEvent.dispatched_at.is_(None))
+        select(func.count())
+        .select_from(WebhookEvent)
+        .where(WebhookEvent.tenant_id == tenant_id, WebhookEvent.dispatched_at.is_(None))
     )
     deliveries = session.scalar(
         select(func.count())
         .select_from(WebhookDelivery)
-        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
-        .where(WebhookDelivery.status.in_(OPEN_STATUSES), WebhookEndpoint.enabled.is_(True))
+        .join(
+            WebhookEndpoint,
+            and_(
+                WebhookEndpoint.tenant_id == WebhookDelivery.tenant_id,
+                WebhookEndpoint.id == WebhookDelivery.endpoint_id,
+            ),
+        )
+        .where(
+            WebhookDelivery.tenant_id == tenant_id,
+            WebhookDelivery.status.in_(OPEN_STATUSES),
+            WebhookEndpoint.enabled.is_(True),
+        )
     )
     return int(events or 0) + int(deliveries or 0)
 
 
-def purge_finished(session: Session, older_than: datetime) -> int:
-    """Delete events fanned out before `older_than` none of whose deliveries is still open (their
-    deliveries go with them)."""
+def purge_finished(session: Session, tenant_id: str, older_than: datetime) -> int:
+    """Delete the tenant's events fanned out before `older_than` none of whose deliveries is still open
+    (their deliveries go with them)."""
     still_open = exists().where(
-        WebhookDelivery.event_seq == WebhookEvent.seq, WebhookDelivery.status.in_(OPEN_STATUSES)
+        WebhookDelivery.tenant_id == WebhookEvent.tenant_id,
+        WebhookDelivery.event_seq == WebhookEvent.seq,
+        WebhookDelivery.status.in_(OPEN_STATUSES),
     )
     seqs = session.scalars(
         select(WebhookEvent.seq)
-        .where(WebhookEvent.dispatched_at.is_not(None), WebhookEvent.dispatched_at < older_than, ~still_open)
+        .where(
+            WebhookEvent.tenant_id == tenant_id,
+            WebhookEvent.dispatched_at.is_not(None),
+            WebhookEvent.dispatched_at < older_than,
+            ~still_open,
+        )
         .order_by(WebhookEvent.seq)
         .limit(PURGE_BATCH)
     ).all()
     if not seqs:
         return 0
-    session.execute(delete(WebhookDelivery).where(WebhookDelivery.event_seq.in_(seqs)))
-    session.execute(delete(WebhookEvent).where(WebhookEvent.seq.in_(seqs)))
+    session.execute(
+        delete(WebhookDelivery).where(
+            WebhookDelivery.tenant_id == tenant_id, WebhookDelivery.event_seq.in_(seqs)
+        )
+    )
+    session.execute(
+        delete(WebhookEvent).where(WebhookEvent.tenant_id == tenant_id, WebhookEvent.seq.in_(seqs))
+    )
     return len(seqs)

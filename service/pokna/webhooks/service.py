@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-def purge_finished_events(session: Session, now: datetime, retention: timedelta) -> int:
-    """Events fanned out longer ago than `retention` whose deliveries are all delivered or failed, with
-    those deliveries: what `pokna sweep` clears. How many events went."""
-    return repository.purge_finished(session, now - retention)
+def purge_finished_events(session: Session, tenant_id: str, now: datetime, retention: timedelta) -> int:
+    """The tenant's events fanned out longer ago than `retention` whose deliveries are all delivered or
+    failed, with those deliveries: what `pokna sweep` clears. How many events went."""
+    return repository.purge_finished(session, tenant_id, now - retention)

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.engine import unit_of_work
 from pokna.db.outage import unavailable_reason
 from pokna.db.types import utc_now
+from pokna.tenants import service as tenants
 from pokna.webhooks import repository
 from pokna.webhooks.addresses import Resolver
 from pokna.webhooks.attempts import claim_next, record_result
@@ -122,7 +123,9 @@ def run_worker(
 
     def nothing_left() -> bool:
         with unit_of_work(sessions) as session:
-            return repository.outstanding(session) == 0
+            return all(
+                repository.outstanding(session, tenant_id) == 0 for tenant_id in tenants.tenant_ids(session)
+            )
 
     client = new_client()
     try:
@@ -157,7 +160,9 @@ def deliver_one(
     recorded through any outage (`outage`): should the worker be stopped first, the claim's lease runs out
     and the delivery is sent again later, as after a crash."""
     with unit_of_work(sessions) as session:
-        claim = claim_next(session, seed_key, policy, utc_now())
+        claim = claim_next(
+            session, seed_key, policy, utc_now(), _rotated(tenants.tenant_ids(session), report.attempts)
+        )
     if claim is None:
         return False
     result = send(client, policy, claim, resolve)
@@ -175,3 +180,11 @@ def deliver_one(
     elif status is DeliveryStatus.FAILED:
         report.failed += 1
     return True
+
+
+def _rotated(tenant_ids: list[str], turn: int) -> list[str]:
+    """Each attempt starts at the next tenant, so one tenant's backlog never holds back another's."""
+    if not tenant_ids:
+        return tenant_ids
+    start = turn % len(tenant_ids)
+    return tenant_ids[start:] + tenant_ids[:start]

@@ -1,6 +1,6 @@
 """Every table, imported here so Alembic's autogenerate and `alembic check` see the whole schema."""
 
-from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat, GameTable
+from pokna.db.models.game import Game, GameEvent, GameLink, GameRoll, GameSeat, GameTable
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
 from pokna.db.models.tenant import ApiKey, Tenant
@@ -11,6 +11,7 @@ __all__ = [
     "ApiKey",
     "Game",
     "GameEvent",
+    "GameLink",
     "GameRoll",
     "GameSeat",
     "GameTable",

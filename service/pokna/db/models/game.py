@@ -3,7 +3,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Integer, String, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Integer,
+    String,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pokna.db.base import Base
@@ -16,7 +26,7 @@ class GameTable(Base):
     __tablename__ = "game_table"
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True, index=True)
     account_ids: Mapped[list[str]] = mapped_column(JSON)
     stake: Mapped[int] = mapped_column(BigInteger)
     challenge_raise: Mapped[int] = mapped_column(BigInteger)
@@ -38,18 +48,22 @@ class Game(Base):
     __tablename__ = "game"
     __table_args__ = (
         CheckConstraint("status IN ('open', 'in_progress', 'settled', 'cancelled')", name="status_known"),
+        ForeignKeyConstraint(["table_id", "tenant_id"], ["game_table.id", "game_table.tenant_id"]),
+        ForeignKeyConstraint(["pot_account_id", "tenant_id"], ["account.id", "account.tenant_id"]),
+        # Unique per tenant; which tenant a token belongs to is GameLink's (a reference table).
+        UniqueConstraint("public_token", "tenant_id"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
-    table_id: Mapped[str | None] = mapped_column(ForeignKey("game_table.id"), nullable=True, index=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True, index=True)
+    table_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
     round_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
     status: Mapped[str] = mapped_column(String(16), index=True)
     stake: Mapped[int] = mapped_column(BigInteger)
     challenge_raise: Mapped[int] = mapped_column(BigInteger)
     currency: Mapped[str] = mapped_column(String(16))
     turn_timeout_seconds: Mapped[int] = mapped_column(Integer)
-    pot_account_id: Mapped[str] = mapped_column(ForeignKey("account.id"))
+    pot_account_id: Mapped[str] = mapped_column(String(40))
     state: Mapped[dict[str, Any]] = mapped_column(JSON)
     version: Mapped[int] = mapped_column(Integer)
     event_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
@@ -60,7 +74,7 @@ class Game(Base):
     receipt: Mapped[dict[str, Any]] = mapped_column(JSON)
     proof: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # The capability behind the game's public fairness link (migrations/versions/0006_fairness_link.py).
-    public_token: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True, index=True)
+    public_token: Mapped[str | None] = mapped_column(String(64), nullable=True)
     turn_deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
@@ -69,11 +83,16 @@ class Game(Base):
 
 class GameSeat(Base):
     __tablename__ = "game_seat"
-    __table_args__ = (UniqueConstraint("game_id", "account_id"),)
+    __table_args__ = (
+        UniqueConstraint("game_id", "account_id", "tenant_id"),
+        ForeignKeyConstraint(["game_id", "tenant_id"], ["game.id", "game.tenant_id"]),
+        ForeignKeyConstraint(["account_id", "tenant_id"], ["account.id", "account.tenant_id"]),
+    )
 
-    game_id: Mapped[str] = mapped_column(ForeignKey("game.id"), primary_key=True)
+    game_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     seat: Mapped[int] = mapped_column(Integer, primary_key=True)
-    account_id: Mapped[str] = mapped_column(ForeignKey("account.id"), index=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    account_id: Mapped[str] = mapped_column(String(40), index=True)
     client_seed: Mapped[str | None] = mapped_column(String(64), nullable=True)
     client_seed_source: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
@@ -85,10 +104,12 @@ class GameRoll(Base):
     __table_args__ = (
         CheckConstraint("face BETWEEN 1 AND 6", name="face_on_cube"),
         CheckConstraint("nonce >= 0", name="nonce_non_negative"),
+        ForeignKeyConstraint(["game_id", "tenant_id"], ["game.id", "game.tenant_id"]),
     )
 
-    game_id: Mapped[str] = mapped_column(ForeignKey("game.id"), primary_key=True)
+    game_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     nonce: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
     seat: Mapped[int] = mapped_column(Integer)
     purpose: Mapped[str] = mapped_column(String(32))
     face: Mapped[int] = mapped_column(Integer)
@@ -100,9 +121,22 @@ class GameEvent(Base):
     """Every roll, decision and money movement, in order; the events endpoint pages through these."""
 
     __tablename__ = "game_event"
+    __table_args__ = (ForeignKeyConstraint(["game_id", "tenant_id"], ["game.id", "game.tenant_id"]),)
 
-    game_id: Mapped[str] = mapped_column(ForeignKey("game.id"), primary_key=True)
+    game_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
     kind: Mapped[str] = mapped_column(String(32))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     occurred_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class GameLink(Base):
+    """Which tenant a public fairness link's token belongs to: the link is opened without an API key, so
+    its tenant is not known until this row is read. A reference table on Citus (pokna.db.distribution),
+    read on the node that serves the link; the game is then read on its tenant's shard."""
+
+    __tablename__ = "game_link"
+
+    public_token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"))

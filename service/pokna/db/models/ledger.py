@@ -15,6 +15,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     SmallInteger,
@@ -50,7 +51,7 @@ class Account(Base):
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True, index=True)
     kind: Mapped[str] = mapped_column(String(32))
     currency: Mapped[str] = mapped_column(String(16), default="CREDIT")
     external_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
@@ -71,7 +72,7 @@ class JournalTransaction(Base):
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"))
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(32))
     reference: Mapped[str | None] = mapped_column(String(200), nullable=True)
@@ -95,7 +96,11 @@ class JournalPosting(Base):
 
     __tablename__ = "posting"
     __table_args__ = (
-        UniqueConstraint("transaction_id", "leg"),
+        UniqueConstraint("transaction_id", "leg", "tenant_id"),
+        ForeignKeyConstraint(["account_id", "tenant_id"], ["account.id", "account.tenant_id"]),
+        ForeignKeyConstraint(
+            ["transaction_id", "tenant_id"], ["journal_transaction.id", "journal_transaction.tenant_id"]
+        ),
         Index("ix_posting_account_id", "account_id"),
         CheckConstraint("leg >= 0", name="leg_non_negative"),
         CheckConstraint(
@@ -105,9 +110,10 @@ class JournalPosting(Base):
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    transaction_id: Mapped[str] = mapped_column(ForeignKey("journal_transaction.id"))
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    transaction_id: Mapped[str] = mapped_column(String(40))
     leg: Mapped[int] = mapped_column(Integer)
-    account_id: Mapped[str] = mapped_column(ForeignKey("account.id"))
+    account_id: Mapped[str] = mapped_column(String(40))
     amount: Mapped[int] = mapped_column(BigInteger)
     currency: Mapped[str] = mapped_column(String(16))
 
@@ -129,7 +135,7 @@ class LedgerCheckpoint(Base):
     __table_args__ = (Index("ix_ledger_checkpoint_tenant_id_seq", "tenant_id", "seq"),)
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"))
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     String,
@@ -36,10 +37,11 @@ class WebhookEvent(Base):
     game's lock) and within an account (the ledger's lock); `body` is the exact JSON every attempt sends."""
 
     __tablename__ = "webhook_event"
+    __table_args__ = (UniqueConstraint("id", "tenant_id"),)
 
     seq: Mapped[int] = mapped_column(SEQ, primary_key=True, autoincrement=True)
-    id: Mapped[str] = mapped_column(String(40), unique=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    id: Mapped[str] = mapped_column(String(40))
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True, index=True)
     type: Mapped[str] = mapped_column(String(40))
     # What the order of delivery is kept per: a game's id, or an account's for the ledger's events.
     ordering_key: Mapped[str] = mapped_column(String(64))
@@ -55,7 +57,7 @@ class WebhookEndpoint(Base):
     __tablename__ = "webhook_endpoint"
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True, index=True)
     url: Mapped[str] = mapped_column(String(2048))
     description: Mapped[str | None] = mapped_column(String(200), nullable=True)
     event_types: Mapped[list[str]] = mapped_column(JSON)
@@ -76,16 +78,24 @@ class WebhookDelivery(Base):
 
     __tablename__ = "webhook_delivery"
     __table_args__ = (
-        UniqueConstraint("event_seq", "endpoint_id"),
+        UniqueConstraint("event_seq", "endpoint_id", "tenant_id"),
+        ForeignKeyConstraint(
+            ["event_seq", "tenant_id"], ["webhook_event.seq", "webhook_event.tenant_id"], ondelete="CASCADE"
+        ),
+        ForeignKeyConstraint(
+            ["endpoint_id", "tenant_id"],
+            ["webhook_endpoint.id", "webhook_endpoint.tenant_id"],
+            ondelete="CASCADE",
+        ),
         CheckConstraint("status IN ('pending', 'sending', 'delivered', 'failed')", name="status_known"),
         Index("ix_webhook_delivery_due", "status", "next_attempt_at"),
         Index("ix_webhook_delivery_endpoint_order", "endpoint_id", "ordering_key", "event_seq"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    event_seq: Mapped[int] = mapped_column(ForeignKey("webhook_event.seq", ondelete="CASCADE"))
-    endpoint_id: Mapped[str] = mapped_column(ForeignKey("webhook_endpoint.id", ondelete="CASCADE"))
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), index=True)
+    event_seq: Mapped[int] = mapped_column(SEQ)
+    endpoint_id: Mapped[str] = mapped_column(String(40))
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True, index=True)
     ordering_key: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer)
