@@ -10,8 +10,10 @@
    pipeline (pokna.dealer.writes). The answer's bytes are what is sent, stored for replay, and the
    announcements carry the same game as its `game`.
 
-The rare paths cost more and say so: a key seen before (pokna.idempotency.aio.claim_existing), a game that
-ends (its recorded events and rolls are read to sign the proof), a first rake (the revenue account is
+The lock of step 2 also reads what a proof signs when the game's next step may end it
+(pokna.dealer.action_lock), so the action that ends a game costs no more. The rare paths cost more and say
+so: a key seen before (pokna.idempotency.aio.claim_existing), a game ended by a chain of passed deadlines the
+lock did not foresee (its recorded events and rolls are read then), a first rake (the revenue account is
 opened), a wallet that moved after the read (the action is decided again from step 2).
 """
 
@@ -33,17 +35,13 @@ from pokna import ledger, metrics
 from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
 from pokna.dealer.acting import decide_action
+from pokna.dealer.action_lock import LOCK_FOR_ACTION, LOCK_FOR_ACTION_OF_CALLER, split_locked
 from pokna.dealer.deadlines import Clock
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.schemas import GameActionOut
-from pokna.dealer.store_postgres import (
-    LOCK_GAME_AND_SEATS,
-    RECORDED_FOR_PROOF,
-    locked_records,
-    recorded_records,
-)
+from pokna.dealer.store_postgres import RECORDED_FOR_PROOF, locked_records, recorded_records
 from pokna.dealer.writes import (
     DECIDE_ATTEMPTS,
     GAME_WRITE,
@@ -51,6 +49,7 @@ from pokna.dealer.writes import (
     GameWrites,
     NeedsRead,
     Prefetched,
+    Recorded,
     StaleBalances,
 )
 from pokna.errors import NotFound, PoknaError, Unauthorized
@@ -196,9 +195,10 @@ async def _attempt_once(
             await connection.execute("BEGIN", prepare=False)
             try:
                 tenant_id, clock, lock = await _lock(connection, pipeline, caller, claim, game_id, clock)
-                locked = await lock.fetchone()
-                if locked is None:
+                row = await lock.fetchone()
+                if row is None:
                     raise NotFound(f"no game {game_id}")
+                locked, recorded = split_locked(row)
                 held_balances = None
                 if held:
                     _, seats, _ = locked_records(*locked)
@@ -206,7 +206,15 @@ async def _attempt_once(
                         connection, tenant_id, [seat.account_id for seat in seats or ()]
                     )
                 writes, answer = await _decided(
-                    connection, keys, clock, tenant_id, locked, held_balances, request, open_revenue_account
+                    connection,
+                    keys,
+                    clock,
+                    tenant_id,
+                    locked,
+                    recorded,
+                    held_balances,
+                    request,
+                    open_revenue_account,
                 )
                 body = answer.model_dump_json()
                 stored = None if claim is None else {"key": claim.key, "status": 200, "body": body}
@@ -238,21 +246,19 @@ async def _lock(
     the hold of the claim (or the key's check) and the lock, pipelined behind BEGIN in one round trip."""
     if claim is not None:
         hold = await connection.execute(idempotency.HOLD, {"tenant_id": claim.tenant_id, "key": claim.key})
-        lock = await connection.execute(
-            LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": claim.tenant_id}
-        )
+        lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": claim.tenant_id})
         await pipeline.sync()
         first_at = idempotency.held_claim(await hold.fetchone(), claim.token)
         # A retry of an action the service failed to finish acts as of its first attempt's deadlines.
         return claim.tenant_id, clock.resuming(first_at if first_at < claim.started_at else None), lock
     if caller.tenant_id is not None:
         params = {"game_id": game_id, "tenant_id": caller.tenant_id}
-        lock = await connection.execute(LOCK_GAME_AND_SEATS, params)
+        lock = await connection.execute(LOCK_FOR_ACTION, params)
         await pipeline.sync()
         return caller.tenant_id, clock, lock
     digest = {"secret_sha256": caller.api_key_digest}
     first = await connection.execute(idempotency.AUTHENTICATE, digest)
-    lock = await connection.execute(_LOCK_OF_CALLER, {"game_id": game_id, **digest})
+    lock = await connection.execute(LOCK_FOR_ACTION_OF_CALLER, {"game_id": game_id, **digest})
     await pipeline.sync()
     found = await first.fetchone()
     if found is None:
@@ -266,14 +272,15 @@ async def _decided(
     clock: Clock,
     tenant_id: str,
     locked: tuple[Any, ...],
+    recorded: Recorded | None,
     held_balances: dict[str, int] | None,
     request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
 ) -> tuple[GameWrites, GameActionOut]:
-    """The action decided on the locked game (LOCK_GAME_AND_SEATS's row), and what it writes. A decision
+    """The action decided on the locked game (LOCK_FOR_ACTION's row), and what it writes. A decision
     that needs a read not yet made is made again, on records built afresh from the row, once the read is
     made (the rules are pure; nothing was written)."""
-    prefetched = Prefetched()
+    prefetched = Prefetched(recorded=recorded)
     while True:
         game, seats, balances = locked_records(*locked)
         if seats is None:
@@ -301,16 +308,6 @@ async def _rolled_back(connection: AsyncConnection[Any]) -> None:
     the connection instead, and its prepared statements with it."""
     if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         await connection.execute("ROLLBACK", prepare=False)
-
-
-# The game under its lock as LOCK_GAME_AND_SEATS reads it, for the tenant of a bearer key: the request
-# without an Idempotency-Key authenticates and locks in the same round trip.
-_LOCK_OF_CALLER = LOCK_GAME_AND_SEATS.replace(
-    "game.tenant_id = %(tenant_id)s",
-    "game.tenant_id = (SELECT tenant_id FROM api_key WHERE secret_sha256 = %(secret_sha256)s "
-    "AND revoked_at IS NULL)",
-)
-assert _LOCK_OF_CALLER != LOCK_GAME_AND_SEATS
 
 
 def revenue_account_opener(engine: Engine) -> OpenRevenueAccount:
