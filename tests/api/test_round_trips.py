@@ -105,3 +105,31 @@ def test_a_keyed_deposit_and_withdrawal_are_three_round_trips(
         assert wire.take() == 1  # the stored answer comes back with the claim's own statement
         assert replay.content == first.content
         assert replay.headers["Idempotent-Replayed"] == "true"
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "keyed"])
+def test_creating_a_game_is_three_round_trips(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session], keyed: bool
+) -> None:
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    headers = money_key if keyed else dict
+    seats = [api.wallet(500) for _ in range(4)]
+    body = {"vigo_account_id": seats[0], "player_account_ids": seats[1:], "stake": 5}
+    for _warm_up in range(6):
+        assert api.post("/v1/games", body, headers=headers()).status_code == 201
+    for _created in range(3):
+        wire.take()
+        created = api.post("/v1/games", body, headers=headers())
+        assert created.status_code == 201, created.text
+        # Authenticate (and claim the key); BEGIN, hold, the wallets and the default rake; the writes, COMMIT.
+        assert wire.take() == 3
+    if keyed:
+        key = money_key()
+        first = api.post("/v1/games", body, headers=key)
+        wire.take()
+        replay = api.post("/v1/games", body, headers=key)
+        assert wire.take() == 1
+        assert replay.status_code == 201
+        assert replay.content == first.content
+        assert replay.headers["Idempotent-Replayed"] == "true"

@@ -50,6 +50,12 @@ async def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
+def runtime_of(request: Request) -> Runtime:
+    """`RuntimeDep` without a dependency for FastAPI to solve, for the hot routes (issue 24)."""
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
 async def _open_session(request: Request, runtime: RuntimeDep) -> AsyncIterator[Session]:
     """Making a session does no I/O (it connects on first use), so only a COMMIT or ROLLBACK that has a
     transaction to end goes to the thread pool."""

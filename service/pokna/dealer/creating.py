@@ -3,7 +3,7 @@ seed drawn and sealed, and the commitment signed before anyone can choose a clie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,7 +16,7 @@ from pokna.dealer.deadlines import Clock
 from pokna.dealer.links import new_public_token
 from pokna.dealer.proof_signing import signed_terms
 from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
-from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.stepping import number_events
 from pokna.dealer.store import game_store
@@ -25,7 +25,7 @@ from pokna.errors import InvalidRequest
 from pokna.fairness.protocol import generate_server_seed, server_seed_hash
 from pokna.fairness.receipt import build_commitment_receipt
 from pokna.fairness.seed_vault import seal_server_seed
-from pokna.game import new_game, state_to_dict
+from pokna.game import GameConfig, new_game, state_to_dict
 from pokna.outbox import SessionOutbox
 from pokna.service_keys import ServiceKeys
 
@@ -53,16 +53,12 @@ def create_game(
     round_number: int | None = None,
 ) -> GameOut:
     """The new game as a client sees it, with its signed commitment."""
-    account_ids = [terms.vigo_account_id, *terms.player_account_ids]
-    fields = ["body.vigo_account_id"]
-    fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
+    account_ids, fields = seated(terms)
     balances = check_seating(session, tenant_id, account_ids, terms.currency, fields)
     check_labels(terms.seat_labels, len(account_ids))
     rake = rake_terms_for(session, tenant_id, terms.rake)
     config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
     game_id = new_id("game")
-    server_seed = generate_server_seed()
-    commitment = server_seed_hash(server_seed)
     pot = ledger.open_account(
         session,
         tenant_id=tenant_id,
@@ -70,6 +66,38 @@ def create_game(
         currency=terms.currency,
         external_id=game_id,
     )
+    game, seats, events = new_game_records(
+        keys, clock, tenant_id, terms, config, game_id, pot.id, table_id=table_id, round_number=round_number
+    )
+    game_store(session).insert_game(session, game, seats, events)
+    announce_created(SessionOutbox(session), game, seats, balances)
+    return game_out(game, seats, balances)
+
+
+def seated(terms: NewGame) -> tuple[list[str], list[str]]:
+    """The seats' accounts, the Vigo's first, and the request fields that name them."""
+    fields = ["body.vigo_account_id"]
+    fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
+    return [terms.vigo_account_id, *terms.player_account_ids], fields
+
+
+def new_game_records(
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    terms: NewGame,
+    config: GameConfig,
+    game_id: str,
+    pot_account_id: str,
+    *,
+    table_id: str | None = None,
+    round_number: int | None = None,
+) -> tuple[GameRecord, list[SeatRecord], list[EventRecord]]:
+    """The new game's row, seats and first event, its server seed drawn and sealed and its commitment
+    signed: pure but for the seed's randomness (the synchronous and the async creation share it)."""
+    account_ids = [terms.vigo_account_id, *terms.player_account_ids]
+    server_seed = generate_server_seed()
+    commitment = server_seed_hash(server_seed)
     game = GameRecord(
         id=game_id,
         tenant_id=tenant_id,
@@ -80,7 +108,7 @@ def create_game(
         challenge_raise=config.challenge_raise,
         currency=terms.currency,
         turn_timeout_seconds=terms.turn_timeout_seconds,
-        pot_account_id=pot.id,
+        pot_account_id=pot_account_id,
         state=state_to_dict(new_game(config)),
         version=1,
         event_count=0,
@@ -104,9 +132,7 @@ def create_game(
     )
     seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
     events = number_events(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
-    game_store(session).insert_game(session, game, seats, events)
-    announce_created(SessionOutbox(session), game, seats, balances)
-    return game_out(game, seats, balances)
+    return game, seats, events
 
 
 def check_seating(
@@ -114,12 +140,24 @@ def check_seating(
 ) -> dict[str, int]:
     """Each seat a distinct player wallet of this tenant, in the game's currency; `fields` name them.
     The wallets' balances, by account id."""
+    check_distinct(account_ids, fields)
+    return seated_balances(
+        ledger.account_summaries(session, tenant_id, account_ids), account_ids, currency, fields
+    )
+
+
+def check_distinct(account_ids: list[str], fields: list[str]) -> None:
     seen: dict[str, str] = {}
     for field, account_id in zip(fields, account_ids, strict=True):
         if account_id in seen:
             raise InvalidRequest(f"account {account_id} already sits at {seen[account_id]}", field=field)
         seen[account_id] = field
-    accounts = ledger.account_summaries(session, tenant_id, account_ids)
+
+
+def seated_balances(
+    accounts: Mapping[str, ledger.AccountSummary], account_ids: list[str], currency: str, fields: list[str]
+) -> dict[str, int]:
+    """The seats' accounts (read by the caller) checked: each a player wallet of the game's currency."""
     for field, account_id in zip(fields, account_ids, strict=True):
         account = accounts.get(account_id)
         if account is None:

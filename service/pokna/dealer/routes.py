@@ -11,13 +11,14 @@ from fastapi import APIRouter, Body, Path, Request, Response
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
-from pokna.api.deps import RuntimeDep, SessionDep, driver_connection
+from pokna.api.deps import RuntimeDep, SessionDep, driver_connection, runtime_of
 from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
 from pokna.dealer import service as dealer
 from pokna.dealer.clock_dep import ClockDep
+from pokna.dealer.creating_aio import create_game as create_game_now
 from pokna.dealer.problem_docs import (
     ACTION_REFUSALS,
     BAD_SEATING,
@@ -88,9 +89,16 @@ TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_.
     "The game is `open` until the Vigo's `start` (or the open-game deadline cancels it).",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, BAD_SEATING),
 )
-def create_game(
-    body: GameCreate, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
-) -> GameOut:
+async def create_game(
+    body: GameCreate,
+    request: Request,
+    api_key_digest: ApiKeyDigestDep,
+    clock: ClockDep,
+    sent_key: SentKeyDep,
+) -> Response:
+    """Async, on the driver: three round trips and no thread (pokna.dealer.creating_aio); the answer is
+    sent as the bytes built once, which are also what a retry under the same key gets back."""
+    runtime = runtime_of(request)
     terms = dealer.NewGame(
         vigo_account_id=body.vigo_account_id,
         player_account_ids=body.player_account_ids,
@@ -101,11 +109,12 @@ def create_game(
         rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
         seat_labels=body.seat_labels,
     )
-
-    def work(session: Session) -> tuple[int, GameOut]:
-        return 201, dealer.create_game(session, runtime.keys, clock, tenant_id, terms)
-
-    return idempotency.run(work, GameOut)
+    keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
+    async with driver_connection(request) as connection:
+        created = await create_game_now(
+            connection, runtime.keys, clock, dealer.Caller(api_key_digest=api_key_digest), keyed, terms
+        )
+    return _sent(created)
 
 
 @router.get(
@@ -147,13 +156,14 @@ async def act(
     game_id: GameId,
     action: Annotated[GameAction, Body(openapi_examples=ACTION_EXAMPLES)],
     request: Request,
-    runtime: RuntimeDep,
     api_key_digest: ApiKeyDigestDep,
     clock: ClockDep,
     sent_key: SentKeyDep,
 ) -> Response:
     """Async, on the driver: three round trips and no thread (pokna.dealer.playing). The answer is sent as
-    the bytes the dealer built once, which are also what a retry under the same key gets back."""
+    the bytes the dealer built once, which are also what a retry under the same key gets back. The
+    runtime is read from the app, not through `RuntimeDep`: one dependency fewer to solve (issue 24)."""
+    runtime = runtime_of(request)
     keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
     async with driver_connection(request) as connection:
         played = await dealer.play(
@@ -166,6 +176,10 @@ async def act(
             action,
             dealer.revenue_account_opener(runtime.engine),
         )
+    return _sent(played)
+
+
+def _sent(played: dealer.Played) -> Response:
     headers = {REPLAYED_HEADER: "true"} if played.replayed else None
     return Response(played.body, status_code=played.status, media_type="application/json", headers=headers)
 

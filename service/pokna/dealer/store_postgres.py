@@ -147,16 +147,8 @@ class PostgresGameStore(GameQueries):
     def insert_game(
         self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
     ) -> None:
-        params = {
-            "game": encode_rows(game_row(game)),
-            "seats": encode_rows([seat_row(game.tenant_id, game.id, seat) for seat in seats]),
-            "events": encode_rows(event_rows(game.tenant_id, game.id, events)),
-        }
-        _execute(session, _INSERT_GAME, params)
-        if game.public_token is not None:
-            _execute(
-                session, _INSERT_GAME_LINK, {"public_token": game.public_token, "tenant_id": game.tenant_id}
-            )
+        for statement, params in insert_game_statements(game, seats, events):
+            _execute(session, statement, params)
 
     def save_step(
         self,
@@ -189,6 +181,23 @@ class PostgresGameStore(GameQueries):
     ) -> tuple[list[EventRecord], list[RollRecord]]:
         params = {"tenant_id": tenant_id, "game_id": game_id, "kinds": list(PROOF_EVENTS)}
         return recorded_records(*_execute(session, RECORDED_FOR_PROOF, params).one())
+
+
+def insert_game_statements(
+    game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The statements that insert a new game (the async creation pipelines them: pokna.dealer.creating_aio)."""
+    params = {
+        "game": encode_rows(game_row(game)),
+        "seats": encode_rows([seat_row(game.tenant_id, game.id, seat) for seat in seats]),
+        "events": encode_rows(event_rows(game.tenant_id, game.id, events)),
+    }
+    statements = [(_INSERT_GAME, params)]
+    if game.public_token is not None:
+        statements.append(
+            (_INSERT_GAME_LINK, {"public_token": game.public_token, "tenant_id": game.tenant_id})
+        )
+    return statements
 
 
 def recorded_records(

@@ -14,6 +14,9 @@ from pokna.tenants.service import get_tenant
 
 BPS_PER_WHOLE = 10_000
 
+RAKE_DEFAULTS = "SELECT rake_bps, rake_cap FROM tenant WHERE id = %(tenant_id)s"
+"""`rake_defaults` as one driver statement, for the async paths (pokna.dealer.creating_aio)."""
+
 
 class DefaultRakeOut(BaseModel):
     bps: int = Field(description="Basis points of each pot paid out (500 is 5%), rounded down.")
