@@ -32,9 +32,10 @@ class Database:
 
 
 @contextmanager
-def migrated_cluster() -> Iterator[Database]:
-    """A throwaway cluster (fsync off: it is thrown away) at the head revision; removed afterwards."""
-    cluster = start_cluster()
+def migrated_cluster(extra_options: str = "") -> Iterator[Database]:
+    """A throwaway cluster (fsync off: it is thrown away) at the head revision; removed afterwards.
+    `extra_options`: more `-c name=value` server settings (bench/action_cpu.py preloads pg_stat_statements)."""
+    cluster = start_cluster(extra_options=extra_options)
     try:
         migrate.upgrade(cluster.url)
         postmaster_pid = int((cluster.root / "data" / "postmaster.pid").read_text().split()[0])
