@@ -194,11 +194,18 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
         report(profiler, options)
         print(f"  per request kind, unprofiled: action {per_action:.3f} ms, creation {per_create:.3f} ms")
         if statements:
-            total = sum(row[2] for row in statements)
-            print(f"\nPostgreSQL execution time per action (pg_stat_statements, {len(actions)} actions):")
-            for query, calls, total_ms in statements[: options.top]:
+            total = sum(row[2] for row in statements if not row[0].startswith("  (inside)"))
+            print(
+                "\nPostgreSQL execution time per action, its game's creation shared out "
+                f"(pg_stat_statements, {len(actions)} actions):"
+            )
+            for query, calls, total_ms in statements[: 3 * options.top]:
                 print(f"{total_ms / len(actions):8.3f} ms  {calls / len(actions):5.2f}x  {query[:110]}")
-            print(f"{total / len(actions):8.3f} ms  total (executor time, not the backend's whole CPU)")
+            print(
+                f"{total / len(actions):8.3f} ms  total of the top-level statements (executor time: not parse, "
+                "plan, the protocol, commit's WAL flush or the backend's idle loop); the statements inside "
+                "the PL/pgSQL functions are part of their caller's time"
+            )
 
 
 def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
@@ -261,8 +268,9 @@ def read_statements(url: str) -> list[tuple[str, int, float]]:
         with engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    "SELECT query, calls, total_exec_time FROM pg_stat_statements "
-                    "WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC"
+                    "SELECT CASE WHEN toplevel THEN '' ELSE '  (inside) ' END || query, calls, total_exec_time "
+                    "FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' "
+                    "ORDER BY toplevel DESC, total_exec_time DESC"
                 )
             ).all()
         return [(" ".join(str(query).split()), int(calls), float(ms)) for query, calls, ms in rows]
@@ -282,7 +290,11 @@ def main() -> int:
     parser.add_argument("--profile", choices=["action", "create"], default="action")
     parser.add_argument("--statements", action="store_true", help="PostgreSQL time per statement")
     options = parser.parse_args()
-    preload = "-c shared_preload_libraries=pg_stat_statements" if options.statements else ""
+    preload = (
+        "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+        if options.statements
+        else ""
+    )
     with migrated_cluster(preload) as database, tempfile.TemporaryDirectory(prefix="pokna-cpu-") as scratch:
         data_dir = Path(scratch) / "data"
         load_service_keys(Settings(data_dir=data_dir))
