@@ -194,7 +194,7 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
         report(profiler, options)
         print(f"  per request kind, unprofiled: action {per_action:.3f} ms, creation {per_create:.3f} ms")
         if statements:
-            total = sum(row[2] for row in statements if not row[0].startswith("  (inside)"))
+            total = sum(row[2] for row in statements if not row[0].startswith("(inside)"))
             print(
                 "\nPostgreSQL execution time per action, its game's creation shared out "
                 f"(pg_stat_statements, {len(actions)} actions):"
