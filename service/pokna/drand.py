@@ -74,6 +74,10 @@ class BeaconRelays:
         """The round an action accepted at `accepted_at_ms` draws: the first published strictly after it."""
         return first_round_after_ms(self.chain, accepted_at_ms)
 
+    def due_within_a_period(self, round_number: int) -> bool:
+        """Whether `round_number` is published by one period from now: worth waiting for in a request."""
+        return round_published_at_ms(self.chain, round_number) <= self.now_ms() + self.chain.period * 1000
+
     def latest(self) -> BeaconRound:
         """The newest round a relay serves, verified. Raises BeaconUnavailable if no relay serves one."""
         beacon_round, problems = self._ask("public/latest", None)

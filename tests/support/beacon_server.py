@@ -79,6 +79,11 @@ class BeaconRelay:
         with self.lock:
             self.frozen_at_round = latest
 
+    def resume_publishing(self) -> None:
+        """The outage ends: every round due by now is served again."""
+        with self.lock:
+            self.frozen_at_round = None
+
     def latest_round(self) -> int:
         since_genesis = self.now_ms() - self.chain.genesis_time * 1000
         latest = since_genesis // (self.chain.period * 1000) + 1 if since_genesis >= 0 else 0

@@ -22,6 +22,7 @@ from pokna.dealer.stepping import number_events
 from pokna.dealer.store import game_store
 from pokna.dealer.view import game_out
 from pokna.errors import InvalidRequest
+from pokna.fairness.beacon import BeaconChain
 from pokna.fairness.protocol import generate_server_seed, server_seed_hash
 from pokna.fairness.receipt import build_commitment_receipt
 from pokna.fairness.seed_vault import seal_server_seed
@@ -40,6 +41,7 @@ class NewGame:
     turn_timeout_seconds: int = 60
     rake: RakeTerms | None = None  # None: the tenant's default rake terms
     seat_labels: Sequence[str] | None = None  # the Vigo's first; signed into the commitment and the proof
+    beacon_chain: BeaconChain | None = None  # beacon mode: each roll also uses this drand chain's rounds
 
 
 def create_game(
@@ -94,6 +96,7 @@ def create_game(
             created_at=_rfc3339(clock.now),
             terms=signed_terms(config, account_ids, terms.seat_labels),
             private_key=keys.signing_key,
+            beacon_chain=terms.beacon_chain,
         ),
         proof=None,
         public_token=new_public_token(),

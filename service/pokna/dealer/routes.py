@@ -24,6 +24,7 @@ from pokna.dealer.problem_docs import (
     CLIENT_SEED_LOCKED,
     GAME_NOT_FOUND,
     NOT_SEATED,
+    ROLL_PENDING,
     ROUND_IN_PROGRESS,
     TABLE_NOT_FOUND,
     VERSION_CONFLICT,
@@ -100,6 +101,7 @@ def create_game(
         turn_timeout_seconds=body.turn_timeout_seconds,
         rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
         seat_labels=body.seat_labels,
+        beacon_chain=runtime.beacon.chain if body.fairness_mode == "beacon" else None,
     )
 
     def work(session: Session) -> tuple[int, GameOut]:
@@ -132,16 +134,26 @@ def get_game(
     "answer lists what is accepted now. Deadlines that passed meanwhile are applied first; if the action is "
     "then refused, the problem's `timed_out` lists what they applied. The answer carries the rolls the "
     "action made.",
-    responses=problems(
-        KEYED,
-        JSON_BODY,
-        IDEMPOTENT,
-        GAME_NOT_FOUND,
-        NOT_SEATED,
-        VERSION_CONFLICT,
-        CLIENT_SEED_LOCKED,
-        ACTION_REFUSALS,
-    ),
+    responses={
+        202: {
+            "model": GameActionOut,
+            "description": "Beacon mode: the drawing action was accepted, and its drand round did not arrive "
+            "in time to resolve it in this request. `fairness.pending_roll` holds the signed acceptance; the "
+            "roll resolves when the round arrives (the game's webhooks say so; `pokna sweep` does it if no "
+            "request does).",
+        },
+        **problems(
+            KEYED,
+            JSON_BODY,
+            IDEMPOTENT,
+            GAME_NOT_FOUND,
+            NOT_SEATED,
+            VERSION_CONFLICT,
+            CLIENT_SEED_LOCKED,
+            ACTION_REFUSALS,
+            ROLL_PENDING,
+        ),
+    },
 )
 async def act(
     game_id: GameId,
@@ -165,6 +177,7 @@ async def act(
             game_id,
             action,
             dealer.revenue_account_opener(runtime.engine),
+            runtime.beacon,
         )
     headers = {REPLAYED_HEADER: "true"} if played.replayed else None
     return Response(played.body, status_code=played.status, media_type="application/json", headers=headers)

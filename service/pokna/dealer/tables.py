@@ -63,7 +63,7 @@ def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str
     if (
         rounds
         and rounds[-1].status in ("open", "in_progress")
-        and apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id)
+        and apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id).timeouts
     ):
         rounds[-1] = store.get_game(session, tenant_id, rounds[-1].id)
     if rounds and rounds[-1].status in ("open", "in_progress"):
