@@ -7,6 +7,7 @@ roll used, and the wallets a waiting roll holds.
   resolved with it.
 - `game_roll.accepted_at` and `game_roll.beacon` (`{round, randomness, signature}`): what the proof shows of
   each beacon-mode roll. Both null in the default mode.
+- `tenant.fairness_mode`: the mode of a new game whose request names none (`stake` unless set).
 - `account.roll_hold_game_id`: while a game's roll waits, no money may leave its seated wallets by any other
   way (a withdrawal, another game), or a player holding the server seed could see the round arrive, compute
   the roll, and make the waiting action fail for want of funds: a roll voided at will. The trigger refuses
@@ -82,6 +83,11 @@ $$
 
 
 def upgrade() -> None:
+    op.add_column(
+        "tenant",
+        sa.Column("fairness_mode", sa.String(length=16), server_default=sa.text("'stake'"), nullable=False),
+    )
+    op.create_check_constraint("fairness_mode_known", "tenant", "fairness_mode IN ('stake', 'beacon')")
     op.add_column("game", sa.Column("pending_roll", postgresql.JSONB(), nullable=True))
     op.add_column("game_roll", sa.Column("accepted_at", sa.String(length=24), nullable=True))
     op.add_column("game_roll", sa.Column("beacon", postgresql.JSONB(), nullable=True))
@@ -103,3 +109,5 @@ def downgrade() -> None:
     op.drop_column("game_roll", "beacon")
     op.drop_column("game_roll", "accepted_at")
     op.drop_column("game", "pending_roll")
+    op.drop_constraint("fairness_mode_known", "tenant", type_="check")
+    op.drop_column("tenant", "fairness_mode")

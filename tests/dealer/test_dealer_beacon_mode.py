@@ -70,12 +70,12 @@ def beacon_settings(tmp_path: Path, database_url: str, relay: BeaconRelay, chain
     )
 
 
-def _game(api: TenantApi, mode: str = "beacon", players: int = 2) -> dict[str, Any]:
+def _game(api: TenantApi, mode: str | None = "beacon", players: int = 2) -> dict[str, Any]:
     vigo, *seated = [api.wallet(START) for _ in range(players + 1)]
-    created = api.post(
-        "/v1/games",
-        {"vigo_account_id": vigo, "player_account_ids": seated, "stake": 10, "fairness_mode": mode},
-    )
+    terms: dict[str, Any] = {"vigo_account_id": vigo, "player_account_ids": seated, "stake": 10}
+    if mode is not None:
+        terms["fairness_mode"] = mode
+    created = api.post("/v1/games", terms)
     assert created.status_code == 201, created.text
     game: dict[str, Any] = created.json()
     return game
@@ -324,3 +324,27 @@ def test_a_colluder_holding_the_server_seed_predicts_the_first_roll_only_in_the_
     # Six beacon games: the seed-only prediction is right 1 time in 6 by chance; all six right would be
     # a 1-in-46,656 coincidence, so the prediction fails at least once.
     assert misses >= 1
+
+
+def test_the_tenant_default_mode_applies_to_games_that_name_none(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    api = new_tenant(client, sessions)
+    assert api.get("/v1/tenant/settings").json()["fairness_mode"] == "stake"
+    assert _game(api, mode=None)["fairness"]["mode"] == "stake"
+    changed = api.put("/v1/tenant/settings", {"rake": {"bps": 0, "cap": None}, "fairness_mode": "beacon"})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["fairness_mode"] == "beacon"
+    game = _game(api, mode=None)
+    assert game["fairness"]["mode"] == "beacon"
+    assert game["fairness"]["commitment"]["fairness_mode"] == "beacon"
+    assert _game(api, mode="stake")["fairness"]["mode"] == "stake"  # a game's own choice wins
+    # Rake only: the mode stays as it was.
+    kept = api.put("/v1/tenant/settings", {"rake": {"bps": 100, "cap": None}})
+    assert kept.json()["fairness_mode"] == "beacon"
+    refused = api.post(
+        "/v1/games",
+        {"vigo_account_id": "a", "player_account_ids": ["b"], "stake": 1, "fairness_mode": "drand"},
+    )
+    assert refused.status_code == 422, refused.text
+    assert "fairness_mode" in refused.text

@@ -29,6 +29,7 @@ from pokna.fairness.seed_vault import seal_server_seed
 from pokna.game import new_game, state_to_dict
 from pokna.outbox import SessionOutbox
 from pokna.service_keys import ServiceKeys
+from pokna.tenants.settings import default_fairness_mode
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class NewGame:
     turn_timeout_seconds: int = 60
     rake: RakeTerms | None = None  # None: the tenant's default rake terms
     seat_labels: Sequence[str] | None = None  # the Vigo's first; signed into the commitment and the proof
-    beacon_chain: BeaconChain | None = None  # beacon mode: each roll also uses this drand chain's rounds
+    fairness_mode: str | None = None  # "stake" or "beacon"; None: the tenant's default
 
 
 def create_game(
@@ -53,8 +54,10 @@ def create_game(
     *,
     table_id: str | None = None,
     round_number: int | None = None,
+    beacon_chain: BeaconChain | None = None,
 ) -> GameOut:
-    """The new game as a client sees it, with its signed commitment."""
+    """The new game as a client sees it, with its signed commitment. `beacon_chain`: the drand chain this
+    service plays beacon-mode games against, committed to in the receipt of such a game."""
     account_ids = [terms.vigo_account_id, *terms.player_account_ids]
     fields = ["body.vigo_account_id"]
     fields += [f"body.player_account_ids.{index}" for index in range(len(terms.player_account_ids))]
@@ -96,7 +99,7 @@ def create_game(
             created_at=_rfc3339(clock.now),
             terms=signed_terms(config, account_ids, terms.seat_labels),
             private_key=keys.signing_key,
-            beacon_chain=terms.beacon_chain,
+            beacon_chain=_chain_for(session, tenant_id, terms.fairness_mode, beacon_chain),
         ),
         proof=None,
         public_token=new_public_token(),
@@ -156,6 +159,20 @@ def check_labels(labels: Sequence[str] | None, seat_count: int) -> None:
                 field=f"body.seat_labels.{index}",
             )
         seen[label.casefold()] = index
+
+
+def _chain_for(
+    session: Session, tenant_id: str, requested: str | None, beacon_chain: BeaconChain | None
+) -> BeaconChain | None:
+    """The chain a new game commits to: none in the default mode."""
+    mode = requested or default_fairness_mode(session, tenant_id)
+    if mode != "beacon":
+        return None
+    if beacon_chain is None:
+        raise InvalidRequest(
+            "this service plays no beacon-mode games: it has no drand relays", field="body.fairness_mode"
+        )
+    return beacon_chain
 
 
 def _rfc3339(moment: datetime) -> str:

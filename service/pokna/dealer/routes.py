@@ -101,11 +101,13 @@ def create_game(
         turn_timeout_seconds=body.turn_timeout_seconds,
         rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
         seat_labels=body.seat_labels,
-        beacon_chain=runtime.beacon.chain if body.fairness_mode == "beacon" else None,
+        fairness_mode=body.fairness_mode,
     )
 
     def work(session: Session) -> tuple[int, GameOut]:
-        return 201, dealer.create_game(session, runtime.keys, clock, tenant_id, terms)
+        return 201, dealer.create_game(
+            session, runtime.keys, clock, tenant_id, terms, beacon_chain=runtime.beacon.chain
+        )
 
     return idempotency.run(work, GameOut)
 
@@ -278,6 +280,8 @@ def deal_round(
     table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
 ) -> GameOut:
     def work(session: Session) -> tuple[int, GameOut]:
-        return 201, dealer.deal_round(session, runtime.keys, clock, tenant_id, table_id)
+        return 201, dealer.deal_round(
+            session, runtime.keys, clock, tenant_id, table_id, beacon_chain=runtime.beacon.chain
+        )
 
     return idempotency.run(work, GameOut)
