@@ -348,3 +348,39 @@ def test_the_tenant_default_mode_applies_to_games_that_name_none(
     )
     assert refused.status_code == 422, refused.text
     assert "fairness_mode" in refused.text
+
+
+def test_another_game_cannot_take_money_from_a_wallet_a_waiting_roll_holds(
+    client: TestClient, sessions: sessionmaker[Session], relay: BeaconRelay
+) -> None:
+    api = new_tenant(client, sessions)
+    waiting = _game(api)
+    shared = waiting["seats"][1]["account_id"]
+    other_vigo = api.wallet(START)
+    other = api.post(
+        "/v1/games", {"vigo_account_id": other_vigo, "player_account_ids": [shared], "stake": 10}
+    ).json()
+    relay.stop_publishing()
+    held = api.post(
+        f"/v1/games/{waiting['id']}/actions",
+        {"type": "start", "account_id": waiting["seats"][0]["account_id"]},
+    )
+    assert held.status_code == 202, held.text
+
+    # The other game's start would take the shared wallet's ante: refused, nothing written.
+    refused = api.post(f"/v1/games/{other['id']}/actions", {"type": "start", "account_id": other_vigo})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["code"] == "wallet_held"
+    assert api.get(f"/v1/games/{other['id']}").json()["status"] == "open"
+    assert api.balance(shared) == START
+    assert api.balance(other_vigo) == START
+
+    relay.resume_publishing()
+    # The waiting game resolves on its next action; then the other game plays as usual.
+    player = held.json()["seats"][1]["account_id"]
+    assert (
+        api.post(f"/v1/games/{waiting['id']}/actions", {"type": "roll", "account_id": player}).status_code
+        == 200
+    )
+    started = api.post(f"/v1/games/{other['id']}/actions", {"type": "start", "account_id": other_vigo})
+    assert started.status_code == 200, started.text

@@ -19,6 +19,7 @@ from pokna.dealer.stepping import apply_step
 from pokna.dealer.store import game_store
 from pokna.dealer.writes import GameWrites, decide_under_lock
 from pokna.drand import BeaconRelays
+from pokna.errors import WalletHeld
 from pokna.game import Timeout, state_from_dict, turn
 from pokna.game.events import TimedOut
 from pokna.service_keys import ServiceKeys
@@ -90,14 +91,17 @@ def apply_due_timeouts(
             ),
         )
         return DueApplied(0, 0 if resolved is None else 1)
-    applied = decide_under_lock(
-        session,
-        tenant_id,
-        game_id,
-        lambda writes, game, seats, balances: apply_passed_deadlines(
-            writes, keys, clock, game, seats, balances
-        ),
-    )
+    try:
+        applied = decide_under_lock(
+            session,
+            tenant_id,
+            game_id,
+            lambda writes, game, seats, balances: apply_passed_deadlines(
+                writes, keys, clock, game, seats, balances
+            ),
+        )
+    except WalletHeld:  # a seat's wallet waits on another game's beacon roll: the next sweep applies it
+        return DueApplied(0, 0)
     return DueApplied(len(applied), 0)
 
 
@@ -118,7 +122,10 @@ def caught_up(
         apply_passed_deadlines(writes, keys, clock, game, seats, balances)
         return game, seats
 
-    return decide_under_lock(session, tenant_id, game_id, catch_up)
+    try:
+        return decide_under_lock(session, tenant_id, game_id, catch_up)
+    except WalletHeld:  # a seat's wallet waits on another game's beacon roll: caught up after it resolves
+        return game, None
 
 
 def apply_passed_deadlines(

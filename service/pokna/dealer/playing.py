@@ -118,7 +118,7 @@ async def play(
         metrics.game_action(request.type, refusal.code)
         raise
     if not played.replayed:
-        metrics.game_action(request.type, "ok")
+        metrics.game_action(request.type, "ok" if played.waiting_round is None else "roll_pending")
     return played
 
 
@@ -188,7 +188,6 @@ async def _await_and_resolve(
     try:
         beacon_round = await run_in_threadpool(beacon.wait_for, round_number)
     except BeaconUnavailable:
-        metrics.game_action("beacon_wait", "beacon_unavailable")
         return None
 
     def decide(

@@ -30,6 +30,7 @@ from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecor
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import encode_rows
+from pokna.errors import WalletHeld
 from pokna.ledger import TransferBatch, hold_wallets_now
 from pokna.outbox import Event, Gathered
 
@@ -199,8 +200,12 @@ def write_now(session: Session, writes: GameWrites) -> None:
         for call in writes.beacon_calls(writes.after):
             connection.exec_driver_sql(BEACON_ROLL_WRITE, call)
     except DBAPIError as error:
-        if getattr(error.orig, "sqlstate", None) == STALE_BALANCES:
+        sqlstate = getattr(error.orig, "sqlstate", None)
+        if sqlstate == STALE_BALANCES:
             raise StaleBalances(str(error.orig)) from None
+        if sqlstate == HELD_WALLET:
+            diag = getattr(error.orig, "diag", None)
+            raise WalletHeld(str(getattr(diag, "message_primary", "") or error.orig)) from None
         raise
     writes.written(time.perf_counter() - started)
 
