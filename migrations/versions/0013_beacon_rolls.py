@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 
 revision = "0013_beacon_rolls"
 down_revision = "0011_distribution_keys"
@@ -63,14 +62,14 @@ BEGIN
         END IF;
         UPDATE account SET roll_hold_game_id = p_game_id
         WHERE tenant_id = p_tenant_id AND id IN (SELECT jsonb_array_elements_text(p_write->'account_ids'));
-        UPDATE game SET pending_roll = p_write->'pending_roll' WHERE tenant_id = p_tenant_id AND id = p_game_id;
+        UPDATE game SET pending_roll = (p_write->'pending_roll')::json WHERE tenant_id = p_tenant_id AND id = p_game_id;
     ELSIF p_phase = 'release' THEN
         UPDATE account SET roll_hold_game_id = NULL
         WHERE tenant_id = p_tenant_id AND roll_hold_game_id = p_game_id
             AND id IN (SELECT jsonb_array_elements_text(p_write->'account_ids'));
         UPDATE game SET pending_roll = NULL WHERE tenant_id = p_tenant_id AND id = p_game_id;
     ELSIF p_phase = 'rolls' THEN
-        UPDATE game_roll SET accepted_at = recorded.accepted_at, beacon = recorded.beacon
+        UPDATE game_roll SET accepted_at = recorded.accepted_at, beacon = recorded.beacon::json
         FROM jsonb_to_recordset(p_write->'rolls') AS recorded(nonce int, accepted_at text, beacon jsonb)
         WHERE game_roll.tenant_id = p_tenant_id AND game_roll.game_id = p_game_id
             AND game_roll.nonce = recorded.nonce;
@@ -88,9 +87,9 @@ def upgrade() -> None:
         sa.Column("fairness_mode", sa.String(length=16), server_default=sa.text("'stake'"), nullable=False),
     )
     op.create_check_constraint("fairness_mode_known", "tenant", "fairness_mode IN ('stake', 'beacon')")
-    op.add_column("game", sa.Column("pending_roll", postgresql.JSONB(), nullable=True))
+    op.add_column("game", sa.Column("pending_roll", sa.JSON(), nullable=True))
     op.add_column("game_roll", sa.Column("accepted_at", sa.String(length=24), nullable=True))
-    op.add_column("game_roll", sa.Column("beacon", postgresql.JSONB(), nullable=True))
+    op.add_column("game_roll", sa.Column("beacon", sa.JSON(), nullable=True))
     op.add_column("account", sa.Column("roll_hold_game_id", sa.String(length=40), nullable=True))
     op.execute(REFUSE_HELD_DEBIT)
     op.execute(

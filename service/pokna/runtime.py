@@ -6,7 +6,6 @@ can serve one PostgreSQL.
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 
 from sqlalchemy import Engine
@@ -16,7 +15,6 @@ from pokna.db import embedded
 from pokna.db.aio import AsyncDatabase
 from pokna.db.engine import Waits, make_engine, make_sessionmaker
 from pokna.drand import BeaconRelays
-from pokna.fairness.beacon import QUICKNET, BeaconChain
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
 
@@ -39,19 +37,12 @@ class Runtime:
     @cached_property
     def beacon(self) -> BeaconRelays:
         """The drand relays beacon-mode games read their rounds from (docs/operations.md, section 10)."""
-        return BeaconRelays.from_settings(self.settings, beacon_chain(self.settings))
+        return BeaconRelays.for_settings(self.settings)
 
     @cached_property
     def keys(self) -> ServiceKeys:
         """Loaded on first use, so commands that never sign anything never create development keys."""
         return load_service_keys(self.settings)
-
-
-def beacon_chain(settings: Settings) -> BeaconChain:
-    """The chain new beacon-mode games commit to: drand's quicknet, or POKNA_BEACON_CHAIN_FILE's."""
-    if settings.beacon_chain_file is None:
-        return QUICKNET
-    return BeaconChain.from_drand_info(json.loads(settings.beacon_chain_file.read_text(encoding="utf-8")))
 
 
 def database_url(settings: Settings) -> str:

@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 from pokna.cli.app import app as cli
 from pokna.crypto.signing import signature_problem
 from pokna.db.models.game import Game as GameRow
+from pokna.db.models.webhook import WebhookEvent
 from pokna.db.types import utc_now
 from pokna.dealer.deadlines import Clock
 from pokna.fairness.beacon import BeaconChain, beacon_roll, first_round_after_ms, parse_timestamp_ms
@@ -117,6 +118,18 @@ def _play_to_the_end(api: TenantApi, relay: BeaconRelay, game: dict[str, Any]) -
             accepted = [event for event in _events(api, game["id"]) if event["kind"] == "roll_accepted"][-1]
             assert accepted["data"]["beacon_round"] > latest_before
     raise AssertionError(f"game {game['id']} did not end: {game}")
+
+
+def _announced(sessions: sessionmaker[Session], game_id: str) -> list[str]:
+    """The webhook events recorded for the game, in order (the outbox the dispatcher delivers from)."""
+    with sessions() as session:
+        return list(
+            session.scalars(
+                select(WebhookEvent.type)
+                .where(WebhookEvent.ordering_key == game_id)
+                .order_by(WebhookEvent.seq)
+            )
+        )
 
 
 def _events(api: TenantApi, game_id: str) -> list[dict[str, Any]]:
@@ -245,6 +258,8 @@ def test_a_beacon_that_stops_publishing_leaves_the_roll_pending_and_the_wallets_
     assert replay.status_code == 202
     assert replay.json() == accepted.json()
 
+    assert _announced(sessions, game["id"]).count("game.started") == 0  # accepted, not started
+
     # The sweep resolves it once the round is served (past the request's own wait).
     relay.resume_publishing()
     clock = Clock(now=utc_now() + timedelta(seconds=30), open_game_ttl=timedelta(hours=1))
@@ -256,6 +271,7 @@ def test_a_beacon_that_stops_publishing_leaves_the_roll_pending_and_the_wallets_
     assert resolved["status"] == "in_progress"
     assert resolved["fairness"]["next_nonce"] == 1  # the favor roll, drawn with the named round
     assert api.withdraw(vigo, 1).status_code == 201  # the hold is gone
+    assert _announced(sessions, game["id"]).count("game.started") == 1  # the webhook that it resolved
 
     game = _play_to_the_end(api, relay, resolved)
     proof = api.get(f"/v1/games/{game['id']}/proof").json()

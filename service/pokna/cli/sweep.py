@@ -13,7 +13,6 @@ from pokna.cli.command_session import command_sessions
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
 from pokna.drand import BeaconRelays
-from pokna.runtime import beacon_chain
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 from pokna.sweep import sweep as sweep_all
@@ -30,7 +29,7 @@ def sweep(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable
             load_service_keys(settings),
             clock,
             webhook_retention=timedelta(seconds=settings.webhook_retention_seconds),
-            beacon=BeaconRelays.from_settings(settings, beacon_chain(settings)),
+            beacon=BeaconRelays.for_settings(settings),
         )
     if as_json:
         typer.echo(json.dumps(vars(report)))

@@ -135,7 +135,9 @@ def get_game(
     description="One action for one seat (named by `account_id`). `turn.allowed_actions` of the last "
     "answer lists what is accepted now. Deadlines that passed meanwhile are applied first; if the action is "
     "then refused, the problem's `timed_out` lists what they applied. The answer carries the rolls the "
-    "action made.",
+    "action made. In a beacon-mode game a drawing action is accepted first (signed, naming the drand round its "
+    "rolls use, which does not exist yet), then resolved when that round arrives: the answer waits for it, "
+    "at most one period plus a margin, or is 202 with `fairness.pending_roll` (docs/fairness.md, 1c).",
     responses={
         202: {
             "model": GameActionOut,

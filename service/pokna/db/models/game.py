@@ -14,7 +14,6 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pokna.db.base import Base
@@ -81,7 +80,7 @@ class Game(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # A beacon-mode drawing action accepted and waiting for its round (migrations/versions/0013_beacon_rolls.py).
-    pending_roll: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    pending_roll: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class GameSeat(Base):
@@ -120,7 +119,7 @@ class GameRoll(Base):
     rolled_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # Beacon mode only: when the drawing action was accepted, and the drand round the roll used.
     accepted_at: Mapped[str | None] = mapped_column(String(24), nullable=True)
-    beacon: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    beacon: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class GameEvent(Base):
