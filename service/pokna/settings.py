@@ -103,7 +103,8 @@ class Settings(BaseSettings):
         default=None,
         description="A drand chain's /info document (JSON) to play beacon-mode games against instead of "
         "drand's quicknet: a private or test beacon. Verifiers trust only quicknet unless told to trust this "
-        "chain too (`pokna verify --beacon-chain`), since whoever holds its key chooses its rounds.",
+        "chain too (`pokna verify` and `pokna audit verify` with `--beacon-chain`, the page with "
+        "`?beacon_chain=`), since whoever holds its key chooses its rounds.",
     )
     beacon_request_timeout_seconds: float = Field(
         default=2.0, gt=0, le=30, description="How long one request to one drand relay may take."
