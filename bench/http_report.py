@@ -134,9 +134,11 @@ def report(
 def print_report(result: dict[str, Any]) -> None:
     out = sys.stdout
     settings = result["settings"]
+    compared = settings.get("compare_tenants")
+    tenants = f"1 and {compared}" if compared else settings["tenants"]
     print(
         f"\nclients={settings['clients']} workers={settings['workers']} phase={settings['duration_s']}s "
-        f"rounds={settings['rounds']} players/game={settings['players_per_game']} tenants={settings['tenants']} "
+        f"rounds={settings['rounds']} players/game={settings['players_per_game']} tenants={tenants} "
         f"shared_wallets={settings['shared_wallets']} nproc={result['machine']['nproc']}",
         file=out,
     )
