@@ -14,7 +14,7 @@ roll used, and the wallets a waiting roll holds.
   any balance decrease of a held wallet (SQLSTATE PK423); the resolution releases the hold before it posts.
 
 Revision ID: 0013_beacon_rolls
-Revises: 0011_distribution_keys
+Revises: 0012_head_last
 Create Date: 2026-12-02
 """
 
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013_beacon_rolls"
-down_revision = "0011_distribution_keys"
+down_revision = "0012_head_last"
 branch_labels = None
 depends_on = None
 
