@@ -21,7 +21,12 @@ type, the CPU each side used per request, errors (must be 0), and each phase aga
 reference phases just before and after it.
 
     .venv/bin/python bench/games_http.py [--clients 8] [--workers 2] [--duration 10] [--rounds 3]
-        [--phases games,deposits,baseline] [--games N] [--players 3] [--tenants 1] [--shared-wallets] [--seed 1] [--keep-nagle] [--output FILE]
+        [--phases games,deposits,baseline] [--games N] [--players 3] [--tenants 1 | --compare-tenants 8] [--shared-wallets] [--seed 1] [--keep-nagle] [--output FILE]
+
+With `--compare-tenants N` (issue 25) there are no reference phases: each phase kind runs with the
+clients spread over N tenants, then with as many clients (their own wallets) all in one tenant, round after
+round, and a closing N-tenant phase of each kind; each one-tenant phase is divided by the mean of the
+N-tenant phases of its kind just before and after it ("one tenant against many" in the report).
 
 Loopback only; the load generator runs on the same machine as the server and PostgreSQL. With
 `--workers` > 1 the listening socket gets TCP_NODELAY (uvicorn#3149 drops it; see baseline_app.py);
@@ -220,7 +225,7 @@ SINGLE_REQUEST_KINDS = {"reference": "reference", "baseline": "baseline", "depos
 
 @dataclass
 class Phase:
-    kind: str  # "games", or a key of WORKLOADS
+    kind: str  # "games", or a key of WORKLOADS; with --compare-tenants, "@" and the tenant count follow
     seconds: float
     tally: Tally
     cpu: dict[str, float]
@@ -252,7 +257,7 @@ class Phase:
             }
             for kind, samples in sorted(self.tally.latencies.items())
         }
-        if self.kind == "games":
+        if self.kind.split("@")[0] == "games":
             actions = self.action_latencies
             latency["action (all types)"] = {
                 "count": len(actions),
@@ -437,6 +442,13 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--stake", type=int, default=5)
     parser.add_argument("--tenants", type=int, default=1, help="clients are spread round-robin over tenants")
     parser.add_argument(
+        "--compare-tenants",
+        type=int,
+        default=None,
+        metavar="N",
+        help="issue 25: each phase twice, the clients in one tenant and spread over N; no reference phases",
+    )
+    parser.add_argument(
         "--shared-wallets", action="store_true", help="all of a tenant's clients seat the same wallets"
     )
     parser.add_argument(
@@ -472,7 +484,8 @@ def main() -> int:
     with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-bench-") as scratch:
         data_dir = Path(scratch) / "data"
         load_service_keys(Settings(data_dir=data_dir))  # development keys made once, before the workers race
-        keys = create_tenants(database.url, options.tenants)
+        tenant_count = options.compare_tenants or options.tenants
+        keys = create_tenants(database.url, tenant_count)
         reference_app.seed(
             reference_app.libpq_conninfo(database.url),
             "reference-tenant",
@@ -496,37 +509,48 @@ def main() -> int:
             serving_reference(env, options.workers, scratch_path / "reference.log") as reference,
         ):
             clients = seat_clients(server.base_url, reference.base_url, keys, options)
+            # --compare-tenants: the same number of clients again, all in one tenant (their own wallets).
+            alone = (
+                []
+                if options.compare_tenants is None
+                else seat_clients(server.base_url, reference.base_url, keys[:1], options)
+            )
             product_pids = (server.process.pid, database.postmaster_pid)
             reference_pids = (reference.process.pid, database.postmaster_pid)
 
-            def phase(kind: str, seconds: float) -> Phase:
+            def phase(named: str, seconds: float) -> Phase:
+                kind, _, tenants_of_phase = named.partition("@")
                 pids = reference_pids if kind == "reference" else product_pids
+                players = alone if tenants_of_phase == "1" else clients
                 if kind == "games":
                     budget = GameBudget(options.games if seconds == options.duration else None)
                     return run_phase(
-                        kind,
-                        clients,
+                        named,
+                        players,
                         seconds,
                         pids,
                         lambda client, deadline: play_games(client, deadline, budget, options.stake),
                     )
-                return run_phase(kind, clients, seconds, pids, WORKLOADS[kind])
+                return run_phase(named, players, seconds, pids, WORKLOADS[kind])
 
             print(
                 f"serving on {server.base_url}, reference on {reference.base_url}; warming up",
                 file=sys.stderr,
             )
-            for kind in ("reference", *kinds):
-                phase(kind, options.warmup)
-            analyze(database.url)
-            phases = [phase("reference", options.duration)]
-            for round_number in range(options.rounds):
-                for kind in kinds:
-                    phases.append(phase(kind, options.duration))
-                    phases.append(phase("reference", options.duration))
-                print(f"round {round_number + 1}/{options.rounds} done", file=sys.stderr)
+            if options.compare_tenants is not None:
+                phases = compared_phases(phase, lambda: analyze(database.url), kinds, options)
+            else:
+                for kind in ("reference", *kinds):
+                    phase(kind, options.warmup)
+                analyze(database.url)
+                phases = [phase("reference", options.duration)]
+                for round_number in range(options.rounds):
+                    for kind in kinds:
+                        phases.append(phase(kind, options.duration))
+                        phases.append(phase("reference", options.duration))
+                    print(f"round {round_number + 1}/{options.rounds} done", file=sys.stderr)
             problems = books_balance(server.base_url, keys)
-            for client in clients:
+            for client in clients + alone:
                 client.http.close()
                 client.reference.close()
         result = report(
@@ -544,6 +568,29 @@ def main() -> int:
     return 1 if result["errors"] else 0
 
 
+def compared_phases(
+    phase: Callable[[str, float], Phase],
+    after_warmup: Callable[[], None],
+    kinds: list[str],
+    options: argparse.Namespace,
+) -> list[Phase]:
+    """Issue 25: per round and kind, the clients spread over N tenants, then the same number in one; a
+    closing N-tenant phase of each kind, so that every one-tenant phase has a neighbour on both sides."""
+    many = f"@{options.compare_tenants}"
+    for kind in kinds:
+        phase(kind + many, options.warmup)
+        phase(kind + "@1", options.warmup)
+    after_warmup()
+    phases = []
+    for round_number in range(options.rounds):
+        for kind in kinds:
+            phases.append(phase(kind + many, options.duration))
+            phases.append(phase(kind + "@1", options.duration))
+        print(f"round {round_number + 1}/{options.rounds} done", file=sys.stderr)
+    phases.extend(phase(kind + many, options.duration) for kind in kinds)
+    return phases
+
+
 def settings(options: argparse.Namespace) -> dict[str, Any]:
     return {
         "clients": options.clients,
@@ -554,6 +601,7 @@ def settings(options: argparse.Namespace) -> dict[str, Any]:
         "games_cap": options.games,
         "players_per_game": options.players,
         "tenants": options.tenants,
+        "compare_tenants": options.compare_tenants,
         "shared_wallets": options.shared_wallets,
         "seed": options.seed,
         "log_level": os.environ.get("POKNA_LOG_LEVEL", "INFO"),

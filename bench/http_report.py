@@ -22,6 +22,11 @@ HEADLINE = {
 }
 
 
+def headline(kind: str) -> tuple[str, str]:
+    """A phase kind's rate and latency row; `games@1` (a --compare-tenants phase) counts as `games`."""
+    return HEADLINE[kind.split("@")[0]]
+
+
 def _value(row: dict[str, Any], *path: str) -> float | None:
     value: Any = row
     for key in path:
@@ -45,8 +50,30 @@ def against_reference(summaries: list[dict[str, Any]]) -> dict[str, list[float]]
         neighbours = [r["requests_per_s"] for r in (before, after) if r is not None]
         if not neighbours:
             continue
-        rate_key, _ = HEADLINE[row["kind"]]
+        rate_key, _ = headline(row["kind"])
         ratios.setdefault(row["kind"], []).append(row[rate_key] / (sum(neighbours) / len(neighbours)))
+    return ratios
+
+
+def one_over_many(summaries: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """With --compare-tenants: kind -> [rate of a `kind@1` phase / mean of the `kind@N` phases (N > 1) just
+    before and after it], one per one-tenant phase."""
+    ratios: dict[str, list[float]] = {}
+    for index, row in enumerate(summaries):
+        kind, _, tenants = row["kind"].partition("@")
+        if tenants != "1":
+            continue
+
+        def many(candidate: dict[str, Any], kind: str = kind) -> bool:
+            other, _, count = candidate["kind"].partition("@")
+            return other == kind and count not in ("", "1")
+
+        before = next((r for r in reversed(summaries[:index]) if many(r)), None)
+        after = next((r for r in summaries[index + 1 :] if many(r)), None)
+        rate_key, _ = headline(row["kind"])
+        neighbours = [r[rate_key] for r in (before, after) if r is not None]
+        if neighbours:
+            ratios.setdefault(kind, []).append(row[rate_key] / (sum(neighbours) / len(neighbours)))
     return ratios
 
 
@@ -60,10 +87,10 @@ def report(
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for row in summaries:
         by_kind.setdefault(row["kind"], []).append(row)
-    games = by_kind.get("games", [])
+    games = [row for row in summaries if row["kind"].split("@")[0] == "games"]
     per_kind = {}
     for kind, rows in by_kind.items():
-        rate_key, latency_key = HEADLINE[kind]
+        rate_key, latency_key = headline(kind)
         per_kind[kind] = {
             "phases": len(rows),
             "rate_per_s": _median(rows, rate_key),
@@ -94,6 +121,10 @@ def report(
         "ratio_to_reference": {
             kind: {"median": median(values), "per_phase": values} for kind, values in ratios.items()
         },
+        "one_over_many_tenants": {
+            kind: {"median": median(values), "per_phase": values}
+            for kind, values in one_over_many(summaries).items()
+        },
         "errors": sum(s["errors"] for s in summaries) + len(problems),
         "problems": problems,
         "first_errors": first_errors,
@@ -103,9 +134,11 @@ def report(
 def print_report(result: dict[str, Any]) -> None:
     out = sys.stdout
     settings = result["settings"]
+    compared = settings.get("compare_tenants")
+    tenants = f"1 and {compared}" if compared else settings["tenants"]
     print(
         f"\nclients={settings['clients']} workers={settings['workers']} phase={settings['duration_s']}s "
-        f"rounds={settings['rounds']} players/game={settings['players_per_game']} tenants={settings['tenants']} "
+        f"rounds={settings['rounds']} players/game={settings['players_per_game']} tenants={tenants} "
         f"shared_wallets={settings['shared_wallets']} nproc={result['machine']['nproc']}",
         file=out,
     )
@@ -115,7 +148,7 @@ def print_report(result: dict[str, Any]) -> None:
         file=out,
     )
     for row in result["phases"]:
-        rate_key, latency_key = HEADLINE[row["kind"]]
+        rate_key, latency_key = headline(row["kind"])
         latency = row["latency"].get(latency_key, {"p50_ms": float("nan"), "p99_ms": float("nan")})
         cpu = row["cpu_ms_per_request"]
         load = "{:.1f}-{:.1f}".format(*row["load_1min"])
@@ -147,6 +180,11 @@ def print_report(result: dict[str, Any]) -> None:
     for kind, ratio in result["ratio_to_reference"].items():
         rounds = ", ".join(f"{value:.2f}" for value in ratio["per_phase"])
         print(f"  {kind:<10} {ratio['median']:.2f}x   (per phase: {rounds})", file=out)
+    if result["one_over_many_tenants"]:
+        print("\none tenant against many (rate of a one-tenant phase / mean of its neighbours)", file=out)
+        for kind, ratio in result["one_over_many_tenants"].items():
+            rounds = ", ".join(f"{value:.2f}" for value in ratio["per_phase"])
+            print(f"  {kind:<10} {ratio['median']:.2f}x   (per phase: {rounds})", file=out)
     print(f"  errors: {result['errors']}", file=out)
     for error in result["first_errors"] + result["problems"]:
         print(f"    {error}", file=out)

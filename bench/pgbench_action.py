@@ -15,11 +15,20 @@ the ceiling can be read without it. Each client has its own tenant (as issue 24'
 8 clients, one tenant each), its own game and two wallets it moves 1 credit between.
 
     .venv/bin/python bench/pgbench_action.py [--clients 8] [--seconds 10] [--tenants 8] [--unkeyed]
+    .venv/bin/python bench/pgbench_action.py --compare [--rounds 3] [--clients 8] [--seconds 10]
+
+`--compare` (issue 25) sets up both shapes in one database, the clients spread over `--clients` tenants
+(one each) and the same number of clients all in one tenant, and alternates them phase by phase, for two
+workloads: the keyed action as above, with `game_write()` and COMMIT sent in one pipeline as the product
+sends them (so no client turn under the tenant's ledger head), and a bare posting, one autocommit
+`ledger_post()` call of one two-leg transfer. Each one-tenant phase is divided by the mean of the
+eight-tenant phases of the same workload just before and after it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import subprocess
 import sys
@@ -85,14 +94,35 @@ CREATE TABLE IF NOT EXISTS bench_pgbench_client (
 """
 
 
-def _script(keyed: bool, only_documents: bool) -> str:
+def _script(
+    keyed: bool,
+    only_documents: bool,
+    *,
+    pipelined: bool = False,
+    posting: bool = False,
+    function: str = "game_write",
+) -> str:
+    """`pipelined`: game_write() and COMMIT in one pipeline, as pokna.dealer.playing sends them. `posting`:
+    instead of the action, one autocommit ledger_post() of the step's transfer. The client row is
+    `client_id + :base` (pgbench's `-D base=N`, always given)."""
     lock = LOCK_GAME_AND_SEATS.replace("%(game_id)s", ":g").replace("%(tenant_id)s", ":t")
     parts = [
+        "\\set row :client_id + :base",
         "SELECT tenant_id AS t, game_id AS g, payer AS a, payee AS b "
-        "FROM bench_pgbench_client WHERE client_id = :client_id \\gset",
+        "FROM bench_pgbench_client WHERE client_id = :row \\gset",
         # Alternate the direction, so that no wallet runs dry.
         "\\set flip random(0, 1)",
     ]
+    if posting:
+        step = "bench_step(:t, :g, CASE WHEN :flip = 1 THEN :a ELSE :b END, CASE WHEN :flip = 1 THEN :b ELSE :a END)"
+        return "\n".join(
+            [
+                *parts,
+                # A refusal is an error (division by zero), so that pgbench never counts it as a posting.
+                f"SELECT 1 / (status = 'posted')::int FROM ledger_post(:t, ({step}->'steps'->0->'batch')::jsonb);",
+                "",
+            ]
+        )
     if only_documents:
         return "\n".join([*parts, "SELECT bench_step(:t, :g, :a, :b);", ""])
     if keyed:
@@ -107,6 +137,17 @@ def _script(keyed: bool, only_documents: bool) -> str:
             "SELECT claim_token, created_at FROM idempotency_record WHERE tenant_id = :t AND key = :k_key "
             "FOR UPDATE;"
         )
+    if pipelined:
+        step = "bench_step(:t, :g, CASE WHEN :flip = 1 THEN :a ELSE :b END, CASE WHEN :flip = 1 THEN :b ELSE :a END)"
+        parts += [
+            " ".join(lock.split()) + ";",
+            "\\startpipeline",
+            f"SELECT {function}(:t, {step});",
+            "COMMIT;",
+            "\\endpipeline",
+            "",
+        ]
+        return "\n".join(parts)
     parts += [
         " ".join(lock.split()) + ";",
         "\\if :flip",
@@ -120,7 +161,9 @@ def _script(keyed: bool, only_documents: bool) -> str:
     return "\n".join(parts)
 
 
-def _set_up(url: str, data_dir: Path, tenants: int, clients: int) -> None:
+def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_too: bool = False) -> None:
+    """Clients 0 .. clients-1 spread round-robin over `tenants`; with `one_tenant_too`, clients `clients` ..
+    2*clients-1 as well, all in one more tenant."""
     keys = load_service_keys(Settings(data_dir=data_dir))
     clock = dealer.Clock(now=datetime.now(UTC), open_game_ttl=timedelta(days=30))
     engine = make_engine(url)
@@ -128,8 +171,11 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int) -> None:
     with unit_of_work(sessions) as session:
         session.connection().exec_driver_sql(BENCH_STEP)
         tenant_ids = [create_tenant(session, f"pgbench {index}").id for index in range(tenants)]
-        for client in range(clients):
-            tenant_id = tenant_ids[client % tenants]
+        placed = [tenant_ids[client % tenants] for client in range(clients)]
+        if one_tenant_too:
+            alone = create_tenant(session, "pgbench alone").id
+            placed += [alone] * clients
+        for client, tenant_id in enumerate(placed):
             wallets = []
             for seat in range(3):
                 wallet = open_account(
@@ -148,11 +194,11 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int) -> None:
     engine.dispose()
 
 
-def _pgbench(url: str, script: Path, clients: int, seconds: int) -> float:
+def _pgbench(url: str, script: Path, clients: int, seconds: int, base: int = 0) -> float:
     target = make_url(url)
     command = [
         str(find_bindir() / "pgbench"), "-n", "-M", "prepared", "-c", str(clients), "-j", "2",
-        "-T", str(seconds), "-f", str(script),
+        "-T", str(seconds), "-f", str(script), "-D", f"base={base}",
         "-h", target.host or "127.0.0.1", "-p", str(target.port or 5432), "-U", target.username or "postgres",
         target.database or "postgres",
     ]  # fmt: skip
@@ -172,7 +218,20 @@ def main() -> int:
     parser.add_argument("--tenants", type=int, default=8)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--unkeyed", action="store_true", help="the action without an Idempotency-Key")
+    parser.add_argument("--compare", action="store_true", help="one tenant against --clients tenants")
+    parser.add_argument(
+        "--head-first-too", action="store_true", help="with --compare: also 0011's game_write(), head first"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --compare: rounds of phases")
     options = parser.parse_args()
+    if options.compare:
+        return _compare(
+            options.clients,
+            options.seconds,
+            options.rounds,
+            keyed=not options.unkeyed,
+            head_first_too=options.head_first_too,
+        )
     with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-pgbench-") as scratch:
         _set_up(database.url, Path(scratch) / "data", options.tenants, options.clients)
         results: dict[str, list[float]] = {}
@@ -194,6 +253,64 @@ def main() -> int:
         f"{results['documents only'][0]:.0f}/s"
     )
     return 0
+
+
+def _compare(clients: int, seconds: int, rounds: int, *, keyed: bool, head_first_too: bool) -> int:
+    """One tenant against `clients` tenants, alternating in one database (bench/README.md, "Issue 25").
+    `head_first_too`: the action also through 0011's game_write(), which posts before the step's other
+    rows (installed here as game_write_head_first), to compare the two in one run."""
+    with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-pgbench-") as scratch:
+        _set_up(database.url, Path(scratch) / "data", clients, clients, one_tenant_too=True)
+        workloads = {"action": "game_write", "posting": ""}
+        if head_first_too:
+            _install_head_first(database.url)
+            workloads = {"action": "game_write", "head first": "game_write_head_first", "posting": ""}
+        scripts = {}
+        for workload, function in workloads.items():
+            scripts[workload] = Path(scratch) / f"{workload.replace(' ', '_')}.sql"
+            scripts[workload].write_text(
+                _script(keyed, False, pipelined=True, posting=not function, function=function or "game_write")
+            )
+        shapes = {"eight": 0, "one": clients}  # the client rows' base
+        for script in scripts.values():  # warm-up
+            for base in shapes.values():
+                _pgbench(database.url, script, clients, 2, base)
+        rates: dict[tuple[str, str], list[float]] = {}
+        for round_number in range(rounds):
+            for workload, script in scripts.items():
+                for shape, base in shapes.items():
+                    tps = _pgbench(database.url, script, clients, seconds, base)
+                    rates.setdefault((workload, shape), []).append(tps)
+                    print(f"round {round_number + 1} {workload:<10} {shape:<6} {tps:>9.1f} tx/s", flush=True)
+        for workload, script in scripts.items():
+            tps = _pgbench(database.url, script, clients, seconds, shapes["eight"])
+            rates[(workload, "eight")].append(tps)
+            print(f"closing  {workload:<10} eight  {tps:>9.1f} tx/s", flush=True)
+    print()
+    for workload in scripts:
+        eight, one = rates[(workload, "eight")], rates[(workload, "one")]
+        ratios = [one[i] / ((eight[i] + eight[i + 1]) / 2) for i in range(len(one))]
+        print(
+            f"{workload:<10} one tenant {sorted(one)[len(one) // 2]:.0f} tx/s, {clients} tenants "
+            f"{sorted(eight)[len(eight) // 2]:.0f} tx/s; one / {clients} per phase: "
+            f"{', '.join(f'{r:.2f}' for r in ratios)} (median {sorted(ratios)[len(ratios) // 2]:.2f}x)"
+        )
+    return 0
+
+
+def _install_head_first(url: str) -> None:
+    source = Path(__file__).resolve().parent.parent / "migrations" / "versions" / "0011_distribution_keys.py"
+    spec = importlib.util.spec_from_file_location("pokna_migration_0011", source)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            module.GAME_WRITE.replace("FUNCTION game_write(", "FUNCTION game_write_head_first(")
+        )
+    engine.dispose()
 
 
 if __name__ == "__main__":

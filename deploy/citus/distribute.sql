@@ -25,4 +25,5 @@ SELECT create_distributed_table('webhook_delivery', 'tenant_id', colocate_with =
 SELECT create_distributed_function('ledger_post(text, jsonb)', 'p_tenant_id', colocate_with => 'journal_transaction', force_delegation => true);
 SELECT create_distributed_function('game_write(text, json)', 'p_tenant_id', colocate_with => 'journal_transaction', force_delegation => true);
 SELECT create_distributed_function('ledger_move(text, json)', 'p_tenant_id', colocate_with => 'journal_transaction', force_delegation => true);
+SELECT create_distributed_function('beacon_roll_write(text, text, text, jsonb)', 'p_tenant_id', colocate_with => 'journal_transaction', force_delegation => true);
 COMMIT;

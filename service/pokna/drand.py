@@ -11,6 +11,7 @@ pokna.fairness.beacon.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import httpx
 
 from pokna.errors import PoknaError
 from pokna.fairness.beacon import (
+    QUICKNET,
     BeaconChain,
     BeaconError,
     BeaconRound,
@@ -32,6 +34,13 @@ from pokna.fairness.json_reader import JsonReader
 from pokna.settings import Settings
 
 POLL_SECONDS = 0.25  # between two asks for a round that is due but not yet served
+
+
+def beacon_chain(settings: Settings) -> BeaconChain:
+    """The chain new beacon-mode games commit to: drand's quicknet, or POKNA_BEACON_CHAIN_FILE's."""
+    if settings.beacon_chain_file is None:
+        return QUICKNET
+    return BeaconChain.from_drand_info(json.loads(settings.beacon_chain_file.read_text(encoding="utf-8")))
 
 
 class BeaconUnavailable(PoknaError):
@@ -56,6 +65,11 @@ class BeaconRelays:
     client: httpx.Client = field(default_factory=lambda: httpx.Client(follow_redirects=False))
 
     @classmethod
+    def for_settings(cls, settings: Settings) -> BeaconRelays:
+        """The relays of POKNA_BEACON_URLS, for the chain new beacon-mode games commit to."""
+        return cls.from_settings(settings, beacon_chain(settings))
+
+    @classmethod
     def from_settings(cls, settings: Settings, chain: BeaconChain) -> BeaconRelays:
         return cls(
             urls=settings.beacon_urls,
@@ -73,6 +87,10 @@ class BeaconRelays:
     def round_for(self, accepted_at_ms: int) -> int:
         """The round an action accepted at `accepted_at_ms` draws: the first published strictly after it."""
         return first_round_after_ms(self.chain, accepted_at_ms)
+
+    def due_within_a_period(self, round_number: int) -> bool:
+        """Whether `round_number` is published by one period from now: worth waiting for in a request."""
+        return round_published_at_ms(self.chain, round_number) <= self.now_ms() + self.chain.period * 1000
 
     def latest(self) -> BeaconRound:
         """The newest round a relay serves, verified. Raises BeaconUnavailable if no relay serves one."""

@@ -94,3 +94,12 @@ class DatabaseUnavailable(PoknaError):
     code = "database_unavailable"
     status = 503
     title = "Database unavailable"
+
+
+class WalletHeld(Conflict):
+    """Money would leave a wallet that a beacon-mode game's accepted roll holds until it resolves (the
+    database refuses it with SQLSTATE PK423: migrations/versions/0013_beacon_rolls.py)."""
+
+    code = "wallet_held"
+    title = "The wallet is held by a waiting beacon roll"
+    sqlstate = "PK423"

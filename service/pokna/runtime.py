@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db import embedded
 from pokna.db.aio import AsyncDatabase
 from pokna.db.engine import Waits, make_engine, make_sessionmaker
+from pokna.drand import BeaconRelays
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
 
@@ -32,6 +33,11 @@ class Runtime:
     def aio(self) -> AsyncDatabase:
         """The hot paths' async connections to the engine's database, with the same waits."""
         return AsyncDatabase.for_engine(self.engine, waits_of(self.settings))
+
+    @cached_property
+    def beacon(self) -> BeaconRelays:
+        """The drand relays beacon-mode games read their rounds from (docs/operations.md, section 10)."""
+        return BeaconRelays.for_settings(self.settings)
 
     @cached_property
     def keys(self) -> ServiceKeys:

@@ -99,6 +99,13 @@ class Settings(BaseSettings):
         description="drand relays (comma-separated http(s) roots) serving quicknet for beacon-mode games; "
         "asked in order, the first that answers with a round that verifies is used.",
     )
+    beacon_chain_file: Path | None = Field(
+        default=None,
+        description="A drand chain's /info document (JSON) to play beacon-mode games against instead of "
+        "drand's quicknet: a private or test beacon. Verifiers trust only quicknet unless told to trust this "
+        "chain too (`pokna verify` and `pokna audit verify` with `--beacon-chain`, the page with "
+        "`?beacon_chain=`), since whoever holds its key chooses its rounds.",
+    )
     beacon_request_timeout_seconds: float = Field(
         default=2.0, gt=0, le=30, description="How long one request to one drand relay may take."
     )
@@ -266,6 +273,7 @@ VALID_VALUES: dict[str, str] = {
     "request_body_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_BODY_TIMEOUT_SECONDS=30",
     "open_game_ttl_seconds": "an integer of at least 1, e.g. POKNA_OPEN_GAME_TTL_SECONDS=600",
     "beacon_urls": "http(s) URLs, comma-separated, e.g. POKNA_BEACON_URLS=https://api.drand.sh,https://drand.cloudflare.com",
+    "beacon_chain_file": "a path to a drand /info JSON file, e.g. POKNA_BEACON_CHAIN_FILE=/etc/pokna/beacon-info.json",
     "beacon_request_timeout_seconds": "seconds, more than 0 and at most 30, e.g. POKNA_BEACON_REQUEST_TIMEOUT_SECONDS=2",
     "beacon_wait_margin_seconds": "seconds, 0 to 30, e.g. POKNA_BEACON_WAIT_MARGIN_SECONDS=2",
     "webhook_timeout_seconds": "seconds, more than 0 and at most 60, e.g. POKNA_WEBHOOK_TIMEOUT_SECONDS=10",

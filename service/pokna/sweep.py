@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.dealer.service import Clock, apply_due_timeouts, due_games
+from pokna.drand import BeaconRelays
 from pokna.idempotency.service import purge_expired
 from pokna.ledger.checkpoint import checkpoint_moved_heads
 from pokna.service_keys import ServiceKeys
@@ -27,6 +28,7 @@ WEBHOOK_RETENTION = timedelta(days=7)
 class SweepReport:
     games: int
     timeouts: int
+    rolls_resolved: int
     idempotency_records_purged: int
     checkpoints_taken: int
     webhook_events_purged: int
@@ -38,20 +40,24 @@ def sweep(
     clock: Clock,
     batch: int = 500,
     webhook_retention: timedelta = WEBHOOK_RETENTION,
+    beacon: BeaconRelays | None = None,
 ) -> SweepReport:
     """Tenant by tenant, so that every statement runs where one tenant's rows are (docs/scaling.md); each
     game in its own transaction, so one stuck game cannot hold back the rest. `batch` bounds each
-    tenant's games per sweep."""
+    tenant's games per sweep. `beacon`: the relays a beacon-mode game's waiting roll reads its round from
+    (without them, such rolls wait for the next sweep that has them, or the next action on the game)."""
     with unit_of_work(sessions) as session:
         tenant_ids = tenants.tenant_ids(session)
-    games = timeouts = purged = webhook_events = 0
+    games = timeouts = rolls = purged = webhook_events = 0
     for tenant_id in tenant_ids:
         with unit_of_work(sessions) as session:
             due = due_games(session, tenant_id, clock.now, batch)
         games += len(due)
         for _, game_id in due:
             with unit_of_work(sessions) as session:
-                timeouts += apply_due_timeouts(session, keys, clock, tenant_id, game_id)
+                applied = apply_due_timeouts(session, keys, clock, tenant_id, game_id, beacon)
+            timeouts += applied.timeouts
+            rolls += applied.rolls_resolved
         with unit_of_work(sessions) as session:
             purged += purge_expired(session, clock.now, tenant_id)
         while True:
@@ -65,6 +71,7 @@ def sweep(
     return SweepReport(
         games=games,
         timeouts=timeouts,
+        rolls_resolved=rolls,
         idempotency_records_purged=purged,
         checkpoints_taken=checkpoints,
         webhook_events_purged=webhook_events,

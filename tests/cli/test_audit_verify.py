@@ -72,3 +72,18 @@ def test_verify_reads_the_export_from_stdin() -> None:
     dropped = runner.invoke(app, ["audit", "verify", "-"], input="".join(lines[:20] + lines[21:]).encode())
     assert dropped.exit_code == 1
     assert "seq 21 missing before seq 22" in dropped.output
+
+
+def test_a_beacon_chain_is_for_a_bundle_and_must_be_a_drand_info_document(tmp_path: Path) -> None:
+    export, chain = tmp_path / "ledger.jsonl", tmp_path / "info.json"
+    export.write_text("".join(_export_lines(3)))
+    chain.write_text(json.dumps({"public_key": "ab", "period": 3}))  # no genesis_time
+    unreadable = runner.invoke(app, ["audit", "verify", str(export), "--beacon-chain", str(chain)])
+    assert unreadable.exit_code == 2, unreadable.output
+    assert "genesis_time" in unreadable.output
+    chain.write_text(json.dumps({"public_key": "ab", "period": 3, "genesis_time": 1, "hash": "cd"}))
+    on_an_export = runner.invoke(
+        app, ["audit", "verify", str(export), "--beacon-chain", str(chain), "--json"]
+    )
+    assert on_an_export.exit_code == 2, on_an_export.output
+    assert "a ledger export holds no games" in json.loads(on_an_export.output)["error"]

@@ -190,6 +190,7 @@ def test_the_tenants_default_rake_applies_to_new_games_and_tables_only(
         "object": "tenant_settings",
         "tenant_id": api.tenant_id,
         "rake": {"bps": 250, "cap": 3},
+        "fairness_mode": "stake",  # unchanged by a PUT that names only the rake
     }
     assert api.get("/v1/tenant/settings").json()["rake"] == {"bps": 250, "cap": 3}
     assert other.get("/v1/tenant/settings").json()["rake"] == {"bps": 0, "cap": None}

@@ -230,3 +230,81 @@ def test_a_game_row_with_a_nul_is_refused_before_postgresql_sees_it(text: str, r
             store_postgres.encode_rows(rows)
     else:
         assert json.loads(store_postgres.encode_rows(rows)) == rows
+
+
+def test_game_write_writes_the_rest_of_the_step_before_it_waits_for_the_ledger_head(
+    sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    """The tenant's ledger head serializes its postings until COMMIT, so game_write() takes it last
+    (migration 0012_head_last): while another transaction holds the head, a start waits for it having
+    already updated the game and inserted its events (it holds their tables' write locks, and none on the
+    journal's), and once the head is free it posts the antes and the money events name their ledger seq."""
+    tenant_id, game_id, wallets = _new_game(sessions, runtime)
+    with unit_of_work(sessions) as session:
+        deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
+    holder = sessions()
+    holder.execute(
+        text("SELECT last_seq FROM ledger_head WHERE tenant_id = :tenant_id FOR UPDATE"),
+        {"tenant_id": tenant_id},
+    )
+    outcome: list[BaseException | GameOut] = []
+
+    def start() -> None:
+        try:
+            outcome.append(
+                act(runtime, CLOCK, tenant_id, game_id, StartAction(type="start", account_id=wallets[0]))
+            )
+        except BaseException as error:
+            outcome.append(error)
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    try:
+        waiting = _backend_waiting_for_a_lock(sessions, "game_write")
+        with sessions() as session:
+            written = set(
+                session.scalars(
+                    text(
+                        "SELECT relation::regclass::text FROM pg_locks WHERE pid = :pid AND granted "
+                        "AND mode = 'RowExclusiveLock' AND relation IS NOT NULL"
+                    ),
+                    {"pid": waiting},
+                )
+            )
+        assert {"game", "game_event"} <= written
+        assert not written & {"journal_transaction", "posting", "ledger_head"}
+    finally:
+        holder.commit()
+        holder.close()
+        starter.join(60)
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], GameOut), outcome[0]
+    with sessions() as session:
+        posted = session.scalars(
+            select(JournalTransaction.seq)
+            .where(JournalTransaction.reference == game_id)
+            .order_by(JournalTransaction.seq)
+        ).all()
+        money = session.scalars(
+            select(GameEvent.payload).where(GameEvent.game_id == game_id, GameEvent.kind == "money_moved")
+        ).all()
+    assert posted
+    assert sorted(event["ledger_seq"] for event in money) == list(posted)
+
+
+def _backend_waiting_for_a_lock(sessions: sessionmaker[Session], statement: str) -> int:
+    """The backend of this test's database blocked on a lock while running `statement`, polled until it
+    is (up to a minute: the waiter's thread needs some time to get there)."""
+    for _ in range(600):
+        with sessions() as session:
+            found = session.scalar(
+                text(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND query LIKE :pattern AND pid <> pg_backend_pid()"
+                ),
+                {"pattern": f"%{statement}%"},
+            )
+        if found is not None:
+            return int(found)
+        threading.Event().wait(0.1)
+    raise AssertionError(f"no backend ever waited for a lock in {statement}")

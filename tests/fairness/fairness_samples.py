@@ -91,6 +91,8 @@ BALANCE = 10_000
 _QUICKNET_FIXTURE = json.loads(
     (FilePath(__file__).parents[1] / "fixtures" / "drand_quicknet_rounds.json").read_text()
 )
+# quicknet's /info document as drand publishes it (v2 spelling: chain_hash, scheme).
+QUICKNET_INFO: dict[str, Any] = _QUICKNET_FIXTURE["info"]
 # Real quicknet rounds (tests/fixtures/drand_quicknet_rounds.json), by round number.
 QUICKNET_ROUNDS = {entry["round"]: BeaconRound(**entry) for entry in _QUICKNET_FIXTURE["rounds"]}
 # The beacon sample's drawing actions use rounds 1000, 1001, ... in turn, each accepted this long before

@@ -6,8 +6,8 @@ mode the start draws the first round published after it was accepted: at the acc
 exist anywhere (the relay has not published it), so nothing the colluder holds determines the roll, and the
 same knowledge meets different first rolls in different games.
 
-This is the fairness half of the case, below the HTTP service: the game service does not yet run beacon-mode
-games (see the report of issue 27 for what the integration needs); the over-HTTP version belongs with it.
+This is the fairness half of the case, below the HTTP service; tests/dealer/test_dealer_beacon_mode.py plays
+the same case over HTTP, with the seed leaked from the service's own vault.
 """
 
 from __future__ import annotations

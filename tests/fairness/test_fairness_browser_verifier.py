@@ -15,11 +15,13 @@ from pathlib import Path as FilePath
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 from fairness_samples import (
     CHECKS,
     KEY_RING,
     NEW_KEY,
+    QUICKNET_INFO,
     QUICKNET_ROUNDS,
     VECTORS,
     sample_beacon_proof,
@@ -28,11 +30,16 @@ from fairness_samples import (
     sample_receipt,
 )
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.crypto.signing import sign_document
+from pokna.fairness.beacon import QUICKNET, BeaconChain
 from pokna.fairness.proof_replay import replay_proof
 from pokna.fairness.verification import CheckStatus, verify_proof
+from support.beacon_server import BeaconKey, BeaconRelay, beacon_relay
 from support.browser import STATIC_ROOT, Browser, Site, browser_session, serving
+from support.game_play import Api, new_tenant_key, play
+from support.servers import free_port, running_server
 
 pytestmark = pytest.mark.xdist_group("browser")
 
@@ -136,6 +143,19 @@ def _round_before_acceptance(proof: dict[str, Any]) -> None:
 
 
 BEACON_TOKEN = "beacon-game-token-dddddddddddddddddddddddd"
+# The sample game on a chain nobody trusts by default (a private beacon, signed with the test relay's key).
+TEST_KEY = BeaconKey()
+TEST_CHAIN = TEST_KEY.chain(QUICKNET.genesis_time, QUICKNET.period)
+TEST_CHAIN_TOKEN = "test-chain-game-token-eeeeeeeeeeeeeeeeeeee"
+TEST_CHAIN_INFO_V1 = BeaconRelay(TEST_KEY, TEST_CHAIN).info()  # as drand v1 writes it: hash, schemeID
+TEST_CHAIN_INFO_V2 = {  # as drand v2 writes it: chain_hash, scheme
+    "public_key": TEST_CHAIN.public_key,
+    "period": TEST_CHAIN.period,
+    "genesis_time": TEST_CHAIN.genesis_time,
+    "chain_hash": TEST_CHAIN.chain_hash,
+    "scheme": TEST_CHAIN.scheme,
+    "beacon_id": "pokna-test",
+}
 BEACON_FORGERIES = {
     "beacon-round-swapped": beacon_forged(_swap_round),
     "beacon-randomness-edited": beacon_forged(_edit_randomness),
@@ -157,7 +177,17 @@ def site() -> Iterator[Site]:
         links[f"{name}-token-{'x' * 32}"] = link_of(proof, receipt)
     for name, proof in BEACON_FORGERIES.items():
         links[f"{name}-token-{'x' * 32}"] = link_of(proof, sample_beacon_receipt())
-    with serving(Site(key_ring=KEY_RING.to_json(), links=links)) as site:
+    links[TEST_CHAIN_TOKEN] = link_of(
+        sample_beacon_proof(chain=TEST_CHAIN, beacon=lambda action: TEST_KEY.sign(1000 + action)),
+        sample_beacon_receipt(chain=TEST_CHAIN),
+    )
+    files = {
+        "quicknet-info": QUICKNET_INFO,
+        "test-chain-info-v1": TEST_CHAIN_INFO_V1,
+        "test-chain-info-v2": TEST_CHAIN_INFO_V2,
+        "a-round-not-an-info": QUICKNET_ROUNDS[1000].to_json(),
+    }
+    with serving(Site(key_ring=KEY_RING.to_json(), links=links, files=files)) as site:
         yield site
 
 
@@ -197,6 +227,7 @@ PAGE_STATE = """
     outcomeAgrees: document.querySelector('#outcome').dataset.agree,
     storyShown: !document.querySelector('#story').hidden,
     calculator: all('#calc-results tbody tr', (tr) => [Number(tr.dataset.nonce), tr.dataset.f, Number(tr.dataset.face), tr.dataset.color]),
+    trust: ((note) => ({ shown: !note.hidden, state: note.dataset.state || null, chain: note.dataset.chain || null, text: note.textContent }))(document.querySelector('#beacon-trust')),
   };
 })()
 """
@@ -401,12 +432,16 @@ def test_calculator_reproduces_the_vectors(browser: Browser, site: Site, server_
     assert state["calculator"] == [[nonce, f, face, color] for _, _, nonce, f, face, color in vectors]
 
 
-def test_the_page_allows_no_other_origin() -> None:
+def test_the_page_runs_only_its_own_scripts_and_fetches_elsewhere_only_a_chain_info() -> None:
     html = (STATIC_ROOT / "verify.html").read_text()
     assert "default-src 'none'; script-src 'self';" in html
-    assert "connect-src 'self'" in html
-    assert "http://" not in html
+    # Another origin only for the drand /info that ?beacon_chain= names: over https, or from this machine.
+    assert "connect-src 'self' https: http://127.0.0.1:* http://localhost:*;" in html
+    assert html.count("http://") == 2
     assert "https://" not in html
+    script = (STATIC_ROOT / "verify.js").read_text()
+    assert script.count("fetch(") == 2  # fetchJson (same-origin links and keys) and the chain's /info
+    assert 'credentials: "omit"' in script  # no cookie of this site goes to a relay
 
 
 def test_the_service_serves_every_script_the_page_loads(client: TestClient) -> None:
@@ -462,3 +497,142 @@ def test_the_plain_static_page_loads_the_bls_library_from_beside_itself(browser:
     state = page(browser, site, f"/static/verify.html?proof={BEACON_TOKEN}")
     assert state["verdict"] == "VALID", state
     assert "/static/noble-bls12-381.js" in site.requests
+
+
+def _untrusted_message(proof: dict[str, Any], receipt: dict[str, Any]) -> str:
+    report = verify_proof(proof, KEY_RING, replay=replay_proof, receipt=receipt)
+    return report.check("beacon").message
+
+
+@pytest.mark.parametrize(
+    ("token", "info"),
+    [
+        (TEST_CHAIN_TOKEN, "test-chain-info-v1"),
+        (TEST_CHAIN_TOKEN, "test-chain-info-v2"),
+        (BEACON_TOKEN, "quicknet-info"),
+    ],
+    ids=["v1-spelling", "v2-spelling", "quicknet-itself"],
+)
+def test_a_chain_named_by_the_address_is_trusted_and_the_page_says_so(
+    browser: Browser, site: Site, token: str, info: str
+) -> None:
+    state = page(browser, site, f"/verify?proof={token}&beacon_chain=/test/{info}")
+    chain = BeaconChain.from_drand_info(site.files[info])
+    proof = site.links[token]["proof"]
+    report = verify_proof(
+        proof, KEY_RING, replay_proof, site.links[token]["commitment"], beacon_chains=(QUICKNET, chain)
+    )
+    assert report.valid
+    assert (state["verdict"], state["checks"]["beacon"]) == ("VALID", "pass"), state
+    assert state["messages"]["beacon"] == report.check("beacon").message
+    assert (state["trust"]["shown"], state["trust"]["state"]) == (True, "trusted")
+    assert state["trust"]["chain"] == proof["beacon_chain"]["chain_hash"]
+    assert "also trusted (beacon_chain in this page's address)" in state["trust"]["text"]
+    assert "whoever holds its key chooses its rounds" in state["trust"]["text"]
+    assert f"/test/{info}" in site.requests
+
+
+def test_without_the_parameter_a_private_chain_is_not_trusted(browser: Browser, site: Site) -> None:
+    state = page(browser, site, f"/verify?proof={TEST_CHAIN_TOKEN}")
+    link = site.links[TEST_CHAIN_TOKEN]
+    assert (state["verdict"], state["detail"]) == ("INVALID", "failed: beacon"), state
+    assert state["messages"]["beacon"] == _untrusted_message(link["proof"], link["commitment"])
+    assert "is not a public beacon this verifier trusts" in state["messages"]["beacon"]
+    assert state["trust"]["shown"] is False
+    assert not any(path.startswith("/test/") for path in site.requests)
+
+
+@pytest.mark.parametrize(
+    ("given", "reason"),
+    [
+        ("/test/a-round-not-an-info", "it is not a drand chain's info: public_key: missing or not a string"),
+        ("/test/no-such-info", "it answered HTTP 404"),
+        ("http://127.0.0.1:{port}/info", "it could not be fetched"),
+        ("file:///etc/beacon-info.json", "that is not an http(s) URL"),
+    ],
+    ids=["malformed", "not-found", "unreachable", "not-http"],
+)
+def test_a_chain_that_cannot_be_read_is_said_so_and_not_trusted(
+    browser: Browser, site: Site, given: str, reason: str
+) -> None:
+    asked = given.format(port=free_port())
+    state = page(browser, site, f"/verify?proof={TEST_CHAIN_TOKEN}&beacon_chain={quote(asked, safe='')}")
+    link = site.links[TEST_CHAIN_TOKEN]
+    assert (state["verdict"], state["detail"]) == ("INVALID", "failed: beacon"), state
+    assert state["messages"]["beacon"] == _untrusted_message(link["proof"], link["commitment"])
+    assert (state["trust"]["shown"], state["trust"]["state"]) == (True, "refused")
+    assert reason in state["trust"]["text"], state["trust"]["text"]
+    assert "Only drand's quicknet is trusted." in state["trust"]["text"]
+
+
+def test_the_link_form_keeps_the_chain_named_in_the_address(browser: Browser, site: Site) -> None:
+    page(browser, site, "/verify?beacon_chain=/test/test-chain-info-v1")
+    browser.evaluate(
+        f"document.querySelector('#link-input').value = {json.dumps(TEST_CHAIN_TOKEN)};"
+        "document.body.dataset.ready = 'false';"
+        "document.querySelector('#link-form').requestSubmit()"
+    )
+    browser.wait_ready()
+    state = browser.evaluate(PAGE_STATE)
+    assert state["verdict"] == "VALID", state
+    query = browser.evaluate("location.search")
+    assert query == f"?proof={TEST_CHAIN_TOKEN}&beacon_chain=%2Ftest%2Ftest-chain-info-v1"
+
+
+BEACON_GAME_STATE = """
+(() => ({
+  verdict: document.querySelector('#verdict').textContent,
+  checks: Object.fromEntries(Array.from(document.querySelectorAll('#checks li'), (li) => [li.dataset.check, li.dataset.status])),
+  beacon: document.querySelector('#checks li[data-check="beacon"] .check-message').textContent,
+  trust: document.querySelector('#beacon-trust').hidden ? null : document.querySelector('#beacon-trust').dataset.state,
+}))()
+"""
+
+
+def test_a_beacon_game_played_over_http_is_valid_on_the_page_that_trusts_its_relay_by_address(
+    database_url: str, sessions: sessionmaker[Session], tmp_path: FilePath, browser: Browser
+) -> None:
+    """A real `pokna serve` plays against the local relay; the page fetches the relay's /info cross-origin,
+    as it would fetch a private drand relay's."""
+    with beacon_relay(period=1, rounds_before_now=5, lifetime_seconds=300) as relay:
+        chain_file = tmp_path / "beacon-info.json"
+        chain_file.write_text(json.dumps(relay.info()))
+        env = {
+            "POKNA_DATABASE_URL": database_url,
+            "POKNA_BEACON_URLS": relay.url,
+            "POKNA_BEACON_CHAIN_FILE": str(chain_file),
+            "POKNA_BEACON_WAIT_MARGIN_SECONDS": "1",
+        }
+        with running_server(env, tmp_path / "data") as base, httpx.Client(base_url=base, timeout=30) as http:
+            app = Api(http, new_tenant_key(sessions))
+            vigo, han, leia = (app.wallet(100) for _ in range(3))
+            game = app.create_game(vigo, [han, leia], stake=5, fairness_mode="beacon")
+            game = play([app], game)
+            assert game["status"] == "settled", game
+            proof, receipt = app.proof(game["id"]), game["fairness"]["commitment"]
+            assert proof["fairness_mode"] == "beacon"
+            verify_url = f"{base}{game['fairness']['verify_url']}"
+            info_url = f"{relay.url}/{relay.chain.chain_hash}/info"
+
+            browser.open(f"{verify_url}&beacon_chain={quote(info_url, safe='')}")
+            trusted: dict[str, Any] = browser.evaluate(BEACON_GAME_STATE)
+            browser.screenshot(tmp_path / "beacon-chain-trusted.png")
+            print(f"screenshot: {tmp_path / 'beacon-chain-trusted.png'}")
+            browser.open(verify_url)
+            untrusted: dict[str, Any] = browser.evaluate(BEACON_GAME_STATE)
+            keys = app.key_ring()
+        assert f"/{relay.chain.chain_hash}/info" in relay.paths
+
+    assert trusted["verdict"] == "VALID", trusted
+    assert trusted["trust"] == "trusted"
+    assert set(trusted["checks"]) == {*CHECKS, "beacon"}
+    assert set(trusted["checks"].values()) == {"pass"}, trusted
+    report = verify_proof(proof, keys, replay_proof, receipt, beacon_chains=(QUICKNET, relay.chain))
+    assert trusted["beacon"] == report.check("beacon").message
+
+    assert untrusted["verdict"] == "INVALID", untrusted
+    assert untrusted["trust"] is None
+    assert {name for name, status in untrusted["checks"].items() if status == "fail"} == {"beacon"}
+    default = verify_proof(proof, keys, replay_proof, receipt)
+    assert untrusted["beacon"] == default.check("beacon").message
+    assert "is not a public beacon this verifier trusts" in untrusted["beacon"]

@@ -1,9 +1,10 @@
 """A drand relay on 127.0.0.1 for tests: drand's HTTP API, signing with a test key of quicknet's scheme.
 
 It serves `/{chain_hash}/info`, `/{chain_hash}/public/latest`, `/{chain_hash}/public/{round}` and the
-un-prefixed default-chain forms (`/info`, `/public/...`) exactly as a relay does, with rounds signed on the
-fly: a BLS signature on G1 (RFC 9380, drand's DST) of sha256(round, 8 bytes big-endian) under a test key,
-randomness = sha256(signature). The chain's genesis is put a little in the past so rounds exist at once.
+un-prefixed default-chain forms (`/info`, `/public/...`) exactly as a relay does, readable from any origin,
+with rounds signed on the fly: a BLS signature on G1 (RFC 9380, drand's DST) of sha256(round, 8 bytes
+big-endian) under a test key, randomness = sha256(signature). The chain's genesis is put a little in the
+past so rounds exist at once.
 
 The clock is the real one plus an offset a test moves (`advance`), so a round can be made to arrive without
 waiting a real period; `stop_publishing` freezes the chain at its latest round (an outage: later rounds are
@@ -79,6 +80,11 @@ class BeaconRelay:
         with self.lock:
             self.frozen_at_round = latest
 
+    def resume_publishing(self) -> None:
+        """The outage ends: every round due by now is served again."""
+        with self.lock:
+            self.frozen_at_round = None
+
     def latest_round(self) -> int:
         since_genesis = self.now_ms() - self.chain.genesis_time * 1000
         latest = since_genesis // (self.chain.period * 1000) + 1 if since_genesis >= 0 else 0
@@ -125,6 +131,9 @@ def _handler(relay: BeaconRelay) -> type[BaseHTTPRequestHandler]:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
+            # As drand's own HTTP server does on every answer, errors included (drand/drand http/server.go,
+            # withCommonHeaders): any site's page may read a relay, the verifier page at its own origin too.
+            self.send_header("Access-Control-Allow-Origin", "*")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

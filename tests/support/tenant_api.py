@@ -31,6 +31,11 @@ class TenantApi:
             path, json=json, headers={**self.headers, **kwargs.pop("headers", {})}, **kwargs
         )
 
+    def put(self, path: str, json: Any = None, **kwargs: Any) -> Any:
+        return self.client.put(
+            path, json=json, headers={**self.headers, **kwargs.pop("headers", {})}, **kwargs
+        )
+
     def deposit(self, account_id: str, amount: int, **body: Any) -> Any:
         """A deposit under a key of its own, as an app sends one (money moves only under a key)."""
         return self.post(

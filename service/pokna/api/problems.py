@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from pokna.db.outage import unavailable_reason
-from pokna.errors import DatabaseUnavailable, PoknaError
+from pokna.errors import DatabaseUnavailable, PoknaError, WalletHeld
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("pokna.api")
@@ -204,6 +204,12 @@ async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
 async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
     """A database that cannot serve now is a 503 the client may retry; any other database error is a bug.
     Logged without the exception's text, which carries the statement and its parameters."""
+    refused = getattr(exc, "orig", exc)
+    if getattr(refused, "sqlstate", None) == WalletHeld.sqlstate:  # a beacon roll's hold, whichever path
+        diag = getattr(refused, "diag", None)
+        return await _on_domain_error(
+            request, WalletHeld(str(getattr(diag, "message_primary", "") or refused))
+        )
     reason = unavailable_reason(exc)
     if reason is None:
         return await _on_unhandled(request, exc)

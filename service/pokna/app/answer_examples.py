@@ -70,6 +70,8 @@ ANSWERS: dict[str, Any] = {
         "outcome": None,
         "fairness": {
             "protocol": "pokna-hmac-sha256-v1",
+            "mode": "stake",
+            "pending_roll": None,
             "server_seed_hash": "26cd0292461c86c6696d5f6e40fa8dfab3b3735415bc574e70b5abfee1195c32",
             "client_seed": "fc61d704edcb0f720e779ccc024fc4551338b6e1e251930c257f1f5adc22d494",
             "server_seed": None,

@@ -9,13 +9,15 @@ records here in order; BundleAudit.take then runs every check that needs the rec
 The ledger's own rules (chain, seqs, balance, currencies) are pokna.ledger.audit's; every proof is checked
 as pokna.fairness checks it; the money is matched by pokna.audit.money and explained by
 pokna.audit.journal. Signatures (header, proofs, checkpoints) are checked against the published key ring
-the auditor brings; without one, against the ring inside the bundle, which the report says.
+the auditor brings; without one, against the ring inside the bundle, which the report says. A beacon-mode
+proof's drand rounds are checked against quicknet and any chain the auditor trusts too (never one the
+bundle names: whoever holds a chain's key chooses its rounds).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pokna.audit.journal import Journal
@@ -34,6 +36,7 @@ from pokna.audit.records import (
 from pokna.audit.report import BundleReport
 from pokna.crypto.errors import CryptoError
 from pokna.crypto.signing import signature_problem
+from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.plain_json import loads_noting_plain
 from pokna.ledger.audit import ExportAudit, shape_problem
@@ -62,9 +65,15 @@ def _ring_entries(ring: KeyRing) -> list[tuple[str, str, str]]:
 
 class BundleAudit:
     def __init__(
-        self, *, published_keys: KeyRing | None = None, processes: int = 1, progress: Progress | None = None
+        self,
+        *,
+        published_keys: KeyRing | None = None,
+        beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
+        processes: int = 1,
+        progress: Progress | None = None,
     ) -> None:
-        self.report = BundleReport(processes=processes)
+        self.report = BundleReport(processes=processes, beacon_chains=tuple(beacon_chains))
+        self.beacon_chains = tuple(beacon_chains)
         self.published = published_keys
         self.keys: KeyRing | None = published_keys
         self.ledger = ExportAudit(None, None)
@@ -91,7 +100,7 @@ class BundleAudit:
         return self.proof_keys[0]
 
     def feed(self, number: int, raw: str | bytes) -> None:
-        line = read_line(number, raw, self.keys_for_proofs)
+        line = read_line(number, raw, self.keys_for_proofs, self.beacon_chains)
         if line is not None:
             self.take(*line)
 
@@ -294,9 +303,14 @@ class BundleAudit:
                 )
 
 
-def read_line(number: int, raw: str | bytes, proof_keys: Callable[[], KeyRing | None]) -> ReadLine | None:
-    """The line read as JSON, and a game record's proof checked; None for a blank line. Pure: a worker
-    process reads its lines with this too."""
+def read_line(
+    number: int,
+    raw: str | bytes,
+    proof_keys: Callable[[], KeyRing | None],
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
+) -> ReadLine | None:
+    """The line read as JSON, and a game record's proof checked (its drand rounds against `beacon_chains`);
+    None for a blank line. Pure: a worker process reads its lines with this too."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     if not text.strip():
         return None
@@ -310,7 +324,7 @@ def read_line(number: int, raw: str | bytes, proof_keys: Callable[[], KeyRing | 
         return number, None, f"line {number} is not JSON: {error}", None
     proof = None
     if isinstance(record, dict) and record.get("type") == GAME:
-        proof = read_game_proof(record.get("proof"), proof_keys(), plain=plain)
+        proof = read_game_proof(record.get("proof"), proof_keys(), plain=plain, beacon_chains=beacon_chains)
         if proof is not None:
             # Read and checked: what the journal still asks of it is only that it was an object, so the
             # proof itself is not carried (nor sent back from a worker).
@@ -322,12 +336,16 @@ def verify_bundle(
     lines: Iterable[str | bytes],
     *,
     keys: KeyRing | None = None,
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
     processes: int = 1,
     progress: Progress | None = None,
 ) -> BundleReport:
     """Lines of a bundle, checked here (processes=1) or on that many processes
-    (pokna.audit.bundle_scan.verify_bundle_stream reads a file; this takes any lines)."""
+    (pokna.audit.bundle_scan.verify_bundle_stream reads a file; this takes any lines). `beacon_chains`: every
+    drand chain a beacon-mode proof may name (quicknet unless the auditor trusts more, as tests do)."""
     from pokna.audit.bundle_scan import scan_lines
 
-    audit = BundleAudit(published_keys=keys, processes=processes, progress=progress)
+    audit = BundleAudit(
+        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress
+    )
     return scan_lines(audit, lines)

@@ -10,6 +10,10 @@ ledger summary is taken in when it continues the chain, or its lines are checked
 every record goes through BundleAudit.take, which runs every check that needs the records before it. The
 rules, and so every finding and its wording, are BundleAudit's and the ledger's whoever read the lines.
 
+A worker is started with what every proof is checked against: the key ring settled by the opening lines
+and the drand chains the auditor trusts (a worker that fell back on quicknet alone would fail every game
+played against a chain the auditor chose to trust, on its blocks only).
+
 This process reads its share of the blocks too, so `processes` counts it: its memory (the accounts and games
 the checks remember) and one worker's, not three interpreters, on two cores. At most two blocks per process
 are in flight, so memory stays flat however large the bundle. Workers read a regular file themselves by
@@ -34,6 +38,8 @@ from typing import Any, BinaryIO
 from pokna.audit.bundle_check import BundleAudit, Progress, ReadLine, read_line
 from pokna.audit.records import TRANSACTION
 from pokna.audit.report import BundleReport
+from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
+from pokna.fairness.json_reader import JsonReader
 from pokna.fairness.keyring import KeyRing
 from pokna.ledger.audit import BlockSummary
 from pokna.ledger.audit_scan import summarize_lines
@@ -64,11 +70,16 @@ class _Block:
         return self.lines if self.lines is not None else _split(self.data or b"")
 
 
-def read_block(first: int, lines: Sequence[str | bytes], keys: KeyRing | None) -> ReadBlock:
+def read_block(
+    first: int,
+    lines: Sequence[str | bytes],
+    keys: KeyRing | None,
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
+) -> ReadBlock:
     read: list[ReadLine] = []
     transactions: list[dict[str, Any]] = []
     for offset, raw in enumerate(lines):
-        line = read_line(first + offset, raw, lambda: keys)
+        line = read_line(first + offset, raw, lambda: keys, beacon_chains)
         if line is None:
             continue
         record = line[1]
@@ -110,11 +121,14 @@ def verify_bundle_stream(
     stream: BinaryIO,
     *,
     keys: KeyRing | None = None,
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
     processes: int = 1,
     progress: Progress | None = None,
 ) -> BundleReport:
     """verify_bundle of a file or a pipe (read from where it stands), on `processes` processes."""
-    audit = BundleAudit(published_keys=keys, processes=processes, progress=progress)
+    audit = BundleAudit(
+        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress
+    )
     number = 0
     while number < _OPENING_LINES and (raw := stream.readline()):
         number += 1
@@ -136,17 +150,20 @@ def verify_bundle_stream(
 
 def _scan(audit: BundleAudit, blocks: Iterator[_Block], fileno: int | None) -> BundleReport:
     head = list(itertools.islice(blocks, _POOL_AFTER_BLOCKS))
-    keys = audit.keys_for_proofs()
+    keys, chains = audit.keys_for_proofs(), audit.beacon_chains
     if audit.processes < 2 or len(head) < _POOL_AFTER_BLOCKS:
         for block in itertools.chain(head, blocks):
-            take_block(audit, read_block(block.first, block.text_lines(), keys))
+            take_block(audit, read_block(block.first, block.text_lines(), keys, chains))
         return audit.finish()
     in_flight: deque[tuple[_Block, Future[ReadBlock | None] | None]] = deque()
     keys_json = keys.to_json() if keys is not None else None
     # This process is one of the `processes`: it reads every processes-th block itself (a task of None is
     # read here when its turn comes) between taking the blocks in, and one process fewer is started.
     pool = ProcessPoolExecutor(
-        audit.processes - 1, mp_context=_context(), initializer=_start_worker, initargs=(keys_json,)
+        audit.processes - 1,
+        mp_context=_context(),
+        initializer=_start_worker,
+        initargs=(keys_json, [chain.to_json() for chain in chains]),
     )
     try:
         for index, block in enumerate(itertools.chain(head, blocks)):
@@ -162,9 +179,9 @@ def _scan(audit: BundleAudit, blocks: Iterator[_Block], fileno: int | None) -> B
                 task = None
             in_flight.append((block, task))
             if len(in_flight) >= 2 * audit.processes:
-                _settle(audit, keys, *in_flight.popleft())
+                _settle(audit, keys, chains, *in_flight.popleft())
         while in_flight:
-            _settle(audit, keys, *in_flight.popleft())
+            _settle(audit, keys, chains, *in_flight.popleft())
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -173,36 +190,43 @@ def _scan(audit: BundleAudit, blocks: Iterator[_Block], fileno: int | None) -> B
 
 
 def _settle(
-    audit: BundleAudit, keys: KeyRing | None, block: _Block, task: Future[ReadBlock | None] | None
+    audit: BundleAudit,
+    keys: KeyRing | None,
+    chains: Sequence[BeaconChain],
+    block: _Block,
+    task: Future[ReadBlock | None] | None,
 ) -> None:
     try:
         read = None if task is None else task.result()
     except BrokenProcessPool:  # a worker died (killed, out of memory): nothing is lost, only time
         read = None
     if read is None:
-        read = read_block(block.first, block.text_lines(), keys)
+        read = read_block(block.first, block.text_lines(), keys, chains)
     take_block(audit, read)
 
 
 # --- in a worker ------------------------------------------------------------------------------------------
 
 _worker_keys: KeyRing | None = None
+_worker_chains: tuple[BeaconChain, ...] = KNOWN_CHAINS
 
 
-def _start_worker(keys_json: Mapping[str, Any] | None) -> None:
-    """A forked worker inherits its parent's handlers; the parent's clean-up on SIGTERM is not the worker's."""
-    global _worker_keys
+def _start_worker(keys_json: Mapping[str, Any] | None, chains_json: Sequence[Mapping[str, Any]]) -> None:
+    """A forked worker inherits its parent's handlers; the parent's clean-up on SIGTERM is not the worker's.
+    The keys and chains arrive as JSON, as any start method can send them."""
+    global _worker_keys, _worker_chains
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _worker_keys = KeyRing.from_json(keys_json) if keys_json is not None else None
+    _worker_chains = tuple(BeaconChain.read(JsonReader(chain)) for chain in chains_json)
 
 
 def _read_block_here(first: int, lines: Sequence[str | bytes]) -> ReadBlock | None:
-    return read_block(first, lines, _worker_keys)
+    return read_block(first, lines, _worker_keys, _worker_chains)
 
 
 def _read_file_block(fileno: int, offset: int, size: int, first: int) -> ReadBlock | None:
     data = os.pread(fileno, size, offset)
-    return read_block(first, _split(data), _worker_keys) if len(data) == size else None
+    return read_block(first, _split(data), _worker_keys, _worker_chains) if len(data) == size else None
 
 
 # --- lines and processes ----------------------------------------------------------------------------------

@@ -6,8 +6,10 @@ proof and the verdict, never the proof itself.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.errors import FairnessError, MalformedProofError
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.plain_json import plain_signed_bytes
@@ -37,9 +39,16 @@ class GameProof:
     rolls: int
 
 
-def read_game_proof(document: object, keys: KeyRing | None, *, plain: bool = False) -> GameProof | None:
+def read_game_proof(
+    document: object,
+    keys: KeyRing | None,
+    *,
+    plain: bool = False,
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
+) -> GameProof | None:
     """None when the record holds no proof object (the journal says what is wrong with that). `plain`:
-    the proof was read from text pokna.fairness.plain_json found plain."""
+    the proof was read from text pokna.fairness.plain_json found plain. `beacon_chains`: the drand chains a
+    beacon-mode proof may name (quicknet, and any the auditor chose to trust)."""
     if not isinstance(document, dict):
         return None
     try:
@@ -53,15 +62,20 @@ def read_game_proof(document: object, keys: KeyRing | None, *, plain: bool = Fal
         proof.transfers,
     )
     signed = plain_signed_bytes(document) if plain else None
-    return GameProof(facts, None, *proof_problems(proof, keys, signed))
+    return GameProof(facts, None, *proof_problems(proof, keys, signed, beacon_chains))
 
 
 def proof_problems(
-    proof: Proof, keys: KeyRing | None, signed: bytes | None = None
+    proof: Proof,
+    keys: KeyRing | None,
+    signed: bytes | None = None,
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
 ) -> tuple[tuple[str, ...], int]:
     """Each failed check as "name: what failed", and the number of rolls recomputed."""
     try:
-        report = verify_parsed_proof(proof, keys, replay=replay_proof, signed=signed)
+        report = verify_parsed_proof(
+            proof, keys, replay=replay_proof, signed=signed, beacon_chains=beacon_chains
+        )
     except (FairnessError, ValueError, TypeError) as error:
         return (f"not a proof: {error}",), 0
     problems = [f"{check.name}: {check.message}" for check in report.failed]

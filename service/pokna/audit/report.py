@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
+
 
 class Verdict(StrEnum):
     VALID = "valid"  # every check ran and passed
@@ -44,6 +46,13 @@ class BundleReport:
     kind_changes: dict[str, dict[str, int]] = field(default_factory=dict)
     checks: list[str] = field(default_factory=list)
     processes: int = 1
+    # The drand chains beacon-mode proofs were checked against: quicknet, then any the auditor trusted too.
+    beacon_chains: tuple[BeaconChain, ...] = KNOWN_CHAINS
+
+    @property
+    def extra_beacon_chains(self) -> tuple[BeaconChain, ...]:
+        """The chains trusted besides the known public ones (`--beacon-chain`): the report names each."""
+        return tuple(chain for chain in self.beacon_chains if chain not in KNOWN_CHAINS)
 
     def found(self, line: int | None, record: str, record_id: str | None, problem: str) -> None:
         self.findings.append(BundleFinding(line, record, record_id, problem))
@@ -65,7 +74,9 @@ class BundleReport:
         return result
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """`beacon_chains_trusted` (every chain trusted, as `pokna verify --json` lists them) appears only
+        when the auditor trusted a chain besides the known public ones."""
+        document: dict[str, Any] = {
             "verdict": str(self.verdict),
             "valid": self.verdict is Verdict.VALID,
             "tenant_id": self.tenant_id,
@@ -84,3 +95,6 @@ class BundleReport:
             "account_kinds": {kind: dict(sorted(c.items())) for kind, c in sorted(self.kind_changes.items())},
             "house_result": self.house_result,
         }
+        if self.extra_beacon_chains:
+            document["beacon_chains_trusted"] = [chain.to_json() for chain in self.beacon_chains]
+        return document

@@ -22,6 +22,7 @@ import typer
 from pokna.audit.bundle_scan import verify_bundle_stream
 from pokna.audit.records import is_bundle
 from pokna.audit.report import BundleReport, Verdict
+from pokna.cli.beacon_chains import BEACON_CHAIN_HELP, also_trusted, trusted_chains
 from pokna.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_UNUSABLE, EXIT_VALID
 from pokna.cli.input_files import (
     UnusableInputError,
@@ -68,6 +69,9 @@ def verify_command(
             help="The key that signed --checkpoint: a file (PEM or base64url) or the base64url text itself.",
         ),
     ] = None,
+    beacon_chain: Annotated[
+        list[Path] | None, typer.Option("--beacon-chain", metavar="FILE", help=BEACON_CHAIN_HELP)
+    ] = None,
     processes: Annotated[
         int | None, typer.Option("--processes", min=1, help="Worker processes (default: every core).")
     ] = None,
@@ -77,6 +81,7 @@ def verify_command(
     """Verify a ledger export or an audit bundle offline; a bundle is recognized by its first record."""
     try:
         ring = _key_ring(keys)
+        chains = trusted_chains(beacon_chain or [])
         with _open_source(source) as opened:
             first = opened.readline()
             if not first.strip():
@@ -92,6 +97,7 @@ def verify_command(
                     bundle = verify_bundle_stream(
                         stream,
                         keys=ring,
+                        beacon_chains=chains,
                         processes=processes or _cores(),
                         progress=lambda lines, _: shown.show(f"{lines:,} records read"),
                     )
@@ -102,6 +108,10 @@ def verify_command(
                         f"the bundle {source} holds no transactions: there is nothing to verify"
                     )
                 _answer_bundle(source, bundle, as_json)
+            if beacon_chain:
+                raise UnusableInputError(
+                    "--beacon-chain checks the beacon-mode games of an audit bundle; a ledger export holds no games"
+                )
             reader = _ProgressReader(stream, shown) if shown.enabled else stream
             try:
                 report = _verify_export(reader, ring, checkpoint, public_key, processes)
@@ -235,6 +245,8 @@ def _answer_bundle(path: Path, report: BundleReport, as_json: bool) -> None:
             f"{report.rolls} rolls recomputed"
         )
         typer.echo(f"  checks         {', '.join(report.checks)}")
+        for chain in report.extra_beacon_chains:
+            typer.echo(f"  beacon         {also_trusted(chain)}")
         for kind, changes in sorted(report.kind_changes.items()):
             shown = ", ".join(f"{total:+d} {currency}" for currency, total in sorted(changes.items()))
             typer.echo(f"  {kind + ' ':<15}{shown}")  # external_funding is wider than the column

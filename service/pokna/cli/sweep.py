@@ -12,6 +12,7 @@ from pokna.cli.app import app
 from pokna.cli.command_session import command_sessions
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
+from pokna.drand import BeaconRelays
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 from pokna.sweep import sweep as sweep_all
@@ -28,12 +29,14 @@ def sweep(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable
             load_service_keys(settings),
             clock,
             webhook_retention=timedelta(seconds=settings.webhook_retention_seconds),
+            beacon=BeaconRelays.for_settings(settings),
         )
     if as_json:
         typer.echo(json.dumps(vars(report)))
     else:
         typer.echo(
             f"{report.games} game(s) past a deadline, {report.timeouts} timeout(s) applied, "
+            f"{report.rolls_resolved} waiting beacon roll(s) resolved, "
             f"{report.idempotency_records_purged} expired idempotency record(s) purged, "
             f"{report.checkpoints_taken} ledger checkpoint(s) signed, "
             f"{report.webhook_events_purged} delivered webhook event(s) purged"

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
+from pokna.cli.beacon_chains import BEACON_CHAIN_HELP
 
 
 @app.command("verify")
@@ -60,13 +61,7 @@ def verify_command(
     ] = None,
     beacon_chain: Annotated[
         list[Path] | None,
-        typer.Option(
-            metavar="FILE",
-            help=(
-                "A drand chain's /info document to trust for beacon-mode games besides drand's quicknet "
-                "(a private or test beacon); repeatable. Its key's holder chooses its rounds: trust it knowingly."
-            ),
-        ),
+        typer.Option(metavar="FILE", help=BEACON_CHAIN_HELP),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:

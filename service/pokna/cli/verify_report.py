@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import typer
 
+from pokna.cli.beacon_chains import also_trusted
 from pokna.cli.exit_codes import (
     EXIT_INVALID,
     EXIT_NOT_REVEALED,
@@ -199,9 +200,7 @@ def print_report(
     if evidence.keys_from is not None:
         typer.echo(f"  keys     {evidence.keys_from}")
     for chain in evidence.beacon_chains[len(KNOWN_CHAINS) :]:
-        typer.echo(
-            f"  beacon   also trusted (--beacon-chain): chain {chain.chain_hash}, key {chain.public_key[:16]}…"
-        )
+        typer.echo(f"  beacon   {also_trusted(chain)}")
     for check in report.checks:
         typer.echo(f"  {check.status.upper():8} {check.name:19} {check.message}")
     if verdict is Verdict.INVALID:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import typer
 
+from pokna.cli.beacon_chains import trusted_chains
 from pokna.cli.exit_codes import EXIT_UNUSABLE
-from pokna.cli.input_files import UnusableInputError, read_json_object
+from pokna.cli.input_files import UnusableInputError
 from pokna.cli.verify_inputs import gather_evidence, read_subject
 from pokna.cli.verify_report import (
     EXIT_CODES,
@@ -24,7 +25,6 @@ from pokna.cli.verify_report import (
 )
 from pokna.cli.verify_source import where_to_read
 from pokna.crypto.errors import CryptoError
-from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.errors import FairnessError
 
 
@@ -45,10 +45,7 @@ def run_verify(
         subject = read_subject(read_from)
         evidence = gather_evidence(read_from, subject, public_key, keys, receipt)
         if beacon_chains:
-            extra = tuple(
-                BeaconChain.from_drand_info(read_json_object(path, "beacon chain")) for path in beacon_chains
-            )
-            evidence = dataclasses.replace(evidence, beacon_chains=(*KNOWN_CHAINS, *extra))
+            evidence = dataclasses.replace(evidence, beacon_chains=trusted_chains(beacon_chains))
         if subject.proof is not None:
             report = revealed_report(subject.kind, subject.proof, evidence)
         else:

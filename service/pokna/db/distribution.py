@@ -55,6 +55,7 @@ DELEGATED_FUNCTIONS = (
     ("ledger_post(text, jsonb)", "p_tenant_id"),
     ("game_write(text, json)", "p_tenant_id"),
     ("ledger_move(text, json)", "p_tenant_id"),
+    ("beacon_roll_write(text, text, text, jsonb)", "p_tenant_id"),
 )
 
 

@@ -22,12 +22,14 @@ from pokna.dealer.stepping import number_events
 from pokna.dealer.store import game_store
 from pokna.dealer.view import game_out
 from pokna.errors import InvalidRequest
+from pokna.fairness.beacon import BeaconChain
 from pokna.fairness.protocol import generate_server_seed, server_seed_hash
 from pokna.fairness.receipt import build_commitment_receipt
 from pokna.fairness.seed_vault import seal_server_seed
 from pokna.game import GameConfig, new_game, state_to_dict
 from pokna.outbox import SessionOutbox
 from pokna.service_keys import ServiceKeys
+from pokna.tenants.settings import default_fairness_mode
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class NewGame:
     turn_timeout_seconds: int = 60
     rake: RakeTerms | None = None  # None: the tenant's default rake terms
     seat_labels: Sequence[str] | None = None  # the Vigo's first; signed into the commitment and the proof
+    fairness_mode: str | None = None  # "stake" or "beacon"; None: the tenant's default
 
 
 def create_game(
@@ -51,13 +54,16 @@ def create_game(
     *,
     table_id: str | None = None,
     round_number: int | None = None,
+    beacon_chain: BeaconChain | None = None,
 ) -> GameOut:
-    """The new game as a client sees it, with its signed commitment."""
+    """The new game as a client sees it, with its signed commitment. `beacon_chain`: the drand chain this
+    service plays beacon-mode games against, committed to in the receipt of such a game."""
     account_ids, fields = seated(terms)
     balances = check_seating(session, tenant_id, account_ids, terms.currency, fields)
     check_labels(terms.seat_labels, len(account_ids))
     rake = rake_terms_for(session, tenant_id, terms.rake)
     config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+    chain = chain_for(terms.fairness_mode or default_fairness_mode(session, tenant_id), beacon_chain)
     game_id = new_id("game")
     pot = ledger.open_account(
         session,
@@ -67,7 +73,16 @@ def create_game(
         external_id=game_id,
     )
     game, seats, events = new_game_records(
-        keys, clock, tenant_id, terms, config, game_id, pot.id, table_id=table_id, round_number=round_number
+        keys,
+        clock,
+        tenant_id,
+        terms,
+        config,
+        chain,
+        game_id,
+        pot.id,
+        table_id=table_id,
+        round_number=round_number,
     )
     game_store(session).insert_game(session, game, seats, events)
     announce_created(SessionOutbox(session), game, seats, balances)
@@ -87,6 +102,7 @@ def new_game_records(
     tenant_id: str,
     terms: NewGame,
     config: GameConfig,
+    chain: BeaconChain | None,
     game_id: str,
     pot_account_id: str,
     *,
@@ -122,6 +138,7 @@ def new_game_records(
             created_at=_rfc3339(clock.now),
             terms=signed_terms(config, account_ids, terms.seat_labels),
             private_key=keys.signing_key,
+            beacon_chain=chain,
         ),
         proof=None,
         public_token=new_public_token(),
@@ -191,6 +208,18 @@ def check_labels(labels: Sequence[str] | None, seat_count: int) -> None:
                 field=f"body.seat_labels.{index}",
             )
         seen[label.casefold()] = index
+
+
+def chain_for(mode: str, beacon_chain: BeaconChain | None) -> BeaconChain | None:
+    """The chain a new game of this fairness mode (the request's, or the tenant's default) commits to:
+    none in the default mode."""
+    if mode != "beacon":
+        return None
+    if beacon_chain is None:
+        raise InvalidRequest(
+            "this service plays no beacon-mode games: it has no drand relays", field="body.fairness_mode"
+        )
+    return beacon_chain
 
 
 def _rfc3339(moment: datetime) -> str:

@@ -3,7 +3,7 @@
 1. Authenticate the API key, and claim the Idempotency-Key if one was sent, in one autocommit statement
    (pokna.idempotency.aio).
 2. BEGIN, hold the claim, and read the seats' wallets (pokna.ledger.accounts_aio) and, when the request
-   names no rake, the tenant's default rake (pokna.tenants.settings): one pipeline.
+   names no rake or no fairness mode, the tenant's defaults (pokna.tenants.settings): one pipeline.
 3. Checked and built in Python with the synchronous path's own functions (pokna.dealer.creating: the same
    refusals in the same order, the same records, the commitment signed once), the answer built once; then
    one pipeline: the pot account, the game with its seats, first event and public link, game_write() with
@@ -26,6 +26,7 @@ from pokna.db.types import new_id, utc_now
 from pokna.dealer.announcements import announce_created
 from pokna.dealer.creating import (
     NewGame,
+    chain_for,
     check_distinct,
     check_labels,
     new_game_records,
@@ -38,12 +39,13 @@ from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.store_postgres import encode_rows, insert_game_statements
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GAME_WRITE
+from pokna.fairness.beacon import BeaconChain
 from pokna.idempotency import aio as idempotency
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, OPEN_ACCOUNT, new_account, summaries
 from pokna.ledger.model import AccountKind
 from pokna.outbox import Gathered
 from pokna.service_keys import ServiceKeys
-from pokna.tenants.settings import RAKE_DEFAULTS
+from pokna.tenants.settings import GAME_DEFAULTS
 
 CREATED = 201
 
@@ -61,14 +63,15 @@ async def create_game(
     caller: Caller,
     keyed: Keyed | None,
     terms: NewGame,
+    beacon_chain: BeaconChain | None = None,
 ) -> Played:
-    """The new game's answer (201), as pokna.dealer.creating.create_game builds it."""
+    """The new game's answer (201), as pokna.dealer.creating.create_game builds it; `beacon_chain` as there."""
     if keyed is None:
         tenant_id = caller.tenant_id
         if tenant_id is None:
             assert caller.api_key_digest is not None
             tenant_id = await idempotency.authenticate(connection, caller.api_key_digest)
-        return await _create(connection, keys, clock, tenant_id, None, terms)
+        return await _create(connection, keys, clock, tenant_id, None, terms, beacon_chain)
     token = secrets.token_hex(16)
     claimed = await idempotency.authenticate_and_claim(
         connection, caller.api_key_digest, caller.tenant_id, keyed.key, keyed.fingerprint, token, utc_now()
@@ -76,7 +79,8 @@ async def create_game(
     if claimed.stored is not None:
         return Played(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True)
     try:
-        return await _create(connection, keys, clock, claimed.tenant_id, _Claim(keyed.key, token), terms)
+        claim = _Claim(keyed.key, token)
+        return await _create(connection, keys, clock, claimed.tenant_id, claim, terms, beacon_chain)
     except BaseException:
         await idempotency.release(connection, claimed.tenant_id, keyed.key, token)
         raise
@@ -89,6 +93,7 @@ async def _create(
     tenant_id: str,
     claim: _Claim | None,
     terms: NewGame,
+    beacon_chain: BeaconChain | None,
 ) -> Played:
     account_ids, fields = seated(terms)
     check_distinct(account_ids, fields)
@@ -105,20 +110,22 @@ async def _create(
                     ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": account_ids}
                 )
                 defaults = None
-                if terms.rake is None:
-                    defaults = await connection.execute(RAKE_DEFAULTS, {"tenant_id": tenant_id})
+                if terms.rake is None or terms.fairness_mode is None:
+                    defaults = await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
                 await pipeline.sync()
                 if hold is not None and claim is not None:
                     idempotency.held_claim(await hold.fetchone(), claim.token)
                 found = summaries(await accounts.fetchall())
                 balances = seated_balances(found, account_ids, terms.currency, fields)
                 check_labels(terms.seat_labels, len(account_ids))
-                rake = RakeTerms(*await _one(defaults)) if defaults is not None else terms.rake or RakeTerms()
+                bps, cap, mode = await _one(defaults) if defaults is not None else (0, None, None)
+                rake = terms.rake or RakeTerms(bps, cap)
                 config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+                chain = chain_for(terms.fairness_mode or mode, beacon_chain)
                 game_id = new_id("game")
                 pot = new_account(tenant_id, AccountKind.GAME_POT, terms.currency, game_id, utc_now())
                 game, seats, events = new_game_records(
-                    keys, clock, tenant_id, terms, config, game_id, pot["id"]
+                    keys, clock, tenant_id, terms, config, chain, game_id, pot["id"]
                 )
                 outbox = Gathered()
                 announce_created(outbox, game, seats, balances)

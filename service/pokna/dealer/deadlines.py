@@ -13,11 +13,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from pokna.dealer.beacon_rolls import accept, chain_of, draws_rolls, pending_round
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.stepping import apply_step
 from pokna.dealer.store import game_store
 from pokna.dealer.writes import GameWrites, decide_under_lock
-from pokna.game import Timeout
+from pokna.drand import BeaconRelays
+from pokna.errors import WalletHeld
+from pokna.game import Timeout, state_from_dict, turn
 from pokna.game.events import TimedOut
 from pokna.service_keys import ServiceKeys
 
@@ -52,22 +55,54 @@ def due_games(session: Session, tenant_id: str, now: datetime, limit: int) -> li
     return game_store(session).due_games(session, tenant_id, now, limit)
 
 
+@dataclass(frozen=True)
+class DueApplied:
+    timeouts: int
+    rolls_resolved: int
+
+
 def apply_due_timeouts(
-    session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, game_id: str
-) -> int:
-    """Apply every deadline of the game that has passed; how many were applied."""
+    session: Session,
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    game_id: str,
+    beacon: BeaconRelays | None = None,
+) -> DueApplied:
+    """Apply every deadline of the game that has passed; how many were applied. A beacon-mode game whose
+    accepted roll nobody waited for is resolved instead, if its round is served (asked before the lock)."""
     store = game_store(session)
     if not _passed(store.turn_deadline(session, tenant_id, game_id), clock):
-        return 0  # the common case: no lock taken, nothing written
-    applied = decide_under_lock(
-        session,
-        tenant_id,
-        game_id,
-        lambda writes, game, seats, balances: apply_passed_deadlines(
-            writes, keys, clock, game, seats, balances
-        ),
-    )
-    return len(applied)
+        return DueApplied(0, 0)  # the common case: no lock taken, nothing written
+    game = store.get_game(session, tenant_id, game_id)
+    round_number = pending_round(game)
+    if round_number is not None:
+        beacon_round = None if beacon is None else beacon.get(round_number)
+        if beacon_round is None:
+            return DueApplied(0, 0)  # the beacon is out, or not reachable from here: the roll waits
+        from pokna.dealer.acting import resolve_pending_roll  # acting applies deadlines first
+
+        resolved = decide_under_lock(
+            session,
+            tenant_id,
+            game_id,
+            lambda writes, game, seats, balances: resolve_pending_roll(
+                writes, keys, clock, game, seats, balances, beacon_round
+            ),
+        )
+        return DueApplied(0, 0 if resolved is None else 1)
+    try:
+        applied = decide_under_lock(
+            session,
+            tenant_id,
+            game_id,
+            lambda writes, game, seats, balances: apply_passed_deadlines(
+                writes, keys, clock, game, seats, balances
+            ),
+        )
+    except WalletHeld:  # a seat's wallet waits on another game's beacon roll: the next sweep applies it
+        return DueApplied(0, 0)
+    return DueApplied(len(applied), 0)
 
 
 def caught_up(
@@ -78,7 +113,7 @@ def caught_up(
     what the catch-up wrote). The seats come along when the catch-up read them."""
     store = game_store(session)
     game = store.get_game(session, tenant_id, game_id)
-    if not _passed(game.turn_deadline_at, clock):
+    if game.pending_roll is not None or not _passed(game.turn_deadline_at, clock):
         return game, None  # the common case: one query, no lock
 
     def catch_up(
@@ -87,7 +122,10 @@ def caught_up(
         apply_passed_deadlines(writes, keys, clock, game, seats, balances)
         return game, seats
 
-    return decide_under_lock(session, tenant_id, game_id, catch_up)
+    try:
+        return decide_under_lock(session, tenant_id, game_id, catch_up)
+    except WalletHeld:  # a seat's wallet waits on another game's beacon roll: caught up after it resolves
+        return game, None
 
 
 def apply_passed_deadlines(
@@ -101,8 +139,27 @@ def apply_passed_deadlines(
     """Under the game's lock: each passed deadline's default action, stamped at that deadline. What was
     applied, one entry per deadline: when, in which phase, on behalf of which seats, and which action."""
     applied: list[dict[str, Any]] = []
-    while game.turn_deadline_at is not None and game.turn_deadline_at <= clock.now:
+    # A beacon-mode roll accepted and waiting is not a turn that can time out: the sweep resolves it when
+    # its round arrives (pokna.dealer.beacon_rolls), and the next turn's clock starts then.
+    while (
+        game.pending_roll is None and game.turn_deadline_at is not None and game.turn_deadline_at <= clock.now
+    ):
         deadline = game.turn_deadline_at
+        chain = chain_of(game)
+        state = state_from_dict(game.state)
+        if chain is not None and draws_rolls(game, seats, balances, state, Timeout()):
+            # Beacon mode: the default roll is accepted now (not at the deadline, whose round may be out).
+            accept(writes, keys, chain, game, seats, balances, state, Timeout(), clock.now)
+            applied.append(
+                {
+                    "deadline_at": deadline.isoformat().replace("+00:00", "Z"),
+                    "phase": state.phase.value,
+                    "account_ids": [seats[seat].account_id for seat in turn(state).seats],
+                    "applied": "roll",
+                    "beacon_round": writes.accepted_round,
+                }
+            )
+            break
         result = apply_step(writes, keys, clock, game, seats, balances, Timeout(), deadline)
         for event in result.events:
             if isinstance(event, TimedOut):

@@ -34,6 +34,15 @@ class ClientSeedSetEventData(_Recorded):
     client_seed: str
 
 
+class RollAcceptedEventData(_Recorded):
+    """Beacon mode: a drawing action accepted, its rolls to use `beacon_round` (docs/fairness.md, 1b)."""
+
+    action: dict[str, int | str] = Field(description="The action as the rules record it.")
+    accepted_at: str = Field(description="When it was accepted (UTC, milliseconds).")
+    beacon_round: int = Field(description="The drand round its rolls use: the first published after.")
+    round_due_at: str = Field(description="When that round is published.")
+
+
 class MoneyMovedEventData(ProofTransfer):
     """A transfer of the rules, as the ledger posted it."""
 
@@ -102,6 +111,7 @@ _ALL = [
     _event_out("client_seed_set", ClientSeedSetEventData),
     _event_out("action", ProofAction),
     _event_out("money_moved", MoneyMovedEventData),
+    _event_out("roll_accepted", RollAcceptedEventData),
     *_rules_event_outs(),
 ]
 EVENT_KINDS = tuple(typing.get_args(model.model_fields["kind"].annotation)[0] for model in _ALL)

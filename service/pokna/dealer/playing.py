@@ -34,17 +34,21 @@ from starlette.concurrency import run_in_threadpool
 from pokna import ledger, metrics
 from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
-from pokna.dealer.acting import decide_action
+from pokna.dealer.acting import decide_action, resolve_pending_roll
 from pokna.dealer.action_lock import LOCK_FOR_ACTION, LOCK_FOR_ACTION_OF_CALLER, split_locked
+from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.deadlines import Clock
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.rake import revenue_account_id
+from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.schemas import GameActionOut
 from pokna.dealer.store_postgres import RECORDED_FOR_PROOF, locked_records, recorded_records
 from pokna.dealer.writes import (
+    BEACON_ROLL_WRITE,
     DECIDE_ATTEMPTS,
     GAME_WRITE,
+    HELD_WALLET,
     STALE_BALANCES,
     GameWrites,
     NeedsRead,
@@ -52,7 +56,8 @@ from pokna.dealer.writes import (
     Recorded,
     StaleBalances,
 )
-from pokna.errors import NotFound, PoknaError, Unauthorized
+from pokna.drand import BeaconRelays, BeaconUnavailable
+from pokna.errors import NotFound, PoknaError, Unauthorized, WalletHeld
 from pokna.idempotency import aio as idempotency
 from pokna.service_keys import ServiceKeys
 
@@ -81,6 +86,14 @@ class Played:
     body: bytes
     """The answer's JSON, as sent the first time and on every replay."""
     replayed: bool
+    waiting_round: int | None = None
+    """Beacon mode: the drand round an action accepted by this request waits for (202 until resolved)."""
+    tenant_id: str | None = None
+
+
+Decide = Callable[[GameWrites, Clock, GameRecord, list[SeatRecord], dict[str, int]], GameActionOut | None]
+"""A request's decision on the locked game, by the clock the lock's round trip settled (a retried key acts
+as of its first attempt's deadlines)."""
 
 
 async def play(
@@ -92,15 +105,105 @@ async def play(
     game_id: str,
     request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
+    beacon: BeaconRelays | None = None,
 ) -> Played:
+    """`beacon`: the relays a beacon-mode game's rounds are read from (pokna.dealer.beacon_rolls). Without
+    them a drawing action in such a game is accepted and answered 202, and `pokna sweep` resolves it."""
     try:
-        played = await _play(connection, keys, clock, caller, keyed, game_id, request, open_revenue_account)
+        played = await _play_resolving(
+            connection, keys, clock, caller, keyed, game_id, request, open_revenue_account, beacon
+        )
     except PoknaError as refusal:
         metrics.game_action(request.type, refusal.code)
         raise
     if not played.replayed:
-        metrics.game_action(request.type, "ok")
+        metrics.game_action(request.type, "ok" if played.waiting_round is None else "roll_pending")
     return played
+
+
+async def _play_resolving(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    caller: Caller,
+    keyed: Keyed | None,
+    game_id: str,
+    request: PlayerRequest,
+    open_revenue_account: OpenRevenueAccount,
+    beacon: BeaconRelays | None,
+) -> Played:
+    """The action; in beacon mode, its round awaited and the action resolved with it. An action that
+    finds an earlier accepted roll whose round is due resolves that one first, then is played once more."""
+    try:
+        played = await _play(connection, keys, clock, caller, keyed, game_id, request, open_revenue_account)
+    except RollPending as pending:
+        if beacon is None or pending.tenant_id is None:
+            raise
+        round_number = int(pending.extensions["beacon_round"])
+        if not beacon.due_within_a_period(round_number):
+            raise
+        await _await_and_resolve(
+            connection,
+            keys,
+            clock,
+            beacon,
+            pending.tenant_id,
+            game_id,
+            round_number,
+            None,
+            open_revenue_account,
+        )
+        played = await _play(connection, keys, clock, caller, keyed, game_id, request, open_revenue_account)
+    if played.waiting_round is None or beacon is None or played.tenant_id is None:
+        return played
+    resolved = await _await_and_resolve(
+        connection,
+        keys,
+        clock,
+        beacon,
+        played.tenant_id,
+        game_id,
+        played.waiting_round,
+        None if keyed is None else keyed.key,
+        open_revenue_account,
+    )
+    return played if resolved is None else resolved
+
+
+async def _await_and_resolve(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    beacon: BeaconRelays,
+    tenant_id: str,
+    game_id: str,
+    round_number: int,
+    answer_key: str | None,
+    open_revenue_account: OpenRevenueAccount,
+) -> Played | None:
+    """Wait for the round (in a thread: the relays' client blocks), then resolve the game's waiting action
+    in a transaction of its own. None if the beacon is out (the roll stays pending: the answer is the 202
+    of its acceptance) or someone resolved it first."""
+    try:
+        beacon_round = await run_in_threadpool(beacon.wait_for, round_number)
+    except BeaconUnavailable:
+        return None
+
+    def decide(
+        writes: GameWrites, clock: Clock, game: GameRecord, seats: list[SeatRecord], balances: dict[str, int]
+    ) -> GameActionOut | None:
+        return resolve_pending_roll(writes, keys, clock, game, seats, balances, beacon_round)
+
+    return await _decide_and_write(
+        connection,
+        clock,
+        Caller(tenant_id=tenant_id),
+        None,
+        game_id,
+        decide,
+        open_revenue_account,
+        answer_key,
+    )
 
 
 async def _play(
@@ -113,10 +216,17 @@ async def _play(
     request: PlayerRequest,
     open_revenue_account: OpenRevenueAccount,
 ) -> Played:
+    def decide(
+        writes: GameWrites, clock: Clock, game: GameRecord, seats: list[SeatRecord], balances: dict[str, int]
+    ) -> GameActionOut:
+        return decide_action(writes, keys, clock, game, seats, balances, request)
+
     if keyed is None:
-        return await _decide_and_write(
-            connection, keys, clock, caller, None, game_id, request, open_revenue_account
+        played = await _decide_and_write(
+            connection, clock, caller, None, game_id, decide, open_revenue_account, None
         )
+        assert played is not None
+        return played
     token = secrets.token_hex(16)
     started_at = utc_now()
     claimed = await idempotency.authenticate_and_claim(
@@ -127,12 +237,14 @@ async def _play(
         return Played(stored.status, str(stored.body).encode(), replayed=True)
     claim = _Claim(claimed.tenant_id, keyed.key, token, started_at)
     try:
-        return await _decide_and_write(
-            connection, keys, clock, caller, claim, game_id, request, open_revenue_account
+        played = await _decide_and_write(
+            connection, clock, caller, claim, game_id, decide, open_revenue_account, keyed.key
         )
     except BaseException:
         await idempotency.release(connection, claim.tenant_id, claim.key, token)
         raise
+    assert played is not None
+    return played
 
 
 @dataclass(frozen=True)
@@ -145,25 +257,25 @@ class _Claim:
 
 async def _decide_and_write(
     connection: AsyncConnection[Any],
-    keys: ServiceKeys,
     clock: Clock,
     caller: Caller,
     claim: _Claim | None,
     game_id: str,
-    request: PlayerRequest,
+    decide: Decide,
     open_revenue_account: OpenRevenueAccount,
-) -> Played:
+    answer_key: str | None,
+) -> Played | None:
     for attempt in range(DECIDE_ATTEMPTS):
         try:
             return await _attempt_once(
                 connection,
-                keys,
                 clock,
                 caller,
                 claim,
                 game_id,
-                request,
+                decide,
                 open_revenue_account,
+                answer_key,
                 held=attempt > 0,
             )
         except StaleBalances:
@@ -173,26 +285,29 @@ async def _decide_and_write(
 
 async def _attempt_once(
     connection: AsyncConnection[Any],
-    keys: ServiceKeys,
     clock: Clock,
     caller: Caller,
     claim: _Claim | None,
     game_id: str,
-    request: PlayerRequest,
+    decide: Decide,
     open_revenue_account: OpenRevenueAccount,
+    answer_key: str | None,
     *,
     held: bool,
-) -> Played:
+) -> Played | None:
     """One decision, in one transaction of two round trips. `held`: after a lost race, the balances are
-    read under the ledger's locks (pokna.ledger.holding), so this decision is the last.
+    read under the ledger's locks (pokna.ledger.holding), so this decision is the last. None when `decide`
+    found nothing to do (a beacon roll someone else resolved).
 
     BEGIN and COMMIT are sent as statements of the pipeline (psycopg's `transaction()` would wait for
     BEGIN on its own, and a pipeline's exit always syncs): BEGIN with the first reads, then one sync;
     game_write() and COMMIT, then the exit's sync. An error rolls back in the same way, or, when the
     server refused inside the pipeline, after it."""
+    tenant_id = caller.tenant_id
     try:
         async with connection.pipeline() as pipeline:
             await connection.execute("BEGIN", prepare=False)
+            ended = False
             try:
                 tenant_id, clock, lock = await _lock(connection, pipeline, caller, claim, game_id, clock)
                 row = await lock.fetchone()
@@ -205,33 +320,60 @@ async def _attempt_once(
                     held_balances = await ledger.hold_wallets(
                         connection, tenant_id, [seat.account_id for seat in seats or ()]
                     )
-                writes, answer = await _decided(
-                    connection,
-                    keys,
-                    clock,
-                    tenant_id,
-                    locked,
-                    recorded,
-                    held_balances,
-                    request,
-                    open_revenue_account,
-                )
+                try:
+                    writes, answer = await _decided(
+                        connection,
+                        tenant_id,
+                        locked,
+                        recorded,
+                        held_balances,
+                        lambda w, g, s, b: decide(w, clock, g, s, b),
+                        open_revenue_account,
+                    )
+                except RollPending as pending:
+                    pending.tenant_id = tenant_id
+                    if pending.kept:  # a passed deadline's roll was accepted before the refusal: keep it
+                        await _send(connection, pending.kept, None)
+                        await connection.execute("COMMIT", prepare=False)
+                        ended = True
+                    raise
+                if answer is None:
+                    await connection.execute("ROLLBACK", prepare=False)
+                    return None
                 body = answer.model_dump_json()
-                stored = None if claim is None else {"key": claim.key, "status": 200, "body": body}
+                status = 200 if writes.accepted_round is None else 202
+                stored = None if answer_key is None else {"key": answer_key, "status": status, "body": body}
                 started = time.perf_counter()
-                await connection.execute(GAME_WRITE, (tenant_id, writes.document(stored)))
+                await _send(connection, writes, stored)
                 await connection.execute("COMMIT", prepare=False)
+                ended = True
             except BaseException:
-                await connection.execute("ROLLBACK", prepare=False)
+                if not ended:
+                    await connection.execute("ROLLBACK", prepare=False)
                 raise
     except psycopg.Error as error:
         if error.sqlstate == STALE_BALANCES:
             await _rolled_back(connection)
             raise StaleBalances(str(error)) from None
+        if error.sqlstate == HELD_WALLET:
+            await _rolled_back(connection)
+            raise WalletHeld(_held_detail(error)) from None
         await connection.close()
         raise
     writes.written(time.perf_counter() - started)
-    return Played(200, body.encode(), replayed=False)
+    return Played(
+        status, body.encode(), replayed=False, waiting_round=writes.accepted_round, tenant_id=tenant_id
+    )
+
+
+async def _send(connection: AsyncConnection[Any], writes: GameWrites, stored: dict[str, Any] | None) -> None:
+    """What the decision gathered, in pipeline: a beacon acceptance or release, game_write(), the rolls'
+    rounds."""
+    for call in writes.beacon_calls(writes.before):
+        await connection.execute(BEACON_ROLL_WRITE, call)
+    await connection.execute(GAME_WRITE, (writes.tenant_id, writes.document(stored)))
+    for call in writes.beacon_calls(writes.after):
+        await connection.execute(BEACON_ROLL_WRITE, call)
 
 
 async def _lock(
@@ -268,16 +410,14 @@ async def _lock(
 
 async def _decided(
     connection: AsyncConnection[Any],
-    keys: ServiceKeys,
-    clock: Clock,
     tenant_id: str,
     locked: tuple[Any, ...],
     recorded: Recorded | None,
     held_balances: dict[str, int] | None,
-    request: PlayerRequest,
+    decide: Callable[[GameWrites, GameRecord, list[SeatRecord], dict[str, int]], GameActionOut | None],
     open_revenue_account: OpenRevenueAccount,
-) -> tuple[GameWrites, GameActionOut]:
-    """The action decided on the locked game (LOCK_FOR_ACTION's row), and what it writes. A decision
+) -> tuple[GameWrites, GameActionOut | None]:
+    """The request decided on the locked game (LOCK_FOR_ACTION's row), and what it writes. A decision
     that needs a read not yet made is made again, on records built afresh from the row, once the read is
     made (the rules are pure; nothing was written)."""
     prefetched = Prefetched(recorded=recorded)
@@ -287,7 +427,7 @@ async def _decided(
             raise StaleBalances("the seats changed while the game's lock was awaited")
         writes = GameWrites(tenant_id, prefetched)
         try:
-            answer = decide_action(writes, keys, clock, game, seats, dict(held_balances or balances), request)
+            answer = decide(writes, game, seats, dict(held_balances or balances))
             return writes, answer
         except NeedsRead as need:
             if need.what == "recorded":
@@ -297,6 +437,10 @@ async def _decided(
                 prefetched.recorded = recorded_records(*row)
             else:
                 prefetched.revenue_account = await open_revenue_account(tenant_id, game.currency)
+
+
+def _held_detail(error: psycopg.Error) -> str:
+    return str(error.diag.message_primary or error)
 
 
 async def _rolled_back(connection: AsyncConnection[Any]) -> None:

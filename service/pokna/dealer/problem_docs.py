@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from pokna.api.problem_docs import ProblemDoc, of
+from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.errors import REFUSAL_STATUS, ClientSeedLocked, NotSeated, RoundInProgress, VersionConflict
-from pokna.errors import InvalidRequest, NotFound
+from pokna.errors import InvalidRequest, NotFound, WalletHeld
 
 
 def refusal(code: str, detail: str) -> ProblemDoc:
@@ -20,6 +21,10 @@ BAD_SEATING = of(InvalidRequest, "account acct_0c1d already sits at body.vigo_ac
 NOT_SEATED = of(NotSeated, "account acct_0c1d has no seat in this game")
 VERSION_CONFLICT = of(VersionConflict, "expected version 7, the game is at 8")
 CLIENT_SEED_LOCKED = of(ClientSeedLocked, "client seeds can be set only before the game starts")
+ROLL_PENDING = (
+    of(RollPending, "the game's accepted roll waits for drand round 5318008 (due 2026-12-02T14:00:03.000Z)"),
+    of(WalletHeld, "wallet acct_0c1d is held by game game_9a8b until its accepted roll is resolved"),
+)
 ROUND_IN_PROGRESS = of(RoundInProgress, "round 3 (game_0c1d) has not ended")
 ACTION_REFUSALS = (
     refusal("wrong_phase", "vote is not allowed while the game is seeking"),

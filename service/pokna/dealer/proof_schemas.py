@@ -86,6 +86,14 @@ class CommitmentReceiptOut(_AsSigned):
     server_seed_hash: str = Field(description="SHA-256 of the server seed, lowercase hex.")
     created_at: str = Field(description="When the commitment was made (RFC 3339, UTC).")
     game: ProofTerms
+    fairness_mode: Literal["beacon"] | None = Field(
+        default=None,
+        exclude_if=_absent_when_none,
+        description="`beacon` in the beacon mode; absent otherwise.",
+    )
+    beacon_chain: BeaconChainOut | None = Field(
+        default=None, exclude_if=_absent_when_none, description="Beacon mode only: the chain its rolls use."
+    )
     key_id: str = Field(description="The signing key's id (`/v1/fairness/keys`).")
     signature: str = Field(description="Ed25519 over the canonical JSON of every other field, base64url.")
 
@@ -99,6 +107,24 @@ class ProofClientSeed(_AsSigned):
     )
 
 
+class BeaconChainOut(_AsSigned):
+    """The drand chain a beacon-mode game committed to (docs/fairness.md, section 1b)."""
+
+    scheme: str = Field(description="`bls-unchained-g1-rfc9380`.")
+    chain_hash: str
+    public_key: str = Field(description="The chain's BLS public key (G2, compressed, hex): the trust anchor.")
+    genesis_time: int = Field(description="Round 1's time, seconds since the Unix epoch.")
+    period: int = Field(description="Seconds between rounds.")
+
+
+class BeaconRoundOut(_AsSigned):
+    """A drand round as the chain published it."""
+
+    round: int
+    randomness: str = Field(description="sha256(signature), hex.")
+    signature: str = Field(description="BLS signature on G1 of sha256(round as 8 bytes big-endian), hex.")
+
+
 class ProofRoll(_AsSigned):
     nonce: int = Field(description="The roll's number in the game: 0 is the Vigo's favor roll.")
     seat: int
@@ -106,6 +132,32 @@ class ProofRoll(_AsSigned):
     purpose: RollPurposeName
     face: int = Field(ge=1, le=6)
     color: CubeColor
+    accepted_at: str | None = Field(
+        default=None,
+        exclude_if=_absent_when_none,
+        description="Beacon mode only: when the action that drew the roll was accepted (UTC, milliseconds).",
+    )
+    beacon: BeaconRoundOut | None = Field(
+        default=None,
+        exclude_if=_absent_when_none,
+        description="Beacon mode only: the round the roll used, the first published after `accepted_at`.",
+    )
+
+
+class RollAcceptanceOut(_AsSigned):
+    """Beacon mode: the signed acceptance of a drawing action, naming its round before the round exists.
+    Keep it: the proof must use that round (docs/fairness.md, section 1b)."""
+
+    protocol: Literal["pokna-hmac-sha256-drand-v1"]
+    document: Literal["roll_acceptance"]
+    game_id: str
+    action: dict[str, int | str] = Field(description="The accepted action as the rules record it.")
+    accepted_at: str = Field(description="When it was accepted (UTC, milliseconds).")
+    beacon_round: int = Field(description="The round its rolls use: the first published after `accepted_at`.")
+    round_due_at: str = Field(description="When that round is published.")
+    chain_hash: str
+    key_id: str
+    signature: str
 
 
 Balances = dict[str, int]
@@ -180,5 +232,13 @@ class SignedProofOut(_AsSigned):
     actions: list[ProofAction] = Field(description="Every decision the rules applied, in order.")
     outcome: ProofOutcome
     transfers: list[ProofTransfer] = Field(description="Every money movement, in order.")
+    fairness_mode: Literal["beacon"] | None = Field(
+        default=None,
+        exclude_if=_absent_when_none,
+        description="`beacon` in the beacon mode; absent otherwise.",
+    )
+    beacon_chain: BeaconChainOut | None = Field(
+        default=None, exclude_if=_absent_when_none, description="Beacon mode only: the chain its rolls use."
+    )
     key_id: str
     signature: str

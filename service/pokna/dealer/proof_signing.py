@@ -15,6 +15,8 @@ from pokna.dealer.records import (
     RollRecord,
     SeatRecord,
 )
+from pokna.fairness.beacon import BeaconChain, BeaconRound
+from pokna.fairness.json_reader import JsonReader
 from pokna.fairness.proof import (
     RecordedRoll,
     RollPurpose,
@@ -64,6 +66,7 @@ def sign_proof(
     """`events` and `rolls` are every one the game recorded, in order (the finishing step's included)."""
     assert game.revealed_server_seed is not None, "a proof is built only once the seed is revealed"
     account_of = {seat.seat: seat.account_id for seat in seats}
+    chain = game.receipt.get("beacon_chain")  # a beacon-mode game committed to its chain before play
     return build_proof(
         game_id=game.id,
         server_seed=game.revealed_server_seed,
@@ -79,7 +82,13 @@ def sign_proof(
         terms=signed_terms(state.config, [seat.account_id for seat in seats], _committed_labels(game, seats)),
         rolls=[
             RecordedRoll.of(
-                roll.nonce, roll.seat, account_of[roll.seat], RollPurpose(roll.purpose), roll.face
+                roll.nonce,
+                roll.seat,
+                account_of[roll.seat],
+                RollPurpose(roll.purpose),
+                roll.face,
+                accepted_at=roll.accepted_at,
+                beacon=None if roll.beacon is None else BeaconRound.read(JsonReader(roll.beacon)),
             )
             for roll in rolls
         ],
@@ -93,4 +102,5 @@ def sign_proof(
             if event.kind == MONEY_EVENT
         ],
         private_key=signing_key,
+        beacon_chain=None if chain is None else BeaconChain.read(JsonReader(chain)),
     )

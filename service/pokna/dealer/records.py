@@ -39,6 +39,8 @@ class GameRecord:
     created_at: datetime
     started_at: datetime | None
     ended_at: datetime | None
+    pending_roll: dict[str, Any] | None = None
+    """Beacon mode: the drawing action accepted and waiting for its round (pokna.dealer.beacon_rolls)."""
 
 
 GAME_COLUMNS = tuple(field.name for field in fields(GameRecord))
@@ -87,3 +89,6 @@ class RollRecord:
     face: int
     color: str
     rolled_at: datetime
+    accepted_at: str | None = None
+    """Beacon mode: when the action that drew the roll was accepted, and the round it used."""
+    beacon: dict[str, Any] | None = None

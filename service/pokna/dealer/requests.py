@@ -162,6 +162,14 @@ class GameCreate(BaseModel):
         "commitment and the proof (`game.seats[].label`), so the verifier page names the seats as your app "
         "does. Absent: the page says the Vigo and Player 1..n.",
     )
+    fairness_mode: Literal["stake", "beacon"] | None = Field(
+        default=None,
+        description="`stake` (the default, also when absent or null): each roll from the server seed, the client seeds and its nonce, "
+        "Stake-compatible. `beacon`: each roll also uses the randomness of a drand round published after the "
+        "action that draws it was accepted, so nobody, the operator included, can know a roll in advance; a "
+        "drawing action then waits for its round (at most one period, 3 s, plus a margin) and is answered "
+        "202 with `fairness.pending_roll` if the beacon is late (docs/fairness.md, section 1b).",
+    )
 
 
 SeatOf = Callable[[str | None], int]

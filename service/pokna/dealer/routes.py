@@ -25,6 +25,7 @@ from pokna.dealer.problem_docs import (
     CLIENT_SEED_LOCKED,
     GAME_NOT_FOUND,
     NOT_SEATED,
+    ROLL_PENDING,
     ROUND_IN_PROGRESS,
     TABLE_NOT_FOUND,
     VERSION_CONFLICT,
@@ -108,11 +109,18 @@ async def create_game(
         turn_timeout_seconds=body.turn_timeout_seconds,
         rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
         seat_labels=body.seat_labels,
+        fairness_mode=body.fairness_mode,
     )
     keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
     async with driver_connection(request) as connection:
         created = await create_game_now(
-            connection, runtime.keys, clock, dealer.Caller(api_key_digest=api_key_digest), keyed, terms
+            connection,
+            runtime.keys,
+            clock,
+            dealer.Caller(api_key_digest=api_key_digest),
+            keyed,
+            terms,
+            runtime.beacon.chain,
         )
     return _sent(created)
 
@@ -140,17 +148,29 @@ def get_game(
     description="One action for one seat (named by `account_id`). `turn.allowed_actions` of the last "
     "answer lists what is accepted now. Deadlines that passed meanwhile are applied first; if the action is "
     "then refused, the problem's `timed_out` lists what they applied. The answer carries the rolls the "
-    "action made.",
-    responses=problems(
-        KEYED,
-        JSON_BODY,
-        IDEMPOTENT,
-        GAME_NOT_FOUND,
-        NOT_SEATED,
-        VERSION_CONFLICT,
-        CLIENT_SEED_LOCKED,
-        ACTION_REFUSALS,
-    ),
+    "action made. In a beacon-mode game a drawing action is accepted first (signed, naming the drand round its "
+    "rolls use, which does not exist yet), then resolved when that round arrives: the answer waits for it, "
+    "at most one period plus a margin, or is 202 with `fairness.pending_roll` (docs/fairness.md, 1c).",
+    responses={
+        202: {
+            "model": GameActionOut,
+            "description": "Beacon mode: the drawing action was accepted, and its drand round did not arrive "
+            "in time to resolve it in this request. `fairness.pending_roll` holds the signed acceptance; the "
+            "roll resolves when the round arrives (the game's webhooks say so; `pokna sweep` does it if no "
+            "request does).",
+        },
+        **problems(
+            KEYED,
+            JSON_BODY,
+            IDEMPOTENT,
+            GAME_NOT_FOUND,
+            NOT_SEATED,
+            VERSION_CONFLICT,
+            CLIENT_SEED_LOCKED,
+            ACTION_REFUSALS,
+            ROLL_PENDING,
+        ),
+    },
 )
 async def act(
     game_id: GameId,
@@ -175,6 +195,7 @@ async def act(
             game_id,
             action,
             dealer.revenue_account_opener(runtime.engine),
+            runtime.beacon,
         )
     return _sent(played)
 
@@ -279,6 +300,8 @@ def deal_round(
     table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
 ) -> GameOut:
     def work(session: Session) -> tuple[int, GameOut]:
-        return 201, dealer.deal_round(session, runtime.keys, clock, tenant_id, table_id)
+        return 201, dealer.deal_round(
+            session, runtime.keys, clock, tenant_id, table_id, beacon_chain=runtime.beacon.chain
+        )
 
     return idempotency.run(work, GameOut)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from pokna.dealer.event_schemas import GameEventOut as GameEventOut
 from pokna.dealer.proof_schemas import CommitmentReceiptOut as CommitmentReceiptOut
+from pokna.dealer.proof_schemas import RollAcceptanceOut
 from pokna.dealer.proof_schemas import SignedProofOut as SignedProofOut
 from pokna.game import Phase
 from pokna.game.vocabulary import (
@@ -61,8 +62,28 @@ class OutcomeOut(BaseModel):
     payouts: list[PayoutOut]
 
 
+class PendingRollOut(BaseModel):
+    """A beacon-mode drawing action, accepted and waiting for its drand round (docs/fairness.md, 1b)."""
+
+    accepted_at: str = Field(description="When the action was accepted (UTC, milliseconds).")
+    beacon_round: int = Field(description="The drand round its rolls will use: the first published after.")
+    round_due_at: str = Field(description="When that round is published.")
+    acceptance: RollAcceptanceOut = Field(
+        description="The signed acceptance: keep it; it names the round before the round exists, and the "
+        "proof must use that round."
+    )
+
+
 class FairnessOut(BaseModel):
     protocol: str
+    mode: Literal["stake", "beacon"] = Field(
+        description="`stake`: rolls from the server seed, the client seeds and the nonce. `beacon`: each roll "
+        "also uses a drand round published after the action that drew it was accepted."
+    )
+    pending_roll: PendingRollOut | None = Field(
+        description="Beacon mode: the accepted action whose round has not arrived yet; null otherwise. "
+        "Nothing else is accepted in the game until it resolves."
+    )
     server_seed_hash: str = Field(description="The commitment, published before any client seed or roll.")
     client_seed: str | None = Field(description="The game client seed, fixed at the start.")
     server_seed: str | None = Field(description="Revealed once the game has settled or been cancelled.")

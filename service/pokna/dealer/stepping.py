@@ -20,6 +20,7 @@ from pokna.dealer.proof_signing import sign_proof
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.view import game_out, status_of
 from pokna.dealer.writes import GameWrites
+from pokna.fairness.beacon import beacon_roll
 from pokna.fairness.proof_replay import balance_cap, recorded_balances
 from pokna.fairness.protocol import game_client_seed, generate_client_seed, roll
 from pokna.fairness.seed_vault import open_server_seed
@@ -44,6 +45,7 @@ from pokna.game.transfers import party_to_json
 from pokna.service_keys import ServiceKeys
 
 if TYPE_CHECKING:  # deadlines.py applies its timeouts through apply_step
+    from pokna.dealer.beacon_rolls import BeaconDraw
     from pokna.dealer.deadlines import Clock
 
 
@@ -56,10 +58,13 @@ def apply_step(
     balances: dict[str, int],
     action: Action,
     moment: datetime,
+    *,
+    beacon: BeaconDraw | None = None,
 ) -> StepResult:
     """One rules step, gathered in `writes`: postings, events, rolls, the game row, its announcements.
     `balances` (by account) were read without the ledger's lock; they are kept up to date with what this
-    step posts."""
+    step posts. With `beacon` the step resolves a beacon-mode action accepted earlier: its rolls use the
+    round, and the rules decide on the balances it was accepted with (pokna.dealer.beacon_rolls)."""
     state = state_from_dict(game.state)
     previous_version = game.version
     starting = state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout)
@@ -70,10 +75,16 @@ def apply_step(
         if not seeds:
             seeds.append(open_server_seed(game.sealed_server_seed, keys.seed_key, game.id))
             seeds.append(game.game_client_seed or game_client_seed([seed or "" for seed in client_seeds]))
+        if beacon is not None:
+            return beacon_roll(seeds[0], seeds[1], nonce, beacon.beacon_round.randomness).face
         return roll(seeds[0], seeds[1], nonce).face
 
     def apply_rules(held: dict[str, int]) -> tuple[dict[int, int], StepResult]:
-        by_seat = {seat.seat: held[seat.account_id] for seat in seats}
+        by_seat = (
+            dict(beacon.balances)
+            if beacon is not None
+            else {seat.seat: held[seat.account_id] for seat in seats}
+        )
         try:
             return by_seat, step(state, action, balances=by_seat, roll_face=roll_face)
         except GameError as error:
@@ -101,6 +112,8 @@ def apply_step(
                     face=event.face,
                     color=event.color.value,
                     rolled_at=moment,
+                    accepted_at=None if beacon is None else beacon.accepted_at,
+                    beacon=None if beacon is None else beacon.beacon_round.to_json(),
                 )
             )
     entries += money
@@ -122,8 +135,19 @@ def apply_step(
     writes.save_step(
         game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded, batch=batch
     )
+    if beacon is not None and rolls:
+        writes.beacon_phase(
+            game.id,
+            "rolls",
+            {"rolls": [{"nonce": r.nonce, "accepted_at": r.accepted_at, "beacon": r.beacon} for r in rolls]},
+        )
     writes.shown = announce_step(writes, game, seats, balances, state, result.state, action, moment)
     return result
+
+
+def fix_client_seeds(game: GameRecord, seats: Sequence[SeatRecord]) -> list[SeatRecord]:
+    """Fix the seeds now (a beacon-mode start, at its acceptance): the seats given one by the server."""
+    return _seat_client_seeds(game, seats, _fixed_client_seeds(seats))
 
 
 def _fixed_client_seeds(seats: Sequence[SeatRecord]) -> list[str | None]:

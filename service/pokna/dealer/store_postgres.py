@@ -111,7 +111,8 @@ RECORDED_FOR_PROOF = (
     "SELECT (SELECT json_agg(json_build_array(seq, kind, payload, occurred_at) ORDER BY seq) "
     "FROM game_event WHERE game_event.tenant_id = %(tenant_id)s AND game_id = %(game_id)s "
     "AND kind = ANY(%(kinds)s)), "
-    "(SELECT json_agg(json_build_array(nonce, seat, purpose, face, color, rolled_at) ORDER BY nonce) "
+    "(SELECT json_agg(json_build_array(nonce, seat, purpose, face, color, rolled_at, accepted_at, beacon) "
+    "ORDER BY nonce) "
     "FROM game_roll WHERE game_roll.tenant_id = %(tenant_id)s AND game_id = %(game_id)s)"
 )
 
@@ -207,8 +208,8 @@ def recorded_records(
     return (
         [EventRecord(seq, kind, payload, _timestamp(at)) for seq, kind, payload, at in events or ()],
         [
-            RollRecord(nonce, seat, purpose, face, color, _timestamp(at))
-            for nonce, seat, purpose, face, color, at in rolls or ()
+            RollRecord(nonce, seat, purpose, face, color, _timestamp(at), accepted_at, beacon)
+            for nonce, seat, purpose, face, color, at, accepted_at, beacon in rolls or ()
         ],
     )
 

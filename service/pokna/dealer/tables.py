@@ -14,6 +14,7 @@ from pokna.dealer.errors import RoundInProgress
 from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
 from pokna.dealer.schemas import GameOut, TableOut, TableRoundOut, TableTotalOut
 from pokna.dealer.store import game_store
+from pokna.fairness.beacon import BeaconChain
 from pokna.game import round_seating, state_from_dict
 from pokna.service_keys import ServiceKeys
 
@@ -54,8 +55,17 @@ def read_table(session: Session, tenant_id: str, table_id: str) -> TableOut:
     return _table_out(session, game_store(session).get_table(session, tenant_id, table_id))
 
 
-def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str, table_id: str) -> GameOut:
-    """The next round's game, with the Vigo title passed clockwise. One round at a time."""
+def deal_round(
+    session: Session,
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    table_id: str,
+    *,
+    beacon_chain: BeaconChain | None = None,
+) -> GameOut:
+    """The next round's game, with the Vigo title passed clockwise. One round at a time. Its fairness
+    mode is the tenant's default (`beacon_chain` as in create_game)."""
     store = game_store(session)
     table = store.get_table(session, tenant_id, table_id, for_update=True)
     rounds = store.games_of_table(session, table.tenant_id, table.id)
@@ -63,7 +73,7 @@ def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str
     if (
         rounds
         and rounds[-1].status in ("open", "in_progress")
-        and apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id)
+        and apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id).timeouts
     ):
         rounds[-1] = store.get_game(session, tenant_id, rounds[-1].id)
     if rounds and rounds[-1].status in ("open", "in_progress"):
@@ -76,6 +86,7 @@ def deal_round(session: Session, keys: ServiceKeys, clock: Clock, tenant_id: str
         _new_game_for_round(table, table.rounds_played),
         table_id=table.id,
         round_number=table.rounds_played + 1,
+        beacon_chain=beacon_chain,
     )
     table.rounds_played += 1
     store.save_table(session, table)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
@@ -11,7 +13,12 @@ from pokna.api.deps import SessionDep
 from pokna.api.fields import RakeTermsIn
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, problems
-from pokna.tenants.settings import TenantSettingsOut, set_default_rake, tenant_settings
+from pokna.tenants.settings import (
+    TenantSettingsOut,
+    set_default_fairness_mode,
+    set_default_rake,
+    tenant_settings,
+)
 
 router = APIRouter(prefix="/v1", tags=["tenant"])
 
@@ -23,6 +30,11 @@ class TenantSettingsUpdate(BaseModel):
 
     rake: RakeTermsIn = Field(
         description="The default rake of games and tables created from now on; existing ones keep theirs."
+    )
+    fairness_mode: Literal["stake", "beacon"] | None = Field(
+        default=None,
+        description="The default fairness mode of games created from now on without their own "
+        "`fairness_mode`; absent or null: unchanged.",
     )
 
 
@@ -49,6 +61,8 @@ def update_settings(
     body: TenantSettingsUpdate, tenant_id: TenantDep, idempotency: IdempotencyDep
 ) -> TenantSettingsOut:
     def work(session: Session) -> tuple[int, TenantSettingsOut]:
+        if body.fairness_mode is not None:
+            set_default_fairness_mode(session, tenant_id, body.fairness_mode)
         return 200, set_default_rake(session, tenant_id, bps=body.rake.bps, cap=body.rake.cap)
 
     return idempotency.run(work, TenantSettingsOut)

@@ -4,6 +4,7 @@ the documented answer (pokna.dealer.schemas), from the records the store returne
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pokna.dealer.links import link_path, verify_page_path
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
@@ -14,6 +15,7 @@ from pokna.dealer.schemas import (
     GameProofOut,
     OutcomeOut,
     PayoutOut,
+    PendingRollOut,
     ProofPendingOut,
     RakeOut,
     SeatOut,
@@ -57,6 +59,8 @@ def game_out(game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[st
     allowed = list(allowed_actions(state, {seat.seat: balances.get(seat.account_id, 0) for seat in seats}))
     if state.phase is Phase.OPEN:
         allowed.insert(0, SET_CLIENT_SEED)
+    if game.pending_roll is not None:  # nothing is accepted until the waiting roll resolves
+        allowed = []
     outcome = None
     if state.is_over:
         settled = outcome_to_json(state.outcome)
@@ -109,7 +113,9 @@ def game_out(game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[st
         ),
         outcome=outcome,
         fairness=FairnessOut(
-            protocol=PROTOCOL,
+            protocol=game.receipt.get("protocol", PROTOCOL),
+            mode=game.receipt.get("fairness_mode", "stake"),
+            pending_roll=None if game.pending_roll is None else _pending_roll_out(game.pending_roll),
             server_seed_hash=game.server_seed_hash,
             client_seed=game.game_client_seed,
             server_seed=game.revealed_server_seed,
@@ -137,3 +143,13 @@ def proof_out(game: GameRecord) -> GameProofOut:
     if game.proof is not None:
         return SignedProofOut.model_validate(game.proof)
     return ProofPendingOut(game_id=game.id, status=game.status, revealed=False, commitment=game.receipt)
+
+
+def _pending_roll_out(pending: Mapping[str, Any]) -> PendingRollOut:
+    acceptance = pending["acceptance"]
+    return PendingRollOut(
+        accepted_at=acceptance["accepted_at"],
+        beacon_round=acceptance["beacon_round"],
+        round_due_at=acceptance["round_due_at"],
+        acceptance=acceptance,
+    )

@@ -30,10 +30,15 @@ from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecor
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import encode_rows
+from pokna.errors import WalletHeld
 from pokna.ledger import TransferBatch, hold_wallets_now
 from pokna.outbox import Event, Gathered
 
 GAME_WRITE = "SELECT game_write(%s, %s::json)"
+BEACON_ROLL_WRITE = "SELECT beacon_roll_write(%s, %s, %s, %s::jsonb)"
+"""A beacon-mode game's acceptance, release and rolls' rounds (migrations/versions/0013_beacon_rolls.py)."""
+HELD_WALLET = "PK423"
+"""The database's SQLSTATE when money would leave a wallet a waiting beacon roll holds."""
 STALE_BALANCES = "PK409"
 """game_write()'s SQLSTATE when ledger_post() refused: a wallet moved after the game was read."""
 
@@ -100,6 +105,18 @@ class GameWrites:
     finished: list[str] = field(default_factory=list)
     """How each game that ended ended, counted once written (`written`)."""
     _pending: dict[str, Recorded] = field(default_factory=dict)
+    accepted_round: int | None = None
+    """Beacon mode: the drand round an action accepted here waits for (pokna.dealer.beacon_rolls.accept)."""
+    before: list[tuple[str, str, str]] = field(default_factory=list)
+    """beacon_roll_write() calls (game, phase, document) sent before game_write(): an acceptance, a release."""
+    after: list[tuple[str, str, str]] = field(default_factory=list)
+    """...and after it: the rounds of the rolls it inserted."""
+
+    def beacon_phase(self, game_id: str, phase: str, document: Mapping[str, Any]) -> None:
+        (self.after if phase == "rolls" else self.before).append((game_id, phase, encode_rows(document)))
+
+    def beacon_calls(self, calls: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:
+        return [(self.tenant_id, game_id, phase, document) for game_id, phase, document in calls]
 
     def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded:
         """Everything recorded so far, including the steps gathered here and not yet written."""
@@ -166,7 +183,7 @@ class GameWrites:
             metrics.game_finished(reason)
 
     def __bool__(self) -> bool:
-        return bool(self.steps or self.outbox.rows)
+        return bool(self.steps or self.outbox.rows or self.before)
 
 
 def write_now(session: Session, writes: GameWrites) -> None:
@@ -176,10 +193,19 @@ def write_now(session: Session, writes: GameWrites) -> None:
         return
     started = time.perf_counter()
     try:
-        session.connection().exec_driver_sql(GAME_WRITE, (writes.tenant_id, writes.document()))
+        connection = session.connection()
+        for call in writes.beacon_calls(writes.before):
+            connection.exec_driver_sql(BEACON_ROLL_WRITE, call)
+        connection.exec_driver_sql(GAME_WRITE, (writes.tenant_id, writes.document()))
+        for call in writes.beacon_calls(writes.after):
+            connection.exec_driver_sql(BEACON_ROLL_WRITE, call)
     except DBAPIError as error:
-        if getattr(error.orig, "sqlstate", None) == STALE_BALANCES:
+        sqlstate = getattr(error.orig, "sqlstate", None)
+        if sqlstate == STALE_BALANCES:
             raise StaleBalances(str(error.orig)) from None
+        if sqlstate == HELD_WALLET:
+            diag = getattr(error.orig, "diag", None)
+            raise WalletHeld(str(getattr(diag, "message_primary", "") or error.orig)) from None
         raise
     writes.written(time.perf_counter() - started)
 

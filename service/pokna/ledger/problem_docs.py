@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pokna.api.problem_docs import of
-from pokna.errors import InvalidRequest
+from pokna.errors import InvalidRequest, WalletHeld
 from pokna.ledger.errors import AccountExists, AccountNotFound, InsufficientFunds
 
 ACCOUNT_NOT_FOUND = of(AccountNotFound, "no account acct_0c1d2e3f")
@@ -13,3 +13,4 @@ INSUFFICIENT_FUNDS = of(
     InsufficientFunds, "account acct_0c1d holds 5; a change of -10 would take it below zero"
 )
 NOT_A_WALLET = of(InvalidRequest, "deposits go to player wallets, not a house")
+WALLET_HELD = of(WalletHeld, "wallet acct_0c1d is held by game game_9a8b until its accepted roll is resolved")

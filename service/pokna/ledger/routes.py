@@ -32,7 +32,13 @@ from pokna.api.problem_docs import (
 from pokna.errors import InvalidRequest
 from pokna.idempotency.aio import authenticate
 from pokna.ledger import AccountKind, TransactionNotFound, moving
-from pokna.ledger.problem_docs import ACCOUNT_EXISTS, ACCOUNT_NOT_FOUND, INSUFFICIENT_FUNDS, NOT_A_WALLET
+from pokna.ledger.problem_docs import (
+    ACCOUNT_EXISTS,
+    ACCOUNT_NOT_FOUND,
+    INSUFFICIENT_FUNDS,
+    NOT_A_WALLET,
+    WALLET_HELD,
+)
 from pokna.ledger.schemas import (
     AccountCreate,
     AccountEntryOut,
@@ -164,7 +170,14 @@ router.add_api_route(
     "required, so that a retry after a lost answer cannot pay out twice: without one the request is 400 "
     "`idempotency_key_required` and nothing is posted.",
     responses=problems(
-        KEYED, JSON_BODY, KEY_REQUIRED, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET, INSUFFICIENT_FUNDS
+        KEYED,
+        JSON_BODY,
+        KEY_REQUIRED,
+        IDEMPOTENT,
+        ACCOUNT_NOT_FOUND,
+        NOT_A_WALLET,
+        INSUFFICIENT_FUNDS,
+        WALLET_HELD,
     ),
     openapi_extra=REQUIRED_KEY_EXTRA,
 )

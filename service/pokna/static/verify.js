@@ -5,7 +5,8 @@
 // Python engine), which re-derives every transfer and the outcome from the recorded decisions and rolls.
 // No build step. One dependency, for beacon-mode proofs only: the BLS pairing of @noble/curves, vendored as
 // noble-bls12-381.js beside this file and imported only when a proof names drand rounds. The only requests
-// are same-origin fetches of a proof link, the key ring and that file.
+// are same-origin fetches of a proof link, the key ring and that file, and, only when the page's address
+// names one (?beacon_chain=URL), a drand chain's /info to trust besides quicknet.
 //
 // Sections: primitives · documents · checks · the rules · verifying · the story · the page.
 // window.PoknaVerifier exposes verifyDocument() and replayRules() for scripts and tests.
@@ -17,7 +18,8 @@
   const BEACON_PROTOCOL = "pokna-hmac-sha256-drand-v1";
   const BEACON_SCHEME = "bls-unchained-g1-rfc9380";
   const BEACON_DST = "BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_";
-  // drand's quicknet, as pokna.fairness.beacon.QUICKNET pins it: the only public beacon this page trusts.
+  // drand's quicknet, as pokna.fairness.beacon.QUICKNET pins it: the only public beacon this page trusts,
+  // unless the page's address names another chain (?beacon_chain=, as `pokna verify --beacon-chain`).
   const QUICKNET = {
     scheme: BEACON_SCHEME,
     chain_hash: "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971",
@@ -27,6 +29,7 @@
     genesis_time: 1692803367,
     period: 3,
   };
+  const CHAIN_INFO_TIMEOUT_MS = 10000;
   const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
   const HEX = /^[0-9a-f]*$/;
   // Resolved now: document.currentScript is only set while this script first runs.
@@ -912,16 +915,21 @@
     return [];
   }
 
-  async function checkBeacon(proof) {
+  const CHAIN_FIELDS = ["scheme", "chain_hash", "public_key", "genesis_time", "period"];
+  const sameChain = (a, b) => CHAIN_FIELDS.every((name) => a[name] === b[name]);
+
+  // `trusted`: quicknet, and the chain the page's address named if it could be read.
+  async function checkBeacon(proof, trusted) {
     const chain = proof.beacon_chain;
     if (!isObject(chain)) return check("beacon", ["beacon_chain is missing: no round can be checked"]);
     const broken = chainProblem(chain);
     if (broken) return check("beacon", [`beacon_chain: ${broken}`]);
     const problems = [];
-    if (canonicalize(chain) !== canonicalize(QUICKNET)) {
+    if (!trusted.some((known) => sameChain(known, chain))) {
+      const known = trusted.map((k) => `${k.chain_hash.slice(0, 16)}… (key ${k.public_key.slice(0, 16)}…)`).join(", ");
       problems.push(
         `beacon_chain ${chain.chain_hash} with public key ${chain.public_key.slice(0, 16)}… is not a public beacon this verifier trusts ` +
-          `(${QUICKNET.chain_hash.slice(0, 16)}… (key ${QUICKNET.public_key.slice(0, 16)}…)): whoever holds its key could have chosen every round`,
+          `(${known || "none"}): whoever holds its key could have chosen every round`,
       );
     }
     const verified = new Map(); // one pairing per distinct round, however many rolls use it
@@ -947,12 +955,34 @@
     );
   }
 
+  // A relay's /info answer in either of drand's spellings (v1: hash/schemeID, v2: chain_hash/scheme), as
+  // pokna.fairness.beacon.BeaconChain.from_drand_info reads it. Throws naming what is wrong.
+  function chainFromDrandInfo(info) {
+    if (!isObject(info)) throw new Error("not a JSON object");
+    const chain = {
+      scheme: info.schemeID ?? info.scheme,
+      chain_hash: info.hash ?? info.chain_hash,
+      public_key: info.public_key,
+      genesis_time: info.genesis_time,
+      period: info.period,
+    };
+    // In the order Python reads them, so both name the same first problem.
+    if (typeof chain.public_key !== "string") throw new Error("public_key: missing or not a string");
+    for (const name of ["genesis_time", "period"]) if (!isInteger(chain[name])) throw new Error(`${name}: missing or not an integer`);
+    if (typeof chain.scheme !== "string") throw new Error("schemeID (or scheme): missing or not a string");
+    if (typeof chain.chain_hash !== "string") throw new Error("hash (or chain_hash): missing or not a string");
+    const broken = chainProblem(chain) || hexProblem("the chain hash", chain.chain_hash, 64);
+    if (broken) throw new Error(broken);
+    return chain;
+  }
+
   // ---- verifying ------------------------------------------------------------------------------------------
 
   const CHECK_ORDER = ["protocol", "commitment", "client_seed_format", "client_seed", "seats", "nonces", "rolls", "signature", "receipt", "replay"];
 
   // The whole verification of one document, without touching the page. options: {keyRing, keyRingReason,
-  // receipt (the player's own copy, if they kept it)}. Throws Unusable for input that is no proof at all.
+  // receipt (the player's own copy, if they kept it), beaconChains (drand chains to trust besides quicknet)}.
+  // Throws Unusable for input that is no proof at all.
   async function verifyDocument(value, options = {}) {
     const given = readDocument(value);
     const keys = options.keyRing ? { ring: options.keyRing } : { ring: null, reason: options.keyRingReason || "no key ring given" };
@@ -999,7 +1029,7 @@
       checkSeats(proof, report.marks),
       checkNonces(proof, report.marks),
       await checkRolls(proof, report.rows),
-      ...(isBeaconProof(proof) ? [await checkBeacon(proof)] : []),
+      ...(isBeaconProof(proof) ? [await checkBeacon(proof, [QUICKNET, ...(options.beaconChains || [])])] : []),
       await checkSignature("signature", proof, keys),
       await checkReceipt(proof, receipt, keys),
       checkReplay(proof, report.replay),
@@ -1622,8 +1652,72 @@
     }
   }
 
+  // ?beacon_chain=URL: a drand chain trusted besides quicknet because the page's address asks for it, as
+  // `pokna verify --beacon-chain` trusts one for a CLI user. Read once when the page opens, used by every check
+  // on the page (a link, a paste, an upload); trusted only if it was fetched and read as a drand chain's /info.
+  let addressChain = null; // { url, chain } once read, { url, problem } if it could not be used
+
+  async function readAddressChain(given) {
+    let url;
+    try {
+      url = new URL(given, location.href);
+    } catch {
+      return { url: given, problem: "that is not a URL" };
+    }
+    if (url.protocol !== "https:" && url.protocol !== "http:") return { url: url.href, problem: "that is not an http(s) URL" };
+    let response;
+    try {
+      const signal = AbortSignal.timeout(CHAIN_INFO_TIMEOUT_MS);
+      response = await fetch(url.href, { headers: { Accept: "application/json" }, credentials: "omit", cache: "no-store", signal });
+    } catch (error) {
+      return {
+        url: url.href,
+        problem:
+          `it could not be fetched (${error.message}); this page reads a chain's info over https, or over http from this ` +
+          "machine (127.0.0.1, localhost), from a relay that lets other sites read it (Access-Control-Allow-Origin), as drand's relays do",
+      };
+    }
+    if (!response.ok) return { url: url.href, problem: `it answered HTTP ${response.status}` };
+    let info;
+    try {
+      info = await response.json();
+    } catch (error) {
+      return { url: url.href, problem: `it did not answer JSON (${error.message})` };
+    }
+    try {
+      return { url: url.href, chain: chainFromDrandInfo(info) };
+    } catch (error) {
+      return { url: url.href, problem: `it is not a drand chain's info: ${error.message}` };
+    }
+  }
+
+  // Beside the verdict, so nobody reads VALID without seeing which beacon it rests on.
+  function renderAddressChain() {
+    const node = $("#beacon-trust");
+    node.hidden = addressChain === null;
+    if (addressChain === null) return;
+    const { url, chain, problem } = addressChain;
+    node.dataset.state = chain ? "trusted" : "refused";
+    if (chain) {
+      node.dataset.chain = chain.chain_hash;
+      node.replaceChildren(
+        el("strong", {}, "Beacon chain also trusted (beacon_chain in this page's address): "),
+        "chain ", mono(chain.chain_hash), ", key ", mono(`${chain.public_key.slice(0, 16)}…`), ", read from ", mono(url), ". ",
+        "It is trusted because the address asked for it, not because this page knows it: whoever holds its key chooses its rounds, ",
+        "so a game on it is only as fair as they are. Without beacon_chain this page trusts drand's quicknet only.",
+      );
+    } else {
+      node.replaceChildren(
+        el("strong", {}, "Beacon chain not trusted: "),
+        "the address asks to trust the drand chain at ", mono(url), ` too (beacon_chain), but ${problem}. Only drand's quicknet is trusted.`,
+      );
+    }
+  }
+
   async function verifyAndShow(value) {
-    const report = await verifyDocument(value, { ...(await keyRingFor(value && value.object === LINK_OBJECT ? value : null)), receipt: pastedReceipt() });
+    const keys = await keyRingFor(value && value.object === LINK_OBJECT ? value : null);
+    const beaconChains = addressChain && addressChain.chain ? [addressChain.chain] : [];
+    const report = await verifyDocument(value, { ...keys, receipt: pastedReceipt(), beaconChains });
     render(report);
     $("#load").open = false;
     return report;
@@ -1700,7 +1794,10 @@
       const value = $("#link-input").value.trim();
       guarded(async () => {
         const path = linkPath(value);
-        history.replaceState(null, "", `?proof=${encodeURIComponent(path.slice(LINK_PATH.length))}`);
+        const query = new URLSearchParams({ proof: path.slice(LINK_PATH.length) });
+        const asked = new URLSearchParams(location.search).get("beacon_chain");
+        if (asked !== null) query.set("beacon_chain", asked); // the chain trusted stays named in the address
+        history.replaceState(null, "", `?${query}`);
         await loadLink(path);
       });
     });
@@ -1715,6 +1812,10 @@
   async function start() {
     wire();
     const params = new URLSearchParams(location.search);
+    if (params.has("beacon_chain")) {
+      addressChain = await readAddressChain(params.get("beacon_chain"));
+      renderAddressChain();
+    }
     if (params.has("server_seed")) {
       $("#calc-server-seed").value = params.get("server_seed");
       $("#calc-client-seed").value = params.get("client_seed") || "";

@@ -14,8 +14,9 @@ from pokna.tenants.service import get_tenant
 
 BPS_PER_WHOLE = 10_000
 
-RAKE_DEFAULTS = "SELECT rake_bps, rake_cap FROM tenant WHERE id = %(tenant_id)s"
-"""`rake_defaults` as one driver statement, for the async paths (pokna.dealer.creating_aio)."""
+GAME_DEFAULTS = "SELECT rake_bps, rake_cap, fairness_mode FROM tenant WHERE id = %(tenant_id)s"
+"""`rake_defaults` and `default_fairness_mode` as one driver statement, for the async paths
+(pokna.dealer.creating_aio)."""
 
 
 class DefaultRakeOut(BaseModel):
@@ -27,7 +28,12 @@ class TenantSettingsOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"object": "tenant_settings", "tenant_id": "ten_5e0c…", "rake": {"bps": 500, "cap": 100}}
+                {
+                    "object": "tenant_settings",
+                    "tenant_id": "ten_5e0c…",
+                    "rake": {"bps": 500, "cap": 100},
+                    "fairness_mode": "stake",
+                }
             ]
         }
     )
@@ -35,6 +41,10 @@ class TenantSettingsOut(BaseModel):
     object: Literal["tenant_settings"]
     tenant_id: str
     rake: DefaultRakeOut = Field(description="The rake of new games and tables whose request names none.")
+    fairness_mode: Literal["stake", "beacon"] = Field(
+        description="The fairness mode of new games (and table rounds) whose request names none: `stake` "
+        "unless set (docs/fairness.md, section 1b)."
+    )
 
 
 def rake_defaults(session: Session, tenant_id: str) -> tuple[int, int | None]:
@@ -43,11 +53,24 @@ def rake_defaults(session: Session, tenant_id: str) -> tuple[int, int | None]:
     return tenant.rake_bps, tenant.rake_cap
 
 
+def default_fairness_mode(session: Session, tenant_id: str) -> str:
+    """The fairness mode a new game takes when its request names none."""
+    return get_tenant(session, tenant_id).fairness_mode
+
+
 def tenant_settings(session: Session, tenant_id: str) -> TenantSettingsOut:
     bps, cap = rake_defaults(session, tenant_id)
     return TenantSettingsOut(
-        object="tenant_settings", tenant_id=tenant_id, rake=DefaultRakeOut(bps=bps, cap=cap)
+        object="tenant_settings",
+        tenant_id=tenant_id,
+        rake=DefaultRakeOut(bps=bps, cap=cap),
+        fairness_mode=default_fairness_mode(session, tenant_id),
     )
+
+
+def set_default_fairness_mode(session: Session, tenant_id: str, mode: str) -> None:
+    get_tenant(session, tenant_id).fairness_mode = mode
+    session.flush()
 
 
 def set_default_rake(session: Session, tenant_id: str, *, bps: int, cap: int | None) -> TenantSettingsOut:

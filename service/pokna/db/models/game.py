@@ -79,6 +79,8 @@ class Game(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # A beacon-mode drawing action accepted and waiting for its round (migrations/versions/0013_beacon_rolls.py).
+    pending_roll: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class GameSeat(Base):
@@ -115,6 +117,9 @@ class GameRoll(Base):
     face: Mapped[int] = mapped_column(Integer)
     color: Mapped[str] = mapped_column(String(8))
     rolled_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # Beacon mode only: when the drawing action was accepted, and the drand round the roll used.
+    accepted_at: Mapped[str | None] = mapped_column(String(24), nullable=True)
+    beacon: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class GameEvent(Base):

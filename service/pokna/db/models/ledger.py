@@ -56,6 +56,8 @@ class Account(Base):
     currency: Mapped[str] = mapped_column(String(16), default="CREDIT")
     external_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     balance: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    # The game whose accepted beacon roll holds this wallet: no money leaves it until the roll resolves.
+    roll_hold_game_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 

@@ -20,6 +20,8 @@ class Tenant(Base):
     # The rake terms a new game or table takes when its request names none (migrations/versions/0008_rake.py).
     rake_bps: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     rake_cap: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The fairness mode a new game takes when its request names none (migrations/versions/0013_beacon_rolls.py).
+    fairness_mode: Mapped[str] = mapped_column(String(16), default="stake", server_default=text("'stake'"))
 
 
 class ApiKey(Base):

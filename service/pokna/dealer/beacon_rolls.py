@@ -1,0 +1,200 @@
+"""The beacon fairness mode in the dealer: a drawing action accepted, its drand round awaited, then resolved.
+
+In a beacon-mode game (its commitment receipt names a drand chain) an action that draws rolls is not
+decided when it arrives. Under the game's lock the dealer only checks that the rules accept it (a dry run
+that stops at the first roll), fixes the client seeds if it is the start, and records the **acceptance**:
+the action, the time, the round its rolls will use (the first one published after that time), the seats'
+balances the rules will decide it on, and the signed `roll_acceptance` document the player is given. That
+is committed before the round exists, so nobody, the operator included, can know the rolls yet.
+
+While the roll waits, nothing else is accepted in the game (409 `roll_pending`), and no money may leave the
+seated wallets by any other way (the database refuses it, migrations/versions/0013_beacon_rolls.py): a
+player who holds the server seed could otherwise watch the round arrive, compute the roll and void it by
+emptying a wallet. When the round arrives (verified against the chain's key by pokna.drand), the action is
+resolved: the same rules step, on the balances it was accepted with, each roll
+HMAC(server_seed, f"{client_seed}:{randomness}:{nonce}:0") (pokna.fairness.beacon.beacon_roll).
+
+The waiting is the shell's (pokna.dealer.playing waits for the round after the acceptance committed;
+`pokna sweep` resolves what nobody waited for); this module decides, under the lock, and reads no clock
+or network itself.
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pokna.dealer.announcements import announce_client_seed_set
+from pokna.dealer.errors import ActionRefused
+from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.schemas import GameOut
+from pokna.dealer.view import game_out
+from pokna.dealer.writes import GameWrites
+from pokna.errors import Conflict
+from pokna.fairness.beacon import BeaconChain, BeaconRound, format_timestamp_ms
+from pokna.fairness.beacon_acceptance import build_roll_acceptance
+from pokna.fairness.json_reader import JsonReader
+from pokna.game import Action, GameError, GameState, Phase, action_from_dict, action_to_dict, step
+from pokna.service_keys import ServiceKeys
+
+ROLL_ACCEPTED_EVENT = "roll_accepted"
+SWEEP_AFTER_DUE = timedelta(seconds=5)
+"""The accepted game's deadline is its round's due time plus this: past it (and past the request's own wait,
+one period plus POKNA_BEACON_WAIT_MARGIN_SECONDS at most), `pokna sweep` resolves a roll nobody waited for."""
+
+
+class RollPending(Conflict):
+    """The game has an accepted roll waiting for its drand round: nothing else is accepted until it resolves.
+    `kept` holds what the request decided before (a passed deadline's roll accepted), written all the same."""
+
+    code = "roll_pending"
+    title = "A roll is waiting for its beacon round"
+    kept: GameWrites | None = None
+    tenant_id: str | None = None  # the shell's, to resolve the roll if its round is due
+
+
+@dataclass(frozen=True, slots=True)
+class BeaconDraw:
+    """What a resolution rolls with: the round, when the action was accepted, and the seats' balances then."""
+
+    beacon_round: BeaconRound
+    accepted_at: str
+    balances: Mapping[int, int]
+
+    def roll_beacon(self) -> dict[str, Any]:
+        return self.beacon_round.to_json()
+
+
+def chain_of(game: GameRecord) -> BeaconChain | None:
+    """The drand chain a beacon-mode game committed to in its receipt; None in the default mode."""
+    chain = game.receipt.get("beacon_chain")
+    return None if chain is None else BeaconChain.read(JsonReader(chain))
+
+
+def pending_round(game: GameRecord) -> int | None:
+    return None if game.pending_roll is None else int(game.pending_roll["beacon_round"])
+
+
+def refuse_while_pending(game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int]) -> None:
+    if game.pending_roll is not None:
+        raise RollPending(
+            f"the game's accepted {game.pending_roll['action']['action']} waits for drand round "
+            f"{game.pending_roll['beacon_round']} (due {game.pending_roll['acceptance']['round_due_at']}); "
+            "nothing else is accepted until it resolves",
+            beacon_round=game.pending_roll["beacon_round"],
+            game=game_out(game, seats, balances),
+        )
+
+
+class _Draws(Exception):
+    """The dry run reached a roll."""
+
+
+def _stop_at_roll(nonce: int) -> int:
+    raise _Draws
+
+
+def draws_rolls(
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: Mapping[str, int],
+    state: GameState,
+    action: Action,
+) -> bool:
+    """Whether the rules accept `action` and it rolls. A refusal raises as the step itself would: every
+    refusal is decided before the first roll (the rules check the action, then play it)."""
+    try:
+        step(state, action, balances=_by_seat(seats, balances), roll_face=_stop_at_roll)
+    except _Draws:
+        return True
+    except GameError as error:
+        raise ActionRefused(error, game_out(game, seats, balances)) from error
+    return False
+
+
+def accept(
+    writes: GameWrites,
+    keys: ServiceKeys,
+    chain: BeaconChain,
+    game: GameRecord,
+    seats: Sequence[SeatRecord],
+    balances: Mapping[str, int],
+    state: GameState,
+    action: Action,
+    moment: datetime,
+) -> GameOut:
+    """Record the drawing `action` as accepted at `moment`, waiting for its round; the game as shown then."""
+    from pokna.dealer.stepping import fix_client_seeds, number_events  # stepping rolls what this accepts
+
+    accepted_at = format_timestamp_ms(_epoch_ms(moment))
+    acceptance = build_roll_acceptance(
+        game_id=game.id,
+        action=action_to_dict(action),
+        accepted_at=accepted_at,
+        chain=chain,
+        private_key=keys.signing_key,
+    )
+    # The start fixes the client seeds now, before the round is known: a seed the server chose later could
+    # be chosen knowing the round.
+    seeded = fix_client_seeds(game, seats) if state.phase is Phase.OPEN else []
+    previous_version = game.version
+    game.version += 1
+    events = number_events(
+        game,
+        moment,
+        [
+            (
+                ROLL_ACCEPTED_EVENT,
+                {
+                    "action": action_to_dict(action),
+                    "accepted_at": accepted_at,
+                    "beacon_round": acceptance["beacon_round"],
+                    "round_due_at": acceptance["round_due_at"],
+                },
+            )
+        ],
+    )
+    by_seat = _by_seat(seats, balances)
+    game.pending_roll = {
+        "action": action_to_dict(action),
+        "accepted_at": accepted_at,
+        "beacon_round": acceptance["beacon_round"],
+        "balances": {str(seat): amount for seat, amount in by_seat.items()},
+        "acceptance": acceptance,
+    }
+    due = datetime.fromisoformat(acceptance["round_due_at"].replace("Z", "+00:00"))
+    game.turn_deadline_at = due + SWEEP_AFTER_DUE
+    writes.accepted_round = int(acceptance["beacon_round"])
+    writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=seeded)
+    writes.beacon_phase(
+        game.id,
+        "accept",
+        {"pending_roll": game.pending_roll, "account_ids": [seat.account_id for seat in seats]},
+    )
+    # The version moved: the turn is announced again with it (nothing is allowed until the roll resolves).
+    return announce_client_seed_set(writes, game, seats, balances, moment)
+
+
+def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:
+    """The accepted action, its acceptance time and the balances (by seat) it is decided on."""
+    assert game.pending_roll is not None
+    pending = game.pending_roll
+    balances = {int(seat): int(amount) for seat, amount in pending["balances"].items()}
+    return action_from_dict(pending["action"]), str(pending["accepted_at"]), balances
+
+
+def release(writes: GameWrites, game: GameRecord, seats: Sequence[SeatRecord]) -> None:
+    """The waiting roll resolves: the wallets' hold goes before the resolution posts (same transaction)."""
+    writes.beacon_phase(game.id, "release", {"account_ids": [seat.account_id for seat in seats]})
+    game.pending_roll = None
+
+
+def _by_seat(seats: Sequence[SeatRecord], balances: Mapping[str, int]) -> dict[int, int]:
+    return {seat.seat: balances.get(seat.account_id, 0) for seat in seats}
+
+
+def _epoch_ms(moment: datetime) -> int:
+    return calendar.timegm(moment.utctimetuple()) * 1000 + moment.microsecond // 1000
