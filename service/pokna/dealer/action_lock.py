@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from pokna.dealer.game_queries import PROOF_EVENTS
-from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS, recorded_records
+from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS, RECORDED_FOR_PROOF, recorded_records
 from pokna.dealer.writes import Recorded
 
 
@@ -38,15 +38,25 @@ def may_end(state: str) -> str:
 
 MAY_END = may_end("game.state")
 
-_RECORDED_COLUMNS = (
-    f", {MAY_END}, "  # noqa: S608 (constant names and literals only)
-    "(SELECT json_agg(json_build_array(seq, kind, payload, occurred_at) ORDER BY seq) "
-    "FROM game_event WHERE game_event.tenant_id = game.tenant_id AND game_event.game_id = game.id "
-    f"AND game_event.kind IN ({', '.join(repr(kind) for kind in PROOF_EVENTS)}) AND {MAY_END}), "
-    "(SELECT json_agg(json_build_array(nonce, seat, purpose, face, color, rolled_at) ORDER BY nonce) "
-    f"FROM game_roll WHERE game_roll.tenant_id = game.tenant_id AND game_roll.game_id = game.id AND {MAY_END}) "
-    "FROM game WHERE"
-)
+
+def _recorded_columns() -> str:
+    """RECORDED_FOR_PROOF's two columns, for the locked game, read only when MAY_END holds: one definition
+    of what a proof reads, whichever statement reads it."""
+    columns = RECORDED_FOR_PROOF.removeprefix("SELECT ")
+    for bound, locked in (
+        (
+            "= %(tenant_id)s AND game_id = %(game_id)s",
+            f"= game.tenant_id AND game_id = game.id AND {MAY_END}",
+        ),
+        ("%(kinds)s", "ARRAY[" + ", ".join(repr(kind) for kind in PROOF_EVENTS) + "]"),
+    ):
+        assert bound in columns, bound
+        columns = columns.replace(bound, locked)
+    assert "%(" not in columns
+    return f", {MAY_END}, {columns} FROM game WHERE"
+
+
+_RECORDED_COLUMNS = _recorded_columns()
 
 LOCK_FOR_ACTION = LOCK_GAME_AND_SEATS.replace(" FROM game WHERE", _RECORDED_COLUMNS, 1)
 """LOCK_GAME_AND_SEATS's three columns, then: whether the next step may end the game, and if so its
