@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from pokna.game.actions import SeatActionName
 from pokna.game.vocabulary import CubeColor, OutcomeReason, RollPurposeName, SeedSourceName
 
 
@@ -167,7 +168,7 @@ _BALANCES = Field(
 
 
 class ProofSeatAction(_AsSigned):
-    action: Literal["start", "roll", "claim", "challenge"]
+    action: SeatActionName
     seat: int
     balances: Balances = _BALANCES
 

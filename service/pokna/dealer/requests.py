@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
@@ -273,3 +273,34 @@ class TableCreate(BaseModel):
         default=None,
         description="Every round's rake, fixed now. Absent: the tenant's default rake.",
     )
+
+
+# The OpenAPI document's example of each action, beside the requests: a new action adds its own here.
+ACTION_EXAMPLES: dict[str, Any] = {
+    "set_client_seed": {
+        "summary": "Choose your own client seed (before the start)",
+        "value": {
+            "type": "set_client_seed",
+            "account_id": "acct_p1",
+            "client_seed": "never-tell-me-the-odds",
+        },
+    },
+    "start": {
+        "summary": "The Vigo starts: antes, then the favor roll",
+        "value": {"type": "start", "account_id": "acct_vigo"},
+    },
+    "roll": {"summary": "Seek favor on your turn", "value": {"type": "roll", "account_id": "acct_p1"}},
+    "vote": {
+        "summary": "Vote with other survivors",
+        "value": {"type": "vote", "account_id": "acct_p1", "choice": "roll_again", "expected_version": 9},
+    },
+    "claim": {
+        "summary": "The lone survivor takes the pot",
+        "value": {"type": "claim", "account_id": "acct_p1"},
+    },
+    "challenge": {
+        "summary": "The lone survivor challenges fate",
+        "value": {"type": "challenge", "account_id": "acct_p1"},
+    },
+    "cancel": {"summary": "Call the game off before the start", "value": {"type": "cancel"}},
+}

@@ -5,7 +5,7 @@ the service is done. Every answer is the dealer's documented model (pokna.dealer
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Request, Response
 from sqlalchemy.orm import Session
@@ -31,6 +31,7 @@ from pokna.dealer.problem_docs import (
     VERSION_CONFLICT,
 )
 from pokna.dealer.requests import (
+    ACTION_EXAMPLES,
     GameAction,
     GameActionOut,
     GameCreate,
@@ -42,35 +43,6 @@ from pokna.dealer.requests import (
 )
 
 router = APIRouter(prefix="/v1")
-
-ACTION_EXAMPLES: dict[str, Any] = {
-    "set_client_seed": {
-        "summary": "Choose your own client seed (before the start)",
-        "value": {
-            "type": "set_client_seed",
-            "account_id": "acct_p1",
-            "client_seed": "never-tell-me-the-odds",
-        },
-    },
-    "start": {
-        "summary": "The Vigo starts: antes, then the favor roll",
-        "value": {"type": "start", "account_id": "acct_vigo"},
-    },
-    "roll": {"summary": "Seek favor on your turn", "value": {"type": "roll", "account_id": "acct_p1"}},
-    "vote": {
-        "summary": "Vote with other survivors",
-        "value": {"type": "vote", "account_id": "acct_p1", "choice": "roll_again", "expected_version": 9},
-    },
-    "claim": {
-        "summary": "The lone survivor takes the pot",
-        "value": {"type": "claim", "account_id": "acct_p1"},
-    },
-    "challenge": {
-        "summary": "The lone survivor challenges fate",
-        "value": {"type": "challenge", "account_id": "acct_p1"},
-    },
-    "cancel": {"summary": "Call the game off before the start", "value": {"type": "cancel"}},
-}
 
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import ClassVar, TypeAlias
+from typing import ClassVar, Literal, TypeAlias
 
 from pokna.game.json_value import JSONObject, JSONValue
 from pokna.game.model import VoteChoice
+
+# The names as the wire states them, beside the enum so that a new action is named in this one file:
+# `TurnAction`, what answers and webhooks list in `allowed_actions` (the dealer's `set_client_seed`, then the
+# rules' actions a seat or the table sends), and `SeatActionName`, the proof's actions of one seat with no
+# choice. tests/game/test_game_vocabulary.py holds the three to the enum.
+TurnAction = Literal["set_client_seed", "start", "roll", "claim", "challenge", "vote", "cancel"]
+SeatActionName = Literal["start", "roll", "claim", "challenge"]
 
 
 class ActionName(StrEnum):
@@ -70,7 +77,7 @@ class Timeout:
 SeatAction: TypeAlias = Start | Roll | Claim | Challenge | Vote
 Action: TypeAlias = SeatAction | Cancel | Timeout
 
-_SEAT_ACTIONS: dict[str, type[Start | Roll | Claim | Challenge]] = {
+SEAT_ACTIONS: dict[str, type[Start | Roll | Claim | Challenge]] = {
     ActionName.START: Start,
     ActionName.ROLL: Roll,
     ActionName.CLAIM: Claim,
@@ -100,6 +107,6 @@ def action_from_dict(record: dict[str, JSONValue]) -> Action:
         raise ValueError(f"action record needs an integer seat: {record!r}")
     if name == ActionName.VOTE:
         return Vote(seat, VoteChoice(str(record.get("choice"))))
-    if isinstance(name, str) and name in _SEAT_ACTIONS:
-        return _SEAT_ACTIONS[name](seat)
+    if isinstance(name, str) and name in SEAT_ACTIONS:
+        return SEAT_ACTIONS[name](seat)
     raise ValueError(f"unknown action record: {record!r}")

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pokna.game.actions import TurnAction as TurnAction  # named beside the rules' actions
+
 GameStatus = Literal["open", "in_progress", "settled", "cancelled"]
-TurnAction = Literal["set_client_seed", "start", "roll", "claim", "challenge", "vote", "cancel"]
 DefaultAction = Literal["cancel", "roll", "claim", "split"]
 OutcomeReason = Literal[
     "no_survivors", "claimed", "challenge_won", "challenge_lost", "split", "vigo_bust", "cancelled"
