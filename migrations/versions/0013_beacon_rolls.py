@@ -40,26 +40,44 @@ $$
 """
 
 # One call per phase, each a statement of the action's transaction (pokna.dealer.beacon_rolls):
-# 'accept' records the pending roll and holds the seated wallets (PK423 if one is held by another game's
-# waiting roll), before game_write(); 'release' clears both, before game_write() posts the resolution;
-# 'rolls' records the round of each roll game_write() inserted, after it.
+# 'accept', after game_write(), records the pending roll and holds the seated wallets: PK423 if one is held by
+# another game's waiting roll; PK409 (decide again, as for a moved wallet) if a wallet's balance is not the
+# one the action was accepted on; PK425 (decide again once it is due) if the named round would be due
+# before this commits. 'release' clears
+# both, before game_write() posts the resolution. 'rolls' records the round of each roll game_write()
+# inserted, after it.
 BEACON_ROLL_WRITE = """
 CREATE FUNCTION beacon_roll_write(p_tenant_id text, p_game_id text, p_phase text, p_write jsonb)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    v_busy record;
+    v_account record;
 BEGIN
     IF p_phase = 'accept' THEN
-        SELECT id, roll_hold_game_id INTO v_busy FROM account
-        WHERE tenant_id = p_tenant_id AND id IN (SELECT jsonb_array_elements_text(p_write->'account_ids'))
-            AND roll_hold_game_id IS NOT NULL AND roll_hold_game_id <> p_game_id
-        LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION USING ERRCODE = 'PK423',
-                MESSAGE = 'wallet ' || v_busy.id || ' is held by game ' || v_busy.roll_hold_game_id
-                    || ' until its accepted roll is resolved',
-                DETAIL = json_build_object('account_id', v_busy.id, 'game_id', v_busy.roll_hold_game_id)::text;
+        -- The named round must not be out before this acceptance commits (COMMIT follows in the same round
+        -- trip): within 50 ms of its due time, PK425, and the request is decided again once it is due,
+        -- naming the next round.
+        IF clock_timestamp() > (p_write->>'round_due_at')::timestamptz - interval '50 milliseconds' THEN
+            RAISE EXCEPTION USING ERRCODE = 'PK425',
+                MESSAGE = 'beacon_roll_write: the acceptance would commit after its round is due';
         END IF;
+        -- The seats' wallets under their row locks: still the balances the action is accepted on (else it is
+        -- decided again, as for a posting), and held by no other game's waiting roll.
+        FOR v_account IN SELECT id, balance, roll_hold_game_id FROM account
+            WHERE tenant_id = p_tenant_id AND id IN (SELECT jsonb_array_elements_text(p_write->'account_ids'))
+            ORDER BY id FOR UPDATE
+        LOOP
+            IF v_account.roll_hold_game_id IS NOT NULL AND v_account.roll_hold_game_id <> p_game_id THEN
+                RAISE EXCEPTION USING ERRCODE = 'PK423',
+                    MESSAGE = 'wallet ' || v_account.id || ' is held by game ' || v_account.roll_hold_game_id
+                        || ' until its accepted roll is resolved',
+                    DETAIL = json_build_object('account_id', v_account.id,
+                        'game_id', v_account.roll_hold_game_id)::text;
+            END IF;
+            IF v_account.balance <> (p_write->'balances'->>v_account.id)::bigint THEN
+                RAISE EXCEPTION USING ERRCODE = 'PK409',
+                    MESSAGE = 'beacon_roll_write: wallet ' || v_account.id || ' moved since the game was read';
+            END IF;
+        END LOOP;
         UPDATE account SET roll_hold_game_id = p_game_id
         WHERE tenant_id = p_tenant_id AND id IN (SELECT jsonb_array_elements_text(p_write->'account_ids'));
         UPDATE game SET pending_roll = (p_write->'pending_roll')::json WHERE tenant_id = p_tenant_id AND id = p_game_id;

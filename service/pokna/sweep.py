@@ -7,6 +7,7 @@ It asks each domain through its public functions and runs no query of its own.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -14,7 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.dealer.service import Clock, apply_due_timeouts, due_games
+from pokna.dealer.writes import StaleBalances
 from pokna.drand import BeaconRelays
+from pokna.errors import PoknaError
 from pokna.idempotency.service import purge_expired
 from pokna.ledger.checkpoint import checkpoint_moved_heads
 from pokna.service_keys import ServiceKeys
@@ -22,6 +25,7 @@ from pokna.tenants import service as tenants
 from pokna.webhooks.service import purge_finished_events
 
 WEBHOOK_RETENTION = timedelta(days=7)
+log = logging.getLogger("pokna.sweep")
 
 
 @dataclass(frozen=True)
@@ -54,8 +58,12 @@ def sweep(
             due = due_games(session, tenant_id, clock.now, batch)
         games += len(due)
         for _, game_id in due:
-            with unit_of_work(sessions) as session:
-                applied = apply_due_timeouts(session, keys, clock, tenant_id, game_id, beacon)
+            try:
+                with unit_of_work(sessions) as session:
+                    applied = apply_due_timeouts(session, keys, clock, tenant_id, game_id, beacon)
+            except (PoknaError, StaleBalances):  # one game that cannot move now holds back no other
+                log.warning("sweep: game %s skipped", game_id, exc_info=True)
+                continue
             timeouts += applied.timeouts
             rolls += applied.rolls_resolved
         with unit_of_work(sessions) as session:

@@ -4,9 +4,11 @@ then applied as one rules step under the game's lock (or, before the start, a cl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from pokna.db.types import utc_now
 from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.beacon_rolls import (
     BeaconDraw,
@@ -79,6 +81,9 @@ def resolve_pending_roll(
     if chain is None or game.pending_roll is None or pending_round(game) != beacon_round.round:
         return None
     verify_round(chain, beacon_round)
+    clock = replace(
+        clock, now=utc_now(), interrupted_at=None
+    )  # resolved now: its next turn is timed from now
     action, accepted_at, accepted_balances = pending_action(game)
     release(writes, game, seats)
     draw = BeaconDraw(beacon_round, accepted_at, accepted_balances)
@@ -119,7 +124,7 @@ def _act_now(
         chain = chain_of(game)
         state = state_from_dict(game.state)
         if chain is not None and draws_rolls(game, seats, balances, state, action):
-            shown = accept(writes, keys, chain, game, seats, balances, state, action, clock.now)
+            shown = accept(writes, keys, chain, game, seats, balances, state, action)
             return GameActionOut.model_construct(**dict(shown), rolls=[])
         result = apply_step(writes, keys, clock, game, seats, balances, action, clock.now)
         rolls = _rolls_of(result, seats)

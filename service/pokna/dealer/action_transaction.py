@@ -9,6 +9,7 @@ read under the ledger's locks; a wallet a waiting beacon roll holds is refused (
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from pokna.dealer.writes import (
     DECIDE_ATTEMPTS,
     GAME_WRITE,
     HELD_WALLET,
+    ROUND_TOO_NEAR,
+    ROUND_TOO_NEAR_WAIT_SECONDS,
     STALE_BALANCES,
     GameWrites,
     NeedsRead,
@@ -163,6 +166,9 @@ async def _attempt_once(
                         await _send(connection, pending.kept, None)
                         await connection.execute("COMMIT", prepare=False)
                         ended = True
+                        # Synced before the refusal is raised: a server error in the kept writes (a moved
+                        # or held wallet) must surface as itself, not behind a roll_pending that never was.
+                        await pipeline.sync()
                     raise
                 if answer is None:
                     await connection.execute("ROLLBACK", prepare=False)
@@ -181,6 +187,10 @@ async def _attempt_once(
     except psycopg.Error as error:
         if error.sqlstate == STALE_BALANCES:
             await _rolled_back(connection)
+            raise StaleBalances(str(error)) from None
+        if error.sqlstate == ROUND_TOO_NEAR:
+            await _rolled_back(connection)
+            await asyncio.sleep(ROUND_TOO_NEAR_WAIT_SECONDS)
             raise StaleBalances(str(error)) from None
         if error.sqlstate == HELD_WALLET:
             await _rolled_back(connection)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from pokna.db.types import utc_now
 from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.records import GameRecord, SeatRecord
@@ -124,11 +125,17 @@ def accept(
     balances: Mapping[str, int],
     state: GameState,
     action: Action,
-    moment: datetime,
 ) -> GameOut:
-    """Record the drawing `action` as accepted at `moment`, waiting for its round; the game as shown then."""
+    """Record the drawing `action` as accepted now, waiting for its round; the game as shown then.
+
+    "Now" is read here, under the game's lock, never taken from the request's clock (which was read when the
+    request arrived, or back-dated for a retried key's deadlines, or is a sweep's start): the named round must
+    be the first after the acceptance as it is committed. beacon_roll_write('accept') refuses (as a moved
+    wallet, so the request is decided again) if the round would be due before the acceptance commits, and
+    checks the seats' balances under their row locks against the ones recorded here."""
     from pokna.dealer.stepping import fix_client_seeds, number_events  # stepping rolls what this accepts
 
+    moment = utc_now()
     accepted_at = format_timestamp_ms(_epoch_ms(moment))
     acceptance = build_roll_acceptance(
         game_id=game.id,
@@ -172,7 +179,12 @@ def accept(
     writes.beacon_phase(
         game.id,
         "accept",
-        {"pending_roll": game.pending_roll, "account_ids": [seat.account_id for seat in seats]},
+        {
+            "pending_roll": game.pending_roll,
+            "account_ids": [seat.account_id for seat in seats],
+            "balances": {seat.account_id: balances.get(seat.account_id, 0) for seat in seats},
+            "round_due_at": acceptance["round_due_at"],
+        },
     )
     # The version moved: the turn is announced again with it (nothing is allowed until the roll resolves).
     return announce_client_seed_set(writes, game, seats, balances, moment)

@@ -149,7 +149,7 @@ def apply_passed_deadlines(
         state = state_from_dict(game.state)
         if chain is not None and draws_rolls(game, seats, balances, state, Timeout()):
             # Beacon mode: the default roll is accepted now (not at the deadline, whose round may be out).
-            accept(writes, keys, chain, game, seats, balances, state, Timeout(), clock.now)
+            accept(writes, keys, chain, game, seats, balances, state, Timeout())
             applied.append(
                 {
                     "deadline_at": deadline.isoformat().replace("+00:00", "Z"),

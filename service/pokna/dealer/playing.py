@@ -19,10 +19,12 @@ opened), a wallet that moved after the read (the action is decided again from st
 
 from __future__ import annotations
 
+import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 from starlette.concurrency import run_in_threadpool
 
@@ -44,6 +46,7 @@ from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.schemas import GameActionOut
 from pokna.dealer.writes import (
     GameWrites,
+    StaleBalances,
 )
 from pokna.drand import BeaconRelays, BeaconUnavailable
 from pokna.errors import PoknaError
@@ -51,6 +54,9 @@ from pokna.idempotency import aio as idempotency
 from pokna.service_keys import ServiceKeys
 
 __all__ = ["Caller", "Keyed", "Played", "play", "revenue_account_opener"]
+
+
+log = logging.getLogger("pokna.dealer")
 
 
 @dataclass(frozen=True)
@@ -116,20 +122,30 @@ async def _play_resolving(
             None,
             open_revenue_account,
         )
+        # Played again by the clock of now: the wait took time, and the action is accepted after it.
+        clock = replace(clock, now=utc_now(), interrupted_at=None)
         played = await _play(connection, keys, clock, caller, keyed, game_id, request, open_revenue_account)
     if played.waiting_round is None or beacon is None or played.tenant_id is None:
         return played
-    resolved = await _await_and_resolve(
-        connection,
-        keys,
-        clock,
-        beacon,
-        played.tenant_id,
-        game_id,
-        played.waiting_round,
-        None if keyed is None else keyed.key,
-        open_revenue_account,
-    )
+    try:
+        resolved = await _await_and_resolve(
+            connection,
+            keys,
+            clock,
+            beacon,
+            played.tenant_id,
+            game_id,
+            played.waiting_round,
+            None if keyed is None else keyed.key,
+            open_revenue_account,
+        )
+    except (PoknaError, StaleBalances, psycopg.Error):
+        # The acceptance is committed and stored: its 202 is this request's answer, and the roll resolves
+        # on the next action or the sweep.
+        log.warning(
+            "a beacon roll accepted in game %s was not resolved by its request", game_id, exc_info=True
+        )
+        return played
     return played if resolved is None else resolved
 
 
@@ -151,6 +167,7 @@ async def _await_and_resolve(
         beacon_round = await run_in_threadpool(beacon.wait_for, round_number)
     except BeaconUnavailable:
         return None
+    clock = replace(clock, now=utc_now(), interrupted_at=None)  # resolved now, its next turn timed from now
 
     def decide(
         writes: GameWrites, clock: Clock, game: GameRecord, seats: list[SeatRecord], balances: dict[str, int]

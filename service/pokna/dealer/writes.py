@@ -37,6 +37,10 @@ from pokna.outbox import Event, Gathered
 GAME_WRITE = "SELECT game_write(%s, %s::json)"
 BEACON_ROLL_WRITE = "SELECT beacon_roll_write(%s, %s, %s, %s::jsonb)"
 """A beacon-mode game's acceptance, release and rolls' rounds (migrations/versions/0013_beacon_rolls.py)."""
+ROUND_TOO_NEAR = "PK425"
+"""beacon_roll_write()'s SQLSTATE when a beacon acceptance would commit within 50 ms of its round's due time:
+decided again once that round is due, naming the next one."""
+ROUND_TOO_NEAR_WAIT_SECONDS = 0.06
 HELD_WALLET = "PK423"
 """The database's SQLSTATE when money would leave a wallet a waiting beacon roll holds."""
 STALE_BALANCES = "PK409"
@@ -113,7 +117,10 @@ class GameWrites:
     """...and after it: the rounds of the rolls it inserted."""
 
     def beacon_phase(self, game_id: str, phase: str, document: Mapping[str, Any]) -> None:
-        (self.after if phase == "rolls" else self.before).append((game_id, phase, encode_rows(document)))
+        # A release goes before game_write() (the resolution's postings must find the wallets free); an
+        # acceptance and the rolls' rounds after it (the balances it checks are those after any step the
+        # same request decided first, a passed deadline's).
+        (self.before if phase == "release" else self.after).append((game_id, phase, encode_rows(document)))
 
     def beacon_calls(self, calls: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:
         return [(self.tenant_id, game_id, phase, document) for game_id, phase, document in calls]
@@ -202,6 +209,9 @@ def write_now(session: Session, writes: GameWrites) -> None:
     except DBAPIError as error:
         sqlstate = getattr(error.orig, "sqlstate", None)
         if sqlstate == STALE_BALANCES:
+            raise StaleBalances(str(error.orig)) from None
+        if sqlstate == ROUND_TOO_NEAR:
+            time.sleep(ROUND_TOO_NEAR_WAIT_SECONDS)
             raise StaleBalances(str(error.orig)) from None
         if sqlstate == HELD_WALLET:
             diag = getattr(error.orig, "diag", None)

@@ -33,7 +33,7 @@ from starlette.concurrency import run_in_threadpool
 from pokna import metrics
 from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
-from pokna.errors import InvalidRequest
+from pokna.errors import InvalidRequest, WalletHeld
 from pokna.idempotency import aio as idempotency
 from pokna.ledger.accounts import funding_account_id
 from pokna.ledger.announcements import announce_funding
@@ -139,6 +139,11 @@ async def _post(
         if error.sqlstate == REFUSED:
             await _rolled_back(connection)
             raise _refusal(error) from None
+        if (
+            error.sqlstate == WalletHeld.sqlstate
+        ):  # a beacon roll's hold (migrations/.../0013_beacon_rolls.py)
+            await _rolled_back(connection)
+            raise WalletHeld(str(error.diag.message_primary or error)) from None
         await connection.close()
         raise
     row = await answer.fetchone()
