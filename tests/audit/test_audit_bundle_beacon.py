@@ -19,8 +19,9 @@ import pokna.cli.ledger  # noqa: F401  (registers `audit`)
 from pokna.audit import bundle_scan
 from pokna.cli.app import app
 from pokna.fairness.beacon import QUICKNET
-from pokna.settings import Environment, Settings
+from pokna.settings import Settings
 from support.audit_bundles import lines_of, records
+from support.beacon_game import beacon_settings, chain_file_of
 from support.beacon_server import BeaconRelay, beacon_relay
 from support.game_play import Api, new_tenant_key, obliging, play
 
@@ -37,21 +38,14 @@ def relay() -> Iterator[BeaconRelay]:
 
 @pytest.fixture
 def chain_file(tmp_path: Path, relay: BeaconRelay) -> Path:
-    path = tmp_path / "beacon-info.json"
-    path.write_text(json.dumps(relay.info()))
-    return path
+    return chain_file_of(tmp_path, relay)
 
 
 @pytest.fixture(name="settings")
-def beacon_settings(tmp_path: Path, database_url: str, relay: BeaconRelay, chain_file: Path) -> Settings:
-    return Settings(
-        env=Environment.TEST,
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        beacon_urls=(relay.url,),
-        beacon_chain_file=chain_file,
-        beacon_wait_margin_seconds=0.5,
-    )
+def settings_for_the_relay(
+    tmp_path: Path, database_url: str, relay: BeaconRelay, chain_file: Path
+) -> Settings:
+    return beacon_settings(tmp_path, database_url, relay, chain_file)
 
 
 @pytest.fixture

@@ -38,8 +38,9 @@ from pokna.fairness.protocol import game_client_seed, roll
 from pokna.fairness.seed_vault import open_server_seed
 from pokna.fairness.verification import VerificationReport, verify_proof
 from pokna.runtime import Runtime
-from pokna.settings import Environment, Settings
+from pokna.settings import Settings
 from pokna.sweep import sweep
+from support.beacon_game import beacon_settings, chain_file_of
 from support.beacon_server import BeaconRelay, beacon_relay
 from support.tenant_api import TenantApi, new_tenant
 
@@ -54,21 +55,14 @@ def relay() -> Iterator[BeaconRelay]:
 
 @pytest.fixture
 def chain_file(tmp_path: Path, relay: BeaconRelay) -> Path:
-    path = tmp_path / "beacon-info.json"
-    path.write_text(json.dumps(relay.info()))
-    return path
+    return chain_file_of(tmp_path, relay)
 
 
 @pytest.fixture(name="settings")
-def beacon_settings(tmp_path: Path, database_url: str, relay: BeaconRelay, chain_file: Path) -> Settings:
-    return Settings(
-        env=Environment.TEST,
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        beacon_urls=(relay.url,),
-        beacon_chain_file=chain_file,
-        beacon_wait_margin_seconds=0.5,
-    )
+def settings_for_the_relay(
+    tmp_path: Path, database_url: str, relay: BeaconRelay, chain_file: Path
+) -> Settings:
+    return beacon_settings(tmp_path, database_url, relay, chain_file)
 
 
 def _game(api: TenantApi, mode: str | None = "beacon", players: int = 2) -> dict[str, Any]:
