@@ -129,6 +129,12 @@ class GameCreate(BaseModel):
                     "stake": 5,
                     "seat_labels": ["Han", "Leia", "Chewie"],
                 },
+                {
+                    "vigo_account_id": "acct_vigo",
+                    "player_account_ids": ["acct_p1", "acct_p2"],
+                    "stake": 5,
+                    "fairness_mode": "beacon",
+                },
             ]
         },
     )
