@@ -226,6 +226,7 @@ PAGE_STATE = """
     favor: document.querySelector('#favor').textContent,
     outcomeAgrees: document.querySelector('#outcome').dataset.agree,
     storyShown: !document.querySelector('#story').hidden,
+    beaconRollsNoteShown: !document.querySelector('#rolls-beacon').hidden,
     calculator: all('#calc-results tbody tr', (tr) => [Number(tr.dataset.nonce), tr.dataset.f, Number(tr.dataset.face), tr.dataset.color]),
     trust: ((note) => ({ shown: !note.hidden, state: note.dataset.state || null, chain: note.dataset.chain || null, text: note.textContent }))(document.querySelector('#beacon-trust')),
   };
@@ -245,6 +246,7 @@ def test_a_settled_game_is_valid_and_told_as_a_story(browser: Browser, site: Sit
     assert state["checks"] == dict.fromkeys(CHECKS, "pass")
     assert "replay 6 actions over 5 rolls and reproduce all 5 transfers" in state["messages"]["replay"]
     assert state["rolls"] == [{"nonce": nonce, "match": True, "bad": False} for nonce in range(5)]
+    assert not state["beaconRollsNoteShown"]  # a default-mode proof's rolls are Stake's formula alone
     assert [step["status"] for step in state["steps"]] == ["pass"] * 6
     assert "Player 2 challenges" in state["steps"][3]["text"]
     assert "challenge won" in state["steps"][5]["text"]
@@ -474,6 +476,7 @@ def test_a_beacon_game_on_real_quicknet_rounds_is_valid(browser: Browser, site: 
     assert state["messages"]["beacon"] == report.check("beacon").message
     assert state["rolls"] == [{"nonce": nonce, "match": True, "bad": False} for nonce in range(3)]
     assert "/noble-bls12-381.js" in site.requests  # the BLS library is fetched for beacon proofs only
+    assert state["beaconRollsNoteShown"]  # section 5 says each roll's message holds its round's randomness
 
 
 @pytest.mark.parametrize("name", sorted(BEACON_FORGERIES))

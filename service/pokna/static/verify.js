@@ -1292,6 +1292,7 @@
       };
     });
     $("#rolls-table").replaceChildren(cardTable("rolls", ["Roll", "Who", "Purpose", "Recorded", "Recomputed", "f", "Result", "Matches"], rows));
+    $("#rolls-beacon").hidden = !(report.proof && isBeaconProof(report.proof));
   }
 
   function renderMoney(report) {
@@ -1543,6 +1544,7 @@
       $(id).replaceChildren();
     }
     $("#story").hidden = true;
+    $("#rolls-beacon").hidden = true;
     $("#checks-section").hidden = true;
     $("#game-sections").hidden = true;
   }
