@@ -1,9 +1,15 @@
-"""The hash chain: exactly which bytes each journal transaction's hash covers. Pure; the verifier uses it.
+"""The hash chains: exactly which bytes each journal transaction's hash covers. Pure; the verifier uses it.
 
 hash = SHA-256 (lower-case hex) of the RFC 8785 canonical JSON of
-    {"seq", "prev_hash", "tenant_id", "id", "kind", "reference", "metadata", "created_at",
-     "postings": [{"account_id", "amount", "currency"}, ...in leg order]}
-with created_at as UTC text `YYYY-MM-DDTHH:MM:SS.ffffffZ` and the first transaction's prev_hash 64 zeros.
+    {"chain" (only when it is not 0), "seq", "prev_hash", "tenant_id", "id", "kind", "reference", "metadata",
+     "created_at", "postings": [{"account_id", "amount", "currency"}, ...in leg order]}
+with created_at as UTC text `YYYY-MM-DDTHH:MM:SS.ffffffZ` and the first transaction of each chain's prev_hash
+64 zeros.
+
+A tenant's journal is LEDGER_CHAINS hash chains (docs/ledger.md, "Chains"): each transaction is on one,
+picked from a partition key (a game's transfers by the game, a deposit or withdrawal by its wallet), and
+`seq` counts per chain. Chain 0 is hashed without a `chain` field, so every transaction written before there
+were chains (all on chain 0) keeps its hash, and an export of that time verifies as it did.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from typing import Any, Final
 from pokna.crypto.canonical_json import MAX_SAFE_INTEGER, canonicalize
 
 GENESIS_HASH: Final = "0" * 64
+LEDGER_CHAINS: Final = 16
+"""How many hash chains a tenant's journal has. The database refuses a chain outside 0..LEDGER_CHAINS-1."""
 HASHED_FIELDS: Final = (
     "seq",
     "prev_hash",
@@ -38,8 +46,22 @@ def format_timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def chain_for(partition_key: str) -> int:
+    """The chain a partition key's transactions go on: the first four bytes of its SHA-256, modulo the chain
+    count. Every transfer of one game (one wallet's deposits) is on one chain, in the order it was posted."""
+    digest = hashlib.sha256(partition_key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") % LEDGER_CHAINS
+
+
+def chain_label(chain: int, seq: int | None) -> str:
+    """How a transaction is named to people: `seq 12` on chain 0 (as before chains), `chain 3 seq 12`."""
+    where = f"seq {seq}" if seq is not None else "seq ?"
+    return where if chain == 0 else f"chain {chain} {where}"
+
+
 def transaction_document(
     *,
+    chain: int = 0,
     seq: int,
     prev_hash: str,
     tenant_id: str,
@@ -51,7 +73,8 @@ def transaction_document(
     postings: Sequence[tuple[str, int, str]],
 ) -> dict[str, Any]:
     """The hashed document. `postings` are (account_id, amount, currency) in leg order."""
-    return {
+    document: dict[str, Any] = {} if chain == 0 else {"chain": chain}
+    return document | {
         "seq": seq,
         "prev_hash": prev_hash,
         "tenant_id": tenant_id,
@@ -70,6 +93,9 @@ def transaction_document(
 def document_hash(document: Mapping[str, Any]) -> str:
     """SHA-256 hex of the canonical bytes of exactly the hashed fields of `document`."""
     hashed = {name: document[name] for name in HASHED_FIELDS}
+    chain = document.get("chain", 0)
+    if chain != 0:
+        hashed["chain"] = chain
     hashed["postings"] = [
         {name: posting[name] for name in POSTING_FIELDS} for posting in document["postings"]
     ]
@@ -83,9 +109,10 @@ def document_hash(document: Mapping[str, Any]) -> str:
 
 def _envelope_is_canonical(hashed: Mapping[str, Any]) -> bool:
     """_sorted_json_is_canonical for the known shape, walking only `metadata` generically (3x faster)."""
-    seq = hashed["seq"]
-    if type(seq) is not int or not -MAX_SAFE_INTEGER <= seq <= MAX_SAFE_INTEGER:
-        return False
+    for name in ("seq", "chain"):
+        number = hashed.get(name, 0)
+        if type(number) is not int or not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+            return False
     for name in ("prev_hash", "tenant_id", "id", "kind", "created_at"):
         if type(hashed[name]) is not str:
             return False
@@ -122,6 +149,7 @@ def _sorted_json_is_canonical(value: object) -> bool:
 
 def hash_parts(
     *,
+    chain: int = 0,
     tenant_id: str,
     transaction_id: str,
     kind: str,
@@ -133,11 +161,12 @@ def hash_parts(
     """The canonical bytes of a transaction's document, split around the two values only known under the
     tenant's head lock: canonical bytes = before_prev || prev_hash || before_seq || seq || rest.
 
-    The hashed document's keys sort as created_at, id, kind, metadata, postings, prev_hash, reference, seq,
-    tenant_id, and a hex prev_hash and a decimal seq are their own canonical text (between quotes for the
+    The hashed document's keys sort as (chain,) created_at, id, kind, metadata, postings, prev_hash,
+    reference, seq, tenant_id, and a hex prev_hash and a decimal seq are their own canonical text (between quotes for the
     hash), so the writer can hash without re-encoding: hash_from_parts, or PostgreSQL's ledger_post().
     """
     known = transaction_document(
+        chain=chain,
         seq=0,
         prev_hash="",
         tenant_id=tenant_id,
@@ -148,7 +177,10 @@ def hash_parts(
         created_at=created_at,
         postings=postings,
     )
-    head = canonicalize({name: known[name] for name in ("created_at", "id", "kind", "metadata", "postings")})
+    leading = ("chain",) if chain != 0 else ()
+    head = canonicalize(
+        {name: known[name] for name in (*leading, "created_at", "id", "kind", "metadata", "postings")}
+    )
     before_prev = head[:-1] + b',"prev_hash":"'
     before_seq = b'","reference":' + canonicalize(reference) + b',"seq":'
     rest = b',"tenant_id":' + canonicalize(tenant_id) + b"}"
@@ -171,7 +203,10 @@ def line_hash(line: Mapping[str, Any]) -> str:
     domain as document_hash's fast path, and anything outside it goes to document_hash itself.
     """
     seq, metadata, reference = line["seq"], line["metadata"], line["reference"]
+    chain = line.get("chain", 0)
     if type(seq) is not int or not -MAX_SAFE_INTEGER <= seq <= MAX_SAFE_INTEGER:
+        return document_hash(line)
+    if type(chain) is not int or not -MAX_SAFE_INTEGER <= chain <= MAX_SAFE_INTEGER:
         return document_hash(line)
     if reference is not None and type(reference) is not str:
         return document_hash(line)
@@ -192,7 +227,8 @@ def line_hash(line: Mapping[str, Any]) -> str:
         )
     created_at, transaction_id, kind, prev_hash, tenant_id = map(_quote, texts)
     text = (
-        f'{{"created_at":{created_at},"id":{transaction_id},"kind":{kind},'
+        ("{" if chain == 0 else f'{{"chain":{chain},')
+        + f'"created_at":{created_at},"id":{transaction_id},"kind":{kind},'
         f'"metadata":{"{}" if metadata == {} else _encode_sorted(metadata)},'
         f'"postings":[{",".join(postings)}],"prev_hash":{prev_hash},'
         f'"reference":{"null" if reference is None else _quote(reference)},"seq":{seq},"tenant_id":{tenant_id}}}'
