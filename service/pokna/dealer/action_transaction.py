@@ -148,7 +148,10 @@ async def _attempt_once(
                 if held:
                     _, seats, _ = locked_records(*locked)
                     held_balances = await ledger.hold_wallets(
-                        connection, tenant_id, [seat.account_id for seat in seats or ()]
+                        connection,
+                        tenant_id,
+                        ledger.chain_for(game_id),
+                        [seat.account_id for seat in seats or ()],
                     )
                 try:
                     writes, answer = await _decided(

@@ -47,7 +47,10 @@ class MoneyMovedEventData(ProofTransfer):
     """A transfer of the rules, as the ledger posted it."""
 
     journal_transaction_id: str = Field(description="The journal transaction that posted it.")
-    ledger_seq: int = Field(description="Its place in the tenant's hash-chained journal.")
+    ledger_chain: int = Field(
+        description="Which of the tenant's hash chains it is on (a game's are all on one)."
+    )
+    ledger_seq: int = Field(description="Its place on that chain.")
 
 
 def _pascal(name: str) -> str:

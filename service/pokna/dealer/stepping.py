@@ -42,6 +42,7 @@ from pokna.game import (
 )
 from pokna.game.events import Rolled
 from pokna.game.transfers import party_to_json
+from pokna.ledger.chain import chain_for
 from pokna.service_keys import ServiceKeys
 
 if TYPE_CHECKING:  # deadlines.py applies its timeouts through apply_step
@@ -200,6 +201,7 @@ def _post_transfers(
         reference=game.id,
         metadata={"game_id": game.id},
         expected_balances={seat.account_id: balances[seat.account_id] for seat in seats},
+        chain=chain_for(game.id),
     )
     for account_transfer in account_transfers:
         for account_id, change in (
@@ -217,6 +219,7 @@ def _post_transfers(
                 "payee": party_to_json(transfer.payee),
                 "amount": transfer.amount,
                 "journal_transaction_id": transaction_id,
+                "ledger_chain": batch.chain,
             },
         )
         for transfer, transaction_id in zip(result.transfers, batch.transaction_ids, strict=True)

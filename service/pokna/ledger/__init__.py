@@ -23,6 +23,7 @@ from pokna.ledger.audit import AuditReport, Finding, verify_export
 from pokna.ledger.audit_reads import JournalSpan, checkpoints_between, journal_span, transfers_before
 from pokna.ledger.audit_scan import verify_export_stream
 from pokna.ledger.batches import TransferBatch, transfer_batch
+from pokna.ledger.chain import LEDGER_CHAINS, chain_for
 from pokna.ledger.checkpoint import Checkpoint, checkpoint_document, list_checkpoints, take_checkpoint
 from pokna.ledger.errors import (
     AccountExists,
@@ -60,6 +61,7 @@ from pokna.ledger.reads import (
 from pokna.ledger.reconcile import BalanceDifference, ReconcileReport, reconcile
 
 __all__ = [
+    "LEDGER_CHAINS",
     "AccountBalance",
     "AccountEntry",
     "AccountExists",
@@ -90,6 +92,7 @@ __all__ = [
     "UnbalancedTransaction",
     "account_summaries",
     "balance_of",
+    "chain_for",
     "checkpoint_document",
     "checkpoints_between",
     "deposit",

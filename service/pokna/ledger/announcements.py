@@ -1,8 +1,8 @@
 """What the ledger tells the tenant's webhooks: the one place a deposit or a withdrawal is recorded in the
 outbox, in the transaction that posts it (so a refused or rolled-back movement emits nothing).
 
-Ordered per wallet: posting holds the tenant's chain head until the commit, so record order is commit
-order."""
+Ordered per wallet: a wallet's deposits and withdrawals are on its chain, whose head a posting holds until
+the commit, so record order is commit order."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ def announce_funding(
         currency=currency,
         balance=balance,
         journal_transaction_id=transaction.id,
+        ledger_chain=transaction.chain,
         ledger_seq=transaction.seq,
         reference=transaction.reference,
         posted_at=transaction.created_at,

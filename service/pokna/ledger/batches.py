@@ -25,6 +25,8 @@ class TransferBatch:
     """ledger_post()'s `p_batch`."""
     transaction_ids: list[str]
     """The journal transaction of each transfer, in order."""
+    chain: int
+    """The tenant's hash chain they go on."""
 
 
 def transfer_batch(
@@ -35,7 +37,9 @@ def transfer_batch(
     reference: str | None,
     metadata: Mapping[str, Any] | None,
     expected_balances: Mapping[str, int],
+    chain: int,
 ) -> TransferBatch:
+    """`chain`: the tenant's hash chain the transfers go on (a game's: chain_for(game id))."""
     drafts = [
         draft_of(transfer.kind, transfer.postings(), reference, metadata, None, None)
         for transfer in transfers
@@ -44,7 +48,9 @@ def transfer_batch(
     currency_of = dict.fromkeys(involved, currency)
     for draft in drafts:
         check_postings(draft.postings, currency_of)
-    written = [unchained(tenant_id, draft, currency_of) for draft in drafts]
+    written = [unchained(tenant_id, draft, currency_of, chain) for draft in drafts]
     return TransferBatch(
-        batch_document(involved, expected_balances, written), [row.row["id"] for row in written]
+        batch_document(involved, expected_balances, written, chain),
+        [row.row["id"] for row in written],
+        chain,
     )

@@ -90,15 +90,16 @@ class Unchained(NamedTuple):
     parts: tuple[bytes, bytes, bytes]
 
 
-def unchained(tenant_id: str, draft: Draft, currency_of: Mapping[str, str]) -> Unchained:
+def unchained(tenant_id: str, draft: Draft, currency_of: Mapping[str, str], chain: int) -> Unchained:
     """Ids and created_at are drawn here, before the lock: created_at follows seq only to within the
-    time a writer waited for the head."""
+    time a writer waited for the head. `chain`: the tenant's hash chain it goes on (hashed unless 0)."""
     transaction_id = new_id("txn")
     created_at = utc_now()
     legs = [
         (posting.account_id, posting.amount, currency_of[posting.account_id]) for posting in draft.postings
     ]
     parts = hash_parts(
+        chain=chain,
         tenant_id=tenant_id,
         transaction_id=transaction_id,
         kind=draft.kind,
@@ -110,6 +111,7 @@ def unchained(tenant_id: str, draft: Draft, currency_of: Mapping[str, str]) -> U
     row = {
         "id": transaction_id,
         "tenant_id": tenant_id,
+        "chain": chain,
         "kind": draft.kind,
         "reference": draft.reference,
         "metadata": draft.metadata,
@@ -151,4 +153,5 @@ def posted(written: Unchained, seq: int, prev_hash: str, hash_: str) -> PostedTr
         created_at=row["created_at"],
         idempotency_key=row["idempotency_key"],
         request_hash=row["request_hash"],
+        chain=row["chain"],
     )

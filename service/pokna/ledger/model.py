@@ -114,6 +114,8 @@ class PostedTransaction:
     created_at: datetime
     idempotency_key: str | None
     request_hash: str | None
+    chain: int = 0
+    """Which of the tenant's hash chains it is on; `seq` counts per chain."""
 
 
 def check_currency(currency: str) -> str:

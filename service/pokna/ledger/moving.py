@@ -37,6 +37,7 @@ from pokna.errors import InvalidRequest, WalletHeld
 from pokna.idempotency import aio as idempotency
 from pokna.ledger.accounts import funding_account_id
 from pokna.ledger.announcements import announce_funding
+from pokna.ledger.chain import chain_for
 from pokna.ledger.drafts import draft_of, posted, unchained
 from pokna.ledger.errors import AccountNotFound, AmountOutOfRange, InsufficientFunds, InvalidPostings
 from pokna.ledger.model import MAX_ABS_BALANCE, AccountKind, Posting, TransactionKind, check_amount
@@ -165,7 +166,8 @@ def _document(
     postings = [Posting(movement.account_id, signed), Posting(funding_id, -signed)]
     draft = draft_of(kind, postings, movement.reference, movement.metadata, None, None)
     currency_of = {movement.account_id: currency, funding_id: currency}
-    written = unchained(tenant_id, draft, currency_of)
+    chain = chain_for(movement.account_id)
+    written = unchained(tenant_id, draft, currency_of, chain)
     # What only ledger_post() can tell, as placeholders it fills: a number (negative, so no posted value
     # is one) and quoted strings, each drawn afresh for this request.
     seq, balance = (-(10**17) - secrets.randbelow(10**16) for _ in range(2))
@@ -176,7 +178,7 @@ def _document(
     answer = JournalTransactionOut.of(placeholder, balance=balance).model_dump_json()
     return json.dumps(
         {
-            "batch": batch_document(sorted(currency_of), {}, [written]),
+            "batch": batch_document(sorted(currency_of), {}, [written], chain),
             "wallet_id": movement.account_id,
             "fill": {
                 "seq": str(seq),

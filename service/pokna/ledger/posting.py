@@ -3,11 +3,12 @@
 Every function takes the caller's session and only writes; the caller's unit of work commits, so a game
 action's state and its postings land together or not at all.
 
-Concurrency: posting locks the tenant's `ledger_head` row first, then the involved accounts in ascending id
-order. Every writer takes locks in that one order, so no two can deadlock, and the head lock makes the
-tenant's sequence gap-free and its hash chain fork-free. The head stays locked until the caller commits,
-so post as late in the unit of work as possible. How each backend does it is its store's
-(pokna.ledger.store); this module is the same on both.
+Concurrency: posting locks the head of one of the tenant's hash chains first (`ledger_head`, one row per
+chain), then the involved accounts in ascending id order. Every writer takes locks in that one order, and a
+unit of work posts on one chain only (the first posting's; see _unit_chain), so no two can deadlock, and the
+head lock makes the chain's sequence gap-free and fork-free. The head stays locked until the caller commits,
+so post as late in the unit of work as possible. Which chain: a deposit or withdrawal its wallet's, a game's
+transfers their game's (chain.chain_for), a reversal its original's, anything else chain 0.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pokna.crypto.canonical_json import canonicalize
 from pokna.ledger import repository
 from pokna.ledger.accounts import follow_balances, funding_account_id, get_account
 from pokna.ledger.announcements import announce_funding
+from pokna.ledger.chain import chain_for
 from pokna.ledger.drafts import Draft, check_batch_key, draft_of
 from pokna.ledger.errors import InvalidPostings, TransactionNotFound
 from pokna.ledger.model import AccountTransfer, PostedTransaction, Posting, TransactionKind, check_amount
@@ -44,15 +46,17 @@ def post_transaction(
     metadata: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
+    chain: int = 0,
 ) -> PostedTransaction:
-    """Post one balanced journal transaction, or nothing at all.
+    """Post one balanced journal transaction, or nothing at all (on `chain`, unless the unit of work
+    already posted on another: _unit_chain).
 
     Retrying with the same idempotency key and request hash returns the original transaction and posts
     nothing; the same key with a different request hash raises IdempotencyKeyReused. A wallet or pot that
     would go below zero raises InsufficientFunds naming it.
     """
     draft = draft_of(kind, postings, reference, metadata, idempotency_key, request_hash)
-    return _post(session, tenant_id, [draft])[0]
+    return _post_drafts(session, tenant_id, [draft], None, chain).transactions[0]
 
 
 def post_transfers(
@@ -93,7 +97,8 @@ def post_transfers(
         )
         for index, transfer in enumerate(transfers)
     ]
-    return _post(session, tenant_id, drafts, expected_balances)
+    chain = 0 if reference is None else chain_for(reference)
+    return _post_drafts(session, tenant_id, drafts, expected_balances, chain).transactions
 
 
 def deposit(
@@ -150,7 +155,7 @@ def _funding_transfer(
     funding_id = funding_account_id(session, tenant_id, wallet.currency)
     postings = [Posting(wallet.id, signed_amount), Posting(funding_id, -signed_amount)]
     draft = draft_of(kind, postings, reference, metadata, idempotency_key, request_hash)
-    posted = _post_drafts(session, tenant_id, [draft])
+    posted = _post_drafts(session, tenant_id, [draft], None, chain_for(wallet.id))
     transaction = posted.transactions[0]
     if posted.balances:  # a retry answers the original, posts nothing and announces nothing
         announce_funding(
@@ -181,6 +186,7 @@ def reverse_transaction(
         metadata=metadata,
         idempotency_key=idempotency_key,
         request_hash=request_hash,
+        chain=original.chain,
     )
 
 
@@ -189,24 +195,34 @@ def request_fingerprint(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonicalize(document)).hexdigest()
 
 
-def _post(
-    session: Session,
-    tenant_id: str,
-    drafts: list[Draft],
-    expected_balances: Mapping[str, int] | None = None,
-) -> list[PostedTransaction]:
-    return _post_drafts(session, tenant_id, drafts, expected_balances).transactions
-
-
 def _post_drafts(
     session: Session,
     tenant_id: str,
     drafts: list[Draft],
-    expected_balances: Mapping[str, int] | None = None,
+    expected_balances: Mapping[str, int] | None,
+    chain: int,
 ) -> Posted:
-    """The one write path of every posting function, on both backends (so the one place it is counted)."""
+    """The one write path of every posting function (so the one place it is counted)."""
     started = time.perf_counter()
-    posted = _LEDGER_STORE.post(session, tenant_id, drafts, expected_balances or {})
+    chain = _unit_chain(session, chain)
+    posted = _LEDGER_STORE.post(session, tenant_id, drafts, expected_balances or {}, chain)
     metrics.ledger_posted(len(posted.transactions), time.perf_counter() - started)
     follow_balances(session, tenant_id, posted.balances)
     return posted
+
+
+_UNIT_CHAIN = "pokna.ledger.chain"
+
+
+def _unit_chain(session: Session, chain: int) -> int:
+    """The chain a posting of this unit of work goes on: the one its first posting took, else `chain`.
+
+    A posting holds its chain's head until the unit of work commits; a second posting on another chain
+    would wait for a second head while holding the first, and two such units could wait on each other.
+    One chain per unit of work keeps the one lock order (a head, then accounts by ascending id)."""
+    unit = session.get_transaction()
+    held = session.info.get(_UNIT_CHAIN)
+    if held is not None and unit is not None and held[0] is unit:
+        return int(held[1])
+    session.info[_UNIT_CHAIN] = (unit, chain)
+    return chain

@@ -22,6 +22,7 @@ class AccountEntry:
 
     transaction_id: str
     seq: int
+    chain: int
     kind: str
     reference: str | None
     created_at: datetime
@@ -46,18 +47,19 @@ def transactions_of(
         tenant_id = get_account(session, account_id).tenant_id
     else:
         get_account(session, account_id, tenant_id=tenant_id)
-    before_seq = None
+    before = None
     if starting_after is not None:
-        before_seq = repository.transaction_seq(session, tenant_id, starting_after, account_id)
-        if before_seq is None:
+        before = repository.transaction_position(session, tenant_id, starting_after, account_id)
+        if before is None:
             raise TransactionNotFound(
                 f"no journal transaction {starting_after}", transaction_id=starting_after
             )
-    rows = repository.account_entries(session, tenant_id, account_id, before_seq=before_seq, limit=limit + 1)
+    rows = repository.account_entries(session, tenant_id, account_id, before=before, limit=limit + 1)
     entries = [
         AccountEntry(
             transaction_id=row.id,
             seq=int(row.seq),
+            chain=int(row.chain),
             kind=row.kind,
             reference=row.reference,
             created_at=row.created_at,

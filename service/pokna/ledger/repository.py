@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, and_, bindparam, insert, select, text, update
+from sqlalchemy import Row, Table, and_, bindparam, insert, select, text, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
@@ -112,34 +112,34 @@ def tenant_accounts(session: Session, tenant_id: str, currency: str | None = Non
 # --- the chain head and the journal --------------------------------------------------------------------
 
 
-def lock_head(session: Session, tenant_id: str) -> tuple[int, str] | None:
-    """Lock the tenant's chain head (FOR UPDATE), held until the transaction ends."""
+def lock_head(session: Session, tenant_id: str, chain: int) -> tuple[int, str] | None:
+    """Lock the head of one of the tenant's chains (FOR UPDATE), held until the transaction ends."""
     row = session.execute(
-        select(_head.c.last_seq, _head.c.last_hash).where(_head.c.tenant_id == tenant_id).with_for_update()
+        select(_head.c.last_seq, _head.c.last_hash)
+        .where(_head.c.tenant_id == tenant_id, _head.c.chain == chain)
+        .with_for_update()
     ).first()
     return None if row is None else (int(row.last_seq), str(row.last_hash))
 
 
-_CREATE_HEAD = text(
-    "INSERT INTO ledger_head (tenant_id, last_seq, last_hash) VALUES (:tenant_id, 0, :genesis) "
-    "ON CONFLICT (tenant_id) DO NOTHING"
-)
-
-
-def create_head(session: Session, tenant_id: str) -> None:
-    """The tenant's genesis head, unless a concurrent writer just created it."""
-    session.execute(_CREATE_HEAD, {"tenant_id": tenant_id, "genesis": GENESIS_HASH})
-
-
-def read_head(session: Session, tenant_id: str) -> tuple[int, str]:
+def read_head(session: Session, tenant_id: str, chain: int = 0) -> tuple[int, str]:
     row = session.execute(
-        select(_head.c.last_seq, _head.c.last_hash).where(_head.c.tenant_id == tenant_id)
+        select(_head.c.last_seq, _head.c.last_hash).where(
+            _head.c.tenant_id == tenant_id, _head.c.chain == chain
+        )
     ).first()
     return (0, GENESIS_HASH) if row is None else (int(row.last_seq), str(row.last_hash))
 
 
-def advance_head(session: Session, tenant_id: str, seq: int, hash_: str) -> None:
-    session.execute(update(_head).where(_head.c.tenant_id == tenant_id).values(last_seq=seq, last_hash=hash_))
+def read_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
+    """Every chain's (seq, hash) that has a transaction, by chain; chain 0 always (genesis if empty)."""
+    rows = session.execute(
+        select(_head.c.chain, _head.c.last_seq, _head.c.last_hash)
+        .where(_head.c.tenant_id == tenant_id, _head.c.last_seq > 0)
+        .order_by(_head.c.chain)
+    )
+    heads = {int(row.chain): (int(row.last_seq), str(row.last_hash)) for row in rows}
+    return {0: heads.pop(0, (0, GENESIS_HASH))} | heads
 
 
 def lock_accounts(session: Session, tenant_id: str, account_ids: Iterable[str]) -> list[Row[Any]]:
@@ -175,7 +175,7 @@ def transactions_by_idempotency_key(
             select(JournalTransaction)
             .where(JournalTransaction.tenant_id == tenant_id, JournalTransaction.idempotency_key.in_(keys))
             .options(selectinload(JournalTransaction.postings))
-            .order_by(JournalTransaction.seq)
+            .order_by(JournalTransaction.chain, JournalTransaction.seq)
         )
     ]
 
@@ -210,6 +210,7 @@ def _posted(row: JournalTransaction) -> PostedTransaction:
         created_at=row.created_at,
         idempotency_key=row.idempotency_key,
         request_hash=row.request_hash,
+        chain=row.chain,
     )
 
 
@@ -220,11 +221,13 @@ def _posting_of_transaction() -> Any:
 
 
 def account_entries(
-    session: Session, tenant_id: str, account_id: str, *, before_seq: int | None, limit: int
+    session: Session, tenant_id: str, account_id: str, *, before: tuple[Any, str] | None, limit: int
 ) -> list[Row[Any]]:
+    """Newest first: by created_at, then id (a tenant's chains have no common seq), from `before` on."""
     statement = (
         select(
             _transaction.c.id,
+            _transaction.c.chain,
             _transaction.c.seq,
             _transaction.c.kind,
             _transaction.c.reference,
@@ -234,18 +237,21 @@ def account_entries(
         )
         .join(_posting, _posting_of_transaction())
         .where(_transaction.c.tenant_id == tenant_id, _posting.c.account_id == account_id)
-        .order_by(_transaction.c.seq.desc())
+        .order_by(_transaction.c.created_at.desc(), _transaction.c.id.desc())
         .limit(limit)
     )
-    if before_seq is not None:
-        statement = statement.where(_transaction.c.seq < before_seq)
+    if before is not None:
+        statement = statement.where(tuple_(_transaction.c.created_at, _transaction.c.id) < tuple_(*before))
     return list(session.execute(statement))
 
 
-def transaction_seq(session: Session, tenant_id: str, transaction_id: str, account_id: str) -> int | None:
-    """The seq of a transaction that touched this account: a cursor from another list is no cursor here."""
-    return session.scalar(
-        select(_transaction.c.seq)
+def transaction_position(
+    session: Session, tenant_id: str, transaction_id: str, account_id: str
+) -> tuple[Any, str] | None:
+    """(created_at, id) of a transaction that touched this account: a cursor from another list is no
+    cursor here."""
+    row = session.execute(
+        select(_transaction.c.created_at, _transaction.c.id)
         .join(_posting, _posting_of_transaction())
         .where(
             _transaction.c.tenant_id == tenant_id,
@@ -253,7 +259,8 @@ def transaction_seq(session: Session, tenant_id: str, transaction_id: str, accou
             _posting.c.account_id == account_id,
         )
         .limit(1)
-    )
+    ).first()
+    return None if row is None else (row.created_at, row.id)
 
 
 def tenant_ids_with_ledgers(session: Session) -> list[str]:

@@ -120,6 +120,7 @@ class JournalTransactionOut(BaseModel):
                 {
                     "id": "txn_29317f729f134c1d9f81933da7aefc7b",
                     "object": "journal_transaction",
+                    "chain": 5,
                     "seq": 1,
                     "kind": "deposit",
                     "reference": "psp-charge-7781",
@@ -139,7 +140,11 @@ class JournalTransactionOut(BaseModel):
 
     id: str
     object: Literal["journal_transaction"]
-    seq: int = Field(description="Per-tenant sequence number, gap-free.")
+    chain: int = Field(
+        description="Which of the tenant's hash chains it is on (0-15; a wallet's deposits and withdrawals "
+        "are on the wallet's, a game's transfers on the game's): docs/ledger.md."
+    )
+    seq: int = Field(description="Its sequence number on that chain: gap-free per chain.")
     kind: TransactionKind = Field(description="What moved the money.")
     reference: str | None
     metadata: dict[str, str] = Field(
@@ -158,6 +163,7 @@ class JournalTransactionOut(BaseModel):
         return cls(
             id=transaction.id,
             object="journal_transaction",
+            chain=transaction.chain,
             seq=transaction.seq,
             kind=transaction.kind,
             reference=transaction.reference,
@@ -175,6 +181,7 @@ class JournalTransactionOut(BaseModel):
 
 class AccountEntryOut(BaseModel):
     transaction_id: str
+    chain: int
     seq: int
     kind: TransactionKind = Field(description="What moved the money.")
     reference: str | None
@@ -188,6 +195,7 @@ class AccountEntryOut(BaseModel):
             data=[
                 cls(
                     transaction_id=entry.transaction_id,
+                    chain=entry.chain,
                     seq=entry.seq,
                     kind=entry.kind,
                     reference=entry.reference,

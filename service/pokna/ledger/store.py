@@ -37,10 +37,11 @@ class LedgerStore:
         tenant_id: str,
         drafts: Sequence[Draft],
         expected_balances: Mapping[str, int],
+        chain: int,
     ) -> Posted:
-        """Write `drafts` in order as the next transactions of the tenant's chain, all or none.
+        """Write `drafts` in order as the next transactions of the tenant's `chain`, all or none.
 
-        Locks the tenant's head, then every account involved and every account of `expected_balances`
+        Locks that chain's head, then every account involved and every account of `expected_balances`
         in ascending id order; the locks stay held until the caller's transaction ends. A retry of the
         same request (same idempotency keys and request hash) answers the originals and writes nothing.
         Any refusal is one of the ledger's typed errors, raised through pokna.ledger.refusals or the

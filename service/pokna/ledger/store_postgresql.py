@@ -51,6 +51,7 @@ class PostgresqlLedgerStore(LedgerStore):
         tenant_id: str,
         drafts: Sequence[Draft],
         expected_balances: Mapping[str, int],
+        chain: int,
     ) -> Posted:
         """Everything that needs no lock first, then one round trip to ledger_post() for what does."""
         involved = sorted(account_ids(drafts) | expected_balances.keys())
@@ -65,9 +66,11 @@ class PostgresqlLedgerStore(LedgerStore):
         currency_of = {account_id: currency for account_id, (_, currency) in accounts.items()}
         for draft in drafts:
             check_postings(draft.postings, currency_of)
-        written = [unchained(tenant_id, draft, currency_of) for draft in drafts]
+        written = [unchained(tenant_id, draft, currency_of, chain) for draft in drafts]
 
-        outcome = _ledger_post(session, tenant_id, batch_document(involved, expected_balances, written))
+        outcome = _ledger_post(
+            session, tenant_id, batch_document(involved, expected_balances, written, chain)
+        )
         if outcome.status != "posted":
             return Posted(_refused(session, tenant_id, drafts, expected_balances, outcome), {})
         assert outcome.first_seq is not None
@@ -93,9 +96,9 @@ def _ledger_post(session: Session, tenant_id: str, batch: Mapping[str, Any]) -> 
 
 
 def batch_document(
-    account_ids: list[str], expected: Mapping[str, int], written: list[Unchained]
+    account_ids: list[str], expected: Mapping[str, int], written: list[Unchained], chain: int
 ) -> dict[str, Any]:
-    """The document ledger_post() reads: arrays by column (migrations/versions/0005_ledger_post_json.py)."""
+    """The document ledger_post() reads: the chain, and arrays by column (migrations 0005 and 0014)."""
     rows = [transaction.row for transaction in written]
     posting_rows = [
         (index, posting)
@@ -103,6 +106,7 @@ def batch_document(
         for posting in transaction.postings
     ]
     return {
+        "chain": chain,
         "accounts": account_ids,
         "expected_ids": list(expected),
         "expected_balances": list(expected.values()),

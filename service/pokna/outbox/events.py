@@ -109,7 +109,8 @@ class LedgerMovementData(BaseModel):
     currency: str
     balance: int = Field(description="The wallet's balance right after the movement.")
     journal_transaction_id: str = Field(description="The journal transaction that posted it.")
-    ledger_seq: int = Field(description="Its place in the tenant's hash-chained journal.")
+    ledger_chain: int = Field(description="Which of the tenant's hash chains it is on (the wallet's).")
+    ledger_seq: int = Field(description="Its place on that chain.")
     reference: str | None = Field(description="The reference given with the request, if any.")
     posted_at: datetime
 

@@ -61,20 +61,27 @@ class Account(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
+# pokna.ledger.chain.LEDGER_CHAINS chains (tests/ledger/test_ledger_chains.py holds the two equal).
+CHAIN_IN_RANGE = "chain BETWEEN 0 AND 15"
+
+
 class JournalTransaction(Base):
     """One balanced, immutable, hash-chained entry in a tenant's journal."""
 
     __tablename__ = "journal_transaction"
     __table_args__ = (
-        UniqueConstraint("tenant_id", "seq"),
+        UniqueConstraint("tenant_id", "chain", "seq"),
         UniqueConstraint("tenant_id", "idempotency_key"),
         CheckConstraint("seq >= 1", name="seq_positive"),
+        CheckConstraint(CHAIN_IN_RANGE, name="chain_in_range"),
         CheckConstraint("posting_count >= 2", name="at_least_two_postings"),
         CheckConstraint("length(prev_hash) = 64 AND length(hash) = 64", name="hash_length"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    # Which of the tenant's hash chains the transaction is on; `seq` counts per chain (docs/ledger.md).
+    chain: Mapped[int] = mapped_column(SmallInteger, default=0, server_default=text("0"))
     seq: Mapped[int] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(32))
     reference: Mapped[str | None] = mapped_column(String(200), nullable=True)
@@ -121,11 +128,13 @@ class JournalPosting(Base):
 
 
 class LedgerHead(Base):
-    """A tenant's chain head. Locking this row serializes the tenant's writers, so the chain never forks."""
+    """The head of one of a tenant's chains. Locking this row serializes the chain's writers, so it never forks."""
 
     __tablename__ = "ledger_head"
+    __table_args__ = (CheckConstraint(CHAIN_IN_RANGE, name="chain_in_range"),)
 
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    chain: Mapped[int] = mapped_column(SmallInteger, primary_key=True, server_default=text("0"))
     last_seq: Mapped[int] = mapped_column(BigInteger)
     last_hash: Mapped[str] = mapped_column(String(64))
 
@@ -140,6 +149,8 @@ class LedgerCheckpoint(Base):
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
+    # Every chain's head [{chain, seq, hash}] (seq/hash above are chain 0's); null before there were chains.
+    heads: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
     key_id: Mapped[str] = mapped_column(String(64))
     signature: Mapped[str] = mapped_column(String(128))
