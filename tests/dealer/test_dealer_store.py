@@ -32,7 +32,7 @@ from pokna.dealer.requests import (
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import PostgresGameStore
-from pokna.ledger import deposit, open_account, withdraw
+from pokna.ledger import chain_for, deposit, open_account, withdraw
 from pokna.runtime import Runtime
 from pokna.tenants.service import create_tenant
 from support.acting import act
@@ -235,17 +235,26 @@ def test_a_game_row_with_a_nul_is_refused_before_postgresql_sees_it(text: str, r
 def test_game_write_writes_the_rest_of_the_step_before_it_waits_for_the_ledger_head(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    """The tenant's ledger head serializes its postings until COMMIT, so game_write() takes it last
-    (migration 0012_head_last): while another transaction holds the head, a start waits for it having
+    """A chain's head serializes its postings until COMMIT, so game_write() takes it last (migration
+    0012_head_last): while another transaction holds the head of the game's chain, a start waits for it having
     already updated the game and inserted its events (it holds their tables' write locks, and none on the
     journal's), and once the head is free it posts the antes and the money events name their ledger seq."""
     tenant_id, game_id, wallets = _new_game(sessions, runtime)
     with unit_of_work(sessions) as session:
         deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
+    chain = {"tenant_id": tenant_id, "chain": chain_for(game_id)}  # the chain the game posts on
+    with unit_of_work(sessions) as session:  # its head as ledger_post() creates it on a chain's first posting
+        session.execute(
+            text(
+                "INSERT INTO ledger_head (tenant_id, chain, last_seq, last_hash) "
+                "VALUES (:tenant_id, :chain, 0, repeat('0', 64)) ON CONFLICT DO NOTHING"
+            ),
+            chain,
+        )
     holder = sessions()
     holder.execute(
-        text("SELECT last_seq FROM ledger_head WHERE tenant_id = :tenant_id FOR UPDATE"),
-        {"tenant_id": tenant_id},
+        text("SELECT last_seq FROM ledger_head WHERE tenant_id = :tenant_id AND chain = :chain FOR UPDATE"),
+        chain,
     )
     outcome: list[BaseException | GameOut] = []
 

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.ledger import JournalTransaction
+from pokna.ledger.chain import chain_for
 from pokna.ledger import (
     AccountTransfer,
     IdempotencyKeyReused,
@@ -64,14 +65,20 @@ def _wallet(sessions: sessionmaker[Session], tenant_id: str, name: str, funds: i
 
 
 def _seqs(engine: Engine, tenant_id: str) -> list[int]:
+    """1..n: how many transactions the tenant has, once every one of its chains is seen to count 1, 2, 3 ...
+    with no gap (each chain's seqs are its own)."""
     with engine.connect() as connection:
-        return list(
-            connection.scalars(
-                select(JournalTransaction.seq)
-                .where(JournalTransaction.tenant_id == tenant_id)
-                .order_by(JournalTransaction.seq)
-            )
-        )
+        rows = connection.execute(
+            select(JournalTransaction.chain, JournalTransaction.seq)
+            .where(JournalTransaction.tenant_id == tenant_id)
+            .order_by(JournalTransaction.chain, JournalTransaction.seq)
+        ).all()
+    by_chain: dict[int, list[int]] = {}
+    for chain, seq in rows:
+        by_chain.setdefault(chain, []).append(seq)
+    for chain, seqs in by_chain.items():
+        assert seqs == list(range(1, len(seqs) + 1)), f"chain {chain}: {seqs}"
+    return list(range(1, len(rows) + 1))
 
 
 def test_concurrent_debits_never_overdraw(
@@ -141,18 +148,19 @@ def test_concurrent_posts_keep_every_tenant_chain_gap_free_and_unbroken(
             payer, payee = rng.sample(wallets[tenant], 2)
             try:
                 with unit_of_work(pool_sessions) as session:
-                    post_transfers(
+                    post_transfers(  # eight "games": their transfers spread over several chains
                         session,
                         tenant_id=tenant,
                         transfers=[AccountTransfer("ante", payer, payee, rng.randint(1, 40))],
+                        reference=f"game-{rng.randrange(8)}",
                     )
             except InsufficientFunds:
                 pass
 
     _together(THREADS, churn)
+    assert len({chain_for(f"game-{index}") for index in range(8)}) > 2
     for tenant in tenants:
         seqs = _seqs(engine, tenant)
-        assert seqs == list(range(1, len(seqs) + 1))
         with unit_of_work(pool_sessions) as session:
             report = verify_export(export_jsonl(session, tenant))
             balances = {wallet: balance_of(session, wallet) for wallet in wallets[tenant]}

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import Account, JournalTransaction
+from pokna.ledger.chain import chain_for
 from pokna.errors import PoknaError
 from pokna.ledger import (
     AccountExists,
@@ -58,11 +59,16 @@ def _funded_wallet(sessions: sessionmaker[Session], tenant_id: str, name: str, a
     return wallet
 
 
-def _head_seq(session: Session, tenant_id: str) -> int:
-    seqs = session.scalars(
-        select(JournalTransaction.seq).where(JournalTransaction.tenant_id == tenant_id)
+def _head_seq(session: Session, tenant_id: str, chain: int | None = None) -> int:
+    """The chain's last seq; without a chain, how many transactions the tenant has on all its chains."""
+    rows = session.execute(
+        select(JournalTransaction.chain, JournalTransaction.seq).where(
+            JournalTransaction.tenant_id == tenant_id
+        )
     ).all()
-    return max(seqs, default=0)
+    if chain is None:
+        return len(rows)
+    return max((seq for on, seq in rows if on == chain), default=0)
 
 
 def test_deposit_and_withdraw_move_money_between_wallet_and_funding(
@@ -351,14 +357,15 @@ def test_sequence_is_gap_free_and_each_hash_covers_its_documented_fields(
     wallet = _funded_wallet(sessions, tenant_id, "ig88", 90)
     with unit_of_work(sessions) as session:
         pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="g").id
-        post_transaction(
-            session, tenant_id=tenant_id, kind="ante", postings=[Posting(wallet, -9), Posting(pot, 9)],
-            reference="game_1", metadata={"seat": 2, "note": "héllo \"quoted\""},
-        )  # fmt: skip
+        for note in ("first", 'héllo "quoted"'):
+            post_transaction(
+                session, tenant_id=tenant_id, kind="ante", postings=[Posting(wallet, -9), Posting(pot, 9)],
+                reference="game_1", metadata={"seat": 2, "note": note}, chain=7,
+            )  # fmt: skip
     with unit_of_work(sessions) as session:
         rows = session.scalars(
             select(JournalTransaction)
-            .where(JournalTransaction.tenant_id == tenant_id)
+            .where(JournalTransaction.tenant_id == tenant_id, JournalTransaction.chain == 7)
             .order_by(JournalTransaction.seq)
         ).all()
         assert [row.seq for row in rows] == [1, 2]
@@ -369,8 +376,10 @@ def test_sequence_is_gap_free_and_each_hash_covers_its_documented_fields(
             text("SELECT account_id, amount, currency FROM posting WHERE transaction_id = :t ORDER BY leg"),
             {"t": ante.id},
         ).all()
-        # Rebuilt by hand from the documented encoding: JCS is sorted keys, no spaces, UTF-8.
+        # Rebuilt by hand from the documented encoding: JCS is sorted keys, no spaces, UTF-8; a chain
+        # other than 0 is hashed too.
         document = {
+            "chain": 7,
             "created_at": ante.created_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "id": ante.id,
             "kind": "ante",
@@ -390,14 +399,15 @@ def test_post_transfers_is_all_or_nothing(sessions: sessionmaker[Session], tenan
     poor = _funded_wallet(sessions, tenant_id, "salacious", 3)
     with unit_of_work(sessions) as session:
         pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="game-9").id
-        seq_before = _head_seq(session, tenant_id)
+        chain = chain_for("game-9")  # a game's transfers go on its reference's chain
+        seq_before = _head_seq(session, tenant_id, chain)
         with pytest.raises(InsufficientFunds) as raised:
             post_transfers(
                 session, tenant_id=tenant_id,
                 transfers=[AccountTransfer("ante", rich, pot, 5), AccountTransfer("ante", poor, pot, 5)],
             )  # fmt: skip
         assert raised.value.account_id == poor
-        assert _head_seq(session, tenant_id) == seq_before
+        assert _head_seq(session, tenant_id, chain) == seq_before
     with unit_of_work(sessions) as session:
         assert balance_of(session, rich) == 100
         posted = post_transfers(
@@ -409,6 +419,7 @@ def test_post_transfers_is_all_or_nothing(sessions: sessionmaker[Session], tenan
             ],
         )  # fmt: skip
         assert [transaction.seq for transaction in posted] == [seq_before + 1, seq_before + 2, seq_before + 3]
+        assert {transaction.chain for transaction in posted} == {chain}
         assert [transaction.kind for transaction in posted] == ["ante", "ante", "payout"]
     with unit_of_work(sessions) as session:
         assert (balance_of(session, rich), balance_of(session, poor), balance_of(session, pot)) == (95, 8, 0)
@@ -417,7 +428,7 @@ def test_post_transfers_is_all_or_nothing(sessions: sessionmaker[Session], tenan
             transfers=[AccountTransfer("ante", rich, pot, 5), AccountTransfer("ante", poor, pot, 3), AccountTransfer("payout", pot, poor, 8)],
         )  # fmt: skip
         assert [transaction.id for transaction in replay] == [transaction.id for transaction in posted]
-        assert _head_seq(session, tenant_id) == seq_before + 3
+        assert _head_seq(session, tenant_id, chain) == seq_before + 3
 
 
 def test_post_transfers_answers_what_it_stored(sessions: sessionmaker[Session], tenant_id: str) -> None:

@@ -1,8 +1,10 @@
-"""Signed checkpoints of a tenant's chain head: what lets an auditor trust the end of an export.
+"""Signed checkpoints of a tenant's chain heads: what lets an auditor trust the end of an export.
 
-The hash chain shows that nothing inside an export was changed, but anyone holding the export can rewrite
+The hash chains show that nothing inside an export was changed, but anyone holding the export can rewrite
 its tail and recompute every hash. A checkpoint is the service's Ed25519 signature over {tenant_id, seq,
-hash, created_at} at some moment; published or handed to the auditor, it pins history up to that seq.
+hash, heads, created_at} at some moment: `heads` every chain's (chain, seq, hash) that has a transaction,
+`seq` and `hash` chain 0's (what a checkpoint said before there were chains, so a reader of that time still
+finds chain 0 pinned). Published or handed to the auditor, it pins every chain's history up to its head.
 """
 
 from __future__ import annotations
@@ -33,13 +35,21 @@ class Checkpoint:
     created_at: datetime
     key_id: str
     signature: str
+    heads: list[dict[str, Any]] | None = None
+    """[{chain, seq, hash}] ascending by chain; None for a checkpoint taken before there were chains."""
 
 
 def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519PrivateKey) -> Checkpoint:
-    """Sign the tenant's current chain head (seq 0 and the genesis hash for an empty ledger)."""
+    """Sign the tenant's current chain heads (chain 0 at seq 0 and the genesis hash for an empty ledger)."""
     if not repository.tenant_exists(session, tenant_id):
         raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
-    seq, hash_ = repository.read_head(session, tenant_id)
+    all_heads = repository.read_heads(session, tenant_id)
+    seq, hash_ = all_heads[0]
+    heads = [
+        {"chain": chain, "seq": head_seq, "hash": head_hash}
+        for chain, (head_seq, head_hash) in sorted(all_heads.items())
+        if head_seq > 0
+    ]
     created_at = utc_now()
     signed = sign_document(
         {
@@ -47,6 +57,7 @@ def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519Privat
             "tenant_id": tenant_id,
             "seq": seq,
             "hash": hash_,
+            "heads": heads,
             "created_at": format_timestamp(created_at),
         },
         signing_key,
@@ -59,6 +70,7 @@ def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519Privat
         created_at=created_at,
         key_id=signed["key_id"],
         signature=signed[SIGNATURE_FIELD],
+        heads=heads,
     )
     repository.insert_checkpoint(session, vars(checkpoint))
     return checkpoint
@@ -66,11 +78,13 @@ def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519Privat
 
 def checkpoint_document(checkpoint: Checkpoint) -> dict[str, Any]:
     """The signed JSON document, exactly as signed: give this (and the public key) to an auditor."""
+    heads = {} if checkpoint.heads is None else {"heads": checkpoint.heads}
     return {
         "type": CHECKPOINT_TYPE,
         "tenant_id": checkpoint.tenant_id,
         "seq": checkpoint.seq,
         "hash": checkpoint.hash,
+        **heads,
         "created_at": format_timestamp(checkpoint.created_at),
         "key_id": checkpoint.key_id,
         SIGNATURE_FIELD: checkpoint.signature,
@@ -92,19 +106,30 @@ def list_checkpoints(
             created_at=row.created_at,
             key_id=row.key_id,
             signature=row.signature,
+            heads=row.heads,
         )
         for row in repository.checkpoints(session, tenant_id, limit=limit, before_seq=before_seq)
     ]
 
 
 def checkpoint_moved_heads(session: Session, signing_key: Ed25519PrivateKey) -> int:
-    """The periodic half of "periodically and on demand": sign every chain head that moved since its last
-    checkpoint (`pokna sweep` calls this), so an auditor never has more than one sweep of unpinned history."""
+    """The periodic half of "periodically and on demand": sign a tenant's heads when any moved since its
+    last checkpoint (`pokna sweep` calls this), so an auditor never has more than one sweep of unpinned
+    history."""
     taken = 0
     for tenant_id in repository.tenant_ids_with_ledgers(session):
-        seq, _hash = repository.read_head(session, tenant_id)
-        latest = list_checkpoints(session, tenant_id, limit=1)
-        if seq > 0 and (not latest or latest[0].seq < seq):
+        heads = {
+            chain: seq for chain, (seq, _hash) in repository.read_heads(session, tenant_id).items() if seq
+        }
+        latest = repository.latest_checkpoint(session, tenant_id)
+        if heads and (latest is None or _signed_seqs(*latest) != heads):
             take_checkpoint(session, tenant_id, signing_key)
             taken += 1
     return taken
+
+
+def _signed_seqs(seq: int, heads: list[dict[str, Any]] | None) -> dict[int, int]:
+    """{chain: seq} a checkpoint signed (chain 0 alone for one taken before there were chains)."""
+    if heads is None:
+        return {0: seq} if seq else {}
+    return {int(head["chain"]): int(head["seq"]) for head in heads}

@@ -287,6 +287,7 @@ def checkpoints(session: Session, tenant_id: str, *, limit: int, before_seq: int
             _checkpoint.c.created_at,
             _checkpoint.c.key_id,
             _checkpoint.c.signature,
+            _checkpoint.c.heads,
         )
         .where(_checkpoint.c.tenant_id == tenant_id)
         .order_by(_checkpoint.c.seq.desc(), _checkpoint.c.created_at.desc())
@@ -295,6 +296,17 @@ def checkpoints(session: Session, tenant_id: str, *, limit: int, before_seq: int
     if before_seq is not None:
         statement = statement.where(_checkpoint.c.seq < before_seq)
     return list(session.execute(statement))
+
+
+def latest_checkpoint(session: Session, tenant_id: str) -> tuple[int, list[dict[str, Any]] | None] | None:
+    """(seq, heads) of the newest checkpoint by time (with chains, chain 0's seq no longer orders them)."""
+    row = session.execute(
+        select(_checkpoint.c.seq, _checkpoint.c.heads)
+        .where(_checkpoint.c.tenant_id == tenant_id)
+        .order_by(_checkpoint.c.created_at.desc(), _checkpoint.c.id.desc())
+        .limit(1)
+    ).first()
+    return None if row is None else (int(row.seq), row.heads)
 
 
 def checkpoints_between(session: Session, tenant_id: str, first_seq: int, last_seq: int) -> list[Row[Any]]:
