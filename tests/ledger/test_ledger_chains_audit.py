@@ -303,9 +303,9 @@ def test_chains_0_and_15_are_well_formed() -> None:
 
 
 def _checkpoint(
-    heads: list[dict[str, Any]] | None, *, seq: int | None = None, hash_: str | None = None
+    heads: list[Any] | None, *, seq: int | None = None, hash_: str | None = None
 ) -> dict[str, Any]:
-    head_0 = next((head for head in heads or [] if head["chain"] == 0), None)
+    head_0 = next((head for head in heads or [] if isinstance(head, dict) and head.get("chain") == 0), None)
     document: dict[str, Any] = {
         "type": CHECKPOINT_TYPE,
         "tenant_id": TENANT,
