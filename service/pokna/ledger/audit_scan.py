@@ -194,13 +194,17 @@ def summarize_lines(lines: Iterable[object], pinned_seqs: Mapping[int, int] | No
     in exactly as ExportAudit.check_parsed would have taken each line. The chains may be interleaved;
     each chain's lines must follow each other. `pinned_seqs`: per chain, the seq a checkpoint pins."""
     tenant_id: str | None = None
-    spans: dict[int, list[Any]] = {}  # per chain: [first_seq, first_prev_hash, last_seq, last_hash, count]
-    last_line: tuple[int, int] | None = None
+    # Per chain: [first_seq, first_prev_hash, last_seq, last_hash, transactions]. The chain of the line
+    # before is kept in locals: in the service's (chain, seq) order the next line is nearly always on it.
+    spans: dict[int, list[Any]] = {}
+    chain_before: int | None = None
+    last_seq, last_hash, count = 0, "", 0
+    pinned = pinned_seqs or {}
+    pinned_seq: int | None = None
     transactions = postings_seen = 0
     changes: dict[str, int] = {}
     currencies: dict[str, str] = {}
     pinned_hashes: dict[int, str] = {}
-    pinned = pinned_seqs or {}
     for line in lines:
         if shape_problem(line) is not None:
             return None
@@ -211,10 +215,15 @@ def summarize_lines(lines: Iterable[object], pinned_seqs: Mapping[int, int] | No
             tenant_id = line["tenant_id"]
         elif line["tenant_id"] != tenant_id:
             return None
-        span = spans.get(chain)
-        if span is None:
-            span = spans[chain] = [seq, line["prev_hash"], seq, None, 0]
-        elif seq != span[2] + 1 or line["prev_hash"] != span[3]:
+        if chain != chain_before:
+            if chain_before is not None:
+                spans[chain_before][2:] = last_seq, last_hash, count
+            span = spans.get(chain)
+            if span is None:  # the chain's first line here: what it follows is checked at the seam
+                span = spans[chain] = [seq, line["prev_hash"], seq - 1, line["prev_hash"], 0]
+            _first_seq, _first_prev_hash, last_seq, last_hash, count = span
+            chain_before, pinned_seq = chain, pinned.get(chain)
+        if seq != last_seq + 1 or line["prev_hash"] != last_hash:
             return None
         try:
             if line_hash(line) != line["hash"]:
@@ -233,17 +242,18 @@ def summarize_lines(lines: Iterable[object], pinned_seqs: Mapping[int, int] | No
             changes[account_id] = changes.get(account_id, 0) + amount
         if any(totals.values()):
             return None
-        span[2], span[3] = seq, line["hash"]
-        span[4] += 1
-        if pinned.get(chain) == seq:
-            pinned_hashes[chain] = line["hash"]
-        last_line = (chain, seq)
+        last_seq, last_hash = seq, line["hash"]
+        count += 1
+        if seq == pinned_seq:
+            pinned_hashes[chain] = last_hash
         transactions += 1
         postings_seen += len(postings)
+    if chain_before is not None:
+        spans[chain_before][2:] = last_seq, last_hash, count
     return BlockSummary(
         tenant_id,
         {chain: ChainSpan(*span) for chain, span in spans.items()},
-        last_line,
+        (chain_before, last_seq) if chain_before is not None else None,
         transactions,
         postings_seen,
         changes,
