@@ -84,7 +84,7 @@ def _round_robin(chains: list[list[Line]]) -> list[Line]:
 
 
 def _text(lines: list[Line]) -> list[str]:
-    return [json.dumps(line) + "\n" for line in lines]
+    return [(line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines]
 
 
 def _verify(lines: list[Line], **options: Any) -> AuditReport:
@@ -93,6 +93,10 @@ def _verify(lines: list[Line], **options: Any) -> AuditReport:
 
 def _where(lines: list[Line], chain: int, seq: int) -> int:
     return next(i for i, line in enumerate(lines) if line.get("chain", 0) == chain and line["seq"] == seq)
+
+
+def _label(line: Line) -> str:
+    return f"seq {line['seq']}" if line["chain"] == 0 else f"chain {line['chain']} seq {line['seq']}"
 
 
 def _problems(report: AuditReport) -> set[str]:
@@ -498,13 +502,18 @@ def _tamper_at_seam(kind: str, lines: list[Line]) -> list[Line]:
     if kind == "dropped-at-seam":
         index = _where(lines, chain, seq)
         return lines[:index] + lines[index + 1 :]
+    if kind == "garbage-before-seam":  # not JSON: named by the line it follows, the last of a worker's block
+        index = _where(lines, chain, seq)
+        return [*lines[:index], "{not json", *lines[index:]]  # type: ignore[list-item]
     if kind == "rewritten":  # a consistent rewrite of chain 3's tail: a checkpoint's head catches it
         return _rechain(lines, chain, seq, _bump_first_amount)
     raise AssertionError(kind)
 
 
 @pytest.mark.parametrize("interleaved", [False, True], ids=["chain-order", "interleaved"])
-@pytest.mark.parametrize("kind", ["untouched", "edited", "relinked", "dropped-at-seam", "rewritten"])
+@pytest.mark.parametrize(
+    "kind", ["untouched", "edited", "relinked", "dropped-at-seam", "garbage-before-seam", "rewritten"]
+)
 def test_the_pool_reports_exactly_what_the_line_by_line_verification_reports_per_chain(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, interleaved: bool, kind: str
 ) -> None:
@@ -530,6 +539,12 @@ def test_the_pool_reports_exactly_what_the_line_by_line_verification_reports_per
             assert expected.valid, expected.findings
         else:
             assert expected.findings
+            if kind == "garbage-before-seam":
+                [finding] = expected.findings
+                before = original[_where(original, chain, seq) - 1]
+                assert finding.seq is None
+                assert f"({'after ' + _label(before)}) is not JSON" in finding.problem
+                continue
             assert {finding.chain for finding in expected.findings} == {chain}
             named = {finding.seq for finding in expected.findings}
             if kind == "rewritten":
