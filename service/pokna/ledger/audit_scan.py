@@ -43,7 +43,8 @@ def verify_export_stream(
     balanced. A block that passes comes back as a summary (per chain its first and last link, its balance
     changes); the chains and the balances are stitched here, in order. A block that fails, or does not
     continue every chain it is on, is verified again here line by line, exactly as verify_export does, so
-    every finding and its wording are the same. At most two blocks per process are in flight: memory stays flat at any size.
+    every finding and its wording are the same. At most two blocks per process are in flight: memory stays
+    flat at any size.
     """
     audit = ExportAudit(checkpoint, public_key)
     blocks = _blocks(stream)
