@@ -87,3 +87,47 @@ def test_a_beacon_chain_is_for_a_bundle_and_must_be_a_drand_info_document(tmp_pa
     )
     assert on_an_export.exit_code == 2, on_an_export.output
     assert "a ledger export holds no games" in json.loads(on_an_export.output)["error"]
+
+
+def _chain_lines(chain: int, transactions: int) -> list[dict[str, object]]:
+    """One chain of a journal since chains, each line carrying its `chain` as `pokna ledger export` writes it."""
+    wallets = [f"acct_{index:032x}" for index in range(3)]
+    prev_hash = "0" * 64
+    lines: list[dict[str, object]] = []
+    for seq in range(1, transactions + 1):
+        document = transaction_document(
+            chain=chain,
+            seq=seq,
+            prev_hash=prev_hash,
+            tenant_id="ten_cli",
+            transaction_id=f"txn_{chain:02d}{seq:030x}",
+            kind="ante",
+            reference=None,
+            metadata={},
+            created_at=format_timestamp(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=seq)),
+            postings=[(wallets[seq % 3], -seq, "CREDIT"), (wallets[(seq + chain) % 3 or 1], seq, "CREDIT")],
+        )
+        prev_hash = document_hash(document)
+        lines.append({**document, "chain": chain, "hash": prev_hash})
+    return lines
+
+
+def test_verify_prints_each_chain_and_names_a_finding_by_its_chain() -> None:
+    chains = {0: _chain_lines(0, 4), 3: _chain_lines(3, 6), 7: _chain_lines(7, 2)}
+    lines = [json.dumps(line) + "\n" for chain in sorted(chains) for line in chains[chain]]
+    result = runner.invoke(app, ["audit", "verify", "-"], input="".join(lines).encode())
+    assert result.exit_code == 0, result.output
+    assert "3 chains, 12 transactions, 24 postings" in result.output
+    assert f"  chain 3        seq 1-6, 6 transactions, head hash {chains[3][-1]['hash']}\n" in result.output
+    assert f"  chain 0        seq 1-4, 4 transactions, head hash {chains[0][-1]['hash']}\n" in result.output
+
+    dropped = [line for line in lines if json.loads(line)["id"] != chains[3][2]["id"]]
+    result = runner.invoke(app, ["audit", "verify", "-"], input="".join(dropped).encode())
+    assert result.exit_code == 1
+    assert "chain 3 seq 3 missing before chain 3 seq 4 (dropped or reordered)" in result.output
+    assert "FAIL  chain 3 seq 3" in result.output
+    report = json.loads(
+        runner.invoke(app, ["audit", "verify", "-", "--json"], input="".join(dropped).encode()).output
+    )
+    assert {(finding["chain"], finding["seq"]) for finding in report["findings"]} == {(3, 3), (3, 4)}
+    assert [(entry["chain"], entry["last_seq"]) for entry in report["chains"]] == [(0, 4), (3, 6), (7, 2)]

@@ -36,6 +36,7 @@ from pokna.fairness.errors import FairnessError
 from pokna.fairness.keyring import KeyRing
 from pokna.ledger import AuditReport, verify_export_stream
 from pokna.ledger.audit import UnusableCheckpoint
+from pokna.ledger.chain import chain_label
 
 _VERDICT_EXIT = {
     Verdict.VALID: EXIT_VALID,
@@ -270,12 +271,27 @@ def _answer_bundle(path: Path, report: BundleReport, as_json: bool) -> None:
 
 
 def _print_export_report(path: Path, report: AuditReport) -> None:
-    span = "empty" if report.first_seq is None else f"seq {report.first_seq}-{report.last_seq}"
+    """One chain (all chain 0, as every export before there were chains): its seqs and head hash, as
+    before; several: how many, then each chain's seqs, transactions and head hash."""
+    chains = report.chains
+    if not chains:
+        span = "empty"
+    elif set(chains) == {0}:
+        span = f"seq {report.first_seq}-{report.last_seq}"
+    else:
+        span = f"{len(chains)} chains"
     typer.echo(
         f"Ledger export {path}: tenant {report.tenant_id}, {span}, "
         f"{report.transactions} transactions, {report.postings} postings"
     )
-    typer.echo(f"  head hash      {report.head_hash}")
+    if set(chains) <= {0}:
+        typer.echo(f"  head hash      {report.head_hash}")
+    else:
+        for chain, summary in sorted(chains.items()):
+            typer.echo(
+                f"  chain {chain:<8} seq {summary.first_seq}-{summary.last_seq}, "
+                f"{summary.transactions} transactions, head hash {summary.head_hash}"
+            )
     for currency, total in sorted(report.trial_balance().items()):
         typer.echo(f"  trial balance  {total} {currency}")
     if report.checkpoint_checked:
@@ -283,7 +299,7 @@ def _print_export_report(path: Path, report: AuditReport) -> None:
     for note in report.notes:
         typer.echo(f"  note: {note}")
     for finding in report.findings:
-        where = f"seq {finding.seq}" if finding.seq is not None else "-"
+        where = chain_label(finding.chain, finding.seq) if finding.seq is not None else "-"
         line = f"line {finding.line}" if finding.line is not None else "checkpoint"
         typer.echo(f"  FAIL  {where:>12}  {line:>10}  {finding.problem}")
     typer.echo("VALID" if report.valid else f"INVALID: {len(report.findings)} finding(s)")

@@ -1,10 +1,13 @@
 """Offline audit of a JSONL ledger export: the rules. Pure: no database, no network, no trust in the service.
 
-Line by line it recomputes each transaction's hash from its fields (pokna.ledger.chain), checks the seq is
-the next one and prev_hash is the previous line's hash, checks the postings balance per currency, and
-adds them up into every account's balance and a trial balance. Any edited, dropped, reordered or inserted
-line shows up as a finding naming its seq. A consistent rewrite of the whole tail (every hash recomputed)
-is caught only by a signed checkpoint: the export must contain the checkpoint's seq with its hash.
+A tenant's journal is LEDGER_CHAINS hash chains (pokna.ledger.chain); a line names its chain (`chain`,
+none on an export from before chains: chain 0), and the chains' lines may be interleaved in any way that
+keeps each chain's in order. Line by line it recomputes each transaction's hash from its fields, checks
+the seq is the next one on its chain and prev_hash is the hash of the chain's line before, checks the
+postings balance per currency, and adds them up, over every chain, into every account's balance and a
+trial balance. Any edited, dropped, reordered or inserted line shows up as a finding naming its seq
+(`chain 3 seq 12` off chain 0). A consistent rewrite of a chain's whole tail (every hash recomputed) is
+caught only by a signed checkpoint: the export must contain each chain's head it pins, with its hash.
 
 Large exports are checked by several processes at once (pokna.ledger.audit_scan); the rules, and so the
 findings and their wording, are these.
@@ -21,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna.crypto.errors import NotCanonicalizableError
 from pokna.crypto.signing import signature_problem
-from pokna.ledger.chain import GENESIS_HASH, line_hash
+from pokna.ledger.chain import GENESIS_HASH, LEDGER_CHAINS, chain_label, line_hash
 
 CHECKPOINT_TYPE = "pokna.ledger.checkpoint"
 _STRING_FIELDS = ("id", "tenant_id", "kind", "created_at", "prev_hash", "hash")
@@ -29,14 +32,35 @@ _STRING_FIELDS = ("id", "tenant_id", "kind", "created_at", "prev_hash", "hash")
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem: the line it is on (1-based; None for the checkpoint) and the seq it concerns."""
+    """One problem: the line it is on (1-based; None for the checkpoint), and the chain and seq it concerns."""
 
     line: int | None
     seq: int | None
     problem: str
+    chain: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "seq": self.seq, "problem": self.problem}
+        return {"line": self.line, "chain": self.chain, "seq": self.seq, "problem": self.problem}
+
+
+@dataclass
+class ChainSummary:
+    """One hash chain of the export as far as it was read: its first and last seq, the hash of its last
+    line (what the chain's next line must follow) and how many of the export's transactions are on it."""
+
+    first_seq: int
+    last_seq: int
+    head_hash: str
+    transactions: int = 0
+
+    def to_json(self, chain: int) -> dict[str, Any]:
+        return {
+            "chain": chain,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "head_hash": self.head_hash,
+            "transactions": self.transactions,
+        }
 
 
 @dataclass
@@ -46,9 +70,12 @@ class AuditReport:
     tenant_id: str | None = None
     transactions: int = 0
     postings: int = 0
+    # Chain 0's, as before there were chains (an export without chains is all chain 0); every chain's,
+    # chain 0 included, is in `chains`.
     first_seq: int | None = None
     last_seq: int | None = None
     head_hash: str | None = None
+    chains: dict[int, ChainSummary] = field(default_factory=dict)
     balances: dict[str, int] = field(default_factory=dict)
     account_currency: dict[str, str] = field(default_factory=dict)
     checkpoint_checked: bool = False
@@ -62,7 +89,7 @@ class AuditReport:
         return not self.findings
 
     def trial_balance(self) -> dict[str, int]:
-        """Sum of all balances per currency: zero for books that balance."""
+        """Sum of all balances per currency, over every chain: zero for books that balance."""
         totals: dict[str, int] = {}
         for account_id, balance in self.balances.items():
             currency = self.account_currency[account_id]
@@ -78,6 +105,7 @@ class AuditReport:
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
             "head_hash": self.head_hash,
+            "chains": [summary.to_json(chain) for chain, summary in sorted(self.chains.items())],
             "checkpoint_checked": self.checkpoint_checked,
             "findings": [finding.to_json() for finding in self.findings],
             "notes": self.notes,
@@ -86,13 +114,17 @@ class AuditReport:
         }
 
 
-@dataclass
-class _Chain:
-    """What the next line must continue from."""
+@dataclass(frozen=True)
+class _Pinned:
+    """What a checkpoint pins: per chain, the (seq, hash) the export must contain; chain 0's is the
+    checkpoint's own seq and hash (seq 0 and the genesis hash: chain 0 had no transaction yet)."""
 
-    seq: int | None = None
-    hash: str | None = None
-    seen_hashes: dict[int, str] = field(default_factory=dict)
+    tenant_id: str
+    seq: int
+    heads: dict[int, tuple[int, str]]
+
+    def seqs(self) -> dict[int, int]:
+        return {chain: seq for chain, (seq, _hash) in self.heads.items()}
 
 
 class UnusableCheckpoint(ValueError):
@@ -105,56 +137,197 @@ def verify_export(
     checkpoint: Mapping[str, Any] | None = None,
     public_key: Ed25519PublicKey | None = None,
 ) -> AuditReport:
-    """Verify an export. With a checkpoint (and the key to check its signature) also pin its head."""
+    """Verify an export. With a checkpoint (and the key to check its signature) also pin its heads."""
     audit = ExportAudit(checkpoint, public_key)
     for number, raw in enumerate(lines, start=1):
         audit.check(number, raw)
     return audit.finish()
 
 
+def _seqs_label(chain: int, first: int, last: int) -> str:
+    return f"seqs {first}-{last}" if chain == 0 else f"chain {chain} seqs {first}-{last}"
+
+
 class ExportAudit:
-    """The sequential verification: one line after the other, each judged against all the lines before it,
-    or a whole block of lines that passed every check on its own (continue_with)."""
+    """The sequential verification: one line after the other, each judged against the lines before it on
+    its chain, or a whole block of lines that passed every check on its own (continue_with).
+
+    The chains of the export may come in any interleaving: each line continues its own chain
+    (report.chains), so only the order of the lines within one chain matters."""
 
     def __init__(self, checkpoint: Mapping[str, Any] | None, public_key: Ed25519PublicKey | None) -> None:
         self.report = AuditReport()
-        self.chain = _Chain()
         self.pinned = _checkpoint_target(checkpoint, public_key, self.report)
+        self.seen_hashes: dict[int, str] = {}  # per chain: the export's hash at the checkpoint's seq
+        self.last: tuple[int, int] | None = None  # (chain, seq) of the last line taken in
 
     def check(self, number: int, raw: str | bytes) -> None:
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         if not text.strip():
             return
-        line = _parse(text, number, self.chain, self.report)
+        line = self._parse(text, number)
         if line is not None:
             self.check_parsed(number, line)
 
+    def _parse(self, text: str, number: int) -> dict[str, Any] | None:
+        report = self.report
+        where = f"after {chain_label(*self.last)}" if self.last is not None else "at the start"
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as error:
+            report.findings.append(Finding(number, None, f"line {number} ({where}) is not JSON: {error.msg}"))
+            return None
+        except ValueError as error:  # valid JSON Python refuses to read, e.g. an integer of over 4,300 digits
+            report.findings.append(Finding(number, None, f"line {number} ({where}) cannot be read: {error}"))
+            return None
+        problem = shape_problem(line)
+        if problem is not None:
+            seq = line.get("seq") if isinstance(line, dict) and is_int(line.get("seq")) else None
+            chain = line.get("chain", 0) if isinstance(line, dict) else 0
+            report.findings.append(
+                Finding(
+                    number,
+                    seq,
+                    f"line {number} ({where}) is malformed: {problem}",
+                    chain if _is_chain(chain) else 0,
+                )
+            )
+            return None
+        assert isinstance(line, dict)
+        return line
+
     def check_parsed(self, number: int, line: dict[str, Any]) -> None:
         """A line already read, and shaped like an export line (shape_problem found nothing)."""
-        _check_line(line, number, self.chain, self.report)
-        if self.pinned is not None and line["seq"] == self.pinned[0]:
-            self.chain.seen_hashes[self.pinned[0]] = line["hash"]
+        report = self.report
+        chain: int = line.get("chain", 0)
+        seq: int = line["seq"]
+        found = report.findings.append
+
+        if report.tenant_id is None:
+            report.tenant_id = line["tenant_id"]
+        elif line["tenant_id"] != report.tenant_id:
+            found(
+                Finding(
+                    number,
+                    seq,
+                    f"{chain_label(chain, seq)} belongs to tenant {line['tenant_id']}, not {report.tenant_id}",
+                    chain,
+                )
+            )
+
+        head = report.chains.get(chain)
+        if head is None:
+            if seq == 1 and line["prev_hash"] != GENESIS_HASH:
+                found(
+                    Finding(number, seq, f"{chain_label(chain, seq)} does not follow the genesis hash", chain)
+                )
+            elif seq < 1:
+                found(Finding(number, seq, f"{chain_label(chain, seq)} is not positive", chain))
+            head = report.chains[chain] = ChainSummary(seq, seq, line["hash"])
+            if chain == 0:
+                report.first_seq = seq
+        else:
+            expected = head.last_seq + 1
+            if seq > expected:
+                missing = (
+                    chain_label(chain, expected)
+                    if seq == expected + 1
+                    else _seqs_label(chain, expected, seq - 1)
+                )
+                found(
+                    Finding(
+                        number,
+                        expected,
+                        f"{missing} missing before {chain_label(chain, seq)} (dropped or reordered)",
+                        chain,
+                    )
+                )
+            elif seq < expected:
+                found(
+                    Finding(
+                        number,
+                        seq,
+                        f"{chain_label(chain, seq)} appears after {chain_label(chain, head.last_seq)} "
+                        "(reordered, duplicated or inserted)",
+                        chain,
+                    )
+                )
+            if line["prev_hash"] != head.head_hash:
+                before = "the line before" if chain == 0 else "the line before on its chain"
+                found(
+                    Finding(
+                        number,
+                        seq,
+                        f"{chain_label(chain, seq)}: prev_hash does not match the hash of {before} "
+                        f"({chain_label(chain, head.last_seq)})",
+                        chain,
+                    )
+                )
+
+        try:
+            recomputed = line_hash(line)
+        except NotCanonicalizableError as error:
+            found(Finding(number, seq, f"{chain_label(chain, seq)} cannot be canonicalized: {error}", chain))
+            recomputed = None
+        if recomputed is not None and recomputed != line["hash"]:
+            found(
+                Finding(
+                    number,
+                    seq,
+                    f"{chain_label(chain, seq)}: hash does not match its contents (the line was edited)",
+                    chain,
+                )
+            )
+
+        _check_postings(line, number, chain, seq, report)
+        head.last_seq = seq
+        head.head_hash = line["hash"]
+        head.transactions += 1
+        report.transactions += 1
+        if chain == 0:
+            report.last_seq = seq
+            report.head_hash = line["hash"]
+        self.last = (chain, seq)
+        if self.pinned is not None:
+            target = self.pinned.heads.get(chain)
+            if target is not None and target[0] == seq:
+                self.seen_hashes[chain] = line["hash"]
 
     def continue_with(self, block: BlockSummary) -> bool:
-        """Take in a checked block when it continues the chain with no finding at its seam."""
-        report, chain = self.report, self.chain
+        """Take in a checked block when it continues every chain it is on with no finding at its seams."""
+        report = self.report
         if block.transactions == 0:
             return True
         if report.tenant_id is not None and block.tenant_id != report.tenant_id:
             return False
-        if chain.seq is None:
-            if block.first_seq < 1 or (block.first_seq == 1 and block.first_prev_hash != GENESIS_HASH):
+        chains = report.chains
+        for chain, span in block.chains.items():
+            head = chains.get(chain)
+            if head is None:
+                if span.first_seq < 1 or (span.first_seq == 1 and span.first_prev_hash != GENESIS_HASH):
+                    return False
+            elif span.first_seq != head.last_seq + 1 or span.first_prev_hash != head.head_hash:
                 return False
-        elif block.first_seq != chain.seq + 1 or block.first_prev_hash != chain.hash:
-            return False
         known = report.account_currency
         if any(
             known.get(account_id, currency) != currency
             for account_id, currency in block.account_currency.items()
         ):
             return False
-        if chain.seq is None:
-            report.first_seq = block.first_seq
+        for chain, span in block.chains.items():
+            head = chains.get(chain)
+            if head is None:
+                chains[chain] = ChainSummary(span.first_seq, span.last_seq, span.last_hash, span.transactions)
+            else:
+                head.last_seq, head.head_hash = span.last_seq, span.last_hash
+                head.transactions += span.transactions
+        zero = chains.get(0)
+        if zero is not None:
+            report.first_seq, report.last_seq, report.head_hash = (
+                zero.first_seq,
+                zero.last_seq,
+                zero.head_hash,
+            )
         report.tenant_id = block.tenant_id
         for account_id, currency in block.account_currency.items():
             known.setdefault(account_id, currency)
@@ -163,21 +336,22 @@ class ExportAudit:
             balances[account_id] = balances.get(account_id, 0) + change
         report.transactions += block.transactions
         report.postings += block.postings
-        report.last_seq = chain.seq = block.last_seq
-        report.head_hash = chain.hash = block.last_hash
-        if block.pinned_hash is not None and self.pinned is not None:
-            chain.seen_hashes[self.pinned[0]] = block.pinned_hash
+        self.last = block.last_line
+        if self.pinned is not None:
+            self.seen_hashes.update(block.pinned_hashes)
         return True
 
     def finish(self) -> AuditReport:
         report = self.report
         if self.pinned is not None:
-            _check_pinned(self.pinned, self.chain, report)
-        if report.first_seq is not None and report.first_seq > 1:
-            report.notes.append(
-                f"the export starts at seq {report.first_seq}: its prev_hash is taken on trust and the "
-                "balances are changes over the exported range"
-            )
+            _check_pinned(self.pinned, self.seen_hashes, report)
+        for chain, head in sorted(report.chains.items()):
+            if head.first_seq > 1:
+                start = "the export starts" if chain == 0 else f"the export's chain {chain} starts"
+                report.notes.append(
+                    f"{start} at seq {head.first_seq}: its prev_hash is taken on trust and the "
+                    "balances are changes over the exported range"
+                )
         for currency, total in sorted(report.trial_balance().items()):
             if total != 0:
                 report.findings.append(
@@ -186,32 +360,14 @@ class ExportAudit:
         return report
 
 
-def _parse(text: str, number: int, chain: _Chain, report: AuditReport) -> dict[str, Any] | None:
-    after = chain.seq
-    where = f"after seq {after}" if after is not None else "at the start"
-    try:
-        line = json.loads(text)
-    except json.JSONDecodeError as error:
-        report.findings.append(Finding(number, None, f"line {number} ({where}) is not JSON: {error.msg}"))
-        return None
-    except ValueError as error:  # valid JSON Python refuses to read, e.g. an integer of over 4,300 digits
-        report.findings.append(Finding(number, None, f"line {number} ({where}) cannot be read: {error}"))
-        return None
-    problem = shape_problem(line)
-    if problem is not None:
-        seq = line.get("seq") if isinstance(line, dict) and is_int(line.get("seq")) else None
-        report.findings.append(Finding(number, seq, f"line {number} ({where}) is malformed: {problem}"))
-        return None
-    assert isinstance(line, dict)
-    return line
-
-
 def shape_problem(line: object) -> str | None:
     """Why `line` is not an export line at all, or None."""
     if not isinstance(line, dict):
         return "not a JSON object"
     if not is_int(line.get("seq")):
         return "seq is not an integer"
+    if "chain" in line and not _is_chain(line["chain"]):
+        return f"chain is not an integer from 0 to {LEDGER_CHAINS - 1}"
     for name in _STRING_FIELDS:
         if not isinstance(line.get(name), str):
             return f"{name} is not a string"
@@ -236,66 +392,18 @@ def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_line(line: dict[str, Any], number: int, chain: _Chain, report: AuditReport) -> None:
-    seq: int = line["seq"]
-    found = report.findings.append
-
-    if report.tenant_id is None:
-        report.tenant_id = line["tenant_id"]
-    elif line["tenant_id"] != report.tenant_id:
-        found(
-            Finding(number, seq, f"seq {seq} belongs to tenant {line['tenant_id']}, not {report.tenant_id}")
-        )
-
-    if chain.seq is None:
-        report.first_seq = seq
-        if seq == 1 and line["prev_hash"] != GENESIS_HASH:
-            found(Finding(number, seq, "seq 1 does not follow the genesis hash"))
-        elif seq < 1:
-            found(Finding(number, seq, f"seq {seq} is not positive"))
-    else:
-        expected = chain.seq + 1
-        if seq > expected:
-            missing = f"seq {expected}" if seq == expected + 1 else f"seqs {expected}-{seq - 1}"
-            found(Finding(number, expected, f"{missing} missing before seq {seq} (dropped or reordered)"))
-        elif seq < expected:
-            found(
-                Finding(
-                    number,
-                    seq,
-                    f"seq {seq} appears after seq {chain.seq} (reordered, duplicated or inserted)",
-                )
-            )
-        if line["prev_hash"] != chain.hash:
-            found(
-                Finding(
-                    number,
-                    seq,
-                    f"seq {seq}: prev_hash does not match the hash of the line before (seq {chain.seq})",
-                )
-            )
-
-    try:
-        recomputed = line_hash(line)
-    except NotCanonicalizableError as error:
-        found(Finding(number, seq, f"seq {seq} cannot be canonicalized: {error}"))
-        recomputed = None
-    if recomputed is not None and recomputed != line["hash"]:
-        found(Finding(number, seq, f"seq {seq}: hash does not match its contents (the line was edited)"))
-
-    _check_postings(line, number, seq, report)
-    chain.seq = seq
-    chain.hash = line["hash"]
-    report.transactions += 1
-    report.last_seq = seq
-    report.head_hash = line["hash"]
+def _is_chain(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < LEDGER_CHAINS
 
 
-def _check_postings(line: dict[str, Any], number: int, seq: int, report: AuditReport) -> None:
+def _check_postings(line: dict[str, Any], number: int, chain: int, seq: int, report: AuditReport) -> None:
     postings: list[dict[str, Any]] = line["postings"]
+    found = report.findings.append
     if len(postings) < 2:
-        report.findings.append(
-            Finding(number, seq, f"seq {seq} has {len(postings)} posting(s); at least two")
+        found(
+            Finding(
+                number, seq, f"{chain_label(chain, seq)} has {len(postings)} posting(s); at least two", chain
+            )
         )
     totals: dict[str, int] = {}
     for posting in postings:
@@ -303,37 +411,56 @@ def _check_postings(line: dict[str, Any], number: int, seq: int, report: AuditRe
         amount: int = posting["amount"]
         currency: str = posting["currency"]
         if amount == 0:
-            report.findings.append(Finding(number, seq, f"seq {seq} posts zero to {account_id}"))
+            found(Finding(number, seq, f"{chain_label(chain, seq)} posts zero to {account_id}", chain))
         known = report.account_currency.setdefault(account_id, currency)
         if known != currency:
-            report.findings.append(
-                Finding(number, seq, f"seq {seq} posts {currency} to {account_id}, an account in {known}")
+            found(
+                Finding(
+                    number,
+                    seq,
+                    f"{chain_label(chain, seq)} posts {currency} to {account_id}, an account in {known}",
+                    chain,
+                )
             )
         totals[currency] = totals.get(currency, 0) + amount
         report.balances[account_id] = report.balances.get(account_id, 0) + amount
         report.postings += 1
     for currency, total in sorted(totals.items()):
         if total != 0:
-            report.findings.append(
-                Finding(number, seq, f"seq {seq} does not balance: off by {total} {currency}")
+            found(
+                Finding(
+                    number,
+                    seq,
+                    f"{chain_label(chain, seq)} does not balance: off by {total} {currency}",
+                    chain,
+                )
             )
 
 
 @dataclass(frozen=True)
-class BlockSummary:
-    """A block of lines in which every line passed every check that needs no line outside it: what it
-    adds to the report, and its first and last link for the checks across its seams."""
+class ChainSpan:
+    """The lines of one chain within a block: they follow each other on it, from the first to the last."""
 
-    tenant_id: str | None
     first_seq: int
     first_prev_hash: str
     last_seq: int
     last_hash: str
     transactions: int
+
+
+@dataclass(frozen=True)
+class BlockSummary:
+    """A block of lines in which every line passed every check that needs no line outside it: what it
+    adds to the report, and per chain its first and last link for the checks across its seams."""
+
+    tenant_id: str | None
+    chains: dict[int, ChainSpan]
+    last_line: tuple[int, int] | None  # (chain, seq) of the block's last line
+    transactions: int
     postings: int
     balance_changes: dict[str, int]
     account_currency: dict[str, str]
-    pinned_hash: str | None
+    pinned_hashes: dict[int, str]  # per chain: the hash of the line at the checkpoint's seq, in this block
 
 
 # --- checkpoints -----------------------------------------------------------------------------------------
@@ -341,8 +468,12 @@ class BlockSummary:
 
 def _checkpoint_target(
     checkpoint: Mapping[str, Any] | None, public_key: Ed25519PublicKey | None, report: AuditReport
-) -> tuple[int, str, str] | None:
-    """(seq, hash, tenant_id) the export must contain; a bad signature is a finding."""
+) -> _Pinned | None:
+    """The (seq, hash) per chain the export must contain; a bad signature is a finding.
+
+    The checkpoint's seq and hash are chain 0's head. One taken since there are chains also lists `heads`:
+    every chain with a transaction, ascending by chain, each as {chain, seq, hash}; without `heads` (taken
+    before there were chains) it pins chain 0 only."""
     if checkpoint is None:
         return None
     seq, hash_, tenant_id = checkpoint.get("seq"), checkpoint.get("hash"), checkpoint.get("tenant_id")
@@ -353,43 +484,91 @@ def _checkpoint_target(
     if not isinstance(tenant_id, str):
         raise UnusableCheckpoint("the checkpoint names no tenant")
     assert isinstance(seq, int)
+    heads = {0: (seq, hash_)}
+    if "heads" in checkpoint:
+        heads = _checkpoint_heads(checkpoint["heads"], seq, hash_)
     if public_key is None:
         report.notes.append("no public key given: the checkpoint's signature was not checked")
     else:
         problem = signature_problem(checkpoint, public_key)
         if problem is not None:
             report.findings.append(Finding(None, seq, f"checkpoint signature: {problem}"))
-    return seq, hash_, tenant_id
+    return _Pinned(tenant_id, seq, heads)
 
 
-def _check_pinned(pinned: tuple[int, str, str], chain: _Chain, report: AuditReport) -> None:
-    seq, hash_, tenant_id = pinned
+def _checkpoint_heads(listed: object, seq: int, hash_: str) -> dict[int, tuple[int, str]]:
+    if not isinstance(listed, list):
+        raise UnusableCheckpoint("the checkpoint's heads is not a list")
+    heads: dict[int, tuple[int, str]] = {}
+    for index, head in enumerate(listed):
+        if not isinstance(head, dict) or set(head) != {"chain", "seq", "hash"}:
+            raise UnusableCheckpoint(
+                f"the checkpoint's heads[{index}] is not an object of chain, seq and hash"
+            )
+        chain, head_seq, head_hash = head["chain"], head["seq"], head["hash"]
+        if not _is_chain(chain):
+            raise UnusableCheckpoint(
+                f"the checkpoint's heads[{index}].chain is not an integer from 0 to {LEDGER_CHAINS - 1}"
+            )
+        if heads and chain <= max(heads):
+            raise UnusableCheckpoint(
+                f"the checkpoint's heads[{index}]: chain {chain} is repeated or out of order"
+            )
+        if not is_int(head_seq) or head_seq < 1 or not isinstance(head_hash, str):
+            raise UnusableCheckpoint(
+                f"the checkpoint's heads[{index}] needs a positive integer seq and a string hash"
+            )
+        if chain == 0 and (head_seq, head_hash) != (seq, hash_):
+            raise UnusableCheckpoint("the checkpoint's head on chain 0 is not its seq and hash")
+        heads[chain] = (head_seq, head_hash)
+    if 0 not in heads:
+        if (seq, hash_) != (0, GENESIS_HASH):
+            raise UnusableCheckpoint(
+                "the checkpoint's seq and hash name a head on chain 0 its heads do not list"
+            )
+        heads[0] = (0, GENESIS_HASH)
+    return dict(sorted(heads.items()))
+
+
+def _check_pinned(pinned: _Pinned, seen_hashes: dict[int, str], report: AuditReport) -> None:
     report.checkpoint_checked = True
     found = report.findings.append
-    if report.tenant_id is not None and tenant_id != report.tenant_id:
-        found(
-            Finding(None, seq, f"the checkpoint is for tenant {tenant_id}, the export for {report.tenant_id}")
-        )
-    if seq == 0:
-        if hash_ != GENESIS_HASH:
-            found(Finding(None, 0, "a checkpoint at seq 0 must carry the genesis hash"))
-        return
-    if seq in chain.seen_hashes:
-        if chain.seen_hashes[seq] != hash_:
-            found(
-                Finding(
-                    None, seq, f"seq {seq}: the hash differs from the signed checkpoint (history rewritten)"
-                )
-            )
-        return
-    if report.last_seq is None or seq > report.last_seq:
+    if report.tenant_id is not None and pinned.tenant_id != report.tenant_id:
         found(
             Finding(
                 None,
-                seq,
-                f"the signed checkpoint covers seq {seq} but the export ends at seq {report.last_seq or 0} "
-                "(transactions missing from the end)",
+                pinned.seq,
+                f"the checkpoint is for tenant {pinned.tenant_id}, the export for {report.tenant_id}",
             )
         )
-    else:
-        found(Finding(None, seq, f"the export does not contain the checkpoint's seq {seq}"))
+    for chain, (seq, hash_) in pinned.heads.items():
+        where = chain_label(chain, seq)
+        if seq == 0:  # chain 0 before its first transaction
+            if hash_ != GENESIS_HASH:
+                found(Finding(None, 0, "a checkpoint at seq 0 must carry the genesis hash"))
+            continue
+        if chain in seen_hashes:
+            if seen_hashes[chain] != hash_:
+                found(
+                    Finding(
+                        None,
+                        seq,
+                        f"{where}: the hash differs from the signed checkpoint (history rewritten)",
+                        chain,
+                    )
+                )
+            continue
+        head = report.chains.get(chain)
+        if head is None or seq > head.last_seq:
+            ends = "the export ends" if chain == 0 else f"the export's chain {chain} ends"
+            found(
+                Finding(
+                    None,
+                    seq,
+                    f"the signed checkpoint covers {where} but {ends} at seq {head.last_seq if head else 0} "
+                    "(transactions missing from the end)",
+                    chain,
+                )
+            )
+        else:
+            found(Finding(None, seq, f"the export does not contain the checkpoint's {where}", chain))

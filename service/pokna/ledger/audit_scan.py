@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna.crypto.errors import NotCanonicalizableError
-from pokna.ledger.audit import AuditReport, BlockSummary, ExportAudit, shape_problem
+from pokna.ledger.audit import AuditReport, BlockSummary, ChainSpan, ExportAudit, shape_problem
 from pokna.ledger.chain import line_hash
 
 _BLOCK_BYTES = 1 << 20
@@ -39,11 +39,12 @@ def verify_export_stream(
 
     Parsing and hashing each line is nearly all the work and needs nothing from the lines before it, so
     worker processes take blocks of ~1 MiB of whole lines and check each block on its own: every line
-    well-formed, every hash right, seqs and prev_hashes continuous, every transaction balanced. A block
-    that passes comes back as a summary (its first and last link, its balance changes); the chain and the
-    balances are stitched here, in order. A block that fails, or does not continue the chain before it,
-    is verified again here line by line, exactly as verify_export does, so every finding and its wording
-    are the same. At most two blocks per process are in flight: memory stays flat at any size.
+    well-formed, every hash right, seqs and prev_hashes continuous on each chain, every transaction
+    balanced. A block that passes comes back as a summary (per chain its first and last link, its balance
+    changes); the chains and the balances are stitched here, in order. A block that fails, or does not
+    continue every chain it is on, is verified again here line by line, exactly as verify_export does, so
+    every finding and its wording are the same. At most two blocks per process are in flight: memory stays
+    flat at any size.
     """
     audit = ExportAudit(checkpoint, public_key)
     blocks = _blocks(stream)
@@ -54,7 +55,7 @@ def verify_export_stream(
         for block in itertools.chain(head, blocks):
             number = _check_block(audit, block, number)
         return audit.finish()
-    pinned_seq = audit.pinned[0] if audit.pinned is not None else None
+    pinned_seqs = audit.pinned.seqs() if audit.pinned is not None else None
     in_flight: deque[tuple[bytes, int, Future[BlockSummary | None] | None]] = deque()
     number = 1
     context = _pool_context()
@@ -67,9 +68,9 @@ def verify_export_stream(
             task: Future[BlockSummary | None] | None
             try:
                 task = (
-                    pool.submit(_summarize_file_block, fileno, offset, len(block), pinned_seq)
+                    pool.submit(_summarize_file_block, fileno, offset, len(block), pinned_seqs)
                     if fileno is not None
-                    else pool.submit(_summarize_block, block, pinned_seq)
+                    else pool.submit(_summarize_block, block, pinned_seqs)
                 )
             except BrokenProcessPool:
                 task = None
@@ -167,12 +168,14 @@ def _settle(
         _check_block(audit, block, number)
 
 
-def _summarize_file_block(fileno: int, offset: int, size: int, pinned_seq: int | None) -> BlockSummary | None:
+def _summarize_file_block(
+    fileno: int, offset: int, size: int, pinned_seqs: Mapping[int, int] | None
+) -> BlockSummary | None:
     block = os.pread(fileno, size, offset)
-    return _summarize_block(block, pinned_seq) if len(block) == size else None
+    return _summarize_block(block, pinned_seqs) if len(block) == size else None
 
 
-def _summarize_block(block: bytes, pinned_seq: int | None) -> BlockSummary | None:
+def _summarize_block(block: bytes, pinned_seqs: Mapping[int, int] | None) -> BlockSummary | None:
     """The block's summary, or None as soon as any line would be a finding on its own."""
     lines = []
     # Decoding the block at once gives the same text per line: a newline never belongs to a UTF-8 sequence.
@@ -183,28 +186,45 @@ def _summarize_block(block: bytes, pinned_seq: int | None) -> BlockSummary | Non
             lines.append(json.loads(text))
         except ValueError:  # not JSON, or JSON Python refuses to read: the line-by-line check says which
             return None
-    return summarize_lines(lines, pinned_seq)
+    return summarize_lines(lines, pinned_seqs)
 
 
-def summarize_lines(lines: Iterable[object], pinned_seq: int | None) -> BlockSummary | None:
+def summarize_lines(lines: Iterable[object], pinned_seqs: Mapping[int, int] | None) -> BlockSummary | None:
     """The summary of consecutive export lines, already read as JSON (an audit bundle's transactions
     too), or None as soon as any line would be a finding on its own: ExportAudit.continue_with takes it
-    in exactly as ExportAudit.check_parsed would have taken each line."""
+    in exactly as ExportAudit.check_parsed would have taken each line. The chains may be interleaved;
+    each chain's lines must follow each other. `pinned_seqs`: per chain, the seq a checkpoint pins."""
     tenant_id: str | None = None
-    first_seq = last_seq = 0
-    first_prev_hash = last_hash = ""
+    # Per chain: [first_seq, first_prev_hash, last_seq, last_hash, transactions]. The chain of the line
+    # before is kept in locals: in the service's (chain, seq) order the next line is nearly always on it.
+    spans: dict[int, list[Any]] = {}
+    chain_before: int | None = None
+    last_seq, last_hash, count = 0, "", 0
+    pinned = pinned_seqs or {}
+    pinned_seq: int | None = None
     transactions = postings_seen = 0
     changes: dict[str, int] = {}
     currencies: dict[str, str] = {}
-    pinned_hash: str | None = None
+    pinned_hashes: dict[int, str] = {}
     for line in lines:
         if shape_problem(line) is not None:
             return None
         assert isinstance(line, dict)
         seq: int = line["seq"]
+        chain: int = line.get("chain", 0)
         if tenant_id is None:
-            tenant_id, first_seq, first_prev_hash = line["tenant_id"], seq, line["prev_hash"]
-        elif line["tenant_id"] != tenant_id or seq != last_seq + 1 or line["prev_hash"] != last_hash:
+            tenant_id = line["tenant_id"]
+        elif line["tenant_id"] != tenant_id:
+            return None
+        if chain != chain_before:
+            if chain_before is not None:
+                spans[chain_before][2:] = last_seq, last_hash, count
+            span = spans.get(chain)
+            if span is None:  # the chain's first line here: what it follows is checked at the seam
+                span = spans[chain] = [seq, line["prev_hash"], seq - 1, line["prev_hash"], 0]
+            _first_seq, _first_prev_hash, last_seq, last_hash, count = span
+            chain_before, pinned_seq = chain, pinned.get(chain)
+        if seq != last_seq + 1 or line["prev_hash"] != last_hash:
             return None
         try:
             if line_hash(line) != line["hash"]:
@@ -224,19 +244,20 @@ def summarize_lines(lines: Iterable[object], pinned_seq: int | None) -> BlockSum
         if any(totals.values()):
             return None
         last_seq, last_hash = seq, line["hash"]
+        count += 1
         if seq == pinned_seq:
-            pinned_hash = last_hash
+            pinned_hashes[chain] = last_hash
         transactions += 1
         postings_seen += len(postings)
+    if chain_before is not None:
+        spans[chain_before][2:] = last_seq, last_hash, count
     return BlockSummary(
         tenant_id,
-        first_seq,
-        first_prev_hash,
-        last_seq,
-        last_hash,
+        {chain: ChainSpan(*span) for chain, span in spans.items()},
+        (chain_before, last_seq) if chain_before is not None else None,
         transactions,
         postings_seen,
         changes,
         currencies,
-        pinned_hash,
+        pinned_hashes,
     )
