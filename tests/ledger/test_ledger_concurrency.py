@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.ledger import JournalTransaction
-from pokna.ledger.chain import chain_for
 from pokna.ledger import (
     AccountTransfer,
     IdempotencyKeyReused,
@@ -29,6 +28,7 @@ from pokna.ledger import (
     verify_export,
     withdraw,
 )
+from pokna.ledger.chain import chain_for
 from pokna.ledger.errors import BalancesChanged
 
 pytest_plugins = ["ledger_fixtures"]

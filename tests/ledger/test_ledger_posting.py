@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import Account, JournalTransaction
-from pokna.ledger.chain import chain_for
 from pokna.errors import PoknaError
 from pokna.ledger import (
     AccountExists,
@@ -42,6 +41,7 @@ from pokna.ledger import (
     trial_balance,
     withdraw,
 )
+from pokna.ledger.chain import chain_for
 
 pytest_plugins = ["ledger_fixtures"]
 

@@ -26,6 +26,7 @@ from pokna.ledger import (
     reconcile,
     take_checkpoint,
 )
+from pokna.ledger.chain import chain_label
 from pokna.ledger.export import EXPORT_FORMATS
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
@@ -147,10 +148,10 @@ def reconcile_command(
             f"DRIFT    {difference.account_id} (tenant {difference.tenant_id}): stored {difference.stored}, "
             f"postings sum to {difference.computed}"
         )
-    for tenant_id, seq, transaction_id in report.unbalanced_transactions:
-        typer.echo(f"UNBALANCED tenant {tenant_id} seq {seq} ({transaction_id})")
-    for tenant_id, problem_seq, problem in report.chain_problems:
-        typer.echo(f"CHAIN    tenant {tenant_id} seq {problem_seq}: {problem}")
+    for tenant_id, on_chain, seq, transaction_id in report.unbalanced_transactions:
+        typer.echo(f"UNBALANCED tenant {tenant_id} {chain_label(on_chain, seq)} ({transaction_id})")
+    for tenant_id, problem in report.chain_problems:
+        typer.echo(f"CHAIN    tenant {tenant_id}: {problem}")
     if not report.ok:
         typer.echo("RECONCILE FAILED")
         raise typer.Exit(1)

@@ -150,13 +150,13 @@ def unbalanced_transactions(session: Session, tenant_id: str | None) -> list[Row
         .subquery()
     )
     statement = (
-        select(_transaction.c.id, _transaction.c.tenant_id, _transaction.c.seq)
+        select(_transaction.c.id, _transaction.c.tenant_id, _transaction.c.chain, _transaction.c.seq)
         .select_from(_transaction.outerjoin(counts, counts.c.transaction_id == _transaction.c.id))
         .where(
             _transaction.c.id.in_(off_balance)
             | (func.coalesce(counts.c.found, 0) != _transaction.c.posting_count)
         )
-        .order_by(_transaction.c.tenant_id, _transaction.c.seq)
+        .order_by(_transaction.c.tenant_id, _transaction.c.chain, _transaction.c.seq)
     )
     if tenant_id is not None:
         statement = statement.where(_transaction.c.tenant_id == tenant_id)

@@ -28,8 +28,10 @@ class ReconcileReport:
     """What reconcile found. `ok` means no drift, no unbalanced transaction and (if checked) a sound chain."""
 
     differences: list[BalanceDifference]
-    unbalanced_transactions: list[tuple[str, int, str]] = field(default_factory=list)
-    chain_problems: list[tuple[str, int | None, str]] = field(default_factory=list)
+    unbalanced_transactions: list[tuple[str, int, int, str]] = field(default_factory=list)
+    """(tenant, chain, seq, transaction id)"""
+    chain_problems: list[tuple[str, str]] = field(default_factory=list)
+    """(tenant, the offline verifier's finding, which names the chain and seq)"""
 
     @property
     def ok(self) -> bool:
@@ -47,13 +49,13 @@ def reconcile(
         for row in books_repository.balance_differences(session, tenant_id)
     ]
     unbalanced = [
-        (row.tenant_id, int(row.seq), row.id)
+        (row.tenant_id, int(row.chain), int(row.seq), row.id)
         for row in books_repository.unbalanced_transactions(session, tenant_id)
     ]
-    problems: list[tuple[str, int | None, str]] = []
+    problems: list[tuple[str, str]] = []
     if check_chain:
         tenants = [tenant_id] if tenant_id is not None else repository.tenant_ids_with_ledgers(session)
         for tenant in tenants:
             report = verify_export(export_jsonl(session, tenant))
-            problems.extend((tenant, finding.seq, finding.problem) for finding in report.findings)
+            problems.extend((tenant, finding.problem) for finding in report.findings)
     return ReconcileReport(differences, unbalanced, problems)
