@@ -21,14 +21,19 @@ def test_sweep_checkpoints_moved_heads_only(sessions: sessionmaker[Session], run
     with sessions.begin() as session:
         busy, idle = create_tenant(session, "busy").id, create_tenant(session, "idle").id
         wallet = ledger.open_account(session, tenant_id=busy, kind=AccountKind.PLAYER_WALLET)
-        ledger.deposit(session, tenant_id=busy, account_id=wallet.id, amount=10)
+        first = ledger.deposit(session, tenant_id=busy, account_id=wallet.id, amount=10)
 
     assert sweep(sessions, runtime.keys, clock).checkpoints_taken == 1
     assert sweep(sessions, runtime.keys, clock).checkpoints_taken == 0
 
     with sessions.begin() as session:
-        ledger.deposit(session, tenant_id=busy, account_id=wallet.id, amount=5)
+        second = ledger.deposit(session, tenant_id=busy, account_id=wallet.id, amount=5)
     assert sweep(sessions, runtime.keys, clock).checkpoints_taken == 1
     with sessions() as session:
-        assert [checkpoint.seq for checkpoint in list_checkpoints(session, busy)] == [2, 1]
+        # Deposits go on their wallet's chain: each checkpoint signs that chain's head.
+        chain = ledger.chain_for(wallet.id)
+        assert [checkpoint.heads for checkpoint in list_checkpoints(session, busy)] == [
+            [{"chain": chain, "seq": seq, "hash": ledger.get_transaction(session, txn).hash}]
+            for seq, txn in ((2, second.id), (1, first.id))
+        ]
         assert list_checkpoints(session, idle) == []

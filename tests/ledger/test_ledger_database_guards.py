@@ -17,10 +17,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.crypto.signing import generate_signing_key
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
-    deposit,
+    Posting,
     funding_account,
     house_account,
     open_account,
+    post_transaction,
     reconcile,
     take_checkpoint,
 )
@@ -96,7 +97,14 @@ def books(sessions: sessionmaker[Session], tenant_id: str) -> dict[str, str]:
     """A tenant with a funded wallet (balance 100), a house and a funding account, chain head at seq 1."""
     with unit_of_work(sessions) as session:
         wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="p").id
-        posted = deposit(session, tenant_id=tenant_id, account_id=wallet, amount=100)
+        funding = funding_account(session, tenant_id).id
+        posted = post_transaction(  # on chain 0, where the raw rows below go (a deposit takes its wallet's)
+            session,
+            tenant_id=tenant_id,
+            kind="deposit",
+            postings=[Posting(wallet, 100), Posting(funding, -100)],
+        )
+        assert posted.chain == 0
         return {
             "tenant": tenant_id,
             "wallet": wallet,

@@ -32,14 +32,16 @@ def _funded(sessions: sessionmaker[Session], tenant_id: str, name: str, amount: 
     return wallet
 
 
-def _seqs(session: Session, tenant_id: str) -> list[int]:
-    return list(
-        session.scalars(
-            select(JournalTransaction.seq)
+def _seqs(session: Session, tenant_id: str) -> list[tuple[int, int]]:
+    """(chain, seq) of every transaction of the tenant."""
+    return [
+        (int(chain), int(seq))
+        for chain, seq in session.execute(
+            select(JournalTransaction.chain, JournalTransaction.seq)
             .where(JournalTransaction.tenant_id == tenant_id)
-            .order_by(JournalTransaction.seq)
+            .order_by(JournalTransaction.chain, JournalTransaction.seq)
         )
-    )
+    ]
 
 
 def test_matching_balances_post(sessions: sessionmaker[Session], tenant_id: str) -> None:
@@ -47,13 +49,15 @@ def test_matching_balances_post(sessions: sessionmaker[Session], tenant_id: str)
     bystander = _funded(sessions, tenant_id, "bystander", 7)
     with unit_of_work(sessions) as session:
         pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="g").id
+        # Transfers with no reference go on chain 0 (the deposits went on their wallets' chains).
+        on_chain_0 = sum(chain == 0 for chain, _ in _seqs(session, tenant_id))
         posted = post_transfers(
             session,
             tenant_id=tenant_id,
             transfers=[AccountTransfer("ante", payer, pot, 10)],
             expected_balances={payer: 40, bystander: 7, pot: 0},
         )
-        assert [transaction.seq for transaction in posted] == [3]
+        assert [(transaction.chain, transaction.seq) for transaction in posted] == [(0, on_chain_0 + 1)]
     with unit_of_work(sessions) as session:
         assert (balance_of(session, payer), balance_of(session, pot)) == (30, 10)
 
@@ -94,7 +98,8 @@ def test_a_changed_balance_posts_nothing_and_names_the_held_balances(
             12,
             10,
         )
-        assert _seqs(session, tenant_id) == [*before, before[-1] + 1]
+        on_chain_0 = sum(chain == 0 for chain, _ in before)
+        assert _seqs(session, tenant_id) == sorted([*before, (0, on_chain_0 + 1)])
 
 
 def test_a_changed_balance_is_reported_before_insufficient_funds(

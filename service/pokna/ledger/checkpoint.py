@@ -91,9 +91,7 @@ def checkpoint_document(checkpoint: Checkpoint) -> dict[str, Any]:
     }
 
 
-def list_checkpoints(
-    session: Session, tenant_id: str, *, limit: int = 50, before_seq: int | None = None
-) -> list[Checkpoint]:
+def list_checkpoints(session: Session, tenant_id: str, *, limit: int = 50) -> list[Checkpoint]:
     """Newest first."""
     if not 1 <= limit <= 500:
         raise InvalidPostings("limit must be between 1 and 500")
@@ -108,7 +106,7 @@ def list_checkpoints(
             signature=row.signature,
             heads=row.heads,
         )
-        for row in repository.checkpoints(session, tenant_id, limit=limit, before_seq=before_seq)
+        for row in repository.checkpoints(session, tenant_id, limit=limit)
     ]
 
 

@@ -276,8 +276,8 @@ def insert_checkpoint(session: Session, row: dict[str, Any]) -> None:
     session.execute(insert(_checkpoint), row)
 
 
-def checkpoints(session: Session, tenant_id: str, *, limit: int, before_seq: int | None) -> list[Row[Any]]:
-    """Newest first."""
+def checkpoints(session: Session, tenant_id: str, *, limit: int) -> list[Row[Any]]:
+    """Newest first (by time: with chains, chain 0's seq no longer orders them)."""
     statement = (
         select(
             _checkpoint.c.id,
@@ -290,11 +290,9 @@ def checkpoints(session: Session, tenant_id: str, *, limit: int, before_seq: int
             _checkpoint.c.heads,
         )
         .where(_checkpoint.c.tenant_id == tenant_id)
-        .order_by(_checkpoint.c.seq.desc(), _checkpoint.c.created_at.desc())
+        .order_by(_checkpoint.c.created_at.desc(), _checkpoint.c.id.desc())
         .limit(limit)
     )
-    if before_seq is not None:
-        statement = statement.where(_checkpoint.c.seq < before_seq)
     return list(session.execute(statement))
 
 

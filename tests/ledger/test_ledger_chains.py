@@ -1,0 +1,154 @@
+"""A tenant's journal is LEDGER_CHAINS hash chains (issue 25): what the database holds each chain to, and
+that one chain's writers do not wait for another's (the point of having several)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.db.engine import unit_of_work
+from pokna.db.models.ledger import CHAIN_IN_RANGE
+from pokna.ledger import (
+    LEDGER_CHAINS,
+    Posting,
+    deposit,
+    funding_account,
+    house_account,
+    open_account,
+    post_transaction,
+    verify_export,
+)
+from pokna.ledger.chain import GENESIS_HASH, chain_for
+from pokna.ledger.export import export_jsonl
+
+pytest_plugins = ["ledger_fixtures"]
+
+
+def test_the_database_and_the_code_count_the_same_chains(engine: Engine) -> None:
+    with engine.connect() as connection:
+        definitions = connection.scalars(
+            text(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conname IN ('ck_journal_transaction_chain_in_range', 'ck_ledger_head_chain_in_range')"
+            )
+        ).all()
+    assert len(definitions) == 2
+    for definition in definitions:
+        low, high = map(int, re.findall(r"\d+", definition))
+        assert (low, high) == (0, LEDGER_CHAINS - 1)
+    assert f"chain BETWEEN 0 AND {LEDGER_CHAINS - 1}" == CHAIN_IN_RANGE
+
+
+def _raw(
+    engine: Engine, tenant_id: str, chain: int, seq: int, prev_hash: str, legs: list[tuple[str, int]]
+) -> None:
+    """A transaction written around ledger_post(), as a bad actor with SQL access would: the triggers and
+    constraints are what stop it."""
+    with engine.begin() as connection:
+        transaction_id = f"txn_raw_{chain}_{seq}_{prev_hash[:6]}"
+        connection.execute(
+            text(
+                "INSERT INTO journal_transaction (id, tenant_id, chain, seq, kind, metadata, posting_count, "
+                "prev_hash, hash, created_at) VALUES (:id, :tenant, :chain, :seq, 'adjustment', '{}', :count, "
+                ":prev, repeat('a', 64), CURRENT_TIMESTAMP)"
+            ),
+            {
+                "id": transaction_id,
+                "tenant": tenant_id,
+                "chain": chain,
+                "seq": seq,
+                "count": len(legs),
+                "prev": prev_hash,
+            },
+        )
+        for leg, (account_id, amount) in enumerate(legs):
+            connection.execute(
+                text(
+                    "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) "
+                    "VALUES (:id, :tenant, :txn, :leg, :account, :amount, 'CREDIT')"
+                ),
+                {"id": f"{transaction_id}_{leg}", "tenant": tenant_id, "txn": transaction_id, "leg": leg,
+                 "account": account_id, "amount": amount},
+            )  # fmt: skip
+
+
+def test_each_chain_links_on_its_own_and_no_chain_exists_past_the_last(
+    sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+) -> None:
+    with unit_of_work(sessions) as session:
+        house, funding = house_account(session, tenant_id).id, funding_account(session, tenant_id).id
+        first = post_transaction(
+            session,
+            tenant_id=tenant_id,
+            kind="adjustment",
+            postings=[Posting(house, 5), Posting(funding, -5)],
+        )
+    assert (first.chain, first.seq, first.prev_hash) == (0, 1, GENESIS_HASH)
+    legs = [(house, 1), (funding, -1)]
+    # Another chain starts at the genesis hash, whatever chain 0 holds ...
+    _raw(engine, tenant_id, 3, 1, GENESIS_HASH, legs)
+    # ... and never links onto another chain's transaction.
+    with pytest.raises(IntegrityError, match=r"seq 2 of chain 3 .* does not extend the chain"):
+        _raw(engine, tenant_id, 3, 2, first.hash, legs)
+    with pytest.raises(IntegrityError, match=r"duplicate key|unique"):
+        _raw(engine, tenant_id, 3, 1, GENESIS_HASH, legs)
+    with pytest.raises(IntegrityError, match="chain_in_range"):
+        _raw(engine, tenant_id, LEDGER_CHAINS, 1, GENESIS_HASH, legs)
+    with pytest.raises(IntegrityError, match="chain_in_range"):
+        _raw(engine, tenant_id, -1, 1, GENESIS_HASH, legs)
+
+
+def test_a_batch_naming_a_chain_past_the_last_is_refused_by_ledger_post(
+    engine: Engine, tenant_id: str
+) -> None:
+    with pytest.raises(DBAPIError, match="chain_in_range"), engine.begin() as connection:
+        connection.execute(
+            text("SELECT status FROM ledger_post(:tenant, CAST(:batch AS jsonb))"),
+            {
+                "tenant": tenant_id,
+                "batch": f'{{"chain": {LEDGER_CHAINS}, "accounts": [], "t_id": [], "p_id": []}}',
+            },
+        )
+
+
+def test_a_chains_writers_wait_for_its_head_and_no_other(
+    sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+) -> None:
+    """While one transaction holds a chain's head (as a posting does until COMMIT), a deposit to a wallet on
+    another chain posts at once, and one to a wallet on the held chain waits."""
+    with unit_of_work(sessions) as session:
+        wallets = [open_account(session, tenant_id=tenant_id, kind="player_wallet").id for _ in range(40)]
+        for wallet in wallets:  # every chain a wallet is on gets its head
+            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=10)
+    chains = {wallet: chain_for(wallet) for wallet in wallets}
+    held = chains[wallets[0]]
+    elsewhere = next(wallet for wallet in wallets if chains[wallet] != held)
+    assert len(set(chains.values())) > 8  # forty wallets spread over the chains
+
+    holder = engine.connect()
+    try:
+        holder.begin()
+        holder.execute(
+            text("SELECT last_seq FROM ledger_head WHERE tenant_id = :t AND chain = :c FOR UPDATE"),
+            {"t": tenant_id, "c": held},
+        )
+        with unit_of_work(sessions) as session:
+            session.execute(text("SET LOCAL lock_timeout = '5s'"))
+            moved = deposit(session, tenant_id=tenant_id, account_id=elsewhere, amount=1)
+        assert moved.chain == chains[elsewhere] != held
+        with unit_of_work(sessions) as session:
+            session.execute(text("SET LOCAL lock_timeout = '300ms'"))
+            with pytest.raises(OperationalError, match="lock timeout"):
+                deposit(session, tenant_id=tenant_id, account_id=wallets[0], amount=1)
+            session.rollback()
+    finally:
+        holder.rollback()
+        holder.close()
+    with unit_of_work(sessions) as session:
+        report = verify_export(export_jsonl(session, tenant_id))
+    assert report.valid, report.findings
+    assert report.transactions == len(wallets) + 1
