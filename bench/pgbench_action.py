@@ -15,14 +15,16 @@ the ceiling can be read without it. Each client has its own tenant (as issue 24'
 8 clients, one tenant each), its own game and two wallets it moves 1 credit between.
 
     .venv/bin/python bench/pgbench_action.py [--clients 8] [--seconds 10] [--tenants 8] [--unkeyed]
-    .venv/bin/python bench/pgbench_action.py --compare [--rounds 3] [--clients 8] [--seconds 10]
+    .venv/bin/python bench/pgbench_action.py --compare [--rounds 3] [--clients 8] [--seconds 10] [--one-chain-too]
 
 `--compare` (issue 25) sets up both shapes in one database, the clients spread over `--clients` tenants
 (one each) and the same number of clients all in one tenant, and alternates them phase by phase, for two
 workloads: the keyed action as above, with `game_write()` and COMMIT sent in one pipeline as the product
 sends them (so no client turn under the tenant's ledger head), and a bare posting, one autocommit
 `ledger_post()` call of one two-leg transfer. Each one-tenant phase is divided by the mean of the
-eight-tenant phases of the same workload just before and after it.
+eight-tenant phases of the same workload just before and after it. Each game's transfers go on the chain
+the product would post them on (`chain_for(game id)`, migration 0014); `--one-chain-too` adds a phase of the
+one tenant with every posting on chain 0, as before 0014, for the before/after in one run.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from sqlalchemy.engine import make_url
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.dealer import service as dealer
 from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS
-from pokna.ledger import deposit, open_account
+from pokna.ledger import chain_for, deposit, open_account
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
 from pokna.tenants.service import create_tenant
@@ -72,6 +74,7 @@ BEGIN
                 'head', '{"kind":"ante","payer":1,"payee":2,"amount":1,"journal_transaction_id":"' || v_txn || '"')),
             'rolls', '[]'::json,
             'batch', json_build_object(
+                'chain', (SELECT chain FROM bench_pgbench_client WHERE game_id = p_game),
                 'accounts', ARRAY[least(p_payer, p_payee), greatest(p_payer, p_payee)],
                 'expected_ids', ARRAY[p_payer, p_payee],
                 'expected_balances', ARRAY[(SELECT balance FROM account WHERE id = p_payer),
@@ -89,7 +92,7 @@ BEGIN
 END
 $$;
 CREATE TABLE IF NOT EXISTS bench_pgbench_client (
-    client_id int PRIMARY KEY, tenant_id text, game_id text, payer text, payee text
+    client_id int PRIMARY KEY, tenant_id text, game_id text, payer text, payee text, chain smallint
 );
 """
 
@@ -187,8 +190,16 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
                 session, keys, clock, tenant_id, dealer.NewGame(wallets[0], wallets[1:], stake=5)
             )
             session.execute(
-                text("INSERT INTO bench_pgbench_client VALUES (:c, :t, :g, :a, :b)"),
-                {"c": client, "t": tenant_id, "g": game.id, "a": wallets[1], "b": wallets[2]},
+                text("INSERT INTO bench_pgbench_client VALUES (:c, :t, :g, :a, :b, :chain)"),
+                # The chain the product posts a game's transfers on (`--one-chain-too` sets 0 for a phase).
+                {
+                    "c": client,
+                    "t": tenant_id,
+                    "g": game.id,
+                    "a": wallets[1],
+                    "b": wallets[2],
+                    "chain": chain_for(game.id),
+                },
             )
         session.execute(text("ANALYZE"))
     engine.dispose()
@@ -222,6 +233,11 @@ def main() -> int:
     parser.add_argument(
         "--head-first-too", action="store_true", help="with --compare: also 0011's game_write(), head first"
     )
+    parser.add_argument(
+        "--one-chain-too",
+        action="store_true",
+        help="with --compare: also one tenant with every posting on chain 0 (the ledger before 0014)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="with --compare: rounds of phases")
     options = parser.parse_args()
     if options.compare:
@@ -231,6 +247,7 @@ def main() -> int:
             options.rounds,
             keyed=not options.unkeyed,
             head_first_too=options.head_first_too,
+            one_chain_too=options.one_chain_too,
         )
     with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-pgbench-") as scratch:
         _set_up(database.url, Path(scratch) / "data", options.tenants, options.clients)
@@ -255,10 +272,13 @@ def main() -> int:
     return 0
 
 
-def _compare(clients: int, seconds: int, rounds: int, *, keyed: bool, head_first_too: bool) -> int:
+def _compare(
+    clients: int, seconds: int, rounds: int, *, keyed: bool, head_first_too: bool, one_chain_too: bool
+) -> int:
     """One tenant against `clients` tenants, alternating in one database (bench/README.md, "Issue 25").
     `head_first_too`: the action also through 0011's game_write(), which posts before the step's other
-    rows (installed here as game_write_head_first), to compare the two in one run."""
+    rows (installed here as game_write_head_first), to compare the two in one run. `one_chain_too`: one
+    more shape, the one tenant with all its postings on chain 0, as every posting was before 0014."""
     with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-pgbench-") as scratch:
         _set_up(database.url, Path(scratch) / "data", clients, clients, one_tenant_too=True)
         workloads = {"action": "game_write", "posting": ""}
@@ -272,30 +292,53 @@ def _compare(clients: int, seconds: int, rounds: int, *, keyed: bool, head_first
                 _script(keyed, False, pipelined=True, posting=not function, function=function or "game_write")
             )
         shapes = {"eight": 0, "one": clients}  # the client rows' base
+        if one_chain_too:
+            shapes["one chain"] = clients
         for script in scripts.values():  # warm-up
-            for base in shapes.values():
+            for shape, base in shapes.items():
+                _set_chains(database.url, clients, one_chain=shape == "one chain")
                 _pgbench(database.url, script, clients, 2, base)
         rates: dict[tuple[str, str], list[float]] = {}
         for round_number in range(rounds):
             for workload, script in scripts.items():
                 for shape, base in shapes.items():
+                    _set_chains(database.url, clients, one_chain=shape == "one chain")
                     tps = _pgbench(database.url, script, clients, seconds, base)
                     rates.setdefault((workload, shape), []).append(tps)
                     print(f"round {round_number + 1} {workload:<10} {shape:<6} {tps:>9.1f} tx/s", flush=True)
+        _set_chains(database.url, clients, one_chain=False)
         for workload, script in scripts.items():
             tps = _pgbench(database.url, script, clients, seconds, shapes["eight"])
             rates[(workload, "eight")].append(tps)
             print(f"closing  {workload:<10} eight  {tps:>9.1f} tx/s", flush=True)
     print()
     for workload in scripts:
-        eight, one = rates[(workload, "eight")], rates[(workload, "one")]
-        ratios = [one[i] / ((eight[i] + eight[i + 1]) / 2) for i in range(len(one))]
-        print(
-            f"{workload:<10} one tenant {sorted(one)[len(one) // 2]:.0f} tx/s, {clients} tenants "
-            f"{sorted(eight)[len(eight) // 2]:.0f} tx/s; one / {clients} per phase: "
-            f"{', '.join(f'{r:.2f}' for r in ratios)} (median {sorted(ratios)[len(ratios) // 2]:.2f}x)"
-        )
+        eight = rates[(workload, "eight")]
+        for shape in (name for name in shapes if name != "eight"):
+            one = rates[(workload, shape)]
+            ratios = [one[i] / ((eight[i] + eight[i + 1]) / 2) for i in range(len(one))]
+            label = "one tenant" if shape == "one" else "one tenant, one chain"
+            print(
+                f"{workload:<10} {label} {sorted(one)[len(one) // 2]:.0f} tx/s, {clients} tenants "
+                f"{sorted(eight)[len(eight) // 2]:.0f} tx/s; one / {clients} per phase: "
+                f"{', '.join(f'{r:.2f}' for r in ratios)} (median {sorted(ratios)[len(ratios) // 2]:.2f}x)"
+            )
     return 0
+
+
+def _set_chains(url: str, clients: int, *, one_chain: bool) -> None:
+    """The one-tenant clients' games post on their own chains (as the product does), or all on chain 0."""
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        for client_id, game_id in connection.execute(
+            text("SELECT client_id, game_id FROM bench_pgbench_client WHERE client_id >= :first"),
+            {"first": clients},
+        ).all():
+            connection.execute(
+                text("UPDATE bench_pgbench_client SET chain = :chain WHERE client_id = :client"),
+                {"chain": 0 if one_chain else chain_for(game_id), "client": client_id},
+            )
+    engine.dispose()
 
 
 def _install_head_first(url: str) -> None:
