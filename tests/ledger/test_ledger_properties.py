@@ -38,6 +38,7 @@ class Op:
     source: int
     target: int
     amount: int
+    game: int  # a transfer's game: its transactions go on that game's chain
 
 
 ops = st.lists(
@@ -47,6 +48,7 @@ ops = st.lists(
         source=st.integers(0, WALLETS - 1),
         target=st.integers(0, WALLETS - 1),
         amount=st.one_of(st.integers(1, 200), st.just(10**15)),
+        game=st.integers(0, 5),
     ),
     max_size=25,
 )
@@ -65,6 +67,7 @@ def test_random_money_moves_keep_the_books_sound(
         ]
         pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="pot").id
     expected = dict.fromkeys([*wallets, pot], 0)
+    posted = 0
 
     for op in script:
         source, target = wallets[op.source], wallets[op.target]
@@ -84,11 +87,13 @@ def test_random_money_moves_keep_the_books_sound(
                             AccountTransfer("ante", source, pot, op.amount),
                             AccountTransfer("payout", pot, target, op.amount),
                         ],
+                        reference=f"game-{op.game}",
                     )
         except InsufficientFunds:
             assert overdraws
             continue
         assert not overdraws
+        posted += 1 if op.kind != "transfer" else 2
         if op.kind == "deposit":
             expected[target] += op.amount
         elif op.kind == "withdraw":
@@ -117,6 +122,15 @@ def test_random_money_moves_keep_the_books_sound(
             entry.account_id: entry.balance for entry in trial.accounts
         }
         report = verify_export(export_jsonl(session, tenant_id))
+        places = session.execute(
+            text("SELECT chain, seq FROM journal_transaction WHERE tenant_id = :t ORDER BY chain, seq"),
+            {"t": tenant_id},
+        ).all()
+    # Every transaction posted is on one chain, each chain's seqs 1, 2, 3 ... with none repeated or skipped.
+    assert len(places) == posted == report.transactions
+    for chain in {chain for chain, _ in places}:
+        seqs = [seq for on, seq in places if on == chain]
+        assert seqs == list(range(1, len(seqs) + 1))
     assert report.valid, report.findings
     assert report.trial_balance() in ({}, {"CREDIT": 0})
     assert {account: report.balances.get(account, 0) for account in expected} == expected
