@@ -201,6 +201,12 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
                     "chain": chain_for(game.id),
                 },
             )
+        if one_tenant_too:
+            alone_chains = session.scalars(
+                text("SELECT DISTINCT chain FROM bench_pgbench_client WHERE client_id >= :first"),
+                {"first": clients},
+            ).all()
+            print(f"the one tenant's {clients} games post on {len(alone_chains)} distinct chains", flush=True)
         session.execute(text("ANALYZE"))
     engine.dispose()
 
