@@ -16,6 +16,7 @@ from pokna.audit.proofs import GameProof
 from pokna.audit.records import ACCOUNT, DEPOSIT, GAME, TRANSACTION, WITHDRAWAL
 from pokna.audit.report import BundleReport
 from pokna.ledger.audit import is_int
+from pokna.ledger.chain import chain_for
 
 PLAYER_WALLET = "player_wallet"
 GAME_POT = "game_pot"
@@ -33,7 +34,9 @@ class Journal:
         self.games: dict[str, GameBook] = {}  # games whose transfers in the range are not all seen yet
         self.closed: set[str] = set()
         self.pot_owner: dict[str, str] = {}
-        self.from_seq: int | None = None
+        # Each chain's first seq in the bundle's signed range (format 1: chain 0 alone).
+        self.chain_starts: dict[int, int] = {}
+        self.chained = True  # False for a format 1 bundle, from before chains: every transaction on chain 0
         # The records written since the last transaction: exactly what the next one touches first.
         self.pending_accounts: list[str] = []
         self.pending_game: str | None = None
@@ -77,7 +80,10 @@ class Journal:
             found(number, GAME, name, "a game record has string game_id, status and pot_account_id")
             return False
         before = before_field if isinstance(before_field, int) and is_int(before_field) else -1
-        if before < 0 or (self.from_seq == 1 and before != 0):
+        # A game's transfers are all on its chain (pokna.ledger.chain.chain_for); a bundle before chains
+        # was all chain 0.
+        game_chain = chain_for(game_id) if self.chained else 0
+        if before < 0 or (self.chain_starts.get(game_chain) == 1 and before != 0):
             found(
                 number, GAME, name, f"transfers_before is {before_field!r}: a count, 0 for a range from seq 1"
             )
@@ -132,7 +138,8 @@ class Journal:
 
     def on_transaction(self, number: int, line: Mapping[str, Any]) -> None:
         report, seq, kind = self.report, line["seq"], line["kind"]
-        where = f"seq {seq}"
+        chain = line.get("chain", 0)
+        where = f"seq {seq}" if chain == 0 else f"chain {chain} seq {seq}"
         postings: list[dict[str, Any]] = line["postings"]
         report.transaction_kinds[kind] = report.transaction_kinds.get(kind, 0) + 1
         kinds: list[str | None] = []
