@@ -193,7 +193,6 @@ class BundleAudit:
         elif self.format is not None:
             self._read_chains(number, record.get("chains"))
         self.journal.chain_starts = {chain: first for chain, (first, _last) in self.ranges.items()}
-        self.journal.chained = self.format != 1
         if self.keys is not None:
             self._check_header_signature()
 

@@ -16,7 +16,6 @@ from pokna.audit.proofs import GameProof
 from pokna.audit.records import ACCOUNT, DEPOSIT, GAME, TRANSACTION, WITHDRAWAL
 from pokna.audit.report import BundleReport
 from pokna.ledger.audit import is_int
-from pokna.ledger.chain import chain_for
 
 PLAYER_WALLET = "player_wallet"
 GAME_POT = "game_pot"
@@ -36,7 +35,6 @@ class Journal:
         self.pot_owner: dict[str, str] = {}
         # Each chain's first seq in the bundle's signed range (format 1: chain 0 alone).
         self.chain_starts: dict[int, int] = {}
-        self.chained = True  # False for a format 1 bundle, from before chains: every transaction on chain 0
         # The records written since the last transaction: exactly what the next one touches first.
         self.pending_accounts: list[str] = []
         self.pending_game: str | None = None
@@ -80,10 +78,7 @@ class Journal:
             found(number, GAME, name, "a game record has string game_id, status and pot_account_id")
             return False
         before = before_field if isinstance(before_field, int) and is_int(before_field) else -1
-        # A game's transfers are all on its chain (pokna.ledger.chain.chain_for); a bundle before chains
-        # was all chain 0.
-        game_chain = chain_for(game_id) if self.chained else 0
-        if before < 0 or (self.chain_starts.get(game_chain) == 1 and before != 0):
+        if before < 0:
             found(
                 number, GAME, name, f"transfers_before is {before_field!r}: a count, 0 for a range from seq 1"
             )
@@ -100,7 +95,7 @@ class Journal:
                 number, GAME, name, f"a second game record before a transaction (after {self.pending_game})"
             )
         self.pending_game = game_id
-        book = GameBook(game_id, number, status, pot, None, before)
+        book = GameBook(game_id, number, status, pot, None, before, transfers_before=before)
         self.games[game_id] = book
         self.report.games[status] = self.report.games.get(status, 0) + 1
         if document is None:
@@ -214,6 +209,18 @@ class Journal:
             problem = "after its last transfer" if game_id in self.closed else "with no game record before it"
             found(number, TRANSACTION, where, f"a transfer of game {game_id} {problem}")
             return
+        if (
+            book.posted == 0
+            and book.transfers_before != 0
+            and self.chain_starts.get(line.get("chain", 0)) == 1
+        ):
+            # Its first transfer in the bundle is on a chain the bundle holds from seq 1: none came before.
+            found(
+                book.line,
+                GAME,
+                game_id,
+                f"transfers_before is {book.transfers_before}: a count, 0 for a range from seq 1",
+            )
         revenue_accounts: set[str] = set()
         for posting, kind in zip(line["postings"], kinds, strict=True):
             account_id = posting["account_id"]
