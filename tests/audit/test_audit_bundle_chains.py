@@ -196,3 +196,37 @@ def test_a_checkpoint_of_every_head_is_checked_on_each_chain(
         finding.record == CHECKPOINT and f"{name}: the hash differs" in finding.problem
         for finding in rewritten.findings
     ), rewritten.to_json()
+
+
+def test_every_chain_is_signed_whole_in_order(sessions: sessionmaker[Session], runtime: Runtime) -> None:
+    tenant_id = _tenant(sessions)
+    for wallet in _wallets(sessions, tenant_id, 6):
+        for _ in range(2):
+            with unit_of_work(sessions) as session:
+                deposit(session, tenant_id=tenant_id, account_id=wallet, amount=10)
+    ring = runtime.keys.key_ring
+    documents = [json.loads(line) for line in _bundle(sessions, runtime, tenant_id)]
+    chains = [entry["chain"] for entry in documents[0]["chains"]]
+    assert len(chains) > 1
+    assert verify_bundle([json.dumps(d) + "\n" for d in documents], keys=ring).findings == []
+
+    def lines(records: list[dict[str, Any]]) -> list[str]:
+        return [json.dumps(d) + "\n" for d in records]
+
+    # A whole chain left out (the trailer recounted): the signed header names it.
+    gone = chains[-1]
+    kept = [d for d in documents if not (d["type"] == "transaction" and d["chain"] == gone)]
+    kept[-1]["records"]["transaction"] -= len(documents) - len(kept)
+    report = verify_bundle(lines(kept), keys=ring)
+    assert any(f"chain {gone} transactions" in finding.problem for finding in report.findings), (
+        report.to_json()
+    )
+
+    # A later chain's transactions moved before an earlier chain's.
+    first, last = chains[0], chains[-1]
+    moved = next(d for d in documents if d["type"] == "transaction" and d["chain"] == last)
+    reordered = [d for d in documents if d is not moved]
+    at = next(i for i, d in enumerate(reordered) if d["type"] == "transaction" and d["chain"] == first)
+    reordered.insert(at, moved)
+    found = verify_bundle(lines(reordered), keys=ring).findings
+    assert any("a bundle holds its chains in ascending order" in finding.problem for finding in found)
