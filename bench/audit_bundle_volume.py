@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pokna.audit.records import account_record, end_record, game_record, header_document
+from pokna.audit.records import account_record, chain_entry, end_record, game_record, header_document
 from pokna.crypto.signing import generate_signing_key, load_private_key_pem, private_key_to_pem, sign_document
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
@@ -225,6 +225,16 @@ def build(path: Path, games: int, processes: int) -> None:
             to_seq=end_seq,
             first_prev_hash=GENESIS_HASH,
             last_hash=end_hash,
+            chains=[
+                chain_entry(
+                    chain=0,
+                    from_seq=1,
+                    to_seq=end_seq,
+                    first_prev_hash=GENESIS_HASH,
+                    last_hash=end_hash,
+                    transactions=end_seq,
+                )
+            ],
             transactions=end_seq,
             created_at="2026-12-01T00:00:00.000000Z",
         ),

@@ -95,25 +95,40 @@ def test_a_bundle_over_part_of_the_range_still_checks_the_games_inside_it(
 ) -> None:
     books = play_books(client, sessions, games=4)
     whole = records(books.bundle())
-    head = whole[0]["to_seq"]
-    game_seqs: dict[str, list[int]] = {}
+    game_seqs: dict[str, list[tuple[int, int]]] = {}
     for record in whole:
         if record["type"] == "transaction" and "game_id" in record["metadata"]:
-            game_seqs.setdefault(record["metadata"]["game_id"], []).append(record["seq"])
-    start = next(seqs[1] for seqs in game_seqs.values() if len(seqs) > 2)  # inside a game
-    middle = books.bundle(from_seq=start, to_seq=head - 3)
+            game_seqs.setdefault(record["metadata"]["game_id"], []).append((record["chain"], record["seq"]))
+    # From inside a game to before its last transfer, on its chain.
+    seqs = next(seqs for seqs in game_seqs.values() if len(seqs) > 2)
+    (chain, start), (_, end) = seqs[1], seqs[-2]
+    middle = books.bundle(chain=chain, from_seq=start, to_seq=end)
     report = verify_bundle(middle, keys=books.key_ring)
     assert report.findings == [], report.to_json()
-    assert (report.from_seq, report.to_seq) == (start, head - 3)
+    assert [(entry["chain"], entry["from_seq"], entry["to_seq"]) for entry in report.chains] == [
+        (chain, start, end)
+    ]
+    assert {record["chain"] for record in records(middle) if record["type"] == "transaction"} == {chain}
     assert any("the rest come after it" in note for note in report.notes)
     # The range starts inside a game: its record says how many of its transfers came before.
     assert any(record.get("transfers_before", 0) > 0 for record in records(middle))
-    fifth = next(record for record in whole if record["type"] == "transaction" and record["seq"] == 5)
-    by_time = books.bundle(
-        from_time=fifth["created_at"], to_time=whole[-2].get("created_at", fifth["created_at"])
+    transactions = sorted(
+        (record for record in whole if record["type"] == "transaction"),
+        key=lambda record: record["created_at"],
     )
+    fifth = transactions[4]  # the fifth written, on whichever chain
+    by_time = books.bundle(from_time=fifth["created_at"], to_time=transactions[-1]["created_at"])
     header = records(by_time)[0]
-    assert header["from_seq"] <= 5 <= header["to_seq"]
+    # Per chain: from the first transaction written at or after from_time.
+    held = {
+        (record["chain"], record["seq"]) for record in records(by_time) if record["type"] == "transaction"
+    }
+    assert held == {
+        (record["chain"], record["seq"])
+        for record in transactions
+        if record["created_at"] >= fifth["created_at"]
+    }
+    assert header["transactions"] == len(held)
     assert verify_bundle(by_time, keys=books.key_ring).findings == []
 
 

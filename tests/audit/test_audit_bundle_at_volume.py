@@ -29,6 +29,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from pokna.audit.bundle_scan import verify_bundle_stream
 from pokna.bundles.writer import BATCH_TRANSACTIONS
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.ledger import deposit, open_account
@@ -40,6 +41,8 @@ from support.servers import Server, serving
 pytestmark = pytest.mark.xdist_group("bundle-volume")
 
 DEPOSITS = max(PAGE_TRANSACTIONS, BATCH_TRANSACTIONS) + 150
+SPREAD_WALLETS = 24
+SPREAD_DEPOSITS = 600
 POKNA = str(Path(sys.executable).with_name("pokna"))
 
 
@@ -64,7 +67,9 @@ def _play_games(api: Api, wallets: list[str], count: int) -> list[str]:
 
 @pytest.fixture
 def books(database_url: str, tmp_path: Path) -> Iterator[Books]:
-    """Games, then more deposits than any batch holds, then games again and a checkpoint, on a real server."""
+    """Games, then more deposits than any batch holds (on one wallet's chain: past a page of the export
+    within one chain) and deposits to many more wallets (spread over the other chains), then games again
+    and a checkpoint, on a real server."""
     env = {
         **service_env(database_url),
         "POKNA_RATE_LIMIT_PER_SECOND": "0",
@@ -86,11 +91,31 @@ def books(database_url: str, tmp_path: Path) -> Iterator[Books]:
                 ).id
                 for index in range(DEPOSITS):
                     deposit(session, tenant_id=tenant_id, account_id=wallet, amount=1, reference=f"d{index}")
+                spread = [
+                    open_account(
+                        session, tenant_id=tenant_id, kind="player_wallet", external_id=f"s{index}"
+                    ).id
+                    for index in range(SPREAD_WALLETS)
+                ]
+            for index in range(SPREAD_DEPOSITS):  # a unit of work each: a unit posts on one chain
+                with unit_of_work(make_sessionmaker(engine)) as session:
+                    deposit(session, tenant_id=tenant_id, account_id=spread[index % SPREAD_WALLETS], amount=1)
         finally:
             engine.dispose()
         game_ids += _play_games(api, wallets, 2)
-        checkpoint = api.ok(api.post("/v1/ledger/checkpoints", idempotency_key="volume-checkpoint"), 201)
-        transactions = checkpoint["seq"]  # signed at the chain head: every transaction is before it
+        api.ok(api.post("/v1/ledger/checkpoints", idempotency_key="volume-checkpoint"), 201)
+        engine = create_engine(database_url)
+        try:
+            with engine.connect() as connection:
+                transactions, chains = connection.execute(
+                    text(
+                        "SELECT count(*), count(DISTINCT chain) FROM journal_transaction WHERE tenant_id = :t"
+                    ),
+                    {"t": tenant_id},
+                ).one()
+        finally:
+            engine.dispose()
+        assert chains > 8  # the books are spread over several chains
         yield Books(server, env, tenant_id, api, transactions, game_ids)
 
 
@@ -149,6 +174,32 @@ def test_a_bundle_past_every_batch_streams_to_the_end_and_verifies(books: Books,
     _verified(from_cli, keys)
     # The same books either way: every record after the header (which carries its own time) is equal.
     assert over_http.read_text().splitlines()[1:] == from_cli.read_text().splitlines()[1:]
+
+    # Every chain in (chain, seq) order, each named with its range in the signed header.
+    documents = [json.loads(line) for line in over_http.read_text().splitlines()]
+    positions = [(d["chain"], d["seq"]) for d in documents if d["type"] == "transaction"]
+    assert positions == sorted(positions)
+    chains = {chain for chain, _seq in positions}
+    assert len(chains) > 4
+    assert [entry["chain"] for entry in documents[0]["chains"]] == sorted(chains)
+    assert report["chains"] == documents[0]["chains"]
+
+    # A tamper on a chain other than 0 is found and named by its chain and seq, on two processes too.
+    victim = next(
+        d for d in documents if d["type"] == "transaction" and d["chain"] != 0 and d["kind"] == "deposit"
+    )
+    for posting in victim["postings"]:
+        posting["amount"] += 1 if posting["amount"] > 0 else -1
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("".join(json.dumps(d, separators=(",", ":")) + "\n" for d in documents))
+    name = f"chain {victim['chain']} seq {victim['seq']}"
+    for processes in (1, 2):
+        with tampered.open("rb") as stream:
+            found = verify_bundle_stream(stream, keys=books.api.key_ring(), processes=processes)
+        assert any(
+            finding.record_id == name and "hash does not match its contents" in finding.problem
+            for finding in found.findings
+        ), found.to_json()
 
 
 def _stalled_bundle(base: str, api_key: str) -> socket.socket:

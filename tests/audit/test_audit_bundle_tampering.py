@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.audit.bundle_check import verify_bundle
 from pokna.audit.report import BundleReport, Verdict
 from pokna.fairness.keyring import KeyRing
-from pokna.ledger.chain import line_hash
+from pokna.ledger.chain import chain_label, line_hash
 from support.audit_bundles import lines_of, play_books, records
 
 EXAMPLES = 40
@@ -65,22 +65,28 @@ def _get(document: Any, path: tuple[Any, ...]) -> Any:
 
 
 def _rechain(documents: list[dict[str, Any]]) -> None:
-    """What anyone holding the database can do: recompute every hash from the first changed line on."""
-    previous: str | None = None
+    """What anyone holding the database can do: recompute every hash from the first changed line on, on
+    every chain."""
+    previous: dict[int, str] = {}
+    hashes: dict[tuple[int, int], str] = {}
     for document in documents:
         if document["type"] != "transaction":
             continue
-        if previous is not None:
-            document["prev_hash"] = previous
+        chain = document.get("chain", 0)
+        if chain in previous:
+            document["prev_hash"] = previous[chain]
         line = {key: value for key, value in document.items() if key != "type"}
-        document["hash"] = previous = line_hash(line)
-    last = [document for document in documents if document["type"] == "transaction"][-1]
-    documents[0]["last_hash"] = last["hash"]  # the header too, though its signature cannot follow
+        document["hash"] = previous[chain] = hashes[(chain, document["seq"])] = line_hash(line)
+    header = documents[0]  # the header too, though its signature cannot follow
+    for entry in header.get("chains", []):
+        entry["last_hash"] = previous.get(entry["chain"], entry["last_hash"])
+    if 0 in previous:
+        header["last_hash"] = previous[0]
     for document in documents:
         if document["type"] == "pokna.ledger.checkpoint":
-            document["hash"] = next(
-                t["hash"] for t in documents if t["type"] == "transaction" and t["seq"] == document["seq"]
-            )
+            document["hash"] = hashes.get((0, document["seq"]), document["hash"])
+            for head in document.get("heads") or []:
+                head["hash"] = hashes.get((head["chain"], head["seq"]), head["hash"])
 
 
 def test_every_tampering_with_a_real_bundle_is_found(
@@ -175,7 +181,8 @@ def test_money_moved_between_two_games_pots_is_found(
             posting["account_id"] = first["pot_account_id"]
     _rechain(documents)
     report = _detected(lines_of(documents), books.key_ring)
-    money = [f for f in report.findings if f.record == "transaction" and f.record_id == f"seq {ante['seq']}"]
+    name = chain_label(ante.get("chain", 0), ante["seq"])
+    money = [f for f in report.findings if f.record == "transaction" and f.record_id == name]
     assert any("touches the pot of game" in f.problem for f in money), report.to_json()
     assert any("the rules move" in f.problem for f in money)
 

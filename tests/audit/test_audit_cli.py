@@ -16,6 +16,7 @@ from pokna.cli.app import app
 from pokna.crypto.signing import public_key_to_b64url
 from pokna.db.engine import unit_of_work
 from pokna.ledger import deposit, open_account, withdraw
+from pokna.ledger.chain import chain_for
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
 from pokna.tenants import service as tenants
@@ -76,6 +77,19 @@ def test_the_bundle_command_writes_what_verify_accepts(cli_env: Path, tenant_id:
     )
     assert backwards.exit_code == 2
     assert "--to-seq" in backwards.output
+
+    # One chain: the wallet's, where its deposit and withdrawals are.
+    chain = chain_for(funded)
+    alone = runner.invoke(app, ["audit", "bundle", "--tenant", tenant_id, "--chain", str(chain)])
+    assert alone.exit_code == 0, alone.output
+    header = json.loads(alone.stdout.splitlines()[0])
+    assert [(entry["chain"], entry["from_seq"], entry["to_seq"]) for entry in header["chains"]] == [
+        (chain, 1, 2)
+    ]
+    for wrong in ("16", "-1"):
+        refused = runner.invoke(app, ["audit", "bundle", "--tenant", tenant_id, "--chain", wrong])
+        assert refused.exit_code == 2
+        assert "--chain" in refused.output
 
 
 def test_unknown_tenants_are_errors_naming_them(cli_env: Path, tenant_id: str) -> None:

@@ -26,3 +26,12 @@ def make_tenant(sessions: sessionmaker[Session]) -> Callable[[], str]:
 @pytest.fixture
 def tenant_id(make_tenant: Callable[[], str]) -> str:
     return make_tenant()
+
+
+@pytest.fixture
+def on_chain_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every posting on chain 0, as the whole journal was before there were chains: for tests of one chain's
+    seqs and links (an export of such a journal is what every export was then). Exports across several
+    chains are tests/ledger/test_ledger_export_chains.py's."""
+    monkeypatch.setattr("pokna.ledger.posting.chain_for", lambda _key: 0)
+    monkeypatch.setattr("pokna.ledger.moving.chain_for", lambda _key: 0)

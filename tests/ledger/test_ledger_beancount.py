@@ -7,6 +7,7 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
 from beancount import loader
 from beancount.core import data
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,6 +25,7 @@ from pokna.ledger import (
 )
 
 pytest_plugins = ["ledger_fixtures"]
+pytestmark = pytest.mark.usefixtures("on_chain_zero")
 
 BEAN_CHECK = Path(sys.executable).with_name("bean-check")
 

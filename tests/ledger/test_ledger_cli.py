@@ -19,6 +19,9 @@ from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
 
 pytest_plugins = ["ledger_fixtures"]
+# One chain, as the journal was before chains: these read chain 0's seqs (several chains:
+# tests/ledger/test_ledger_export_chains.py, tests/audit/test_audit_bundle_chains.py).
+pytestmark = pytest.mark.usefixtures("on_chain_zero")
 
 runner = CliRunner()
 

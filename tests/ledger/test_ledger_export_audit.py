@@ -28,6 +28,7 @@ from pokna.ledger import (
     audit,
     audit_scan,
     balance_of,
+    books_repository,
     checkpoint_document,
     deposit,
     export_csv,
@@ -49,6 +50,7 @@ from pokna.ledger.export import _grouped, transaction_line
 from support.json_strategies import json_like, tricky_text
 
 pytest_plugins = ["ledger_fixtures"]
+pytestmark = pytest.mark.usefixtures("on_chain_zero")
 
 SIGNER = generate_signing_key()
 
@@ -335,11 +337,11 @@ def test_csv_has_one_row_per_posting(sessions: sessionmaker[Session], tenant_id:
     assert sum(totals.values()) == 0
 
 
-def portable_jsonl(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
+def portable_jsonl(session: Session, tenant_id: str, ranges: list[SeqRange]) -> Iterator[str]:
     """A second opinion on the store's lines: the journal's rows (pokna.ledger.books_repository), grouped
     and encoded compactly by the standard library."""
     encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    for group in _grouped(session, tenant_id, seqs):
+    for group in _grouped(session, tenant_id, ranges):
         yield encode(transaction_line(tenant_id, group)) + "\n"
 
 
@@ -362,11 +364,17 @@ def test_postgresql_builds_the_same_lines_as_the_portable_exporter(
             },
         )
     with unit_of_work(sessions) as session:
-        seqs = SeqRange(1, 9)
-        database_built = [json.loads(line) for line in store_postgresql.jsonl_lines(session, tenant_id, seqs)]
-        portable = [json.loads(line) for line in portable_jsonl(session, tenant_id, seqs)]
+        ranges = books_repository.seq_range(session, tenant_id, None, None)
+        database_built = [
+            json.loads(line) for line in store_postgresql.jsonl_lines(session, tenant_id, ranges)
+        ]
+        portable = [json.loads(line) for line in portable_jsonl(session, tenant_id, ranges)]
     assert database_built == portable
     assert len(portable) == 9
+    # Every line names its chain first, and the lines come in (chain, seq) order.
+    assert all(next(iter(line)) == "chain" for line in database_built)
+    positions = [(line["chain"], line["seq"]) for line in database_built]
+    assert positions == sorted(positions)
     assert verify_export(json.dumps(line) for line in database_built).valid
 
 
@@ -671,7 +679,7 @@ def test_the_verifiers_line_hash_is_document_hash(line: dict[str, Any]) -> None:
 _LINES_BY_JSON_BUILD_OBJECT = sql(
     r"""
     SELECT json_build_object(
-        'seq', t.seq, 'id', t.id, 'tenant_id', t.tenant_id, 'kind', t.kind, 'reference', t.reference,
+        'chain', t.chain, 'seq', t.seq, 'id', t.id, 'tenant_id', t.tenant_id, 'kind', t.kind, 'reference', t.reference,
         'metadata', t.metadata,
         'created_at', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24\:MI\:SS.US"Z"'),
         'postings', (
@@ -685,7 +693,7 @@ _LINES_BY_JSON_BUILD_OBJECT = sql(
     )::text || E'\n'
     FROM journal_transaction AS t
     WHERE t.tenant_id = :tenant_id
-    ORDER BY t.seq
+    ORDER BY t.chain, t.seq
     """
 )
 

@@ -6,7 +6,9 @@ Each line is read once (read_line): JSON, and for a game record its proof, parse
 (pokna.audit.proofs). pokna.audit.bundle_scan does that on every core for a large bundle and hands the
 records here in order; BundleAudit.take then runs every check that needs the records before it.
 
-The ledger's own rules (chain, seqs, balance, currencies) are pokna.ledger.audit's; every proof is checked
+The ledger's own rules (chains, seqs, balance, currencies) are pokna.ledger.audit's; which chains and
+seqs the bundle holds, with their end links, is checked here against the signed header (per chain since
+format 2; a format 1 bundle, written before there were chains, is all chain 0); every proof is checked
 as pokna.fairness checks it; the money is matched by pokna.audit.money and explained by
 pokna.audit.journal. Signatures (header, proofs, checkpoints) are checked against the published key ring
 the auditor brings; without one, against the ring inside the bundle, which the report says. A beacon-mode
@@ -27,11 +29,13 @@ from pokna.audit.records import (
     CHECKPOINT,
     COUNTED,
     END,
-    FORMAT_VERSION,
+    FORMATS_READ,
     GAME,
     HEADER,
     KEY_RING,
     TRANSACTION,
+    checkpoint_pins,
+    checkpoint_place,
 )
 from pokna.audit.report import BundleReport
 from pokna.crypto.errors import CryptoError
@@ -40,6 +44,7 @@ from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.keyring import KeyRing
 from pokna.fairness.plain_json import loads_noting_plain
 from pokna.ledger.audit import ExportAudit, shape_problem
+from pokna.ledger.chain import LEDGER_CHAINS
 
 Progress = Callable[[int, BundleReport], None]
 # A line as read: its number, its JSON value (None when unreadable), why it is unreadable, and for a game
@@ -57,6 +62,32 @@ CHECKS = (
 _PROGRESS_EVERY = 20_000
 _GAME_MARK = f'"{GAME}"'
 _READ_PROOF: dict[str, Any] = {}
+_SPAN_FIELDS = ("from_seq", "to_seq", "first_prev_hash", "last_hash")
+
+
+def where(chain: int, seq: object) -> str:
+    """A transaction as findings name it: `seq 12` on chain 0 (as before chains), `chain 3 seq 12`."""
+    return f"seq {seq}" if chain == 0 else f"chain {chain} seq {seq}"
+
+
+class _Span:
+    """One chain as the bundle holds it: its first seq and prev_hash, its last seq and hash, how many."""
+
+    __slots__ = ("first_prev_hash", "first_seq", "last_hash", "last_seq", "transactions")
+
+    def __init__(self, seq: int, prev_hash: str) -> None:
+        self.first_seq, self.first_prev_hash = seq, prev_hash
+        self.last_seq, self.last_hash = seq, prev_hash
+        self.transactions = 0
+
+    def seen(self) -> dict[str, Any]:
+        return {
+            "from_seq": self.first_seq,
+            "to_seq": self.last_seq,
+            "first_prev_hash": self.first_prev_hash,
+            "last_hash": self.last_hash,
+            "transactions": self.transactions,
+        }
 
 
 def _ring_entries(ring: KeyRing) -> list[tuple[str, str, str]]:
@@ -85,10 +116,15 @@ class BundleAudit:
         self.header: dict[str, Any] | None = None
         self.header_signed = False
         self.ring_line: int | None = None
-        self.first_prev_hash: str | None = None
-        self.last: tuple[int, str] | None = None  # the last transaction's seq and hash
+        self.format: int | None = None
+        # The signed range: chain -> (from_seq, to_seq); what the bundle holds of each chain.
+        self.ranges: dict[int, tuple[int, int]] = {}
+        self.spans: dict[int, _Span] = {}
+        self.last: tuple[int, int, str] | None = None  # the last transaction's chain, seq and hash
+        # Heads a checkpoint pins further on in the bundle: (chain, seq) -> (its line, hash, name).
+        self.pinned: dict[tuple[int, int], list[tuple[int, str, str]]] = {}
         self.ended = False
-        self.last_checkpoint: tuple[int, str] | None = None
+        self.last_checkpoint: tuple[int, int, str] | None = None
         self.count: dict[str, int] = {}
         self.lines = 0
 
@@ -138,15 +174,54 @@ class BundleAudit:
             self.report.found(number, HEADER, None, "the header appears again, or not on the first line")
             return
         self.header = record
-        if record.get("format") != FORMAT_VERSION:
-            self.report.found(number, HEADER, None, f"format {record.get('format')!r}; this checker reads 1")
+        version = record.get("format")
+        if version not in FORMATS_READ:
+            self.report.found(
+                number,
+                HEADER,
+                None,
+                f"format {version!r}; this checker reads {' and '.join(map(str, FORMATS_READ))}",
+            )
+        self.format = version if isinstance(version, int) and version in FORMATS_READ else None
         tenant_id, from_seq, to_seq = record.get("tenant_id"), record.get("from_seq"), record.get("to_seq")
         self.report.tenant_id = tenant_id if isinstance(tenant_id, str) else None
         self.report.from_seq = from_seq if isinstance(from_seq, int) else None
         self.report.to_seq = to_seq if isinstance(to_seq, int) else None
-        self.journal.from_seq = self.report.from_seq
+        if self.format == 1:
+            if isinstance(from_seq, int) and isinstance(to_seq, int):
+                self.ranges[0] = (from_seq, to_seq)
+        elif self.format is not None:
+            self._read_chains(number, record.get("chains"))
+        self.journal.chain_starts = {chain: first for chain, (first, _last) in self.ranges.items()}
         if self.keys is not None:
             self._check_header_signature()
+
+    def _read_chains(self, number: int, chains: object) -> None:
+        """Format 2's `chains`: each {chain, from_seq, to_seq, first_prev_hash, last_hash, transactions},
+        ascending by chain."""
+        entries = chains if isinstance(chains, list) else None
+        for entry in entries or ():
+            chain = entry.get("chain") if isinstance(entry, dict) else None
+            first, last = (
+                (entry.get("from_seq"), entry.get("to_seq")) if isinstance(entry, dict) else (None, None)
+            )
+            if not (isinstance(chain, int) and isinstance(first, int) and isinstance(last, int)):
+                entries = None
+                break
+            if not (_is_int(chain) and 0 <= chain < LEDGER_CHAINS and _is_int(first) and _is_int(last)) or (
+                chain <= max(self.ranges, default=-1)
+            ):
+                entries = None
+                break
+            self.ranges[chain] = (first, last)
+            self.report.chains.append(entry)
+        if entries is None:
+            self.report.found(
+                number,
+                HEADER,
+                None,
+                "the header's chains are not a list of {chain, from_seq, to_seq, ...} ascending by chain",
+            )
 
     def _on_key_ring(self, number: int, record: dict[str, Any]) -> None:
         if self.ring_line is not None or number != 2:
@@ -184,33 +259,73 @@ class BundleAudit:
         line = {key: value for key, value in record.items() if key != "type"}
         problem = None if self.ledger_taken else shape_problem(line)
         if problem is not None:
-            seq = line.get("seq")
-            self.report.found(number, TRANSACTION, f"seq {seq}", f"not a ledger transaction: {problem}")
+            chain = line.get("chain", 0)
+            name = where(chain if _is_int(chain) else 0, line.get("seq"))
+            self.report.found(number, TRANSACTION, name, f"not a ledger transaction: {problem}")
             return
-        if self.first_prev_hash is None:
-            self.first_prev_hash = line["prev_hash"]
+        chain, seq, hash_ = line.get("chain", 0), line["seq"], line["hash"]
+        if self.last is not None and chain < self.last[0]:
+            self.report.found(
+                number,
+                TRANSACTION,
+                where(chain, seq),
+                f"{where(chain, seq)} comes after chain {self.last[0]}: a bundle holds its chains in ascending order",
+            )
         if not self.ledger_taken:
             self.ledger.check_parsed(number, line)
-        self.last = (line["seq"], line["hash"])
+        span = self.spans.get(chain)
+        if span is None:
+            span = self.spans[chain] = _Span(seq, line["prev_hash"])
+        span.last_seq, span.last_hash = seq, hash_
+        span.transactions += 1
+        self.last = (chain, seq, hash_)
+        for pinned_on, pinned_hash, name in self.pinned.pop((chain, seq), ()):
+            if pinned_hash != hash_:
+                self.report.found(
+                    pinned_on,
+                    CHECKPOINT,
+                    name,
+                    f"{where(chain, seq)}: the hash differs from the signed checkpoint (history rewritten)",
+                )
         self.journal.on_transaction(number, line)
 
     def _on_checkpoint(self, number: int, record: dict[str, Any]) -> None:
-        seq, name = record.get("seq"), f"seq {record.get('seq')}"
+        """Right after the transaction of the first head it pins inside the signed range (in chain order),
+        with that transaction's hash; every other head it pins inside the range is checked when its
+        transaction comes (the chains come in ascending order)."""
+        seq = record.get("seq")
         found = self.report.found
+        pins = checkpoint_pins(record)
+        place = checkpoint_place(pins, self.ranges) if pins is not None else None
+        target = place if place is not None else (0, seq if isinstance(seq, int) else -1)
+        name = where(target[0], seq if place is None else target[1])
         if record.get("tenant_id") != self.report.tenant_id:
             found(
                 number, CHECKPOINT, name, f"signed for tenant {record.get('tenant_id')!r}, not the bundle's"
             )
-        if self.last is None or seq != self.last[0]:
-            after = "the start" if self.last is None else f"seq {self.last[0]}"
+        if pins is None:
+            found(
+                number,
+                CHECKPOINT,
+                name,
+                "not a checkpoint: seq and hash, and heads as [{chain, seq, hash}] ascending by chain "
+                "with chain 0's equal to them",
+            )
+        if self.last is None or target != self.last[:2]:
+            after = "the start" if self.last is None else where(*self.last[:2])
             found(number, CHECKPOINT, name, f"a checkpoint of {name} placed after {after}, not after its seq")
-        elif record.get("hash") != self.last[1]:
+        elif pins is not None and (target[0], target[1], self.last[2]) not in pins:
             found(
                 number,
                 CHECKPOINT,
                 name,
                 f"{name}: the hash differs from the signed checkpoint (history rewritten)",
             )
+        elif pins is not None:
+            for chain, pinned_seq, pinned_hash in pins:
+                span = self.ranges.get(chain)
+                if chain > target[0] and span is not None and span[0] <= pinned_seq <= span[1]:
+                    self.pinned.setdefault((chain, pinned_seq), []).append((number, pinned_hash, name))
         if self.journal.pending_accounts or self.journal.pending_game is not None:
             found(
                 number,
@@ -221,7 +336,7 @@ class BundleAudit:
         problem = self._signature_problem(record)
         if problem is not None:
             found(number, CHECKPOINT, name, f"checkpoint signature: {problem}")
-        order = (seq if isinstance(seq, int) else -1, str(record.get("created_at")))
+        order = (target[0], target[1], str(record.get("created_at")))
         if self.last_checkpoint is not None and order < self.last_checkpoint:
             found(number, CHECKPOINT, name, "checkpoints come oldest first")
         self.last_checkpoint = order
@@ -273,10 +388,20 @@ class BundleAudit:
             report.found(2, KEY_RING, None, "the bundle has no key ring (it belongs on line 2)")
         if not self.ended:
             report.found(self.lines or None, END, None, "the bundle has no trailer: it was cut short")
+        for (chain, seq), pins in sorted(self.pinned.items()):
+            for pinned_on, _hash, name in pins:
+                report.found(
+                    pinned_on,
+                    CHECKPOINT,
+                    name,
+                    f"it pins {where(chain, seq)}, which the bundle does not hold",
+                )
         self.journal.finish()
         ledger = self.ledger.finish()
         for finding in ledger.findings:
-            report.found(finding.line, TRANSACTION, f"seq {finding.seq}", finding.problem)
+            report.found(
+                finding.line, TRANSACTION, where(getattr(finding, "chain", 0), finding.seq), finding.problem
+            )
         report.notes += ledger.notes
         report.transactions, report.postings = ledger.transactions, ledger.postings
         report.records = dict(self.count)
@@ -285,22 +410,63 @@ class BundleAudit:
 
     def _check_span(self, header: Mapping[str, Any]) -> None:
         """The header's signed range against what the bundle holds: nothing cut off, nothing added."""
-        ledger = self.ledger.report
-        seen = {
-            "from_seq": ledger.first_seq if ledger.first_seq is not None else header.get("from_seq"),
-            "to_seq": ledger.last_seq if ledger.last_seq is not None else header.get("to_seq"),
-            "first_prev_hash": self.first_prev_hash or header.get("first_prev_hash"),
-            "last_hash": ledger.head_hash or header.get("last_hash"),
-            "transactions": ledger.transactions,
-        }
+        total = sum(span.transactions for span in self.spans.values())
+        if self.format == 1:
+            span = self.spans.get(0)
+            seen = span.seen() if span is not None else {name: header.get(name) for name in _SPAN_FIELDS}
+            self._compare(header, seen | {"transactions": total}, "")
+            for chain in sorted(set(self.spans) - {0}):
+                self._unsigned_chain(chain)
+            return
+        if self.format is None:
+            return
+        signed = {entry["chain"]: entry for entry in self.report.chains}
+        for chain, entry in signed.items():
+            span = self.spans.get(chain)
+            seen = span.seen() if span is not None else {"transactions": 0}
+            self._compare(entry, seen, f"chain {chain} ")
+        for chain in sorted(set(self.spans) - set(signed)):
+            self._unsigned_chain(chain)
+        zero = signed.get(0)
+        if zero is not None:
+            for name in _SPAN_FIELDS:
+                if header.get(name) != zero.get(name):
+                    self.report.found(
+                        1,
+                        HEADER,
+                        None,
+                        f"the signed header says {name} {header.get(name)!r}, its chain 0 {zero.get(name)!r}",
+                    )
+        if header.get("transactions") != total:
+            self.report.found(
+                1,
+                HEADER,
+                None,
+                f"the signed header says transactions {header.get('transactions')!r}, the bundle has {total!r}",
+            )
+
+    def _compare(self, signed: Mapping[str, Any], seen: Mapping[str, Any], chain: str) -> None:
         for name, value in seen.items():
-            if header.get(name) != value:
+            if signed.get(name) != value:
                 self.report.found(
                     1,
                     HEADER,
                     None,
-                    f"the signed header says {name} {header.get(name)!r}, the bundle has {value!r}",
+                    f"the signed header says {chain}{name} {signed.get(name)!r}, the bundle has {value!r}",
                 )
+
+    def _unsigned_chain(self, chain: int) -> None:
+        span = self.spans[chain]
+        self.report.found(
+            1,
+            HEADER,
+            None,
+            f"the bundle holds {span.transactions} transaction(s) of chain {chain}, which the signed header does not name",
+        )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def read_line(

@@ -33,7 +33,8 @@ class Journal:
         self.games: dict[str, GameBook] = {}  # games whose transfers in the range are not all seen yet
         self.closed: set[str] = set()
         self.pot_owner: dict[str, str] = {}
-        self.from_seq: int | None = None
+        # Each chain's first seq in the bundle's signed range (format 1: chain 0 alone).
+        self.chain_starts: dict[int, int] = {}
         # The records written since the last transaction: exactly what the next one touches first.
         self.pending_accounts: list[str] = []
         self.pending_game: str | None = None
@@ -77,7 +78,7 @@ class Journal:
             found(number, GAME, name, "a game record has string game_id, status and pot_account_id")
             return False
         before = before_field if isinstance(before_field, int) and is_int(before_field) else -1
-        if before < 0 or (self.from_seq == 1 and before != 0):
+        if before < 0:
             found(
                 number, GAME, name, f"transfers_before is {before_field!r}: a count, 0 for a range from seq 1"
             )
@@ -94,7 +95,7 @@ class Journal:
                 number, GAME, name, f"a second game record before a transaction (after {self.pending_game})"
             )
         self.pending_game = game_id
-        book = GameBook(game_id, number, status, pot, None, before)
+        book = GameBook(game_id, number, status, pot, None, before, transfers_before=before)
         self.games[game_id] = book
         self.report.games[status] = self.report.games.get(status, 0) + 1
         if document is None:
@@ -132,7 +133,8 @@ class Journal:
 
     def on_transaction(self, number: int, line: Mapping[str, Any]) -> None:
         report, seq, kind = self.report, line["seq"], line["kind"]
-        where = f"seq {seq}"
+        chain = line.get("chain", 0)
+        where = f"seq {seq}" if chain == 0 else f"chain {chain} seq {seq}"
         postings: list[dict[str, Any]] = line["postings"]
         report.transaction_kinds[kind] = report.transaction_kinds.get(kind, 0) + 1
         kinds: list[str | None] = []
@@ -207,6 +209,18 @@ class Journal:
             problem = "after its last transfer" if game_id in self.closed else "with no game record before it"
             found(number, TRANSACTION, where, f"a transfer of game {game_id} {problem}")
             return
+        if (
+            book.posted == 0
+            and book.transfers_before != 0
+            and self.chain_starts.get(line.get("chain", 0)) == 1
+        ):
+            # Its first transfer in the bundle is on a chain the bundle holds from seq 1: none came before.
+            found(
+                book.line,
+                GAME,
+                game_id,
+                f"transfers_before is {book.transfers_before}: a count, 0 for a range from seq 1",
+            )
         revenue_accounts: set[str] = set()
         for posting, kind in zip(line["postings"], kinds, strict=True):
             account_id = posting["account_id"]

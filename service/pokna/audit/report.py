@@ -33,8 +33,11 @@ class BundleReport:
     findings: list[BundleFinding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tenant_id: str | None = None
+    # Chain 0's range, as the header signs it (null when the bundle is of another chain only).
     from_seq: int | None = None
     to_seq: int | None = None
+    # Every chain's range and end links as the header signs them (format 2; empty for format 1).
+    chains: list[dict[str, Any]] = field(default_factory=list)
     records: dict[str, int] = field(default_factory=dict)
     transactions: int = 0
     postings: int = 0
@@ -53,6 +56,15 @@ class BundleReport:
     def extra_beacon_chains(self) -> tuple[BeaconChain, ...]:
         """The chains trusted besides the known public ones (`--beacon-chain`): the report names each."""
         return tuple(chain for chain in self.beacon_chains if chain not in KNOWN_CHAINS)
+
+    def describe_range(self) -> str:
+        """`seq 1-40` (chain 0, or a bundle from before chains), `chain 0 seq 1-40, chain 3 seq 1-12`."""
+        if not self.chains:
+            return f"seq {self.from_seq}-{self.to_seq}"
+        return ", ".join(
+            f"chain {entry.get('chain')} seq {entry.get('from_seq')}-{entry.get('to_seq')}"
+            for entry in self.chains
+        )
 
     def found(self, line: int | None, record: str, record_id: str | None, problem: str) -> None:
         self.findings.append(BundleFinding(line, record, record_id, problem))
@@ -82,6 +94,7 @@ class BundleReport:
             "tenant_id": self.tenant_id,
             "from_seq": self.from_seq,
             "to_seq": self.to_seq,
+            "chains": self.chains,
             "records": dict(sorted(self.records.items())),
             "transactions": self.transactions,
             "postings": self.postings,

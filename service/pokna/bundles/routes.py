@@ -13,6 +13,7 @@ from pokna.api.deps import RuntimeDep, SessionDep, streamed
 from pokna.api.fields import SEQ_MAX, Moment
 from pokna.api.problem_docs import BAD_RANGE, KEYED, VALIDATION, problems
 from pokna.audit.records import MEDIA_TYPE
+from pokna.ledger.chain import LEDGER_CHAINS
 
 OCTET_STREAM = "application/octet-stream"
 router = APIRouter(prefix="/v1", tags=["audit"])
@@ -22,11 +23,15 @@ router = APIRouter(prefix="/v1", tags=["audit"])
     "/audit/bundle",
     response_class=StreamingResponse,
     summary="Stream an audit bundle: ledger, proofs, checkpoints and key ring over a seq or time range",
-    description="JSON Lines of typed records (docs/audit.md): a signed header, the key ring, then the "
-    "journal in seq order, each transaction preceded by the accounts and games it first touches (a game with "
-    "its signed proof once it has ended) and followed by any checkpoint signed at its seq, and a trailer. "
-    "Check it offline with `pokna audit verify BUNDLE --keys <published keys>`. Give the range by seq or by "
-    "time (not both for one end); an open end is the start of the books or the chain head now.",
+    description="JSON Lines of typed records (docs/audit.md): a signed header naming each hash chain's "
+    "range and end links, the key ring, then the journal in (chain, seq) order, each transaction preceded by "
+    "the accounts and games it first touches (a game with its signed proof once it has ended) and followed "
+    "by any checkpoint whose first pinned head in the range (in chain order) it is, and a trailer. "
+    "Check it offline with `pokna audit verify BUNDLE --keys <published keys>`. `chain` restricts it to one "
+    "chain; `from_seq` and `to_seq` are positions on `chain`, or on chain 0 when it is not given (chain 0 "
+    "held every transaction before the journal had several chains); with neither, every chain. Give each "
+    "end by seq or by time (not both); times select on each chain; an open end is the start of the books "
+    "or the chain's head now.",
     responses={
         200: {
             "content": {
@@ -45,8 +50,18 @@ def audit_bundle(
     runtime: RuntimeDep,
     tenant_id: TenantDep,
     session: SessionDep,
-    from_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX, description="First seq.")] = None,
-    to_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX, description="Last seq.")] = None,
+    chain: Annotated[
+        int | None,
+        Query(ge=0, le=LEDGER_CHAINS - 1, description="Only this chain (default: every chain)."),
+    ] = None,
+    from_seq: Annotated[
+        int | None,
+        Query(ge=1, le=SEQ_MAX, description="First seq on `chain` (chain 0 when not given)."),
+    ] = None,
+    to_seq: Annotated[
+        int | None,
+        Query(ge=1, le=SEQ_MAX, description="Last seq on `chain` (chain 0 when not given)."),
+    ] = None,
     from_time: Annotated[
         Moment | None, Query(description="From the first transaction written at or after this time.")
     ] = None,
@@ -59,7 +74,9 @@ def audit_bundle(
         session,
         runtime.keys,
         tenant_id,
-        bundles.BundleRange(from_seq=from_seq, to_seq=to_seq, from_time=from_time, to_time=to_time),
+        bundles.BundleRange(
+            from_seq=from_seq, to_seq=to_seq, from_time=from_time, to_time=to_time, chain=chain
+        ),
     )
     return StreamingResponse(
         streamed(request, session, chunks, commit_each_chunk=True), media_type=_labelled(request)

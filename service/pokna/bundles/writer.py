@@ -1,4 +1,4 @@
-"""Writing an audit bundle: the tenant's journal over a range, streamed, with the proof of every game it
+"""Writing an audit bundle: the tenant's journal over a range (per hash chain, in (chain, seq) order), streamed, with the proof of every game it
 moves money for, the signed checkpoints inside the range, the key ring, and a signed header and a
 trailer (the record layout: pokna.audit.records).
 
@@ -28,6 +28,9 @@ from pokna.audit.records import (
     KEY_RING,
     TRANSACTION,
     account_record,
+    chain_entry,
+    checkpoint_pins,
+    checkpoint_place,
     end_record,
     game_record,
     header_document,
@@ -45,12 +48,14 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 @dataclass(frozen=True)
 class BundleRange:
-    """By seq or by time; either end may stay open (the start of the books, the chain head now)."""
+    """By seq or by time; either end may stay open (the start of the books, the chain head now). `chain`:
+    that chain only; seqs without it are chain 0's; with neither, every chain (pokna.ledger.journal_span)."""
 
     from_seq: int | None = None
     to_seq: int | None = None
     from_time: datetime | None = None
     to_time: datetime | None = None
+    chain: int | None = None
 
 
 def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: BundleRange) -> Iterator[str]:
@@ -60,18 +65,31 @@ def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: Bundl
     journal = ledger.journal_span(
         session,
         tenant_id,
+        chain=span.chain,
         from_seq=span.from_seq,
         to_seq=span.to_seq,
         from_time=span.from_time,
         to_time=span.to_time,
     )
+    zero = journal.zero
     header = sign_document(
         header_document(
             tenant_id=tenant_id,
-            from_seq=journal.first_seq,
-            to_seq=journal.last_seq,
-            first_prev_hash=journal.first_prev_hash,
-            last_hash=journal.last_hash,
+            from_seq=zero.first_seq if zero is not None else None,
+            to_seq=zero.last_seq if zero is not None else None,
+            first_prev_hash=zero.first_prev_hash if zero is not None else None,
+            last_hash=zero.last_hash if zero is not None else None,
+            chains=[
+                chain_entry(
+                    chain=chain.chain,
+                    from_seq=chain.first_seq,
+                    to_seq=chain.last_seq,
+                    first_prev_hash=chain.first_prev_hash,
+                    last_hash=chain.last_hash,
+                    transactions=chain.transactions,
+                )
+                for chain in journal.chains
+            ],
             transactions=journal.transactions,
             created_at=format_timestamp(utc_now()),
         ),
@@ -81,7 +99,7 @@ def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: Bundl
 
 
 def _lines(
-    session: Session, keys: ServiceKeys, tenant_id: str, journal: ledger.JournalSpan, header: dict[str, Any]
+    session: Session, keys: ServiceKeys, tenant_id: str, journal: ledger.JournalSpans, header: dict[str, Any]
 ) -> Iterator[str]:
     yield _encode(header) + "\n"
     yield _encode({"type": KEY_RING, **keys.key_ring.to_json()}) + "\n"
@@ -92,14 +110,20 @@ def _lines(
 
 
 def _body(
-    session: Session, tenant_id: str, journal: ledger.JournalSpan, counts: dict[str, int]
+    session: Session, tenant_id: str, journal: ledger.JournalSpans, counts: dict[str, int]
 ) -> Iterator[str]:
-    checkpoints: dict[int, list[dict[str, Any]]] = {}
-    for checkpoint in ledger.checkpoints_between(session, tenant_id, journal.first_seq, journal.last_seq):
-        checkpoints.setdefault(checkpoint.seq, []).append(ledger.checkpoint_document(checkpoint))
+    # Each checkpoint right after the transaction of the first head it pins inside the range, oldest first.
+    checkpoints: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    ranges = {span.chain: (span.first_seq, span.last_seq) for span in journal.chains}
+    for checkpoint in ledger.checkpoints_between(session, tenant_id, journal):
+        document = ledger.checkpoint_document(checkpoint)
+        pins = checkpoint_pins(document)
+        place = checkpoint_place(pins, ranges) if pins is not None else None
+        if place is not None:
+            checkpoints.setdefault(place, []).append(document)
     seen_accounts: set[str] = set()
     seen_games: set[str] = set()
-    lines = ledger.export_jsonl(session, tenant_id, from_seq=journal.first_seq, to_seq=journal.last_seq)
+    lines = ledger.export_jsonl_ranges(session, tenant_id, journal.ranges())
     batch: list[tuple[str, dict[str, Any]]] = []
     for text in lines:
         batch.append((text, json.loads(text)))
@@ -117,11 +141,11 @@ def _body(
 def _batch(
     session: Session,
     tenant_id: str,
-    journal: ledger.JournalSpan,
+    journal: ledger.JournalSpans,
     batch: list[tuple[str, dict[str, Any]]],
     seen_accounts: set[str],
     seen_games: set[str],
-    checkpoints: dict[int, list[dict[str, Any]]],
+    checkpoints: dict[tuple[int, int], list[dict[str, Any]]],
     counts: dict[str, int],
 ) -> Iterator[str]:
     new_accounts = {
@@ -130,10 +154,14 @@ def _batch(
         for posting in line["postings"]
         if posting["account_id"] not in seen_accounts
     }
-    new_games = {game_id for _, line in batch if (game_id := _game_of(line)) and game_id not in seen_games}
+    new_games: dict[str, int] = {}  # each game new in the batch, and the chain of its first transaction
+    for _, line in batch:
+        game_id = _game_of(line)
+        if game_id is not None and game_id not in seen_games:
+            new_games.setdefault(game_id, line.get("chain", 0))
     accounts = ledger.account_summaries(session, tenant_id, sorted(new_accounts))
     games = dealer.games_for_audit(session, tenant_id, sorted(new_games))
-    before = ledger.transfers_before(session, tenant_id, sorted(new_games), journal.first_seq)
+    before = ledger.transfers_before(session, tenant_id, new_games, journal)
     for text, line in batch:
         for posting in line["postings"]:
             account_id = posting["account_id"]
@@ -157,7 +185,7 @@ def _batch(
             yield _encode(record) + "\n"
         counts[TRANSACTION] = counts.get(TRANSACTION, 0) + 1
         yield transaction_record_text(text.rstrip("\n")) + "\n"
-        for document in checkpoints.pop(line["seq"], []):
+        for document in checkpoints.pop((line.get("chain", 0), line["seq"]), []):
             counts[CHECKPOINT] = counts.get(CHECKPOINT, 0) + 1
             yield _encode(document) + "\n"
 

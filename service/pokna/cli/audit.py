@@ -36,7 +36,7 @@ from pokna.fairness.errors import FairnessError
 from pokna.fairness.keyring import KeyRing
 from pokna.ledger import AuditReport, verify_export_stream
 from pokna.ledger.audit import UnusableCheckpoint
-from pokna.ledger.chain import chain_label
+from pokna.ledger.chain import LEDGER_CHAINS, chain_label
 
 _VERDICT_EXIT = {
     Verdict.VALID: EXIT_VALID,
@@ -241,7 +241,7 @@ def _answer_bundle(path: Path, report: BundleReport, as_json: bool) -> None:
     else:
         games = ", ".join(f"{count} {status}" for status, count in sorted(report.games.items())) or "none"
         typer.echo(
-            f"Audit bundle {path}: tenant {report.tenant_id}, seq {report.from_seq}-{report.to_seq}, "
+            f"Audit bundle {path}: tenant {report.tenant_id}, {report.describe_range()}, "
             f"{report.transactions} transactions, {report.postings} postings, games: {games}, "
             f"{report.rolls} rolls recomputed"
         )
@@ -308,10 +308,19 @@ def _print_export_report(path: Path, report: AuditReport) -> None:
 @audit_app.command("bundle")
 def bundle_command(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
-    from_seq: Annotated[int | None, typer.Option("--from-seq", min=1, help="First seq.")] = None,
-    to_seq: Annotated[int | None, typer.Option("--to-seq", min=1, help="Last seq.")] = None,
+    chain: Annotated[
+        int | None,
+        typer.Option("--chain", min=0, max=LEDGER_CHAINS - 1, help="Only this chain (default: every chain)."),
+    ] = None,
+    from_seq: Annotated[
+        int | None, typer.Option("--from-seq", min=1, help="First seq, on --chain (chain 0 without it).")
+    ] = None,
+    to_seq: Annotated[
+        int | None, typer.Option("--to-seq", min=1, help="Last seq, on --chain (chain 0 without it).")
+    ] = None,
     from_time: Annotated[
-        datetime | None, typer.Option("--from-time", help="From the first transaction at or after (UTC).")
+        datetime | None,
+        typer.Option("--from-time", help="From the first transaction at or after (UTC), on each chain."),
     ] = None,
     to_time: Annotated[
         datetime | None, typer.Option("--to-time", help="To the last transaction at or before (UTC).")
@@ -321,7 +330,8 @@ def bundle_command(
     ] = None,
     progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
-    """Write an audit bundle: the ledger over the range, every game's proof, checkpoints, key ring."""
+    """Write an audit bundle: the ledger over the range, every game's proof, checkpoints, key ring. Every
+    chain in (chain, seq) order, or one chain (--chain); a seq range without --chain is chain 0's."""
     from pokna.bundles import BundleRange, open_bundle
     from pokna.cli.command_session import command_session, require_tenant
     from pokna.cli.errors import EXIT_USAGE, CommandError
@@ -329,7 +339,7 @@ def bundle_command(
     from pokna.service_keys import load_service_keys
     from pokna.settings import get_settings
 
-    span = BundleRange(from_seq, to_seq, _utc(from_time), _utc(to_time))
+    span = BundleRange(from_seq, to_seq, _utc(from_time), _utc(to_time), chain)
     keys = load_service_keys(get_settings())
     with command_session() as session:
         require_tenant(session, tenant)

@@ -26,7 +26,7 @@ from pokna.ledger import (
     reconcile,
     take_checkpoint,
 )
-from pokna.ledger.chain import chain_label
+from pokna.ledger.chain import LEDGER_CHAINS, chain_label
 from pokna.ledger.export import EXPORT_FORMATS
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
@@ -114,20 +114,33 @@ def export_command(
     export_format: Annotated[
         str, typer.Option("--format", help=f"One of: {', '.join(EXPORT_FORMATS)}.")
     ] = "jsonl",
-    from_seq: Annotated[int | None, typer.Option("--from-seq", min=1, help="First seq to export.")] = None,
-    to_seq: Annotated[int | None, typer.Option("--to-seq", min=0, help="Last seq to export.")] = None,
+    chain: Annotated[
+        int | None,
+        typer.Option("--chain", min=0, max=LEDGER_CHAINS - 1, help="Only this chain (default: every chain)."),
+    ] = None,
+    from_seq: Annotated[
+        int | None,
+        typer.Option("--from-seq", min=1, help="First seq to export, on --chain (chain 0 without it)."),
+    ] = None,
+    to_seq: Annotated[
+        int | None,
+        typer.Option("--to-seq", min=0, help="Last seq to export, on --chain (chain 0 without it)."),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
     ] = None,
     progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
-    """Stream a tenant's journal as JSONL (what `pokna audit verify` reads), CSV or Beancount."""
+    """Stream a tenant's journal as JSONL (what `pokna audit verify` reads), CSV or Beancount: every chain
+    in (chain, seq) order, or one chain (--chain); a seq range without --chain is chain 0's."""
     if export_format not in EXPORT_FORMATS:
         raise typer.BadParameter(f"one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
     with command_session() as session:
         require_tenant(session, tenant)
         with output_file(output) as handle:
-            chunks = export_lines(session, tenant, export_format, from_seq=from_seq, to_seq=to_seq)
+            chunks = export_lines(
+                session, tenant, export_format, chain=chain, from_seq=from_seq, to_seq=to_seq
+            )
             StderrProgress(progress).written(chunks, handle)
 
 

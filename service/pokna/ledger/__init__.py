@@ -20,7 +20,13 @@ from pokna.ledger.accounts import (
     revenue_account,
 )
 from pokna.ledger.audit import AuditReport, Finding, verify_export
-from pokna.ledger.audit_reads import JournalSpan, checkpoints_between, journal_span, transfers_before
+from pokna.ledger.audit_reads import (
+    JournalSpan,
+    JournalSpans,
+    checkpoints_between,
+    journal_span,
+    transfers_before,
+)
 from pokna.ledger.audit_scan import verify_export_stream
 from pokna.ledger.batches import TransferBatch, transfer_batch
 from pokna.ledger.chain import LEDGER_CHAINS, chain_for
@@ -39,7 +45,13 @@ from pokna.ledger.errors import (
     TransactionNotFound,
     UnbalancedTransaction,
 )
-from pokna.ledger.export import export_beancount, export_csv, export_jsonl, export_lines
+from pokna.ledger.export import (
+    export_beancount,
+    export_csv,
+    export_jsonl,
+    export_jsonl_ranges,
+    export_lines,
+)
 from pokna.ledger.holding import hold_wallets, hold_wallets_now
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.posting import (
@@ -80,6 +92,7 @@ __all__ = [
     "InvalidAccount",
     "InvalidPostings",
     "JournalSpan",
+    "JournalSpans",
     "LedgerError",
     "PostedTransaction",
     "Posting",
@@ -99,6 +112,7 @@ __all__ = [
     "export_beancount",
     "export_csv",
     "export_jsonl",
+    "export_jsonl_ranges",
     "export_lines",
     "find_account",
     "funding_account",

@@ -1,35 +1,45 @@
-"""What an audit bundle reads of the books: the span of the journal a range covers, with its two end links,
-the signed checkpoints inside it, and how many of a game's transfers came before it.
+"""What an audit bundle reads of the books: the span of each hash chain a range covers, with its two end
+links, the signed checkpoints that pin a transaction inside it, and how many of a game's transfers came
+before it.
 
-A range is given by seq or by time, never both for the same end; either end may be left open. Times are
-turned into seqs here (the first transaction written at or after `from_time`, the last at or before
-`to_time`), so a bundle is always a run of consecutive seqs whatever it was asked by.
+A range is one chain's (`chain`), or chain 0's when only seqs are given (a seq is a position on one chain,
+and chain 0 was the only one before there were chains), or every chain's when neither is. Its ends are given
+by seq or by time, never both for the same end; either end may be left open. Times are turned into seqs
+here per chain (on each chain, the first transaction written at or after `from_time`, the last at or before
+`to_time`), so a bundle is always, per chain, a run of consecutive seqs whatever it was asked by.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository, repository
-from pokna.ledger.chain import GENESIS_HASH
+from pokna.ledger.books_repository import SeqRange
+from pokna.ledger.chain import GENESIS_HASH, LEDGER_CHAINS
 from pokna.ledger.checkpoint import Checkpoint
 from pokna.ledger.errors import TenantNotFound
+
+# How far a checkpoint's created_at may trail a transaction it pins (both are the service's clock, read on
+# possibly different hosts): the database query's margin; the pins themselves are checked exactly.
+_CLOCK_MARGIN = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
 class JournalSpan:
-    """Seqs `first_seq`..`last_seq` (empty when first > last), the prev_hash the first continues from and
-    the hash of the last: the two links a signed bundle header pins."""
+    """Seqs `first_seq`..`last_seq` of chain `chain` (empty when first > last), the prev_hash the first
+    continues from and the hash of the last: the two links a signed bundle header pins."""
 
     first_seq: int
     last_seq: int
     first_prev_hash: str
     last_hash: str
+    chain: int = 0
 
     @property
     def empty(self) -> bool:
@@ -39,20 +49,52 @@ class JournalSpan:
     def transactions(self) -> int:
         return max(self.last_seq - self.first_seq + 1, 0)
 
+    @property
+    def seqs(self) -> SeqRange:
+        return SeqRange(self.first_seq, self.last_seq, self.chain)
+
+
+@dataclass(frozen=True)
+class JournalSpans:
+    """The chains a bundle covers: `chains`, every one with a transaction in the range, ascending by chain;
+    `zero`, chain 0's span (empty too) when chain 0 is one the range asked for, else None."""
+
+    chains: list[JournalSpan]
+    zero: JournalSpan | None
+
+    @property
+    def transactions(self) -> int:
+        return sum(span.transactions for span in self.chains)
+
+    @property
+    def empty(self) -> bool:
+        return not self.chains
+
+    def ranges(self) -> list[SeqRange]:
+        return [span.seqs for span in self.chains]
+
+    def of_chain(self, chain: int) -> JournalSpan | None:
+        return next((span for span in self.chains if span.chain == chain), None)
+
 
 def journal_span(
     session: Session,
     tenant_id: str,
     *,
+    chain: int | None = None,
     from_seq: int | None = None,
     to_seq: int | None = None,
     from_time: datetime | None = None,
     to_time: datetime | None = None,
-) -> JournalSpan:
-    """The asked-for range cut at the chain head as it is now. Raises InvalidRequest naming the field
+) -> JournalSpans:
+    """The asked-for range cut at each chain's head as it is now. Raises InvalidRequest naming the field
     (`query.from_seq`, ...) for a range that contradicts itself, TenantNotFound for an unknown tenant."""
     if not repository.tenant_exists(session, tenant_id):
         raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
+    if chain is not None and not 0 <= chain < LEDGER_CHAINS:
+        raise InvalidRequest(
+            f"chain is one of the ledger's chains, 0 to {LEDGER_CHAINS - 1}; not {chain}", field="query.chain"
+        )
     for name, value in (("from_seq", from_seq), ("to_seq", to_seq)):
         if value is not None and value < 1:
             raise InvalidRequest(f"{name} is a seq, 1 or more; not {value}", field=f"query.{name}")
@@ -67,44 +109,78 @@ def journal_span(
         raise InvalidRequest(f"to_seq {to_seq} is before from_seq {from_seq}", field="query.to_seq")
     if from_time is not None and to_time is not None and from_time > to_time:
         raise InvalidRequest("to_time is before from_time", field="query.to_time")
+    heads = books_repository.head_seqs(session, tenant_id)
+    chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
     first_by_time, last_by_time = books_repository.seq_bounds_of_times(session, tenant_id, from_time, to_time)
-    if from_time is not None:
-        # Nothing written since from_time: a range that starts after the head, and is empty.
-        from_seq = first_by_time if first_by_time is not None else _head_seq(session, tenant_id) + 1
-    if to_time is not None:
-        to_seq = last_by_time if last_by_time is not None else 0
-    seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
-    if seqs.empty:
-        return JournalSpan(seqs.first, seqs.last, GENESIS_HASH, GENESIS_HASH)
-    first_prev_hash, last_hash = books_repository.link_hashes(session, tenant_id, seqs)
-    return JournalSpan(seqs.first, seqs.last, first_prev_hash, last_hash)
+    spans: list[JournalSpan] = []
+    zero = None
+    for on in chains:
+        first, last = from_seq, to_seq
+        if from_time is not None:
+            # Nothing written on the chain since from_time: a range that starts after its head, and is empty.
+            first = first_by_time.get(on, heads.get(on, 0) + 1)
+        if to_time is not None:
+            last = last_by_time.get(on, 0)
+        (seqs,) = books_repository.seq_ranges(heads, [on], first, last)
+        if seqs.empty:
+            span = JournalSpan(seqs.first, seqs.last, GENESIS_HASH, GENESIS_HASH, on)
+        else:
+            first_prev_hash, last_hash = books_repository.link_hashes(session, tenant_id, seqs)
+            span = JournalSpan(seqs.first, seqs.last, first_prev_hash, last_hash, on)
+            spans.append(span)
+        if on == 0:
+            zero = span
+    return JournalSpans(spans, zero)
 
 
-def _head_seq(session: Session, tenant_id: str) -> int:
-    seq, _hash = repository.read_head(session, tenant_id)
-    return seq
+def checkpoints_between(session: Session, tenant_id: str, spans: JournalSpans) -> list[Checkpoint]:
+    """Every checkpoint that may pin a transaction of the spans (chain 0's seq in chain 0's span, or, for
+    one listing every chain's head, any of them), oldest first. Which of them pins one, and where it goes
+    in the bundle, is pokna.audit.records.checkpoint_place's to say."""
+    if spans.empty:
+        return []
+    zero = spans.of_chain(0)
+    since = books_repository.first_created_at(
+        session, tenant_id, [SeqRange(span.first_seq, span.first_seq, span.chain) for span in spans.chains]
+    )
+    rows = books_repository.checkpoint_rows(
+        session,
+        tenant_id,
+        zero.seqs if zero is not None else None,
+        since - _CLOCK_MARGIN if since is not None else None,
+    )
+    return [_checkpoint(row) for row in rows]
 
 
-def checkpoints_between(session: Session, tenant_id: str, first_seq: int, last_seq: int) -> list[Checkpoint]:
-    """Every checkpoint signed at a seq in first_seq..last_seq, oldest first."""
-    return [
-        Checkpoint(
-            id=row.id,
-            tenant_id=row.tenant_id,
-            seq=int(row.seq),
-            hash=row.hash,
-            created_at=row.created_at,
-            key_id=row.key_id,
-            signature=row.signature,
-        )
-        for row in repository.checkpoints_between(session, tenant_id, first_seq, last_seq)
-    ]
+def _checkpoint(row: Any) -> Checkpoint:
+    fields: dict[str, Any] = {
+        "id": row.id,
+        "tenant_id": row.tenant_id,
+        "seq": int(row.seq),
+        "hash": row.hash,
+        "created_at": row.created_at,
+        "key_id": row.key_id,
+        "signature": row.signature,
+    }
+    if "heads" in Checkpoint.__dataclass_fields__:  # a checkpoint signs `heads` since there are chains
+        fields["heads"] = row.heads
+    return Checkpoint(**fields)
 
 
 def transfers_before(
-    session: Session, tenant_id: str, game_ids: Sequence[str], before_seq: int
+    session: Session, tenant_id: str, game_chains: Mapping[str, int], spans: JournalSpans
 ) -> dict[str, int]:
-    """How many of each game's transactions (they carry the game's id as reference) precede `before_seq`."""
-    if before_seq <= 1 or not game_ids:
-        return {}
-    return books_repository.references_before(session, tenant_id, list(game_ids), before_seq)
+    """How many of each game's transactions (they carry the game's id as reference) precede, on the
+    game's chain (`game_chains`: the chain its transactions in the bundle are on), the span's first seq."""
+    by_chain: dict[int, list[str]] = {}
+    for game_id, chain in game_chains.items():
+        by_chain.setdefault(chain, []).append(game_id)
+    counts: dict[str, int] = {}
+    for chain, game_ids in sorted(by_chain.items()):
+        span = spans.of_chain(chain)
+        if span is None or span.first_seq <= 1:
+            continue
+        counts |= books_repository.references_before(
+            session, tenant_id, sorted(game_ids), chain, span.first_seq
+        )
+    return counts

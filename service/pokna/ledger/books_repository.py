@@ -6,76 +6,139 @@ never make it inconsistent.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Row, Select, Table, func, select
+from sqlalchemy import Row, Select, Table, and_, func, or_, select
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
-from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerHead
+from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
 
 _account = cast(Table, Account.__table__)
 _transaction = cast(Table, JournalTransaction.__table__)
 _posting = cast(Table, JournalPosting.__table__)
 _head = cast(Table, LedgerHead.__table__)
+_checkpoint = cast(Table, LedgerCheckpoint.__table__)
 _BATCH = 5000
 
 
 @dataclass(frozen=True)
 class SeqRange:
-    """The seqs an export covers, both ends included."""
+    """The seqs of one chain an export covers, both ends included."""
 
     first: int
     last: int
+    chain: int = 0
 
     @property
     def empty(self) -> bool:
         return self.first > self.last
 
 
-def seq_range(session: Session, tenant_id: str, from_seq: int | None, to_seq: int | None) -> SeqRange:
-    """The asked-for range, cut at the tenant's chain head as it is now."""
-    head = session.execute(select(_head.c.last_seq).where(_head.c.tenant_id == tenant_id)).scalar()
-    last = int(head or 0)
-    if to_seq is not None:
-        last = min(last, to_seq)
-    return SeqRange(max(from_seq or 1, 1), last)
-
-
-def journal_rows(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[Row[Any]]:
-    """One row per posting with its transaction's columns, in seq and leg order, streamed in batches."""
-    statement: Select[Any] = (
-        select(
-            _transaction.c.seq,
-            _transaction.c.id,
-            _transaction.c.kind,
-            _transaction.c.reference,
-            _transaction.c.metadata,
-            _transaction.c.created_at,
-            _transaction.c.prev_hash,
-            _transaction.c.hash,
-            _posting.c.leg,
-            _posting.c.account_id,
-            _posting.c.amount,
-            _posting.c.currency,
-        )
-        .join(_posting, _posting.c.transaction_id == _transaction.c.id)
-        .where(_transaction.c.tenant_id == tenant_id, _transaction.c.seq.between(seqs.first, seqs.last))
-        .order_by(_transaction.c.seq, _posting.c.leg)
+def head_seqs(session: Session, tenant_id: str) -> dict[int, int]:
+    """Every chain's head seq as it is now, read in one statement (chains with no transaction left out)."""
+    rows = session.execute(
+        select(_head.c.chain, _head.c.last_seq).where(_head.c.tenant_id == tenant_id, _head.c.last_seq > 0)
     )
-    result = session.execute(statement, execution_options={"yield_per": _BATCH})
-    try:
-        yield from result
-    finally:
-        result.close()
+    return {int(row.chain): int(row.last_seq) for row in rows}
 
 
-def accounts_with_head(session: Session, tenant_id: str) -> list[Row[Any]]:
-    """Every account of the tenant with its stored balance, and the head's seq, in one statement: so the
-    balances describe exactly the postings up to that seq."""
-    return list(
+def selected_chains(
+    chain: int | None, from_seq: int | None, to_seq: int | None, heads: Mapping[int, int]
+) -> list[int]:
+    """The chains a range covers: `chain` alone when given; chain 0 alone when a seq bound is given without
+    it (a seq is a position on one chain, and chain 0 was the only chain before there were chains);
+    otherwise every chain with a transaction, ascending."""
+    if chain is not None:
+        return [chain]
+    if from_seq is not None or to_seq is not None:
+        return [0]
+    return sorted(heads) or [0]
+
+
+def seq_ranges(
+    heads: Mapping[int, int], chains: list[int], from_seq: int | None, to_seq: int | None
+) -> list[SeqRange]:
+    """Per chain in `chains`, the asked-for seqs cut at that chain's head in `heads` (empty ones kept)."""
+    ranges = []
+    for chain in chains:
+        last = heads.get(chain, 0)
+        if to_seq is not None:
+            last = min(last, to_seq)
+        ranges.append(SeqRange(max(from_seq or 1, 1), last, chain))
+    return ranges
+
+
+def seq_range(
+    session: Session,
+    tenant_id: str,
+    from_seq: int | None,
+    to_seq: int | None,
+    chain: int | None = None,
+) -> list[SeqRange]:
+    """The non-empty ranges (one per chain, ascending) an export of chain `chain` (None: see
+    selected_chains) from `from_seq` to `to_seq` covers, cut at the chains' heads as they are now."""
+    heads = head_seqs(session, tenant_id)
+    chains = selected_chains(chain, from_seq, to_seq, heads)
+    return [seqs for seqs in seq_ranges(heads, chains, from_seq, to_seq) if not seqs.empty]
+
+
+def _in_ranges(ranges: Sequence[SeqRange]) -> Any:
+    return or_(
+        *(
+            and_(_transaction.c.chain == seqs.chain, _transaction.c.seq.between(seqs.first, seqs.last))
+            for seqs in ranges
+        )
+    )
+
+
+def journal_rows(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> Iterator[Row[Any]]:
+    """One row per posting with its transaction's columns, in (chain, seq) and leg order, streamed in
+    batches: one query per chain."""
+    for seqs in ranges:
+        if seqs.empty:
+            continue
+        statement: Select[Any] = (
+            select(
+                _transaction.c.chain,
+                _transaction.c.seq,
+                _transaction.c.id,
+                _transaction.c.kind,
+                _transaction.c.reference,
+                _transaction.c.metadata,
+                _transaction.c.created_at,
+                _transaction.c.prev_hash,
+                _transaction.c.hash,
+                _posting.c.leg,
+                _posting.c.account_id,
+                _posting.c.amount,
+                _posting.c.currency,
+            )
+            .join(_posting, _posting.c.transaction_id == _transaction.c.id)
+            .where(
+                _transaction.c.tenant_id == tenant_id,
+                _transaction.c.chain == seqs.chain,
+                _transaction.c.seq.between(seqs.first, seqs.last),
+            )
+            .order_by(_transaction.c.seq, _posting.c.leg)
+        )
+        result = session.execute(statement, execution_options={"yield_per": _BATCH})
+        try:
+            yield from result
+        finally:
+            result.close()
+
+
+def accounts_with_heads(session: Session, tenant_id: str) -> tuple[list[Any], dict[int, int]]:
+    """Every account of the tenant with its stored balance, and every chain's head seq, in one statement:
+    so the balances describe exactly the postings up to those heads."""
+    live = (_head.c.tenant_id == tenant_id) & (_head.c.last_seq > 0)
+    chains = select(func.array_agg(aggregate_order_by(_head.c.chain, _head.c.chain))).where(live)
+    seqs = select(func.array_agg(aggregate_order_by(_head.c.last_seq, _head.c.chain))).where(live)
+    rows = list(
         session.execute(
             select(
                 _account.c.id,
@@ -83,30 +146,45 @@ def accounts_with_head(session: Session, tenant_id: str) -> list[Row[Any]]:
                 _account.c.currency,
                 _account.c.balance,
                 _account.c.created_at,
-                _head.c.last_seq,
+                chains.scalar_subquery().label("head_chains"),
+                seqs.scalar_subquery().label("head_seqs"),
             )
-            .select_from(_account.outerjoin(_head, _head.c.tenant_id == _account.c.tenant_id))
             .where(_account.c.tenant_id == tenant_id)
             .order_by(_account.c.id)
         )
     )
+    if not rows:
+        return rows, {}
+    first = rows[0]
+    heads = dict(zip(first.head_chains or (), first.head_seqs or (), strict=True))
+    return rows, {int(chain): int(seq) for chain, seq in heads.items()}
 
 
-def first_created_at(session: Session, tenant_id: str, seqs: SeqRange) -> datetime | None:
+def first_created_at(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> datetime | None:
+    ranges = [seqs for seqs in ranges if not seqs.empty]
+    if not ranges:
+        return None
     return session.execute(
         select(func.min(_transaction.c.created_at)).where(
-            _transaction.c.tenant_id == tenant_id, _transaction.c.seq.between(seqs.first, seqs.last)
+            _transaction.c.tenant_id == tenant_id, _in_ranges(ranges)
         )
     ).scalar()
 
 
-def balances_before(session: Session, tenant_id: str, before_seq: int) -> list[Row[Any]]:
-    """Each account's sum of postings before `before_seq` (account_id, currency, total), by account id."""
+def balances_before(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> list[Row[Any]]:
+    """Each account's sum of the postings on each range's chain before the range's first seq (account_id,
+    currency, total), by account id."""
+    before = [seqs for seqs in ranges if seqs.first > 1]
+    if not before:
+        return []
+    earlier = or_(
+        *(and_(_transaction.c.chain == seqs.chain, _transaction.c.seq < seqs.first) for seqs in before)
+    )
     return list(
         session.execute(
             select(_posting.c.account_id, _posting.c.currency, func.sum(_posting.c.amount).label("total"))
             .join(_transaction, _transaction.c.id == _posting.c.transaction_id)
-            .where(_transaction.c.tenant_id == tenant_id, _transaction.c.seq < before_seq)
+            .where(_transaction.c.tenant_id == tenant_id, earlier)
             .group_by(_posting.c.account_id, _posting.c.currency)
             .order_by(_posting.c.account_id)
         )
@@ -165,50 +243,83 @@ def unbalanced_transactions(session: Session, tenant_id: str | None) -> list[Row
 
 def seq_bounds_of_times(
     session: Session, tenant_id: str, from_time: datetime | None, to_time: datetime | None
-) -> tuple[int | None, int | None]:
-    """The first seq written at or after `from_time` and the last written at or before `to_time`."""
-    first = last = None
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Per chain, the first seq written at or after `from_time` and the last written at or before
+    `to_time` (a chain with none is left out)."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
     if from_time is not None:
-        first = session.execute(
-            select(func.min(_transaction.c.seq)).where(
-                _transaction.c.tenant_id == tenant_id, _transaction.c.created_at >= from_time
-            )
-        ).scalar()
+        rows = session.execute(
+            select(_transaction.c.chain, func.min(_transaction.c.seq))
+            .where(_transaction.c.tenant_id == tenant_id, _transaction.c.created_at >= from_time)
+            .group_by(_transaction.c.chain)
+        )
+        first = {int(chain): int(seq) for chain, seq in rows}
     if to_time is not None:
-        last = session.execute(
-            select(func.max(_transaction.c.seq)).where(
-                _transaction.c.tenant_id == tenant_id, _transaction.c.created_at <= to_time
-            )
-        ).scalar()
-    return (None if first is None else int(first)), (None if last is None else int(last))
+        rows = session.execute(
+            select(_transaction.c.chain, func.max(_transaction.c.seq))
+            .where(_transaction.c.tenant_id == tenant_id, _transaction.c.created_at <= to_time)
+            .group_by(_transaction.c.chain)
+        )
+        last = {int(chain): int(seq) for chain, seq in rows}
+    return first, last
 
 
 def link_hashes(session: Session, tenant_id: str, seqs: SeqRange) -> tuple[str, str]:
-    """The prev_hash of the range's first transaction and the hash of its last."""
+    """The prev_hash of the range's first transaction and the hash of its last (on its chain)."""
+    on_chain = (_transaction.c.tenant_id == tenant_id) & (_transaction.c.chain == seqs.chain)
     first = session.execute(
-        select(_transaction.c.prev_hash).where(
-            _transaction.c.tenant_id == tenant_id, _transaction.c.seq == seqs.first
-        )
+        select(_transaction.c.prev_hash).where(on_chain, _transaction.c.seq == seqs.first)
     ).scalar_one()
     last = session.execute(
-        select(_transaction.c.hash).where(
-            _transaction.c.tenant_id == tenant_id, _transaction.c.seq == seqs.last
-        )
+        select(_transaction.c.hash).where(on_chain, _transaction.c.seq == seqs.last)
     ).scalar_one()
     return str(first), str(last)
 
 
 def references_before(
-    session: Session, tenant_id: str, references: list[str], before_seq: int
+    session: Session, tenant_id: str, references: list[str], chain: int, before_seq: int
 ) -> dict[str, int]:
-    """How many transactions carry each reference before `before_seq`."""
+    """How many transactions on `chain` carry each reference before `before_seq`."""
     rows = session.execute(
         select(_transaction.c.reference, func.count().label("transactions"))
         .where(
             _transaction.c.tenant_id == tenant_id,
             _transaction.c.reference.in_(references),
+            _transaction.c.chain == chain,
             _transaction.c.seq < before_seq,
         )
         .group_by(_transaction.c.reference)
     )
     return {str(row.reference): int(row.transactions) for row in rows}
+
+
+def checkpoint_rows(
+    session: Session, tenant_id: str, chain_zero: SeqRange | None, since: datetime | None
+) -> list[Row[Any]]:
+    """The checkpoints that may pin a transaction of a bundle, oldest first: those signed at a chain-0 seq
+    in `chain_zero`, and those listing every chain's head (`heads`) signed at or after `since` (no
+    checkpoint taken before a range's first transaction was written can pin a seq in it)."""
+    candidates: list[Any] = []
+    if chain_zero is not None and not chain_zero.empty:
+        candidates.append(_checkpoint.c.seq.between(chain_zero.first, chain_zero.last))
+    if since is not None:
+        candidates.append(_checkpoint.c.heads.is_not(None) & (_checkpoint.c.created_at >= since))
+    if not candidates:
+        return []
+    return list(
+        session.execute(
+            select(
+                _checkpoint.c.id,
+                _checkpoint.c.tenant_id,
+                _checkpoint.c.seq,
+                _checkpoint.c.hash,
+                _checkpoint.c.heads,
+                _checkpoint.c.created_at,
+                _checkpoint.c.key_id,
+                _checkpoint.c.signature,
+            )
+            .where(_checkpoint.c.tenant_id == tenant_id, or_(*candidates))
+            .order_by(_checkpoint.c.created_at, _checkpoint.c.seq)
+        )
+    )

@@ -1,13 +1,15 @@
 """Ledger exports as generators of text, streamed from the database: memory stays flat at any size.
 
-- JSONL: one journal transaction per line, with every hashed field plus `hash`; what `pokna audit verify`
-  checks offline.
-- CSV: one row per posting.
-- Beancount: open directives, one transaction per journal transaction and, for an export up to the chain
-  head, balance assertions of the stored balances, so `bean-check` itself proves the postings add up.
+- JSONL: one journal transaction per line, with its chain first and every hashed field plus `hash`; what
+  `pokna audit verify` checks offline.
+- CSV: one row per posting, its chain in the column before its seq.
+- Beancount: open directives, one transaction per journal transaction and, for an export up to every
+  chain's head, balance assertions of the stored balances, so `bean-check` itself proves the postings add up.
 
-Each export is bounded by the chain head read when it starts, so postings committed while it streams
-never make it inconsistent.
+Every export is in (chain, seq) order: all of chain 0, then chain 1, ... A range is one chain's: `chain`
+picks it; `from_seq`/`to_seq` given without `chain` are chain 0's seqs (the only chain before there were
+chains); with neither, the export is every chain whole. Each export is bounded by the chain heads read
+when it starts, so postings committed while it streams never make it inconsistent.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ from typing import Any, Final
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
+from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.chain import format_timestamp
+from pokna.ledger.chain import LEDGER_CHAINS, chain_label, format_timestamp
 from pokna.ledger.store import LedgerStore
 from pokna.ledger.store_postgresql import PostgresqlLedgerStore
 
 EXPORT_FORMATS: Final = ("jsonl", "csv", "beancount")
 _LEDGER_STORE: LedgerStore = PostgresqlLedgerStore()
 CSV_COLUMNS: Final = (
+    "chain",
     "seq",
     "transaction_id",
     "kind",
@@ -44,13 +48,19 @@ CSV_COLUMNS: Final = (
 _CSV_BATCH = 5000
 
 
-def _grouped(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[list[Row[Any]]]:
-    """The postings of each transaction together, in seq order."""
-    if seqs.empty:
-        return
+def check_chain(chain: int | None) -> None:
+    """Refuse a chain outside 0..LEDGER_CHAINS-1, naming the `chain` query parameter."""
+    if chain is not None and not 0 <= chain < LEDGER_CHAINS:
+        raise InvalidRequest(
+            f"chain is one of the ledger's chains, 0 to {LEDGER_CHAINS - 1}; not {chain}", field="query.chain"
+        )
+
+
+def _grouped(session: Session, tenant_id: str, ranges: list[SeqRange]) -> Iterator[list[Row[Any]]]:
+    """The postings of each transaction together, in (chain, seq) order."""
     group: list[Row[Any]] = []
-    for row in books_repository.journal_rows(session, tenant_id, seqs):
-        if group and group[0].seq != row.seq:
+    for row in books_repository.journal_rows(session, tenant_id, ranges):
+        if group and (group[0].chain, group[0].seq) != (row.chain, row.seq):
             yield group
             group = []
         group.append(row)
@@ -61,6 +71,7 @@ def _grouped(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[list[
 def transaction_line(tenant_id: str, group: list[Row[Any]]) -> dict[str, Any]:
     first = group[0]
     return {
+        "chain": first.chain,
         "seq": first.seq,
         "id": first.id,
         "tenant_id": tenant_id,
@@ -77,30 +88,47 @@ def transaction_line(tenant_id: str, group: list[Row[Any]]) -> dict[str, Any]:
 
 
 def export_jsonl(
-    session: Session, tenant_id: str, *, from_seq: int | None = None, to_seq: int | None = None
+    session: Session,
+    tenant_id: str,
+    *,
+    chain: int | None = None,
+    from_seq: int | None = None,
+    to_seq: int | None = None,
 ) -> Iterator[str]:
-    """One JSON object per line, in seq order, each ending in a newline.
+    """One JSON object per line, in (chain, seq) order, each ending in a newline.
 
     The store writes the lines from raw columns, whitespace as json_build_object's.
     """
-    seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
-    if seqs.empty:
+    check_chain(chain)
+    ranges = books_repository.seq_range(session, tenant_id, from_seq, to_seq, chain)
+    if not ranges:
         return iter(())
-    return _LEDGER_STORE.jsonl_lines(session, tenant_id, seqs)
+    return _LEDGER_STORE.jsonl_lines(session, tenant_id, ranges)
+
+
+def export_jsonl_ranges(session: Session, tenant_id: str, ranges: list[SeqRange]) -> Iterator[str]:
+    """export_jsonl of ranges already resolved (one chain each, in the order given; none empty)."""
+    return _LEDGER_STORE.jsonl_lines(session, tenant_id, ranges) if ranges else iter(())
 
 
 def export_csv(
-    session: Session, tenant_id: str, *, from_seq: int | None = None, to_seq: int | None = None
+    session: Session,
+    tenant_id: str,
+    *,
+    chain: int | None = None,
+    from_seq: int | None = None,
+    to_seq: int | None = None,
 ) -> Iterator[str]:
     """A header, then one row per posting (RFC 4180 quoting)."""
+    check_chain(chain)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
-    rows = books_repository.journal_rows(session, tenant_id, seqs) if not seqs.empty else ()
-    for count, row in enumerate(rows, start=1):
+    ranges = books_repository.seq_range(session, tenant_id, from_seq, to_seq, chain)
+    for count, row in enumerate(books_repository.journal_rows(session, tenant_id, ranges), start=1):
         writer.writerow(
             (
+                row.chain,
                 row.seq,
                 row.id,
                 row.kind,
@@ -143,20 +171,30 @@ def _beancount_string(value: str) -> str:
 
 
 def export_beancount(
-    session: Session, tenant_id: str, *, from_seq: int | None = None, to_seq: int | None = None
+    session: Session,
+    tenant_id: str,
+    *,
+    chain: int | None = None,
+    from_seq: int | None = None,
+    to_seq: int | None = None,
 ) -> Iterator[str]:
     """A Beancount ledger with the same signs as Pokna: wallets positive, external funding negative.
 
-    An export starting after seq 1 opens with one transaction carrying every account's balance before it.
-    An export up to the chain head ends with balance assertions of the stored balances (read in the same
-    statement as the head, so they describe exactly the exported postings).
+    Every exported chain that starts after its seq 1 contributes to one opening transaction: every
+    account's postings on that chain before the range ("opening balances before chain 3 seq 12"; chain 0
+    as before chains: "before seq 12"). Chains the export leaves out contribute nothing, so each account's
+    balance in the file is what the exported chains moved up to the end of the range.
+    An export that reaches the head of every chain that has a transaction ends with balance assertions of
+    the stored balances (read in the same statement as the heads, so they describe exactly those
+    postings); an export of some chains only has none (the stored balances count the other chains too).
     """
-    accounts = books_repository.accounts_with_head(session, tenant_id)
-    head_seq = int(accounts[0].last_seq or 0) if accounts else 0
-    seqs = books_repository.seq_range(session, tenant_id, from_seq, to_seq)
-    seqs = SeqRange(seqs.first, min(seqs.last, head_seq))
+    check_chain(chain)
+    accounts, heads = books_repository.accounts_with_heads(session, tenant_id)
+    chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
+    ranges = books_repository.seq_ranges(heads, chains, from_seq, to_seq)
+    exported = [seqs for seqs in ranges if not seqs.empty]
     names = {row.id: beancount_account(row.kind, row.id) for row in accounts}
-    first_day = books_repository.first_created_at(session, tenant_id, seqs)
+    first_day = books_repository.first_created_at(session, tenant_id, exported)
     currencies = sorted({row.currency for row in accounts})
 
     yield f'option "title" {_beancount_string(f"Pokna ledger of tenant {tenant_id}")}\n'
@@ -168,24 +206,24 @@ def export_beancount(
         yield f"{open_day.isoformat()} open {names[row.id]} {row.currency}\n"
     yield "\n"
 
-    if seqs.first > 1 and not seqs.empty:
-        yield from _opening_balances(session, tenant_id, seqs.first, names, open_day)
+    yield from _opening_balances(session, tenant_id, exported, names, open_day)
 
     last_day = open_day
-    for group in _grouped(session, tenant_id, seqs):
+    for group in _grouped(session, tenant_id, exported):
         first = group[0]
         day = first.created_at.date()
         last_day = max(last_day, day)
         narration = first.kind if first.reference is None else f"{first.kind} {first.reference}"
         yield (
             f"{day.isoformat()} * {_beancount_string(narration)}\n"
-            f'  seq: "{first.seq}"\n  txid: "{first.id}"\n  hash: "{first.hash}"\n'
+            f'  chain: "{first.chain}"\n  seq: "{first.seq}"\n  txid: "{first.id}"\n  hash: "{first.hash}"\n'
         )
         for posting in group:
             yield f"  {names[posting.account_id]}  {posting.amount} {posting.currency}\n"
         yield "\n"
 
-    if seqs.last == head_seq:
+    reached = {seqs.chain: seqs.last for seqs in ranges}
+    if all(reached.get(head_chain) == seq for head_chain, seq in heads.items()):
         check_day = (last_day + timedelta(days=1)).isoformat()
         for account in accounts:
             yield f"{check_day} balance {names[account.id]}  {account.balance} {account.currency}\n"
@@ -197,13 +235,17 @@ def _earliest_day(account_days: list[datetime], first_transaction: datetime | No
 
 
 def _opening_balances(
-    session: Session, tenant_id: str, before_seq: int, names: dict[str, str], day: date
+    session: Session, tenant_id: str, ranges: list[SeqRange], names: dict[str, str], day: date
 ) -> Iterator[str]:
-    sums = books_repository.balances_before(session, tenant_id, before_seq)
+    starts = [seqs for seqs in ranges if seqs.first > 1]
+    if not starts:
+        return
+    sums = books_repository.balances_before(session, tenant_id, starts)
     legs = [row for row in sums if int(row.total) != 0]
     if not legs:
         return
-    yield f'{day.isoformat()} * "opening balances before seq {before_seq}"\n'
+    before = ", ".join(chain_label(seqs.chain, seqs.first) for seqs in starts)
+    yield f'{day.isoformat()} * "opening balances before {before}"\n'
     for leg in legs:
         yield f"  {names[leg.account_id]}  {int(leg.total)} {leg.currency}\n"
     yield "\n"
@@ -214,10 +256,11 @@ def export_lines(
     tenant_id: str,
     export_format: str,
     *,
+    chain: int | None = None,
     from_seq: int | None = None,
     to_seq: int | None = None,
 ) -> Iterator[str]:
     exporters = {"jsonl": export_jsonl, "csv": export_csv, "beancount": export_beancount}
     if export_format not in exporters:
         raise ValueError(f"unknown export format {export_format!r}; one of {', '.join(EXPORT_FORMATS)}")
-    return exporters[export_format](session, tenant_id, from_seq=from_seq, to_seq=to_seq)
+    return exporters[export_format](session, tenant_id, chain=chain, from_seq=from_seq, to_seq=to_seq)

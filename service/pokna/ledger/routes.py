@@ -32,6 +32,7 @@ from pokna.api.problem_docs import (
 from pokna.errors import InvalidRequest
 from pokna.idempotency.aio import authenticate
 from pokna.ledger import AccountKind, TransactionNotFound, moving
+from pokna.ledger.chain import LEDGER_CHAINS
 from pokna.ledger.problem_docs import (
     ACCOUNT_EXISTS,
     ACCOUNT_NOT_FOUND,
@@ -212,9 +213,12 @@ def trial_balance(
         },
         **problems(KEYED, VALIDATION),
     },
-    description="The tenant's journal in order of its sequence numbers, optionally from `from_seq` to "
-    "`to_seq`. JSONL carries each transaction's hash and the previous one's, so the chain can be checked "
-    "offline (`pokna audit verify`).",
+    description="The tenant's journal: its hash chains in order (chain 0, then 1, ...), each in order of "
+    "its sequence numbers. `chain` restricts it to one chain; `from_seq` and `to_seq` are positions on a "
+    "chain: on `chain` when it is given, on chain 0 when it is not (chain 0 held every transaction before "
+    "the journal had several chains, so a seq range means what it meant then). With neither, every chain "
+    "whole. JSONL names each transaction's chain and carries its hash and the previous one's on its chain, "
+    "so the chains can be checked offline (`pokna audit verify`); CSV has a `chain` column before `seq`.",
 )
 def export(
     request: Request,
@@ -223,15 +227,23 @@ def export(
     export_format: Annotated[
         Literal["jsonl", "csv", "beancount"], Query(alias="format", description="The export's format.")
     ] = "jsonl",
+    chain: Annotated[
+        int | None,
+        Query(ge=0, le=LEDGER_CHAINS - 1, description="Only this chain (default: every chain)."),
+    ] = None,
     from_seq: Annotated[
-        int | None, Query(ge=1, le=SEQ_MAX, description="First journal sequence number.")
+        int | None,
+        Query(ge=1, le=SEQ_MAX, description="First sequence number on `chain` (chain 0 when not given)."),
     ] = None,
     to_seq: Annotated[
-        int | None, Query(ge=1, le=SEQ_MAX, description="Last journal sequence number.")
+        int | None,
+        Query(ge=1, le=SEQ_MAX, description="Last sequence number on `chain` (chain 0 when not given)."),
     ] = None,
 ) -> StreamingResponse:
     # The request's session outlives this return: its dependency closes it after the response is sent.
-    lines = ledger.export_lines(session, tenant_id, export_format, from_seq=from_seq, to_seq=to_seq)
+    lines = ledger.export_lines(
+        session, tenant_id, export_format, chain=chain, from_seq=from_seq, to_seq=to_seq
+    )
     return StreamingResponse(
         streamed(request, session, lines, commit_each_chunk=False), media_type=EXPORT_MEDIA[export_format]
     )

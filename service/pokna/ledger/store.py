@@ -48,6 +48,7 @@ class LedgerStore:
         checks of pokna.ledger.model, and writes nothing."""
         raise NotImplementedError
 
-    def jsonl_lines(self, session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
-        """The JSONL export of `seqs` (not empty), one transaction per line (pokna.ledger.export)."""
+    def jsonl_lines(self, session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> Iterator[str]:
+        """The JSONL export of `ranges` (one chain each, in the order given), one transaction per line
+        (pokna.ledger.export)."""
         raise NotImplementedError

@@ -83,8 +83,8 @@ class PostgresqlLedgerStore(LedgerStore):
             seq, prev_hash = seq + 1, hash_
         return Posted(transactions, _held(outcome))
 
-    def jsonl_lines(self, session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
-        return jsonl_lines(session, tenant_id, seqs)
+    def jsonl_lines(self, session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> Iterator[str]:
+        return jsonl_lines(session, tenant_id, ranges)
 
 
 def _ledger_post(session: Session, tenant_id: str, batch: Mapping[str, Any]) -> PostOutcome:
@@ -171,14 +171,14 @@ def _refused(
 # ARRAY(subquery) reads them in the index's leg order with no per-transaction sort or aggregate, which
 # is most of what json_agg cost.
 _JSONL_ROWS = """
-    SELECT t.seq, t.id, t.kind, t.reference, t.metadata::text,
+    SELECT t.chain, t.seq, t.id, t.kind, t.reference, t.metadata::text,
         to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), t.prev_hash, t.hash,
         ARRAY(
             SELECT unnest(ARRAY[p.account_id, p.amount::text, p.currency])
             FROM posting AS p WHERE p.transaction_id = t.id ORDER BY p.leg
         )
     FROM journal_transaction AS t
-    WHERE t.tenant_id = %(tenant_id)s AND t.seq BETWEEN %(first)s AND %(last)s
+    WHERE t.tenant_id = %(tenant_id)s AND t.chain = %(chain)s AND t.seq BETWEEN %(first)s AND %(last)s
     ORDER BY t.seq
 """
 
@@ -189,13 +189,16 @@ a page touches between lines (an open stream on the same connection would block 
 holds the connection's lock until a stream ends)."""
 
 
-def jsonl_lines(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[str]:
+def jsonl_lines(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> Iterator[str]:
     """The layout of json_build_object and json_agg: `"key" : value`, items joined by `, `. The lines are
     byte for byte what json_build_object made of the same fields, written here from raw columns (a test
-    holds the values equal to the journal's rows read through the ORM-free repository).
+    holds the values equal to the journal's rows read through the ORM-free repository). Each line names its
+    chain first (`"chain" : 0` too), then the fields as before there were chains.
 
-    Read page by page by seq (a tenant's seqs are dense: the chain has no gaps), so memory holds one page
-    and the caller may use the session between any two lines; leaving early leaves no query running.
+    Read range by range (one chain each, in the order given: pokna.ledger.export gives them by ascending
+    chain), and page by page by seq within a chain (a chain's seqs are dense: it has no gaps), so memory
+    holds one page and the caller may use the session between any two lines; leaving early leaves no
+    query running.
 
     Strings go through the standard library's C JSON string encoder, which escapes exactly what
     PostgreSQL's escape_json does (quote, backslash, b f n r t, other controls as lower-case u00xx);
@@ -203,28 +206,31 @@ def jsonl_lines(session: Session, tenant_id: str, seqs: SeqRange) -> Iterator[st
     """
     quote = encode_basestring
     tenant = quote(tenant_id)
-    for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
-        params = {
-            "tenant_id": tenant_id,
-            "first": first,
-            "last": min(first + PAGE_TRANSACTIONS - 1, seqs.last),
-        }
-        # Asked of the session for every page: the caller may have ended its transaction between two
-        # lines, and then the connection the last page came through is no longer this session's.
-        connection = session.connection().connection.driver_connection
-        if not isinstance(connection, psycopg.Connection):
-            raise TypeError(f"the PostgreSQL export needs psycopg 3, not {type(connection).__name__}")
-        with connection.cursor() as cursor:
-            page = cursor.execute(_JSONL_ROWS, params).fetchall()
-        for seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs in page:
-            postings = ", ".join(
-                f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '
-                f'"currency" : {quote(legs[index + 2])}}}'
-                for index in range(0, len(legs), 3)
-            )
-            yield (
-                f'{{"seq" : {seq}, "id" : {quote(id_)}, "tenant_id" : {tenant}, "kind" : {quote(kind)}, '
-                f'"reference" : {"null" if reference is None else quote(reference)}, '
-                f'"metadata" : {metadata}, "created_at" : {quote(created_at)}, "postings" : [{postings}], '
-                f'"prev_hash" : {quote(prev_hash)}, "hash" : {quote(hash_)}}}\n'
-            )
+    for seqs in ranges:
+        for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
+            params = {
+                "tenant_id": tenant_id,
+                "chain": seqs.chain,
+                "first": first,
+                "last": min(first + PAGE_TRANSACTIONS - 1, seqs.last),
+            }
+            # Asked of the session for every page: the caller may have ended its transaction between two
+            # lines, and then the connection the last page came through is no longer this session's.
+            connection = session.connection().connection.driver_connection
+            if not isinstance(connection, psycopg.Connection):
+                raise TypeError(f"the PostgreSQL export needs psycopg 3, not {type(connection).__name__}")
+            with connection.cursor() as cursor:
+                page = cursor.execute(_JSONL_ROWS, params).fetchall()
+            for chain, seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs in page:
+                postings = ", ".join(
+                    f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '
+                    f'"currency" : {quote(legs[index + 2])}}}'
+                    for index in range(0, len(legs), 3)
+                )
+                yield (
+                    f'{{"chain" : {chain}, "seq" : {seq}, "id" : {quote(id_)}, "tenant_id" : {tenant}, '
+                    f'"kind" : {quote(kind)}, '
+                    f'"reference" : {"null" if reference is None else quote(reference)}, '
+                    f'"metadata" : {metadata}, "created_at" : {quote(created_at)}, "postings" : [{postings}], '
+                    f'"prev_hash" : {quote(prev_hash)}, "hash" : {quote(hash_)}}}\n'
+                )

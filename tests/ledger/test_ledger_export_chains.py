@@ -1,0 +1,190 @@
+"""Exports of a journal spread over several hash chains: every chain in (chain, seq) order, each line naming
+its chain first, a `chain` range, seqs without one being chain 0's, and Beancount opening balances per chain.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from beancount import loader
+from beancount.core import data
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from pokna.db.engine import unit_of_work
+from pokna.ledger import (
+    AccountTransfer,
+    books_repository,
+    chain_for,
+    deposit,
+    export_beancount,
+    export_csv,
+    export_jsonl,
+    open_account,
+    post_transfers,
+    verify_export,
+)
+from pokna.ledger.export import _grouped, transaction_line
+from pokna.ledger.store_postgresql import jsonl_lines
+from support.game_play import Api, new_tenant_key
+
+pytest_plugins = ["ledger_fixtures"]
+
+BEAN_CHECK = Path(sys.executable).with_name("bean-check")
+
+
+def _spread(sessions: sessionmaker[Session], tenant_id: str, wallets: int = 10, rounds: int = 3) -> list[str]:
+    """Deposits to `wallets` wallets (each wallet's on its own chain, chain_for(wallet id): one unit of work
+    each, since a unit of work posts on one chain), `rounds` each, and two transfers with no reference
+    (chain 0)."""
+    with unit_of_work(sessions) as session:
+        ids = [
+            open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id=f"w{index}").id
+            for index in range(wallets)
+        ]
+    for round_ in range(rounds):
+        for wallet in ids:
+            with unit_of_work(sessions) as session:
+                deposit(session, tenant_id=tenant_id, account_id=wallet, amount=10 + round_)
+    with unit_of_work(sessions) as session:
+        post_transfers(
+            session,
+            tenant_id=tenant_id,
+            transfers=[
+                AccountTransfer("ante", ids[0], ids[1], 3),
+                AccountTransfer("ante", ids[1], ids[0], 1),
+            ],
+        )
+    return ids
+
+
+def _jsonl(sessions: sessionmaker[Session], tenant_id: str, **bounds: int) -> list[str]:
+    with unit_of_work(sessions) as session:
+        return list(export_jsonl(session, tenant_id, **bounds))
+
+
+def _positions(lines: list[str]) -> list[tuple[int, int]]:
+    return [(line["chain"], line["seq"]) for line in map(json.loads, lines)]
+
+
+def test_an_export_holds_every_chain_in_chain_and_seq_order_and_verifies(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    wallets = _spread(sessions, tenant_id)
+    lines = _jsonl(sessions, tenant_id)
+    assert len(lines) == 10 * 3 + 2
+    assert all(line.startswith('{"chain" : ') for line in lines)
+    positions = _positions(lines)
+    assert positions == sorted(positions)
+    chains = {chain_for(wallet) for wallet in wallets} | {0}
+    assert {chain for chain, _ in positions} == chains
+    assert len(chains) > 2
+    for chain in chains:  # each chain whole, from seq 1
+        seqs = [seq for on, seq in positions if on == chain]
+        assert seqs == list(range(1, len(seqs) + 1))
+    report = verify_export(lines)
+    assert report.valid, report.findings
+    assert report.transactions == len(lines)
+    assert sum(report.trial_balance().values()) == 0
+    with unit_of_work(sessions) as session:  # the store's lines are the journal's rows, on every chain
+        ranges = books_repository.seq_range(session, tenant_id, None, None)
+        assert [json.loads(line) for line in jsonl_lines(session, tenant_id, ranges)] == [
+            transaction_line(tenant_id, group) for group in _grouped(session, tenant_id, ranges)
+        ]
+
+
+def test_a_range_is_one_chains_and_seqs_alone_are_chain_zeros(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    wallets = _spread(sessions, tenant_id)
+    chain = next(chain_for(wallet) for wallet in wallets if chain_for(wallet) != 0)
+    whole = _positions(_jsonl(sessions, tenant_id))
+    on_chain = [position for position in whole if position[0] == chain]
+    assert _positions(_jsonl(sessions, tenant_id, chain=chain)) == on_chain
+    assert _positions(_jsonl(sessions, tenant_id, chain=chain, from_seq=2, to_seq=3)) == [
+        (chain, 2),
+        (chain, 3),
+    ]
+    assert _positions(_jsonl(sessions, tenant_id, chain=chain, from_seq=len(on_chain) + 1)) == []
+    # Seqs without a chain are chain 0's, as they were when chain 0 was the only chain.
+    assert _positions(_jsonl(sessions, tenant_id, from_seq=2)) == [
+        (chain, seq) for chain, seq in whole if chain == 0 and seq >= 2
+    ]
+    assert _positions(_jsonl(sessions, tenant_id, to_seq=1)) == [(0, 1)]
+    # One chain's export verifies on its own.
+    assert verify_export(_jsonl(sessions, tenant_id, chain=chain)).valid
+
+    with unit_of_work(sessions) as session:
+        rows = list(csv.DictReader(io.StringIO("".join(export_csv(session, tenant_id, chain=chain)))))
+        table = "".join(export_csv(session, tenant_id))
+    assert table.splitlines()[0].startswith("chain,seq,transaction_id,")
+    assert {(int(row["chain"]), int(row["seq"])) for row in rows} == set(on_chain)
+    assert len(rows) == 2 * len(on_chain)
+
+
+def test_the_export_route_refuses_a_chain_that_is_not_one_naming_it(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    api = Api(client, new_tenant_key(sessions))
+    for chain in (-1, 16):
+        answer = api.get("/v1/ledger/export", chain=chain)
+        assert answer.status_code == 422, answer.text
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert [param["name"] for param in answer.json()["invalid_params"]] == ["query.chain"]
+    wallet = api.wallet(25)
+    answer = api.get("/v1/ledger/export", chain=chain_for(wallet))
+    assert answer.status_code == 200
+    assert _positions(answer.text.splitlines()) == [(chain_for(wallet), 1)]
+
+
+def _bean_balances(path: Path) -> dict[str, int]:
+    entries, errors, _options = loader.load_file(str(path))
+    assert errors == []
+    totals: dict[str, Decimal] = {}
+    for entry in entries:
+        if isinstance(entry, data.Transaction):
+            for posting in entry.postings:
+                assert posting.units is not None
+                assert posting.units.number is not None
+                totals[posting.account] = totals.get(posting.account, Decimal(0)) + posting.units.number
+    return {name.rsplit(":", 1)[1].replace("Acct-", "acct_"): int(total) for name, total in totals.items()}
+
+
+def _beancount(sessions: sessionmaker[Session], tenant_id: str, path: Path, **bounds: Any) -> str:
+    with unit_of_work(sessions) as session, path.open("w", encoding="utf-8") as handle:
+        handle.writelines(export_beancount(session, tenant_id, **bounds))
+    checked = subprocess.run([str(BEAN_CHECK), str(path)], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    return path.read_text()
+
+
+def test_beancount_opens_each_chain_with_its_own_balances_before_it(
+    sessions: sessionmaker[Session], tenant_id: str, tmp_path: Path
+) -> None:
+    wallets = _spread(sessions, tenant_id)
+    whole = _beancount(sessions, tenant_id, tmp_path / "whole.beancount")
+    assert whole.count(" balance ") == len(wallets) + 1  # every chain to its head: the stored balances
+    assert '  chain: "0"\n  seq: "1"\n' in whole
+
+    chain = next(chain_for(wallet) for wallet in wallets if chain_for(wallet) != 0)
+    tail = tmp_path / "tail.beancount"
+    text = _beancount(sessions, tenant_id, tail, chain=chain, from_seq=2)
+    assert f'"opening balances before chain {chain} seq 2"' in text
+    assert " balance " not in text  # the other chains are not in it: the stored balances count them
+    # What the file adds up to: exactly the chain's own postings, the opening ones included.
+    moved: dict[str, int] = {}
+    for line in map(json.loads, _jsonl(sessions, tenant_id, chain=chain)):
+        for posting in line["postings"]:
+            moved[posting["account_id"]] = moved.get(posting["account_id"], 0) + posting["amount"]
+    balances = _bean_balances(tail)
+    assert {account: balances.get(account, 0) for account in moved} == moved
+
+    zero = _beancount(sessions, tenant_id, tmp_path / "zero.beancount", from_seq=2)
+    assert '"opening balances before seq 2"' in zero
