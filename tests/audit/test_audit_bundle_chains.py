@@ -28,7 +28,7 @@ from pokna.fairness.keyring import KeyRing
 from pokna.ledger import chain_for, deposit, export_jsonl, open_account, withdraw
 from pokna.ledger import repository as ledger_repository
 from pokna.ledger.chain import GENESIS_HASH, line_hash
-from pokna.ledger.checkpoint import Checkpoint, take_checkpoint
+from pokna.ledger.checkpoint import take_checkpoint
 from pokna.runtime import Runtime
 
 
@@ -132,12 +132,6 @@ def test_a_bundle_from_before_chains_still_verifies(
     assert all(name is not None and name.startswith("seq ") for name in named)
 
 
-_HEADS = pytest.mark.skipif(
-    "heads" not in Checkpoint.__dataclass_fields__,
-    reason="checkpoints sign every chain's head (`heads`) once pokna.ledger.checkpoint does",
-)
-
-
 def _bundle(sessions: sessionmaker[Session], runtime: Runtime, tenant_id: str, **span: Any) -> list[str]:
     with unit_of_work(sessions) as session:
         return "".join(open_bundle(session, runtime.keys, tenant_id, BundleRange(**span))).splitlines(
@@ -145,7 +139,6 @@ def _bundle(sessions: sessionmaker[Session], runtime: Runtime, tenant_id: str, *
         )
 
 
-@_HEADS
 def test_a_checkpoint_of_every_head_is_checked_on_each_chain(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:

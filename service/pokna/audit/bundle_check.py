@@ -399,9 +399,7 @@ class BundleAudit:
         self.journal.finish()
         ledger = self.ledger.finish()
         for finding in ledger.findings:
-            report.found(
-                finding.line, TRANSACTION, where(getattr(finding, "chain", 0), finding.seq), finding.problem
-            )
+            report.found(finding.line, TRANSACTION, where(finding.chain, finding.seq), finding.problem)
         report.notes += ledger.notes
         report.transactions, report.postings = ledger.transactions, ledger.postings
         report.records = dict(self.count)

@@ -153,18 +153,16 @@ def checkpoints_between(session: Session, tenant_id: str, spans: JournalSpans) -
 
 
 def _checkpoint(row: Any) -> Checkpoint:
-    fields: dict[str, Any] = {
-        "id": row.id,
-        "tenant_id": row.tenant_id,
-        "seq": int(row.seq),
-        "hash": row.hash,
-        "created_at": row.created_at,
-        "key_id": row.key_id,
-        "signature": row.signature,
-    }
-    if "heads" in Checkpoint.__dataclass_fields__:  # a checkpoint signs `heads` since there are chains
-        fields["heads"] = row.heads
-    return Checkpoint(**fields)
+    return Checkpoint(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        seq=int(row.seq),
+        hash=row.hash,
+        created_at=row.created_at,
+        key_id=row.key_id,
+        signature=row.signature,
+        heads=row.heads,
+    )
 
 
 def transfers_before(
