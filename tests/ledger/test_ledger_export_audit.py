@@ -300,7 +300,9 @@ def test_a_forged_or_foreign_checkpoint_is_refused(
     stranger = generate_signing_key()
     wrong_key = verify_export(lines, checkpoint=checkpoint, public_key=stranger.public_key())
     assert any("signature" in finding.problem for finding in wrong_key.findings)
-    forged = {**checkpoint, "seq": 7, "hash": json.loads(lines[6])["hash"]}
+    assert [head["chain"] for head in checkpoint["heads"]] == [0]  # this tenant posts on chain 0 only
+    seventh = json.loads(lines[6])["hash"]
+    forged = {**checkpoint, "seq": 7, "hash": seventh, "heads": [{"chain": 0, "seq": 7, "hash": seventh}]}
     assert any(
         "signature" in f.problem
         for f in verify_export(lines, checkpoint=forged, public_key=SIGNER.public_key()).findings

@@ -137,6 +137,10 @@ ANSWERS: dict[str, Any] = {
         "tenant_id": "ten_71fdab1617fc469bb6e8a298afb29c99",
         "seq": 5,
         "hash": "8a0e20a7a3179f4a19298fd7bce57e02241fd49fa6f18bff75efc91fc254bbcf",
+        "heads": [
+            {"chain": 0, "seq": 5, "hash": "8a0e20a7a3179f4a19298fd7bce57e02241fd49fa6f18bff75efc91fc254bbcf"},
+            {"chain": 11, "seq": 2, "hash": "0c27c9d1e4b0f76d3f2a3c0d8e51f3b9a0b6c1e7d2f4a8c6b3e9d0f1a2b4c6d8"},
+        ],
         "created_at": "2026-12-01T15:15:08.275295Z",
         "key_id": "ed25519:d6f490673a115410",
         "signature": "5fcNsnjj1cnkMzv-36quwzY7fxXCmhuR41bOK4yAyzrgkhhLM184XLZU39n-b7toodtT5O6Qp_c3rTRKh5zqAQ",
@@ -145,7 +149,8 @@ ANSWERS: dict[str, Any] = {
         "data": [
             {
                 "transaction_id": "txn_bf05f458fd5f4df0a076b42b5edd82ac",
-                "seq": 4,
+                "chain": 11,
+                "seq": 2,
                 "kind": "ante",
                 "reference": "game_f043bbd6150a4c19b7c033641dfd2318",
                 "amount": -10,
@@ -154,7 +159,8 @@ ANSWERS: dict[str, Any] = {
             },
             {
                 "transaction_id": "txn_489f85d762cf4d15afc58b363e3e5ddc",
-                "seq": 2,
+                "chain": 3,
+                "seq": 1,
                 "kind": "deposit",
                 "reference": None,
                 "amount": 100,

@@ -252,10 +252,12 @@ def export(
 @router.get(
     "/ledger/checkpoints",
     response_model=list[CheckpointOut],
+    response_model_exclude_none=True,  # exactly the signed document: no `heads` where none was signed
     tags=["ledger"],
     summary="Signed chain heads, newest first: take one away to pin the ledger's history",
-    description="Each checkpoint signs the journal's hash chain head at a sequence number; a copy kept "
-    "elsewhere proves later that the history up to it was not rewritten.",
+    description="Each checkpoint signs the head (sequence number and hash) of every one of the journal's hash "
+    "chains that has a transaction (`heads`; `seq` and `hash` are chain 0's); a copy kept elsewhere proves "
+    "later that the history up to it was not rewritten.",
     responses=problems(KEYED),
 )
 def checkpoints(tenant_id: TenantDep, session: SessionDep) -> list[CheckpointOut]:
@@ -266,6 +268,7 @@ def checkpoints(tenant_id: TenantDep, session: SessionDep) -> list[CheckpointOut
     "/ledger/checkpoints",
     status_code=201,
     response_model=CheckpointOut,
+    response_model_exclude_none=True,
     tags=["ledger"],
     summary="Sign the current chain head now",
     description="`pokna sweep` takes checkpoints on its own; this takes one now, e.g. before an audit.",

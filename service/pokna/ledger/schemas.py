@@ -8,15 +8,13 @@ keys, request hashes, tenant ids). These models are the documented contract, wit
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     StringConstraints,
-    model_serializer,
 )
 
 from pokna.api.fields import Amount, Currency, NoNul
@@ -297,19 +295,11 @@ class CheckpointOut(BaseModel):
     heads: list[ChainHeadOut] | None = Field(
         default=None,
         description="Every chain's head that has a transaction, ascending by chain; absent from a checkpoint "
-        "taken before there were chains (which pins chain 0 alone).",
+        "taken before there were chains (which pins chain 0 alone: the answer leaves out what was not signed).",
     )
     created_at: str
     key_id: str
     signature: str
-
-    @model_serializer(mode="wrap")
-    def _as_signed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Exactly the signed fields: an old checkpoint's document has no `heads`, not a null one."""
-        document: dict[str, Any] = handler(self)
-        if document.get("heads") is None:
-            document.pop("heads", None)
-        return document
 
     @classmethod
     def of(cls, checkpoint: Checkpoint) -> CheckpointOut:
