@@ -138,8 +138,16 @@ ANSWERS: dict[str, Any] = {
         "seq": 5,
         "hash": "8a0e20a7a3179f4a19298fd7bce57e02241fd49fa6f18bff75efc91fc254bbcf",
         "heads": [
-            {"chain": 0, "seq": 5, "hash": "8a0e20a7a3179f4a19298fd7bce57e02241fd49fa6f18bff75efc91fc254bbcf"},
-            {"chain": 11, "seq": 2, "hash": "0c27c9d1e4b0f76d3f2a3c0d8e51f3b9a0b6c1e7d2f4a8c6b3e9d0f1a2b4c6d8"},
+            {
+                "chain": 0,
+                "seq": 5,
+                "hash": "8a0e20a7a3179f4a19298fd7bce57e02241fd49fa6f18bff75efc91fc254bbcf",
+            },
+            {
+                "chain": 11,
+                "seq": 2,
+                "hash": "0c27c9d1e4b0f76d3f2a3c0d8e51f3b9a0b6c1e7d2f4a8c6b3e9d0f1a2b4c6d8",
+            },
         ],
         "created_at": "2026-12-01T15:15:08.275295Z",
         "key_id": "ed25519:d6f490673a115410",
