@@ -10,22 +10,29 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
+from pokna.crypto.signing import generate_signing_key
+from pokna.db import migrate
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.ledger import CHAIN_IN_RANGE
 from pokna.ledger import (
     LEDGER_CHAINS,
     Posting,
+    checkpoint_document,
     deposit,
     funding_account,
     house_account,
     open_account,
     post_transaction,
+    take_checkpoint,
     verify_export,
 )
 from pokna.ledger.chain import GENESIS_HASH, chain_for
 from pokna.ledger.export import export_jsonl
+from pokna.tenants.service import create_tenant
 
 pytest_plugins = ["ledger_fixtures"]
+
+SIGNER = generate_signing_key()
 
 
 def test_the_database_and_the_code_count_the_same_chains(engine: Engine) -> None:
@@ -152,3 +159,49 @@ def test_a_chains_writers_wait_for_its_head_and_no_other(
         report = verify_export(export_jsonl(session, tenant_id))
     assert report.valid, report.findings
     assert report.transactions == len(wallets) + 1
+
+
+def test_books_written_before_chains_verify_unchanged_after_the_upgrade(empty_database_url: str) -> None:
+    """What 0013's schema held (one chain per tenant) is chain 0 after 0014, with every hash unchanged, and
+    the books go on over several chains and verify whole, against a checkpoint of every head."""
+    migrate.upgrade(empty_database_url, "0013_beacon_rolls")
+    engine = make_engine(empty_database_url)
+    sessions = make_sessionmaker(engine)
+    try:
+        with unit_of_work(sessions) as session:
+            tenant_id = create_tenant(session, "before chains").id
+            wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet").id
+            funding = funding_account(session, tenant_id).id
+        for amount in (10, 20, 30):  # the old function, which knows no chain: every row on the one chain
+            with unit_of_work(sessions) as session:
+                post_transaction(
+                    session, tenant_id=tenant_id, kind="deposit",
+                    postings=[Posting(wallet, amount), Posting(funding, -amount)],
+                )  # fmt: skip
+        with engine.connect() as connection:
+            before = connection.execute(text("SELECT seq, hash FROM journal_transaction ORDER BY seq")).all()
+        assert [seq for seq, _ in before] == [1, 2, 3]
+        engine.dispose()
+
+        migrate.upgrade(empty_database_url)
+        with unit_of_work(sessions) as session:
+            wallets = [open_account(session, tenant_id=tenant_id, kind="player_wallet").id for _ in range(12)]
+        for other in wallets:
+            with unit_of_work(sessions) as session:
+                deposit(session, tenant_id=tenant_id, account_id=other, amount=5)
+        with unit_of_work(sessions) as session:
+            signed = checkpoint_document(take_checkpoint(session, tenant_id, SIGNER))
+            lines = list(export_jsonl(session, tenant_id))
+        with engine.connect() as connection:
+            after = connection.execute(
+                text("SELECT seq, hash FROM journal_transaction WHERE chain = 0 ORDER BY seq")
+            ).all()
+    finally:
+        engine.dispose()
+    assert after[:3] == before
+    assert len({head["chain"] for head in signed["heads"]}) > 3
+    report = verify_export(lines, checkpoint=signed, public_key=SIGNER.public_key())
+    assert report.valid, report.findings
+    assert report.checkpoint_checked
+    assert report.transactions == 3 + len(wallets)
+    assert report.trial_balance() == {"CREDIT": 0}
