@@ -16,13 +16,16 @@ from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.ledger import CHAIN_IN_RANGE
 from pokna.ledger import (
     LEDGER_CHAINS,
+    GameAccounts,
     Posting,
     checkpoint_document,
     deposit,
     funding_account,
+    hold_wallets_now,
     house_account,
     open_account,
     post_transaction,
+    revenue_account,
     take_checkpoint,
     verify_export,
 )
@@ -205,3 +208,29 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(empty_da
     assert report.checkpoint_checked
     assert report.transactions == 3 + len(wallets)
     assert report.trial_balance() == {"CREDIT": 0}
+
+
+def test_a_lost_race_holds_every_account_its_step_may_post_to(
+    sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+) -> None:
+    """A game request decided again after a lost race holds its chain's head and then, in one statement in
+    ascending id order, the wallets, the pot and the revenue account (a rake): taking the revenue account
+    later, at the posting, would take it after wallets of higher id while a posting on another chain may hold
+    it and wait for one of those wallets (a deadlock that one head per tenant used to hide)."""
+    with unit_of_work(sessions) as session:
+        wallets = [open_account(session, tenant_id=tenant_id, kind="player_wallet").id for _ in range(3)]
+        pot = open_account(session, tenant_id=tenant_id, kind="game_pot").id
+        revenue = revenue_account(session, tenant_id).id
+        for wallet in wallets:
+            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=7)
+    game = GameAccounts(chain_for("game_x"), "CREDIT", pot, wallets)
+    with unit_of_work(sessions) as session:
+        assert hold_wallets_now(session, tenant_id, game) == dict.fromkeys(wallets, 7)
+        with engine.connect() as other:
+            for account_id in (*wallets, pot, revenue):
+                other.execute(text("SET lock_timeout = '100ms'"))
+                with pytest.raises(OperationalError, match="lock timeout"):
+                    other.execute(
+                        text("SELECT 1 FROM account WHERE id = :id FOR NO KEY UPDATE"), {"id": account_id}
+                    )
+                other.rollback()

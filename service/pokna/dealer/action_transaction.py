@@ -146,12 +146,16 @@ async def _attempt_once(
                 locked, recorded = split_locked(row)
                 held_balances = None
                 if held:
-                    _, seats, _ = locked_records(*locked)
+                    game, seats, _ = locked_records(*locked)
                     held_balances = await ledger.hold_wallets(
                         connection,
                         tenant_id,
-                        ledger.chain_for(game_id),
-                        [seat.account_id for seat in seats or ()],
+                        ledger.GameAccounts(
+                            ledger.chain_for(game_id),
+                            game.currency,
+                            game.pot_account_id,
+                            [seat.account_id for seat in seats or ()],
+                        ),
                     )
                 try:
                     writes, answer = await _decided(

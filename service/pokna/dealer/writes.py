@@ -31,7 +31,7 @@ from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import encode_rows
 from pokna.errors import WalletHeld
-from pokna.ledger import TransferBatch, chain_for, hold_wallets_now
+from pokna.ledger import GameAccounts, TransferBatch, chain_for, hold_wallets_now
 from pokna.outbox import Event, Gathered
 
 GAME_WRITE = "SELECT game_write(%s, %s::json)"
@@ -243,7 +243,14 @@ def decide_under_lock(
                 game, seats, balances = store.lock_game_and_seats(session, tenant_id, game_id)
                 if attempt:  # lost a race: this time on balances under the ledger's locks
                     balances = hold_wallets_now(
-                        session, tenant_id, chain_for(game_id), [seat.account_id for seat in seats]
+                        session,
+                        tenant_id,
+                        GameAccounts(
+                            chain_for(game_id),
+                            game.currency,
+                            game.pot_account_id,
+                            [s.account_id for s in seats],
+                        ),
                     )
                 writes = GameWrites(tenant_id, SessionReads(session))
                 decision = decide(writes, game, seats, balances)

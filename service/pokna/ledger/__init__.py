@@ -52,7 +52,7 @@ from pokna.ledger.export import (
     export_jsonl_ranges,
     export_lines,
 )
-from pokna.ledger.holding import hold_wallets, hold_wallets_now
+from pokna.ledger.holding import GameAccounts, hold_wallets, hold_wallets_now
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.posting import (
     deposit,
@@ -87,6 +87,7 @@ __all__ = [
     "BalancesChanged",
     "Checkpoint",
     "Finding",
+    "GameAccounts",
     "IdempotencyKeyReused",
     "InsufficientFunds",
     "InvalidAccount",

@@ -6,11 +6,18 @@ and the request is decided again; this time on balances read under the ledger's 
 order (the head of the game's chain, then the accounts by ascending id: see repository.lock_accounts), so
 nothing can move them before the posting and the second decision is the last. Without this, games that
 share wallets with busy neighbours could lose the race every time.
+
+Every account the step may post to is locked here, in one statement, in ascending id order: the wallets,
+the game's pot and the tenant's revenue account (a rake). Locking only the wallets and leaving the others
+to the posting would take the revenue account after wallets of a higher id, out of the one order. While a
+tenant had one head that could not deadlock (every other poster waited at the head first); with a head per
+chain, a posting on another chain may hold the revenue account and wait for one of these wallets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -21,27 +28,50 @@ from pokna.ledger import repository
 _HOLD_HEAD = (
     "SELECT last_seq FROM ledger_head WHERE tenant_id = %(tenant_id)s AND chain = %(chain)s FOR UPDATE"
 )
-_HOLD_WALLETS = (
-    "SELECT id, balance FROM account WHERE id = ANY(%(account_ids)s) AND tenant_id = %(tenant_id)s "
+_HOLD_ACCOUNTS = (
+    "SELECT id, balance FROM account WHERE tenant_id = %(tenant_id)s "
+    "AND (id = ANY(%(account_ids)s) OR (kind = 'revenue' AND currency = %(currency)s)) "
     "ORDER BY id FOR NO KEY UPDATE"
 )
 
 
+@dataclass(frozen=True)
+class GameAccounts:
+    """What a game step may post to: the game's chain and pot, the seats' wallets, and (for a rake) the
+    tenant's revenue account in the game's currency."""
+
+    chain: int
+    currency: str
+    pot_account_id: str
+    wallet_ids: Iterable[str]
+
+    def params(self, tenant_id: str) -> dict[str, Any]:
+        return {
+            "tenant_id": tenant_id,
+            "chain": self.chain,
+            "currency": self.currency,
+            "account_ids": sorted({self.pot_account_id, *self.wallet_ids}),
+        }
+
+
 async def hold_wallets(
-    connection: AsyncConnection[Any], tenant_id: str, chain: int, account_ids: Iterable[str]
+    connection: AsyncConnection[Any], tenant_id: str, game: GameAccounts
 ) -> dict[str, int]:
-    """Lock the head of the tenant's `chain` (the one the game posts on) and the accounts until the
-    transaction ends; their balances."""
-    params = {"tenant_id": tenant_id, "chain": chain, "account_ids": sorted(set(account_ids))}
+    """Lock the head of the game's chain, then every account the step may post to, until the transaction
+    ends; the wallets' balances."""
+    params = game.params(tenant_id)
     async with connection.pipeline():
         await connection.execute(_HOLD_HEAD, params)
-        rows = await (await connection.execute(_HOLD_WALLETS, params)).fetchall()
-    return {account_id: int(balance) for account_id, balance in rows}
+        rows = await (await connection.execute(_HOLD_ACCOUNTS, params)).fetchall()
+    return _wallets(game, rows)
 
 
-def hold_wallets_now(
-    session: Session, tenant_id: str, chain: int, account_ids: Iterable[str]
-) -> dict[str, int]:
+def hold_wallets_now(session: Session, tenant_id: str, game: GameAccounts) -> dict[str, int]:
     """`hold_wallets` on the session's connection."""
-    repository.lock_head(session, tenant_id, chain)
-    return {row.id: int(row.balance) for row in repository.lock_accounts(session, tenant_id, account_ids)}
+    repository.lock_head(session, tenant_id, game.chain)
+    return _wallets(game, session.connection().exec_driver_sql(_HOLD_ACCOUNTS, game.params(tenant_id)))
+
+
+def _wallets(game: GameAccounts, rows: Iterable[Any]) -> dict[str, int]:
+    wallets = set(game.wallet_ids)
+    return {account_id: int(balance) for account_id, balance in rows if account_id in wallets}
