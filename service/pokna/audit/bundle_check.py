@@ -2,7 +2,7 @@
 docs/audit.md). Memory holds the accounts, the games still open in the range and a few blocks of records
 in flight, never the bundle.
 
-Each line is read once (read_line): JSON, and for a game record its proof, parsed and checked
+Each line is read once (pokna.audit.bundle_lines.read_line): JSON, and for a game record its proof, parsed and checked
 (pokna.audit.proofs). pokna.audit.bundle_scan does that on every core for a large bundle and hands the
 records here in order; BundleAudit.take then runs every check that needs the records before it.
 
@@ -18,12 +18,13 @@ bundle names: whoever holds a chain's key chooses its rounds).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pokna.audit.bundle_lines import read_line
+from pokna.audit.bundle_span import Span, signed_chains, span_problems, where
 from pokna.audit.journal import Journal
-from pokna.audit.proofs import GameProof, read_game_proof
+from pokna.audit.proofs import GameProof
 from pokna.audit.records import (
     ACCOUNT,
     CHECKPOINT,
@@ -42,14 +43,9 @@ from pokna.crypto.errors import CryptoError
 from pokna.crypto.signing import signature_problem
 from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.keyring import KeyRing
-from pokna.fairness.plain_json import loads_noting_plain
 from pokna.ledger.audit import ExportAudit, shape_problem
-from pokna.ledger.chain import LEDGER_CHAINS
 
 Progress = Callable[[int, BundleReport], None]
-# A line as read: its number, its JSON value (None when unreadable), why it is unreadable, and for a game
-# record its proof as read and checked.
-ReadLine = tuple[int, Any, str | None, GameProof | None]
 CHECKS = (
     "header",
     "key ring",
@@ -60,34 +56,6 @@ CHECKS = (
     "explained",
 )
 _PROGRESS_EVERY = 20_000
-_GAME_MARK = f'"{GAME}"'
-_READ_PROOF: dict[str, Any] = {}
-_SPAN_FIELDS = ("from_seq", "to_seq", "first_prev_hash", "last_hash")
-
-
-def where(chain: int, seq: object) -> str:
-    """A transaction as findings name it: `seq 12` on chain 0 (as before chains), `chain 3 seq 12`."""
-    return f"seq {seq}" if chain == 0 else f"chain {chain} seq {seq}"
-
-
-class _Span:
-    """One chain as the bundle holds it: its first seq and prev_hash, its last seq and hash, how many."""
-
-    __slots__ = ("first_prev_hash", "first_seq", "last_hash", "last_seq", "transactions")
-
-    def __init__(self, seq: int, prev_hash: str) -> None:
-        self.first_seq, self.first_prev_hash = seq, prev_hash
-        self.last_seq, self.last_hash = seq, prev_hash
-        self.transactions = 0
-
-    def seen(self) -> dict[str, Any]:
-        return {
-            "from_seq": self.first_seq,
-            "to_seq": self.last_seq,
-            "first_prev_hash": self.first_prev_hash,
-            "last_hash": self.last_hash,
-            "transactions": self.transactions,
-        }
 
 
 def _ring_entries(ring: KeyRing) -> list[tuple[str, str, str]]:
@@ -119,7 +87,7 @@ class BundleAudit:
         self.format: int | None = None
         # The signed range: chain -> (from_seq, to_seq); what the bundle holds of each chain.
         self.ranges: dict[int, tuple[int, int]] = {}
-        self.spans: dict[int, _Span] = {}
+        self.spans: dict[int, Span] = {}
         self.last: tuple[int, int, str] | None = None  # the last transaction's chain, seq and hash
         # Heads a checkpoint pins further on in the bundle: (chain, seq) -> (its line, hash, name).
         self.pinned: dict[tuple[int, int], list[tuple[int, str, str]]] = {}
@@ -197,31 +165,19 @@ class BundleAudit:
             self._check_header_signature()
 
     def _read_chains(self, number: int, chains: object) -> None:
-        """Format 2's `chains`: each {chain, from_seq, to_seq, first_prev_hash, last_hash, transactions},
-        ascending by chain."""
-        entries = chains if isinstance(chains, list) else None
-        for entry in entries or ():
-            chain = entry.get("chain") if isinstance(entry, dict) else None
-            first, last = (
-                (entry.get("from_seq"), entry.get("to_seq")) if isinstance(entry, dict) else (None, None)
-            )
-            if not (isinstance(chain, int) and isinstance(first, int) and isinstance(last, int)):
-                entries = None
-                break
-            if not (_is_int(chain) and 0 <= chain < LEDGER_CHAINS and _is_int(first) and _is_int(last)) or (
-                chain <= max(self.ranges, default=-1)
-            ):
-                entries = None
-                break
-            self.ranges[chain] = (first, last)
-            self.report.chains.append(entry)
-        if entries is None:
+        """Format 2's `chains`, each {chain, from_seq, to_seq, ...} ascending by chain."""
+        signed = signed_chains(chains)
+        if signed is None:
             self.report.found(
                 number,
                 HEADER,
                 None,
                 "the header's chains are not a list of {chain, from_seq, to_seq, ...} ascending by chain",
             )
+            return
+        for entry in signed:
+            self.ranges[entry["chain"]] = (entry["from_seq"], entry["to_seq"])
+            self.report.chains.append(entry)
 
     def _on_key_ring(self, number: int, record: dict[str, Any]) -> None:
         if self.ring_line is not None or number != 2:
@@ -275,7 +231,7 @@ class BundleAudit:
             self.ledger.check_parsed(number, line)
         span = self.spans.get(chain)
         if span is None:
-            span = self.spans[chain] = _Span(seq, line["prev_hash"])
+            span = self.spans[chain] = Span(seq, line["prev_hash"])
         span.last_seq, span.last_hash = seq, hash_
         span.transactions += 1
         self.last = (chain, seq, hash_)
@@ -408,92 +364,12 @@ class BundleAudit:
 
     def _check_span(self, header: Mapping[str, Any]) -> None:
         """The header's signed range against what the bundle holds: nothing cut off, nothing added."""
-        total = sum(span.transactions for span in self.spans.values())
-        if self.format == 1:
-            span = self.spans.get(0)
-            seen = span.seen() if span is not None else {name: header.get(name) for name in _SPAN_FIELDS}
-            self._compare(header, seen | {"transactions": total}, "")
-            for chain in sorted(set(self.spans) - {0}):
-                self._unsigned_chain(chain)
-            return
-        if self.format is None:
-            return
-        signed = {entry["chain"]: entry for entry in self.report.chains}
-        for chain, entry in signed.items():
-            span = self.spans.get(chain)
-            seen = span.seen() if span is not None else {"transactions": 0}
-            self._compare(entry, seen, f"chain {chain} ")
-        for chain in sorted(set(self.spans) - set(signed)):
-            self._unsigned_chain(chain)
-        zero = signed.get(0)
-        if zero is not None:
-            for name in _SPAN_FIELDS:
-                if header.get(name) != zero.get(name):
-                    self.report.found(
-                        1,
-                        HEADER,
-                        None,
-                        f"the signed header says {name} {header.get(name)!r}, its chain 0 {zero.get(name)!r}",
-                    )
-        if header.get("transactions") != total:
-            self.report.found(
-                1,
-                HEADER,
-                None,
-                f"the signed header says transactions {header.get('transactions')!r}, the bundle has {total!r}",
-            )
-
-    def _compare(self, signed: Mapping[str, Any], seen: Mapping[str, Any], chain: str) -> None:
-        for name, value in seen.items():
-            if signed.get(name) != value:
-                self.report.found(
-                    1,
-                    HEADER,
-                    None,
-                    f"the signed header says {chain}{name} {signed.get(name)!r}, the bundle has {value!r}",
-                )
-
-    def _unsigned_chain(self, chain: int) -> None:
-        span = self.spans[chain]
-        self.report.found(
-            1,
-            HEADER,
-            None,
-            f"the bundle holds {span.transactions} transaction(s) of chain {chain}, which the signed header does not name",
-        )
+        for problem in span_problems(header, self.format, self.report.chains, self.spans):
+            self.report.found(1, HEADER, None, problem)
 
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def read_line(
-    number: int,
-    raw: str | bytes,
-    proof_keys: Callable[[], KeyRing | None],
-    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
-) -> ReadLine | None:
-    """The line read as JSON, and a game record's proof checked (its drand rounds against `beacon_chains`);
-    None for a blank line. Pure: a worker process reads its lines with this too."""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    if not text.strip():
-        return None
-    plain = False
-    try:
-        if _GAME_MARK in text:  # likely a game record: note whether its proof's signed bytes need a look
-            record, plain = loads_noting_plain(text)
-        else:
-            record = json.loads(text)
-    except ValueError as error:
-        return number, None, f"line {number} is not JSON: {error}", None
-    proof = None
-    if isinstance(record, dict) and record.get("type") == GAME:
-        proof = read_game_proof(record.get("proof"), proof_keys(), plain=plain, beacon_chains=beacon_chains)
-        if proof is not None:
-            # Read and checked: what the journal still asks of it is only that it was an object, so the
-            # proof itself is not carried (nor sent back from a worker).
-            record["proof"] = _READ_PROOF
-    return number, record, None, proof
 
 
 def verify_bundle(

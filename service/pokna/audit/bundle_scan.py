@@ -35,7 +35,8 @@ from dataclasses import dataclass, replace
 from sys import intern
 from typing import Any, BinaryIO
 
-from pokna.audit.bundle_check import BundleAudit, Progress, ReadLine, read_line
+from pokna.audit.bundle_check import BundleAudit, Progress
+from pokna.audit.bundle_lines import ReadLine, read_line
 from pokna.audit.records import TRANSACTION
 from pokna.audit.report import BundleReport
 from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain

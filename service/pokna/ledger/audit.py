@@ -17,118 +17,43 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna.crypto.errors import NotCanonicalizableError
-from pokna.crypto.signing import signature_problem
+from pokna.ledger.audit_checkpoint import (
+    CHECKPOINT_TYPE,
+    UnusableCheckpoint,
+    check_pinned,
+    checkpoint_target,
+)
+from pokna.ledger.audit_report import (
+    AuditReport,
+    BlockSummary,
+    ChainSpan,
+    ChainSummary,
+    Finding,
+    is_chain,
+    is_int,
+)
 from pokna.ledger.chain import GENESIS_HASH, LEDGER_CHAINS, chain_label, line_hash
 
-CHECKPOINT_TYPE = "pokna.ledger.checkpoint"
+__all__ = [
+    "CHECKPOINT_TYPE",
+    "AuditReport",
+    "BlockSummary",
+    "ChainSpan",
+    "ChainSummary",
+    "ExportAudit",
+    "Finding",
+    "UnusableCheckpoint",
+    "is_int",
+    "shape_problem",
+    "verify_export",
+]
+
 _STRING_FIELDS = ("id", "tenant_id", "kind", "created_at", "prev_hash", "hash")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem: the line it is on (1-based; None for the checkpoint), and the chain and seq it concerns."""
-
-    line: int | None
-    seq: int | None
-    problem: str
-    chain: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "chain": self.chain, "seq": self.seq, "problem": self.problem}
-
-
-@dataclass
-class ChainSummary:
-    """One hash chain of the export as far as it was read: its first and last seq, the hash of its last
-    line (what the chain's next line must follow) and how many of the export's transactions are on it."""
-
-    first_seq: int
-    last_seq: int
-    head_hash: str
-    transactions: int = 0
-
-    def to_json(self, chain: int) -> dict[str, Any]:
-        return {
-            "chain": chain,
-            "first_seq": self.first_seq,
-            "last_seq": self.last_seq,
-            "head_hash": self.head_hash,
-            "transactions": self.transactions,
-        }
-
-
-@dataclass
-class AuditReport:
-    findings: list[Finding] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    tenant_id: str | None = None
-    transactions: int = 0
-    postings: int = 0
-    # Chain 0's, as before there were chains (an export without chains is all chain 0); every chain's,
-    # chain 0 included, is in `chains`.
-    first_seq: int | None = None
-    last_seq: int | None = None
-    head_hash: str | None = None
-    chains: dict[int, ChainSummary] = field(default_factory=dict)
-    balances: dict[str, int] = field(default_factory=dict)
-    account_currency: dict[str, str] = field(default_factory=dict)
-    checkpoint_checked: bool = False
-    # How the work was shared (not part of the report's JSON): processes that parsed and hashed lines, and
-    # blocks of lines taken in as checked by a worker rather than checked again line by line here.
-    processes: int = 1
-    blocks_from_workers: int = 0
-
-    @property
-    def valid(self) -> bool:
-        return not self.findings
-
-    def trial_balance(self) -> dict[str, int]:
-        """Sum of all balances per currency, over every chain: zero for books that balance."""
-        totals: dict[str, int] = {}
-        for account_id, balance in self.balances.items():
-            currency = self.account_currency[account_id]
-            totals[currency] = totals.get(currency, 0) + balance
-        return totals
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "valid": self.valid,
-            "tenant_id": self.tenant_id,
-            "transactions": self.transactions,
-            "postings": self.postings,
-            "first_seq": self.first_seq,
-            "last_seq": self.last_seq,
-            "head_hash": self.head_hash,
-            "chains": [summary.to_json(chain) for chain, summary in sorted(self.chains.items())],
-            "checkpoint_checked": self.checkpoint_checked,
-            "findings": [finding.to_json() for finding in self.findings],
-            "notes": self.notes,
-            "trial_balance": self.trial_balance(),
-            "balances": dict(sorted(self.balances.items())),
-        }
-
-
-@dataclass(frozen=True)
-class _Pinned:
-    """What a checkpoint pins: per chain, the (seq, hash) the export must contain; chain 0's is the
-    checkpoint's own seq and hash (seq 0 and the genesis hash: chain 0 had no transaction yet)."""
-
-    tenant_id: str
-    seq: int
-    heads: dict[int, tuple[int, str]]
-
-    def seqs(self) -> dict[int, int]:
-        return {chain: seq for chain, (seq, _hash) in self.heads.items()}
-
-
-class UnusableCheckpoint(ValueError):
-    """The checkpoint document is not a checkpoint at all (as opposed to one that fails to verify)."""
 
 
 def verify_export(
@@ -157,7 +82,7 @@ class ExportAudit:
 
     def __init__(self, checkpoint: Mapping[str, Any] | None, public_key: Ed25519PublicKey | None) -> None:
         self.report = AuditReport()
-        self.pinned = _checkpoint_target(checkpoint, public_key, self.report)
+        self.pinned = checkpoint_target(checkpoint, public_key, self.report)
         self.seen_hashes: dict[int, str] = {}  # per chain: the export's hash at the checkpoint's seq
         self.last: tuple[int, int] | None = None  # (chain, seq) of the last line taken in
 
@@ -189,7 +114,7 @@ class ExportAudit:
                     number,
                     seq,
                     f"line {number} ({where}) is malformed: {problem}",
-                    chain if _is_chain(chain) else 0,
+                    chain if is_chain(chain) else 0,
                 )
             )
             return None
@@ -344,7 +269,7 @@ class ExportAudit:
     def finish(self) -> AuditReport:
         report = self.report
         if self.pinned is not None:
-            _check_pinned(self.pinned, self.seen_hashes, report)
+            check_pinned(self.pinned, self.seen_hashes, report)
         for chain, head in sorted(report.chains.items()):
             if head.first_seq > 1:
                 start = "the export starts" if chain == 0 else f"the export's chain {chain} starts"
@@ -366,7 +291,7 @@ def shape_problem(line: object) -> str | None:
         return "not a JSON object"
     if not is_int(line.get("seq")):
         return "seq is not an integer"
-    if "chain" in line and not _is_chain(line["chain"]):
+    if "chain" in line and not is_chain(line["chain"]):
         return f"chain is not an integer from 0 to {LEDGER_CHAINS - 1}"
     for name in _STRING_FIELDS:
         if not isinstance(line.get(name), str):
@@ -386,14 +311,6 @@ def shape_problem(line: object) -> str | None:
         if not is_int(posting.get("amount")):
             return f"postings[{index}].amount is not an integer"
     return None
-
-
-def is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_chain(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < LEDGER_CHAINS
 
 
 def _check_postings(line: dict[str, Any], number: int, chain: int, seq: int, report: AuditReport) -> None:
@@ -435,140 +352,3 @@ def _check_postings(line: dict[str, Any], number: int, chain: int, seq: int, rep
                     chain,
                 )
             )
-
-
-@dataclass(frozen=True)
-class ChainSpan:
-    """The lines of one chain within a block: they follow each other on it, from the first to the last."""
-
-    first_seq: int
-    first_prev_hash: str
-    last_seq: int
-    last_hash: str
-    transactions: int
-
-
-@dataclass(frozen=True)
-class BlockSummary:
-    """A block of lines in which every line passed every check that needs no line outside it: what it
-    adds to the report, and per chain its first and last link for the checks across its seams."""
-
-    tenant_id: str | None
-    chains: dict[int, ChainSpan]
-    last_line: tuple[int, int] | None  # (chain, seq) of the block's last line
-    transactions: int
-    postings: int
-    balance_changes: dict[str, int]
-    account_currency: dict[str, str]
-    pinned_hashes: dict[int, str]  # per chain: the hash of the line at the checkpoint's seq, in this block
-
-
-# --- checkpoints -----------------------------------------------------------------------------------------
-
-
-def _checkpoint_target(
-    checkpoint: Mapping[str, Any] | None, public_key: Ed25519PublicKey | None, report: AuditReport
-) -> _Pinned | None:
-    """The (seq, hash) per chain the export must contain; a bad signature is a finding.
-
-    The checkpoint's seq and hash are chain 0's head. One taken since there are chains also lists `heads`:
-    every chain with a transaction, ascending by chain, each as {chain, seq, hash}; without `heads` (taken
-    before there were chains) it pins chain 0 only."""
-    if checkpoint is None:
-        return None
-    seq, hash_, tenant_id = checkpoint.get("seq"), checkpoint.get("hash"), checkpoint.get("tenant_id")
-    if checkpoint.get("type") != CHECKPOINT_TYPE or not is_int(seq) or not isinstance(hash_, str):
-        raise UnusableCheckpoint(
-            f"not a ledger checkpoint (type must be {CHECKPOINT_TYPE!r}, with seq and hash)"
-        )
-    if not isinstance(tenant_id, str):
-        raise UnusableCheckpoint("the checkpoint names no tenant")
-    assert isinstance(seq, int)
-    heads = {0: (seq, hash_)}
-    if "heads" in checkpoint:
-        heads = _checkpoint_heads(checkpoint["heads"], seq, hash_)
-    if public_key is None:
-        report.notes.append("no public key given: the checkpoint's signature was not checked")
-    else:
-        problem = signature_problem(checkpoint, public_key)
-        if problem is not None:
-            report.findings.append(Finding(None, seq, f"checkpoint signature: {problem}"))
-    return _Pinned(tenant_id, seq, heads)
-
-
-def _checkpoint_heads(listed: object, seq: int, hash_: str) -> dict[int, tuple[int, str]]:
-    if not isinstance(listed, list):
-        raise UnusableCheckpoint("the checkpoint's heads is not a list")
-    heads: dict[int, tuple[int, str]] = {}
-    for index, head in enumerate(listed):
-        if not isinstance(head, dict) or set(head) != {"chain", "seq", "hash"}:
-            raise UnusableCheckpoint(
-                f"the checkpoint's heads[{index}] is not an object of chain, seq and hash"
-            )
-        chain, head_seq, head_hash = head["chain"], head["seq"], head["hash"]
-        if not _is_chain(chain):
-            raise UnusableCheckpoint(
-                f"the checkpoint's heads[{index}].chain is not an integer from 0 to {LEDGER_CHAINS - 1}"
-            )
-        if heads and chain <= max(heads):
-            raise UnusableCheckpoint(
-                f"the checkpoint's heads[{index}]: chain {chain} is repeated or out of order"
-            )
-        if not is_int(head_seq) or head_seq < 1 or not isinstance(head_hash, str):
-            raise UnusableCheckpoint(
-                f"the checkpoint's heads[{index}] needs a positive integer seq and a string hash"
-            )
-        if chain == 0 and (head_seq, head_hash) != (seq, hash_):
-            raise UnusableCheckpoint("the checkpoint's head on chain 0 is not its seq and hash")
-        heads[chain] = (head_seq, head_hash)
-    if 0 not in heads:
-        if (seq, hash_) != (0, GENESIS_HASH):
-            raise UnusableCheckpoint(
-                "the checkpoint's seq and hash name a head on chain 0 its heads do not list"
-            )
-        heads[0] = (0, GENESIS_HASH)
-    return dict(sorted(heads.items()))
-
-
-def _check_pinned(pinned: _Pinned, seen_hashes: dict[int, str], report: AuditReport) -> None:
-    report.checkpoint_checked = True
-    found = report.findings.append
-    if report.tenant_id is not None and pinned.tenant_id != report.tenant_id:
-        found(
-            Finding(
-                None,
-                pinned.seq,
-                f"the checkpoint is for tenant {pinned.tenant_id}, the export for {report.tenant_id}",
-            )
-        )
-    for chain, (seq, hash_) in pinned.heads.items():
-        where = chain_label(chain, seq)
-        if seq == 0:  # chain 0 before its first transaction
-            if hash_ != GENESIS_HASH:
-                found(Finding(None, 0, "a checkpoint at seq 0 must carry the genesis hash"))
-            continue
-        if chain in seen_hashes:
-            if seen_hashes[chain] != hash_:
-                found(
-                    Finding(
-                        None,
-                        seq,
-                        f"{where}: the hash differs from the signed checkpoint (history rewritten)",
-                        chain,
-                    )
-                )
-            continue
-        head = report.chains.get(chain)
-        if head is None or seq > head.last_seq:
-            ends = "the export ends" if chain == 0 else f"the export's chain {chain} ends"
-            found(
-                Finding(
-                    None,
-                    seq,
-                    f"the signed checkpoint covers {where} but {ends} at seq {head.last_seq if head else 0} "
-                    "(transactions missing from the end)",
-                    chain,
-                )
-            )
-        else:
-            found(Finding(None, seq, f"the export does not contain the checkpoint's {where}", chain))

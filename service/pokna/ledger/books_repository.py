@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Row, Select, Table, and_, func, or_, select
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
@@ -136,8 +135,7 @@ def accounts_with_heads(session: Session, tenant_id: str) -> tuple[list[Any], di
     """Every account of the tenant with its stored balance, and every chain's head seq, in one statement:
     so the balances describe exactly the postings up to those heads."""
     live = (_head.c.tenant_id == tenant_id) & (_head.c.last_seq > 0)
-    chains = select(func.array_agg(aggregate_order_by(_head.c.chain, _head.c.chain))).where(live)
-    seqs = select(func.array_agg(aggregate_order_by(_head.c.last_seq, _head.c.chain))).where(live)
+    heads = select(func.json_object_agg(_head.c.chain, _head.c.last_seq)).where(live)
     rows = list(
         session.execute(
             select(
@@ -146,8 +144,7 @@ def accounts_with_heads(session: Session, tenant_id: str) -> tuple[list[Any], di
                 _account.c.currency,
                 _account.c.balance,
                 _account.c.created_at,
-                chains.scalar_subquery().label("head_chains"),
-                seqs.scalar_subquery().label("head_seqs"),
+                heads.scalar_subquery().label("heads"),
             )
             .where(_account.c.tenant_id == tenant_id)
             .order_by(_account.c.id)
@@ -155,9 +152,7 @@ def accounts_with_heads(session: Session, tenant_id: str) -> tuple[list[Any], di
     )
     if not rows:
         return rows, {}
-    first = rows[0]
-    heads = dict(zip(first.head_chains or (), first.head_seqs or (), strict=True))
-    return rows, {int(chain): int(seq) for chain, seq in heads.items()}
+    return rows, {int(chain): int(seq) for chain, seq in (rows[0].heads or {}).items()}
 
 
 def first_created_at(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> datetime | None:
