@@ -7,7 +7,9 @@ was one over that hold whatever the hardware (docs/ledger.md, "Chains"). Now:
   replaces `UNIQUE (tenant_id, seq)`, and `ledger_head`'s key is `(tenant_id, chain)`;
 - the chain-link trigger looks for a row's predecessor on its own chain;
 - `ledger_post(text, jsonb)` reads the chain from its batch (`chain`, absent: 0), and locks, links and
-  advances that chain's head only: postings on different chains of one tenant run in parallel;
+  advances that chain's head only: postings on different chains of one tenant run in parallel; since an
+  idempotency key is unique per tenant but checked under one chain's head, a key committed on another
+  chain meanwhile makes the insert a replay (`ON CONFLICT ... DO NOTHING`), not a unique violation;
 - `ledger_checkpoint.heads`: a checkpoint signs every chain's head (null for checkpoints taken before).
 
 Every existing row is on chain 0 and keeps its seq, links and hash (chain 0 is hashed without a `chain` field,
@@ -101,6 +103,7 @@ DECLARE
     v_i int;
     v_at int;
     v_new bigint;
+    v_inserted int;
 BEGIN
     SELECT * INTO v_chain, p_account_ids, p_expected_ids, p_expected_balances, t_id, t_kind, t_reference, t_metadata,
             t_idempotency_key, t_request_hash, t_posting_count, t_created_at, t_before_prev, t_before_seq,
@@ -200,7 +203,18 @@ BEGIN
             t_created_at)
         WITH ORDINALITY AS t(id, kind, reference, metadata, idempotency_key, request_hash, posting_count,
             created_at, n)
-    ORDER BY t.n;
+    ORDER BY t.n
+    -- A key is unique per tenant, and the check above ran under this chain's head only: a posting under the
+    -- same key on another chain may have committed since (this insert waited for it). Then this is a replay.
+    ON CONFLICT ON CONSTRAINT uq_journal_transaction_tenant_id_idempotency_key DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    IF v_inserted = 0 THEN
+        status := 'replay';
+        RETURN;
+    ELSIF v_inserted < cardinality(t_id) THEN
+        RAISE EXCEPTION USING ERRCODE = '23505',
+            MESSAGE = 'ledger_post: some of the batch''s idempotency keys were posted on another chain meanwhile';
+    END IF;
     INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency)
     SELECT p.id, p_tenant_id, t_id[p.owner], p.leg, p.account_id, p.amount, p.currency
     FROM unnest(p_id, p_transaction, p_leg, p_account_id, p_amount, p_currency)

@@ -4,6 +4,8 @@ that one chain's writers do not wait for another's (the point of having several)
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import pytest
 from sqlalchemy import Engine, text
@@ -30,6 +32,7 @@ from pokna.ledger import (
     verify_export,
 )
 from pokna.ledger.chain import GENESIS_HASH, chain_for
+from pokna.ledger.errors import IdempotencyKeyReused
 from pokna.ledger.export import export_jsonl
 from pokna.tenants.service import create_tenant
 
@@ -234,3 +237,56 @@ def test_a_lost_race_holds_every_account_its_step_may_post_to(
                         text("SELECT 1 FROM account WHERE id = :id FOR NO KEY UPDATE"), {"id": account_id}
                     )
                 other.rollback()
+
+
+def test_one_idempotency_key_on_two_chains_at_once_posts_once(
+    sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    """A key is unique per tenant but checked under one chain's head: a second posting under the key on
+    another chain, sent while the first is not yet committed, waits for it and answers the original (or
+    refuses a different request under the key), never a raw unique violation."""
+    with unit_of_work(sessions) as session:
+        house, funding = house_account(session, tenant_id).id, funding_account(session, tenant_id).id
+    legs = [Posting(house, 3), Posting(funding, -3)]
+    first = sessions()
+    original = post_transaction(
+        first,
+        tenant_id=tenant_id,
+        kind="adjustment",
+        postings=legs,
+        idempotency_key="k",
+        request_hash="r",
+        chain=1,
+    )
+    answers: list[object] = []
+
+    def second(request_hash: str) -> None:
+        try:
+            with unit_of_work(sessions) as session:
+                posted = post_transaction(
+                    session, tenant_id=tenant_id, kind="adjustment", postings=legs,
+                    idempotency_key="k", request_hash=request_hash, chain=2,
+                )  # fmt: skip
+            answers.append(posted)
+        except Exception as error:  # the answer under test, whatever it is
+            answers.append(error)
+
+    waiting = [threading.Thread(target=second, args=(hash_,)) for hash_ in ("r", "other")]
+    for thread in waiting:
+        thread.start()
+    time.sleep(0.5)  # both wait at the key's index entry, which the first holds uncommitted
+    assert not answers
+    first.commit()
+    first.close()
+    for thread in waiting:
+        thread.join(30)
+    replayed = [answer for answer in answers if not isinstance(answer, Exception)]
+    refused = [answer for answer in answers if isinstance(answer, Exception)]
+    assert [(answer.id, answer.chain) for answer in replayed] == [(original.id, 1)]  # type: ignore[attr-defined]
+    assert [type(error) for error in refused] == [IdempotencyKeyReused]
+    with unit_of_work(sessions) as session:
+        count = session.scalar(
+            text("SELECT count(*) FROM journal_transaction WHERE tenant_id = :t AND idempotency_key = 'k'"),
+            {"t": tenant_id},
+        )
+    assert count == 1

@@ -143,14 +143,15 @@ class BundleAudit:
             return
         self.header = record
         version = record.get("format")
-        if version not in FORMATS_READ:
+        # `type(...) is int`: 2.0 == 2 and signs as 2 (RFC 8785), but is no format this checker reads.
+        if type(version) is not int or version not in FORMATS_READ:
             self.report.found(
                 number,
                 HEADER,
                 None,
                 f"format {version!r}; this checker reads {' and '.join(map(str, FORMATS_READ))}",
             )
-        self.format = version if isinstance(version, int) and version in FORMATS_READ else None
+        self.format = version if type(version) is int and version in FORMATS_READ else None
         tenant_id, from_seq, to_seq = record.get("tenant_id"), record.get("from_seq"), record.get("to_seq")
         self.report.tenant_id = tenant_id if isinstance(tenant_id, str) else None
         self.report.from_seq = from_seq if isinstance(from_seq, int) else None

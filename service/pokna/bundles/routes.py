@@ -10,10 +10,10 @@ from fastapi.responses import StreamingResponse
 from pokna import bundles
 from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep, streamed
-from pokna.api.fields import SEQ_MAX, Moment
+from pokna.api.fields import Moment
 from pokna.api.problem_docs import BAD_RANGE, KEYED, VALIDATION, problems
 from pokna.audit.records import MEDIA_TYPE
-from pokna.ledger.chain import LEDGER_CHAINS
+from pokna.ledger.schemas import ChainParam, FromSeqParam, ToSeqParam
 
 OCTET_STREAM = "application/octet-stream"
 router = APIRouter(prefix="/v1", tags=["audit"])
@@ -50,18 +50,9 @@ def audit_bundle(
     runtime: RuntimeDep,
     tenant_id: TenantDep,
     session: SessionDep,
-    chain: Annotated[
-        int | None,
-        Query(ge=0, le=LEDGER_CHAINS - 1, description="Only this chain (default: every chain)."),
-    ] = None,
-    from_seq: Annotated[
-        int | None,
-        Query(ge=1, le=SEQ_MAX, description="First seq on `chain` (chain 0 when not given)."),
-    ] = None,
-    to_seq: Annotated[
-        int | None,
-        Query(ge=1, le=SEQ_MAX, description="Last seq on `chain` (chain 0 when not given)."),
-    ] = None,
+    chain: ChainParam = None,
+    from_seq: FromSeqParam = None,
+    to_seq: ToSeqParam = None,
     from_time: Annotated[
         Moment | None, Query(description="From the first transaction written at or after this time.")
     ] = None,

@@ -180,7 +180,9 @@ class GameWrites:
         return self.outbox.record(tenant_id, ordering_key, event)
 
     def document(self, answer: Mapping[str, Any] | None = None) -> str:
-        return encode_rows({"steps": self.steps, "outbox": self.outbox.rows, "answer": answer})
+        return encode_rows(
+            {"steps": locking_all_first(self.steps), "outbox": self.outbox.rows, "answer": answer}
+        )
 
     def written(self, seconds: float) -> None:
         """Count what was written, once it was: a decision made again counts once."""
@@ -191,6 +193,26 @@ class GameWrites:
 
     def __bool__(self) -> bool:
         return bool(self.steps or self.outbox.rows or self.before)
+
+
+def locking_all_first(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps, their first posting locking every account any of them posts to.
+
+    Each posting locks its accounts in ascending id order, in one statement; a request of several posting
+    steps (deadlines that passed, then the action) would lock a later step's accounts (the revenue account
+    of a rake) after the first step's, out of that order, while a posting on another of the tenant's chains
+    may hold one and wait for another: so the first posting locks them all (ledger_post() locks its batch's
+    `accounts`, which may name more than its postings touch)."""
+    posting = [index for index, step in enumerate(steps) if step["batch"] is not None]
+    if len(posting) < 2:
+        return steps
+    every = sorted({account for index in posting for account in steps[index]["batch"]["accounts"]})
+    first = steps[posting[0]]
+    return [
+        *steps[: posting[0]],
+        {**first, "batch": {**first["batch"], "accounts": every}},
+        *steps[posting[0] + 1 :],
+    ]
 
 
 def write_now(session: Session, writes: GameWrites) -> None:

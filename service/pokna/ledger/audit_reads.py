@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -22,7 +21,7 @@ from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository, repository
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import GENESIS_HASH, LEDGER_CHAINS
-from pokna.ledger.checkpoint import Checkpoint
+from pokna.ledger.checkpoint import Checkpoint, checkpoint_of
 from pokna.ledger.errors import TenantNotFound
 
 # How far a checkpoint's created_at may trail a transaction it pins (both are the service's clock, read on
@@ -149,20 +148,7 @@ def checkpoints_between(session: Session, tenant_id: str, spans: JournalSpans) -
         zero.seqs if zero is not None else None,
         since - _CLOCK_MARGIN if since is not None else None,
     )
-    return [_checkpoint(row) for row in rows]
-
-
-def _checkpoint(row: Any) -> Checkpoint:
-    return Checkpoint(
-        id=row.id,
-        tenant_id=row.tenant_id,
-        seq=int(row.seq),
-        hash=row.hash,
-        created_at=row.created_at,
-        key_id=row.key_id,
-        signature=row.signature,
-        heads=row.heads,
-    )
+    return [checkpoint_of(row) for row in rows]
 
 
 def transfers_before(

@@ -95,19 +95,21 @@ def list_checkpoints(session: Session, tenant_id: str, *, limit: int = 50) -> li
     """Newest first."""
     if not 1 <= limit <= 500:
         raise InvalidPostings("limit must be between 1 and 500")
-    return [
-        Checkpoint(
-            id=row.id,
-            tenant_id=row.tenant_id,
-            seq=int(row.seq),
-            hash=row.hash,
-            created_at=row.created_at,
-            key_id=row.key_id,
-            signature=row.signature,
-            heads=row.heads,
-        )
-        for row in repository.checkpoints(session, tenant_id, limit=limit)
-    ]
+    return [checkpoint_of(row) for row in repository.checkpoints(session, tenant_id, limit=limit)]
+
+
+def checkpoint_of(row: Any) -> Checkpoint:
+    """A stored checkpoint's row (every column of `ledger_checkpoint`) as the Checkpoint."""
+    return Checkpoint(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        seq=int(row.seq),
+        hash=row.hash,
+        created_at=row.created_at,
+        key_id=row.key_id,
+        signature=row.signature,
+        heads=row.heads,
+    )
 
 
 def checkpoint_moved_heads(session: Session, signing_key: Ed25519PrivateKey) -> int:

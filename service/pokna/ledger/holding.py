@@ -25,6 +25,12 @@ from sqlalchemy.orm import Session
 
 from pokna.ledger import repository
 
+# The head is created as ledger_post() creates it on a chain's first posting, so that there is a row to lock:
+# else the accounts would be locked first, and the posting would then wait for the head's creation by another.
+_CREATE_HEAD = (
+    "INSERT INTO ledger_head (tenant_id, chain, last_seq, last_hash) "
+    "VALUES (%(tenant_id)s, %(chain)s, 0, repeat('0', 64)) ON CONFLICT DO NOTHING"
+)
 _HOLD_HEAD = (
     "SELECT last_seq FROM ledger_head WHERE tenant_id = %(tenant_id)s AND chain = %(chain)s FOR UPDATE"
 )
@@ -61,6 +67,7 @@ async def hold_wallets(
     ends; the wallets' balances."""
     params = game.params(tenant_id)
     async with connection.pipeline():
+        await connection.execute(_CREATE_HEAD, params)
         await connection.execute(_HOLD_HEAD, params)
         rows = await (await connection.execute(_HOLD_ACCOUNTS, params)).fetchall()
     return _wallets(game, rows)
@@ -68,6 +75,7 @@ async def hold_wallets(
 
 def hold_wallets_now(session: Session, tenant_id: str, game: GameAccounts) -> dict[str, int]:
     """`hold_wallets` on the session's connection."""
+    session.connection().exec_driver_sql(_CREATE_HEAD, game.params(tenant_id))
     repository.lock_head(session, tenant_id, game.chain)
     return _wallets(game, session.connection().exec_driver_sql(_HOLD_ACCOUNTS, game.params(tenant_id)))
 

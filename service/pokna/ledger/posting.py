@@ -219,10 +219,13 @@ def _unit_chain(session: Session, chain: int) -> int:
 
     A posting holds its chain's head until the unit of work commits; a second posting on another chain
     would wait for a second head while holding the first, and two such units could wait on each other.
-    One chain per unit of work keeps the one lock order (a head, then accounts by ascending id)."""
+    One chain per unit of work keeps the one lock order (a head, then accounts by ascending id). A unit
+    that posts twice still takes the second posting's accounts after the first's: lock them all first
+    (repository.lock_accounts) if they are not the same accounts."""
+    session.connection()  # begins the unit's transaction, so that the unit has an identity to remember
     unit = session.get_transaction()
     held = session.info.get(_UNIT_CHAIN)
-    if held is not None and unit is not None and held[0] is unit:
+    if held is not None and held[0] is unit:
         return int(held[1])
     session.info[_UNIT_CHAIN] = (unit, chain)
     return chain

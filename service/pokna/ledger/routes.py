@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from pokna import ledger
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep, driver_connection, streamed
-from pokna.api.fields import SEQ_MAX, Currency, NoNul
+from pokna.api.fields import Currency, NoNul
 from pokna.api.idempotency import (
     REPLAYED_HEADER,
     REQUIRED_KEY_EXTRA,
@@ -32,7 +32,6 @@ from pokna.api.problem_docs import (
 from pokna.errors import InvalidRequest
 from pokna.idempotency.aio import authenticate
 from pokna.ledger import AccountKind, TransactionNotFound, moving
-from pokna.ledger.chain import LEDGER_CHAINS
 from pokna.ledger.problem_docs import (
     ACCOUNT_EXISTS,
     ACCOUNT_NOT_FOUND,
@@ -44,9 +43,12 @@ from pokna.ledger.schemas import (
     AccountCreate,
     AccountEntryOut,
     AccountOut,
+    ChainParam,
     CheckpointOut,
+    FromSeqParam,
     JournalTransactionOut,
     MoneyMovement,
+    ToSeqParam,
     TrialBalanceOut,
 )
 
@@ -227,18 +229,9 @@ def export(
     export_format: Annotated[
         Literal["jsonl", "csv", "beancount"], Query(alias="format", description="The export's format.")
     ] = "jsonl",
-    chain: Annotated[
-        int | None,
-        Query(ge=0, le=LEDGER_CHAINS - 1, description="Only this chain (default: every chain)."),
-    ] = None,
-    from_seq: Annotated[
-        int | None,
-        Query(ge=1, le=SEQ_MAX, description="First sequence number on `chain` (chain 0 when not given)."),
-    ] = None,
-    to_seq: Annotated[
-        int | None,
-        Query(ge=1, le=SEQ_MAX, description="Last sequence number on `chain` (chain 0 when not given)."),
-    ] = None,
+    chain: ChainParam = None,
+    from_seq: FromSeqParam = None,
+    to_seq: ToSeqParam = None,
 ) -> StreamingResponse:
     # The request's session outlives this return: its dependency closes it after the response is sent.
     lines = ledger.export_lines(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal, Protocol
 
+from fastapi import Query
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -17,7 +18,7 @@ from pydantic import (
     StringConstraints,
 )
 
-from pokna.api.fields import Amount, Currency, NoNul
+from pokna.api.fields import SEQ_MAX, Amount, Currency, NoNul
 from pokna.ledger import (
     AccountEntry,
     AccountKind,
@@ -27,7 +28,21 @@ from pokna.ledger import (
     TrialBalance,
     checkpoint_document,
 )
+from pokna.ledger.chain import LEDGER_CHAINS
 from pokna.paging import Page
+
+# A range of the journal, as the export and the audit bundle take it: one chain, or positions on one.
+ChainParam = Annotated[
+    int | None, Query(ge=0, le=LEDGER_CHAINS - 1, description="Only this chain (default: every chain).")
+]
+FromSeqParam = Annotated[
+    int | None,
+    Query(ge=1, le=SEQ_MAX, description="First sequence number on `chain` (chain 0 when not given)."),
+]
+ToSeqParam = Annotated[
+    int | None,
+    Query(ge=1, le=SEQ_MAX, description="Last sequence number on `chain` (chain 0 when not given)."),
+]
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=200), NoNul]
 
