@@ -21,7 +21,8 @@ the ceiling can be read without it. Each client has its own tenant (as issue 24'
 (one each) and the same number of clients all in one tenant, and alternates them phase by phase, for two
 workloads: the keyed action as above, with `game_write()` and COMMIT sent in one pipeline as the product
 sends them (so no client turn under the tenant's ledger head), and a bare posting, one autocommit
-`ledger_post()` call of one two-leg transfer. Each one-tenant phase is divided by the mean of the
+`ledger_post()` call of one two-leg transfer between two wallets, and a deposit (the same call between a
+wallet and the tenant's external-funding account, as every deposit and withdrawal posts). Each one-tenant phase is divided by the mean of the
 eight-tenant phases of the same workload just before and after it. Each game's transfers go on the chain
 the product would post them on (`chain_for(game id)`, migration 0014); `--one-chain-too` adds a phase of the
 one tenant with every posting on chain 0, as before 0014, for the before/after in one run.
@@ -45,7 +46,7 @@ from sqlalchemy.engine import make_url
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.dealer import service as dealer
 from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS
-from pokna.ledger import chain_for, deposit, open_account
+from pokna.ledger import chain_for, deposit, funding_account, open_account
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
 from pokna.tenants.service import create_tenant
@@ -76,9 +77,11 @@ BEGIN
             'batch', json_build_object(
                 'chain', (SELECT chain FROM bench_pgbench_client WHERE game_id = p_game),
                 'accounts', ARRAY[least(p_payer, p_payee), greatest(p_payer, p_payee)],
-                'expected_ids', ARRAY[p_payer, p_payee],
-                'expected_balances', ARRAY[(SELECT balance FROM account WHERE id = p_payer),
-                    (SELECT balance FROM account WHERE id = p_payee)],
+                -- A game decides on its wallets' balances; a deposit on none (the funding account is shared).
+                'expected_ids', (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM account
+                    WHERE id IN (p_payer, p_payee) AND kind = 'player_wallet'),
+                'expected_balances', (SELECT coalesce(array_agg(balance ORDER BY id), '{}') FROM account
+                    WHERE id IN (p_payer, p_payee) AND kind = 'player_wallet'),
                 't_id', ARRAY[v_txn], 't_kind', ARRAY['ante'], 't_reference', ARRAY[p_game],
                 't_metadata', ARRAY['{"game_id":"' || p_game || '"}'], 't_idempotency_key', ARRAY[NULL::text],
                 't_request_hash', ARRAY[NULL::text], 't_posting_count', ARRAY[2], 't_created_at', ARRAY[v_now],
@@ -92,7 +95,7 @@ BEGIN
 END
 $$;
 CREATE TABLE IF NOT EXISTS bench_pgbench_client (
-    client_id int PRIMARY KEY, tenant_id text, game_id text, payer text, payee text, chain smallint
+    client_id int PRIMARY KEY, tenant_id text, game_id text, payer text, payee text, chain smallint, funding text
 );
 """
 
@@ -103,15 +106,18 @@ def _script(
     *,
     pipelined: bool = False,
     posting: bool = False,
+    deposit: bool = False,
     function: str = "game_write",
 ) -> str:
     """`pipelined`: game_write() and COMMIT in one pipeline, as pokna.dealer.playing sends them. `posting`:
     instead of the action, one autocommit ledger_post() of the step's transfer. The client row is
-    `client_id + :base` (pgbench's `-D base=N`, always given)."""
+    `client_id + :base` (pgbench's `-D base=N`, always given). `deposit`: the posting moves 1 between the
+    client's wallet and its tenant's external-funding account (a deposit, then a withdrawal), as deposits do."""
     lock = LOCK_GAME_AND_SEATS.replace("%(game_id)s", ":g").replace("%(tenant_id)s", ":t")
     parts = [
+        f"\\set deposit {int(deposit)}",
         "\\set row :client_id + :base",
-        "SELECT tenant_id AS t, game_id AS g, payer AS a, payee AS b "
+        "SELECT tenant_id AS t, game_id AS g, payer AS a, CASE WHEN :deposit = 1 THEN funding ELSE payee END AS b "
         "FROM bench_pgbench_client WHERE client_id = :row \\gset",
         # Alternate the direction, so that no wallet runs dry.
         "\\set flip random(0, 1)",
@@ -190,7 +196,7 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
                 session, keys, clock, tenant_id, dealer.NewGame(wallets[0], wallets[1:], stake=5)
             )
             session.execute(
-                text("INSERT INTO bench_pgbench_client VALUES (:c, :t, :g, :a, :b, :chain)"),
+                text("INSERT INTO bench_pgbench_client VALUES (:c, :t, :g, :a, :b, :chain, :f)"),
                 # The chain the product posts a game's transfers on (`--one-chain-too` sets 0 for a phase).
                 {
                     "c": client,
@@ -199,6 +205,7 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
                     "a": wallets[1],
                     "b": wallets[2],
                     "chain": chain_for(game.id),
+                    "f": funding_account(session, tenant_id).id,  # the other side of a deposit
                 },
             )
         if one_tenant_too:
@@ -287,15 +294,27 @@ def _compare(
     more shape, the one tenant with all its postings on chain 0, as every posting was before 0014."""
     with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-pgbench-") as scratch:
         _set_up(database.url, Path(scratch) / "data", clients, clients, one_tenant_too=True)
-        workloads = {"action": "game_write", "posting": ""}
+        workloads = {"action": "game_write", "posting": "", "deposit": ""}
         if head_first_too:
             _install_head_first(database.url)
-            workloads = {"action": "game_write", "head first": "game_write_head_first", "posting": ""}
+            workloads = {
+                "action": "game_write",
+                "head first": "game_write_head_first",
+                "posting": "",
+                "deposit": "",
+            }
         scripts = {}
         for workload, function in workloads.items():
             scripts[workload] = Path(scratch) / f"{workload.replace(' ', '_')}.sql"
             scripts[workload].write_text(
-                _script(keyed, False, pipelined=True, posting=not function, function=function or "game_write")
+                _script(
+                    keyed,
+                    False,
+                    pipelined=True,
+                    posting=not function,
+                    deposit=workload == "deposit",
+                    function=function or "game_write",
+                )
             )
         shapes = {"eight": 0, "one": clients}  # the client rows' base
         if one_chain_too:
