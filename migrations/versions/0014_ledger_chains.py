@@ -260,6 +260,8 @@ $$"""
         .replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
     )
     op.drop_column("ledger_checkpoint", "heads")
+    # Heads a refused or replayed first posting created on another chain (seq 0): nothing hangs on them.
+    op.execute("DELETE FROM ledger_head WHERE chain <> 0 AND last_seq = 0")
     op.drop_constraint("pk_ledger_head", "ledger_head", type_="primary")
     op.create_primary_key("pk_ledger_head", "ledger_head", ["tenant_id"])
     op.drop_constraint("uq_journal_transaction_tenant_id_chain_seq", "journal_transaction", type_="unique")
