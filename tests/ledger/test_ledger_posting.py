@@ -37,6 +37,7 @@ from pokna.ledger import (
     post_transfers,
     reconcile,
     reverse_transaction,
+    system_balance,
     transactions_of,
     trial_balance,
     withdraw,
@@ -79,9 +80,10 @@ def test_deposit_and_withdraw_move_money_between_wallet_and_funding(
         deposit(session, tenant_id=tenant_id, account_id=wallet, amount=500, reference="dep-1")
         withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=120)
     with unit_of_work(sessions) as session:
-        funding = funding_account(session, tenant_id)
+        funding = funding_account(session, tenant_id, chain=chain_for(wallet))  # the wallet's chain's
         assert balance_of(session, wallet) == 380
         assert balance_of(session, funding.id) == -380
+        assert system_balance(session, tenant_id, "external_funding") == -380
         assert funding.kind == "external_funding"
         trial = trial_balance(session, tenant_id)
         assert {entry.account_id: entry.balance for entry in trial.accounts} == {
