@@ -112,7 +112,8 @@ def deposit(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> PostedTransaction:
-    """Credits enter: +amount on the wallet, -amount on the tenant's external funding account."""
+    """Credits enter: +amount on the wallet, -amount on the tenant's external funding (the sub-account of
+    the chain it posts on)."""
     return _funding_transfer(
         session, TransactionKind.DEPOSIT, tenant_id, account_id, amount, reference, metadata,
         idempotency_key, request_hash,
