@@ -22,7 +22,8 @@ the ceiling can be read without it. Each client has its own tenant (as issue 24'
 workloads: the keyed action as above, with `game_write()` and COMMIT sent in one pipeline as the product
 sends them (so no client turn under the tenant's ledger head), and a bare posting, one autocommit
 `ledger_post()` call of one two-leg transfer between two wallets, and a deposit (the same call between a
-wallet and the tenant's external-funding account, as every deposit and withdrawal posts). Each one-tenant phase is divided by the mean of the
+wallet and the tenant's external-funding sub-account of the chain it posts on, as every deposit and
+withdrawal posts). Each one-tenant phase is divided by the mean of the
 eight-tenant phases of the same workload just before and after it. Each game's transfers go on the chain
 the product would post them on (`chain_for(game id)`, migration 0014); `--one-chain-too` adds a phase of the
 one tenant with every posting on chain 0, as before 0014, for the before/after in one run.
@@ -205,7 +206,8 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
                     "a": wallets[1],
                     "b": wallets[2],
                     "chain": chain_for(game.id),
-                    "f": funding_account(session, tenant_id).id,  # the other side of a deposit
+                    # The other side of a deposit: the funding sub-account of the chain it posts on.
+                    "f": funding_account(session, tenant_id, chain=chain_for(game.id)).id,
                 },
             )
         if one_tenant_too:
@@ -352,16 +354,24 @@ def _compare(
 
 
 def _set_chains(url: str, clients: int, *, one_chain: bool) -> None:
-    """The one-tenant clients' games post on their own chains (as the product does), or all on chain 0."""
+    """The one-tenant clients' games post on their own chains (as the product does), or all on chain 0; their
+    deposits against the funding sub-account of that chain (on chain 0: the one account of before chains)."""
     engine = make_engine(url)
-    with engine.begin() as connection:
-        for client_id, game_id in connection.execute(
-            text("SELECT client_id, game_id FROM bench_pgbench_client WHERE client_id >= :first"),
+    with unit_of_work(make_sessionmaker(engine)) as session:
+        for client_id, tenant_id, game_id in session.execute(
+            text("SELECT client_id, tenant_id, game_id FROM bench_pgbench_client WHERE client_id >= :first"),
             {"first": clients},
         ).all():
-            connection.execute(
-                text("UPDATE bench_pgbench_client SET chain = :chain WHERE client_id = :client"),
-                {"chain": 0 if one_chain else chain_for(game_id), "client": client_id},
+            chain = 0 if one_chain else chain_for(game_id)
+            session.execute(
+                text(
+                    "UPDATE bench_pgbench_client SET chain = :chain, funding = :f WHERE client_id = :client"
+                ),
+                {
+                    "chain": chain,
+                    "f": funding_account(session, tenant_id, chain=chain).id,
+                    "client": client_id,
+                },
             )
     engine.dispose()
 

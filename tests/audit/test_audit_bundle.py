@@ -7,13 +7,17 @@ import json
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `audit`)
+from pokna import ledger
 from pokna.audit.bundle_check import CHECKS, verify_bundle
 from pokna.audit.report import Verdict
 from pokna.cli.app import app
+from pokna.db.models.ledger import Account
+from pokna.ledger.chain import chain_for
 from support.audit_bundles import lines_of, play_books, records
 from support.game_play import Api, new_tenant_key
 
@@ -226,3 +230,50 @@ def test_a_client_that_accepts_only_bytes_gets_the_same_bundle_labelled_as_bytes
     assert as_bytes.headers["content-type"] == "application/octet-stream"
     header_lines = [records(response.text.splitlines(keepends=True))[0] for response in (as_lines, as_bytes)]
     assert header_lines[0]["transactions"] == header_lines[1]["transactions"] == 1
+
+
+def test_deposits_and_rakes_post_against_the_sub_account_of_their_chain_and_the_bundle_sums_them(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """Over HTTP (the async paths: pokna.ledger.moving, pokna.dealer.action_transaction): a deposit or
+    withdrawal posts against the funding sub-account of its wallet's chain, a rake to the revenue
+    sub-account of its game's chain; the bundle verifies and its summary sums the sub-accounts by kind."""
+    books = play_books(client, sessions, games=4, rake={"bps": 1000, "cap": 2})
+    lines = books.bundle()
+    report = verify_bundle(lines, keys=books.key_ring)
+    assert report.findings == [], report.to_json()
+    assert report.kind_changes["external_funding"] == {"CREDIT": -(4 * 400 - 7)}
+    documents = records(lines)
+    tenant_id = documents[0]["tenant_id"]
+    with sessions() as session:
+        external_ids = {
+            account.id: (account.kind, account.external_id)
+            for account in session.scalars(select(Account).where(Account.tenant_id == tenant_id))
+        }
+        assert ledger.system_balance(session, tenant_id, "external_funding") == -(4 * 400 - 7)
+        assert (
+            ledger.system_balance(session, tenant_id, "revenue") == report.kind_changes["revenue"]["CREDIT"]
+        )
+    funding_used, revenue_used = set(), set()
+    for document in documents:
+        if document.get("kind") in ("deposit", "withdrawal"):
+            (wallet,) = [
+                p["account_id"]
+                for p in document["postings"]
+                if external_ids[p["account_id"]][0] == "player_wallet"
+            ]
+            (funding,) = [p["account_id"] for p in document["postings"] if p["account_id"] != wallet]
+            assert document.get("chain", 0) == chain_for(wallet)
+            assert external_ids[funding] == (
+                "external_funding",
+                ledger.system_external_id("CREDIT", chain_for(wallet)),
+            )
+            funding_used.add(funding)
+        elif document.get("kind") == "rake":
+            (revenue,) = [p["account_id"] for p in document["postings"] if p["amount"] > 0]
+            chain = chain_for(document["reference"])
+            assert external_ids[revenue] == ("revenue", ledger.system_external_id("CREDIT", chain))
+            revenue_used.add(revenue)
+    # Four wallets' deposits: as many funding sub-accounts as the wallets have distinct chains.
+    assert len(funding_used) == len({external_ids[f][1] for f in funding_used}) >= 1
+    assert revenue_used

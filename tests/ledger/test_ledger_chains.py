@@ -217,26 +217,34 @@ def test_a_lost_race_holds_every_account_its_step_may_post_to(
     sessions: sessionmaker[Session], engine: Engine, tenant_id: str
 ) -> None:
     """A game request decided again after a lost race holds its chain's head and then, in one statement in
-    ascending id order, the wallets, the pot and the revenue account (a rake): taking the revenue account
-    later, at the posting, would take it after wallets of higher id while a posting on another chain may hold
-    it and wait for one of those wallets (a deadlock that one head per tenant used to hide)."""
+    ascending id order, the wallets, the pot and the revenue sub-account of the game's chain (a rake): taking
+    it later, at the posting, would take it after wallets of higher id while a posting on another chain may
+    hold it and wait for one of those wallets (a deadlock that one head per tenant used to hide). Another
+    chain's revenue sub-account is not held: rakes of games on other chains do not wait for this one."""
+    chain = chain_for("game_x")
+    other_chain = (chain + 1) % LEDGER_CHAINS
     with unit_of_work(sessions) as session:
         wallets = [open_account(session, tenant_id=tenant_id, kind="player_wallet").id for _ in range(3)]
         pot = open_account(session, tenant_id=tenant_id, kind="game_pot").id
-        revenue = revenue_account(session, tenant_id).id
+        revenue = revenue_account(session, tenant_id, chain=chain).id
+        elsewhere = revenue_account(session, tenant_id, chain=other_chain).id
         for wallet in wallets:
             deposit(session, tenant_id=tenant_id, account_id=wallet, amount=7)
-    game = GameAccounts(chain_for("game_x"), "CREDIT", pot, wallets)
+    game = GameAccounts(chain, "CREDIT", pot, wallets)
     with unit_of_work(sessions) as session:
         assert hold_wallets_now(session, tenant_id, game) == dict.fromkeys(wallets, 7)
         with engine.connect() as other:
+            other.execute(text("SET lock_timeout = '100ms'"))
             for account_id in (*wallets, pot, revenue):
-                other.execute(text("SET lock_timeout = '100ms'"))
                 with pytest.raises(OperationalError, match="lock timeout"):
                     other.execute(
                         text("SELECT 1 FROM account WHERE id = :id FOR NO KEY UPDATE"), {"id": account_id}
                     )
                 other.rollback()
+                other.execute(text("SET lock_timeout = '100ms'"))
+            held = text("SELECT id FROM account WHERE id = :id FOR NO KEY UPDATE")
+            assert other.execute(held, {"id": elsewhere}).scalar_one() == elsewhere
+            other.rollback()
 
 
 def test_one_idempotency_key_on_two_chains_at_once_posts_once(

@@ -170,7 +170,8 @@ def test_beancount_opens_each_chain_with_its_own_balances_before_it(
 ) -> None:
     wallets = _spread(sessions, tenant_id)
     whole = _beancount(sessions, tenant_id, tmp_path / "whole.beancount")
-    assert whole.count(" balance ") == len(wallets) + 1  # every chain to its head: the stored balances
+    # Every chain to its head: the stored balances, of the wallets and of each chain's funding sub-account.
+    assert whole.count(" balance ") == len(wallets) + len({chain_for(wallet) for wallet in wallets})
     assert '  chain: "0"\n  seq: "1"\n' in whole
 
     chain = next(chain_for(wallet) for wallet in wallets if chain_for(wallet) != 0)

@@ -11,7 +11,15 @@ from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import AccountKind, balance_of, deposit, funding_account, open_account
+from pokna.ledger import (
+    AccountKind,
+    balance_of,
+    chain_for,
+    deposit,
+    funding_account,
+    open_account,
+    system_external_id,
+)
 from pokna.ledger.account_cache import system_account_id
 
 pytest_plugins = ["ledger_fixtures"]
@@ -37,6 +45,11 @@ def _wallet(sessions: sessionmaker[Session], tenant_id: str) -> str:
         return open_account(session, tenant_id=tenant_id, kind=AccountKind.PLAYER_WALLET).id
 
 
+def _funding_of(wallet: str) -> str:
+    """The external id of the funding sub-account a wallet's deposits post against (its chain's)."""
+    return system_external_id("CREDIT", chain_for(wallet))
+
+
 def test_the_funding_account_is_remembered_only_once_committed(
     sessions: sessionmaker[Session], engine: Engine, tenant_id: str
 ) -> None:
@@ -45,14 +58,16 @@ def test_the_funding_account_is_remembered_only_once_committed(
         deposit(session, tenant_id=tenant_id, account_id=wallet, amount=5)
         deposit(session, tenant_id=tenant_id, account_id=wallet, amount=5)  # finds the uncommitted one
         session.rollback()
-    assert system_account_id(sessions(), tenant_id, FUNDING, "CREDIT") is None
+    assert system_account_id(sessions(), tenant_id, FUNDING, _funding_of(wallet)) is None
 
     with unit_of_work(sessions) as session:
         deposit(session, tenant_id=tenant_id, account_id=wallet, amount=5)
-        assert system_account_id(session, tenant_id, FUNDING, "CREDIT") is None  # not before the commit
+        assert (
+            system_account_id(session, tenant_id, FUNDING, _funding_of(wallet)) is None
+        )  # not before the commit
     with unit_of_work(sessions) as session:
-        funding = funding_account(session, tenant_id).id
-        assert system_account_id(session, tenant_id, FUNDING, "CREDIT") == funding
+        funding = funding_account(session, tenant_id, chain=chain_for(wallet)).id
+        assert system_account_id(session, tenant_id, FUNDING, _funding_of(wallet)) == funding
 
     with statements(engine) as sent, unit_of_work(sessions) as session:
         deposit(session, tenant_id=tenant_id, account_id=wallet, amount=5)
@@ -98,5 +113,5 @@ def test_a_session_closed_with_its_transaction_open_forgets_it_all(
         with statements(engine) as sent:
             assert balance_of(session, wallet) == 0
         assert [text for text in sent if "balance" in text] != []
-    assert system_account_id(sessions(), tenant_id, FUNDING, "CREDIT") is None
+    assert system_account_id(sessions(), tenant_id, FUNDING, _funding_of(wallet)) is None
     session.close()

@@ -37,6 +37,7 @@ from pokna.ledger import (
     post_transfers,
     reconcile,
     reverse_transaction,
+    system_balance,
     transactions_of,
     trial_balance,
     withdraw,
@@ -79,9 +80,10 @@ def test_deposit_and_withdraw_move_money_between_wallet_and_funding(
         deposit(session, tenant_id=tenant_id, account_id=wallet, amount=500, reference="dep-1")
         withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=120)
     with unit_of_work(sessions) as session:
-        funding = funding_account(session, tenant_id)
+        funding = funding_account(session, tenant_id, chain=chain_for(wallet))  # the wallet's chain's
         assert balance_of(session, wallet) == 380
         assert balance_of(session, funding.id) == -380
+        assert system_balance(session, tenant_id, "external_funding") == -380
         assert funding.kind == "external_funding"
         trial = trial_balance(session, tenant_id)
         assert {entry.account_id: entry.balance for entry in trial.accounts} == {
@@ -355,17 +357,18 @@ def test_sequence_is_gap_free_and_each_hash_covers_its_documented_fields(
     sessions: sessionmaker[Session], tenant_id: str
 ) -> None:
     wallet = _funded_wallet(sessions, tenant_id, "ig88", 90)
+    chain = 7 if chain_for(wallet) != 7 else 8  # not the deposit's chain, so that it counts from seq 1
     with unit_of_work(sessions) as session:
         pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="g").id
         for note in ("first", 'héllo "quoted"'):
             post_transaction(
                 session, tenant_id=tenant_id, kind="ante", postings=[Posting(wallet, -9), Posting(pot, 9)],
-                reference="game_1", metadata={"seat": 2, "note": note}, chain=7,
+                reference="game_1", metadata={"seat": 2, "note": note}, chain=chain,
             )  # fmt: skip
     with unit_of_work(sessions) as session:
         rows = session.scalars(
             select(JournalTransaction)
-            .where(JournalTransaction.tenant_id == tenant_id, JournalTransaction.chain == 7)
+            .where(JournalTransaction.tenant_id == tenant_id, JournalTransaction.chain == chain)
             .order_by(JournalTransaction.seq)
         ).all()
         assert [row.seq for row in rows] == [1, 2]
@@ -379,7 +382,7 @@ def test_sequence_is_gap_free_and_each_hash_covers_its_documented_fields(
         # Rebuilt by hand from the documented encoding: JCS is sorted keys, no spaces, UTF-8; a chain
         # other than 0 is hashed too.
         document = {
-            "chain": 7,
+            "chain": chain,
             "created_at": ante.created_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "id": ante.id,
             "kind": "ante",

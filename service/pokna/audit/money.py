@@ -10,7 +10,8 @@ here; a new named party needs its entry in NAMED_PARTIES.
 The revenue party (a rake, docs/rules.md) is the tenant's revenue account in the game's currency. Its
 account record may come later in the bundle than the game's (it sits before the first transaction that
 touches it), so the expected transfer names it by `REVENUE_ACCOUNT`, and a posting matches it when its
-account is of the revenue kind: the ledger keeps one per tenant and currency, and the bundle is one tenant's.
+account is of the revenue kind: the ledger keeps one per tenant, currency and chain (a rake goes to its game's
+chain's), and the bundle is one tenant's.
 """
 
 from __future__ import annotations

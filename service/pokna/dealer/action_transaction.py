@@ -48,8 +48,9 @@ from pokna.dealer.writes import (
 from pokna.errors import NotFound, Unauthorized, WalletHeld
 from pokna.idempotency import aio as idempotency
 
-OpenRevenueAccount = Callable[[str, str], Awaitable[str]]
-"""The tenant's revenue account in a currency, opened if it is not yet (rare: the first rake)."""
+OpenRevenueAccount = Callable[[str, str, int], Awaitable[str]]
+"""The tenant's revenue sub-account of a currency and chain (a game's rake: its game's chain), opened if it
+is not yet (rare: the chain's first rake)."""
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,9 @@ async def _decided(
                 assert row is not None
                 prefetched.recorded = recorded_records(*row)
             else:
-                prefetched.revenue_account = await open_revenue_account(tenant_id, game.currency)
+                prefetched.revenue_account = await open_revenue_account(
+                    tenant_id, game.currency, ledger.chain_for(game.id)
+                )
 
 
 def _held_detail(error: psycopg.Error) -> str:
@@ -299,14 +302,15 @@ async def _rolled_back(connection: AsyncConnection[Any]) -> None:
 
 
 def revenue_account_opener(engine: Engine) -> OpenRevenueAccount:
-    """Opens the revenue account in a transaction of its own, in the thread pool (once per tenant and
-    currency: an opened account that the action then does not use is harmless, and is used next time)."""
+    """Opens a revenue sub-account in a transaction of its own, in the thread pool (once per tenant,
+    currency and chain: an opened account that the action then does not use is harmless, and is used next
+    time)."""
 
-    def open_in_thread(tenant_id: str, currency: str) -> str:
+    def open_in_thread(tenant_id: str, currency: str, chain: int) -> str:
         with unit_of_work(sessionmaker(bind=engine, expire_on_commit=False)) as session:
-            return revenue_account_id(session, tenant_id, currency)
+            return revenue_account_id(session, tenant_id, currency, chain)
 
-    async def open_account(tenant_id: str, currency: str) -> str:
-        return await run_in_threadpool(open_in_thread, tenant_id, currency)
+    async def open_account(tenant_id: str, currency: str, chain: int) -> str:
+        return await run_in_threadpool(open_in_thread, tenant_id, currency, chain)
 
     return open_account

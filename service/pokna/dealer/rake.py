@@ -2,7 +2,8 @@
 
 The rules (pokna.game) compute each rake from the terms in the game's config; the dealer fixes those terms
 when the game is created (a table's when the table is), signs them in the commitment receipt, and posts
-every rake from the pot to the tenant's revenue account, opened on the first rake in each currency.
+every rake from the pot to the tenant's revenue sub-account of the game's chain, opened on the first rake in
+each currency and chain.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def game_config(stake: int, challenge_raise: int | None, player_count: int, rake
         raise InvalidRequest(error.message, field=f"body.{field}" if field else "body") from error
 
 
-def revenue_account_id(session: Session, tenant_id: str, currency: str) -> str:
-    return ledger.revenue_account(session, tenant_id, currency).id
+def revenue_account_id(session: Session, tenant_id: str, currency: str, chain: int) -> str:
+    """The revenue sub-account a rake of a game on `chain` (chain_for(game id)) is posted to."""
+    return ledger.revenue_account(session, tenant_id, currency, chain).id
 
 
 def rake_of(config: GameConfig) -> RakeTerms:

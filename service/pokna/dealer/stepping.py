@@ -184,8 +184,11 @@ def _post_transfers(
         return [], None
     account_of: dict[Party, str] = {seat.seat: seat.account_id for seat in seats}
     account_of[POT] = game.pot_account_id
+    chain = chain_for(game.id)
     if any(transfer.payee is REVENUE for transfer in result.transfers):
-        account_of[REVENUE] = writes.reads.revenue_account_id(game.tenant_id, game.currency)
+        # The revenue sub-account of the chain the transfers go on: rakes of games on different chains
+        # lock different revenue accounts.
+        account_of[REVENUE] = writes.reads.revenue_account_id(game.tenant_id, game.currency, chain)
 
     def account(party: Party) -> str:
         return account_of[party]
@@ -201,7 +204,7 @@ def _post_transfers(
         reference=game.id,
         metadata={"game_id": game.id},
         expected_balances={seat.account_id: balances[seat.account_id] for seat in seats},
-        chain=chain_for(game.id),
+        chain=chain,
     )
     for account_transfer in account_transfers:
         for account_id, change in (

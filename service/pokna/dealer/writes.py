@@ -52,7 +52,9 @@ Recorded = tuple[list[EventRecord], list[RollRecord]]
 class GameReads(Protocol):
     def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded: ...
 
-    def revenue_account_id(self, tenant_id: str, currency: str) -> str: ...
+    def revenue_account_id(self, tenant_id: str, currency: str, chain: int) -> str:
+        """The tenant's revenue sub-account of `currency` and `chain` (a game's rake: its game's chain)."""
+        ...
 
 
 class NeedsRead(Exception):
@@ -80,7 +82,8 @@ class Prefetched:
             raise NeedsRead("recorded")
         return self.recorded
 
-    def revenue_account_id(self, tenant_id: str, currency: str) -> str:
+    def revenue_account_id(self, tenant_id: str, currency: str, chain: int) -> str:
+        """Read for the one game being decided (so for its chain)."""
         if self.revenue_account is None:
             raise NeedsRead("revenue_account")
         return self.revenue_account
@@ -93,8 +96,8 @@ class SessionReads:
     def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded:
         return game_store(self.session).recorded_for_proof(self.session, tenant_id, game_id)
 
-    def revenue_account_id(self, tenant_id: str, currency: str) -> str:
-        return revenue_account_id(self.session, tenant_id, currency)
+    def revenue_account_id(self, tenant_id: str, currency: str, chain: int) -> str:
+        return revenue_account_id(self.session, tenant_id, currency, chain)
 
 
 @dataclass

@@ -18,6 +18,9 @@ from pokna.ledger.accounts import (
     house_account,
     open_account,
     revenue_account,
+    system_accounts,
+    system_balance,
+    system_external_id,
 )
 from pokna.ledger.audit import AuditReport, Finding, verify_export
 from pokna.ledger.audit_reads import (
@@ -131,6 +134,9 @@ __all__ = [
     "request_fingerprint",
     "revenue_account",
     "reverse_transaction",
+    "system_accounts",
+    "system_balance",
+    "system_external_id",
     "take_checkpoint",
     "transactions_of",
     "transfer_batch",

@@ -60,8 +60,8 @@ def tenants_and_currencies(
 
 # --- system accounts and balances held under lock ----------------------------------------------------------
 
-# Engine -> (tenant_id, kind, currency) -> the system account's id (a tenant's funding account is found on
-# every deposit and withdrawal). An id is remembered only once the transaction that found it has
+# Engine -> (tenant_id, kind, external id) -> the system account's id (a tenant's funding sub-account of a
+# chain is found on every deposit and withdrawal; accounts.system_external_id). An id is remembered only once the transaction that found it has
 # committed (so the account is committed too), and a system account is never deleted: never wrong.
 _SYSTEM_IDS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], str]] = weakref.WeakKeyDictionary()
 _FOUND_KEY = "pokna.ledger.system_accounts_found"
@@ -76,13 +76,15 @@ def _system_ids(session: Session) -> dict[tuple[str, str, str], str]:
     return known
 
 
-def system_account_id(session: Session, tenant_id: str, kind: str, currency: str) -> str | None:
-    return _system_ids(session).get((tenant_id, kind, currency))
+def system_account_id(session: Session, tenant_id: str, kind: str, external_id: str) -> str | None:
+    return _system_ids(session).get((tenant_id, kind, external_id))
 
 
-def found_system_account(session: Session, tenant_id: str, kind: str, currency: str, account_id: str) -> None:
+def found_system_account(
+    session: Session, tenant_id: str, kind: str, external_id: str, account_id: str
+) -> None:
     """Remembered when this session's transaction commits (`_remember_on_commit`)."""
-    session.info.setdefault(_FOUND_KEY, {})[(tenant_id, kind, currency)] = account_id
+    session.info.setdefault(_FOUND_KEY, {})[(tenant_id, kind, external_id)] = account_id
 
 
 def hold_balances(session: Session, balances: Mapping[str, int]) -> None:

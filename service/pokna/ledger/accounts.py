@@ -17,6 +17,7 @@ from sqlalchemy.orm.util import identity_key
 from pokna.db.models.ledger import Account
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import account_cache, repository
+from pokna.ledger.chain import LEDGER_CHAINS
 from pokna.ledger.drafts import MAX_TEXT
 from pokna.ledger.errors import AccountExists, AccountNotFound, InvalidAccount
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, check_currency
@@ -65,33 +66,84 @@ def open_account(
     return account
 
 
-def funding_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
-    """The tenant's external funding account: the other side of every deposit and withdrawal."""
-    return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency)
+def system_external_id(currency: str, chain: int = 0) -> str:
+    """A system account's external id: its currency on chain 0 (as before chains), `CREDIT/chain3` on chain
+    3. A currency is upper-case letters and digits, so no sub-account's id is another's, or a currency."""
+    return check_currency(currency) + sub_account_suffix(chain)
 
 
-def funding_account_id(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> str:
+def sub_account_suffix(chain: int) -> str:
+    """What a system account's external id adds to its currency on `chain`: nothing on chain 0."""
+    if type(chain) is not int or not 0 <= chain < LEDGER_CHAINS:
+        raise ValueError(f"chain is one of 0 to {LEDGER_CHAINS - 1}, not {chain!r}")
+    return "" if chain == 0 else f"/chain{chain}"
+
+
+def funding_account(
+    session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
+) -> Account:
+    """The tenant's external funding account of `chain`: the other side of every deposit and withdrawal
+    posted on that chain (a wallet's: chain_for(wallet id)). Chain 0's is the one of before chains; the
+    tenant's funding balance is the sum over all of them (`system_balance`)."""
+    return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain)
+
+
+def funding_account_id(
+    session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
+) -> str:
     """The id of `funding_account`, without a query once a committed transaction has found it."""
     kind = AccountKind.EXTERNAL_FUNDING
-    known = account_cache.system_account_id(session, tenant_id, kind.value, currency)
-    return known if known is not None else _system_account(session, tenant_id, kind, currency).id
+    known = account_cache.system_account_id(
+        session, tenant_id, kind.value, system_external_id(currency, chain)
+    )
+    return known if known is not None else _system_account(session, tenant_id, kind, currency, chain).id
 
 
 def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
-    return _system_account(session, tenant_id, AccountKind.HOUSE, currency)
+    return _system_account(session, tenant_id, AccountKind.HOUSE, currency, 0)
 
 
-def revenue_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
-    """Where the operator's rake is posted: one per tenant and currency, like the funding account."""
-    return _system_account(session, tenant_id, AccountKind.REVENUE, currency)
+def revenue_account(
+    session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
+) -> Account:
+    """Where the operator's rake is posted: one per tenant, currency and chain, like the funding account (a
+    game's rake goes to its chain's: chain_for(game id))."""
+    return _system_account(session, tenant_id, AccountKind.REVENUE, currency, chain)
 
 
-def _system_account(session: Session, tenant_id: str, kind: AccountKind, currency: str) -> Account:
-    """Created on demand, race-free: one per tenant, kind and currency (the currency is its external id)."""
+def system_accounts(
+    session: Session, tenant_id: str, kind: AccountKind | str, currency: str = DEFAULT_CURRENCY
+) -> list[Account]:
+    """The tenant's system accounts of `kind` in `currency`, one per chain that has used one (chain 0's
+    first, then by chain)."""
+    account_kind = _account_kind(kind)
     check_currency(currency)
-    found = repository.find_account(session, tenant_id, kind.value, currency)
+    found = repository.system_accounts(session, tenant_id, account_kind.value, currency)
+    return sorted(found, key=lambda account: _sub_account_chain(account.external_id, currency))
+
+
+def system_balance(
+    session: Session, tenant_id: str, kind: AccountKind | str, currency: str = DEFAULT_CURRENCY
+) -> int:
+    """The tenant's funding (or revenue, or house) balance in `currency`: the sum of its sub-accounts."""
+    return sum(account.balance for account in system_accounts(session, tenant_id, kind, currency))
+
+
+def _sub_account_chain(external_id: str | None, currency: str) -> int:
+    if external_id == currency or external_id is None:
+        return 0
+    _, _, chain = external_id.partition("/chain")
+    return int(chain) if chain.isdigit() else -1
+
+
+def _system_account(
+    session: Session, tenant_id: str, kind: AccountKind, currency: str, chain: int
+) -> Account:
+    """Created on demand, race-free: one per tenant, kind, currency and chain (`system_external_id`)."""
+    external_id = system_external_id(currency, chain)
+    found = repository.find_account(session, tenant_id, kind.value, external_id)
     if found is not None:
-        account_cache.found_system_account(session, tenant_id, kind.value, currency, found.id)
+        account_cache.found_system_account(session, tenant_id, kind.value, external_id, found.id)
         return found
     if not repository.tenant_exists(session, tenant_id):
         raise tenant_not_found(tenant_id)
@@ -103,13 +155,13 @@ def _system_account(session: Session, tenant_id: str, kind: AccountKind, currenc
             "tenant_id": tenant_id,
             "kind": kind.value,
             "currency": currency,
-            "external_id": currency,
+            "external_id": external_id,
             "created_at": utc_now(),
         },
     )
-    found = repository.find_account(session, tenant_id, kind.value, currency)
+    found = repository.find_account(session, tenant_id, kind.value, external_id)
     assert found is not None
-    account_cache.found_system_account(session, tenant_id, kind.value, currency, found.id)
+    account_cache.found_system_account(session, tenant_id, kind.value, external_id, found.id)
     return found
 
 

@@ -8,7 +8,7 @@ nothing can move them before the posting and the second decision is the last. Wi
 share wallets with busy neighbours could lose the race every time.
 
 Every account the step may post to is locked here, in one statement, in ascending id order: the wallets,
-the game's pot and the tenant's revenue account (a rake). Locking only the wallets and leaving the others
+the game's pot and the tenant's revenue sub-account of the game's chain (a rake). Locking only the wallets and leaving the others
 to the posting would take the revenue account after wallets of a higher id, out of the one order. While a
 tenant had one head that could not deadlock (every other poster waited at the head first); with a head per
 chain, a posting on another chain may hold the revenue account and wait for one of these wallets.
@@ -24,6 +24,7 @@ from psycopg import AsyncConnection
 from sqlalchemy.orm import Session
 
 from pokna.ledger import repository
+from pokna.ledger.accounts import system_external_id
 
 # The head is created as ledger_post() creates it on a chain's first posting, so that there is a row to lock:
 # else the accounts would be locked first, and the posting would then wait for the head's creation by another.
@@ -36,7 +37,7 @@ _HOLD_HEAD = (
 )
 _HOLD_ACCOUNTS = (
     "SELECT id, balance FROM account WHERE tenant_id = %(tenant_id)s "
-    "AND (id = ANY(%(account_ids)s) OR (kind = 'revenue' AND currency = %(currency)s)) "
+    "AND (id = ANY(%(account_ids)s) OR (kind = 'revenue' AND external_id = %(revenue)s)) "
     "ORDER BY id FOR NO KEY UPDATE"
 )
 
@@ -44,7 +45,7 @@ _HOLD_ACCOUNTS = (
 @dataclass(frozen=True)
 class GameAccounts:
     """What a game step may post to: the game's chain and pot, the seats' wallets, and (for a rake) the
-    tenant's revenue account in the game's currency."""
+    tenant's revenue sub-account of the game's currency and chain."""
 
     chain: int
     currency: str
@@ -55,7 +56,7 @@ class GameAccounts:
         return {
             "tenant_id": tenant_id,
             "chain": self.chain,
-            "currency": self.currency,
+            "revenue": system_external_id(self.currency, self.chain),
             "account_ids": sorted({self.pot_account_id, *self.wallet_ids}),
         }
 

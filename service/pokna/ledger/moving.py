@@ -2,7 +2,7 @@
 
 1. Authenticate the API key and claim the Idempotency-Key (required here) in one autocommit statement
    (pokna.idempotency.aio); a key seen before replays the stored answer.
-2. BEGIN, hold the claim, and read the wallet with its tenant's funding account in the wallet's currency:
+2. BEGIN, hold the claim, and read the wallet with its tenant's funding sub-account (of the wallet's chain) in its currency:
    one pipeline, one round trip.
 3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
    is), then one ledger_move() call (migration 0010) with COMMIT behind it: it posts through ledger_post(),
@@ -35,7 +35,7 @@ from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
 from pokna.errors import InvalidRequest, WalletHeld
 from pokna.idempotency import aio as idempotency
-from pokna.ledger.accounts import funding_account_id
+from pokna.ledger.accounts import funding_account_id, sub_account_suffix
 from pokna.ledger.announcements import announce_funding
 from pokna.ledger.chain import chain_for
 from pokna.ledger.drafts import draft_of, posted, unchained
@@ -53,12 +53,15 @@ range): nothing was written."""
 _WALLET_AND_FUNDING = (
     "SELECT wallet.kind, wallet.currency, (SELECT funding.id FROM account AS funding "
     "WHERE funding.tenant_id = wallet.tenant_id AND funding.kind = 'external_funding' "
-    "AND funding.external_id = wallet.currency) "
+    "AND funding.external_id = wallet.currency || %(sub_account)s) "
     "FROM account AS wallet WHERE wallet.id = %(account_id)s AND wallet.tenant_id = %(tenant_id)s"
 )
+"""The wallet's kind and currency, and the id of the tenant's funding sub-account in that currency of the
+chain the wallet's deposits go on (`sub_account`: accounts.system_external_id's suffix), if it is open."""
 
-OpenFundingAccount = Callable[[str, str], Awaitable[str]]
-"""The tenant's funding account in a currency, opened if it is not yet (once per tenant and currency)."""
+OpenFundingAccount = Callable[[str, str, int], Awaitable[str]]
+"""The tenant's funding sub-account of a currency and chain, opened if it is not yet (once per tenant,
+currency and chain)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,12 @@ async def _post(
             await connection.execute("BEGIN", prepare=False)
             try:
                 hold = await connection.execute(idempotency.HOLD, {"tenant_id": tenant_id, "key": key})
-                params = {"account_id": movement.account_id, "tenant_id": tenant_id}
+                chain = chain_for(movement.account_id)
+                params = {
+                    "account_id": movement.account_id,
+                    "tenant_id": tenant_id,
+                    "sub_account": sub_account_suffix(chain),
+                }
                 wallet = await connection.execute(_WALLET_AND_FUNDING, params)
                 await pipeline.sync()
                 idempotency.held_claim(await hold.fetchone(), token)
@@ -128,8 +136,8 @@ async def _post(
                         f"{movement.kind}s go to player wallets, not a {wallet_kind}", field="path.account_id"
                     )
                 if funding_id is None:
-                    funding_id = await open_funding_account(tenant_id, currency)
-                document = _document(tenant_id, key, kind, signed, movement, currency, funding_id)
+                    funding_id = await open_funding_account(tenant_id, currency, chain)
+                document = _document(tenant_id, key, kind, signed, movement, currency, funding_id, chain)
                 started = time.perf_counter()
                 answer = await connection.execute(LEDGER_MOVE, (tenant_id, document))
                 await connection.execute("COMMIT", prepare=False)
@@ -162,11 +170,11 @@ def _document(
     movement: Movement,
     currency: str,
     funding_id: str,
+    chain: int,
 ) -> str:
     postings = [Posting(movement.account_id, signed), Posting(funding_id, -signed)]
     draft = draft_of(kind, postings, movement.reference, movement.metadata, None, None)
     currency_of = {movement.account_id: currency, funding_id: currency}
-    chain = chain_for(movement.account_id)
     written = unchained(tenant_id, draft, currency_of, chain)
     # What only ledger_post() can tell, as placeholders it fills: a number (negative, so no posted value
     # is one) and quoted strings, each drawn afresh for this request.
@@ -222,14 +230,14 @@ async def _rolled_back(connection: AsyncConnection[Any]) -> None:
 
 
 def funding_account_opener(engine: Engine) -> OpenFundingAccount:
-    """Opens the funding account in a transaction of its own, in the thread pool (once per tenant and
-    currency, the first time money moves in it)."""
+    """Opens a funding sub-account in a transaction of its own, in the thread pool (once per tenant,
+    currency and chain, the first time money moves in it)."""
 
-    def open_in_thread(tenant_id: str, currency: str) -> str:
+    def open_in_thread(tenant_id: str, currency: str, chain: int) -> str:
         with unit_of_work(sessionmaker(bind=engine, expire_on_commit=False)) as session:
-            return funding_account_id(session, tenant_id, currency)
+            return funding_account_id(session, tenant_id, currency, chain)
 
-    async def open_account(tenant_id: str, currency: str) -> str:
-        return await run_in_threadpool(open_in_thread, tenant_id, currency)
+    async def open_account(tenant_id: str, currency: str, chain: int) -> str:
+        return await run_in_threadpool(open_in_thread, tenant_id, currency, chain)
 
     return open_account

@@ -112,7 +112,8 @@ def deposit(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> PostedTransaction:
-    """Credits enter: +amount on the wallet, -amount on the tenant's external funding account."""
+    """Credits enter: +amount on the wallet, -amount on the tenant's external funding (the sub-account of
+    the chain it posts on)."""
     return _funding_transfer(
         session, TransactionKind.DEPOSIT, tenant_id, account_id, amount, reference, metadata,
         idempotency_key, request_hash,
@@ -152,10 +153,13 @@ def _funding_transfer(
     if (kind is TransactionKind.DEPOSIT) != (signed_amount > 0):
         raise InvalidPostings(f"a {kind} moves a positive amount")
     wallet = get_account(session, account_id, tenant_id=tenant_id)
-    funding_id = funding_account_id(session, tenant_id, wallet.currency)
+    # The funding sub-account of the chain the posting goes on (a unit of work that already posted keeps
+    # its chain), so that deposits on different chains lock different funding accounts.
+    chain = _unit_chain(session, chain_for(wallet.id))
+    funding_id = funding_account_id(session, tenant_id, wallet.currency, chain)
     postings = [Posting(wallet.id, signed_amount), Posting(funding_id, -signed_amount)]
     draft = draft_of(kind, postings, reference, metadata, idempotency_key, request_hash)
-    posted = _post_drafts(session, tenant_id, [draft], None, chain_for(wallet.id))
+    posted = _post_drafts(session, tenant_id, [draft], None, chain)
     transaction = posted.transactions[0]
     if posted.balances:  # a retry answers the original, posts nothing and announces nothing
         announce_funding(

@@ -71,6 +71,16 @@ def find_account(session: Session, tenant_id: str, kind: str, external_id: str) 
     ).one_or_none()
 
 
+def system_accounts(session: Session, tenant_id: str, kind: str, currency: str) -> list[Account]:
+    return list(
+        session.scalars(
+            select(Account).where(
+                Account.tenant_id == tenant_id, Account.kind == kind, Account.currency == currency
+            )
+        )
+    )
+
+
 def account_balance(session: Session, account_id: str, tenant_id: str | None = None) -> int | None:
     statement = select(_account.c.balance).where(_account.c.id == account_id)
     if tenant_id is not None:
