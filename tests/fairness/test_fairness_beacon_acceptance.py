@@ -67,9 +67,12 @@ def test_the_kept_acceptance_holds_the_proof_to_its_round() -> None:
 
 
 def test_against_a_live_relay_the_named_round_is_in_the_future() -> None:
-    """As a player's client does it: the acceptance is made now, the relay's latest round is read now."""
+    """As a player's client does it (docs/fairness.md 1b): the relay's latest round is noted before the
+    action is sent, and the acceptance is made after; read after it, a round boundary in between (one a
+    second here) would make the check depend on the clock."""
     with beacon_relay(period=1, rounds_before_now=4) as relay:
         relays = BeaconRelays(urls=[relay.url], chain=relay.chain, clock=lambda: relay.now_ms() / 1000)
+        latest_before = relays.latest().round
         accepted_at = format_timestamp_ms(relays.now_ms())
         document = build_roll_acceptance(
             game_id="g",
@@ -78,6 +81,6 @@ def test_against_a_live_relay_the_named_round_is_in_the_future() -> None:
             chain=relay.chain,
             private_key=NEW_KEY,
         )
-        assert acceptance_problems(document, relay.chain, relays.latest().round) == []
+        assert acceptance_problems(document, relay.chain, latest_before) == []
         relay.advance(1.0)
         assert acceptance_problems(document, relay.chain, relays.latest().round) != []
