@@ -6,7 +6,7 @@ from alembic import context
 from sqlalchemy import Connection, text
 
 import pokna.db.models  # noqa: F401  (registers every table on the metadata)
-from pokna.db import embedded
+from pokna.db import distribution, embedded, migrate
 from pokna.db.base import Base
 from pokna.db.engine import make_engine
 from pokna.db.migrate import MIGRATION_LOCK
@@ -27,10 +27,20 @@ def _url() -> str:
 def _run_locked(connection: Connection) -> None:
     """Replicas that start together on one PostgreSQL migrate one at a time: the first applies the
     migrations, the others wait on this lock (held to the end of the migration transaction) and then
-    find nothing left to do."""
+    find nothing left to do.
+
+    On a Citus coordinator the same transaction then places whatever the distribution map says and is not
+    yet placed, once the schema is at its head (docs/scaling.md): a new table is distributed by the
+    upgrade that creates it."""
     with context.begin_transaction():
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        citus = distribution.has_citus(connection)
+        if citus:
+            for setting in distribution.CITUS_SETTINGS:
+                connection.execute(text(setting))
         context.run_migrations()
+        if citus and migrate.current_revision(connection) == migrate.head_revision():
+            distribution.distribute(connection)
 
 
 def _configure(connection: Connection) -> None:

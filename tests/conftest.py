@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,10 +23,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.app import create_app
 from pokna.app.openapi_document import openapi_document
+from pokna.db import migrate
 from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support import problem_check
+from support.citus import CitusCluster, CitusUnavailable, start_citus, tarball
 from support.databases import PostgresDatabases
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
 
@@ -37,6 +40,9 @@ settings.load_profile("pokna")
 
 PG_URL_ENV = "POKNA_TEST_DATABASE_URL"
 PG_UNAVAILABLE_ENV = "POKNA_TEST_PG_UNAVAILABLE"
+CITUS_UNAVAILABLE_ENV = "POKNA_TEST_CITUS_UNAVAILABLE"
+CITUS_MARKER = "citus"
+CITUS_GROUP = "citus"
 _cluster: Cluster | None = None
 
 
@@ -47,6 +53,17 @@ def _in_ci() -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     global _cluster
+    config.addinivalue_line(
+        "markers",
+        f"{CITUS_MARKER}: run the test on a Citus cluster too (a coordinator and two workers, tests/support/citus.py)",
+    )
+    if not hasattr(config, "workerinput") and CITUS_UNAVAILABLE_ENV not in os.environ:
+        try:
+            tarball()
+        except CitusUnavailable as exc:
+            if _in_ci():
+                raise pytest.UsageError(f"CI=true and Citus is unavailable: {exc}") from exc
+            os.environ[CITUS_UNAVAILABLE_ENV] = str(exc)
     if not hasattr(config, "workerinput") and problem_check.SEEN_DIR_ENV not in os.environ:
         os.environ[problem_check.SEEN_DIR_ENV] = tempfile.mkdtemp(prefix="pokna-problems-")
     if hasattr(config, "workerinput") or os.environ.get(PG_URL_ENV) or os.environ.get(PG_UNAVAILABLE_ENV):
@@ -89,15 +106,66 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = []
+    if reason := os.environ.get(CITUS_UNAVAILABLE_ENV):
+        lines.append(f"!!! Citus tests WILL BE SKIPPED: {reason}")
     if reason := os.environ.get(PG_UNAVAILABLE_ENV):
-        return [f"!!! PostgreSQL tests WILL BE SKIPPED: {reason}"]
+        return [*lines, f"!!! PostgreSQL tests WILL BE SKIPPED: {reason}"]
     where = "throwaway cluster" if _cluster else "POKNA_TEST_DATABASE_URL"
-    return [f"PostgreSQL: {where}"]
+    return [*lines, f"PostgreSQL: {where}"]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if reason := os.environ.get(PG_UNAVAILABLE_ENV):
         terminalreporter.write_line(f"!!! THE DATABASE TESTS WERE SKIPPED: {reason}", red=True)
+    if reason := os.environ.get(CITUS_UNAVAILABLE_ENV):
+        terminalreporter.write_line(f"!!! THE CITUS TESTS WERE SKIPPED: {reason}", red=True)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked `citus` that uses a database runs twice: on PostgreSQL and on the Citus cluster."""
+    if metafunc.definition.get_closest_marker(CITUS_MARKER) and "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", ["postgres", "citus"], indirect=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test on the Citus cluster runs in one pytest worker, which starts the cluster once."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("backend") == "citus":
+            item.add_marker(pytest.mark.xdist_group(CITUS_GROUP))
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which database the test runs on: "postgres", or "citus" for the second run of a `citus` test."""
+    return str(getattr(request, "param", "postgres"))
+
+
+@pytest.fixture(scope="session")
+def citus_cluster() -> Iterator[CitusCluster]:
+    """A coordinator and two workers, built and started on first use in this pytest worker."""
+    if reason := os.environ.get(CITUS_UNAVAILABLE_ENV):
+        pytest.skip(f"!!! Citus unavailable: {reason}")
+    if reason := os.environ.get(PG_UNAVAILABLE_ENV):
+        pytest.skip(f"PostgreSQL unavailable: {reason}")
+    cluster = start_citus()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def citus_database_url(citus_cluster: CitusCluster) -> Iterator[str]:
+    """A fresh database on the Citus cluster, set up as docs/scaling.md says: the extension on every node,
+    the workers registered, then `pokna db upgrade` (which distributes the schema)."""
+    name = f"pokna_citus_{uuid.uuid4().hex[:10]}"
+    url = citus_cluster.new_database(name)
+    migrate.upgrade(url)
+    yield url
+    citus_cluster.drop_database(name)
 
 
 @pytest.fixture(scope="session")
@@ -110,8 +178,13 @@ def postgres_databases(worker_id: str) -> Iterator[PostgresDatabases]:
 
 
 @pytest.fixture
-def database_url(postgres_databases: PostgresDatabases) -> Iterator[str]:
-    """A fresh database at the head migration, for this test alone."""
+def database_url(backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh database at the head migration, for this test alone (on the Citus cluster, distributed, for
+    the second run of a test marked `citus`)."""
+    if backend == "citus":
+        yield request.getfixturevalue("citus_database_url")
+        return
+    postgres_databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
     url = postgres_databases.migrated()
     yield url
     postgres_databases.drop(url)

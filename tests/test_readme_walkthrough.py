@@ -10,6 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from support.servers import serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +26,7 @@ def _walkthrough() -> str:
     return script.group(1)
 
 
+@pytest.mark.citus
 def test_the_walkthrough_runs_as_written(database_url: str, tmp_path: Path) -> None:
     script = _walkthrough()
     assert README_BASE in script

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, text
 
-from pokna.db.distribution import DISTRIBUTION_COLUMN, PLACEMENT, Placement
+from pokna.db.distribution import DISTRIBUTION_COLUMN, OWN_KEYS, PLACEMENT, Placement
 
 _CATALOG_TABLES = text(
     "SELECT table_name FROM information_schema.tables "
@@ -73,14 +73,22 @@ def catalog_findings(connection: Connection) -> list[str]:
     for key in connection.execute(_KEYS):
         placed = PLACEMENT.get(key.table_name)
         if key.kind in ("p", "u", "i"):
-            if placed is Placement.DISTRIBUTED and DISTRIBUTION_COLUMN not in key.columns:
+            column = OWN_KEYS.get(key.table_name, DISTRIBUTION_COLUMN)
+            if placed in (Placement.DISTRIBUTED, Placement.BY_OWN_KEY) and column not in key.columns:
                 what = {"p": "primary key", "u": "unique constraint", "i": "unique index"}[key.kind]
                 findings.append(
                     f"{what} {key.name} ({', '.join(key.columns)}) of distributed table {key.table_name} "
-                    f"lacks {DISTRIBUTION_COLUMN}"
+                    f"lacks {column}"
                 )
             continue
         referenced = PLACEMENT.get(key.referenced_table)
+        if placed is Placement.BY_OWN_KEY and referenced is not Placement.REFERENCE:
+            findings.append(
+                f"foreign key {key.name} from {key.table_name}, distributed by its own key, to "
+                f"{key.referenced_table}, which is not a reference table"
+            )
+        if referenced is Placement.BY_OWN_KEY:
+            findings.append(f"foreign key {key.name} to {key.referenced_table}, distributed by its own key")
         if placed is Placement.REFERENCE and referenced is Placement.DISTRIBUTED:
             findings.append(
                 f"foreign key {key.name} from reference table {key.table_name} to distributed "

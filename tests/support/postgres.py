@@ -141,7 +141,7 @@ def _free_port() -> int:
         return port
 
 
-def _new_root() -> tuple[Path, list[str]]:
+def _new_root(bindir: Path | None = None) -> tuple[Path, list[str]]:
     root = Path(tempfile.mkdtemp(prefix="pokna-pg-"))
     as_user: list[str] = []
     if os.geteuid() == 0:
@@ -151,16 +151,17 @@ def _new_root() -> tuple[Path, list[str]]:
             shutil.rmtree(root, ignore_errors=True)
             raise PostgresUnavailable(str(exc)) from exc
         os.chown(root, user.uid, user.gid)
-        user.may_run(find_bindir())
+        user.may_run(bindir or find_bindir())
         as_user = ["runuser", "-u", embedded.SERVER_USER, "--"]
     root.chmod(0o700)
     return root, as_user
 
 
-def start_cluster(*, durable: bool = False, extra_options: str = "") -> Cluster:
-    """`extra_options`: more `-c name=value` server settings (e.g. a library to preload)."""
-    bindir = find_bindir()
-    root, as_user = _new_root()
+def start_cluster(*, durable: bool = False, extra_options: str = "", bindir: Path | None = None) -> Cluster:
+    """`extra_options`: more `-c name=value` server settings (e.g. a library to preload); `bindir`: other
+    server binaries than the embedded default's (the Citus tree of `support.citus`)."""
+    bindir = bindir or find_bindir()
+    root, as_user = _new_root(bindir)
     cluster = Cluster(
         root=root, port=0, bindir=bindir, as_user=as_user, durable=durable, extra_options=extra_options
     )

@@ -6,17 +6,25 @@ by `tenant_id`. A table is:
 
 - `DISTRIBUTED`: tenant-owned; every primary key, unique constraint and foreign key to another
   distributed table includes `tenant_id`, and every statement that reads or locks it names the tenant;
-- `REFERENCE`: read before the tenant is known (an API key by its hash, a public link by its token) or
-  by every tenant; it may point at other reference tables only, never at a distributed one;
+- `REFERENCE`: read before the tenant is known (an API key by its hash) or by every tenant; it may point
+  at other reference tables only, never at a distributed one; every write to it goes to every node;
+- `BY_OWN_KEY`: read before the tenant is known and written often (a public link, once per game), so
+  distributed by its own key (`OWN_KEYS`) in a colocation group of its own: a link is written to one
+  shard, and read from one by its token; it may point at reference tables only;
 - `LOCAL`: the coordinator's own bookkeeping (Alembic's version).
 
-`tests/db/test_distribution_ready.py` holds the live catalog of a migrated database to this map, and
-`deploy/citus/distribute.sql` is generated from it (`citus_script()`; the test checks the file is).
+`tests/db/test_distribution_ready.py` holds the live catalog of a migrated database to this map. On a
+database with the Citus extension, `pokna db upgrade` (and `pokna serve`'s migration) places what the map
+says once the schema is at its head (`distribute`): idempotently, so a later migration's new table is
+placed by the upgrade that creates it. The tests run it on a real coordinator and two workers
+(tests/citus/).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+
+from sqlalchemy import Connection, text
 
 DISTRIBUTION_COLUMN = "tenant_id"
 # Every distributed table is colocated with this one; `ledger_post()` and `game_write()` are delegated by it.
@@ -26,13 +34,14 @@ COLOCATE_WITH = "journal_transaction"
 class Placement(StrEnum):
     DISTRIBUTED = "distributed"
     REFERENCE = "reference"
+    BY_OWN_KEY = "by_own_key"
     LOCAL = "local"
 
 
 PLACEMENT: dict[str, Placement] = {
     "tenant": Placement.REFERENCE,
     "api_key": Placement.REFERENCE,
-    "game_link": Placement.REFERENCE,
+    "game_link": Placement.BY_OWN_KEY,
     "journal_transaction": Placement.DISTRIBUTED,
     "account": Placement.DISTRIBUTED,
     "posting": Placement.DISTRIBUTED,
@@ -50,6 +59,9 @@ PLACEMENT: dict[str, Placement] = {
     "alembic_version": Placement.LOCAL,
 }
 
+# The column each BY_OWN_KEY table is distributed by.
+OWN_KEYS: dict[str, str] = {"game_link": "public_token"}
+
 # The functions that run where their tenant's rows are: (signature, the argument that names the tenant).
 DELEGATED_FUNCTIONS = (
     ("ledger_post(text, jsonb)", "p_tenant_id"),
@@ -63,30 +75,86 @@ def tables(placement: Placement) -> list[str]:
     return [table for table, placed in PLACEMENT.items() if placed is placement]
 
 
-def citus_script() -> str:
-    """The SQL that places every table and delegates the functions, run once on the coordinator after
-    `pokna db upgrade` (reference tables first: a distributed table's foreign keys to them need them)."""
-    lines = [
-        "-- Generated from pokna.db.distribution.citus_script(); tests/db/test_distribution_ready.py",
-        "-- fails when this file and the map disagree. Run on the coordinator, after `pokna db upgrade`,",
-        "-- once, in one transaction (docs/scaling.md).",
-        "BEGIN;",
-        "-- The ledger's triggers touch only rows of their own tenant, so of their own shard.",
-        "SET LOCAL citus.enable_unsafe_triggers TO on;",
-        "SET LOCAL citus.multi_shard_modify_mode TO 'sequential';",
+# Settings for the transaction that places tables (and for every migration on a Citus database):
+# - the ledger's triggers touch only rows of their own tenant, so of their own shard ("unsafe" is Citus's
+#   word for a trigger it cannot prove that of);
+# - DDL and placement in one transaction block run shard by shard over one connection per worker;
+# - a reference table that local tables point at stays a reference table, the local tables stay local
+#   until they are distributed in turn (by default Citus would turn every table with a foreign key to
+#   `tenant` into a "Citus local table", which a distributed table may then not reference).
+CITUS_SETTINGS = (
+    "SET LOCAL citus.enable_unsafe_triggers TO on",
+    "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'",
+    "SET LOCAL citus.enable_local_reference_table_foreign_keys TO off",
+)
+
+
+def has_citus(connection: Connection) -> bool:
+    found = connection.scalar(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'"))
+    return bool(found)
+
+
+def placement_statements(placed: set[str], delegated: set[str]) -> list[str]:
+    """What places the tables and delegates the functions not yet placed or delegated, in an order Citus
+    accepts: reference tables first (a distributed table's foreign keys to `tenant` need it), then
+    `journal_transaction`, then every other tenant-owned table colocated with it (foreign keys between
+    them pair `tenant_id`, and name tables distributed before them), then the tables distributed by their
+    own key, then the functions."""
+    statements = [
+        f"SELECT create_reference_table('{table}')"
+        for table in tables(Placement.REFERENCE)
+        if table not in placed
     ]
-    lines += [f"SELECT create_reference_table('{table}');" for table in tables(Placement.REFERENCE)]
     distributed = tables(Placement.DISTRIBUTED)
-    first = [COLOCATE_WITH, *(table for table in distributed if table != COLOCATE_WITH)]
-    lines.append(f"SELECT create_distributed_table('{COLOCATE_WITH}', '{DISTRIBUTION_COLUMN}');")
-    lines += [
-        f"SELECT create_distributed_table('{table}', '{DISTRIBUTION_COLUMN}', colocate_with => '{COLOCATE_WITH}');"
-        for table in first[1:]
+    ordered = [COLOCATE_WITH, *(table for table in distributed if table != COLOCATE_WITH)]
+    for table in ordered:
+        if table in placed:
+            continue
+        colocation = "" if table == COLOCATE_WITH else f", colocate_with => '{COLOCATE_WITH}'"
+        statements.append(f"SELECT create_distributed_table('{table}', '{DISTRIBUTION_COLUMN}'{colocation})")
+    statements += [
+        f"SELECT create_distributed_table('{table}', '{OWN_KEYS[table]}', colocate_with => 'none')"
+        for table in tables(Placement.BY_OWN_KEY)
+        if table not in placed
     ]
-    lines += [
+    statements += [
         f"SELECT create_distributed_function('{signature}', '{argument}', "
-        f"colocate_with => '{COLOCATE_WITH}', force_delegation => true);"
+        f"colocate_with => '{COLOCATE_WITH}', force_delegation => true)"
         for signature, argument in DELEGATED_FUNCTIONS
+        if signature not in delegated
     ]
-    lines.append("COMMIT;")
-    return "\n".join(lines) + "\n"
+    return statements
+
+
+def _placed(connection: Connection) -> set[str]:
+    return set(connection.scalars(text("SELECT logicalrelid::regclass::text FROM pg_dist_partition")))
+
+
+def _delegated(connection: Connection) -> set[str]:
+    """The delegated functions, by the signature DELEGATED_FUNCTIONS spells (`name(type, type)`)."""
+    rows = connection.execute(
+        text(
+            "SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' "
+            "FROM pg_dist_object d JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid "
+            "WHERE d.distribution_argument_index IS NOT NULL"
+        )
+    ).scalars()
+    # pg_get_function_identity_arguments names the arguments: keep their types only.
+    return {_types_only(signature) for signature in rows}
+
+
+def _types_only(signature: str) -> str:
+    name, _, arguments = signature.partition("(")
+    types = [argument.split()[-1] for argument in arguments.rstrip(")").split(", ") if argument]
+    return f"{name}({', '.join(types)})"
+
+
+def distribute(connection: Connection) -> list[str]:
+    """On a Citus coordinator, place every table of the map not yet placed and delegate every function not
+    yet delegated, in the caller's transaction; idempotent (a second run does nothing). What it ran."""
+    for setting in CITUS_SETTINGS:
+        connection.execute(text(setting))
+    statements = placement_statements(_placed(connection), _delegated(connection))
+    for statement in statements:
+        connection.execute(text(statement))
+    return statements

@@ -44,15 +44,12 @@ def _recorded_columns() -> str:
     of what a proof reads, whichever statement reads it."""
     columns = RECORDED_FOR_PROOF.removeprefix("SELECT ")
     for bound, locked in (
-        (
-            "= %(tenant_id)s AND game_id = %(game_id)s",
-            f"= game.tenant_id AND game_id = game.id AND {MAY_END}",
-        ),
+        ("AND game_id = %(game_id)s", f"AND game_id = %(game_id)s AND {MAY_END}"),
         ("%(kinds)s", "ARRAY[" + ", ".join(repr(kind) for kind in PROOF_EVENTS) + "]"),
     ):
         assert bound in columns, bound
         columns = columns.replace(bound, locked)
-    assert "%(" not in columns
+    assert "%(kinds)s" not in columns
     return f", {MAY_END}, {columns} FROM game WHERE"
 
 
@@ -63,15 +60,6 @@ LOCK_FOR_ACTION = LOCK_GAME_AND_SEATS.replace(" FROM game WHERE", _RECORDED_COLU
 recorded events (of PROOF_EVENTS' kinds) and rolls."""
 assert LOCK_FOR_ACTION.count(MAY_END) == 3
 assert LOCK_FOR_ACTION.endswith("FOR NO KEY UPDATE OF game")
-
-LOCK_FOR_ACTION_OF_CALLER = LOCK_FOR_ACTION.replace(
-    "game.tenant_id = %(tenant_id)s",
-    "game.tenant_id = (SELECT tenant_id FROM api_key WHERE secret_sha256 = %(secret_sha256)s "
-    "AND revoked_at IS NULL)",
-)
-"""The same for the tenant of a bearer key: the request without an Idempotency-Key authenticates and locks
-in one round trip."""
-assert LOCK_FOR_ACTION_OF_CALLER != LOCK_FOR_ACTION
 
 
 def split_locked(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Recorded | None]:

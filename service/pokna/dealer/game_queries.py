@@ -45,8 +45,8 @@ class GameQueries:
         return self._game(session, tenant_id, game_id, for_update=False)
 
     def game_by_public_token(self, session: Session, token: str) -> GameRecord:
-        """Two statements: the link's tenant from `game_link` (a reference table, read where the link is
-        served), then the game on that tenant's shard."""
+        """Two statements: the link's tenant from `game_link` (on Citus, distributed by the token: one
+        shard), then the game on that tenant's shard."""
         tenant_id = session.scalar(select(_link.c.tenant_id).where(_link.c.public_token == token))
         row = (
             None

@@ -69,11 +69,11 @@ def _insert(table: str, columns: Sequence[str], parameter: str, *, one: bool = F
 # seats with their wallets' balances (see PostgresGameStore.lock_game_and_seats for why both versions).
 LOCK_GAME_AND_SEATS = (
     f"SELECT json_build_array({_names('game', GAME_COLUMNS)}), "  # noqa: S608
-    "(SELECT seen.version FROM game AS seen WHERE seen.tenant_id = game.tenant_id AND seen.id = %(game_id)s), "
+    "(SELECT seen.version FROM game AS seen WHERE seen.tenant_id = %(tenant_id)s AND seen.id = %(game_id)s), "
     "(SELECT json_agg(json_build_array(game_seat.seat, game_seat.account_id, game_seat.client_seed, "
     "game_seat.client_seed_source, account.balance) ORDER BY game_seat.seat) "
     "FROM game_seat JOIN account ON account.tenant_id = game_seat.tenant_id AND account.id = game_seat.account_id "
-    "WHERE game_seat.tenant_id = game.tenant_id AND game_seat.game_id = game.id) "
+    "WHERE game_seat.tenant_id = %(tenant_id)s AND game_seat.game_id = %(game_id)s) "
     "FROM game WHERE game.id = %(game_id)s AND game.tenant_id = %(tenant_id)s FOR NO KEY UPDATE OF game"
 )
 
@@ -103,8 +103,8 @@ _INSERT_GAME = (
     f"{_NEW_EVENT} SELECT 1"
 )
 
-# Which tenant a public link belongs to: a reference table on Citus (copied to every node in the same
-# transaction), written by a statement of its own so that _INSERT_GAME touches the tenant's shard alone.
+# Which tenant a public link belongs to: on Citus distributed by the token (pokna.db.distribution), so a
+# statement of its own, apart from _INSERT_GAME, which touches the tenant's shard alone.
 _INSERT_GAME_LINK = "INSERT INTO game_link (public_token, tenant_id) VALUES (%(public_token)s, %(tenant_id)s)"
 
 RECORDED_FOR_PROOF = (

@@ -1,14 +1,18 @@
 """Exactly-once requests on the async hot path: the same records, claims and guarantees as
 pokna.idempotency.service (its docstring states them), as driver statements on a psycopg connection.
 
-What changes is only the number of round trips. The claim is made by the request's first statement,
-which also authenticates its API key (`authenticate_and_claim`, autocommit: the claim must be visible to a
-retry before the work is done); the hold is pipelined with the work's first read; the stored answer is
-written by the work's own last call (pokna.dealer.writes), before its COMMIT. A key seen before takes the
-slow path of the synchronous service, statement for statement (`claim_existing`).
+What changes is only the number of round trips. The request's first round trip authenticates its API key
+and claims the key on the tenant's rows (`authenticate_and_claim`, autocommit: the claim must be visible
+to a retry before the work is done); the hold is pipelined with the work's first read; the stored answer
+is written by the work's own last call (pokna.dealer.writes), before its COMMIT. A key seen before takes
+the slow path of the synchronous service, statement for statement (`claim_existing`).
 
-`authenticate_and_claim` reads the tenants' `api_key` table: the one statement that both authenticates
-and claims is the point (one round trip fewer on every keyed request).
+Two statements, not one that does both: on Citus a statement whose tenant comes from `api_key` (a
+reference table) at run time cannot be routed to the tenant's worker (docs/scaling.md). They still go in
+one round trip: an API key's tenant never changes, so the process remembers it (`TENANTS`, a routing hint
+and nothing more) and pipelines the key's check with the claim under the tenant it remembers. The check
+in the same round trip is what authenticates: a revoked key's claim is undone and refused. A key the
+process has not seen yet costs one round trip more, once.
 """
 
 from __future__ import annotations
@@ -28,21 +32,21 @@ _LOCK_NOT_AVAILABLE = "55P03"
 
 AUTHENTICATE = "SELECT tenant_id FROM api_key WHERE secret_sha256 = %(secret_sha256)s AND revoked_at IS NULL"
 
-_AUTHENTICATE_AND_CLAIM = (
-    "WITH caller AS (" + AUTHENTICATE + "), "  # noqa: S608 (constant text, every value bound)
-    "claimed AS (INSERT INTO idempotency_record "
+_CLAIM = (
+    "WITH claimed AS (INSERT INTO idempotency_record "
     "(tenant_id, key, request_fingerprint, claim_token, created_at, expires_at) "
-    "SELECT tenant_id, %(key)s, %(fingerprint)s, %(token)s, %(now)s, %(expires_at)s FROM caller "
+    "VALUES (%(tenant_id)s, %(key)s, %(fingerprint)s, %(token)s, %(now)s, %(expires_at)s) "
     "ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key) "
     # A key seen before (committed before this statement began): its record, so that a replay of a
     # stored answer needs no second round trip.
-    "SELECT caller.tenant_id, EXISTS (SELECT 1 FROM claimed), seen.request_fingerprint, seen.response_status, "
-    "seen.response_body, seen.expires_at FROM caller LEFT JOIN idempotency_record AS seen "
-    "ON seen.tenant_id = caller.tenant_id AND seen.key = %(key)s"
+    "SELECT EXISTS (SELECT 1 FROM claimed), seen.request_fingerprint, seen.response_status, "
+    "seen.response_body, seen.expires_at FROM (SELECT 1) AS one LEFT JOIN idempotency_record AS seen "
+    "ON seen.tenant_id = %(tenant_id)s AND seen.key = %(key)s"
 )
-_CLAIM_FOR_TENANT = _AUTHENTICATE_AND_CLAIM.replace(  # a command or a test, whose tenant is known
-    AUTHENTICATE, "SELECT %(tenant_id)s::text AS tenant_id"
-)
+"""The key claimed for a known tenant, or its record: every table it touches is filtered by the tenant as a
+bound value, so on Citus it is one statement on the tenant's worker (a tenant read from `api_key` in the
+same statement would be known only when it runs: the claim went through the coordinator and the read of
+the record asked every shard)."""
 _INSERT_CLAIM = (
     "INSERT INTO idempotency_record (tenant_id, key, request_fingerprint, claim_token, created_at, expires_at) "
     "VALUES (%(tenant_id)s, %(key)s, %(fingerprint)s, %(token)s, %(now)s, %(expires_at)s) "
@@ -67,6 +71,31 @@ _RELEASE = (
 )
 
 
+class KeyTenants:
+    """The tenant of each API key this process has authenticated, by the key's digest: which shard a
+    request's statements go to, known before the key is checked again (an API key belongs to one tenant
+    for good; revoking it changes whether it authenticates, which every request still checks)."""
+
+    LIMIT = 100_000
+
+    def __init__(self) -> None:
+        self._tenants: dict[str, str] = {}
+
+    def get(self, digest: str) -> str | None:
+        return self._tenants.get(digest)
+
+    def remember(self, digest: str, tenant_id: str) -> None:
+        if len(self._tenants) >= self.LIMIT:
+            self._tenants.clear()
+        self._tenants[digest] = tenant_id
+
+    def forget(self, digest: str) -> None:
+        self._tenants.pop(digest, None)
+
+
+TENANTS = KeyTenants()
+
+
 @dataclass(frozen=True)
 class Claimed:
     tenant_id: str
@@ -87,18 +116,30 @@ async def authenticate_and_claim(
     token: str,
     now: datetime,
 ) -> Claimed:
-    """One statement, autocommit: the caller's tenant (by its API key's digest, unless already known),
-    and the key claimed for `token` (or its record)."""
-    values = {
-        **claim_values(key, fingerprint, token, now),
-        "secret_sha256": secret_sha256,
-        "tenant_id": tenant_id,
-    }
-    statement = _AUTHENTICATE_AND_CLAIM if tenant_id is None else _CLAIM_FOR_TENANT
-    row = await (await connection.execute(statement, values)).fetchone()
-    if row is None:
-        raise Unauthorized("unknown or revoked API key")
-    tenant_id, claimed, seen_fingerprint, status, body, expires_at = row
+    """Autocommit: the caller's tenant (by its API key's digest, unless already known), and the key claimed
+    for `token` (or its record) on that tenant's rows; one round trip when the key's tenant is known."""
+    values = {**claim_values(key, fingerprint, token, now), "tenant_id": tenant_id}
+    if tenant_id is not None:
+        row = await (await connection.execute(_CLAIM, values)).fetchone()
+    else:
+        assert secret_sha256 is not None
+        values["tenant_id"] = TENANTS.get(secret_sha256)
+        if values["tenant_id"] is None:
+            values["tenant_id"] = await authenticate(connection, secret_sha256)
+            row = await (await connection.execute(_CLAIM, values)).fetchone()
+        else:
+            async with connection.pipeline():  # both sent, and answered, when the block ends
+                checked = await connection.execute(AUTHENTICATE, {"secret_sha256": secret_sha256})
+                claim = await connection.execute(_CLAIM, values)
+            row = await claim.fetchone()
+            if await checked.fetchone() is None:
+                TENANTS.forget(secret_sha256)
+                await connection.execute(_RELEASE, values)
+                raise Unauthorized("unknown or revoked API key")
+        tenant_id = values["tenant_id"]
+    assert row is not None
+    assert tenant_id is not None
+    claimed, seen_fingerprint, status, body, expires_at = row
     if claimed:
         return Claimed(tenant_id, None)
     request = KeyedRequest(tenant_id=tenant_id, key=key, fingerprint=fingerprint)
@@ -141,9 +182,16 @@ async def claim_existing(
 async def authenticate(connection: AsyncConnection[Any], secret_sha256: str) -> str:
     """The tenant of a live API key (Unauthorized for any other), in one autocommit statement."""
     row = await (await connection.execute(AUTHENTICATE, {"secret_sha256": secret_sha256})).fetchone()
+    return authenticated(secret_sha256, row)
+
+
+def authenticated(secret_sha256: str, row: tuple[str] | None) -> str:
+    """AUTHENTICATE's row: the key's tenant, remembered (TENANTS), or Unauthorized."""
     if row is None:
+        TENANTS.forget(secret_sha256)
         raise Unauthorized("unknown or revoked API key")
     tenant_id: str = row[0]
+    TENANTS.remember(secret_sha256, tenant_id)
     return tenant_id
 
 

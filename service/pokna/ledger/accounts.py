@@ -46,8 +46,9 @@ def open_account(
         balance=0,
         created_at=utc_now(),
     )
-    # One statement in the usual case; only a refusal costs the queries that say why. The insert's
-    # snapshot may predate a tenant committed meanwhile: then neither reason holds, and it runs again.
+    # The tenant's check and the insert in the usual case; only a refusal costs the queries that say why.
+    # The insert's snapshot may predate a tenant committed meanwhile: then neither reason holds, and it
+    # runs again.
     for attempt in range(2):
         if repository.insert_account(session, _values(account)):
             break

@@ -116,7 +116,7 @@ def journal_rows(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -
                 _posting.c.amount,
                 _posting.c.currency,
             )
-            .join(_posting, _posting.c.transaction_id == _transaction.c.id)
+            .join(_posting, _posting_of_transaction())
             .where(
                 _transaction.c.tenant_id == tenant_id,
                 _transaction.c.chain == seqs.chain,
@@ -178,7 +178,7 @@ def balances_before(session: Session, tenant_id: str, ranges: Sequence[SeqRange]
     return list(
         session.execute(
             select(_posting.c.account_id, _posting.c.currency, func.sum(_posting.c.amount).label("total"))
-            .join(_transaction, _transaction.c.id == _posting.c.transaction_id)
+            .join(_transaction, _posting_of_transaction())
             .where(_transaction.c.tenant_id == tenant_id, earlier)
             .group_by(_posting.c.account_id, _posting.c.currency)
             .order_by(_posting.c.account_id)
@@ -189,14 +189,16 @@ def balances_before(session: Session, tenant_id: str, ranges: Sequence[SeqRange]
 def balance_differences(session: Session, tenant_id: str | None) -> list[Row[Any]]:
     """Accounts whose stored balance is not the sum of their postings."""
     sums = (
-        select(_posting.c.account_id, func.sum(_posting.c.amount).label("total"))
-        .group_by(_posting.c.account_id)
+        select(_posting.c.tenant_id, _posting.c.account_id, func.sum(_posting.c.amount).label("total"))
+        .group_by(_posting.c.tenant_id, _posting.c.account_id)
         .subquery()
     )
     computed = func.coalesce(sums.c.total, 0)
+    # Grouped and joined by tenant too: on Citus each shard answers for its own tenants.
+    of_account = and_(sums.c.tenant_id == _account.c.tenant_id, sums.c.account_id == _account.c.id)
     statement = (
         select(_account.c.id, _account.c.tenant_id, _account.c.balance, computed.label("computed"))
-        .select_from(_account.outerjoin(sums, sums.c.account_id == _account.c.id))
+        .select_from(_account.outerjoin(sums, of_account))
         .where(_account.c.balance != computed)
         .order_by(_account.c.id)
     )
@@ -209,24 +211,37 @@ def unbalanced_transactions(session: Session, tenant_id: str | None) -> list[Row
     """Transactions whose postings do not sum to zero per currency or do not number as declared."""
     per_currency = (
         select(
+            _posting.c.tenant_id,
             _posting.c.transaction_id,
             _posting.c.currency,
             func.sum(_posting.c.amount).label("total"),
         )
-        .group_by(_posting.c.transaction_id, _posting.c.currency)
+        .group_by(_posting.c.tenant_id, _posting.c.transaction_id, _posting.c.currency)
         .subquery()
     )
-    off_balance = select(per_currency.c.transaction_id).where(per_currency.c.total != 0)
-    counts = (
-        select(_posting.c.transaction_id, func.count().label("found"))
-        .group_by(_posting.c.transaction_id)
+    off_balance = (
+        select(per_currency.c.tenant_id, per_currency.c.transaction_id)
+        .where(per_currency.c.total != 0)
+        .group_by(per_currency.c.tenant_id, per_currency.c.transaction_id)
         .subquery()
+    )
+    counts = (
+        select(_posting.c.tenant_id, _posting.c.transaction_id, func.count().label("found"))
+        .group_by(_posting.c.tenant_id, _posting.c.transaction_id)
+        .subquery()
+    )
+    # Grouped and joined by tenant too: on Citus each shard answers for its own tenants.
+    of_counts = and_(
+        counts.c.tenant_id == _transaction.c.tenant_id, counts.c.transaction_id == _transaction.c.id
+    )
+    off = and_(
+        off_balance.c.tenant_id == _transaction.c.tenant_id, off_balance.c.transaction_id == _transaction.c.id
     )
     statement = (
         select(_transaction.c.id, _transaction.c.tenant_id, _transaction.c.chain, _transaction.c.seq)
-        .select_from(_transaction.outerjoin(counts, counts.c.transaction_id == _transaction.c.id))
+        .select_from(_transaction.outerjoin(counts, of_counts).outerjoin(off_balance, off))
         .where(
-            _transaction.c.id.in_(off_balance)
+            off_balance.c.transaction_id.is_not(None)
             | (func.coalesce(counts.c.found, 0) != _transaction.c.posting_count)
         )
         .order_by(_transaction.c.tenant_id, _transaction.c.chain, _transaction.c.seq)
@@ -234,6 +249,14 @@ def unbalanced_transactions(session: Session, tenant_id: str | None) -> list[Row
     if tenant_id is not None:
         statement = statement.where(_transaction.c.tenant_id == tenant_id)
     return list(session.execute(statement))
+
+
+def _posting_of_transaction() -> Any:
+    """A posting's transaction, joined on the tenant too (on Citus, a join of two distributed tables on one
+    shard pairs their distribution columns)."""
+    return and_(
+        _posting.c.tenant_id == _transaction.c.tenant_id, _posting.c.transaction_id == _transaction.c.id
+    )
 
 
 def seq_bounds_of_times(

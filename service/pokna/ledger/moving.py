@@ -1,6 +1,6 @@
-"""Deposits and withdrawals on the async path: three round trips, no thread, no ORM.
+"""Deposits and withdrawals on the async path: four round trips, no thread, no ORM.
 
-1. Authenticate the API key and claim the Idempotency-Key (required here) in one autocommit statement
+1. Authenticate the API key, then claim the Idempotency-Key (required here) on the tenant's rows, autocommit
    (pokna.idempotency.aio); a key seen before replays the stored answer.
 2. BEGIN, hold the claim, and read the wallet with its tenant's funding sub-account (of the wallet's chain) in its currency:
    one pipeline, one round trip.
@@ -52,7 +52,7 @@ range): nothing was written."""
 
 _WALLET_AND_FUNDING = (
     "SELECT wallet.kind, wallet.currency, (SELECT funding.id FROM account AS funding "
-    "WHERE funding.tenant_id = wallet.tenant_id AND funding.kind = 'external_funding' "
+    "WHERE funding.tenant_id = %(tenant_id)s AND funding.kind = 'external_funding' "
     "AND funding.external_id = wallet.currency || %(sub_account)s) "
     "FROM account AS wallet WHERE wallet.id = %(account_id)s AND wallet.tenant_id = %(tenant_id)s"
 )

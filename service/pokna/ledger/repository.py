@@ -33,11 +33,12 @@ def tenant_exists(session: Session, tenant_id: str) -> bool:
 
 
 # An account opened twice under one external id is found, not duplicated: ON CONFLICT DO NOTHING.
+# VALUES, not a SELECT that checks the tenant in the same statement: on Citus an INSERT ... SELECT from a
+# reference table goes through the coordinator and commits in two phases; a VALUES row goes to its shard.
 _INSERT_ACCOUNT = text(
     """
     INSERT INTO account (id, tenant_id, kind, currency, external_id, balance, created_at)
-    SELECT :id, :tenant_id, :kind, :currency, :external_id, 0, :created_at
-    WHERE EXISTS (SELECT 1 FROM tenant WHERE tenant.id = :tenant_id)
+    VALUES (:id, :tenant_id, :kind, :currency, :external_id, 0, :created_at)
     ON CONFLICT (tenant_id, kind, external_id) DO NOTHING
     RETURNING id
     """
@@ -51,7 +52,10 @@ _INSERT_ACCOUNT = text(
 def insert_account(session: Session, values: dict[str, Any]) -> bool:
     """Insert the account (with balance 0) if its tenant exists and no account of that tenant and kind
     already has its external id; False if not. Nothing is raised, so the caller's transaction stays
-    usable, and concurrent inserts of the same account neither fail nor both succeed."""
+    usable, and concurrent inserts of the same account neither fail nor both succeed (tenants are never
+    deleted, so one that exists at the check still does at the insert)."""
+    if not tenant_exists(session, values["tenant_id"]):
+        return False
     return session.execute(_INSERT_ACCOUNT, values).first() is not None
 
 

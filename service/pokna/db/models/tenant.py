@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Integer, String, text
+from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pokna.db.base import Base
@@ -13,8 +13,10 @@ class Tenant(Base):
     """An integrating app. Every other resource belongs to exactly one tenant."""
 
     __tablename__ = "tenant"
+    # `text` as the delegated functions take it (Citus compares the two by type; migration 0015).
+    __table_args__ = (CheckConstraint("char_length(id) <= 40", name="id_length"),)
 
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
     # The rake terms a new game or table takes when its request names none (migrations/versions/0008_rake.py).

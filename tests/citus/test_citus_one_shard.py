@@ -1,0 +1,130 @@
+"""Every hot statement runs on one shard, and one tenant's request commits on one worker without two-phase
+commit, held on the live Citus cluster (issue 34, docs/scaling.md "Every statement names its tenant").
+
+The database is set so that Citus refuses, rather than runs, any statement it would split into several
+tasks (`citus.multi_task_query_log_level = error`, on the coordinator and, by Citus's own propagation of
+ALTER DATABASE, on the workers where the delegated functions run their statements), each statement planned
+with its values. Then every request an
+integrating app makes on its hot path is made over HTTP: a fan-out statement anywhere on that path answers
+500 and fails the test. `pg_dist_transaction` on the coordinator counts each two-phase commit's
+participants; the requests that must commit on one worker in one phase must not add to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+from uuid import uuid4
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+
+from pokna.app import create_app
+from pokna.db.engine import make_engine
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+from support.game_play import Api, obliging
+from support.tenant_api import api_key_on
+
+pytestmark = pytest.mark.xdist_group("citus")
+T = TypeVar("T")
+
+
+@pytest.fixture
+def single_shard_url(citus_database_url: str) -> str:
+    admin = create_engine(citus_database_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        name = connection.scalar(text("SELECT current_database()"))
+        connection.execute(text(f'ALTER DATABASE "{name}" SET citus.multi_task_query_log_level = error'))
+        # Planned with their values: a generic plan of a statement inside a function names its tenant as a
+        # parameter, and Citus plans it over every shard and prunes to one only when it runs (seen here:
+        # the refusal above on one-shard statements of game_write() from its sixth call on a connection).
+        connection.execute(text(f'ALTER DATABASE "{name}" SET plan_cache_mode = force_custom_plan'))
+    admin.dispose()
+    return citus_database_url
+
+
+def test_a_fan_out_is_refused_in_this_database(single_shard_url: str) -> None:
+    """The trap is armed: a statement over every shard is refused here (so the test below can fail)."""
+    engine = create_engine(single_shard_url)
+    try:
+        with engine.connect() as connection, pytest.raises(Exception, match="multi-task query"):
+            connection.execute(text("SELECT count(*) FROM account"))
+    finally:
+        engine.dispose()
+
+
+class TwoPhaseCommits:
+    """The participants `pg_dist_transaction` records, per kind of request."""
+
+    def __init__(self, url: str) -> None:
+        self.admin = create_engine(url, isolation_level="AUTOCOMMIT")
+        self.counts: dict[str, list[int]] = {}
+
+    def total(self) -> int:
+        with self.admin.connect() as connection:
+            return int(connection.scalar(text("SELECT count(*) FROM pg_dist_transaction")) or 0)
+
+    def of(self, kind: str, request: Callable[[], T]) -> T:
+        before = self.total()
+        answer = request()
+        self.counts.setdefault(kind, []).append(self.total() - before)
+        return answer
+
+
+def test_every_hot_request_runs_on_one_shard_in_one_phase(single_shard_url: str, tmp_path: Path) -> None:
+    api_key = api_key_on(single_shard_url, "Mos Espa")
+    settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=single_shard_url)
+    engine = make_engine(single_shard_url)
+    runtime = Runtime.from_settings(settings, engine=engine)
+    commits = TwoPhaseCommits(single_shard_url)
+    try:
+        with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
+            api = Api(client, api_key)
+            opened = commits.of("account", partial(api.post, "/v1/accounts", {}))
+            wallets = [api.ok(opened, 201)["id"]]
+            wallets += [api.wallet() for _ in range(2)]
+            for wallet in wallets:
+                api.ok(commits.of("keyed deposit", partial(api.deposit, wallet, 100)), 201)
+            key = f"move-{uuid4()}"
+            path = f"/v1/accounts/{wallets[0]}/withdrawals"
+            for kind in ("keyed withdrawal", "replay"):
+                answer = commits.of(kind, partial(api.post, path, {"amount": 3}, idempotency_key=key))
+                api.ok(answer, 201)
+            assert answer.headers.get("Idempotent-Replayed") == "true", answer.headers
+
+            body = {"vigo_account_id": wallets[0], "player_account_ids": wallets[1:], "stake": 5}
+            creations = [
+                partial(api.post, "/v1/games", body),
+                partial(api.post, "/v1/games", body, idempotency_key=f"game-{uuid4()}"),
+            ]
+            games = [api.ok(commits.of("game creation", create), 201) for create in creations]
+            step = 0
+            for game in games:
+                while game["status"] not in ("settled", "cancelled"):
+                    # Keyed and key-less in turn: both forms of an action.
+                    action_key = f"act-{uuid4()}" if step % 2 else None
+                    decision = obliging(game)
+                    act = partial(api.act, game["id"], decision, idempotency_key=action_key)
+                    game = api.ok(commits.of("action", act))
+                    step += 1
+            played = games[0]["id"]
+            api.game(played)
+            assert api.events(played)
+            assert api.proof(played)["server_seed"]
+            api.ok(api.get(f"/v1/accounts/{wallets[1]}"))
+            api.ok(api.get(f"/v1/accounts/{wallets[1]}/transactions"))
+            public = client.get(games[0]["fairness"]["public_url"])
+            assert public.status_code == 200, public.text
+    finally:
+        commits.admin.dispose()
+        engine.dispose()
+    assert step >= 4
+    one_phase = ("account", "keyed deposit", "keyed withdrawal", "replay", "action")
+    assert {kind: set(commits.counts[kind]) for kind in one_phase} == {kind: {0} for kind in one_phase}
+    # A game's link lands on the shard of its token, on the tenant's worker or on the other: its commit
+    # has at most two remote participants (docs/scaling.md, "The public link").
+    assert max(commits.counts["game creation"]) <= 2, commits.counts["game creation"]
