@@ -8,6 +8,7 @@ is an error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -123,8 +124,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test marked `citus` that uses a database runs twice: on PostgreSQL and on the Citus cluster."""
-    if metafunc.definition.get_closest_marker(CITUS_MARKER) and "backend" in metafunc.fixturenames:
+    """A test marked `citus` that uses a database (its own, or its module's) runs twice: on PostgreSQL and
+    on the Citus cluster."""
+    if not metafunc.definition.get_closest_marker(CITUS_MARKER):
+        return
+    if "module_database_url" in metafunc.fixturenames:
+        metafunc.parametrize("module_database_url", ["postgres", "citus"], indirect=True, scope="module")
+    elif "backend" in metafunc.fixturenames:
         metafunc.parametrize("backend", ["postgres", "citus"], indirect=True)
 
 
@@ -135,7 +141,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("backend") == "citus":
+        params = {} if callspec is None else callspec.params
+        if "citus" in (params.get("backend"), params.get("module_database_url")):
+            # In the cluster's group alone (a group of the test's own would make a second cluster's).
+            item.own_markers[:] = [mark for mark in item.own_markers if mark.name != "xdist_group"]
             item.add_marker(pytest.mark.xdist_group(CITUS_GROUP))
 
 
@@ -161,11 +170,35 @@ def citus_cluster() -> Iterator[CitusCluster]:
 def citus_database_url(citus_cluster: CitusCluster) -> Iterator[str]:
     """A fresh database on the Citus cluster, set up as docs/scaling.md says: the extension on every node,
     the workers registered, then `pokna db upgrade` (which distributes the schema)."""
+    with distributed_database(citus_cluster) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def distributed_database(cluster: CitusCluster) -> Iterator[str]:
     name = f"pokna_citus_{uuid.uuid4().hex[:10]}"
-    url = citus_cluster.new_database(name)
-    migrate.upgrade(url)
+    url = cluster.new_database(name)
+    try:
+        migrate.upgrade(url)
+        yield url
+    finally:
+        cluster.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def module_database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh migrated database shared by a module's tests, on the engine of the module's `backend`
+    parameter (a module-scoped fixture parametrized "postgres"/"citus" requests it)."""
+    if getattr(request, "param", "postgres") == "citus":
+        with distributed_database(request.getfixturevalue("citus_cluster")) as url:
+            yield url
+        return
+    if reason := os.environ.get(PG_UNAVAILABLE_ENV):
+        pytest.skip(f"PostgreSQL unavailable: {reason}")
+    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
+    url = databases.migrated()
     yield url
-    citus_cluster.drop_database(name)
+    databases.drop(url)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ def test_an_opened_wallet_is_answered_as_it_is_read_back(api: TenantApi) -> None
     assert read.json()["object"] == "account"
 
 
+@pytest.mark.citus
 def test_a_deposit_answers_its_postings_the_balance_after_it_and_every_metadata_key(api: TenantApi) -> None:
     wallet = api.wallet(balance=40)
     metadata = {"_sale": "keys starting with _sa are the client's, not SQLAlchemy's", "psp": "7781"}

@@ -140,7 +140,9 @@ def test_a_revoked_key_is_401_and_replays_nothing(
     wallet = api.wallet(10)
     deposit = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, headers={"Idempotency-Key": "dep-1"})
     assert deposit.status_code == 201
-    game = api.post("/v1/games", {"vigo_account_id": wallet, "player_account_ids": [api.wallet(5)], "stake": 1})
+    game = api.post(
+        "/v1/games", {"vigo_account_id": wallet, "player_account_ids": [api.wallet(5)], "stake": 1}
+    )
     assert game.status_code == 201, game.text
     # The process now knows the key's tenant (pokna.idempotency.aio.TENANTS): it is a routing hint only.
     key_id = _key_id(sessions, api.tenant_id, exclude=spare.key_id)

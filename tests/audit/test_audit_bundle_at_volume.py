@@ -38,7 +38,8 @@ from support.fault_servers import service_env, tenant_on
 from support.game_play import Api, obliging, play
 from support.servers import Server, serving
 
-pytestmark = pytest.mark.xdist_group("bundle-volume")
+# Each test its own mark (not the module's): the Citus run of the first goes to the cluster's worker instead.
+VOLUME = pytest.mark.xdist_group("bundle-volume")
 
 DEPOSITS = max(PAGE_TRANSACTIONS, BATCH_TRANSACTIONS) + 150
 SPREAD_WALLETS = 24
@@ -138,6 +139,8 @@ def _kinds(bundle: Path) -> list[str]:
         return [json.loads(line)["type"] for line in lines]
 
 
+@VOLUME
+@pytest.mark.citus
 def test_a_bundle_past_every_batch_streams_to_the_end_and_verifies(books: Books, tmp_path: Path) -> None:
     assert books.transactions > DEPOSITS > max(PAGE_TRANSACTIONS, BATCH_TRANSACTIONS)
     keys = tmp_path / "keys.json"
@@ -240,6 +243,7 @@ def _backends_in_transaction(database_url: str) -> list[str]:
         engine.dispose()
 
 
+@VOLUME
 def test_stalled_and_departed_clients_hold_no_connection(books: Books, database_url: str) -> None:
     """More stalled bundle readers than the pool has connections: the others are still served at once."""
     with ExitStack() as stack:
@@ -263,6 +267,7 @@ def test_stalled_and_departed_clients_hold_no_connection(books: Books, database_
     assert books.api.get("/v1/ledger/trial-balance").status_code == 200
 
 
+@VOLUME
 def test_sigterm_ends_a_server_whose_clients_stall(books: Books) -> None:
     with ExitStack() as stack:
         for _ in range(3):

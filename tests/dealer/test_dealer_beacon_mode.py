@@ -131,6 +131,7 @@ def _events(api: TenantApi, game_id: str) -> list[dict[str, Any]]:
     return events
 
 
+@pytest.mark.citus
 def test_a_beacon_game_played_over_http_verifies_with_every_round_checked(
     client: TestClient, sessions: sessionmaker[Session], relay: BeaconRelay, chain_file: Path, tmp_path: Path
 ) -> None:

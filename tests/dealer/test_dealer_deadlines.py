@@ -401,6 +401,7 @@ def cli_env(database_url: str, settings: Settings, monkeypatch: pytest.MonkeyPat
     get_settings.cache_clear()
 
 
+@pytest.mark.citus
 def test_pokna_sweep_times_out_every_due_game_and_purges_expired_idempotency_records(
     seats: Seats, time: Time, cli_env: Path
 ) -> None:

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from support.tenant_api import new_tenant
 
 
+@pytest.mark.citus
 def test_a_whole_game_over_http(client: TestClient, sessions: sessionmaker[Session]) -> None:
     api = new_tenant(client, sessions)
     vigo = api.wallet(100)
@@ -59,6 +61,7 @@ def test_an_action_after_the_end_is_a_409_problem_carrying_the_game(
     assert body["game"]["ended_at"] is not None
 
 
+@pytest.mark.citus
 def test_what_a_write_answers_is_what_a_read_then_reads(
     client: TestClient, sessions: sessionmaker[Session]
 ) -> None:

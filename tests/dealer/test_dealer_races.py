@@ -7,7 +7,6 @@ or vanishes.
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -27,7 +26,6 @@ from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import Account, JournalTransaction
 from pokna.tenants.service import authenticate
-from support.databases import PostgresDatabases
 from support.game_play import (
     CONFLICT_CODES,
     FINAL,
@@ -46,6 +44,9 @@ THREADS = 8
 FUNDS = 10_000
 T = TypeVar("T")
 
+# Every race runs on one PostgreSQL and again on the Citus cluster (a database for the module on each).
+pytestmark = pytest.mark.citus
+
 
 @dataclass
 class Live:
@@ -59,11 +60,8 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Live]:
-    if reason := os.environ.get("POKNA_TEST_PG_UNAVAILABLE"):
-        pytest.skip(f"PostgreSQL unavailable: {reason}")
-    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
-    url = databases.migrated()
+def live(tmp_path_factory: pytest.TempPathFactory, module_database_url: str) -> Iterator[Live]:
+    url = module_database_url
     engine = make_engine(url)
     root = tmp_path_factory.mktemp("races")
     try:
@@ -71,7 +69,6 @@ def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReques
             yield Live(base, make_sessionmaker(engine))
     finally:
         engine.dispose()
-        databases.drop(url)
 
 
 @dataclass
@@ -359,10 +356,13 @@ def test_eight_threads_playing_overlapping_games_on_six_wallets(live: Live, tabl
 
 
 def _lock_waiters(live: Live) -> int:
+    """Backends waiting on a lock: on every node of a Citus cluster (a delegated call waits on its worker)."""
     with live.sessions() as session:
+        citus = session.scalar(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'"))
+        activity = "citus_stat_activity" if citus else "pg_stat_activity"
         waiting = session.scalar(
             text(
-                "SELECT count(*) FROM pg_stat_activity "
+                f"SELECT count(*) FROM {activity} "  # noqa: S608 (one of two view names)
                 "WHERE datname = current_database() AND wait_event_type = 'Lock'"
             )
         )
@@ -388,7 +388,10 @@ def test_creating_a_game_while_another_game_holds_the_same_wallets(live: Live, t
     busy = table.api.create_game(low, [high])
     responses: list[Response] = []
     with live.sessions() as other, ThreadPoolExecutor(max_workers=2) as pool:
-        other.execute(text("SELECT 1 FROM account WHERE id = :id FOR KEY SHARE"), {"id": high})
+        other.execute(
+            text("SELECT 1 FROM account WHERE tenant_id = :tenant_id AND id = :id FOR KEY SHARE"),
+            {"tenant_id": table.tenant_id, "id": high},
+        )
         start = pool.submit(table.apis[0].act, busy["id"], {"type": "start", "account_id": low})
         _wait_for(lambda: start.done() or _lock_waiters(live) >= 1)
         body = {"vigo_account_id": high, "player_account_ids": [low], "stake": 5}

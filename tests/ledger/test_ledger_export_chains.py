@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from beancount import loader
 from beancount.core import data
 from fastapi.testclient import TestClient
@@ -74,6 +75,7 @@ def _positions(lines: list[str]) -> list[tuple[int, int]]:
     return [(line["chain"], line["seq"]) for line in map(json.loads, lines)]
 
 
+@pytest.mark.citus
 def test_an_export_holds_every_chain_in_chain_and_seq_order_and_verifies(
     sessions: sessionmaker[Session], tenant_id: str
 ) -> None:

@@ -41,7 +41,9 @@ SERVER_OPTIONS = (
     "-c shared_preload_libraries=citus -c max_prepared_transactions=200 "
     "-c citus.node_conninfo=sslmode=disable -c max_worker_processes=32 "
     # Committed two-phase transactions stay in pg_dist_transaction, where tests/citus/ count them.
-    "-c citus.recover_2pc_interval=-1"
+    "-c citus.recover_2pc_interval=-1 "
+    # A shard moves by logical replication, writes held only for the switch-over (tests/citus/).
+    "-c wal_level=logical"
 )
 
 

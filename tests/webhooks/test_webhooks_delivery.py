@@ -58,6 +58,7 @@ def assert_in_order_per_key(receiver: Receiver, recorded: list[dict[str, Any]]) 
     assert arrived == expected
 
 
+@pytest.mark.citus
 def test_a_played_game_and_its_money_arrive_signed_complete_and_in_order(
     client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
