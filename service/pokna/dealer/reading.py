@@ -44,7 +44,7 @@ def game_events(
     except ValueError:
         raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
     events = game_store(session).event_page(session, tenant_id, game.id, after, limit + 1)
-    return page_of([event_out(event) for event in events], limit, lambda event: str(event.seq))
+    return page_of([event_out(event) for event in events], limit, lambda event: str(event.root.seq))
 
 
 def game_proof(
