@@ -362,7 +362,7 @@ def _lock_waiters(live: Live) -> int:
         activity = "citus_stat_activity" if citus else "pg_stat_activity"
         waiting = session.scalar(
             text(
-                f"SELECT count(*) FROM {activity} "  # noqa: S608 (one of two view names)
+                f"SELECT count(*) FROM {activity} "
                 "WHERE datname = current_database() AND wait_event_type = 'Lock'"
             )
         )

