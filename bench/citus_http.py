@@ -52,6 +52,7 @@ from games_http import (
     run_phase,
 )
 from games_support import percentile, serving
+from sqlalchemy import create_engine, text
 
 from pokna.db import migrate
 from pokna.service_keys import load_service_keys
@@ -71,8 +72,9 @@ class Engine:
 
 
 @contextmanager
-def engines() -> Iterator[list[Engine]]:
-    """Plain PostgreSQL and Citus, from the same binaries, each with a migrated database."""
+def engines(settings: list[str]) -> Iterator[list[Engine]]:
+    """Plain PostgreSQL and Citus, from the same binaries, each with a migrated database; `settings`
+    (`name=value`) set on both databases (on Citus ALTER DATABASE reaches the workers too)."""
     with ExitStack() as stack:
         bindir = citus_bindir()
         plain = start_cluster(bindir=bindir)
@@ -82,6 +84,14 @@ def engines() -> Iterator[list[Engine]]:
         citus_url = citus.new_database("pokna_bench")
         migrate.upgrade(plain.url)
         migrate.upgrade(citus_url)
+        for url in (plain.url, citus_url):
+            for setting in settings:
+                name, _, value = setting.partition("=")
+                alter = create_engine(url, isolation_level="AUTOCOMMIT")
+                with alter.connect() as connection:
+                    database = connection.scalar(text("SELECT current_database()"))
+                    connection.execute(text(f'ALTER DATABASE "{database}" SET {name} = {value}'))
+                alter.dispose()
 
         def pid(root: Path) -> int:
             return int((root / "data" / "postmaster.pid").read_text().split()[0])
@@ -145,12 +155,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workloads", default="deposits,games")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--setting", action="append", default=[], help="name=value, set on both databases (experiments)"
+    )
     parser.add_argument("--output", type=Path)
     options = parser.parse_args()
     workloads = [name for name in options.workloads.split(",") if name]
 
     with (
-        engines() as both,
+        engines(options.setting) as both,
         tempfile.TemporaryDirectory(prefix="pokna-citus-bench-") as scratch,
         ExitStack() as stack,
     ):
