@@ -28,8 +28,6 @@ import random
 import statistics
 import sys
 import tempfile
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -47,8 +45,8 @@ from games_http import (
     create_tenants,
     http_client,
     make_deposits,
-    next_action,
     open_wallet,
+    play_games,
     run_phase,
 )
 from games_support import percentile, serving
@@ -61,7 +59,6 @@ from support.citus import citus_bindir, start_citus  # type: ignore[import-not-f
 from support.postgres import start_cluster  # type: ignore[import-not-found,unused-ignore]
 
 TENANTS = 8
-MAX_ACTIONS = 500
 
 
 @dataclass(frozen=True)
@@ -103,34 +100,13 @@ def engines(settings: list[str]) -> Iterator[list[Engine]]:
 
 
 def keyed_games(client: Client, deadline: float) -> Tally:
-    """Games to the end, every action under a fresh Idempotency-Key."""
-    tally = Tally()
-    budget = GameBudget(None)
-    terms = {"vigo_account_id": client.vigo_wallet, "player_account_ids": client.player_wallets, "stake": 1}
-    while time.perf_counter() < deadline and budget.take():
-        game = tally.timed_post(client.http, "create", "/v1/games", terms, 201)
-        if game is None:
-            continue
-        path = f"/v1/games/{game['id']}/actions"
-        for _ in range(MAX_ACTIONS):
-            if game["status"] in ("settled", "cancelled"):
-                tally.games += 1
-                break
-            if time.perf_counter() >= deadline:
-                tally.abandoned += 1
-                break
-            action = next_action(game, client.rng)
-            tally.actions += 1
-            key = {"Idempotency-Key": f"act-{uuid.uuid4()}"}
-            game = tally.timed_post(client.http, "action", path, action, 200, key)
-            if game is None:
-                break
-    return tally
+    return play_games(client, deadline, GameBudget(None), stake=1, keyed=True)
 
 
-WORKLOADS: dict[str, tuple[Callable[[Client, float], Tally], str]] = {
+# Each workload, and the kind of request it counts (None: every game action, of whatever type).
+WORKLOADS: dict[str, tuple[Callable[[Client, float], Tally], str | None]] = {
     "deposits": (make_deposits, "deposit"),
-    "games": (keyed_games, "action"),
+    "games": (keyed_games, None),
 }
 
 
@@ -196,7 +172,7 @@ def main() -> int:
         def phase(workload: str, shape: str, seconds: float) -> dict[str, Any]:
             work, request = WORKLOADS[workload]
             done = run_phase(f"{workload}/{shape}", seated[shape], seconds, pids[shape.split("@")[0]], work)
-            samples = done.tally.latencies.get(request, [])
+            samples = done.action_latencies if request is None else done.tally.latencies.get(request, [])
             return {
                 "workload": workload,
                 "shape": shape,

@@ -158,7 +158,9 @@ def next_action(game: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return {"type": "roll", "account_id": account}
 
 
-def play_games(client: Client, deadline: float, budget: GameBudget, stake: int) -> Tally:
+def play_games(client: Client, deadline: float, budget: GameBudget, stake: int, keyed: bool = False) -> Tally:
+    """Games to the end, one after another; with `keyed`, every action under a fresh Idempotency-Key (as an
+    integrating app that retries safely sends them)."""
     tally = Tally()
     terms = {
         "vigo_account_id": client.vigo_wallet,
@@ -179,7 +181,8 @@ def play_games(client: Client, deadline: float, budget: GameBudget, stake: int) 
                 break
             action = next_action(game, client.rng)
             tally.actions += 1
-            game = tally.timed_post(client.http, action["type"], path, action, 200)
+            key = {"Idempotency-Key": f"act-{uuid.uuid4()}"} if keyed else None
+            game = tally.timed_post(client.http, action["type"], path, action, 200, key)
             if game is None:
                 break
         else:

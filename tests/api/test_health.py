@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import logging
+
+import pytest
 from fastapi.testclient import TestClient
 
 from pokna.app import create_app
@@ -22,6 +25,17 @@ def test_readyz_reports_the_head_revision(client: TestClient) -> None:
     assert body["database"] == "postgresql"
     assert body["embedded"] is False  # the test's database comes by URL
     assert body["schema_revision"] == migrate.head_revision()
+
+
+def test_a_readiness_probe_every_few_seconds_logs_nothing(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 37, item 9: each /readyz logged Alembic's two set-up lines ("Context impl PostgresqlImpl.",
+    "Will assume transactional DDL."); a probe every few seconds filled the log."""
+    with caplog.at_level(logging.DEBUG):
+        for _ in range(5):
+            assert client.get("/readyz").status_code == 200
+    assert [record.getMessage() for record in caplog.records if record.name.startswith("alembic")] == []
 
 
 def test_readyz_is_503_problem_when_schema_is_behind(empty_database_url: str, tmp_path: object) -> None:

@@ -8,7 +8,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -47,11 +47,21 @@ def current_revision(bind: Engine | Connection) -> str | None:
     return MigrationContext.configure(bind).get_current_revision()
 
 
+# Alembic's own reader (MigrationContext) logs two INFO lines each time it is set up: a readiness probe
+# every few seconds would fill the log with them. The revision is one row of one table.
+_HAS_REVISION = text("SELECT to_regclass('alembic_version') IS NOT NULL")
+_REVISION = text("SELECT version_num FROM alembic_version LIMIT 1")
+
+
 def schema_revision(session: Session) -> str | None:
-    """The revision seen through `session` (which proves the database answers). A database error rolls the
-    session back before it is raised, so that whoever opened the session can still end it cleanly."""
+    """The revision seen through `session` (which proves the database answers), read without Alembic (which
+    logs at every read). A database error rolls the session back before it is raised, so that whoever opened
+    the session can still end it cleanly."""
     try:
-        return current_revision(session.connection())
+        if not session.scalar(_HAS_REVISION):
+            return None
+        revision: str | None = session.scalar(_REVISION)
+        return revision
     except SQLAlchemyError:
         session.rollback()
         raise
