@@ -22,6 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pokna.cli.app import app
+from pokna.db import embedded
 from pokna.service_keys import load_service_keys
 from pokna.settings import Environment, Settings, get_settings
 from support.servers import free_port
@@ -381,6 +382,11 @@ def command_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     get_settings.cache_clear()
     yield data_dir
     get_settings.cache_clear()
+    # A command that found no cluster started one (and leaves it running for the next): stop it, so that no
+    # server outlives the run (issue 37, item 10).
+    cluster = embedded.cluster_of(data_dir)
+    if cluster.pgdata.exists():
+        cluster.stop()
 
 
 def _invoke(mistake: Mistake, tenant: str = "") -> None:
