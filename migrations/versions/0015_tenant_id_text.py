@@ -57,6 +57,22 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # Citus refuses to change a distribution column's type: say so rather than fail halfway.
+    op.execute(
+        """
+DO $$
+DECLARE
+    distributed boolean := false;
+BEGIN
+    IF to_regclass('pg_dist_partition') IS NOT NULL THEN  -- Citus's catalog, read only where it exists
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_dist_partition)' INTO distributed;
+    END IF;
+    IF distributed THEN
+        RAISE EXCEPTION 'tenant ids stay text on a distributed (Citus) database: 0015 cannot be downgraded here';
+    END IF;
+END
+$$"""
+    )
     op.drop_constraint("id_length", "tenant", type_="check")
     for table in TENANT_OWNED:
         op.alter_column(table, "tenant_id", type_=sa.String(40), existing_nullable=False)

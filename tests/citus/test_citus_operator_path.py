@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from pokna.db import migrate
 from pokna.db.distribution import DELEGATED_FUNCTIONS, OWN_KEYS, PLACEMENT, Placement
 from support.citus import CitusCluster, citus_bindir
 from support.game_play import Api, play
@@ -116,3 +117,19 @@ def test_the_documented_commands_distribute_the_schema(citus_cluster: CitusClust
         game = play([api], api.create_game(wallets[0], wallets[1:], stake=5))
         assert game["status"] == "settled"
         assert sum(api.balance(wallet) for wallet in wallets) == 150
+
+
+def test_a_distributed_database_refuses_to_downgrade_its_tenant_ids_with_a_reason(
+    citus_database_url: str,
+) -> None:
+    """Citus cannot change a distribution column's type: migration 0015's downgrade says so, before any change."""
+    with pytest.raises(Exception, match="tenant ids stay text on a distributed"):
+        migrate.downgrade(citus_database_url, "0014_ledger_chains")
+    engine = create_engine(citus_database_url)
+    try:
+        with engine.connect() as connection:
+            assert (
+                connection.scalar(text("SELECT version_num FROM alembic_version")) == migrate.head_revision()
+            )
+    finally:
+        engine.dispose()

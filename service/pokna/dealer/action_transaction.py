@@ -255,7 +255,7 @@ async def _lock(
         lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": remembered})
     await pipeline.sync()
     tenant_id = idempotency.authenticated(digest, await checked.fetchone())
-    if remembered is None:
+    if remembered != tenant_id:  # not remembered yet (or, were a key's tenant ever to change, stale)
         lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": tenant_id})
         await pipeline.sync()
     return tenant_id, clock, lock

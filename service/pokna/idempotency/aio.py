@@ -132,10 +132,13 @@ async def authenticate_and_claim(
                 checked = await connection.execute(AUTHENTICATE, {"secret_sha256": secret_sha256})
                 claim = await connection.execute(_CLAIM, values)
             row = await claim.fetchone()
-            if await checked.fetchone() is None:
-                TENANTS.forget(secret_sha256)
-                await connection.execute(_RELEASE, values)
-                raise Unauthorized("unknown or revoked API key")
+            found = await checked.fetchone()
+            if found is None or found[0] != values["tenant_id"]:
+                # Revoked (or, were a key's tenant ever to change, another tenant's): undo the claim made
+                # under the remembered tenant, then refuse, or claim again under the tenant the key names.
+                await release(connection, values["tenant_id"], key, token)
+                values["tenant_id"] = authenticated(secret_sha256, found)
+                row = await (await connection.execute(_CLAIM, values)).fetchone()
         tenant_id = values["tenant_id"]
     assert row is not None
     assert tenant_id is not None
