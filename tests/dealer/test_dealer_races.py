@@ -44,8 +44,9 @@ THREADS = 8
 FUNDS = 10_000
 T = TypeVar("T")
 
-# Every race runs on one PostgreSQL and again on the Citus cluster (a database for the module on each).
-pytestmark = pytest.mark.citus
+# Every race runs on one PostgreSQL; those marked `citus` again on the Citus cluster (a database for the
+# module on each): starts, overlapping games on shared wallets, a creation against a game's locks, keyed
+# retries of a deposit and a roll, and a retry behind a lock (the others race the same statements again).
 
 
 @dataclass
@@ -175,6 +176,7 @@ def test_every_turn_sent_eight_times_at_once_is_applied_once(live: Live, table: 
     assert_books_sound(live, table)
 
 
+@pytest.mark.citus
 def test_two_starts_at_once_post_the_antes_once(live: Live, table: Table) -> None:
     game = table.game(4)
     start = {"type": "start", "account_id": table.wallets[0]}
@@ -300,6 +302,7 @@ def test_start_and_cancel_with_one_expected_version_apply_one(live: Live, table:
 # --- many games at once on shared wallets -----------------------------------------------------------------
 
 
+@pytest.mark.citus
 def test_eight_threads_playing_overlapping_games_on_six_wallets(live: Live, table: Table) -> None:
     wallets = table.wallets[:6]
     games_per_thread = 3
@@ -377,6 +380,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.citus
 def test_creating_a_game_while_another_game_holds_the_same_wallets(live: Live, table: Table) -> None:
     """Creating a game checks each seat's wallet as a foreign key (FOR KEY SHARE, in seat order) while an
     action locks the wallets of its game FOR UPDATE (in id order): the two orders can cross.
@@ -423,6 +427,7 @@ def stored_once(responses: Sequence[Response], status: int) -> Any:
     return bodies[0]
 
 
+@pytest.mark.citus
 def test_one_deposit_sent_eight_times_with_one_key_is_posted_once(live: Live, table: Table) -> None:
     wallet = table.wallets[0]
     path = f"/v1/accounts/{wallet}/deposits"
@@ -436,6 +441,7 @@ def test_one_deposit_sent_eight_times_with_one_key_is_posted_once(live: Live, ta
     assert_books_sound(live, table)
 
 
+@pytest.mark.citus
 def test_one_roll_sent_eight_times_with_one_key_is_applied_once(live: Live, table: Table) -> None:
     game = table.api.ok(table.api.act(table.game(3)["id"], {"type": "start", "account_id": table.wallets[0]}))
     body = {"type": "roll", "account_id": game["turn"]["account_ids"][0]}
@@ -479,6 +485,7 @@ def _wait_for_lock_waiters(live: Live, count: int) -> None:
     _wait_for(lambda: _lock_waiters(live) >= count)
 
 
+@pytest.mark.citus
 def test_a_retry_of_a_request_waiting_on_a_lock_does_not_post_twice(live: Live, table: Table) -> None:
     """A claim is taken over only when nobody holds it; a request merely waiting on a lock is alive.
 

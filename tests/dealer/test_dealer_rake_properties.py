@@ -7,6 +7,7 @@ Each example gets a tenant of its own in the test's database, so examples do not
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -39,7 +40,10 @@ rake_terms = st.one_of(
     stake=st.integers(1, 40),
     funds=st.lists(st.integers(0, 400), min_size=5, max_size=5),
     rake=rake_terms,
-    data=st.data(),
+    # The players' choices come from a seeded generator, not from draws made while playing: how many choices
+    # a game takes depends on its rolls (a fresh server seed each time), and hypothesis refuses a test whose
+    # draws differ between two runs of the same example ("Inconsistent data generation", seen in a run).
+    seed=st.integers(0, 2**32 - 1),
 )
 def test_random_games_with_random_rake_terms_keep_the_books(
     client: TestClient,
@@ -48,8 +52,9 @@ def test_random_games_with_random_rake_terms_keep_the_books(
     stake: int,
     funds: list[int],
     rake: dict[str, Any] | None,
-    data: st.DataObject,
+    seed: int,
 ) -> None:
+    choices = random.Random(seed)
     api = new_tenant(client, sessions)
     accounts = [api.wallet(amount) for amount in funds[: players + 1]]
     start_total = sum(funds[: players + 1])
@@ -68,7 +73,7 @@ def test_random_games_with_random_rake_terms_keep_the_books(
     for _ in range(200):
         if game["status"] in ("settled", "cancelled"):
             break
-        game = _act_randomly(api, game, data)
+        game = _act_randomly(api, game, choices)
     assert game["status"] in ("settled", "cancelled")
 
     paid_in = sum(seat["paid_in"] for seat in game["seats"])
@@ -98,18 +103,18 @@ def test_random_games_with_random_rake_terms_keep_the_books(
     assert all((transfer["payer"], transfer["payee"]) == ("pot", "revenue") for transfer in raked)
 
 
-def _act_randomly(api: Any, game: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
+def _act_randomly(api: Any, game: dict[str, Any], choices: random.Random) -> dict[str, Any]:
     turn = game["turn"]
     account = turn["account_ids"][0]
     allowed = [action for action in turn["allowed_actions"] if action != "set_client_seed"]
     if game["phase"] == "open":
-        action: dict[str, Any] = {"type": data.draw(st.sampled_from(["start", "start", "start", "cancel"]))}
+        action: dict[str, Any] = {"type": choices.choice(["start", "start", "start", "cancel"])}
         action["account_id"] = account
     elif game["phase"] == "voting":
-        action = {"type": "vote", "account_id": data.draw(st.sampled_from(turn["account_ids"]))}
-        action["choice"] = data.draw(st.sampled_from(["split", "roll_again"]))
+        action = {"type": "vote", "account_id": choices.choice(turn["account_ids"])}
+        action["choice"] = choices.choice(["split", "roll_again"])
     else:
-        action = {"type": data.draw(st.sampled_from(allowed)), "account_id": account}
+        action = {"type": choices.choice(allowed), "account_id": account}
     response = api.post(f"/v1/games/{game['id']}/actions", action)
     if response.status_code == 200:
         answer: dict[str, Any] = response.json()
