@@ -59,6 +59,15 @@ def test_serve_on_the_embedded_default_runs_a_private_postgresql(cluster_home: P
         assert second.returncode != 0
         assert "in use by another `pokna serve`" in second.stderr
         assert _get(f"{base}/readyz")[0] == 200
+
+        # Nor is `pokna db stop` let stop the cluster under it (issue 37, item 2: the server then answered
+        # 503 to everything and never started its cluster again).
+        stop = _pokna(data_dir, "db", "stop")
+        assert stop.returncode == 1, stop.stderr
+        assert stop.stderr.startswith("error: `pokna serve` (pid "), stop.stderr
+        assert "stop that server first" in stop.stderr
+        assert cluster.is_running()
+        assert _get(f"{base}/readyz")[0] == 200
     assert not cluster.is_running()  # the server started it, so the server stopped it
 
 
@@ -69,3 +78,39 @@ def test_serve_with_a_database_url_and_two_workers(empty_database_url: str, tmp_
         answers = [_get(f"{base}/readyz")[1] for _ in range(6)]
     assert {(answer["database"], answer["embedded"]) for answer in answers} == {("postgresql", False)}
     assert not (tmp_path / "data" / "postgres").exists()  # an operator's database: nothing started here
+
+
+def test_a_one_off_command_says_it_left_the_cluster_running_and_a_failed_one_stops_it(
+    cluster_home: Path,
+) -> None:
+    """Issue 37, item 10: a command that started the embedded PostgreSQL for itself says so in one line
+    (the cluster stays up for the next command); one that failed stops what it started."""
+    data_dir = cluster_home / "one-off" / ".pokna"
+    cluster = embedded.cluster_of(data_dir)
+    try:
+        upgraded = _pokna(data_dir, "db", "upgrade")
+        assert upgraded.returncode == 0, upgraded.stderr
+        assert upgraded.stderr.splitlines() == [
+            f"started the embedded PostgreSQL in {cluster.pgdata}; it stays up for the next command "
+            "(`pokna db stop` stops it)"
+        ]
+        assert cluster.is_running()
+
+        # Already running: nothing to say.
+        created = _pokna(data_dir, "tenants", "create", "Chalmun's Cantina", "--json")
+        assert created.returncode == 0, created.stderr
+        assert created.stderr == ""
+
+        stopped = _pokna(data_dir, "db", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert not cluster.is_running()
+
+        # A failing command that had to start the cluster stops it again; its error is its one line.
+        failed = _pokna(data_dir, "tenants", "keys", "list", "no-such-tenant")
+        assert failed.returncode == 2, failed.stderr
+        assert failed.stderr.splitlines() == [
+            "error: no tenant 'no-such-tenant' (`pokna tenants list` shows the tenants)"
+        ]
+        assert not cluster.is_running()
+    finally:
+        cluster.stop()

@@ -10,8 +10,9 @@ from __future__ import annotations
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from pokna.cli.command_session import configured_database_url
 from pokna.cli.errors import first_line
-from pokna.db import embedded, migrate
+from pokna.db import migrate
 from pokna.db.engine import make_engine
 from pokna.settings import get_settings
 
@@ -31,8 +32,7 @@ def _reason(error: BaseException) -> str:
 
 
 def describe_database_error(error: BaseException) -> str:
-    settings = get_settings()
-    url = embedded.database_url(settings.database_url, settings.data_dir, settings.postgres_bindir)
+    url = configured_database_url()
     try:
         engine = make_engine(url)
         try:

@@ -58,6 +58,13 @@ def stop() -> None:
             "unset POKNA_DATABASE_URL to manage the embedded PostgreSQL in POKNA_DATA_DIR",
         )
     cluster = embedded.cluster_of(settings.data_dir, settings.postgres_bindir)
+    server = embedded.serving_pid(settings.data_dir)
+    if server is not None:
+        # Stopped under it, the server would answer 503 to everything until it is restarted itself.
+        raise CommandError(
+            f"`pokna serve` (pid {server}) is running on the data directory {settings.data_dir}",
+            "stop that server first: it stops the embedded PostgreSQL it started when it exits",
+        )
     if not cluster.is_running():
         typer.echo(f"the embedded PostgreSQL in {cluster.pgdata} is not running")
         return

@@ -248,9 +248,18 @@ class PoknaGroup(_PlainHelpOption, TyperGroup):
                     raise
                 described = unexpected(error), EXIT_FAILURE
             code = _report(*described)
+        _leave_started_clusters(succeeded=code in (None, 0))
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _leave_started_clusters(succeeded: bool) -> None:
+    """A command that started the embedded PostgreSQL for itself said so or stopped it (only a command that
+    reached a database imported the module that knows)."""
+    session = sys.modules.get("pokna.cli.command_session")
+    if session is not None:
+        session.leave_started_clusters(succeeded)
 
 
 def _usage_line(error: _click.exceptions.UsageError) -> str:

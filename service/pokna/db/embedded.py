@@ -333,6 +333,20 @@ class DataDirectoryInUse(EmbeddedDatabaseError):
     pass
 
 
+def serving_pid(data_dir: Path) -> str | None:
+    """The pid of the `pokna serve` that holds `data_dir` (see `serving_from`), or None when none does."""
+    path = data_dir / "serve.lock"
+    if not path.exists():
+        return None
+    with path.open("r") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "unknown"
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
+
+
 @contextmanager
 def serving_from(data_dir: Path) -> Iterator[None]:
     """Held by `pokna serve` while it runs on a data directory: a second one there is refused by name
