@@ -31,6 +31,7 @@ from pokna.settings import Environment, Settings
 from support import problem_check
 from support.citus import CitusCluster, CitusUnavailable, start_citus, tarball
 from support.databases import PostgresDatabases
+from support.leftovers import RUN_ENV, servers_left
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
 
 # Speed is measured by benchmarks, never by a test: no per-example deadline on these shared, noisy machines.
@@ -65,6 +66,8 @@ def pytest_configure(config: pytest.Config) -> None:
             if _in_ci():
                 raise pytest.UsageError(f"CI=true and Citus is unavailable: {exc}") from exc
             os.environ[CITUS_UNAVAILABLE_ENV] = str(exc)
+    if not hasattr(config, "workerinput"):
+        os.environ.setdefault(RUN_ENV, uuid.uuid4().hex)  # before any server starts: they inherit it
     if not hasattr(config, "workerinput") and problem_check.SEEN_DIR_ENV not in os.environ:
         os.environ[problem_check.SEEN_DIR_ENV] = tempfile.mkdtemp(prefix="pokna-problems-")
     if hasattr(config, "workerinput") or os.environ.get(PG_URL_ENV) or os.environ.get(PG_UNAVAILABLE_ENV):
@@ -81,7 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """On the controller, after a whole-suite run: every problem the document declares was produced."""
+    """On the controller: no server the run started is left running; after a whole-suite run, every
+    problem the document declares was produced."""
+    if not hasattr(session.config, "workerinput") and exitstatus != pytest.ExitCode.INTERRUPTED:
+        _no_server_left(session)
     directory = os.environ.get(problem_check.SEEN_DIR_ENV)
     if hasattr(session.config, "workerinput") or directory is None:
         return
@@ -99,6 +105,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _no_server_left(session: pytest.Session) -> None:
+    expected = {str(_cluster.data.resolve())} if _cluster is not None else set()  # stopped at unconfigure
+    left = servers_left(os.environ[RUN_ENV], expected)
+    if not left:
+        return
+    lines = "\n  ".join(f"pid {pid}: {data}" for pid, data in sorted(left.items()))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_sep("!", "PostgreSQL servers this run started and left running", red=True)
+        reporter.write_line(f"  {lines}", red=True)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
