@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -9,8 +10,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from jsonschema import Draft202012Validator
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.app.openapi_document import openapi_document
 from support.api_checks import assert_names_field, assert_problem, database_state, invalid_params
 from support.tenant_api import TenantApi, money_key, new_tenant
 
@@ -89,7 +92,6 @@ def _amount_cases() -> list[tuple[str, Any]]:
     return [
         ("string", "5"),
         ("float", 1.5),
-        ("integral float", 5.0),
         ("bool", True),
         ("null", None),
         ("negative", -5),
@@ -246,6 +248,55 @@ def test_the_amount_limit_is_inclusive(cantina: Cantina) -> None:
     assert cantina.api.deposit(wallet, 10**12).status_code == 201
     assert cantina.api.withdraw(wallet, 10**12).status_code == 201
     assert cantina.api.balance(wallet) == 100
+
+
+@pytest.mark.parametrize(
+    "spelling", ["10", "10.0", "1e1", "1.0E+1", "100e-1", "10.5", "1e-1", '"10"', "true", "1e400"]
+)
+def test_the_document_and_the_server_agree_on_what_an_integer_amount_is(
+    cantina: Cantina, spelling: str
+) -> None:
+    """Issue 37, item 5: the document says `integer`, which JSON Schema satisfies with 10.0 and 1e1; so does
+    the server. A fraction, a string or `true` is no integer to either, and is refused naming the field."""
+    document = openapi_document()
+    amount_schema = document["components"]["schemas"]["MoneyMovement"]["properties"]["amount"]
+    value = json.loads(spelling)
+    valid = Draft202012Validator(amount_schema).is_valid(value)
+    wallet = cantina.bystander
+    before = cantina.api.balance(wallet)
+    answer = cantina.api.post(
+        f"/v1/accounts/{wallet}/deposits",
+        content=b'{"amount": ' + spelling.encode() + b"}",
+        headers={"content-type": "application/json", **money_key()},
+    )
+    if valid:
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["postings"][0]["amount"] in (10, -10), answer.text
+        assert cantina.api.balance(wallet) == before + 10
+    else:
+        assert answer.status_code == 422, answer.text
+        assert_names_field(answer.json(), "body.amount")
+        assert cantina.api.balance(wallet) == before
+
+
+def test_whole_numbers_written_with_a_fraction_part_set_up_a_game(cantina: Cantina) -> None:
+    c = cantina
+    created = c.api.post(
+        "/v1/games",
+        {
+            "vigo_account_id": c.vigo,
+            "player_account_ids": c.players,
+            "stake": 5.0,
+            "challenge_raise": 1e1,
+            "turn_timeout_seconds": 60.0,
+            "rake": {"bps": 500.0, "cap": 2.0},
+        },
+    )
+    assert created.status_code == 201, created.text
+    game = created.json()
+    assert (game["stake"], game["challenge_raise"], game["turn_timeout_seconds"]) == (5, 10, 60)
+    assert game["rake"] == {"bps": 500, "cap": 2}
+    assert all(type(game[name]) is int for name in ("stake", "challenge_raise", "turn_timeout_seconds"))
 
 
 def test_withdrawing_more_than_the_balance_posts_nothing(cantina: Cantina) -> None:

@@ -39,9 +39,24 @@ def _refuse_nul(value: str) -> str:
 # PostgreSQL text cannot hold U+0000: every string the API takes refuses it as bad input (422 naming it).
 NoNul = AfterValidator(_refuse_nul)
 
+
+def _whole_number(value: Any) -> Any:
+    """JSON Schema's `integer`, which the document says, is a number without a fractional part however it
+    is written: 10, 10.0 and 1e1 are all ten to every validator and generated client, so here too (issue 37,
+    item 5). A fraction, a string, `true` or null stays refused (422 naming the field)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WHOLE_NUMBER = BeforeValidator(_whole_number)
+"""After a strict `int` and its bounds (`Annotated[int, Field(..., strict=True), WHOLE_NUMBER]`): every integer
+a request body takes is a JSON number with no fractional part, nothing else."""
+
 Amount = Annotated[
     int,
     Field(gt=0, le=MAX_AMOUNT, strict=True, description="Minor units (integer), 1 to 10^12.", examples=[100]),
+    WHOLE_NUMBER,
 ]
 AccountId = Annotated[
     str, StringConstraints(min_length=1, max_length=40), NoNul, Field(examples=["acct_3b1f0c…"])
@@ -58,13 +73,10 @@ class RakeTermsIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"bps": 500, "cap": 100}]})
 
-    bps: int = Field(
-        ge=0, le=10_000, strict=True, description="Basis points of the pot: 0 (no rake) to 10000 (all of it)."
+    bps: Annotated[int, Field(ge=0, le=10_000, strict=True), WHOLE_NUMBER] = Field(
+        description="Basis points of the pot: 0 (no rake) to 10000 (all of it)."
     )
-    cap: int | None = Field(
+    cap: Annotated[int, Field(ge=0, le=MAX_AMOUNT, strict=True), WHOLE_NUMBER] | None = Field(
         default=None,
-        ge=0,
-        le=MAX_AMOUNT,
-        strict=True,
         description="At most this many minor units per pot; absent or null for no cap.",
     )

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic_core import PydanticCustomError
 
 from pokna import game as rules
-from pokna.api.fields import INTEGER_MAX, AccountId, Amount, Currency, RakeTermsIn
+from pokna.api.fields import INTEGER_MAX, WHOLE_NUMBER, AccountId, Amount, Currency, RakeTermsIn
 from pokna.dealer.schemas import (
     ActionRollOut,
     FairnessLinkOut,
@@ -95,12 +95,11 @@ SeatLabel = Annotated[
         json_schema_extra={"pattern": SEAT_LABEL_PATTERN},
     ),
 ]
+TurnTimeout = Annotated[int, Field(ge=5, le=86_400, strict=True), WHOLE_NUMBER]
 Version = Annotated[
-    int | None,
+    Annotated[int, Field(ge=1, le=INTEGER_MAX, strict=True), WHOLE_NUMBER] | None,
     Field(
         default=None,
-        ge=1,
-        le=INTEGER_MAX,
         description="Optional optimistic-concurrency guard: refuse (409 `conflict`) unless the game is at this "
         "version.",
     ),
@@ -149,10 +148,8 @@ class GameCreate(BaseModel):
         description="What a challenge adds (and the challenger matches); fixed now. Default: the stake.",
     )
     currency: Currency = "CREDIT"
-    turn_timeout_seconds: int = Field(
+    turn_timeout_seconds: TurnTimeout = Field(
         default=60,
-        ge=5,
-        le=86_400,
         description="Each waiting turn's deadline; then the default action applies.",
     )
     rake: RakeTermsIn | None = Field(
@@ -274,7 +271,7 @@ class TableCreate(BaseModel):
     stake: Amount
     challenge_raise: Amount | None = None
     currency: Currency = "CREDIT"
-    turn_timeout_seconds: int = Field(default=60, ge=5, le=86_400)
+    turn_timeout_seconds: TurnTimeout = 60
     rake: RakeTermsIn | None = Field(
         default=None,
         description="Every round's rake, fixed now. Absent: the tenant's default rake.",
