@@ -138,20 +138,44 @@ def test_requests_without_a_known_key_are_limited_per_client_address(
     settings: Settings, runtime: Runtime, sessions: sessionmaker[Session]
 ) -> None:
     """No key, or a made-up one (issue 28, F5): each new key had a full bucket of its own, and a request
-    without a key was never counted."""
+    without a key was never counted. Each kind has a bucket per address (issue 37, item 4)."""
     with _limited_client(settings, runtime, rate=100, burst=100, client_rate=0.01, client_burst=4) as client:
-        tenant = new_tenant(client, sessions)
-        assert tenant.get("/v1/ledger/trial-balance").status_code == 200  # 1 of 4: the key is known now
-        healthy = [client.get("/healthz") for _ in range(2)]
-        assert [answer.status_code for answer in healthy] == [200, 200]
+        healthy = [client.get("/healthz") for _ in range(3)]
+        assert [answer.status_code for answer in healthy] == [200, 200, 200]
         assert healthy[-1].headers["RateLimit-Policy"] == '"per-client";q=4;w=400'
         assert healthy[-1].headers["RateLimit"].startswith('"per-client";r=1;')
         made_up = [
-            TenantApi(client, "none", f"pk_made_up_{n}").get("/v1/ledger/trial-balance") for n in range(3)
+            TenantApi(client, "none", f"pk_made_up_{n}").get("/v1/ledger/trial-balance") for n in range(5)
         ]
-        assert [answer.status_code for answer in made_up] == [401, 429, 429]
+        assert [answer.status_code for answer in made_up] == [401, 401, 401, 401, 429]
+        problem = assert_problem(made_up[-1], 429, "too_many_requests")
+        assert "API key not yet seen here" in problem["detail"]
+        assert client.get("/openapi.json").status_code == 200  # the last of the keyless bucket
         problem = assert_problem(client.get("/openapi.json"), 429, "too_many_requests")
-        assert "client address" in problem["detail"]
-        assert tenant.get("/v1/ledger/trial-balance").status_code == 200  # a known key has its own bucket
+        assert "without an API key" in problem["detail"]
         elsewhere = TestClient(client.app, client=("192.0.2.7", 5000))
         assert elsewhere.get("/healthz").status_code == 200  # another address has its own
+        tenant = new_tenant(elsewhere, sessions)
+        assert tenant.get("/v1/ledger/trial-balance").status_code == 200  # the key is known now
+        assert all(tenant.get("/v1/ledger/trial-balance").status_code == 200 for _ in range(10))
+
+
+def test_a_flood_without_keys_costs_neither_a_new_key_nor_the_metrics_scrape(
+    settings: Settings, runtime: Runtime, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 37, item 4: during an anonymous flood from one address, a new, valid key from the same address
+    got 429s, and so did Prometheus scraping `/metrics` over loopback."""
+    with _limited_client(settings, runtime, rate=100, burst=100, client_rate=0.01, client_burst=3) as client:
+        local = TestClient(client.app, client=("127.0.0.1", 40000), raise_server_exceptions=False)
+        flood = [local.get("/healthz").status_code for _ in range(10)]
+        assert flood == [200, 200, 200] + [429] * 7
+        tenant = new_tenant(local, sessions)
+        assert [tenant.get("/v1/ledger/trial-balance").status_code for _ in range(5)] == [200] * 5
+        scrapes = [local.get("/metrics") for _ in range(5)]
+        assert [scrape.status_code for scrape in scrapes] == [200] * 5
+        assert "RateLimit" not in scrapes[0].headers
+        assert local.get("/healthz").status_code == 429  # the flood's own bucket is still empty
+        # From an address not allowed to scrape, /metrics is a request like any other (403, counted).
+        outside = TestClient(client.app, client=("192.0.2.8", 40000), raise_server_exceptions=False)
+        answers = [outside.get("/metrics").status_code for _ in range(4)]
+        assert answers == [403, 403, 403, 429]

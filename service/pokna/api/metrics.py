@@ -13,7 +13,7 @@ import ipaddress
 import os
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,6 +22,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from sqlalchemy import Engine, event
+from starlette.types import Scope
 
 from pokna import metrics
 from pokna.api.problem_docs import METRICS_NOT_ALLOWED, problems
@@ -113,6 +114,17 @@ def scrape(request: Request) -> Response:
             "/metrics answers only the addresses of POKNA_METRICS_ALLOWED_NETWORKS; scrape it from there"
         )
     return Response(_exposition(), media_type=CONTENT_TYPE_PLAIN_0_0_4)
+
+
+def allowed_scrape(settings: Settings) -> Callable[[Scope], bool]:
+    """Whether a request is a scrape of `/metrics` from an allowed address: the edge does not rate-limit
+    those (`pokna.api.rate_limits`)."""
+
+    def allowed(scope: Scope) -> bool:
+        client = scope.get("client")
+        return scope["path"] == "/metrics" and _allowed(client[0] if client else None, settings)
+
+    return allowed
 
 
 def _allowed(host: str | None, settings: Settings) -> bool:

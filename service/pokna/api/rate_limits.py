@@ -16,8 +16,14 @@ until the bucket is full again (`t`); a 429 adds `Retry-After`, the seconds unti
 Requests without a key, or with a key this process has not yet seen authenticate, are counted per client
 address instead (`POKNA_CLIENT_RATE_LIMIT_*`): the public fairness links, `/readyz` and `/openapi.json`
 cost the service work too, and a bucket per key would let anyone who makes keys up have a fresh burst for
-each (each costing an authentication read). A key joins the per-key buckets once it has authenticated in
-this process (`RateLimits.remember`), and leaves them at its first 401 (revoked).
+each (each costing an authentication read). The two kinds have a bucket each per address, so a flood of
+requests without a key cannot keep a new, valid key from its first request (issue 37, item 4), nor a flood
+of made-up keys the public links. A key joins the per-key buckets once it has authenticated in this
+process (`RateLimits.remember`), and leaves them at its first 401 (revoked).
+
+A scrape of `/metrics` from an address allowed to scrape (`RateLimits.exempt`) is not counted at all: it
+is rendered at most once a second whoever asks, and an operator's monitoring must not go blind exactly
+when a flood from the same host fills the buckets.
 """
 
 from __future__ import annotations
@@ -103,10 +109,12 @@ class RateLimits:
         per_key: TokenBuckets | None,
         per_client: TokenBuckets | None,
         *,
+        exempt: Callable[[Scope], bool] = lambda scope: False,
         max_known: int = MAX_TRACKED_KEYS,
     ) -> None:
         self.per_key = per_key
         self.per_client = per_client
+        self.exempt = exempt
         self._max_known = max_known
         self._known: OrderedDict[bytes, None] = OrderedDict()
 
@@ -156,11 +164,16 @@ async def throttle(
 ) -> list[tuple[bytes, bytes]] | None:
     """Takes a token for the request: from its key's bucket if the key is known, else from its client
     address's. Returns the headers its answer carries, or None when it was refused here (429 sent)."""
+    if limits.exempt(scope):
+        return []
     if key is not None and limits.knows(key):
         buckets, party, whose = limits.per_key, key, "this API key"
+    elif key is not None:
+        buckets, party = limits.per_client, b"unknown key " + client_address(scope)
+        whose = "this client address (requests with an API key not yet seen here)"
     else:
         buckets, party = limits.per_client, client_address(scope)
-        whose = "this client address (requests without a known API key)"
+        whose = "this client address (requests without an API key)"
     if buckets is None:
         return []
     decision = buckets.take(party)

@@ -132,7 +132,7 @@ def _rate_limits(settings: Settings) -> RateLimits:
         per_client = TokenBuckets(
             settings.client_rate_limit_per_second, settings.client_rate_limit_burst, name=CLIENT_POLICY_NAME
         )
-    return RateLimits(per_key, per_client)
+    return RateLimits(per_key, per_client, exempt=metrics.allowed_scrape(settings))
 
 
 def _operation_id(route: APIRoute) -> str:
