@@ -98,7 +98,7 @@ class DatabaseUnavailable(PoknaError):
 
 class WalletHeld(Conflict):
     """Money would leave a wallet that a beacon-mode game's accepted roll holds until it resolves (the
-    database refuses it with SQLSTATE PK423: migrations/versions/0013_beacon_rolls.py)."""
+    database refuses it with SQLSTATE PK423: service/pokna/sql/ledger_refuse_held_debit.sql)."""
 
     code = "wallet_held"
     title = "The wallet is held by a waiting beacon roll"

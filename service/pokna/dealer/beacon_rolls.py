@@ -8,7 +8,7 @@ balances the rules will decide it on, and the signed `roll_acceptance` document 
 is committed before the round exists, so nobody, the operator included, can know the rolls yet.
 
 While the roll waits, nothing else is accepted in the game (409 `roll_pending`), and no money may leave the
-seated wallets by any other way (the database refuses it, migrations/versions/0013_beacon_rolls.py): a
+seated wallets by any other way (the database refuses it, service/pokna/sql/ledger_refuse_held_debit.sql): a
 player who holds the server seed could otherwise watch the round arrive, compute the roll and void it by
 emptying a wallet. When the round arrives (verified against the chain's key by pokna.drand), the action is
 resolved: the same rules step, on the balances it was accepted with, each roll

@@ -3,7 +3,7 @@
 Under the game's lock the dealer decides everything in Python: each rules step (deadlines that passed,
 then the action), its money moves as the ledger's posting document, the step's game row, events and rolls,
 the webhook announcements, and the request's stored answer. `GameWrites` keeps them in order and
-`document` hands them to the PL/pgSQL function game_write() (migrations/versions/0009_game_write.py),
+`document` hands them to the PL/pgSQL function game_write() (service/pokna/sql/game_write.sql),
 which posts, writes and records them in one round trip, or raises and writes nothing.
 
 The two reads a step may need while deciding come through `GameReads`: the events and rolls recorded so
@@ -36,13 +36,14 @@ from pokna.outbox import Event, Gathered
 
 GAME_WRITE = "SELECT game_write(%s, %s::json)"
 BEACON_ROLL_WRITE = "SELECT beacon_roll_write(%s, %s, %s, %s::jsonb)"
-"""A beacon-mode game's acceptance, release and rolls' rounds (migrations/versions/0013_beacon_rolls.py)."""
+"""A beacon-mode game's acceptance, release and rolls' rounds (service/pokna/sql/beacon_roll_write.sql)."""
 ROUND_TOO_NEAR = "PK425"
 """beacon_roll_write()'s SQLSTATE when a beacon acceptance would commit within 50 ms of its round's due time:
 decided again once that round is due, naming the next one."""
 ROUND_TOO_NEAR_WAIT_SECONDS = 0.06
 HELD_WALLET = "PK423"
-"""The database's SQLSTATE when money would leave a wallet a waiting beacon roll holds."""
+"""The database's SQLSTATE when money would leave a wallet a waiting beacon roll holds (its trigger:
+service/pokna/sql/ledger_refuse_held_debit.sql)."""
 STALE_BALANCES = "PK409"
 """game_write()'s SQLSTATE when ledger_post() refused: a wallet moved after the game was read."""
 

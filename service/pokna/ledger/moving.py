@@ -5,9 +5,9 @@
 2. BEGIN, hold the claim, and read the wallet with its tenant's funding sub-account (of the wallet's chain) in its currency:
    one pipeline, one round trip.
 3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
-   is), then one ledger_move() call (migration 0010) with COMMIT behind it: it posts through ledger_post(),
-   records the announcement and stores the answer, both with the seq, the hashes and the balance only the
-   ledger's lock can tell filled in, and returns the answer's bytes.
+   is), then one ledger_move() call (service/pokna/sql/ledger_move.sql) with COMMIT behind it: it posts
+   through ledger_post(), records the announcement and stores the answer, both with the seq, the hashes and
+   the balance only the ledger's lock can tell filled in, and returns the answer's bytes.
 
 The same checks and the same answer as the synchronous `deposit` and `withdraw` (which commands and tests
 call): a wallet of the caller's tenant, a player wallet, an amount in range; InsufficientFunds (and nothing
@@ -148,9 +148,8 @@ async def _post(
         if error.sqlstate == REFUSED:
             await _rolled_back(connection)
             raise _refusal(error) from None
-        if (
-            error.sqlstate == WalletHeld.sqlstate
-        ):  # a beacon roll's hold (migrations/.../0013_beacon_rolls.py)
+        # A beacon roll's hold: service/pokna/sql/ledger_refuse_held_debit.sql.
+        if error.sqlstate == WalletHeld.sqlstate:
             await _rolled_back(connection)
             raise WalletHeld(str(error.diag.message_primary or error)) from None
         await connection.close()

@@ -3,7 +3,7 @@
 Everything that needs no lock happens before the lock is taken (validation, ids, timestamps, the hashed
 bytes around seq and prev_hash); then one call to the ledger_post() function takes the head lock and the
 account locks, checks the balances, hashes, writes and advances the head
-(migrations/versions/0005_ledger_post_json.py). The head stays locked until the caller commits.
+(service/pokna/sql/ledger_post.sql). The head stays locked until the caller commits.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _ledger_post(session: Session, tenant_id: str, batch: Mapping[str, Any]) -> 
 def batch_document(
     account_ids: list[str], expected: Mapping[str, int], written: list[Unchained], chain: int
 ) -> dict[str, Any]:
-    """The document ledger_post() reads: the chain, and arrays by column (migrations 0005 and 0014)."""
+    """The document ledger_post() reads (service/pokna/sql/ledger_post.sql): the chain, arrays by column."""
     rows = [transaction.row for transaction in written]
     posting_rows = [
         (index, posting)

@@ -1,4 +1,5 @@
-"""The double-entry ledger's tables. The schema (and its triggers) is migrations/versions/0002_ledger.py.
+"""The double-entry ledger's tables. The schema is migrations/versions/0002_ledger.py (and its successors);
+the functions and triggers in force are service/pokna/sql/.
 
 Postings are signed: an account's balance is the sum of its postings, and every journal transaction's
 postings sum to zero per currency. Rows of `journal_transaction`, `posting` and `ledger_checkpoint` are

@@ -1,0 +1,81 @@
+-- game_write(tenant, write json): everything one game request writes, in one call. For each rules step: the
+-- game row (refused, PK500, unless it is still the version that was read), its seats' client seeds, its
+-- events and rolls; then the webhook outbox rows and the Idempotency-Key's stored answer; then, last, each
+-- step's posting batch through ledger_post() (the first takes the chain's head, held until COMMIT) and its
+-- money events, which name the ledger seq the posting got. A refused posting raises PK409 (a wallet moved
+-- after the read), so nothing is written. Called by pokna.dealer.writes (GAME_WRITE); docs/ledger.md, "The
+-- hot paths' one call".
+--
+-- Last set by migrations/versions/0012_head_last.py (head last; created by 0009_game_write, every statement
+-- naming the tenant since 0011_distribution_keys).
+--
+-- This file is the function as the database holds it at the head migration. To change it, edit this file and
+-- write a new migration that applies a frozen copy of the new text (a migration never reads this file:
+-- history must not move when the source does). tests/db/test_sql_source.py fails while the database and this
+-- file disagree. docs/architecture.md, "The SQL in force".
+
+CREATE OR REPLACE FUNCTION game_write(p_tenant_id text, p_write json) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_step json;
+    v_game_id text;
+    v_post record;
+    v_count int;
+BEGIN
+    -- First everything that needs no ledger lock.
+    FOR v_step IN SELECT value FROM json_array_elements(p_write->'steps') LOOP
+        v_game_id := v_step->>'game_id';
+        UPDATE game SET status = saved.status, state = saved.state, version = saved.version,
+            event_count = saved.event_count, revealed_server_seed = saved.revealed_server_seed,
+            game_client_seed = saved.game_client_seed, proof = saved.proof,
+            turn_deadline_at = saved.turn_deadline_at, started_at = saved.started_at, ended_at = saved.ended_at
+        FROM json_populate_record(NULL::game, v_step->'game') AS saved
+        WHERE game.id = v_game_id AND game.tenant_id = p_tenant_id
+            AND game.version = (v_step->>'previous_version')::int;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        IF v_count <> 1 THEN
+            RAISE EXCEPTION USING ERRCODE = 'PK500',
+                MESSAGE = 'game ' || v_game_id || ' changed under its row lock';
+        END IF;
+
+        IF json_array_length(v_step->'seats') > 0 THEN
+            UPDATE game_seat SET client_seed = seeded.client_seed, client_seed_source = seeded.client_seed_source
+            FROM json_populate_recordset(NULL::game_seat, v_step->'seats') AS seeded
+            WHERE game_seat.tenant_id = p_tenant_id AND game_seat.game_id = v_game_id
+                AND game_seat.seat = seeded.seat;
+        END IF;
+
+        INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
+        SELECT p_tenant_id, v_game_id, event.seq, event.kind, event.payload, event.occurred_at
+        FROM json_populate_recordset(NULL::game_event, v_step->'events') AS event;
+        INSERT INTO game_roll (tenant_id, game_id, nonce, seat, purpose, face, color, rolled_at)
+        SELECT p_tenant_id, v_game_id, roll.nonce, roll.seat, roll.purpose, roll.face, roll.color, roll.rolled_at
+        FROM json_populate_recordset(NULL::game_roll, v_step->'rolls') AS roll;
+    END LOOP;
+
+    INSERT INTO webhook_event (id, tenant_id, type, ordering_key, body, occurred_at)
+    SELECT message.id, p_tenant_id, message.type, message.ordering_key, message.body, message.occurred_at
+    FROM json_populate_recordset(NULL::webhook_event, p_write->'outbox') AS message;
+
+    IF json_typeof(p_write->'answer') = 'object' THEN
+        UPDATE idempotency_record SET response_status = (p_write->'answer'->>'status')::int,
+            response_body = p_write->'answer'->>'body', locked_until = NULL
+        WHERE tenant_id = p_tenant_id AND key = p_write->'answer'->>'key';
+    END IF;
+
+    -- Then the postings, in step order: the first takes the tenant's head, held until COMMIT.
+    FOR v_step IN SELECT value FROM json_array_elements(p_write->'steps') LOOP
+        CONTINUE WHEN json_typeof(v_step->'batch') IS DISTINCT FROM 'object';
+        SELECT * INTO v_post FROM ledger_post(p_tenant_id, (v_step->'batch')::jsonb);
+        IF v_post.status <> 'posted' THEN
+            RAISE EXCEPTION USING ERRCODE = 'PK409', MESSAGE = 'ledger_post: ' || v_post.status,
+                DETAIL = json_build_object('status', v_post.status,
+                    'account_id', v_post.refused_account_id, 'balance', v_post.refused_balance,
+                    'change', v_post.refused_change)::text;
+        END IF;
+        INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
+        SELECT p_tenant_id, v_step->>'game_id', money.seq, 'money_moved',
+            (money.head || ',"ledger_seq":' || (v_post.first_seq + money.n - 1) || '}')::json, money.occurred_at
+        FROM json_to_recordset(v_step->'money') AS money(n int, seq int, occurred_at timestamptz, head text);
+    END LOOP;
+END
+$$;
