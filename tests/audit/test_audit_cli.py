@@ -69,8 +69,11 @@ def test_the_bundle_command_writes_what_verify_accepts(cli_env: Path, tenant_id:
     assert unpinned.exit_code == 0, unpinned.output
     assert "key ring inside the bundle" in unpinned.output
 
-    tail = runner.invoke(app, ["audit", "bundle", "--tenant", tenant_id, "--from-seq", "2"])
+    tail = runner.invoke(app, ["audit", "bundle", "--tenant", tenant_id, "--chain", "0", "--from-seq", "2"])
     assert tail.exit_code == 0, tail.output
+    ambiguous = runner.invoke(app, ["audit", "bundle", "--tenant", tenant_id, "--from-seq", "2"])
+    assert ambiguous.exit_code == 2
+    assert ambiguous.output.startswith("error: --chain: from_seq and to_seq are positions on one chain")
     assert json.loads(tail.stdout.splitlines()[0])["from_seq"] == 2
     backwards = runner.invoke(
         app, ["audit", "bundle", "--tenant", tenant_id, "--from-seq", "3", "--to-seq", "1"]

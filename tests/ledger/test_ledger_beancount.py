@@ -110,7 +110,7 @@ def test_a_partial_export_opens_with_the_balances_before_it(
     sessions: sessionmaker[Session], tenant_id: str, tmp_path: Path
 ) -> None:
     _books(sessions, tenant_id)
-    path = _write(sessions, tenant_id, tmp_path / "tail.beancount", from_seq=4)
+    path = _write(sessions, tenant_id, tmp_path / "tail.beancount", chain=0, from_seq=4)
     checked = subprocess.run([str(BEAN_CHECK), str(path)], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "opening balances before seq 4" in path.read_text()
@@ -118,6 +118,6 @@ def test_a_partial_export_opens_with_the_balances_before_it(
         expected = {entry.account_id: entry.balance for entry in trial_balance(session, tenant_id).accounts}
     totals = _by_account_id(_bean_balances(path))
     assert {account: totals.get(account, 0) for account in expected} == expected
-    head = _write(sessions, tenant_id, tmp_path / "head.beancount", to_seq=2)
+    head = _write(sessions, tenant_id, tmp_path / "head.beancount", chain=0, to_seq=2)
     assert subprocess.run([str(BEAN_CHECK), str(head)], capture_output=True, check=False).returncode == 0
     assert " balance " not in head.read_text()  # not up to the head: nothing stored to assert

@@ -147,12 +147,12 @@ def test_a_fresh_export_verifies_and_adds_up_to_the_trial_balance(
 
 def test_an_export_can_be_cut_by_seq(sessions: sessionmaker[Session], tenant_id: str) -> None:
     _populate(sessions, tenant_id)
-    middle = _export(sessions, tenant_id, from_seq=3, to_seq=6)
+    middle = _export(sessions, tenant_id, chain=0, from_seq=3, to_seq=6)
     assert [json.loads(line)["seq"] for line in middle] == [3, 4, 5, 6]
     report = verify_export(middle)
     assert report.valid, report.findings
     assert any("starts at seq 3" in note for note in report.notes)
-    assert _export(sessions, tenant_id, from_seq=9) == []
+    assert _export(sessions, tenant_id, chain=0, from_seq=9) == []
 
 
 def _edit(lines: list[str], seq: int, change: Callable[[dict[str, Any]], None]) -> list[str]:
@@ -741,7 +741,7 @@ def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
         assert [json.loads(next(lines))["seq"] for _ in range(13)] == list(range(1, 14))
         lines.close()  # type: ignore[attr-defined]
         assert balance_of(session, wallet) == 300
-        assert len(list(export_jsonl(session, tenant_id, to_seq=5))) == 5
+        assert len(list(export_jsonl(session, tenant_id, chain=0, to_seq=5))) == 5
 
 
 def test_the_session_answers_between_any_two_lines_of_an_export(

@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
+from pokna.errors import InvalidRequest
 from pokna.ledger import (
     AccountTransfer,
     books_repository,
@@ -102,7 +103,7 @@ def test_an_export_holds_every_chain_in_chain_and_seq_order_and_verifies(
         ]
 
 
-def test_a_range_is_one_chains_and_seqs_alone_are_chain_zeros(
+def test_a_range_is_one_chains_and_seqs_alone_are_refused_naming_chain(
     sessions: sessionmaker[Session], tenant_id: str
 ) -> None:
     wallets = _spread(sessions, tenant_id)
@@ -115,11 +116,13 @@ def test_a_range_is_one_chains_and_seqs_alone_are_chain_zeros(
         (chain, 3),
     ]
     assert _positions(_jsonl(sessions, tenant_id, chain=chain, from_seq=len(on_chain) + 1)) == []
-    # Seqs without a chain are chain 0's, as they were when chain 0 was the only chain.
-    assert _positions(_jsonl(sessions, tenant_id, from_seq=2)) == [
-        (chain, seq) for chain, seq in whole if chain == 0 and seq >= 2
-    ]
-    assert _positions(_jsonl(sessions, tenant_id, to_seq=1)) == [(0, 1)]
+    # Seqs without a chain were chain 0's, as when chain 0 was the only chain: an incremental reader asking
+    # from_seq alone silently got chain 0 and nothing else (issue 37, item 7). Now refused, naming chain.
+    for bounds in ({"from_seq": 2}, {"to_seq": 1}, {"from_seq": 1, "to_seq": 3}):
+        with pytest.raises(InvalidRequest) as refused:
+            _jsonl(sessions, tenant_id, **bounds)
+        assert [param["name"] for param in refused.value.extensions["invalid_params"]] == ["query.chain"]
+    assert _positions(_jsonl(sessions, tenant_id, chain=0, to_seq=1)) == [(0, 1)]
     # One chain's export verifies on its own.
     assert verify_export(_jsonl(sessions, tenant_id, chain=chain)).valid
 
@@ -141,6 +144,12 @@ def test_the_export_route_refuses_a_chain_that_is_not_one_naming_it(
         assert answer.headers["content-type"].startswith("application/problem+json")
         assert [param["name"] for param in answer.json()["invalid_params"]] == ["query.chain"]
     wallet = api.wallet(25)
+    for path in ("/v1/ledger/export", "/v1/audit/bundle"):
+        for bounds in ({"from_seq": 1}, {"to_seq": 1}):
+            answer = api.get(path, **bounds)
+            assert answer.status_code == 422, answer.text
+            assert [param["name"] for param in answer.json()["invalid_params"]] == ["query.chain"]
+            assert "positions on one chain" in answer.json()["detail"]
     answer = api.get("/v1/ledger/export", chain=chain_for(wallet))
     assert answer.status_code == 200
     assert _positions(answer.text.splitlines()) == [(chain_for(wallet), 1)]
@@ -189,5 +198,5 @@ def test_beancount_opens_each_chain_with_its_own_balances_before_it(
     balances = _bean_balances(tail)
     assert {account: balances.get(account, 0) for account in moved} == moved
 
-    zero = _beancount(sessions, tenant_id, tmp_path / "zero.beancount", from_seq=2)
+    zero = _beancount(sessions, tenant_id, tmp_path / "zero.beancount", chain=0, from_seq=2)
     assert '"opening balances before seq 2"' in zero

@@ -28,8 +28,8 @@ router = APIRouter(prefix="/v1", tags=["audit"])
     "the accounts and games it first touches (a game with its signed proof once it has ended) and followed "
     "by any checkpoint whose first pinned head in the range (in chain order) it is, and a trailer. "
     "Check it offline with `pokna audit verify BUNDLE --keys <published keys>`. `chain` restricts it to one "
-    "chain; `from_seq` and `to_seq` are positions on `chain`, or on chain 0 when it is not given (chain 0 "
-    "held every transaction before the journal had several chains); with neither, every chain. Give each "
+    "chain; `from_seq` and `to_seq` are positions on `chain`, and refused without it (422 naming `chain`: a "
+    "seq is a position on one chain); with neither, every chain. Give each "
     "end by seq or by time (not both); times select on each chain; an open end is the start of the books "
     "or the chain's head now.",
     responses={

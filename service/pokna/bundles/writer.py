@@ -49,7 +49,7 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 @dataclass(frozen=True)
 class BundleRange:
     """By seq or by time; either end may stay open (the start of the books, the chain head now). `chain`:
-    that chain only; seqs without it are chain 0's; with neither, every chain (pokna.ledger.journal_span)."""
+    that chain only; seqs need it; with neither, every chain (pokna.ledger.journal_span)."""
 
     from_seq: int | None = None
     to_seq: int | None = None

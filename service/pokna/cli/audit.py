@@ -313,10 +313,10 @@ def bundle_command(
         typer.Option("--chain", min=0, max=LEDGER_CHAINS - 1, help="Only this chain (default: every chain)."),
     ] = None,
     from_seq: Annotated[
-        int | None, typer.Option("--from-seq", min=1, help="First seq, on --chain (chain 0 without it).")
+        int | None, typer.Option("--from-seq", min=1, help="First seq, on --chain (which it needs).")
     ] = None,
     to_seq: Annotated[
-        int | None, typer.Option("--to-seq", min=1, help="Last seq, on --chain (chain 0 without it).")
+        int | None, typer.Option("--to-seq", min=1, help="Last seq, on --chain (which it needs).")
     ] = None,
     from_time: Annotated[
         datetime | None,

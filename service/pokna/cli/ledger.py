@@ -120,11 +120,11 @@ def export_command(
     ] = None,
     from_seq: Annotated[
         int | None,
-        typer.Option("--from-seq", min=1, help="First seq to export, on --chain (chain 0 without it)."),
+        typer.Option("--from-seq", min=1, help="First seq to export, on --chain (which it needs)."),
     ] = None,
     to_seq: Annotated[
         int | None,
-        typer.Option("--to-seq", min=0, help="Last seq to export, on --chain (chain 0 without it)."),
+        typer.Option("--to-seq", min=0, help="Last seq to export, on --chain (which it needs)."),
     ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")

@@ -15,6 +15,7 @@ from sqlalchemy import Row, Select, Table, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
+from pokna.errors import InvalidRequest
 
 _account = cast(Table, Account.__table__)
 _transaction = cast(Table, JournalTransaction.__table__)
@@ -45,16 +46,26 @@ def head_seqs(session: Session, tenant_id: str) -> dict[int, int]:
     return {int(row.chain): int(row.last_seq) for row in rows}
 
 
+SEQ_NEEDS_CHAIN = (
+    "from_seq and to_seq are positions on one chain: give chain too (chain=0 is what a seq meant before the "
+    "journal had chains); to read every chain on from where you left off, ask each chain from the seq after "
+    "the last one you have of it (every transaction names its chain and seq); the audit bundle also takes "
+    "from_time, on every chain"
+)
+
+
 def selected_chains(
     chain: int | None, from_seq: int | None, to_seq: int | None, heads: Mapping[int, int]
 ) -> list[int]:
-    """The chains a range covers: `chain` alone when given; chain 0 alone when a seq bound is given without
-    it (a seq is a position on one chain, and chain 0 was the only chain before there were chains);
-    otherwise every chain with a transaction, ascending."""
+    """The chains a range covers: `chain` alone when given; otherwise every chain with a transaction,
+    ascending. A seq bound without a chain is refused (InvalidRequest naming `query.chain`): a seq is a
+    position on one chain. It used to mean chain 0's (the only chain before there were chains), so an
+    incremental reader that asked `from_seq` alone silently got chain 0 and nothing of the others (issue 37,
+    item 7)."""
     if chain is not None:
         return [chain]
     if from_seq is not None or to_seq is not None:
-        return [0]
+        raise InvalidRequest(SEQ_NEEDS_CHAIN, field="query.chain")
     return sorted(heads) or [0]
 
 

@@ -7,8 +7,8 @@
   chain's head, balance assertions of the stored balances, so `bean-check` itself proves the postings add up.
 
 Every export is in (chain, seq) order: all of chain 0, then chain 1, ... A range is one chain's: `chain`
-picks it; `from_seq`/`to_seq` given without `chain` are chain 0's seqs (the only chain before there were
-chains); with neither, the export is every chain whole. Each export is bounded by the chain heads read
+picks it; `from_seq`/`to_seq` need it (a seq is a position on one chain); with neither, the export is every
+chain whole. Each export is bounded by the chain heads read
 when it starts, so postings committed while it streams never make it inconsistent.
 """
 

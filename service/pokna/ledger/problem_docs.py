@@ -14,3 +14,7 @@ INSUFFICIENT_FUNDS = of(
 )
 NOT_A_WALLET = of(InvalidRequest, "deposits go to player wallets, not a house")
 WALLET_HELD = of(WalletHeld, "wallet acct_0c1d is held by game game_9a8b until its accepted roll is resolved")
+SEQ_WITHOUT_CHAIN = of(
+    InvalidRequest,
+    "from_seq and to_seq are positions on one chain: give chain too (chain=0 is what a seq meant ...)",
+)

@@ -37,6 +37,7 @@ from pokna.ledger.problem_docs import (
     ACCOUNT_NOT_FOUND,
     INSUFFICIENT_FUNDS,
     NOT_A_WALLET,
+    SEQ_WITHOUT_CHAIN,
     WALLET_HELD,
 )
 from pokna.ledger.schemas import (
@@ -213,13 +214,13 @@ def trial_balance(
             "content": {media: {"schema": {"type": "string"}} for media in EXPORT_MEDIA.values()},
             "description": "The export, streamed",
         },
-        **problems(KEYED, VALIDATION),
+        **problems(KEYED, VALIDATION, SEQ_WITHOUT_CHAIN),
     },
     description="The tenant's journal: its hash chains in order (chain 0, then 1, ...), each in order of "
-    "its sequence numbers. `chain` restricts it to one chain; `from_seq` and `to_seq` are positions on a "
-    "chain: on `chain` when it is given, on chain 0 when it is not (chain 0 held every transaction before "
-    "the journal had several chains, so a seq range means what it meant then). With neither, every chain "
-    "whole. JSONL names each transaction's chain and carries its hash and the previous one's on its chain, "
+    "its sequence numbers. `chain` restricts it to one chain; `from_seq` and `to_seq` are positions on "
+    "`chain`, and refused without it (422 naming `chain`; chain 0 is what a seq meant before the journal had "
+    "chains). To read every chain on from where you left off, ask each chain from the seq after the last "
+    "one you have of it. With neither, every chain whole. JSONL names each transaction's chain and carries its hash and the previous one's on its chain, "
     "so the chains can be checked offline (`pokna audit verify`); CSV has a `chain` column before `seq`.",
 )
 def export(

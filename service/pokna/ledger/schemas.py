@@ -37,11 +37,11 @@ ChainParam = Annotated[
 ]
 FromSeqParam = Annotated[
     int | None,
-    Query(ge=1, le=SEQ_MAX, description="First sequence number on `chain` (chain 0 when not given)."),
+    Query(ge=1, le=SEQ_MAX, description="First sequence number on `chain` (give `chain` with it)."),
 ]
 ToSeqParam = Annotated[
     int | None,
-    Query(ge=1, le=SEQ_MAX, description="Last sequence number on `chain` (chain 0 when not given)."),
+    Query(ge=1, le=SEQ_MAX, description="Last sequence number on `chain` (give `chain` with it)."),
 ]
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=200), NoNul]
