@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
-import pokna.cli.ledger  # noqa: F401  (registers `audit`)
+import pokna.cli.ledger
+import pokna.dealer.stepping
 from pokna import ledger
 from pokna.audit.bundle_check import CHECKS, verify_bundle
 from pokna.audit.report import Verdict
@@ -19,7 +21,7 @@ from pokna.cli.app import app
 from pokna.db.models.ledger import Account
 from pokna.ledger.chain import chain_for
 from support.audit_bundles import lines_of, play_books, records
-from support.game_play import Api, new_tenant_key
+from support.game_play import FINAL, Api, new_tenant_key, obliging, play
 
 runner = CliRunner()
 
@@ -277,3 +279,53 @@ def test_deposits_and_rakes_post_against_the_sub_account_of_their_chain_and_the_
     # Four wallets' deposits: as many funding sub-accounts as the wallets have distinct chains.
     assert len(funding_used) == len({external_ids[f][1] for f in funding_used}) >= 1
     assert revenue_used
+
+
+def test_a_range_bundle_of_a_game_in_play_across_the_chains_upgrade_is_valid(
+    client: TestClient, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37, item 7: a game in play when the journal got its chains (migration 0014) has its first
+    transfers on chain 0, where everything was before, and the rest on its own chain. A bundle from after
+    the upgrade counted only the game's transfers on its own chain as those before the range, and called
+    honest books INVALID. The placement of before the upgrade is reproduced by placing this game's
+    transfers on chain 0 until the upgrade."""
+    api = Api(client, new_tenant_key(sessions))
+    wallets = [api.wallet(400) for _ in range(3)]
+    game = api.create_game(wallets[0], wallets[1:], stake=5, challenge_raise=3)
+    while chain_for(game["id"]) == 0:  # a game whose own chain is not chain 0 (15 in 16 are not)
+        game = api.create_game(wallets[0], wallets[1:], stake=5, challenge_raise=3)
+    own_chain = chain_for(game["id"])
+
+    def before_chains(key: str) -> int:
+        return 0
+
+    with monkeypatch.context() as before_the_upgrade:
+        before_the_upgrade.setattr(pokna.dealer.stepping, "chain_for", before_chains)
+        before_the_upgrade.setattr(ledger, "chain_for", before_chains)
+        game = api.ok(api.act(game["id"], obliging(game)))  # the start: every seat's stake into the pot
+        assert game["status"] not in FINAL
+    play([api], game, obliging)
+
+    whole = records(api_bundle(api))
+    of_game = [
+        record
+        for record in whole
+        if record["type"] == "transaction" and record["metadata"].get("game_id") == game["id"]
+    ]
+    assert {record["chain"] for record in of_game} == {0, own_chain}
+    after = [record for record in of_game if record["chain"] == own_chain]
+    by_time = api_bundle(api, from_time=after[0]["created_at"])
+    report = verify_bundle(by_time, keys=api.key_ring())
+    assert report.findings == [], report.to_json()
+    assert report.verdict is Verdict.VALID
+    game_record = next(record for record in records(by_time) if record.get("type") == "game")
+    assert game_record["transfers_before"] == len(of_game) - len(after)
+    alone = api_bundle(api, chain=own_chain)
+    assert verify_bundle(alone, keys=api.key_ring()).findings == []
+    assert verify_bundle(api_bundle(api), keys=api.key_ring()).verdict is Verdict.VALID
+
+
+def api_bundle(api: Api, **params: object) -> list[str]:
+    response = api.get("/v1/audit/bundle", **params)
+    assert response.status_code == 200, response.text
+    return response.text.splitlines(keepends=True)

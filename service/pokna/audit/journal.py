@@ -209,12 +209,16 @@ class Journal:
             problem = "after its last transfer" if game_id in self.closed else "with no game record before it"
             found(number, TRANSACTION, where, f"a transfer of game {game_id} {problem}")
             return
+        chain = line.get("chain", 0)
         if (
             book.posted == 0
             and book.transfers_before != 0
-            and self.chain_starts.get(line.get("chain", 0)) == 1
+            and self.chain_starts.get(chain) == 1
+            and (chain == 0 or self.chain_starts.get(0) == 1)
         ):
-            # Its first transfer in the bundle is on a chain the bundle holds from seq 1: none came before.
+            # Its first transfer in the bundle is on a chain the bundle holds from seq 1: none came before,
+            # unless on chain 0, outside the bundle: a game in play when the journal got its chains has its
+            # first transfers there, where everything was before (migration 0014).
             found(
                 book.line,
                 GAME,

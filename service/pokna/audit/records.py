@@ -94,8 +94,9 @@ def game_record(
     transfers_before: int,
     proof: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """`transfers_before`: how many of the game's transfers were posted before the bundle's first seq on
-    the game's chain."""
+    """`transfers_before`: how many of the game's transfers were posted before its first in the bundle:
+    before the bundle's first seq on the game's chain, and any on chain 0 of a game that was in play when
+    the journal got its chains (pokna.ledger.audit_reads.transfers_before)."""
     return {
         "type": GAME,
         "game_id": game_id,

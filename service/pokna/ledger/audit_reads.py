@@ -154,8 +154,12 @@ def checkpoints_between(session: Session, tenant_id: str, spans: JournalSpans) -
 def transfers_before(
     session: Session, tenant_id: str, game_chains: Mapping[str, int], spans: JournalSpans
 ) -> dict[str, int]:
-    """How many of each game's transactions (they carry the game's id as reference) precede, on the
-    game's chain (`game_chains`: the chain its transactions in the bundle are on), the span's first seq."""
+    """How many of each game's transactions (they carry the game's id as reference) precede its first in
+    the bundle: those on the game's chain (`game_chains`: the chain its transactions in the bundle are on)
+    before the span's first seq, and, for a game whose chain is not chain 0, any it has on chain 0. A game
+    in play when the journal got its chains (migration 0014) has its first transfers on chain 0, where
+    everything was before, and the rest on its own chain: all of the former come before all of the latter,
+    and a bundle that holds its chain-0 part sees the game first on chain 0 (issue 37, item 7)."""
     by_chain: dict[int, list[str]] = {}
     for game_id, chain in game_chains.items():
         by_chain.setdefault(chain, []).append(game_id)
@@ -167,4 +171,8 @@ def transfers_before(
         counts |= books_repository.references_before(
             session, tenant_id, sorted(game_ids), chain, span.first_seq
         )
+    moved = sorted(game_id for game_id, chain in game_chains.items() if chain != 0)
+    if moved:
+        for game_id, before in books_repository.references_on(session, tenant_id, moved, 0).items():
+            counts[game_id] = counts.get(game_id, 0) + before
     return counts

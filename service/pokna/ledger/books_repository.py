@@ -307,20 +307,27 @@ def link_hashes(session: Session, tenant_id: str, seqs: SeqRange) -> tuple[str, 
 
 
 def references_before(
-    session: Session, tenant_id: str, references: list[str], chain: int, before_seq: int
+    session: Session, tenant_id: str, references: list[str], chain: int, before_seq: int | None
 ) -> dict[str, int]:
-    """How many transactions on `chain` carry each reference before `before_seq`."""
+    """How many transactions on `chain` carry each reference before `before_seq` (None: on the whole chain)."""
+    conditions = [
+        _transaction.c.tenant_id == tenant_id,
+        _transaction.c.reference.in_(references),
+        _transaction.c.chain == chain,
+    ]
+    if before_seq is not None:
+        conditions.append(_transaction.c.seq < before_seq)
     rows = session.execute(
         select(_transaction.c.reference, func.count().label("transactions"))
-        .where(
-            _transaction.c.tenant_id == tenant_id,
-            _transaction.c.reference.in_(references),
-            _transaction.c.chain == chain,
-            _transaction.c.seq < before_seq,
-        )
+        .where(*conditions)
         .group_by(_transaction.c.reference)
     )
     return {str(row.reference): int(row.transactions) for row in rows}
+
+
+def references_on(session: Session, tenant_id: str, references: list[str], chain: int) -> dict[str, int]:
+    """How many transactions on `chain` carry each reference."""
+    return references_before(session, tenant_id, references, chain, None)
 
 
 def checkpoint_rows(
