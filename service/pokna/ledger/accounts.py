@@ -120,7 +120,7 @@ def system_accounts(
     account_kind = _account_kind(kind)
     check_currency(currency)
     found = repository.system_accounts(session, tenant_id, account_kind.value, currency)
-    return sorted(found, key=lambda account: _sub_account_chain(account.external_id, currency))
+    return sorted(found, key=lambda account: sub_account_chain(account.external_id, currency))
 
 
 def system_balance(
@@ -130,7 +130,13 @@ def system_balance(
     return sum(account.balance for account in system_accounts(session, tenant_id, kind, currency))
 
 
-def _sub_account_chain(external_id: str | None, currency: str) -> int:
+PER_CHAIN_KINDS = frozenset({AccountKind.EXTERNAL_FUNDING.value, AccountKind.REVENUE.value})
+"""The system accounts kept one per chain (`funding_account`, `revenue_account`); the house's is one."""
+
+
+def sub_account_chain(external_id: str | None, currency: str) -> int:
+    """The chain of a per-chain system account's part, from its external id (`system_external_id`);
+    -1 when the id is not one of a part's."""
     if external_id == currency or external_id is None:
         return 0
     _, _, chain = external_id.partition("/chain")

@@ -152,6 +152,7 @@ def accounts_with_heads(session: Session, tenant_id: str) -> tuple[list[Any], di
             select(
                 _account.c.id,
                 _account.c.kind,
+                _account.c.external_id,
                 _account.c.currency,
                 _account.c.balance,
                 _account.c.created_at,

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository
+from pokna.ledger.accounts import PER_CHAIN_KINDS, sub_account_chain
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import LEDGER_CHAINS, chain_label, format_timestamp
 from pokna.ledger.store import LedgerStore
@@ -204,6 +205,10 @@ def export_beancount(
     open_day = _earliest_day([row.created_at for row in accounts], first_day)
     for row in accounts:
         yield f"{open_day.isoformat()} open {names[row.id]} {row.currency}\n"
+        if row.kind in PER_CHAIN_KINDS and (part := sub_account_chain(row.external_id, row.currency)) >= 0:
+            # One of the parts, one per chain, of the tenant's one funding (or revenue) account: Beancount
+            # adds them up under their parent (Equity:Pokna:ExternalFunding), and this says which is which.
+            yield f'  chain: "{part}"\n'
     yield "\n"
 
     yield from _opening_balances(session, tenant_id, exported, names, open_day)

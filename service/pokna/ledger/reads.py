@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from pokna.ledger import repository
-from pokna.ledger.accounts import get_account
+from pokna.ledger.accounts import PER_CHAIN_KINDS, get_account, sub_account_chain
 from pokna.ledger.errors import InvalidPostings, TransactionNotFound
 from pokna.ledger.model import DEFAULT_CURRENCY, PostedTransaction
 from pokna.paging import Page, page_of
@@ -89,6 +89,18 @@ class AccountBalance:
 
 
 @dataclass(frozen=True)
+class ChartLine:
+    """One account of the tenant's chart as it knows it: an ordinary account, or one kept in per-chain
+    parts (`parts`, by chain), whose balance is theirs together."""
+
+    account_id: str
+    kind: str
+    external_id: str | None
+    balance: int
+    parts: tuple[tuple[int, AccountBalance], ...] = ()
+
+
+@dataclass(frozen=True)
 class TrialBalance:
     """Every account of one tenant and currency; `total` is zero whenever the books are sound."""
 
@@ -99,6 +111,28 @@ class TrialBalance:
     @property
     def total(self) -> int:
         return sum(account.balance for account in self.accounts)
+
+    def chart(self) -> list[ChartLine]:
+        """The accounts as the tenant knows them: the funding and revenue accounts, which the ledger keeps
+        one per chain so that chains never wait for each other (docs/ledger.md, "Chains"), each as one
+        account with its chains' parts as sub-accounts (issue 37, item 8: a tenant with two deposits saw
+        `CREDIT/chain2`, `CREDIT/chain6`, ... as accounts of its own). The account's id is its first part's
+        (chain 0's, the one of before chains, when it has one). In the order of the accounts' ids."""
+        lines: list[ChartLine] = []
+        grouped: dict[str, list[tuple[int, AccountBalance]]] = {}
+        for account in self.accounts:
+            if account.kind in PER_CHAIN_KINDS:
+                chain = sub_account_chain(account.external_id, self.currency)
+                if chain >= 0:
+                    grouped.setdefault(account.kind, []).append((chain, account))
+                    continue
+            lines.append(ChartLine(account.account_id, account.kind, account.external_id, account.balance))
+        for kind, parts in grouped.items():
+            parts.sort(key=lambda part: part[0])
+            first = parts[0][1]
+            balance = sum(account.balance for _, account in parts)
+            lines.append(ChartLine(first.account_id, kind, self.currency, balance, tuple(parts)))
+        return sorted(lines, key=lambda line: line.account_id)
 
 
 def trial_balance(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> TrialBalance:

@@ -230,11 +230,26 @@ class AccountEntryOut(BaseModel):
         )
 
 
+class AccountPartOut(BaseModel):
+    """One chain's part of an account the ledger keeps one per chain (docs/ledger.md, "Chains")."""
+
+    chain: int = Field(description="The journal chain whose postings this part takes.")
+    account_id: str = Field(description="The part's own account id, as postings on that chain name it.")
+    balance: int
+
+
 class TrialBalanceLine(BaseModel):
-    account_id: str
+    account_id: str = Field(
+        description="The account's id; for an account kept in per-chain parts, its first part's."
+    )
     kind: AccountKind = Field(description="What the account is for.")
     external_id: str | None
-    balance: int
+    balance: int = Field(description="Minor units; for an account kept in parts, theirs together.")
+    parts: list[AccountPartOut] = Field(
+        description="The external funding and revenue accounts are kept one part per journal chain, so that "
+        "postings on different chains never wait for each other: each part, by chain, whose balances add "
+        "up to `balance`. Empty for every other account."
+    )
 
 
 class TrialBalanceOut(BaseModel):
@@ -249,24 +264,31 @@ class TrialBalanceOut(BaseModel):
                             "kind": "player_wallet",
                             "external_id": "han",
                             "balance": 90,
+                            "parts": [],
                         },
                         {
                             "account_id": "acct_6e3d…",
                             "kind": "player_wallet",
                             "external_id": "jabba",
                             "balance": 110,
+                            "parts": [],
                         },
                         {
                             "account_id": "acct_c009…",
                             "kind": "external_funding",
                             "external_id": "CREDIT",
                             "balance": -200,
+                            "parts": [
+                                {"chain": 2, "account_id": "acct_c009…", "balance": -90},
+                                {"chain": 6, "account_id": "acct_d17a…", "balance": -110},
+                            ],
                         },
                         {
                             "account_id": "acct_f01e…",
                             "kind": "game_pot",
                             "external_id": "game_69c5…",
                             "balance": 0,
+                            "parts": [],
                         },
                     ],
                     "total": 0,
@@ -289,8 +311,12 @@ class TrialBalanceOut(BaseModel):
                     kind=line.kind,
                     external_id=line.external_id,
                     balance=line.balance,
+                    parts=[
+                        AccountPartOut(chain=chain, account_id=part.account_id, balance=part.balance)
+                        for chain, part in line.parts
+                    ],
                 )
-                for line in trial.accounts
+                for line in trial.chart()
             ],
             total=trial.total,
         )
