@@ -17,6 +17,8 @@ from referencing.jsonschema import DRAFT202012
 from pokna.api.problem_docs import documented_codes
 from pokna.app import create_app
 from pokna.app.openapi_document import UNCONNECTED_DATABASE_URL, openapi_document, render_openapi
+from pokna.fairness.beacon import BEACON_PROTOCOL
+from pokna.fairness.protocol import PROTOCOL
 from pokna.game import ActionName, Phase
 from pokna.game.events import EventKind
 from pokna.ledger import InvalidAccount
@@ -146,6 +148,9 @@ def test_closed_values_are_enums() -> None:
     kinds = set(schemas["GameEventOut"]["discriminator"]["mapping"])
     assert {kind.value for kind in EventKind} <= kinds
     assert set(schemas["AccountOut"]["properties"]["kind"]["$ref"].split("/")[-1:]) == {"AccountKind"}
+    for named_by in ("SignedProofOut", "CommitmentReceiptOut", "FairnessOut"):
+        protocol = schemas[named_by]["properties"]["protocol"]
+        assert (protocol["type"], protocol["enum"]) == ("string", [PROTOCOL, BEACON_PROTOCOL]), named_by
 
 
 def test_no_operation_lists_a_problem_it_cannot_answer_by_construction() -> None:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from pokna.dealer.event_schemas import GameEventOut as GameEventOut
 from pokna.dealer.proof_schemas import CommitmentReceiptOut as CommitmentReceiptOut
-from pokna.dealer.proof_schemas import RollAcceptanceOut
+from pokna.dealer.proof_schemas import ProtocolName, RollAcceptanceOut
 from pokna.dealer.proof_schemas import SignedProofOut as SignedProofOut
 from pokna.game import Phase
 from pokna.game.vocabulary import (
@@ -75,7 +75,9 @@ class PendingRollOut(BaseModel):
 
 
 class FairnessOut(BaseModel):
-    protocol: str
+    protocol: ProtocolName = Field(
+        description="The protocol the game's rolls follow, as its receipt names it."
+    )
     mode: Literal["stake", "beacon"] = Field(
         description="`stake`: rolls from the server seed, the client seeds and the nonce. `beacon`: each roll "
         "also uses a drand round published after the action that drew it was accepted."

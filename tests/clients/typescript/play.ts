@@ -11,6 +11,7 @@ type Action = NonNullable<paths["/v1/games/{game_id}/actions"]["post"]["requestB
 type Proof = Schemas["SignedProofOut"];
 type Link = Schemas["FairnessLinkOut"];
 type WebhookEvent = Schemas["WebhookEvent"];
+type ProtocolName = "pokna-hmac-sha256-v1" | "pokna-hmac-sha256-drand-v1";
 
 // Compile-time checks on what the generator made of the document.
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -27,6 +28,9 @@ assertType<Equal<Schemas["TurnOut"]["default_action"], Schemas["GameTurnData"]["
 assertType<Equal<Schemas["OutcomeOut"]["reason"], Schemas["GameEndedData"]["reason"]>>();
 assertType<Equal<Proof["rolls"][number]["color"], "red" | "blue">>();
 assertType<Equal<WebhookEvent["type"], keyof webhooks>>();
+assertType<Equal<Proof["protocol"], ProtocolName>>();
+assertType<Equal<Schemas["CommitmentReceiptOut"]["protocol"], ProtocolName>>();
+assertType<Equal<Game["fairness"]["protocol"], ProtocolName>>();
 assertType<Equal<Link["revealed"], boolean>>();
 assertType<Equal<Extract<Link, { revealed: true }>["proof"], Proof>>();
 assertType<Equal<Extract<Link, { revealed: false }>["proof"], null>>();
@@ -137,6 +141,8 @@ if (!("server_seed" in proofOrPending)) throw new Error("an ended game whose pro
 const proof: Proof = proofOrPending;
 if (proof.game.stake !== 2 || proof.game.seats.length !== wallets.length) throw new Error("the proof signs other terms");
 if (proof.rolls.some((roll) => roll.face < 1 || roll.face > 6)) throw new Error("a roll off the cube");
+const protocol: ProtocolName = proof.protocol;
+if (protocol !== game.fairness.protocol) throw new Error(`the proof's protocol is ${protocol}, the game's another`);
 
 const token = game.fairness.public_url?.split("/").pop();
 if (!token) throw new Error("no public fairness link");
