@@ -94,11 +94,15 @@ class FairnessOut(BaseModel):
     public_url: str | None = Field(
         description="The game's public fairness link, relative to this API's base URL: hand it to the "
         "players. Anyone holding it can read, without an API key, the commitment, the seats' account ids and "
-        "client seeds and, once the game has ended, the signed proof (docs/fairness.md).",
+        "client seeds and, once the game has ended, the signed proof (docs/fairness.md). Null only for a game "
+        "stored without a link, which the service never writes: every game gets its link when it is created, "
+        "and games older than links got theirs when the database was upgraded (migration 0006); so in "
+        "practice never null.",
         examples=["/v1/fairness/proofs/Yc2rJ0b6kq3o2Qh8W1mVnA5sT9xE4uLd"],
     )
     verify_url: str | None = Field(
-        description="The browser verifier opened on the public link, relative to this API's base URL.",
+        description="The browser verifier opened on the public link, relative to this API's base URL. Null "
+        "exactly when `public_url` is.",
         examples=["/verify?proof=Yc2rJ0b6kq3o2Qh8W1mVnA5sT9xE4uLd"],
     )
 
