@@ -246,7 +246,11 @@ class FairnessLinkPendingOut(BaseModel):
     revealed: Literal[False] = Field(description="False until the game has ended.")
     commitment: CommitmentReceiptOut = _LINK_COMMITMENT
     client_seeds: list[LinkClientSeedOut]
-    proof: None = Field(description="Null until the game has ended.")
+    # Always sent, as null, yet not listed as required: openapi-fetch (0.17) types an answer through
+    # Readable<>, whose `NonNullable<T[K]> extends $Write<any>` test drops a property typed only null, so a
+    # required `proof: null` made the link's answer unassignable to this very schema (issue 37, item 6).
+    # An optional one may be dropped. Writable<> has the same fault (openapi-typescript issue 2717).
+    proof: None = Field(default=None, description="Null until the game has ended (always sent).")
     keys_url: str = _KEYS_URL
 
 
