@@ -263,6 +263,21 @@ def test_the_public_link_is_narrowed_by_revealed() -> None:
     assert proof["game"]["$ref"].endswith("/ProofTerms")
 
 
+def test_a_games_proof_answer_is_exactly_one_of_the_proof_and_the_pending_answer() -> None:
+    """No `discriminator`: the signed proof has no `revealed` member, and none can be added beside its
+    signature; only the pending answer carries `revealed: false`."""
+    document = openapi_document()
+    answer = document["paths"]["/v1/games/{game_id}/proof"]["get"]["responses"]["200"]["content"]
+    options = answer["application/json"]["schema"]["oneOf"]
+    assert [option["$ref"].rsplit("/", 1)[-1] for option in options] == ["SignedProofOut", "ProofPendingOut"]
+    schemas = document["components"]["schemas"]
+    assert schemas["ProofPendingOut"]["properties"]["revealed"]["const"] is False
+    assert "revealed" in schemas["ProofPendingOut"]["required"]
+    assert "revealed" not in schemas["SignedProofOut"]["properties"]
+    assert schemas["SignedProofOut"]["properties"]["document"]["const"] == "proof"
+    assert "document" not in schemas["ProofPendingOut"]["properties"]
+
+
 def test_every_webhook_example_fits_its_schema() -> None:
     """`game.created` lacked `table_id` and `ledger.withdrawal.posted` its `reference` (FastAPI drops
     nulls): a validator of the examples (Spectral) refused them."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from pokna.dealer.event_schemas import GameEventOut as GameEventOut
 from pokna.dealer.proof_schemas import CommitmentReceiptOut as CommitmentReceiptOut
@@ -216,11 +216,29 @@ class ProofPendingOut(BaseModel):
 
     game_id: str
     status: Literal["open", "in_progress"]
-    revealed: Literal[False]
+    revealed: Literal[False] = Field(
+        description="Always false. Only this answer has `revealed`: once the game has ended the answer is the "
+        "signed proof itself (`document` is `proof`), which has no `revealed` member."
+    )
     commitment: CommitmentReceiptOut = Field(description="The signed commitment receipt.")
 
 
-GameProofOut = SignedProofOut | ProofPendingOut
+def _proof_answer_kind(answer: object) -> str:
+    """Which answer this is, by the one member they do not share: a pending answer's `revealed`. The signed
+    proof cannot carry a `revealed: true` beside it, because its signature covers every member but itself:
+    a client that saved the answer could no longer verify it. So the union is told apart here, and
+    documented as a `oneOf`, without an OpenAPI `discriminator` (which needs a member in every variant)."""
+    if isinstance(answer, ProofPendingOut):
+        return "pending"
+    if isinstance(answer, dict) and answer.get("revealed") is False:
+        return "pending"
+    return "proof"
+
+
+GameProofOut = Annotated[
+    Annotated[SignedProofOut, Tag("proof")] | Annotated[ProofPendingOut, Tag("pending")],
+    Discriminator(_proof_answer_kind),
+]
 
 
 class LinkClientSeedOut(BaseModel):

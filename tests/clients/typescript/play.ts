@@ -31,6 +31,10 @@ assertType<Equal<WebhookEvent["type"], keyof webhooks>>();
 assertType<Equal<Proof["protocol"], ProtocolName>>();
 assertType<Equal<Schemas["CommitmentReceiptOut"]["protocol"], ProtocolName>>();
 assertType<Equal<Game["fairness"]["protocol"], ProtocolName>>();
+// A game's proof answer: the signed proof, or the pending answer (the only one with `revealed`, false).
+type ProofAnswer = paths["/v1/games/{game_id}/proof"]["get"]["responses"][200]["content"]["application/json"];
+assertType<Equal<ProofAnswer, Proof | Schemas["ProofPendingOut"]>>();
+assertType<Equal<Exclude<ProofAnswer, Proof>["revealed"], false>>();
 assertType<Equal<Link["revealed"], boolean>>();
 assertType<Equal<Extract<Link, { revealed: true }>["proof"], Proof>>();
 // Optional only so that openapi-fetch's Readable<> (which drops a property typed only `null`) keeps the answer
@@ -139,7 +143,8 @@ console.log(`${game.status}: ${outcome.reason}, ${outcome.payouts.map((p) => `se
 const proofAnswer = await client.GET("/v1/games/{game_id}/proof", { params: { path: { game_id: game.id } } });
 if (proofAnswer.error) throw new Error(`proof: ${proofAnswer.error.code}`);
 const proofOrPending = proofAnswer.data;
-if (!("server_seed" in proofOrPending)) throw new Error("an ended game whose proof is still pending");
+// Told apart by `document`, which only the signed proof has (the proof has no `revealed` member).
+if (!("document" in proofOrPending)) throw new Error(`an ended game whose proof is ${proofOrPending.status}`);
 const proof: Proof = proofOrPending;
 if (proof.game.stake !== 2 || proof.game.seats.length !== wallets.length) throw new Error("the proof signs other terms");
 if (proof.rolls.some((roll) => roll.face < 1 || roll.face > 6)) throw new Error("a roll off the cube");
