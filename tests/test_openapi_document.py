@@ -17,6 +17,8 @@ from referencing.jsonschema import DRAFT202012
 from pokna.api.problem_docs import documented_codes
 from pokna.app import create_app
 from pokna.app.openapi_document import UNCONNECTED_DATABASE_URL, openapi_document, render_openapi
+from pokna.fairness.beacon import BEACON_PROTOCOL
+from pokna.fairness.protocol import PROTOCOL
 from pokna.game import ActionName, Phase
 from pokna.game.events import EventKind
 from pokna.ledger import InvalidAccount
@@ -146,6 +148,9 @@ def test_closed_values_are_enums() -> None:
     kinds = set(schemas["GameEventOut"]["discriminator"]["mapping"])
     assert {kind.value for kind in EventKind} <= kinds
     assert set(schemas["AccountOut"]["properties"]["kind"]["$ref"].split("/")[-1:]) == {"AccountKind"}
+    for named_by in ("SignedProofOut", "CommitmentReceiptOut", "FairnessOut"):
+        protocol = schemas[named_by]["properties"]["protocol"]
+        assert (protocol["type"], protocol["enum"]) == ("string", [PROTOCOL, BEACON_PROTOCOL]), named_by
 
 
 def test_no_operation_lists_a_problem_it_cannot_answer_by_construction() -> None:
@@ -250,10 +255,27 @@ def test_the_public_link_is_narrowed_by_revealed() -> None:
     variants = [schemas[option["$ref"].rsplit("/", 1)[-1]] for option in schemas["FairnessLinkOut"]["oneOf"]]
     assert [variant["properties"]["revealed"]["const"] for variant in variants] == [False, True]
     assert variants[0]["properties"]["proof"]["type"] == "null"
+    # Sent, but not required: openapi-fetch drops a required property typed only null (pokna.dealer.schemas).
+    assert "proof" not in variants[0]["required"]
     assert variants[1]["properties"]["proof"]["$ref"].endswith("/SignedProofOut")
     proof = schemas["SignedProofOut"]["properties"]
     assert proof["rolls"]["items"]["$ref"].endswith("/ProofRoll")
     assert proof["game"]["$ref"].endswith("/ProofTerms")
+
+
+def test_a_games_proof_answer_is_exactly_one_of_the_proof_and_the_pending_answer() -> None:
+    """No `discriminator`: the signed proof has no `revealed` member, and none can be added beside its
+    signature; only the pending answer carries `revealed: false`."""
+    document = openapi_document()
+    answer = document["paths"]["/v1/games/{game_id}/proof"]["get"]["responses"]["200"]["content"]
+    options = answer["application/json"]["schema"]["oneOf"]
+    assert [option["$ref"].rsplit("/", 1)[-1] for option in options] == ["SignedProofOut", "ProofPendingOut"]
+    schemas = document["components"]["schemas"]
+    assert schemas["ProofPendingOut"]["properties"]["revealed"]["const"] is False
+    assert "revealed" in schemas["ProofPendingOut"]["required"]
+    assert "revealed" not in schemas["SignedProofOut"]["properties"]
+    assert schemas["SignedProofOut"]["properties"]["document"]["const"] == "proof"
+    assert "document" not in schemas["ProofPendingOut"]["properties"]
 
 
 def test_every_webhook_example_fits_its_schema() -> None:

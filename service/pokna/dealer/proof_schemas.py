@@ -15,6 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pokna.game.actions import SeatActionName
 from pokna.game.vocabulary import CubeColor, OutcomeReason, RollPurposeName, SeedSourceName
 
+ProtocolName = Literal["pokna-hmac-sha256-v1", "pokna-hmac-sha256-drand-v1"]
+"""The protocols a receipt, a proof and a game can name: `pokna.fairness.protocol.PROTOCOL` (the stake mode)
+and `pokna.fairness.beacon.BEACON_PROTOCOL` (the beacon mode); tests/test_openapi_document.py holds the
+document's enum to them."""
+
+_PROTOCOL = Field(
+    description="`pokna-hmac-sha256-v1` in the stake mode, `pokna-hmac-sha256-drand-v1` in the beacon mode "
+    "(docs/fairness.md, sections 1 and 1b)."
+)
+
 
 class _AsSigned(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -81,7 +91,7 @@ class CommitmentReceiptOut(_AsSigned):
         },
     )
 
-    protocol: str
+    protocol: ProtocolName = _PROTOCOL
     document: Literal["commitment_receipt"]
     game_id: str
     server_seed_hash: str = Field(description="SHA-256 of the server seed, lowercase hex.")
@@ -219,7 +229,7 @@ class SignedProofOut(_AsSigned):
     """The signed proof of a finished game, exactly as signed; docs/fairness.md describes every field.
     `pokna verify` and the browser verifier check it offline."""
 
-    protocol: str
+    protocol: ProtocolName = _PROTOCOL
     document: Literal["proof"]
     game_id: str
     server_seed: str = Field(description="The revealed server seed; its SHA-256 is the commitment.")

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from pokna.dealer.event_schemas import GameEventOut as GameEventOut
 from pokna.dealer.proof_schemas import CommitmentReceiptOut as CommitmentReceiptOut
-from pokna.dealer.proof_schemas import RollAcceptanceOut
+from pokna.dealer.proof_schemas import ProtocolName, RollAcceptanceOut
 from pokna.dealer.proof_schemas import SignedProofOut as SignedProofOut
 from pokna.game import Phase
 from pokna.game.vocabulary import (
@@ -75,7 +75,9 @@ class PendingRollOut(BaseModel):
 
 
 class FairnessOut(BaseModel):
-    protocol: str
+    protocol: ProtocolName = Field(
+        description="The protocol the game's rolls follow, as its receipt names it."
+    )
     mode: Literal["stake", "beacon"] = Field(
         description="`stake`: rolls from the server seed, the client seeds and the nonce. `beacon`: each roll "
         "also uses a drand round published after the action that drew it was accepted."
@@ -92,11 +94,15 @@ class FairnessOut(BaseModel):
     public_url: str | None = Field(
         description="The game's public fairness link, relative to this API's base URL: hand it to the "
         "players. Anyone holding it can read, without an API key, the commitment, the seats' account ids and "
-        "client seeds and, once the game has ended, the signed proof (docs/fairness.md).",
+        "client seeds and, once the game has ended, the signed proof (docs/fairness.md). Null only for a game "
+        "stored without a link, which the service never writes: every game gets its link when it is created, "
+        "and games older than links got theirs when the database was upgraded (migration 0006); so in "
+        "practice never null.",
         examples=["/v1/fairness/proofs/Yc2rJ0b6kq3o2Qh8W1mVnA5sT9xE4uLd"],
     )
     verify_url: str | None = Field(
-        description="The browser verifier opened on the public link, relative to this API's base URL.",
+        description="The browser verifier opened on the public link, relative to this API's base URL. Null "
+        "exactly when `public_url` is.",
         examples=["/verify?proof=Yc2rJ0b6kq3o2Qh8W1mVnA5sT9xE4uLd"],
     )
 
@@ -210,11 +216,29 @@ class ProofPendingOut(BaseModel):
 
     game_id: str
     status: Literal["open", "in_progress"]
-    revealed: Literal[False]
+    revealed: Literal[False] = Field(
+        description="Always false. Only this answer has `revealed`: once the game has ended the answer is the "
+        "signed proof itself (`document` is `proof`), which has no `revealed` member."
+    )
     commitment: CommitmentReceiptOut = Field(description="The signed commitment receipt.")
 
 
-GameProofOut = SignedProofOut | ProofPendingOut
+def _proof_answer_kind(answer: object) -> str:
+    """Which answer this is, by the one member they do not share: a pending answer's `revealed`. The signed
+    proof cannot carry a `revealed: true` beside it, because its signature covers every member but itself:
+    a client that saved the answer could no longer verify it. So the union is told apart here, and
+    documented as a `oneOf`, without an OpenAPI `discriminator` (which needs a member in every variant)."""
+    if isinstance(answer, ProofPendingOut):
+        return "pending"
+    if isinstance(answer, dict) and answer.get("revealed") is False:
+        return "pending"
+    return "proof"
+
+
+GameProofOut = Annotated[
+    Annotated[SignedProofOut, Tag("proof")] | Annotated[ProofPendingOut, Tag("pending")],
+    Discriminator(_proof_answer_kind),
+]
 
 
 class LinkClientSeedOut(BaseModel):
@@ -240,7 +264,11 @@ class FairnessLinkPendingOut(BaseModel):
     revealed: Literal[False] = Field(description="False until the game has ended.")
     commitment: CommitmentReceiptOut = _LINK_COMMITMENT
     client_seeds: list[LinkClientSeedOut]
-    proof: None = Field(description="Null until the game has ended.")
+    # Always sent, as null, yet not listed as required: openapi-fetch (0.17) types an answer through
+    # Readable<>, whose `NonNullable<T[K]> extends $Write<any>` test drops a property typed only null, so a
+    # required `proof: null` made the link's answer unassignable to this very schema (issue 37, item 6).
+    # An optional one may be dropped. Writable<> has the same fault (openapi-typescript issue 2717).
+    proof: None = Field(default=None, description="Null until the game has ended (always sent).")
     keys_url: str = _KEYS_URL
 
 

@@ -97,9 +97,12 @@ class GameEndedData(BaseModel):
     )
     payouts: list[PayoutData]
     public_url: str | None = Field(
-        description="The public fairness link (the signed proof), relative to the API's base URL."
+        description="The public fairness link (the signed proof), relative to the API's base URL: the game's "
+        "`fairness.public_url`, null exactly when that is (in practice never)."
     )
-    verify_url: str | None = Field(description="The browser verifier opened on that link.")
+    verify_url: str | None = Field(
+        description="The browser verifier opened on that link; null exactly when `public_url` is."
+    )
     ended_at: datetime
 
 

@@ -11,6 +11,7 @@ type Action = NonNullable<paths["/v1/games/{game_id}/actions"]["post"]["requestB
 type Proof = Schemas["SignedProofOut"];
 type Link = Schemas["FairnessLinkOut"];
 type WebhookEvent = Schemas["WebhookEvent"];
+type ProtocolName = "pokna-hmac-sha256-v1" | "pokna-hmac-sha256-drand-v1";
 
 // Compile-time checks on what the generator made of the document.
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -27,9 +28,18 @@ assertType<Equal<Schemas["TurnOut"]["default_action"], Schemas["GameTurnData"]["
 assertType<Equal<Schemas["OutcomeOut"]["reason"], Schemas["GameEndedData"]["reason"]>>();
 assertType<Equal<Proof["rolls"][number]["color"], "red" | "blue">>();
 assertType<Equal<WebhookEvent["type"], keyof webhooks>>();
+assertType<Equal<Proof["protocol"], ProtocolName>>();
+assertType<Equal<Schemas["CommitmentReceiptOut"]["protocol"], ProtocolName>>();
+assertType<Equal<Game["fairness"]["protocol"], ProtocolName>>();
+// A game's proof answer: the signed proof, or the pending answer (the only one with `revealed`, false).
+type ProofAnswer = paths["/v1/games/{game_id}/proof"]["get"]["responses"][200]["content"]["application/json"];
+assertType<Equal<ProofAnswer, Proof | Schemas["ProofPendingOut"]>>();
+assertType<Equal<Exclude<ProofAnswer, Proof>["revealed"], false>>();
 assertType<Equal<Link["revealed"], boolean>>();
 assertType<Equal<Extract<Link, { revealed: true }>["proof"], Proof>>();
-assertType<Equal<Extract<Link, { revealed: false }>["proof"], null>>();
+// Optional only so that openapi-fetch's Readable<> (which drops a property typed only `null`) keeps the answer
+// assignable to the schema; the service always sends it, as null.
+assertType<Equal<Extract<Link, { revealed: false }>["proof"], null | undefined>>();
 
 /** An exhaustive `switch` over webhook events: adding an event type to the document breaks this build. */
 export function describe(event: WebhookEvent): string {
@@ -133,18 +143,20 @@ console.log(`${game.status}: ${outcome.reason}, ${outcome.payouts.map((p) => `se
 const proofAnswer = await client.GET("/v1/games/{game_id}/proof", { params: { path: { game_id: game.id } } });
 if (proofAnswer.error) throw new Error(`proof: ${proofAnswer.error.code}`);
 const proofOrPending = proofAnswer.data;
-if (!("server_seed" in proofOrPending)) throw new Error("an ended game whose proof is still pending");
+// Told apart by `document`, which only the signed proof has (the proof has no `revealed` member).
+if (!("document" in proofOrPending)) throw new Error(`an ended game whose proof is ${proofOrPending.status}`);
 const proof: Proof = proofOrPending;
 if (proof.game.stake !== 2 || proof.game.seats.length !== wallets.length) throw new Error("the proof signs other terms");
 if (proof.rolls.some((roll) => roll.face < 1 || roll.face > 6)) throw new Error("a roll off the cube");
+const protocol: ProtocolName = proof.protocol;
+if (protocol !== game.fairness.protocol) throw new Error(`the proof's protocol is ${protocol}, the game's another`);
 
 const token = game.fairness.public_url?.split("/").pop();
 if (!token) throw new Error("no public fairness link");
 const linkAnswer = await publicClient.GET("/v1/fairness/proofs/{token}", { params: { path: { token } } });
 if (linkAnswer.error) throw new Error(`link: ${linkAnswer.error.code}`);
-// openapi-fetch's Readable<> drops a property typed only `null` (the pending link's `proof`), so the answer
-// is narrowed as it comes rather than assigned to the schema's own type.
-const link = linkAnswer.data;
+// Stored by the schema's own type, as a client keeping links would: no cast.
+const link: Link = linkAnswer.data;
 if (!link.revealed) throw new Error("the link of an ended game does not reveal its proof");
 if (link.proof.server_seed !== proof.server_seed) throw new Error("the link and the proof disagree");
 if (link.commitment.server_seed_hash !== proof.server_seed_hash) throw new Error("the commitment changed");
