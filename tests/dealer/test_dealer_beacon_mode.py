@@ -263,6 +263,16 @@ def test_a_beacon_that_stops_publishing_leaves_the_roll_pending_and_the_wallets_
     assert resolved["fairness"]["pending_roll"] is None
     assert resolved["status"] == "in_progress"
     assert resolved["fairness"]["next_nonce"] == 1  # the favor roll, drawn with the named round
+    # The key that was answered 202 now replays the sweep's resolution (issue 37, item 3).
+    retried = api.post(
+        f"/v1/games/{game['id']}/actions",
+        {"type": "start", "account_id": vigo},
+        headers={"Idempotency-Key": "s1"},
+    )
+    assert retried.status_code == 200, retried.text
+    assert retried.headers.get("Idempotent-Replayed") == "true"
+    assert [entry["nonce"] for entry in retried.json()["rolls"]] == [0]
+    assert retried.json()["version"] == resolved["version"]
     assert api.withdraw(vigo, 1).status_code == 201  # the hold is gone
     assert _announced(sessions, game["id"]).count("game.started") == 1  # the webhook that it resolved
 
@@ -290,6 +300,43 @@ def test_the_next_action_resolves_a_roll_whose_round_came_in(
     assert [entry["nonce"] for entry in rolled.json()["rolls"]] == [1]  # the start's favor roll came first
     nonces = [event["data"]["nonce"] for event in _events(api, game["id"]) if event["kind"] == "rolled"]
     assert nonces == [0, 1]
+
+
+def test_a_key_answered_202_replays_the_resolution_another_request_made(
+    client: TestClient, sessions: sessionmaker[Session], relay: BeaconRelay
+) -> None:
+    """Issue 37, item 3: when another request resolved the roll a keyed action was accepted for, the key's
+    stored answer stayed the 202, and a client retrying its key never saw the result. Whoever resolves a
+    roll stores the resolution under the key that accepted it."""
+    api = new_tenant(client, sessions)
+    game = _game(api)
+    vigo = game["seats"][0]["account_id"]
+    start = {"type": "start", "account_id": vigo}
+    relay.stop_publishing()
+    accepted = api.post(f"/v1/games/{game['id']}/actions", start, headers={"Idempotency-Key": "start-a"})
+    assert accepted.status_code == 202, accepted.text
+    assert "answer_key" not in json.dumps(accepted.json())  # the key is never shown
+    relay.resume_publishing()
+    player = accepted.json()["seats"][1]["account_id"]
+    rolled = api.post(
+        f"/v1/games/{game['id']}/actions",
+        {"type": "roll", "account_id": player},
+        headers={"Idempotency-Key": "roll-b"},
+    )
+    assert rolled.status_code == 200, rolled.text
+    assert [entry["nonce"] for entry in rolled.json()["rolls"]] == [1]
+    retried = api.post(f"/v1/games/{game['id']}/actions", start, headers={"Idempotency-Key": "start-a"})
+    assert retried.status_code == 200, retried.text
+    assert retried.headers.get("Idempotent-Replayed") == "true"
+    assert [entry["nonce"] for entry in retried.json()["rolls"]] == [0]  # its own roll, not the other's
+    assert retried.json()["fairness"]["pending_roll"] is None
+    assert retried.json()["version"] < rolled.json()["version"]  # the answer as the resolution left it
+    again = api.post(
+        f"/v1/games/{game['id']}/actions",
+        {"type": "roll", "account_id": player},
+        headers={"Idempotency-Key": "roll-b"},
+    )
+    assert again.content == rolled.content  # the resolver's own key keeps its own answer
 
 
 def test_a_colluder_holding_the_server_seed_predicts_the_first_roll_only_in_the_default_mode(

@@ -167,6 +167,7 @@ async def _attempt_once(
                         held_balances,
                         lambda w, g, s, b: decide(w, clock, g, s, b),
                         open_revenue_account,
+                        answer_key,
                     )
                 except RollPending as pending:
                     pending.tenant_id = tenant_id
@@ -183,7 +184,7 @@ async def _attempt_once(
                     return None
                 body = answer.model_dump_json()
                 status = 200 if writes.accepted_round is None else 202
-                stored = None if answer_key is None else {"key": answer_key, "status": status, "body": body}
+                stored = writes.stored(status, body)
                 started = time.perf_counter()
                 await _send(connection, writes, stored)
                 await connection.execute("COMMIT", prepare=False)
@@ -269,6 +270,7 @@ async def _decided(
     held_balances: dict[str, int] | None,
     decide: Callable[[GameWrites, GameRecord, list[SeatRecord], dict[str, int]], GameActionOut | None],
     open_revenue_account: OpenRevenueAccount,
+    answer_key: str | None,
 ) -> tuple[GameWrites, GameActionOut | None]:
     """The request decided on the locked game (LOCK_FOR_ACTION's row), and what it writes. A decision
     that needs a read not yet made is made again, on records built afresh from the row, once the read is
@@ -278,7 +280,7 @@ async def _decided(
         game, seats, balances = locked_records(*locked)
         if seats is None:
             raise StaleBalances("the seats changed while the game's lock was awaited")
-        writes = GameWrites(tenant_id, prefetched)
+        writes = GameWrites(tenant_id, prefetched, answer_key=answer_key)
         try:
             answer = decide(writes, game, seats, dict(held_balances or balances))
             return writes, answer

@@ -171,6 +171,9 @@ def accept(
         "beacon_round": acceptance["beacon_round"],
         "balances": {str(seat): amount for seat, amount in by_seat.items()},
         "acceptance": acceptance,
+        # The accepting request's Idempotency-Key (never shown: pokna.dealer.view shows the acceptance):
+        # the resolution's answer is stored under it, whoever resolves the roll.
+        "answer_key": writes.answer_key,
     }
     due = datetime.fromisoformat(acceptance["round_due_at"].replace("Z", "+00:00"))
     game.turn_deadline_at = due + SWEEP_AFTER_DUE
@@ -199,8 +202,11 @@ def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:
 
 
 def release(writes: GameWrites, game: GameRecord, seats: Sequence[SeatRecord]) -> None:
-    """The waiting roll resolves: the wallets' hold goes before the resolution posts (same transaction)."""
+    """The waiting roll resolves: the wallets' hold goes before the resolution posts (same transaction),
+    and the resolution's answer is stored under the key of the request that accepted it."""
+    assert game.pending_roll is not None
     writes.beacon_phase(game.id, "release", {"account_ids": [seat.account_id for seat in seats]})
+    writes.answer_key = game.pending_roll.get("answer_key")
     game.pending_roll = None
 
 

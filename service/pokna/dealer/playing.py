@@ -119,7 +119,6 @@ async def _play_resolving(
             pending.tenant_id,
             game_id,
             round_number,
-            None,
             open_revenue_account,
         )
         # Played again by the clock of now: the wait took time, and the action is accepted after it.
@@ -136,7 +135,6 @@ async def _play_resolving(
             played.tenant_id,
             game_id,
             played.waiting_round,
-            None if keyed is None else keyed.key,
             open_revenue_account,
         )
     except (PoknaError, StaleBalances, psycopg.Error):
@@ -157,12 +155,12 @@ async def _await_and_resolve(
     tenant_id: str,
     game_id: str,
     round_number: int,
-    answer_key: str | None,
     open_revenue_account: OpenRevenueAccount,
 ) -> Played | None:
     """Wait for the round (in a thread: the relays' client blocks), then resolve the game's waiting action
-    in a transaction of its own. None if the beacon is out (the roll stays pending: the answer is the 202
-    of its acceptance) or someone resolved it first."""
+    in a transaction of its own, its answer stored under the key of the request that accepted it
+    (pokna.dealer.beacon_rolls.release). None if the beacon is out (the roll stays pending: the answer is
+    the 202 of its acceptance) or someone resolved it first (and stored its answer under that key)."""
     try:
         beacon_round = await run_in_threadpool(beacon.wait_for, round_number)
     except BeaconUnavailable:
@@ -182,7 +180,7 @@ async def _await_and_resolve(
         game_id,
         decide,
         open_revenue_account,
-        answer_key,
+        None,
     )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -119,6 +120,10 @@ class GameWrites:
     """beacon_roll_write() calls (game, phase, document) sent before game_write(): an acceptance, a release."""
     after: list[tuple[str, str, str]] = field(default_factory=list)
     """...and after it: the rounds of the rolls it inserted."""
+    answer_key: str | None = None
+    """The Idempotency-Key this decision's answer is stored under: the request's own, or, for the resolution
+    of a beacon roll, the key of the request that accepted it (whoever resolves it: that request, another,
+    the sweep), so a retry of that key sees the result and not the 202 of the acceptance (issue 37, item 3)."""
 
     def beacon_phase(self, game_id: str, phase: str, document: Mapping[str, Any]) -> None:
         # A release goes before game_write() (the resolution's postings must find the wallets free); an
@@ -183,6 +188,10 @@ class GameWrites:
         """The outbox's `record`, gathered: written by game_write() with the step that announces it."""
         return self.outbox.record(tenant_id, ordering_key, event)
 
+    def stored(self, status: int, body: str) -> dict[str, Any] | None:
+        """The stored answer game_write() records under `answer_key`, if there is one."""
+        return None if self.answer_key is None else {"key": self.answer_key, "status": status, "body": body}
+
     def document(self, answer: Mapping[str, Any] | None = None) -> str:
         return encode_rows(
             {"steps": locking_all_first(self.steps), "outbox": self.outbox.rows, "answer": answer}
@@ -219,7 +228,7 @@ def locking_all_first(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def write_now(session: Session, writes: GameWrites) -> None:
+def write_now(session: Session, writes: GameWrites, stored: Mapping[str, Any] | None = None) -> None:
     """game_write() on the session's connection (the synchronous callers: reads that catch up a deadline,
     the sweep, a client seed)."""
     if not writes:
@@ -229,7 +238,7 @@ def write_now(session: Session, writes: GameWrites) -> None:
         connection = session.connection()
         for call in writes.beacon_calls(writes.before):
             connection.exec_driver_sql(BEACON_ROLL_WRITE, call)
-        connection.exec_driver_sql(GAME_WRITE, (writes.tenant_id, writes.document()))
+        connection.exec_driver_sql(GAME_WRITE, (writes.tenant_id, writes.document(stored)))
         for call in writes.beacon_calls(writes.after):
             connection.exec_driver_sql(BEACON_ROLL_WRITE, call)
     except DBAPIError as error:
@@ -280,7 +289,11 @@ def decide_under_lock(
                     )
                 writes = GameWrites(tenant_id, SessionReads(session))
                 decision = decide(writes, game, seats, balances)
-                write_now(session, writes)
+                stored = None
+                if isinstance(decision, BaseModel):  # an answer, stored under the key that awaits it
+                    status = 200 if writes.accepted_round is None else 202
+                    stored = writes.stored(status, decision.model_dump_json())
+                write_now(session, writes, stored)
                 return decision
         except StaleBalances:
             continue
