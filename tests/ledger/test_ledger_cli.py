@@ -126,7 +126,7 @@ def test_checkpoint_signs_the_head_and_verify_checks_it(
         assert ok.exit_code == 0, ok.output
         assert "checkpoint     checked" in ok.output
     short = tmp_path / "short.jsonl"
-    _export(tenant_id, short, "--to-seq", "2")
+    _export(tenant_id, short, "--chain", "0", "--to-seq", "2")
     truncated = runner.invoke(
         app, ["audit", "verify", str(short), "--checkpoint", str(checkpoint), "--public-key", str(pem)]
     )
@@ -145,9 +145,11 @@ def test_other_formats_and_reconcile(cli_env: Path, tenant_id: str, funded: str,
     _export(tenant_id, csv_file, "--format", "csv")
     assert len(csv_file.read_text().splitlines()) == 1 + 6
     bean = tmp_path / "ledger.beancount"
-    _export(tenant_id, bean, "--format", "beancount", "--from-seq", "2")
+    _export(tenant_id, bean, "--format", "beancount", "--chain", "0", "--from-seq", "2")
     assert "opening balances before seq 2" in bean.read_text()
-    stdout = runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "--from-seq", "3"])
+    stdout = runner.invoke(
+        app, ["ledger", "export", "--tenant", tenant_id, "--chain", "0", "--from-seq", "3"]
+    )
     assert stdout.exit_code == 0
     assert json.loads(stdout.output)["seq"] == 3
     assert runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "--format", "xml"]).exit_code == 2

@@ -144,9 +144,10 @@ def test_the_export_route_refuses_a_chain_that_is_not_one_naming_it(
         assert answer.headers["content-type"].startswith("application/problem+json")
         assert [param["name"] for param in answer.json()["invalid_params"]] == ["query.chain"]
     wallet = api.wallet(25)
-    for path in ("/v1/ledger/export", "/v1/audit/bundle"):
+    asked = [("/v1/ledger/export", {"format": kind}) for kind in ("jsonl", "csv", "beancount")]
+    for path, params in [*asked, ("/v1/audit/bundle", {})]:
         for bounds in ({"from_seq": 1}, {"to_seq": 1}):
-            answer = api.get(path, **bounds)
+            answer = api.get(path, **params, **bounds)  # a 422 before the stream begins, in every format
             assert answer.status_code == 422, answer.text
             assert [param["name"] for param in answer.json()["invalid_params"]] == ["query.chain"]
             assert "positions on one chain" in answer.json()["detail"]

@@ -62,11 +62,16 @@ def selected_chains(
     position on one chain. It used to mean chain 0's (the only chain before there were chains), so an
     incremental reader that asked `from_seq` alone silently got chain 0 and nothing of the others (issue 37,
     item 7)."""
+    check_seq_bounds(chain, from_seq, to_seq)
     if chain is not None:
         return [chain]
-    if from_seq is not None or to_seq is not None:
-        raise InvalidRequest(SEQ_NEEDS_CHAIN, field="query.chain")
     return sorted(heads) or [0]
+
+
+def check_seq_bounds(chain: int | None, from_seq: int | None, to_seq: int | None) -> None:
+    """Refuse a seq bound without a chain (see selected_chains)."""
+    if chain is None and (from_seq is not None or to_seq is not None):
+        raise InvalidRequest(SEQ_NEEDS_CHAIN, field="query.chain")
 
 
 def seq_ranges(

@@ -268,4 +268,8 @@ def export_lines(
     exporters = {"jsonl": export_jsonl, "csv": export_csv, "beancount": export_beancount}
     if export_format not in exporters:
         raise ValueError(f"unknown export format {export_format!r}; one of {', '.join(EXPORT_FORMATS)}")
+    # Checked now, not when the first line is asked for: a streamed answer that has begun cannot become
+    # a 422 any more (CSV and Beancount are generators, which run nothing until then).
+    check_chain(chain)
+    books_repository.check_seq_bounds(chain, from_seq, to_seq)
     return exporters[export_format](session, tenant_id, chain=chain, from_seq=from_seq, to_seq=to_seq)
