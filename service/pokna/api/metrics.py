@@ -61,6 +61,25 @@ DB_CONNECTIONS_CHECKED_OUT = Gauge(
     "Database connections checked out of the pools of the live worker processes.",
     multiprocess_mode="livesum",
 )
+DB_GATE_PLACES = Gauge(
+    "pokna_db_gate_places",
+    "Places of the database gates of the live worker processes (each its pool's size and overflow).",
+    multiprocess_mode="livesum",
+)
+DB_GATE_WAITING = Gauge(
+    "pokna_db_gate_waiting_requests",
+    "Requests waiting in the database gates' queues of the live worker processes for a place.",
+    multiprocess_mode="livesum",
+)
+DB_GATE_WAIT_SECONDS = Histogram(
+    "pokna_db_gate_wait_seconds",
+    "Time a request waited at the database gate for a place (0 when one was free), timeouts included.",
+    buckets=(0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
+DB_GATE_TIMEOUTS = Counter(
+    "pokna_db_gate_timeouts",
+    "Requests refused with a 503 because no place came free within POKNA_DATABASE_POOL_TIMEOUT_SECONDS.",
+)
 
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 OTHER_METHOD = "other"
@@ -85,6 +104,10 @@ rendered at most once a second. No API key: it answers only clients whose addres
 | `pokna_ledger_transactions_posted_total` | counter | — | journal transactions posted |
 | `pokna_ledger_post_duration_seconds` | histogram | — | time of one posting call, locks included |
 | `pokna_db_connections_checked_out` | gauge | — | connections checked out of the live workers' pools |
+| `pokna_db_gate_places` | gauge | — | places of the live workers' database gates (their pools' connections) |
+| `pokna_db_gate_waiting_requests` | gauge | — | requests waiting in the gates' queues for a place |
+| `pokna_db_gate_wait_seconds` | histogram | — | each request's wait for a place (0 when one was free), timeouts included |
+| `pokna_db_gate_timeouts_total` | counter | — | waits that ran out: 503 `database_unavailable` |
 """
 
 router = APIRouter(tags=["operations"])
@@ -162,6 +185,17 @@ class _PrometheusRecorder:
     def ledger_posted(self, transactions: int, seconds: float) -> None:
         LEDGER_TRANSACTIONS.inc(transactions)
         LEDGER_POST_SECONDS.observe(seconds)
+
+    def db_gate_places(self, places: int) -> None:
+        DB_GATE_PLACES.set(places)
+
+    def db_gate_waiting(self, change: int) -> None:
+        DB_GATE_WAITING.inc(change)
+
+    def db_gate_waited(self, seconds: float, timed_out: bool) -> None:
+        DB_GATE_WAIT_SECONDS.observe(seconds)
+        if timed_out:
+            DB_GATE_TIMEOUTS.inc()
 
 
 def enable(engine: Engine) -> None:

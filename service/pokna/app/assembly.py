@@ -85,8 +85,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime
+    metrics.enable(runtime.engine)  # first: the database gate reports its places
     app.state.database_gate = DatabaseGate.for_engine(runtime.engine, settings.database_pool_timeout_seconds)
-    metrics.enable(runtime.engine)
     install_problem_handlers(app)
     _serve_openapi(app)
     install_docs(app)
