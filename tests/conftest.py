@@ -28,11 +28,12 @@ from pokna.db import migrate
 from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from support import problem_check
+from support import problem_check, promtool
 from support.citus import CitusCluster, CitusUnavailable, start_citus, tarball
 from support.databases import PostgresDatabases
 from support.leftovers import RUN_ENV, servers_left
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
+from support.promtool import promtool_path
 
 # Speed is measured by benchmarks, never by a test: no per-example deadline on these shared, noisy machines.
 settings.register_profile(
@@ -130,6 +131,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = []
     if reason := os.environ.get(CITUS_UNAVAILABLE_ENV):
         lines.append(f"!!! Citus tests WILL BE SKIPPED: {reason}")
+    if promtool_path() is None:
+        lines.append(promtool.MISSING)
     if reason := os.environ.get(PG_UNAVAILABLE_ENV):
         return [*lines, f"!!! PostgreSQL tests WILL BE SKIPPED: {reason}"]
     where = "throwaway cluster" if _cluster else "POKNA_TEST_DATABASE_URL"
@@ -141,6 +144,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"!!! THE DATABASE TESTS WERE SKIPPED: {reason}", red=True)
     if reason := os.environ.get(CITUS_UNAVAILABLE_ENV):
         terminalreporter.write_line(f"!!! THE CITUS TESTS WERE SKIPPED: {reason}", red=True)
+    if promtool_path() is None:
+        terminalreporter.write_line(promtool.MISSING, red=True)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -18,6 +18,10 @@ from pokna.drand import BeaconRelays
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
 
+MONITORING_STATEMENT_SECONDS = 2
+"""Each statement of a backlog read (five, each normally milliseconds on an index): together within
+Prometheus's default scrape timeout (10 s). A slow read costs a scrape its backlog gauges, never the scrape."""
+
 
 class Runtime:
     def __init__(self, settings: Settings, engine: Engine) -> None:
@@ -33,6 +37,18 @@ class Runtime:
     def aio(self) -> AsyncDatabase:
         """The hot paths' async connections to the engine's database, with the same waits."""
         return AsyncDatabase.for_engine(self.engine, waits_of(self.settings))
+
+    @cached_property
+    def monitoring_sessions(self) -> sessionmaker[Session]:
+        """Sessions on a connection of their own (a pool of one beside the requests' pool, read only by
+        convention, statements cut at MONITORING_STATEMENT_SECONDS), for `/metrics`' reads of the backlog
+        (pokna.app.backlog): the requests' connections are the database gate's places, and a scrape must
+        neither take one from a request nor wait behind the requests when every place is taken."""
+        waits = Waits(
+            connect=self.settings.database_connect_timeout_seconds, statement=MONITORING_STATEMENT_SECONDS
+        )
+        url = self.engine.url.render_as_string(hide_password=False)
+        return make_sessionmaker(make_engine(url, waits, pool_size=1, max_overflow=0))
 
     @cached_property
     def beacon(self) -> BeaconRelays:

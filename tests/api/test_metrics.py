@@ -18,51 +18,24 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
-from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api import metrics
 from pokna.db.models import JournalTransaction
 from support.api_checks import assert_problem
+from support.scrapes import LOOPBACK, grew, samples_of, scrape, value
 from support.servers import running_server
 from support.tenant_api import TenantApi, new_tenant
 
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 REQUESTS = "pokna_http_request_duration_seconds_count"
-
-
-def samples_of(text: str) -> Samples:
-    found: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return found
-
-
-LOOPBACK = ("127.0.0.1", 50000)
-"""`/metrics` answers loopback by default; the `client` fixture comes from "testclient"."""
+SCRAPE_REUSE = 1.1  # a server's rendering is answered again for a second (api.metrics.SCRAPE_REUSE_SECONDS)
 
 
 @pytest.fixture(autouse=True)
 def every_scrape_rendered_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests compare two scrapes a moment apart: the second must not be the first one's rendering."""
     monkeypatch.setattr(metrics, "SCRAPE_REUSE_SECONDS", 0.0, raising=False)
-
-
-def scrape(client: TestClient) -> Samples:
-    response = TestClient(client.app, client=LOOPBACK).get("/metrics")
-    assert response.status_code == 200
-    assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
-    return samples_of(response.text)
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)
-
-
-def grew(before: Samples, after: Samples, name: str, **labels: str) -> float:
-    return value(after, name, **labels) - value(before, name, **labels)
 
 
 def test_requests_are_counted_by_route_template_and_status(
@@ -207,6 +180,18 @@ def _stop(pid: int) -> None:
         time.sleep(0.1)
 
 
+def _gate_places_once_two_workers_live(base: str) -> float:
+    """The gate's places once they reach two workers' worth: a stopped worker's replacement may still be
+    starting when the requests are counted."""
+    deadline = time.monotonic() + 30
+    while True:
+        time.sleep(SCRAPE_REUSE)
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
+            places = value(samples_of(response.read().decode()), "pokna_db_gate_places")
+        if places >= 2 * 15 or time.monotonic() > deadline:
+            return places
+
+
 def test_two_workers_count_every_request_once(tmp_path: Path, database_url: str) -> None:
     """Linux hands a shared socket's connections to whichever worker wakes first, often the same one; so
     once one worker has answered a batch it is stopped (uvicorn starts another in its place) and the next
@@ -230,6 +215,10 @@ def test_two_workers_count_every_request_once(tmp_path: Path, database_url: str)
         for _ in range(6):  # each on a new connection, answered by either worker
             with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
                 scrapes.append(samples_of(response.read().decode()))
+        places = _gate_places_once_two_workers_live(base)
+    # The live gauges add up the live workers' gates, 15 places each (the pool's 5 and 10 of overflow): the
+    # stopped worker's went with it (45 if they had stayed), its replacement's came.
+    assert places == 2 * 15
     assert len(by_process) >= 2, by_process  # two processes answered some of them
     assert all(count > 0 for count in by_process.values()), by_process
     assert sum(by_process.values()) == requests

@@ -20,13 +20,15 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
+from pokna.api import metrics, metrics_backlog
 from pokna.cli.app import app as cli
 from pokna.crypto.signing import signature_problem
 from pokna.db.models.game import Game as GameRow
+from pokna.db.models.ledger import Account
 from pokna.db.models.webhook import WebhookEvent
 from pokna.db.types import utc_now
 from pokna.dealer.deadlines import Clock
@@ -42,6 +44,7 @@ from pokna.settings import Settings
 from pokna.sweep import sweep
 from support.beacon_game import beacon_settings, chain_file_of
 from support.beacon_server import BeaconRelay, beacon_relay
+from support.scrapes import scrape, value
 from support.tenant_api import TenantApi, new_tenant
 
 START = 1_000
@@ -457,3 +460,49 @@ def test_a_retry_of_a_resolved_drawing_action_replays_its_rolls(
     assert again.status_code == 200, again.text
     assert again.headers.get("Idempotent-Replayed") == "true"
     assert again.content == first.content
+
+
+def test_a_roll_waiting_past_its_deadline_shows_on_metrics_with_the_wallets_it_holds(
+    client: TestClient,
+    sessions: sessionmaker[Session],
+    relay: BeaconRelay,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the operator's alerts read (deploy/prometheus/): the roll, how late, and the players' money it
+    keeps in place, counted from the seats the database holds."""
+    monkeypatch.setattr(metrics, "SCRAPE_REUSE_SECONDS", 0.0, raising=False)
+    monkeypatch.setattr(metrics_backlog, "BACKLOG_REUSE_SECONDS", 0.0, raising=False)
+    api = new_tenant(client, sessions)
+    game = _game(api)
+    relay.stop_publishing()
+    start = {"type": "start", "account_id": game["seats"][0]["account_id"]}
+    assert api.post(f"/v1/games/{game['id']}/actions", start).status_code == 202
+    waiting = scrape(client)
+    assert value(waiting, "pokna_beacon_rolls_overdue") == 0  # late only past its round's due time + 5 s
+
+    with sessions.begin() as session:  # ten minutes on, the relays still silent and no sweep resolving it
+        deadline = session.scalar(select(GameRow.turn_deadline_at).where(GameRow.id == game["id"]))
+        assert deadline is not None
+        session.execute(
+            update(GameRow)
+            .where(GameRow.id == game["id"])
+            .values(turn_deadline_at=deadline - timedelta(minutes=10))
+        )
+        held = session.scalar(
+            select(func.count()).select_from(Account).where(Account.roll_hold_game_id == game["id"])
+        )
+    late = scrape(client)
+    assert value(late, "pokna_beacon_rolls_overdue") == 1
+    assert 590 <= value(late, "pokna_beacon_roll_overdue_seconds") < 660  # its deadline was a few s ahead
+    assert held == 3
+    assert value(late, "pokna_wallets_held_by_overdue_rolls") == held
+    assert value(late, "pokna_game_deadlines_overdue") == 0  # it waits for its round, not a default action
+
+    relay.resume_publishing()
+    clock = Clock(now=utc_now(), open_game_ttl=timedelta(hours=1))
+    assert sweep(runtime.sessions, runtime.keys, clock, beacon=runtime.beacon).rolls_resolved == 1
+    resolved = scrape(client)
+    assert value(resolved, "pokna_beacon_rolls_overdue") == 0
+    assert value(resolved, "pokna_beacon_roll_overdue_seconds") == 0
+    assert value(resolved, "pokna_wallets_held_by_overdue_rolls") == 0

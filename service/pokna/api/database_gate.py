@@ -16,17 +16,20 @@ hold every place for as long as they run (docs/operations.md, "Rate limits"). A 
 by it: a worker's requests share one interpreter, so its burst runs about as fast 7 at a time as 15.
 
 The wait is bounded like the pool's own (`POKNA_DATABASE_POOL_TIMEOUT_SECONDS`): past it the request is a
-503 `database_unavailable`.
+503 `database_unavailable`. `/metrics` shows the gate's places, the requests waiting and each wait
+(docs/metrics.md), what the queue alert of deploy/prometheus/ watches.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict, deque
 
 from sqlalchemy import Engine
 from sqlalchemy.pool import QueuePool
 
+from pokna import metrics
 from pokna.errors import DatabaseUnavailable
 
 
@@ -40,6 +43,7 @@ class DatabaseGate:
         self._free = places
         self._held: dict[bytes, int] = {}
         self._waiting: OrderedDict[bytes, deque[asyncio.Future[None]]] = OrderedDict()
+        metrics.db_gate_places(places)
 
     @classmethod
     def for_engine(cls, engine: Engine, wait_seconds: float) -> DatabaseGate | None:
@@ -58,24 +62,31 @@ class DatabaseGate:
         if self._free > 0 and party not in self._waiting and self._held.get(party, 0) < self.per_party:
             self._free -= 1
             self._held[party] = self._held.get(party, 0) + 1
+            metrics.db_gate_waited(0.0, timed_out=False)
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(party, deque()).append(turn)
+        started = time.perf_counter()
+        metrics.db_gate_waiting(+1)
         try:
             async with asyncio.timeout(self.wait_seconds):
                 await turn
         except BaseException as error:
+            metrics.db_gate_waiting(-1)
             if turn.done() and not turn.cancelled():
                 self.leave(party)  # handed a place just as it gave up: the next in turn has it
             else:
                 turn.cancel()
                 self._forget(party, turn)
             if isinstance(error, TimeoutError):
+                metrics.db_gate_waited(time.perf_counter() - started, timed_out=True)
                 raise DatabaseUnavailable(
                     f"no database connection came free within {self.wait_seconds:g} s "
                     "(every one is in use); nothing was committed"
                 ) from None
             raise
+        metrics.db_gate_waiting(-1)
+        metrics.db_gate_waited(time.perf_counter() - started, timed_out=False)
 
     def leave(self, party: bytes) -> None:
         """Gives the party's place to the next waiting party in turn that holds less than its share (that

@@ -25,6 +25,7 @@ from sqlalchemy import Engine, event
 from starlette.types import Scope
 
 from pokna import metrics
+from pokna.api.metrics_backlog import BacklogGauges
 from pokna.api.problem_docs import METRICS_NOT_ALLOWED, problems
 from pokna.errors import Forbidden
 from pokna.metrics import MULTIPROCESS_DIR_VARIABLE
@@ -62,6 +63,25 @@ DB_CONNECTIONS_CHECKED_OUT = Gauge(
     "Database connections checked out of the pools of the live worker processes.",
     multiprocess_mode="livesum",
 )
+DB_GATE_PLACES = Gauge(
+    "pokna_db_gate_places",
+    "Places of the database gates of the live worker processes (each its pool's size and overflow).",
+    multiprocess_mode="livesum",
+)
+DB_GATE_WAITING = Gauge(
+    "pokna_db_gate_waiting_requests",
+    "Requests waiting in the database gates' queues of the live worker processes for a place.",
+    multiprocess_mode="livesum",
+)
+DB_GATE_WAIT_SECONDS = Histogram(
+    "pokna_db_gate_wait_seconds",
+    "Time a request waited at the database gate for a place (0 when one was free), timeouts included.",
+    buckets=(0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
+DB_GATE_TIMEOUTS = Counter(
+    "pokna_db_gate_timeouts",
+    "Requests refused with a 503 because no place came free within POKNA_DATABASE_POOL_TIMEOUT_SECONDS.",
+)
 
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 OTHER_METHOD = "other"
@@ -86,11 +106,22 @@ rendered at most once a second. No API key: it answers only clients whose addres
 | `pokna_ledger_transactions_posted_total` | counter | — | journal transactions posted |
 | `pokna_ledger_post_duration_seconds` | histogram | — | time of one posting call, locks included |
 | `pokna_db_connections_checked_out` | gauge | — | connections checked out of the live workers' pools |
+| `pokna_db_gate_places` | gauge | — | places of the live workers' database gates (their pools' connections) |
+| `pokna_db_gate_waiting_requests` | gauge | — | requests waiting in the gates' queues for a place |
+| `pokna_db_gate_wait_seconds` | histogram | — | each request's wait for a place (0 when one was free), timeouts included |
+| `pokna_db_gate_timeouts_total` | counter | — | waits that ran out: 503 `database_unavailable` |
+| `pokna_backlog_up` | gauge | — | 1 if the backlog gauges below were read from the database (at most every 10 s), else 0 and they are left out |
+| `pokna_backlog_read_duration_seconds` | gauge | — | time the last read of the backlog gauges took |
+| `pokna_game_deadlines_overdue`, `pokna_game_deadline_overdue_seconds` | gauge | — | games past a turn or start deadline whose default is not applied yet, and how far past the oldest is |
+| `pokna_beacon_rolls_overdue`, `pokna_beacon_roll_overdue_seconds` | gauge | — | beacon-mode rolls still waiting past their deadline (round due + 5 s), and how far past the oldest is |
+| `pokna_wallets_held_by_overdue_rolls` | gauge | — | seated wallets those rolls hold |
+| `pokna_webhook_backlog`, `pokna_webhook_backlog_oldest_seconds` | gauge | `stage` | webhook work waiting: `fan_out` events, `delivery` deliveries due now; and how long the oldest has waited |
+| `pokna_ledger_unsigned_seconds` | gauge | — | age of the oldest journal transaction no signed checkpoint covers (0 when all are) |
 """
 
 router = APIRouter(tags=["operations"])
 _rendering = threading.Lock()
-_rendered: tuple[float, bytes] | None = None
+_rendered: tuple[float, BacklogGauges | None, bytes] | None = None
 
 
 @router.get(
@@ -113,7 +144,9 @@ def scrape(request: Request) -> Response:
         raise Forbidden(
             "/metrics answers only the addresses of POKNA_METRICS_ALLOWED_NETWORKS; scrape it from there"
         )
-    return Response(_exposition(), media_type=CONTENT_TYPE_PLAIN_0_0_4)
+    return Response(
+        _exposition(getattr(request.app.state, "backlog", None)), media_type=CONTENT_TYPE_PLAIN_0_0_4
+    )
 
 
 def allowed_scrape(settings: Settings) -> Callable[[Scope], bool]:
@@ -139,14 +172,18 @@ def _allowed(host: str | None, settings: Settings) -> bool:
     return any(address in network for network in settings.metrics_networks)
 
 
-def _exposition() -> bytes:
-    """One rendering per `SCRAPE_REUSE_SECONDS`, made by one thread while the others wait for it."""
+def _exposition(backlog: BacklogGauges | None) -> bytes:
+    """One rendering per `SCRAPE_REUSE_SECONDS`, made by one thread while the others wait for it: the
+    workers' metrics, then the app's backlog gauges (pokna.api.metrics_backlog)."""
     global _rendered  # one per process, like the registry it renders
     with _rendering:
         now = time.monotonic()
-        if _rendered is None or now - _rendered[0] >= SCRAPE_REUSE_SECONDS:
-            _rendered = (now, generate_latest(_registry()))
-        return _rendered[1]
+        if _rendered is None or now - _rendered[0] >= SCRAPE_REUSE_SECONDS or _rendered[1] is not backlog:
+            rendering = generate_latest(_registry())
+            if backlog is not None:
+                rendering += backlog.exposition()
+            _rendered = (now, backlog, rendering)
+        return _rendered[2]
 
 
 def _registry() -> CollectorRegistry:
@@ -174,6 +211,17 @@ class _PrometheusRecorder:
     def ledger_posted(self, transactions: int, seconds: float) -> None:
         LEDGER_TRANSACTIONS.inc(transactions)
         LEDGER_POST_SECONDS.observe(seconds)
+
+    def db_gate_places(self, places: int) -> None:
+        DB_GATE_PLACES.set(places)
+
+    def db_gate_waiting(self, change: int) -> None:
+        DB_GATE_WAITING.inc(change)
+
+    def db_gate_waited(self, seconds: float, timed_out: bool) -> None:
+        DB_GATE_WAIT_SECONDS.observe(seconds)
+        if timed_out:
+            DB_GATE_TIMEOUTS.inc()
 
 
 def enable(engine: Engine) -> None:

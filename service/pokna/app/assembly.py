@@ -4,6 +4,7 @@ Created per process; holds no game state."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from pokna import __version__
 from pokna.api import health, metrics
 from pokna.api.database_gate import DatabaseGate
+from pokna.api.metrics_backlog import BacklogGauges
 from pokna.api.middleware import Edge
 from pokna.api.problem_docs import PROBLEM_JSON
 from pokna.api.problems import Problem, install_problem_handlers
@@ -22,6 +24,7 @@ from pokna.app import webhook_events
 from pokna.app.answer_examples import example_answer
 from pokna.app.docs import install_docs
 from pokna.app.openapi_details import add_details, restore_webhook_examples
+from pokna.backlog import read_backlog
 from pokna.bundles import routes as audit
 from pokna.dealer import link_routes as fairness
 from pokna.dealer import routes as games
@@ -85,8 +88,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         lifespan=metrics.worker_lifespan,
     )
     app.state.runtime = runtime
+    metrics.enable(runtime.engine)  # first: the database gate reports its places
     app.state.database_gate = DatabaseGate.for_engine(runtime.engine, settings.database_pool_timeout_seconds)
-    metrics.enable(runtime.engine)
+    app.state.backlog = BacklogGauges(partial(read_backlog, runtime.monitoring_sessions))
     install_problem_handlers(app)
     _serve_openapi(app)
     install_docs(app)

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pokna.dealer.beacon_rolls import accept, chain_of, draws_rolls, pending_round
-from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.records import GameRecord, OverdueGames, SeatRecord
 from pokna.dealer.stepping import apply_step
 from pokna.dealer.store import game_store
 from pokna.dealer.writes import GameWrites, decide_under_lock
@@ -53,6 +53,12 @@ def due_games(session: Session, tenant_id: str, now: datetime, limit: int) -> li
     longest overdue first: what `pokna sweep` applies, each with apply_due_timeouts in a transaction of
     its own."""
     return game_store(session).due_games(session, tenant_id, now, limit)
+
+
+def overdue_games(session: Session, now: datetime) -> OverdueGames:
+    """What `pokna sweep` (or the next request touching each game) has still to apply at `now`, across
+    tenants: for `/metrics`, where an operator sees the sweeper stopped or the beacon's relays gone."""
+    return game_store(session).overdue_games(session, now)
 
 
 @dataclass(frozen=True)

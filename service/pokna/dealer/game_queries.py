@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table, and_, func, select
 from sqlalchemy.orm import Session
 
 from pokna import ledger
@@ -23,6 +23,7 @@ from pokna.dealer.records import (
     MUTABLE_GAME_COLUMNS,
     EventRecord,
     GameRecord,
+    OverdueGames,
     RollRecord,
     SeatRecord,
 )
@@ -127,6 +128,32 @@ class GameQueries:
             .limit(limit)
         )
         return [(row.tenant_id, row.id) for row in session.execute(query)]
+
+    def overdue_games(self, session: Session, now: datetime) -> OverdueGames:
+        """Across tenants, on the deadline's index: in a healthy service few games are past theirs."""
+        waiting_roll = _game.c.pending_roll.is_not(None)
+        passed = _game.c.turn_deadline_at <= now
+        games = session.execute(
+            select(
+                func.count().filter(~waiting_roll).label("deadlines"),
+                func.min(_game.c.turn_deadline_at).filter(~waiting_roll).label("oldest_deadline_at"),
+                func.count().filter(waiting_roll).label("rolls"),
+                func.min(_game.c.turn_deadline_at).filter(waiting_roll).label("oldest_roll_deadline_at"),
+            ).where(passed)
+        ).one()
+        held = session.scalar(
+            select(func.count())
+            .select_from(_seat)
+            .join(_game, and_(_game.c.tenant_id == _seat.c.tenant_id, _game.c.id == _seat.c.game_id))
+            .where(passed, waiting_roll)
+        )
+        return OverdueGames(
+            deadlines=int(games.deadlines),
+            oldest_deadline_at=games.oldest_deadline_at,
+            rolls=int(games.rolls),
+            oldest_roll_deadline_at=games.oldest_roll_deadline_at,
+            wallets_held=int(held or 0),
+        )
 
     def get_table(
         self, session: Session, tenant_id: str, table_id: str, *, for_update: bool = False

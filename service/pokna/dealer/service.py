@@ -9,11 +9,12 @@ lives: creating (creating.py), acting (acting.py), one rules step persisted (ste
 from __future__ import annotations
 
 from pokna.dealer.creating import NewGame, check_seating, create_game
-from pokna.dealer.deadlines import Clock, apply_due_timeouts, due_games
+from pokna.dealer.deadlines import Clock, apply_due_timeouts, due_games, overdue_games
 from pokna.dealer.fairness_link import fairness_link
 from pokna.dealer.playing import Caller, Keyed, Played, play, revenue_account_opener
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import AuditedGame, game_events, game_proof, games_for_audit, read_game
+from pokna.dealer.records import OverdueGames
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.tables import NewTable, create_table, deal_round, read_table
 
@@ -24,6 +25,7 @@ __all__ = [
     "Keyed",
     "NewGame",
     "NewTable",
+    "OverdueGames",
     "Played",
     "PlayerRequest",
     "RakeTerms",
@@ -37,6 +39,7 @@ __all__ = [
     "game_events",
     "game_proof",
     "games_for_audit",
+    "overdue_games",
     "play",
     "read_game",
     "read_table",

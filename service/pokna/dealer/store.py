@@ -18,7 +18,7 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import GameTable
-from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.records import EventRecord, GameRecord, OverdueGames, RollRecord, SeatRecord
 from pokna.dealer.store_postgres import PostgresGameStore
 
 
@@ -95,6 +95,10 @@ class GameStore(Protocol):
     def due_games(self, session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
         """(tenant id, game id) of the tenant's games whose deadline has passed at `now`, the longest
         overdue first."""
+        ...
+
+    def overdue_games(self, session: Session, now: datetime) -> OverdueGames:
+        """Every tenant's games past their deadline at `now`, and the wallets their waiting rolls hold."""
         ...
 
     def get_table(

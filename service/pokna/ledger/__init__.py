@@ -33,7 +33,13 @@ from pokna.ledger.audit_reads import (
 from pokna.ledger.audit_scan import verify_export_stream
 from pokna.ledger.batches import TransferBatch, transfer_batch
 from pokna.ledger.chain import LEDGER_CHAINS, chain_for
-from pokna.ledger.checkpoint import Checkpoint, checkpoint_document, list_checkpoints, take_checkpoint
+from pokna.ledger.checkpoint import (
+    Checkpoint,
+    checkpoint_document,
+    list_checkpoints,
+    oldest_unsigned_at,
+    take_checkpoint,
+)
 from pokna.ledger.errors import (
     AccountExists,
     AccountNotFound,
@@ -127,6 +133,7 @@ __all__ = [
     "house_account",
     "journal_span",
     "list_checkpoints",
+    "oldest_unsigned_at",
     "open_account",
     "post_transaction",
     "post_transfers",

@@ -128,6 +128,13 @@ def checkpoint_moved_heads(session: Session, signing_key: Ed25519PrivateKey) -> 
     return taken
 
 
+def oldest_unsigned_at(session: Session) -> datetime | None:
+    """When the oldest posting that no checkpoint pins yet was made, across tenants (None: every head is
+    signed). `pokna sweep` signs every moved head, so this stays within a sweep's interval while the sweeper
+    runs; `/metrics` shows its age."""
+    return repository.oldest_unsigned_at(session)
+
+
 def _signed_seqs(seq: int, heads: list[dict[str, Any]] | None) -> dict[int, int]:
     """{chain: seq} a checkpoint signed (chain 0 alone for one taken before there were chains)."""
     if heads is None:

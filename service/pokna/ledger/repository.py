@@ -8,6 +8,7 @@ locking the tenant's head and the caller's commit serializes that tenant's write
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Row, Table, and_, bindparam, insert, select, text, tuple_
@@ -319,6 +320,43 @@ def latest_checkpoint(session: Session, tenant_id: str) -> tuple[int, list[dict[
         .limit(1)
     ).first()
     return None if row is None else (int(row.seq), row.heads)
+
+
+# Per chain head: the seq its tenant's newest checkpoint signed (as pokna.ledger.checkpoint._signed_seqs reads
+# it: chain 0's `seq` alone for a checkpoint from before there were chains, 0 for a chain it does not name
+# or a tenant with none); the transaction after it is the oldest one no checkpoint covers. Every join is on
+# `tenant_id`, and the signed seq is read with a JSON path rather than a subquery, so that Citus runs it
+# on each shard for that shard's tenants.
+_OLDEST_UNSIGNED = text(
+    """
+    SELECT min(t.created_at) AS oldest_unsigned_at
+    FROM (
+        SELECT h.tenant_id, h.chain, h.last_seq, coalesce(
+            CASE WHEN latest.heads IS NULL THEN CASE WHEN h.chain = 0 THEN latest.seq END
+            ELSE jsonb_path_query_first(
+                latest.heads::jsonb, '$[*] ? (@.chain == $chain).seq', jsonb_build_object('chain', h.chain)
+            )::bigint END,
+            0) AS signed_seq
+        FROM ledger_head AS h
+        LEFT JOIN LATERAL (
+            SELECT c.seq, c.heads FROM ledger_checkpoint AS c
+            WHERE c.tenant_id = h.tenant_id
+            ORDER BY c.created_at DESC, c.id DESC
+            LIMIT 1
+        ) AS latest ON true
+    ) AS head
+    JOIN journal_transaction AS t
+        ON t.tenant_id = head.tenant_id AND t.chain = head.chain AND t.seq = head.signed_seq + 1
+    WHERE head.last_seq > head.signed_seq
+    """
+).columns(oldest_unsigned_at=_checkpoint.c.created_at.type)
+
+
+def oldest_unsigned_at(session: Session) -> datetime | None:
+    """When the oldest journal transaction that no signed checkpoint covers yet was posted, across tenants;
+    None when every chain's head is signed."""
+    oldest: datetime | None = session.execute(_OLDEST_UNSIGNED).scalar_one()
+    return oldest
 
 
 def checkpoints_between(session: Session, tenant_id: str, first_seq: int, last_seq: int) -> list[Row[Any]]:

@@ -32,6 +32,12 @@ class Recorder(Protocol):
 
     def ledger_posted(self, transactions: int, seconds: float) -> None: ...
 
+    def db_gate_places(self, places: int) -> None: ...
+
+    def db_gate_waiting(self, change: int) -> None: ...
+
+    def db_gate_waited(self, seconds: float, timed_out: bool) -> None: ...
+
 
 class _NotRecording:
     def http_request(self, method: str, route: str, status: int, seconds: float) -> None:
@@ -47,6 +53,15 @@ class _NotRecording:
         pass
 
     def ledger_posted(self, transactions: int, seconds: float) -> None:
+        pass
+
+    def db_gate_places(self, places: int) -> None:
+        pass
+
+    def db_gate_waiting(self, change: int) -> None:
+        pass
+
+    def db_gate_waited(self, seconds: float, timed_out: bool) -> None:
         pass
 
 
@@ -80,6 +95,23 @@ def game_finished(outcome: str) -> None:
 
 def ledger_posted(transactions: int, seconds: float) -> None:
     _recorder.ledger_posted(transactions, seconds)
+
+
+def db_gate_places(places: int) -> None:
+    """The places of this process's database gate (its pool's connections)."""
+    _recorder.db_gate_places(places)
+
+
+def db_gate_waiting(change: int) -> None:
+    """+1 when a request starts waiting in the gate's queue, -1 when it stops (a place, a timeout, a
+    client that left)."""
+    _recorder.db_gate_waiting(change)
+
+
+def db_gate_waited(seconds: float, timed_out: bool) -> None:
+    """One request's wait for a place, 0 for one that found a place free; `timed_out` for a wait that
+    ended in the 503."""
+    _recorder.db_gate_waited(seconds, timed_out)
 
 
 @contextmanager

@@ -7,6 +7,7 @@ are recorded by the domains, through pokna.outbox.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -30,6 +31,7 @@ __all__ = [
     "DeliveryPolicy",
     "EndpointChange",
     "NewEndpoint",
+    "WebhookBacklog",
     "WorkerReport",
     "create_endpoint",
     "delete_endpoint",
@@ -41,6 +43,7 @@ __all__ = [
     "rotate_secret",
     "run_worker",
     "update_endpoint",
+    "webhook_backlog",
 ]
 
 
@@ -48,3 +51,17 @@ def purge_finished_events(session: Session, tenant_id: str, now: datetime, reten
     """The tenant's events fanned out longer ago than `retention` whose deliveries are all delivered or
     failed, with those deliveries: what `pokna sweep` clears. How many events went."""
     return repository.purge_finished(session, tenant_id, now - retention)
+
+
+@dataclass(frozen=True)
+class WebhookBacklog:
+    """What the webhooks worker has still to do, across tenants: fan events out, attempt due deliveries."""
+
+    fan_out: repository.Waiting
+    delivery: repository.Waiting
+
+
+def webhook_backlog(session: Session, now: datetime) -> WebhookBacklog:
+    """For `/metrics`: a worker that stopped, or cannot keep up, shows here as work waiting longer and longer."""
+    fan_out, delivery = repository.backlog(session, now)
+    return WebhookBacklog(fan_out=fan_out, delivery=delivery)

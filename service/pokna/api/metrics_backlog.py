@@ -1,0 +1,112 @@
+"""The backlog gauges of `/metrics`: work the database holds that the sweeper, the webhooks worker or the
+beacon should already have done, and how long the oldest has waited.
+
+Counters cannot show these: the work is done (or not) by other processes (`pokna sweep`, `pokna webhooks
+deliver`), and a process that stopped counts nothing. So they are read from the database itself when
+`/metrics` is rendered, at most once per `BACKLOG_REUSE_SECONDS` per process, by a reader the app's
+assembly hands in (pokna.backlog asks each domain; this kernel knows none). Every API process reads the
+same database, so every one reports the same values: aggregate them with `max`, never `sum`
+(deploy/prometheus/). When the read fails, `pokna_backlog_up` is 0 and the other gauges are left out rather
+than reported stale.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+
+from pokna.metrics.backlog import Backlog, Late
+
+BACKLOG_REUSE_SECONDS = 10.0
+"""A read is reported again for this long: Prometheus scrapes every 15 s or so, and several scrapers (or
+a flood of scrapes) then cost the database one read per process every 10 s."""
+
+log = logging.getLogger("pokna.api")
+
+
+class BacklogGauges:
+    """A prometheus-client collector over the latest read; `exposition()` renders it."""
+
+    def __init__(self, read: Callable[[], Backlog]) -> None:
+        self._read = read
+        self._reading = threading.Lock()
+        self._latest: tuple[float, Backlog | None, float] | None = None
+        self._registry = CollectorRegistry(auto_describe=False)
+        self._registry.register(self)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self._registry)
+
+    def _current(self) -> tuple[Backlog | None, float]:
+        """The latest read and how long it took, read afresh when older than BACKLOG_REUSE_SECONDS."""
+        with self._reading:
+            now = time.monotonic()
+            if self._latest is None or now - self._latest[0] >= BACKLOG_REUSE_SECONDS:
+                started = time.perf_counter()
+                try:
+                    backlog: Backlog | None = self._read()
+                except Exception:
+                    log.warning("the backlog gauges of /metrics could not be read", exc_info=True)
+                    backlog = None
+                self._latest = (now, backlog, time.perf_counter() - started)
+            return self._latest[1], self._latest[2]
+
+    def collect(self) -> Iterator[Metric]:
+        backlog, seconds = self._current()
+        yield GaugeMetricFamily(
+            "pokna_backlog_up",
+            "1 if the backlog gauges were read from the database, else 0.",
+            0 if backlog is None else 1,
+        )
+        yield GaugeMetricFamily(
+            "pokna_backlog_read_duration_seconds", "Time the last read of the backlog gauges took.", seconds
+        )
+        if backlog is None:
+            return
+        yield from _late(
+            "pokna_game_deadlines_overdue",
+            "pokna_game_deadline_overdue_seconds",
+            "Games whose turn or start deadline passed and whose default action is not applied yet",
+            backlog.game_deadlines,
+        )
+        yield from _late(
+            "pokna_beacon_rolls_overdue",
+            "pokna_beacon_roll_overdue_seconds",
+            "Accepted beacon-mode rolls still waiting past their deadline (the round's due time plus 5 s)",
+            backlog.beacon_rolls,
+        )
+        yield GaugeMetricFamily(
+            "pokna_wallets_held_by_overdue_rolls",
+            "Seated wallets held by beacon-mode rolls waiting past their deadline (no money may leave them).",
+            backlog.wallets_held_by_overdue_rolls,
+        )
+        waiting = GaugeMetricFamily(
+            "pokna_webhook_backlog",
+            "Webhook work waiting for the worker: events to fan out, deliveries due now.",
+            labels=["stage"],
+        )
+        oldest = GaugeMetricFamily(
+            "pokna_webhook_backlog_oldest_seconds",
+            "How long the oldest waiting webhook work has waited (since it occurred, or became due).",
+            labels=["stage"],
+        )
+        for stage, late in (("fan_out", backlog.webhook_fan_out), ("delivery", backlog.webhook_delivery)):
+            waiting.add_metric([stage], late.count)
+            oldest.add_metric([stage], late.oldest_seconds)
+        yield waiting
+        yield oldest
+        yield GaugeMetricFamily(
+            "pokna_ledger_unsigned_seconds",
+            "Age of the oldest journal transaction that no signed checkpoint covers yet (0 when all are).",
+            backlog.ledger_unsigned_seconds,
+        )
+
+
+def _late(count_name: str, seconds_name: str, what: str, late: Late) -> Iterator[Metric]:
+    yield GaugeMetricFamily(count_name, f"{what}.", late.count)
+    yield GaugeMetricFamily(seconds_name, f"{what}: how long past it the oldest is.", late.oldest_seconds)
