@@ -5,12 +5,13 @@ An INVALID bundle gets no report: the findings are printed as `pokna audit verif
 written, exit 1. A bundle with games still in play is reported without them (they are counted on the page).
 Answers: 0 report written, 1 INVALID, 2 unusable input or a wrong option.
 
-SciPy and Matplotlib are imported only here, when the command runs, so `pokna audit verify` never pays
-for them.
+SciPy and Matplotlib are imported only here, once the bundle is verified: `pokna audit verify` never pays
+for them, nor do the worker processes that read the bundle.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from datetime import datetime
 from pathlib import Path
@@ -71,14 +72,11 @@ def report_command(
     from pokna.audit.play_tally import PlayTally
     from pokna.cli.errors import EXIT_USAGE, CommandError
 
-    try:
-        from pokna.audit.period_report import period_document
-        from pokna.report_page.page import render_page
-    except ImportError as missing:
+    missing = [name for name in ("scipy", "matplotlib") if importlib.util.find_spec(name) is None]
+    if missing:
         raise CommandError(
-            f"the report needs SciPy and Matplotlib ({missing.name} is not installed): pip install 'pokna[report]'"
-        ) from missing
-
+            f"the report needs SciPy and Matplotlib ({', '.join(missing)} not installed): pip install 'pokna[report]'"
+        )
     start, end = utc(settled_from), utc(settled_to)
     if start is not None and end is not None and start > end:
         raise CommandError("--to: the period ends before it starts (--from)", exit_code=EXIT_USAGE)
@@ -115,6 +113,10 @@ def report_command(
             f"no report: the bundle is INVALID, so its figures prove nothing ({html} not written)", err=True
         )
         answer_bundle(source, bundle, as_json=False)
+    # Only now: the workers that read the bundle were forked without them (a third of the memory).
+    from pokna.audit.period_report import period_document
+    from pokna.report_page.page import render_page
+
     document = period_document(tally, bundle, source=source.name, settled_from=start, settled_to=end)
     html.write_text(render_page(document), encoding="utf-8")
     if json_file is not None:

@@ -57,7 +57,14 @@ def render_page(document: dict[str, Any]) -> str:
 def _header(document: dict[str, Any]) -> str:
     bundle, period, testing = document["bundle"], document["period"], document["testing"]
     flags = testing["flags"]
-    window = f"{period['from'] or 'the start of the bundle'} to {period['to'] or 'its end'}"
+    if period["from"] is None and period["to"] is None:
+        window = "every game whose pot was paid out in the bundle"
+    else:
+        window = f"games whose pot was paid out from {period['from'] or 'the start'} to {period['to'] or 'the end'}"
+    tables = len(document["rtp"]["tables"])
+    paid = ""
+    if period["first_settled_at"] is not None:
+        paid = f" (first paid out {period['first_settled_at']}, last {period['last_settled_at']})"
     state = (
         f'<p class="verdict flagged">{flags} figure{"s" if flags != 1 else ""} flagged: see below.</p>'
         if flags
@@ -66,8 +73,8 @@ def _header(document: dict[str, Any]) -> str:
     return (
         '<header><p class="kicker">Pokna audit · RTP and RNG report</p>'
         f"<h1>Tenant {text(bundle['tenant_id'])}</h1>"
-        f"<p>Period: {text(window)}. <strong>{period['games']:,} games</strong> in "
-        f"{len(document['rtp']['tables'])} table configuration(s), {document['rng']['rolls']:,} rolls.</p>"
+        f"<p>Period: {text(window)}{text(paid)}. <strong>{period['games']:,} games</strong> in {tables} table "
+        f"configuration{'s' if tables != 1 else ''}, {document['rng']['rolls']:,} rolls.</p>"
         f"<p>Bundle <code>{text(bundle['source'])}</code> ({text(bundle['range'])}): verdict "
         f"<strong>{text(bundle['verdict'].upper())}</strong>. Every proof, roll and money movement was checked in "
         "the same pass that counted these figures.</p>"
