@@ -9,8 +9,10 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from pokna.audit.period_report import period_document
 from pokna.audit.play_facts import PlayFacts
 from pokna.audit.play_tally import PlayTally
+from pokna.audit.report import BundleReport
 from pokna.audit.rtp_figures import MIN_GAMES, table_figures
 from pokna.audit.significance import Level
 from pokna.game import GameConfig
@@ -84,6 +86,11 @@ def test_a_rake_off_its_terms_is_counted() -> None:
     (table,) = tally.tables.values()
     assert table.off_terms == 7
     assert table.rake == table.rake_by_terms + 7
+    document = period_document(tally, BundleReport(tenant_id="ten_rake"), source="bundle.jsonl")
+    (shown,) = document["rtp"]["tables"]
+    assert shown["rake"]["flagged"] is True
+    assert shown["rake"]["games_off_terms"] == 7
+    assert document["testing"]["flags"] >= 1
 
 
 def test_mixed_decisions_are_shown_but_not_tested() -> None:

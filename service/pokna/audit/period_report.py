@@ -39,8 +39,9 @@ def period_document(
     family: list[Test] = [side.test for _, figures in per_table for side in figures.sides] + rng_family
     level = level_for(family)
     z = float(stats.norm.isf(level.per_test / 2))
-    off_terms = sum(table.off_terms for table in tables)
+    # A table whose rake differs from its terms on some game is a flag of its own: no chance involved.
     flags = sum(test.p_value is not None and test.p_value < level.per_test for test in family)
+    flags += sum(table.off_terms > 0 for table in tables)
     return {
         "report": REPORT,
         "format": FORMAT,
@@ -69,7 +70,7 @@ def period_document(
                 "still_in_play": len(bundle.unrevealed_games),
             },
         },
-        "testing": level.to_json(flags + (1 if off_terms else 0)) | {"z": z},
+        "testing": level.to_json(flags) | {"z": z},
         "rtp": {
             "min_games": MIN_GAMES,
             "tables": [_table_json(table, figures, z, level.per_test) for table, figures in per_table],

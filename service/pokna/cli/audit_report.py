@@ -137,3 +137,7 @@ def report_command(
     for test in document["tests"]:
         if test["flagged"]:
             typer.echo(f"  FLAGGED  {test['title']}: p = {test['p_value']:.3g}")
+    for table in document["rtp"]["tables"]:
+        if table["rake"]["flagged"]:
+            off = table["rake"]["games_off_terms"]
+            typer.echo(f"  FLAGGED  {table['name']}: the rake of {off} game(s) differs from the terms")
