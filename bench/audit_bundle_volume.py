@@ -64,12 +64,17 @@ TENANT = "ten_bench"
 FUNDING = "acct_" + "f" * 32
 WALLETS = [f"acct_{index:032x}" for index in range(1, 201)]
 STAKE, RAISE, PLAYERS = 5, 3, 3
+# How often a survivor votes to roll again and a lone survivor challenges: mixed play by default; 0 and 0
+# is one policy (claim, split), as bench/audit_report.py can ask for.
+MIXED = (0.3, 0.4)
 _key: Any = None
+_chances = MIXED
 
 
-def _init(pem: bytes) -> None:
-    global _key
+def _init(pem: bytes, chances: tuple[float, float] = MIXED) -> None:
+    global _key, _chances
     _key = load_private_key_pem(pem)
+    _chances = chances
 
 
 def _game(index: int) -> tuple[str, str, dict[str, Any], list[tuple[str, str, str, int]], int]:
@@ -90,9 +95,9 @@ def _game(index: int) -> tuple[str, str, dict[str, Any], list[tuple[str, str, st
         if state.phase is Phase.OPEN:
             action: Any = Start(seat)
         elif state.phase is Phase.VOTING:
-            action = Vote(seat, VoteChoice.ROLL_AGAIN if rng.random() < 0.3 else VoteChoice.SPLIT)
+            action = Vote(seat, VoteChoice.ROLL_AGAIN if rng.random() < _chances[0] else VoteChoice.SPLIT)
         elif state.phase is Phase.LONE_SURVIVOR:
-            action = Challenge(seat) if rng.random() < 0.4 else Claim(seat)
+            action = Challenge(seat) if rng.random() < _chances[1] else Claim(seat)
         else:
             action = Roll(seat)
         result = step(
@@ -145,7 +150,9 @@ def _chunk(indices: range) -> list[tuple[str, str, dict[str, Any], list[tuple[st
     return [_game(index) for index in indices]
 
 
-def _bundle_lines(games: int, processes: int, pem: bytes, key: Any) -> Iterator[dict[str, Any] | str]:
+def _bundle_lines(
+    games: int, processes: int, pem: bytes, key: Any, chances: tuple[float, float]
+) -> Iterator[dict[str, Any] | str]:
     seq, prev = 0, GENESIS_HASH
 
     def transaction(
@@ -171,7 +178,7 @@ def _bundle_lines(games: int, processes: int, pem: bytes, key: Any) -> Iterator[
     for wallet in WALLETS:
         yield account_record(wallet, "player_wallet", "CREDIT")
         yield transaction("deposit", None, {}, [(FUNDING, -(10**9)), (wallet, 10**9)])
-    with ProcessPoolExecutor(processes, initializer=_init, initargs=(pem,)) as pool:
+    with ProcessPoolExecutor(processes, initializer=_init, initargs=(pem, chances)) as pool:
         chunks = [range(start, min(start + 500, games)) for start in range(0, games, 500)]
         for chunk in pool.map(_chunk, chunks):
             for game_id, pot, proof, moves, _rolls in chunk:
@@ -202,15 +209,16 @@ def _status(proof: dict[str, Any]) -> str:
     return "cancelled" if proof["outcome"]["reason"] == "cancelled" else "settled"
 
 
-def build(path: Path, games: int, processes: int) -> None:
-    """Write the bundle to `path` and its key ring to `path`.keys."""
+def build(path: Path, games: int, processes: int, chances: tuple[float, float] = MIXED) -> None:
+    """Write the bundle to `path` and its key ring to `path`.keys; `chances`: of a roll-again vote and of
+    a challenge."""
     key = generate_signing_key()
     pem = private_key_to_pem(key)
     body = path.with_name(path.name + ".body")
     started = time.perf_counter()
     counts: dict[str, int] = {}
     with body.open("w") as out:
-        for record in _bundle_lines(games, processes, pem, key):
+        for record in _bundle_lines(games, processes, pem, key, chances):
             if isinstance(record, dict) and "end_seq" in record:
                 end_seq, end_hash = record["end_seq"], record["end_hash"]
                 continue
@@ -263,10 +271,12 @@ class Measured:
     peak_tree_pss_mb: float
     peak_process_mb: float
     report: dict[str, Any]
+    output: str = ""
 
 
-def measure(argv: list[str]) -> Measured:
-    """Run the command as a child process, sampling its process tree's memory every 100 ms."""
+def measure(argv: list[str], *, answers_json: bool = True) -> Measured:
+    """Run the command as a child process, sampling its process tree's memory every 100 ms; its stdout is
+    read as JSON (`report`) unless `answers_json` is false (then it is kept as `output`)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(argv, stdout=output, env={**os.environ, "POKNA_TRACEBACK": "1"})
@@ -285,9 +295,15 @@ def measure(argv: list[str]) -> Measured:
         text = output.read().decode()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
-        raise SystemExit(f"verify exited {code}: {text[-3000:]}")
+        raise SystemExit(f"{argv[1:3]} exited {code}: {text[-3000:]}")
     return Measured(
-        seconds, usage.ru_utime + usage.ru_stime, rss / 1024, pss / 1024, hwm / 1024, json.loads(text)
+        seconds,
+        usage.ru_utime + usage.ru_stime,
+        rss / 1024,
+        pss / 1024,
+        hwm / 1024,
+        json.loads(text) if answers_json else {},
+        text,
     )
 
 

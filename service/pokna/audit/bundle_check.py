@@ -24,6 +24,7 @@ from typing import Any
 from pokna.audit.bundle_lines import read_line
 from pokna.audit.bundle_span import Span, signed_chains, span_problems, where
 from pokna.audit.journal import Journal
+from pokna.audit.play_tally import PlayTally
 from pokna.audit.proofs import GameProof
 from pokna.audit.records import (
     ACCOUNT,
@@ -43,7 +44,7 @@ from pokna.crypto.errors import CryptoError
 from pokna.crypto.signing import signature_problem
 from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.keyring import KeyRing
-from pokna.ledger.audit import ExportAudit, shape_problem
+from pokna.ledger.audit import ExportAudit, is_int, shape_problem
 
 Progress = Callable[[int, BundleReport], None]
 CHECKS = (
@@ -70,8 +71,10 @@ class BundleAudit:
         beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
         processes: int = 1,
         progress: Progress | None = None,
+        play: PlayTally | None = None,
     ) -> None:
         self.report = BundleReport(processes=processes, beacon_chains=tuple(beacon_chains))
+        self.play = play
         self.beacon_chains = tuple(beacon_chains)
         self.published = published_keys
         self.keys: KeyRing | None = published_keys
@@ -211,13 +214,15 @@ class BundleAudit:
             self.report.rolls += proof.rolls
             for problem in proof.problems:
                 self.report.found(number, GAME, record["game_id"], f"proof check {problem}")
+            if self.play is not None and proof.facts is not None:
+                self.play.game(record["game_id"], proof.facts.play)
 
     def _on_transaction(self, number: int, record: dict[str, Any]) -> None:
         line = {key: value for key, value in record.items() if key != "type"}
         problem = None if self.ledger_taken else shape_problem(line)
         if problem is not None:
             chain = line.get("chain", 0)
-            name = where(chain if _is_int(chain) else 0, line.get("seq"))
+            name = where(chain if is_int(chain) else 0, line.get("seq"))
             self.report.found(number, TRANSACTION, name, f"not a ledger transaction: {problem}")
             return
         chain, seq, hash_ = line.get("chain", 0), line["seq"], line["hash"]
@@ -245,6 +250,8 @@ class BundleAudit:
                     f"{where(chain, seq)}: the hash differs from the signed checkpoint (history rewritten)",
                 )
         self.journal.on_transaction(number, line)
+        if self.play is not None:
+            self.play.transaction(line, self.journal.closed)
 
     def _on_checkpoint(self, number: int, record: dict[str, Any]) -> None:
         """Right after the transaction of the first head it pins inside the signed range (in chain order),
@@ -369,10 +376,6 @@ class BundleAudit:
             self.report.found(1, HEADER, None, problem)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def verify_bundle(
     lines: Iterable[str | bytes],
     *,
@@ -380,13 +383,15 @@ def verify_bundle(
     beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
     processes: int = 1,
     progress: Progress | None = None,
+    play: PlayTally | None = None,
 ) -> BundleReport:
     """Lines of a bundle, checked here (processes=1) or on that many processes
     (pokna.audit.bundle_scan.verify_bundle_stream reads a file; this takes any lines). `beacon_chains`: every
-    drand chain a beacon-mode proof may name (quicknet unless the auditor trusts more, as tests do)."""
+    drand chain a beacon-mode proof may name (quicknet unless the auditor trusts more, as tests do). `play`:
+    a period report's sums (pokna.audit.play_tally), kept in the same pass."""
     from pokna.audit.bundle_scan import scan_lines
 
     audit = BundleAudit(
-        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress
+        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress, play=play
     )
     return scan_lines(audit, lines)

@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 
 from pokna.audit.bundle_check import BundleAudit, Progress
 from pokna.audit.bundle_lines import ReadLine, read_line
+from pokna.audit.play_tally import PlayTally
 from pokna.audit.records import TRANSACTION
 from pokna.audit.report import BundleReport
 from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
@@ -125,10 +126,12 @@ def verify_bundle_stream(
     beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
     processes: int = 1,
     progress: Progress | None = None,
+    play: PlayTally | None = None,
 ) -> BundleReport:
-    """verify_bundle of a file or a pipe (read from where it stands), on `processes` processes."""
+    """verify_bundle of a file or a pipe (read from where it stands), on `processes` processes; `play`: a
+    period report's sums, kept in the same pass."""
     audit = BundleAudit(
-        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress
+        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress, play=play
     )
     number = 0
     while number < _OPENING_LINES and (raw := stream.readline()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pokna.audit.play_facts import PlayFacts, play_facts
 from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna.fairness.errors import FairnessError, MalformedProofError
 from pokna.fairness.keyring import KeyRing
@@ -20,12 +21,14 @@ from pokna.fairness.verification import CheckStatus, verify_parsed_proof
 
 @dataclass(frozen=True, slots=True)
 class ProofFacts:
-    """What the money check (pokna.audit.money) needs of a parsed proof."""
+    """What the money check (pokna.audit.money) needs of a parsed proof, and what a period's report
+    (pokna.audit.play_tally) needs of it."""
 
     game_id: str
     reason: object  # the outcome's reason, whatever the proof holds there
     seats: tuple[tuple[int, str], ...]  # (seat, account_id) as the signed game terms name them
     transfers: tuple[TransferRecord, ...]
+    play: PlayFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,7 @@ def read_game_proof(
         proof.outcome.get("reason"),
         tuple((seat.seat, seat.account_id) for seat in proof.game.seats),
         proof.transfers,
+        play_facts(proof.game, proof.rolls, proof.actions, proof.outcome, proof.transfers),
     )
     signed = plain_signed_bytes(document) if plain else None
     return GameProof(facts, None, *proof_problems(proof, keys, signed, beacon_chains))

@@ -81,13 +81,13 @@ def verify_command(
 ) -> None:
     """Verify a ledger export or an audit bundle offline; a bundle is recognized by its first record."""
     try:
-        ring = _key_ring(keys)
+        ring = read_keys(keys)
         chains = trusted_chains(beacon_chain or [])
-        with _open_source(source) as opened:
+        with open_source(source) as opened:
             first = opened.readline()
             if not first.strip():
                 raise UnusableInputError(f"{source} is empty: there is nothing to verify")
-            stream = _rewound(opened, first)
+            stream = rewound(opened, first)
             shown = StderrProgress(progress)
             if is_bundle(first):
                 if checkpoint is not None or public_key is not None:
@@ -99,7 +99,7 @@ def verify_command(
                         stream,
                         keys=ring,
                         beacon_chains=chains,
-                        processes=processes or _cores(),
+                        processes=processes or cores(),
                         progress=lambda lines, _: shown.show(f"{lines:,} records read"),
                     )
                 finally:
@@ -108,7 +108,7 @@ def verify_command(
                     raise UnusableInputError(
                         f"the bundle {source} holds no transactions: there is nothing to verify"
                     )
-                _answer_bundle(source, bundle, as_json)
+                answer_bundle(source, bundle, as_json)
             if beacon_chain:
                 raise UnusableInputError(
                     "--beacon-chain checks the beacon-mode games of an audit bundle; a ledger export holds no games"
@@ -135,7 +135,7 @@ def verify_command(
     raise typer.Exit(EXIT_VALID if report.valid else EXIT_INVALID)
 
 
-def _key_ring(source: str | None) -> KeyRing | None:
+def read_keys(source: str | None) -> KeyRing | None:
     if source is None:
         return None
     return KeyRing.from_json(read_json_source(source, "key ring"))
@@ -159,7 +159,7 @@ def _verify_export(
     return verify_export_stream(stream, checkpoint=checkpoint_json, public_key=key, processes=processes)
 
 
-def _cores() -> int:
+def cores() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
@@ -215,7 +215,7 @@ class _ProgressReader:
         return self._stream.tell()
 
 
-def _rewound(stream: BinaryIO, first: bytes) -> BinaryIO:
+def rewound(stream: BinaryIO, first: bytes) -> BinaryIO:
     if stream.seekable():
         stream.seek(0)
         return stream
@@ -223,7 +223,7 @@ def _rewound(stream: BinaryIO, first: bytes) -> BinaryIO:
 
 
 @contextmanager
-def _open_source(path: Path) -> Iterator[Any]:
+def open_source(path: Path) -> Iterator[Any]:
     if str(path) == "-":
         yield sys.stdin.buffer
         return
@@ -235,7 +235,7 @@ def _open_source(path: Path) -> Iterator[Any]:
         yield handle
 
 
-def _answer_bundle(path: Path, report: BundleReport, as_json: bool) -> None:
+def answer_bundle(path: Path, report: BundleReport, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -339,7 +339,7 @@ def bundle_command(
     from pokna.service_keys import load_service_keys
     from pokna.settings import get_settings
 
-    span = BundleRange(from_seq, to_seq, _utc(from_time), _utc(to_time), chain)
+    span = BundleRange(from_seq, to_seq, utc(from_time), utc(to_time), chain)
     keys = load_service_keys(get_settings())
     with command_session() as session:
         require_tenant(session, tenant)
@@ -354,7 +354,7 @@ def bundle_command(
             StderrProgress(progress).written(lines, handle)
 
 
-def _utc(moment: datetime | None) -> datetime | None:
+def utc(moment: datetime | None) -> datetime | None:
     """Typer reads a time without a zone; the ledger's times are UTC."""
     from datetime import UTC
 

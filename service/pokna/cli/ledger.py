@@ -190,5 +190,6 @@ def checkpoint_command(
         handle.write(json.dumps(document, indent=2) + "\n")
 
 
-# `pokna audit ...` lives in pokna.cli.audit, on audit_app above.
-import pokna.cli.audit  # noqa: E402, F401
+# `pokna audit ...` lives in pokna.cli.audit and pokna.cli.audit_report, on audit_app above.
+import pokna.cli.audit  # noqa: E402
+import pokna.cli.audit_report  # noqa: E402, F401

@@ -1,0 +1,143 @@
+"""`pokna audit report BUNDLE --html FILE [--json FILE] [--from T] [--to T]`: a period's RTP and RNG report,
+made in the same pass that verifies the bundle (pokna.audit.bundle_scan with pokna.audit.play_tally).
+
+An INVALID bundle gets no report: the findings are printed as `pokna audit verify` prints them, nothing is
+written, exit 1. A bundle with games still in play is reported without them (they are counted on the page).
+Answers: 0 report written, 1 INVALID, 2 unusable input or a wrong option.
+
+SciPy and Matplotlib are imported only here, once the bundle is verified: `pokna audit verify` never pays
+for them, nor do the worker processes that read the bundle.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pokna.audit.records import is_bundle
+from pokna.audit.report import Verdict
+from pokna.cli.audit import answer_bundle, cores, open_source, read_keys, rewound, utc
+from pokna.cli.beacon_chains import BEACON_CHAIN_HELP, trusted_chains
+from pokna.cli.exit_codes import EXIT_UNUSABLE
+from pokna.cli.input_files import UnusableInputError
+from pokna.cli.ledger import PROGRESS_OPTION, StderrProgress, audit_app
+from pokna.crypto.errors import CryptoError
+from pokna.fairness.errors import FairnessError
+
+
+@audit_app.command("report")
+def report_command(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="BUNDLE.jsonl", help="An audit bundle (`pokna audit bundle`), or - for stdin."
+        ),
+    ],
+    html: Annotated[Path, typer.Option("--html", metavar="FILE", help="Write the report's page here.")],
+    json_file: Annotated[
+        Path | None,
+        typer.Option("--json", metavar="FILE", help="Write every figure of the page here, as JSON."),
+    ] = None,
+    settled_from: Annotated[
+        datetime | None,
+        typer.Option(
+            "--from", help="Games whose pot was paid out at or after this time (UTC unless a zone)."
+        ),
+    ] = None,
+    settled_to: Annotated[
+        datetime | None, typer.Option("--to", help="... and at or before this time (UTC unless a zone).")
+    ] = None,
+    keys: Annotated[
+        str | None,
+        typer.Option(
+            "--keys", help="The published key ring: a file of GET /v1/fairness/keys's JSON, or its URL."
+        ),
+    ] = None,
+    beacon_chain: Annotated[
+        list[Path] | None, typer.Option("--beacon-chain", metavar="FILE", help=BEACON_CHAIN_HELP)
+    ] = None,
+    processes: Annotated[
+        int | None, typer.Option("--processes", min=1, help="Worker processes (default: every core).")
+    ] = None,
+    progress: Annotated[bool | None, PROGRESS_OPTION] = None,
+) -> None:
+    """Verify an audit bundle and, if it is valid, report RTP per table and side against the exact odds and
+    the RNG's output (faces, colours, consecutive rolls, runs) over the period, as HTML (and JSON)."""
+    from pokna.audit.bundle_scan import verify_bundle_stream
+    from pokna.audit.play_tally import PlayTally
+    from pokna.cli.errors import EXIT_USAGE, CommandError
+
+    missing = [name for name in ("scipy", "matplotlib") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise CommandError(
+            f"the report needs SciPy and Matplotlib ({', '.join(missing)} not installed): pip install 'pokna[report]'"
+        )
+    start, end = utc(settled_from), utc(settled_to)
+    if start is not None and end is not None and start > end:
+        raise CommandError("--to: the period ends before it starts (--from)", exit_code=EXIT_USAGE)
+    tally = PlayTally(start, end)
+    try:
+        ring = read_keys(keys)
+        chains = trusted_chains(beacon_chain or [])
+        with open_source(source) as opened:
+            first = opened.readline()
+            if not is_bundle(first):
+                raise UnusableInputError(
+                    f"{source} is not an audit bundle (its first line is no pokna.audit.bundle header): "
+                    "a report needs every game's proof, which only a bundle holds"
+                )
+            shown = StderrProgress(progress)
+            try:
+                bundle = verify_bundle_stream(
+                    rewound(opened, first),
+                    keys=ring,
+                    beacon_chains=chains,
+                    processes=processes or cores(),
+                    progress=lambda lines, _: shown.show(f"{lines:,} records read"),
+                    play=tally,
+                )
+            finally:
+                shown.done()
+        if bundle.transactions == 0 and bundle.verdict is not Verdict.INVALID:
+            raise UnusableInputError(f"the bundle {source} holds no transactions: there is nothing to report")
+    except (UnusableInputError, FairnessError, CryptoError) as error:
+        typer.echo(f"UNUSABLE INPUT: {error}", err=True)
+        raise typer.Exit(EXIT_UNUSABLE) from error
+    if bundle.verdict is Verdict.INVALID:
+        typer.echo(
+            f"no report: the bundle is INVALID, so its figures prove nothing ({html} not written)", err=True
+        )
+        answer_bundle(source, bundle, as_json=False)
+    # Only now: the workers that read the bundle were forked without them (a third of the memory).
+    from pokna.audit.period_report import period_document
+    from pokna.report_page.page import render_page
+
+    document = period_document(tally, bundle, source=source.name, settled_from=start, settled_to=end)
+    html.write_text(render_page(document), encoding="utf-8")
+    if json_file is not None:
+        json_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    testing = document["testing"]
+    written = f"{html}" + (f" and {json_file}" if json_file is not None else "")
+    typer.echo(
+        f"Report of {document['period']['games']:,} games, {document['rng']['rolls']:,} rolls "
+        f"(bundle {bundle.verdict.value.upper()}): {written}"
+    )
+    for note in bundle.notes:
+        typer.echo(f"  note: {note}")
+    typer.echo(
+        f"  {testing['tests_run']} tests, each flagged below p = {testing['per_test_level']:.2g} "
+        f"(Bonferroni, {testing['family_alpha']} for the report): "
+        + ("nothing flagged" if not testing["flags"] else f"{testing['flags']} FLAGGED")
+    )
+    for test in document["tests"]:
+        if test["flagged"]:
+            typer.echo(f"  FLAGGED  {test['title']}: p = {test['p_value']:.3g}")
+    for table in document["rtp"]["tables"]:
+        if table["rake"]["flagged"]:
+            off = table["rake"]["games_off_terms"]
+            typer.echo(f"  FLAGGED  {table['name']}: the rake of {off} game(s) differs from the terms")
