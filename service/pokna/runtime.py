@@ -31,12 +31,25 @@ class Runtime:
 
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine | None = None) -> Runtime:
-        return cls(settings, engine or make_engine(database_url(settings), waits_of(settings)))
+        if engine is None:
+            engine = make_engine(
+                database_url(settings),
+                waits_of(settings),
+                pool_size=settings.database_pool_size,
+                max_overflow=settings.database_pool_overflow,
+            )
+        return cls(settings, engine)
 
     @cached_property
     def aio(self) -> AsyncDatabase:
-        """The hot paths' async connections to the engine's database, with the same waits."""
-        return AsyncDatabase.for_engine(self.engine, waits_of(self.settings))
+        """The hot paths' async connections to the engine's database, with the same waits and sizes; its
+        pool is opened by the app's lifespan (pokna.app.assembly)."""
+        return AsyncDatabase.for_engine(
+            self.engine,
+            waits_of(self.settings),
+            size=self.settings.database_pool_size,
+            overflow=self.settings.database_pool_overflow,
+        )
 
     @cached_property
     def monitoring_sessions(self) -> sessionmaker[Session]:

@@ -122,6 +122,18 @@ class Settings(BaseSettings):
     webhook_retention_seconds: int = Field(
         default=7 * 24 * 3600, ge=60, description="`pokna sweep` purges finished webhook events this old."
     )
+    database_pool_size: int = Field(
+        default=5,
+        ge=1,
+        description="Connections each API process keeps open in each of its two pools (the sessions' and "
+        "the hot paths'), and the floor of the database gate's places.",
+    )
+    database_pool_overflow: int = Field(
+        default=10,
+        ge=0,
+        description="Connections a pool may open beyond POKNA_DATABASE_POOL_SIZE under load; the database "
+        "gate has as many places as the two together.",
+    )
     database_pool_timeout_seconds: float = Field(
         default=10, gt=0, description="Longest wait for a free pooled connection before answering 503."
     )
@@ -287,6 +299,8 @@ VALID_VALUES: dict[str, str] = {
     "e.g. POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS=10.0.0.0/8,192.168.1.0/24",
     "webhook_secret_overlap_seconds": "seconds, at least 0, e.g. POKNA_WEBHOOK_SECRET_OVERLAP_SECONDS=86400",
     "webhook_retention_seconds": "seconds, at least 60, e.g. POKNA_WEBHOOK_RETENTION_SECONDS=604800",
+    "database_pool_size": "an integer of at least 1, e.g. POKNA_DATABASE_POOL_SIZE=5",
+    "database_pool_overflow": "an integer of at least 0, e.g. POKNA_DATABASE_POOL_OVERFLOW=10",
     "database_pool_timeout_seconds": "a number of seconds above 0, e.g. POKNA_DATABASE_POOL_TIMEOUT_SECONDS=10",
     "database_connect_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_CONNECT_TIMEOUT_SECONDS=5",
     "database_statement_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS=30",

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.app import create_app
 from pokna.db.engine import make_engine
 from pokna.db.outage import unavailable_reason
-from pokna.runtime import Runtime, waits_of
+from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support.api_checks import assert_problem
 from support.tenant_api import TenantApi, new_tenant
@@ -40,14 +40,15 @@ def tight_service(database_url: str, tmp_path: Path) -> Iterator[tuple[TenantApi
         database_pool_timeout_seconds=0.5,
         database_statement_timeout_seconds=1,
         database_retry_after_seconds=RETRY_AFTER,
+        database_pool_size=1,
+        database_pool_overflow=0,
     )
-    engine = make_engine(database_url, waits_of(settings), pool_size=1, max_overflow=0)
-    runtime = Runtime(settings, engine)
+    runtime = Runtime.from_settings(settings)
     try:
         with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
             yield new_tenant(client, runtime.sessions), runtime
     finally:
-        engine.dispose()
+        runtime.engine.dispose()
 
 
 @pytest.fixture

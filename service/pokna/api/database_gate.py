@@ -26,11 +26,9 @@ import asyncio
 import time
 from collections import OrderedDict, deque
 
-from sqlalchemy import Engine
-from sqlalchemy.pool import QueuePool
-
 from pokna import metrics
 from pokna.errors import DatabaseUnavailable
+from pokna.settings import Settings
 
 
 class DatabaseGate:
@@ -46,15 +44,12 @@ class DatabaseGate:
         metrics.db_gate_places(places)
 
     @classmethod
-    def for_engine(cls, engine: Engine, wait_seconds: float) -> DatabaseGate | None:
-        """As many places as the engine's pool can hand out connections (its size and its overflow); None
-        for a pool with no such bound (an in-memory SQLite database's single connection, an unlimited
-        overflow), where the pool itself never makes a thread wait for another."""
-        pool = engine.pool
-        overflow = getattr(pool, "_max_overflow", -1)  # QueuePool keeps it only privately
-        if not isinstance(pool, QueuePool) or overflow < 0:
-            return None
-        return cls(pool.size() + overflow, wait_seconds)
+    def for_settings(cls, settings: Settings) -> DatabaseGate:
+        """As many places as a pool can hand out connections, its size and its overflow: the sessions'
+        pool (pokna.db.engine) and the hot paths' (pokna.db.aio) are made with the same sizes, and a
+        request uses one of them at a time."""
+        places = settings.database_pool_size + settings.database_pool_overflow
+        return cls(places, settings.database_pool_timeout_seconds)
 
     async def enter(self, party: bytes) -> None:
         """Takes a place, waiting for one in the party's turn; `leave` gives it back."""

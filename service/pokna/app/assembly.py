@@ -4,6 +4,8 @@ Created per process; holds no game state."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -85,11 +87,11 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         # Such a path is unknown here like any other: 404 problem+json.
         redirect_slashes=False,
         generate_unique_id_function=_operation_id,
-        lifespan=metrics.worker_lifespan,
+        lifespan=partial(_lifespan, runtime),
     )
     app.state.runtime = runtime
     metrics.enable(runtime.engine)  # first: the database gate reports its places
-    app.state.database_gate = DatabaseGate.for_engine(runtime.engine, settings.database_pool_timeout_seconds)
+    app.state.database_gate = DatabaseGate.for_settings(settings)
     app.state.backlog = BacklogGauges(partial(read_backlog, runtime.monitoring_sessions))
     install_problem_handlers(app)
     _serve_openapi(app)
@@ -112,6 +114,13 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     )
     app.openapi = lambda: _problem_only_openapi(app)  # type: ignore[method-assign]
     return app
+
+
+@asynccontextmanager
+async def _lifespan(runtime: Runtime, app: FastAPI) -> AsyncIterator[None]:
+    """The hot paths' pool lives in the worker's event loop, from startup to shutdown (pokna.db.aio)."""
+    async with runtime.aio.opened(), metrics.worker_lifespan(app):
+        yield
 
 
 def _serve_openapi(app: FastAPI) -> None:

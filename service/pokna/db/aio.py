@@ -2,19 +2,33 @@
 
 A game action is the service's most frequent write and is sent as driver text in pipelines (BEGIN
 queued with the first statements, COMMIT with the last), so it costs three round trips and no thread.
+That is why these connections come from psycopg's own pool (`psycopg_pool.AsyncConnectionPool`) and not
+from SQLAlchemy's async engine: the code speaks psycopg (pipelines, `AsyncConnection`), and SQLAlchemy's
+engine would add an adapter around every connection and a greenlet around every call for nothing it uses.
 Everything else keeps its `Session` (pokna.db.engine); both reach the same database with the same waits
-(statement and idle-in-transaction timeouts, connect timeout, the same hosts of a multi-host URL).
+(statement and idle-in-transaction timeouts, connect timeout, the same hosts of a multi-host URL) and the
+same sizes (POKNA_DATABASE_POOL_SIZE, and _OVERFLOW more under load).
 
-The idle connections are kept in a plain list rather than a pool object with its own tasks and locks:
-those belong to one event loop, and a process may run the app on more than one (a test client without a
-lifespan starts a loop per request). How many connections are in use at once is bounded before a request
-gets here, by the database gate (pokna.api.database_gate), which counts every request that uses the
-database, sync or async. A pooled connection the server has closed (restart, crash, failover) is dropped
-at checkout without a round trip, with every other idle one, as pokna.db.engine does for its pool.
+A pool's tasks and locks belong to one event loop, so the pool is opened by whoever runs the loop for
+long: the app's lifespan (`opened`), closed at shutdown; each worker process opens its own. A caller in
+another loop (a test client without a lifespan starts one per request, a test's `asyncio.run`) gets a
+connection of its own for the block instead. How many connections are in use at once is bounded before
+a request gets here, by the database gate (pokna.api.database_gate), which has a place for each
+connection the pool may open, so the pool's own wait only ever covers opening one.
+
+Connections are checked as pokna.db.engine checks its own, rather than by the pool's `check` callback
+(a round trip per checkout, and a second's back-off after a failed one): one the server has closed
+(restart, crash, failover) is seen at checkout without a round trip, and every idle one is dropped with
+it (`drain`), so the next ones connect afresh. One given back inside a transaction or broken is closed
+at once, without the rollback the pool would send (a round trip a cancelled request may not finish), and
+the pool replaces it. A connection the pool cannot open is retried for `reconnect_timeout` only: past it
+the pool stops and connects again on the next request's demand, so a long outage does not leave the
+service waiting out psycopg_pool's doubling back-off once the database is back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import select
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,10 +37,13 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
+from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import Engine, event
 
 from pokna.db.backend import driver_parameters
 from pokna.db.engine import Waits
+
+Pool = AsyncConnectionPool[AsyncConnection[Any]]
 
 
 def conninfo_of(engine: Engine, waits: Waits) -> str:
@@ -48,61 +65,88 @@ def conninfo_of(engine: Engine, waits: Waits) -> str:
 
 
 class AsyncDatabase:
-    def __init__(self, conninfo: str, keep_idle: int) -> None:
+    def __init__(self, conninfo: str, min_size: int, max_size: int, connect_seconds: float) -> None:
         self._conninfo = conninfo
-        self._keep_idle = keep_idle
-        self._idle: list[AsyncConnection[Any]] = []
+        self._min_size = min_size
+        self._max_size = max_size
+        self._connect_seconds = connect_seconds
+        self._pool: Pool | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._drain_due = False
 
     @classmethod
-    def for_engine(cls, engine: Engine, waits: Waits) -> AsyncDatabase:
-        pool = engine.pool
-        keep_idle = getattr(pool, "size", lambda: 5)() + max(0, getattr(pool, "_max_overflow", 10))
-        database = cls(conninfo_of(engine, waits), keep_idle)
+    def for_engine(cls, engine: Engine, waits: Waits, size: int, overflow: int) -> AsyncDatabase:
+        """`size` connections kept open, up to `overflow` more under load (the engine's own pool sizes)."""
+        hosts = len(str(driver_parameters(engine).get("host", "")).split(","))
+        database = cls(conninfo_of(engine, waits), size, size + overflow, waits.connect * hosts)
         # One lifecycle with the engine's own connections: disposing of the engine (to pick up a changed
-        # server setting, after a failover) lets go of these too.
-        event.listen(engine, "engine_disposed", lambda _engine: database.drop_idle())
+        # server setting, after a failover) lets go of these too, at the next checkout, in the pool's loop.
+        event.listen(engine, "engine_disposed", lambda _engine: database.drain_soon())
         return database
+
+    @asynccontextmanager
+    async def opened(self) -> AsyncIterator[None]:
+        """The pool, open for the block in the running loop (the app's lifespan). It connects in the
+        background: a database that is down does not stop the app from starting."""
+        pool: Pool = AsyncConnectionPool(
+            self._conninfo,
+            kwargs={"autocommit": True},
+            min_size=self._min_size,
+            max_size=self._max_size,
+            timeout=self._connect_seconds,
+            reconnect_timeout=max(self._connect_seconds, 5),
+            name="pokna-hot-paths",
+            open=False,
+        )
+        await pool.open()
+        self._pool, self._loop, self._drain_due = pool, asyncio.get_running_loop(), False
+        try:
+            yield
+        finally:
+            if self._pool is pool:  # not another app's on the same runtime, opened since
+                self._pool = self._loop = None
+            await pool.close()
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
         """An autocommit connection (a transaction is `async with connection.transaction()`), given back
-        idle afterwards, or closed if it broke or was left inside a transaction."""
-        connection = await self._checkout()
+        to the pool afterwards, or closed if it broke or was left inside a transaction."""
+        pool = self._pool
+        if pool is None or self._loop is not asyncio.get_running_loop():
+            connection = await AsyncConnection.connect(self._conninfo, autocommit=True)
+            try:
+                yield connection
+            finally:
+                await connection.close()
+            return
+        connection = await self._checkout(pool)
         try:
             yield connection
         finally:
-            await self._give_back(connection)
+            # Shielded: a cancelled request still gives its connection back whole, or the pool would
+            # count it as taken for ever.
+            await asyncio.shield(_give_back(pool, connection))
 
-    async def fresh(self) -> AsyncConnection[Any]:
-        """A new connection, for a request whose first statement found its pooled one dead."""
-        self.drop_idle()
-        return await AsyncConnection.connect(self._conninfo, autocommit=True)
+    def drain_soon(self) -> None:
+        """Let go of every pooled connection at the next checkout (callable from any thread)."""
+        self._drain_due = True
 
-    async def _checkout(self) -> AsyncConnection[Any]:
-        while self._idle:
-            connection = self._idle.pop()
-            if _hung_up(connection):
-                await connection.close()
-                self.drop_idle()  # they died with it: the next ones connect afresh
-                break
+    async def _checkout(self, pool: Pool) -> AsyncConnection[Any]:
+        if self._drain_due:
+            self._drain_due = False
+            await pool.drain()
+        connection = await pool.getconn()
+        if not _hung_up(connection):
             return connection
-        return await AsyncConnection.connect(self._conninfo, autocommit=True)
+        await pool.putconn(connection)
+        await pool.drain()  # they died with it: the next ones connect afresh
+        return await pool.getconn()
 
-    async def _give_back(self, connection: AsyncConnection[Any]) -> None:
-        idle = connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        if connection.closed or connection.broken or not idle or len(self._idle) >= self._keep_idle:
-            await connection.close()
-        else:
-            self._idle.append(connection)
 
-    def drop_idle(self) -> None:
-        """Forget every idle connection (closing a socket needs no loop: psycopg closes it at once)."""
-        idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.pgconn.finish()
-
-    def close(self) -> None:
-        self.drop_idle()
+async def _give_back(pool: Pool, connection: AsyncConnection[Any]) -> None:
+    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        connection.pgconn.finish()  # closed at once, no round trip: the pool replaces it
+    await pool.putconn(connection)
 
 
 def _hung_up(connection: AsyncConnection[Any]) -> bool:
