@@ -21,9 +21,9 @@ Connections are checked as pokna.db.engine checks its own, rather than by the po
 (restart, crash, failover) is seen at checkout without a round trip, and every idle one is dropped with
 it (`drain`), so the next ones connect afresh. One given back inside a transaction or broken is closed
 at once, without the rollback the pool would send (a round trip a cancelled request may not finish), and
-the pool replaces it. A connection the pool cannot open is retried for `reconnect_timeout` only: past it
-the pool stops and connects again on the next request's demand, so a long outage does not leave the
-service waiting out psycopg_pool's doubling back-off once the database is back.
+the pool replaces it. A connection the pool cannot open is retried for RECONNECT_SECONDS only, then
+opened again on demand. While the database is away a request waits up to the connect timeout (per host)
+for a connection, then fails with psycopg_pool's `PoolTimeout`, an `OperationalError`: a 503.
 """
 
 from __future__ import annotations
@@ -44,6 +44,12 @@ from pokna.db.backend import driver_parameters
 from pokna.db.engine import Waits
 
 Pool = AsyncConnectionPool[AsyncConnection[Any]]
+
+RECONNECT_SECONDS = 1.0
+"""How long the pool retries a connection it failed to open (twice, this far apart) before it gives up
+and leaves the next one to the next request's demand, as a request of the home-made pool connected
+itself: psycopg_pool's doubling back-off (1, 2, 4 s...) would otherwise keep a service whose database
+came back waiting for its next turn."""
 
 
 def conninfo_of(engine: Engine, waits: Waits) -> str:
@@ -94,7 +100,7 @@ class AsyncDatabase:
             min_size=self._min_size,
             max_size=self._max_size,
             timeout=self._connect_seconds,
-            reconnect_timeout=max(self._connect_seconds, 5),
+            reconnect_timeout=RECONNECT_SECONDS,
             name="pokna-hot-paths",
             open=False,
         )
