@@ -23,7 +23,7 @@ from support.servers import serving
 
 SOAK_SECONDS = float(os.environ.get("POKNA_SOAK_SECONDS", "60"))
 WORKERS = 2
-POOL_PER_WORKER = 5 + 10  # SQLAlchemy's default QueuePool: 5 connections and 10 overflow
+POOL_PER_WORKER = 5 + 10  # POKNA_DATABASE_POOL_SIZE and _OVERFLOW's defaults: the gate's places
 CLIENTS = WORKERS * POOL_PER_WORKER + 10
 TENANTS = 4
 

@@ -47,8 +47,8 @@ Pool = AsyncConnectionPool[AsyncConnection[Any]]
 
 RECONNECT_SECONDS = 1.0
 """How long the pool retries a connection it failed to open (twice, this far apart) before it gives up
-and leaves the next one to the next request's demand, as a request of the home-made pool connected
-itself: psycopg_pool's doubling back-off (1, 2, 4 s...) would otherwise keep a service whose database
+and leaves the next one to the next request's demand (as each request connected itself before issue 35):
+psycopg_pool's doubling back-off (1, 2, 4 s...) would otherwise keep a service whose database
 came back waiting for its next turn."""
 
 
