@@ -55,4 +55,3 @@ def on_chain_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     tests/ledger/test_ledger_export_chains.py's."""
     for module in ("pokna.ledger.moving", "pokna.dealer.stepping", "pokna.dealer.writes", "pokna.ledger"):
         monkeypatch.setattr(f"{module}.chain_for", lambda _key: 0)
-    monkeypatch.setattr("pokna.ledger.posting.chain_for", lambda _key: 0)

@@ -9,9 +9,9 @@
    through ledger_post(), records the announcement and stores the answer, both with the seq, the hashes and
    the balance only the ledger's lock can tell filled in, and returns the answer's bytes.
 
-The same checks and the same answer as the synchronous `deposit` and `withdraw` (which commands and tests
-call): a wallet of the caller's tenant, a player wallet, an amount in range; InsufficientFunds (and nothing
-posted) for a withdrawal past the balance.
+The one way money enters and leaves a wallet, for the API and the tests alike: a wallet of the caller's
+tenant, a player wallet, an amount in range; InsufficientFunds (and nothing posted) for a withdrawal past
+the balance.
 """
 
 from __future__ import annotations
