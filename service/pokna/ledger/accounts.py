@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 
 from pokna.db.models.ledger import Account
 from pokna.db.types import new_id, utc_now
-from pokna.ledger import account_cache, repository
+from pokna.ledger import repository
 from pokna.ledger.chain import LEDGER_CHAINS
 from pokna.ledger.drafts import MAX_TEXT
 from pokna.ledger.errors import AccountExists, AccountNotFound, InvalidAccount, TenantNotFound
@@ -84,17 +84,6 @@ def funding_account(
     return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain)
 
 
-def funding_account_id(
-    session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
-) -> str:
-    """The id of `funding_account`, without a query once a committed transaction has found it."""
-    kind = AccountKind.EXTERNAL_FUNDING
-    known = account_cache.system_account_id(
-        session, tenant_id, kind.value, system_external_id(currency, chain)
-    )
-    return known if known is not None else _system_account(session, tenant_id, kind, currency, chain).id
-
-
 def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
     return _system_account(session, tenant_id, AccountKind.HOUSE, currency, 0)
 
@@ -145,7 +134,6 @@ def _system_account(
     external_id = system_external_id(currency, chain)
     found = repository.find_account(session, tenant_id, kind.value, external_id)
     if found is not None:
-        account_cache.found_system_account(session, tenant_id, kind.value, external_id, found.id)
         return found
     if not repository.tenant_exists(session, tenant_id):
         raise _tenant_not_found(tenant_id)
@@ -163,7 +151,6 @@ def _system_account(
     )
     found = repository.find_account(session, tenant_id, kind.value, external_id)
     assert found is not None
-    account_cache.found_system_account(session, tenant_id, kind.value, external_id, found.id)
     return found
 
 
