@@ -1,7 +1,8 @@
 """Export and offline verification of a large ledger: seconds and peak RSS of each, as separate processes.
 
-Loads N postings (N/2 two-leg transfers between 1,000 wallets, hash-chained exactly as the service does)
-into a throwaway PostgreSQL with COPY (every trigger fires), then runs
+Loads N postings into a throwaway PostgreSQL: 1,000 wallets funded through the deposit route's service
+function (each deposit on its wallet's chain), then two-leg transfers between them on chain 0, hash-chained
+exactly as the service does, with COPY (every trigger fires). Then runs
 `pokna ledger export --format jsonl` and `pokna audit verify` as child processes. Memory is sampled from
 /proc every 100 ms: the largest peak RSS (VmHWM) of any one process (`audit verify` forks workers), and
 the peak PSS of the command and its workers together (shared pages counted once).
@@ -18,6 +19,7 @@ outlives the run and keep the database, then point later runs at it:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -41,9 +43,11 @@ from pokna.db import migrate
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
-from pokna.ledger import deposit, open_account
+from pokna.ledger import open_account
 from pokna.ledger.chain import document_hash, format_timestamp, transaction_document
 from pokna.ledger.repository import read_head
+from pokna.tenants.service import issue_api_key
+from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 
 TENANT = "ten_export"
 WALLETS = 1000
@@ -56,12 +60,17 @@ def load(url: str, postings: int) -> int:
     sessions = make_sessionmaker(engine)
     with unit_of_work(sessions) as session:
         session.add(Tenant(id=TENANT, name="export bench", created_at=utc_now()))
-    wallets = []
     with unit_of_work(sessions) as session:
-        for index in range(WALLETS):
-            wallet = open_account(session, tenant_id=TENANT, kind="player_wallet", external_id=f"w{index}").id
-            deposit(session, tenant_id=TENANT, account_id=wallet, amount=10**9)
-            wallets.append(wallet)
+        api_key = issue_api_key(session, TENANT).secret
+        wallets = [
+            open_account(session, tenant_id=TENANT, kind="player_wallet", external_id=f"w{index}").id
+            for index in range(WALLETS)
+        ]
+    # Funded as the tenant's app funds them (support.money: the deposit route's service function), each on
+    # its wallet's chain; the transfers below are COPYed onto chain 0, after its deposits.
+    with teller_on(url, TENANT, api_key) as teller:
+        teller.run(_fund(teller, wallets))
+    with unit_of_work(sessions) as session:
         seq, prev_hash = read_head(session, TENANT)
     engine.dispose()
 
@@ -88,7 +97,9 @@ def load(url: str, postings: int) -> int:
                     )
                 )  # fmt: skip
                 transactions.append((transaction_id, TENANT, seq, "ante", "{}", 2, prev_hash, hash_, moment))
-                legs.extend((new_id("pst"), transaction_id, leg, *entry) for leg, entry in enumerate(pair))
+                legs.extend(
+                    (new_id("pst"), TENANT, transaction_id, leg, *entry) for leg, entry in enumerate(pair)
+                )
                 prev_hash = hash_
             with connection.cursor() as cursor:
                 with cursor.copy(
@@ -98,18 +109,28 @@ def load(url: str, postings: int) -> int:
                     for row in transactions:
                         copy.write_row(row)
                 with cursor.copy(
-                    "COPY posting (id, transaction_id, leg, account_id, amount, currency) FROM STDIN"
+                    "COPY posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) FROM STDIN"
                 ) as copy:
                     for row in legs:
                         copy.write_row(row)
                 cursor.execute(
-                    "UPDATE ledger_head SET last_seq = %s, last_hash = %s WHERE tenant_id = %s",
-                    (seq, prev_hash, TENANT),
+                    "INSERT INTO ledger_head (tenant_id, chain, last_seq, last_hash) VALUES (%s, 0, %s, %s) "
+                    "ON CONFLICT (tenant_id, chain) DO UPDATE SET last_seq = EXCLUDED.last_seq, "
+                    "last_hash = EXCLUDED.last_hash",
+                    (TENANT, seq, prev_hash),
                 )
             connection.commit()
             remaining -= count
             print(f"  loaded up to seq {seq}", file=sys.stderr, flush=True)
-    return seq * 2
+    return loaded_postings(url)
+
+
+async def _fund(teller: Teller, wallets: list[str]) -> None:
+    async def client(first: int) -> None:
+        for wallet in wallets[first::8]:
+            await teller.deposit(wallet, 10**9)
+
+    await asyncio.gather(*(client(first) for first in range(8)))
 
 
 @contextmanager

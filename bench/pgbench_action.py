@@ -47,10 +47,11 @@ from sqlalchemy.engine import make_url
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.dealer import service as dealer
 from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS
-from pokna.ledger import chain_for, deposit, funding_account, open_account
+from pokna.ledger import chain_for, funding_account, open_account
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
-from pokna.tenants.service import create_tenant
+from pokna.tenants.service import create_tenant, issue_api_key
+from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import find_bindir  # type: ignore[import-not-found,unused-ignore]
 
 BENCH_STEP = r"""
@@ -173,11 +174,14 @@ def _script(
 
 def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_too: bool = False) -> None:
     """Clients 0 .. clients-1 spread round-robin over `tenants`; with `one_tenant_too`, clients `clients` ..
-    2*clients-1 as well, all in one more tenant."""
+    2*clients-1 as well, all in one more tenant. Every wallet is funded as its tenant's app funds it
+    (support.money: the deposit route's service function, under the tenant's API key)."""
     keys = load_service_keys(Settings(data_dir=data_dir))
     clock = dealer.Clock(now=datetime.now(UTC), open_game_ttl=timedelta(days=30))
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
+    api_keys: dict[str, str] = {}
+    wallets_of: dict[str, list[str]] = {}
     with unit_of_work(sessions) as session:
         session.connection().exec_driver_sql(BENCH_STEP)
         tenant_ids = [create_tenant(session, f"pgbench {index}").id for index in range(tenants)]
@@ -185,14 +189,16 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
         if one_tenant_too:
             alone = create_tenant(session, "pgbench alone").id
             placed += [alone] * clients
+        for tenant_id in dict.fromkeys(placed):
+            api_keys[tenant_id] = issue_api_key(session, tenant_id).secret
         for client, tenant_id in enumerate(placed):
-            wallets = []
-            for seat in range(3):
-                wallet = open_account(
+            wallets = [
+                open_account(
                     session, tenant_id=tenant_id, kind="player_wallet", external_id=f"c{client}s{seat}"
                 ).id
-                deposit(session, tenant_id=tenant_id, account_id=wallet, amount=10**12)
-                wallets.append(wallet)
+                for seat in range(3)
+            ]
+            wallets_of.setdefault(tenant_id, []).extend(wallets)
             game = dealer.create_game(
                 session, keys, clock, tenant_id, dealer.NewGame(wallets[0], wallets[1:], stake=5)
             )
@@ -216,8 +222,17 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
                 {"first": clients},
             ).all()
             print(f"the one tenant's {clients} games post on {len(alone_chains)} distinct chains", flush=True)
-        session.execute(text("ANALYZE"))
+    for tenant_id, wallets in wallets_of.items():
+        with teller_on(url, tenant_id, api_keys[tenant_id]) as teller:
+            teller.run(_fund(teller, wallets))
+    with engine.begin() as connection:
+        connection.execute(text("ANALYZE"))
     engine.dispose()
+
+
+async def _fund(teller: Teller, wallets: list[str]) -> None:
+    for wallet in wallets:
+        await teller.deposit(wallet, 10**12)
 
 
 def _pgbench(url: str, script: Path, clients: int, seconds: int, base: int = 0) -> float:

@@ -33,7 +33,7 @@ def _relative(source: Path) -> str:
 
 
 def _part_of(module: str) -> str:
-    """`pokna.ledger.posting` -> `ledger`; `pokna.runtime` -> `runtime`."""
+    """`pokna.ledger.moving` -> `ledger`; `pokna.runtime` -> `runtime`."""
     return module.split(".")[1] if module.count(".") >= 1 else module
 
 

@@ -10,6 +10,7 @@ connection, so others are served; and that SIGTERM ends a server whose clients s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -18,24 +19,27 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from psycopg import AsyncConnection
 from sqlalchemy import create_engine, text
 
 from pokna.audit.bundle_scan import verify_bundle_stream
 from pokna.bundles.writer import BATCH_TRANSACTIONS
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
-from pokna.ledger import deposit, open_account
+from pokna.db.engine import make_sessionmaker, unit_of_work
+from pokna.ledger import open_account
 from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS
 from support.fault_servers import service_env, tenant_on
 from support.game_play import Api, obliging, play
+from support.money import Teller, teller_on
 from support.servers import Server, serving
 
 # Each test its own mark (not the module's): the Citus run of the first goes to the cluster's worker instead.
@@ -44,6 +48,7 @@ VOLUME = pytest.mark.xdist_group("bundle-volume")
 DEPOSITS = max(PAGE_TRANSACTIONS, BATCH_TRANSACTIONS) + 150
 SPREAD_WALLETS = 24
 SPREAD_DEPOSITS = 600
+CLIENTS = 4
 POKNA = str(Path(sys.executable).with_name("pokna"))
 
 
@@ -66,6 +71,37 @@ def _play_games(api: Api, wallets: list[str], count: int) -> list[str]:
     return game_ids
 
 
+async def _deposits(teller: Teller) -> None:
+    """DEPOSITS to one new wallet, then SPREAD_DEPOSITS over SPREAD_WALLETS more, through the service function
+    the deposit route calls, a few clients at once."""
+    with unit_of_work(make_sessionmaker(teller.engine)) as session:
+        wallet = open_account(
+            session, tenant_id=teller.tenant_id, kind="player_wallet", external_id="volume"
+        ).id
+        spread = [
+            open_account(
+                session, tenant_id=teller.tenant_id, kind="player_wallet", external_id=f"s{index}"
+            ).id
+            for index in range(SPREAD_WALLETS)
+        ]
+
+    async def client(
+        first: int, moves: int, deposit: Callable[[int, AsyncConnection[Any]], Awaitable[object]]
+    ) -> None:
+        async with teller.database.connection() as connection:
+            for index in range(first, moves, CLIENTS):
+                await deposit(index, connection)
+
+    async def volume(index: int, connection: AsyncConnection[Any]) -> object:
+        return await teller.deposit(wallet, 1, reference=f"d{index}", connection=connection)
+
+    async def spread_out(index: int, connection: AsyncConnection[Any]) -> object:
+        return await teller.deposit(spread[index % SPREAD_WALLETS], 1, connection=connection)
+
+    await asyncio.gather(*(client(first, DEPOSITS, volume) for first in range(CLIENTS)))
+    await asyncio.gather(*(client(first, SPREAD_DEPOSITS, spread_out) for first in range(CLIENTS)))
+
+
 @pytest.fixture
 def books(database_url: str, tmp_path: Path) -> Iterator[Books]:
     """Games, then more deposits than any batch holds (on one wallet's chain: past a page of the export
@@ -84,25 +120,8 @@ def books(database_url: str, tmp_path: Path) -> Iterator[Books]:
         api = Api(http, api_key)
         wallets = [api.wallet(10_000) for _ in range(4)]
         game_ids = _play_games(api, wallets, 2)
-        engine = make_engine(database_url)
-        try:
-            with unit_of_work(make_sessionmaker(engine)) as session:
-                wallet = open_account(
-                    session, tenant_id=tenant_id, kind="player_wallet", external_id="volume"
-                ).id
-                for index in range(DEPOSITS):
-                    deposit(session, tenant_id=tenant_id, account_id=wallet, amount=1, reference=f"d{index}")
-                spread = [
-                    open_account(
-                        session, tenant_id=tenant_id, kind="player_wallet", external_id=f"s{index}"
-                    ).id
-                    for index in range(SPREAD_WALLETS)
-                ]
-            for index in range(SPREAD_DEPOSITS):  # a unit of work each: a unit posts on one chain
-                with unit_of_work(make_sessionmaker(engine)) as session:
-                    deposit(session, tenant_id=tenant_id, account_id=spread[index % SPREAD_WALLETS], amount=1)
-        finally:
-            engine.dispose()
+        with teller_on(database_url, tenant_id, api_key) as teller:
+            teller.run(_deposits(teller))
         game_ids += _play_games(api, wallets, 2)
         api.ok(api.post("/v1/ledger/checkpoints", idempotency_key="volume-checkpoint"), 201)
         engine = create_engine(database_url)

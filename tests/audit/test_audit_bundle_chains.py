@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.audit.bundle_check import verify_bundle
@@ -22,29 +23,21 @@ from pokna.audit.report import Verdict
 from pokna.bundles import BundleRange, open_bundle
 from pokna.crypto.signing import generate_signing_key, sign_document
 from pokna.db.engine import unit_of_work
-from pokna.db.models.tenant import Tenant
-from pokna.db.types import new_id, utc_now
 from pokna.fairness.keyring import KeyRing
-from pokna.ledger import chain_for, deposit, export_jsonl, open_account, withdraw
+from pokna.ledger import chain_for, export_jsonl
 from pokna.ledger import repository as ledger_repository
 from pokna.ledger.chain import GENESIS_HASH, line_hash
 from pokna.ledger.checkpoint import take_checkpoint
 from pokna.runtime import Runtime
+from support.tenant_api import TenantApi, new_tenant
 
 
-def _tenant(sessions: sessionmaker[Session]) -> str:
-    tenant_id = new_id("ten")
-    with unit_of_work(sessions) as session:
-        session.add(Tenant(id=tenant_id, name="Mos Eisley", created_at=utc_now()))
-    return tenant_id
+def _wallets(api: TenantApi, count: int) -> list[str]:
+    return [api.wallet(external_id=f"w{index}") for index in range(count)]
 
 
-def _wallets(sessions: sessionmaker[Session], tenant_id: str, count: int) -> list[str]:
-    with unit_of_work(sessions) as session:
-        return [
-            open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id=f"w{index}").id
-            for index in range(count)
-        ]
+def _moved(response: Any) -> None:
+    assert response.status_code == 201, response.text
 
 
 def _old_bundle(sessions: sessionmaker[Session], tenant_id: str) -> tuple[list[str], KeyRing]:
@@ -105,15 +98,15 @@ def _old_bundle(sessions: sessionmaker[Session], tenant_id: str) -> tuple[list[s
 
 
 def test_a_bundle_from_before_chains_still_verifies(
-    sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+    client: TestClient, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pokna.ledger.posting.chain_for", lambda _key: 0)  # the journal before chains
-    tenant_id = _tenant(sessions)
-    wallets = _wallets(sessions, tenant_id, 2)
-    with unit_of_work(sessions) as session:
-        for wallet in wallets:
-            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=50)
-        withdraw(session, tenant_id=tenant_id, account_id=wallets[0], amount=20)
+    monkeypatch.setattr("pokna.ledger.moving.chain_for", lambda _key: 0)  # the journal before chains
+    api = new_tenant(client, sessions, "Mos Eisley")
+    tenant_id = api.tenant_id
+    wallets = _wallets(api, 2)
+    for wallet in wallets:
+        _moved(api.deposit(wallet, 50))
+    _moved(api.withdraw(wallets[0], 20))
     lines, ring = _old_bundle(sessions, tenant_id)
     report = verify_bundle(lines, keys=ring)
     assert report.findings == [], report.to_json()
@@ -140,14 +133,14 @@ def _bundle(sessions: sessionmaker[Session], runtime: Runtime, tenant_id: str, *
 
 
 def test_a_checkpoint_of_every_head_is_checked_on_each_chain(
-    sessions: sessionmaker[Session], runtime: Runtime
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    tenant_id = _tenant(sessions)
-    wallets = _wallets(sessions, tenant_id, 6)
+    api = new_tenant(client, sessions, "Mos Eisley")
+    tenant_id = api.tenant_id
+    wallets = _wallets(api, 6)
     for round_ in range(3):
-        for wallet in wallets:  # a unit of work each: each deposit on its wallet's chain
-            with unit_of_work(sessions) as session:
-                deposit(session, tenant_id=tenant_id, account_id=wallet, amount=10)
+        for wallet in wallets:  # each deposit on its wallet's chain
+            _moved(api.deposit(wallet, 10))
         if round_ == 1:
             with unit_of_work(sessions) as session:
                 take_checkpoint(session, tenant_id, runtime.keys.signing_key)
@@ -191,12 +184,14 @@ def test_a_checkpoint_of_every_head_is_checked_on_each_chain(
     ), rewritten.to_json()
 
 
-def test_every_chain_is_signed_whole_in_order(sessions: sessionmaker[Session], runtime: Runtime) -> None:
-    tenant_id = _tenant(sessions)
-    for wallet in _wallets(sessions, tenant_id, 6):
+def test_every_chain_is_signed_whole_in_order(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    api = new_tenant(client, sessions, "Mos Eisley")
+    tenant_id = api.tenant_id
+    for wallet in _wallets(api, 6):
         for _ in range(2):
-            with unit_of_work(sessions) as session:
-                deposit(session, tenant_id=tenant_id, account_id=wallet, amount=10)
+            _moved(api.deposit(wallet, 10))
     ring = runtime.keys.key_ring
     documents = [json.loads(line) for line in _bundle(sessions, runtime, tenant_id)]
     chains = [entry["chain"] for entry in documents[0]["chains"]]

@@ -8,18 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 import pokna.cli.ledger  # registers `ledger` and `audit`; its progress clock is moved below
 from pokna.cli.app import app
 from pokna.crypto.signing import public_key_to_b64url
-from pokna.db.engine import unit_of_work
-from pokna.ledger import deposit, open_account, withdraw
 from pokna.ledger.chain import chain_for
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
-from pokna.tenants import service as tenants
+from support.tenant_api import TenantApi, new_tenant
 
 runner = CliRunner()
 
@@ -35,17 +34,20 @@ def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture
-def tenant_id(sessions: sessionmaker[Session]) -> str:
-    with unit_of_work(sessions) as session:
-        return tenants.create_tenant(session, "Mos Eisley").id
+def tenant_api(client: TestClient, sessions: sessionmaker[Session]) -> TenantApi:
+    return new_tenant(client, sessions, "Mos Eisley")
 
 
 @pytest.fixture
-def funded(cli_env: Path, sessions: sessionmaker[Session], tenant_id: str) -> str:
-    with unit_of_work(sessions) as session:
-        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet").id
-        deposit(session, tenant_id=tenant_id, account_id=wallet, amount=90)
-        withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=15)
+def tenant_id(tenant_api: TenantApi) -> str:
+    return tenant_api.tenant_id
+
+
+@pytest.fixture
+def funded(cli_env: Path, tenant_api: TenantApi) -> str:
+    """A wallet with a deposit and a withdrawal, over HTTP."""
+    wallet = tenant_api.wallet(90)
+    assert tenant_api.withdraw(wallet, 15).status_code == 201
     return wallet
 
 

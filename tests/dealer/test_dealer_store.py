@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import pytest
 from sqlalchemy import func, select, text
@@ -32,29 +33,42 @@ from pokna.dealer.requests import (
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import PostgresGameStore
-from pokna.ledger import chain_for, deposit, open_account, withdraw
+from pokna.ledger import chain_for, open_account
 from pokna.runtime import Runtime
-from pokna.tenants.service import create_tenant
 from support.acting import act
+from support.money import Teller, new_teller
 
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
 
 
-def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> tuple[str, str, list[str]]:
+class Seated(NamedTuple):
+    tenant_id: str
+    game_id: str
+    wallets: list[str]
+    teller: Teller
+
+
+def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> Seated:
+    """A tenant's wallets holding 50, 7 and 0 (deposited as its app deposits) seated in a new game."""
+    teller = new_teller(runtime, sessions, "repository")
     with unit_of_work(sessions) as session:
-        tenant_id = create_tenant(session, "repository").id
-        wallets = []
-        for index, amount in enumerate((50, 7, 0)):
-            wallet = open_account(
-                session, tenant_id=tenant_id, kind="player_wallet", external_id=f"p{index}"
+        wallets = [
+            open_account(
+                session, tenant_id=teller.tenant_id, kind="player_wallet", external_id=f"p{index}"
             ).id
-            if amount:
-                deposit(session, tenant_id=tenant_id, account_id=wallet, amount=amount)
-            wallets.append(wallet)
+            for index in range(3)
+        ]
+
+    async def fund() -> None:
+        for wallet, amount in zip(wallets, (50, 7), strict=False):
+            await teller.deposit(wallet, amount)
+
+    teller.run(fund())
+    with unit_of_work(sessions) as session:
         view = games.create_game(
-            session, runtime.keys, CLOCK, tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5)
+            session, runtime.keys, CLOCK, teller.tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5)
         )
-    return tenant_id, view.id, wallets
+    return Seated(teller.tenant_id, view.id, wallets, teller)
 
 
 def test_every_session_gets_the_postgresql_game_store(sessions: sessionmaker[Session]) -> None:
@@ -86,9 +100,8 @@ def _play_to_the_end(
 def test_the_proofs_one_query_reads_what_the_plain_queries_do(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    tenant_id, game_id, wallets = _new_game(sessions, runtime)
-    with unit_of_work(sessions) as session:
-        deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
+    tenant_id, game_id, wallets, teller = _new_game(sessions, runtime)
+    teller.run(teller.deposit(wallets[2], 5))
     assert _play_to_the_end(sessions, runtime, tenant_id, game_id).status == "settled"
     with sessions() as session:
         events, rolls = PostgresGameStore().recorded_for_proof(session, tenant_id, game_id)
@@ -118,7 +131,7 @@ def test_the_proofs_one_query_reads_what_the_plain_queries_do(
 def test_lock_game_and_seats_reads_what_the_plain_reads_do(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    tenant_id, game_id, wallets = _new_game(sessions, runtime)
+    tenant_id, game_id, wallets, _ = _new_game(sessions, runtime)
     act(
         runtime, CLOCK, tenant_id, game_id,
         SetClientSeedAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
@@ -138,7 +151,7 @@ def test_lock_game_and_seats_reads_what_the_plain_reads_do(
 def test_lock_game_and_seats_of_another_tenant_is_not_found(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    _, game_id, _ = _new_game(sessions, runtime)
+    _, game_id, _, _ = _new_game(sessions, runtime)
     with sessions() as session, pytest.raises(Exception, match="no game"):
         game_store(session).lock_game_and_seats(session, "ten_other", game_id)
 
@@ -146,7 +159,7 @@ def test_lock_game_and_seats_of_another_tenant_is_not_found(
 def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    tenant_id, game_id, _ = _new_game(sessions, runtime)
+    tenant_id, game_id, _, _ = _new_game(sessions, runtime)
     holder = sessions()
     # What setting a client seed does under the game's lock: the seat changes and the version moves on.
     game_store(holder).lock_game_and_seats(holder, tenant_id, game_id)
@@ -179,42 +192,74 @@ def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     assert seen == ["bib-fortuna"]
 
 
+@pytest.mark.parametrize(
+    ("move", "outcome"),
+    [("withdraw", "cannot_pay"), ("deposit", "started")],
+)
 def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
-    sessions: sessionmaker[Session], runtime: Runtime
+    sessions: sessionmaker[Session], runtime: Runtime, move: str, outcome: str
 ) -> None:
-    """The start is decided on balances read without a lock (player 1 holds 7, enough for the ante of
-    5). Before it posts, a withdrawal leaves 2: the ledger answers with the held balances, the step is
-    decided again on them, and the start is refused as the rules say, with nothing posted."""
-    tenant_id, game_id, wallets = _new_game(sessions, runtime)
-    with unit_of_work(sessions) as session:
-        deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
-    withdrawal = sessions()
-    withdraw(withdrawal, tenant_id=tenant_id, account_id=wallets[1], amount=5)  # holds the ledger's locks
-    outcome: list[BaseException | GameOut] = []
+    """The start is decided on balances read without a lock (player 1 holds 7, enough for the ante of 5),
+    and its game_write() waits for the game's chain's head. Meanwhile a withdrawal leaves 2 (or a deposit
+    12): the ledger answers that the balances moved, nothing of the first decision is written, and the
+    start is decided again on the balances the ledger's locks hold: refused as the rules say, with nothing
+    posted (or, with more money, posted)."""
+    seated = _new_game(sessions, runtime)
+    while chain_for(seated.game_id) == chain_for(seated.wallets[1]):  # the move must not wait for that head
+        seated = _new_game(sessions, runtime)
+    tenant_id, game_id, wallets, teller = seated
+    teller.run(teller.deposit(wallets[2], 5))
+    head = {"tenant_id": tenant_id, "chain": chain_for(game_id)}
+    with unit_of_work(sessions) as session:  # its head as ledger_post() creates it on a chain's first posting
+        session.execute(
+            text(
+                "INSERT INTO ledger_head (tenant_id, chain, last_seq, last_hash) "
+                "VALUES (:tenant_id, :chain, 0, repeat('0', 64)) ON CONFLICT DO NOTHING"
+            ),
+            head,
+        )
+    holder = sessions()
+    holder.execute(
+        text("SELECT last_seq FROM ledger_head WHERE tenant_id = :tenant_id AND chain = :chain FOR UPDATE"),
+        head,
+    )
+    answers: list[BaseException | GameOut] = []
 
     def start() -> None:
         action = StartAction(type="start", account_id=wallets[0])
         try:
-            outcome.append(act(runtime, CLOCK, tenant_id, game_id, action))
+            answers.append(act(runtime, CLOCK, tenant_id, game_id, action))
         except BaseException as error:
-            outcome.append(error)
+            answers.append(error)
 
     starter = threading.Thread(target=start)
     starter.start()
-    starter.join(1.0)
-    assert starter.is_alive(), "the start should wait for the ledger's lock"
-    withdrawal.commit()
-    withdrawal.close()
-    starter.join(10)
-    assert len(outcome) == 1
-    refusal = outcome[0]
-    assert isinstance(refusal, ActionRefused)
-    assert refusal.code == "cannot_pay"
+    try:
+        _backend_waiting_for_a_lock(sessions, "game_write")  # decided on 7, waiting to post
+        moved = teller.run(getattr(teller, move)(wallets[1], 5))
+        assert moved["balance"] == {"withdraw": 2, "deposit": 12}[move]
+    finally:
+        holder.commit()
+        holder.close()
+        starter.join(60)
+    assert len(answers) == 1
+    balances = {wallets[0]: 50, wallets[1]: {"withdraw": 2, "deposit": 12}[move], wallets[2]: 5}
     with sessions() as session:
-        game, _, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
+        posted = session.scalar(select(func.count()).where(JournalTransaction.reference == game_id))
+        game, _, held = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
+    if outcome == "cannot_pay":
+        refusal = answers[0]
+        assert isinstance(refusal, ActionRefused), refusal
+        assert refusal.code == "cannot_pay"
         assert game.status == "open"
-        assert balances == {wallets[0]: 50, wallets[1]: 2, wallets[2]: 5}
-        assert session.scalar(select(func.count()).where(JournalTransaction.reference == game_id)) == 0
+        assert held == balances
+        assert posted == 0
+    else:
+        assert isinstance(answers[0], GameOut), answers[0]
+        assert game.status == "in_progress"
+        # The players' antes, decided on the balances held (the Vigo pays none).
+        assert held == {wallets[0]: 50, wallets[1]: 12 - 5, wallets[2]: 0}
+        assert posted == 2
 
 
 @pytest.mark.parametrize(
@@ -239,9 +284,8 @@ def test_game_write_writes_the_rest_of_the_step_before_it_waits_for_the_ledger_h
     0012_head_last): while another transaction holds the head of the game's chain, a start waits for it having
     already updated the game and inserted its events (it holds their tables' write locks, and none on the
     journal's), and once the head is free it posts the antes and the money events name their ledger seq."""
-    tenant_id, game_id, wallets = _new_game(sessions, runtime)
-    with unit_of_work(sessions) as session:
-        deposit(session, tenant_id=tenant_id, account_id=wallets[2], amount=5)
+    tenant_id, game_id, wallets, teller = _new_game(sessions, runtime)
+    teller.run(teller.deposit(wallets[2], 5))
     chain = {"tenant_id": tenant_id, "chain": chain_for(game_id)}  # the chain the game posts on
     with unit_of_work(sessions) as session:  # its head as ledger_post() creates it on a chain's first posting
         session.execute(

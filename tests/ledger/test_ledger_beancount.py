@@ -10,19 +10,13 @@ from pathlib import Path
 import pytest
 from beancount import loader
 from beancount.core import data
+from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import (
-    AccountTransfer,
-    deposit,
-    export_beancount,
-    house_account,
-    open_account,
-    post_transfers,
-    trial_balance,
-    withdraw,
-)
+from pokna.ledger import export_beancount, trial_balance
+from support.game_play import Api, obliging, play
+from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
 pytestmark = pytest.mark.usefixtures("on_chain_zero")
@@ -30,27 +24,16 @@ pytestmark = pytest.mark.usefixtures("on_chain_zero")
 BEAN_CHECK = Path(sys.executable).with_name("bean-check")
 
 
-def _books(sessions: sessionmaker[Session], tenant_id: str) -> None:
-    with unit_of_work(sessions) as session:
-        han = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="han").id
-        greedo = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id='gree"do\\').id
-        pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="cantina").id
-        house = house_account(session, tenant_id).id
-        deposit(session, tenant_id=tenant_id, account_id=han, amount=1000, reference='wire "7"')
-        deposit(session, tenant_id=tenant_id, account_id=greedo, amount=400)
-    with unit_of_work(sessions) as session:
-        post_transfers(
-            session,
-            tenant_id=tenant_id,
-            reference="game-1",
-            transfers=[
-                AccountTransfer("ante", han, pot, 100),
-                AccountTransfer("ante", greedo, pot, 100),
-                AccountTransfer("payout", pot, han, 190),
-                AccountTransfer("payout", pot, house, 10),
-            ],
-        )
-        withdraw(session, tenant_id=tenant_id, account_id=han, amount=55)
+def _books(client: TestClient, tenant_api: TenantApi) -> None:
+    """Two deposits, a game between the two wallets (its pot, antes and payouts), a withdrawal: over HTTP,
+    all on chain 0."""
+    han = tenant_api.wallet(external_id="han")
+    greedo = tenant_api.wallet(external_id='gree"do\\')
+    assert tenant_api.deposit(han, 1000, reference='wire "7"').status_code == 201
+    assert tenant_api.deposit(greedo, 400).status_code == 201
+    api = Api(client, tenant_api.api_key)
+    assert play([api], api.create_game(han, [greedo], stake=100), obliging)["status"] == "settled"
+    assert tenant_api.withdraw(han, 55).status_code == 201
 
 
 def _write(sessions: sessionmaker[Session], tenant_id: str, path: Path, **bounds: int) -> Path:
@@ -78,25 +61,28 @@ def _by_account_id(totals: dict[str, Decimal]) -> dict[str, int]:
 
 
 def test_bean_check_accepts_the_export_and_its_balances_are_the_trial_balance(
-    sessions: sessionmaker[Session], tenant_id: str, tmp_path: Path
+    client: TestClient, sessions: sessionmaker[Session], tenant_api: TenantApi, tmp_path: Path
 ) -> None:
-    _books(sessions, tenant_id)
+    tenant_id = tenant_api.tenant_id
+    _books(client, tenant_api)
     path = _write(sessions, tenant_id, tmp_path / "pokna.beancount")
     checked = subprocess.run([str(BEAN_CHECK), str(path)], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     text = path.read_text()
-    assert text.count(" balance ") == 5  # the stored balances, asserted for bean-check to prove
     with unit_of_work(sessions) as session:
         expected = {entry.account_id: entry.balance for entry in trial_balance(session, tenant_id).accounts}
+    # The stored balances (two wallets, the pot, the funding account), asserted for bean-check to prove.
+    assert text.count(" balance ") == len(expected) == 4
+    assert "Assets:Pokna:GamePot:" in text
     assert _by_account_id(_bean_balances(path)) == {account: balance for account, balance in expected.items()}
     assert sum(expected.values()) == 0
 
 
 def test_bean_check_catches_an_edited_amount_through_the_balance_assertions(
-    sessions: sessionmaker[Session], tenant_id: str, tmp_path: Path
+    client: TestClient, sessions: sessionmaker[Session], tenant_api: TenantApi, tmp_path: Path
 ) -> None:
-    _books(sessions, tenant_id)
-    path = _write(sessions, tenant_id, tmp_path / "pokna.beancount")
+    _books(client, tenant_api)
+    path = _write(sessions, tenant_api.tenant_id, tmp_path / "pokna.beancount")
     text = path.read_text()
     edited = text.replace("  -55 CREDIT", "  -50 CREDIT").replace("  55 CREDIT", "  50 CREDIT")
     assert edited != text
@@ -107,9 +93,10 @@ def test_bean_check_catches_an_edited_amount_through_the_balance_assertions(
 
 
 def test_a_partial_export_opens_with_the_balances_before_it(
-    sessions: sessionmaker[Session], tenant_id: str, tmp_path: Path
+    client: TestClient, sessions: sessionmaker[Session], tenant_api: TenantApi, tmp_path: Path
 ) -> None:
-    _books(sessions, tenant_id)
+    tenant_id = tenant_api.tenant_id
+    _books(client, tenant_api)
     path = _write(sessions, tenant_id, tmp_path / "tail.beancount", chain=0, from_seq=4)
     checked = subprocess.run([str(BEAN_CHECK), str(path)], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -3,9 +3,11 @@ that one chain's writers do not wait for another's (the point of having several)
 
 from __future__ import annotations
 
+import asyncio
 import re
-import threading
-import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
@@ -19,22 +21,21 @@ from pokna.db.models.ledger import CHAIN_IN_RANGE
 from pokna.ledger import (
     LEDGER_CHAINS,
     GameAccounts,
-    Posting,
     checkpoint_document,
-    deposit,
     funding_account,
     hold_wallets_now,
     house_account,
     open_account,
-    post_transaction,
     revenue_account,
     take_checkpoint,
     verify_export,
 )
 from pokna.ledger.chain import GENESIS_HASH, chain_for
-from pokna.ledger.errors import IdempotencyKeyReused
 from pokna.ledger.export import export_jsonl
-from pokna.tenants.service import create_tenant
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+from support.money import Teller, new_teller
+from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
 
@@ -89,24 +90,23 @@ def _raw(
             )  # fmt: skip
 
 
+@pytest.mark.usefixtures("on_chain_zero")
 def test_each_chain_links_on_its_own_and_no_chain_exists_past_the_last(
-    sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+    sessions: sessionmaker[Session], engine: Engine, tenant_api: TenantApi
 ) -> None:
+    tenant_id = tenant_api.tenant_id
+    answer = tenant_api.deposit(tenant_api.wallet(), 5)
+    assert answer.status_code == 201, answer.text
+    first = answer.json()
+    assert (first["chain"], first["seq"], first["prev_hash"]) == (0, 1, GENESIS_HASH)
     with unit_of_work(sessions) as session:
         house, funding = house_account(session, tenant_id).id, funding_account(session, tenant_id).id
-        first = post_transaction(
-            session,
-            tenant_id=tenant_id,
-            kind="adjustment",
-            postings=[Posting(house, 5), Posting(funding, -5)],
-        )
-    assert (first.chain, first.seq, first.prev_hash) == (0, 1, GENESIS_HASH)
     legs = [(house, 1), (funding, -1)]
     # Another chain starts at the genesis hash, whatever chain 0 holds ...
     _raw(engine, tenant_id, 3, 1, GENESIS_HASH, legs)
     # ... and never links onto another chain's transaction.
     with pytest.raises(IntegrityError, match=r"seq 2 of chain 3 .* does not extend the chain"):
-        _raw(engine, tenant_id, 3, 2, first.hash, legs)
+        _raw(engine, tenant_id, 3, 2, first["hash"], legs)
     with pytest.raises(IntegrityError, match=r"duplicate key|unique"):
         _raw(engine, tenant_id, 3, 1, GENESIS_HASH, legs)
     with pytest.raises(IntegrityError, match="chain_in_range"):
@@ -129,14 +129,19 @@ def test_a_batch_naming_a_chain_past_the_last_is_refused_by_ledger_post(
 
 
 def test_a_chains_writers_wait_for_its_head_and_no_other(
-    sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+    sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
     """While one transaction holds a chain's head (as a posting does until COMMIT), a deposit to a wallet on
-    another chain posts at once, and one to a wallet on the held chain waits."""
+    another chain posts at once, and one to a wallet on the held chain waits for it."""
+    tenant_id = teller.tenant_id
     with unit_of_work(sessions) as session:
         wallets = [open_account(session, tenant_id=tenant_id, kind="player_wallet").id for _ in range(40)]
+
+    async def deposits() -> None:
         for wallet in wallets:  # every chain a wallet is on gets its head
-            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=10)
+            await teller.deposit(wallet, 10)
+
+    teller.run(deposits())
     chains = {wallet: chain_for(wallet) for wallet in wallets}
     held = chains[wallets[0]]
     elsewhere = next(wallet for wallet in wallets if chains[wallet] != held)
@@ -149,52 +154,69 @@ def test_a_chains_writers_wait_for_its_head_and_no_other(
             text("SELECT last_seq FROM ledger_head WHERE tenant_id = :t AND chain = :c FOR UPDATE"),
             {"t": tenant_id, "c": held},
         )
-        with unit_of_work(sessions) as session:
-            session.execute(text("SET LOCAL lock_timeout = '5s'"))
-            moved = deposit(session, tenant_id=tenant_id, account_id=elsewhere, amount=1)
-        assert moved.chain == chains[elsewhere] != held
-        with unit_of_work(sessions) as session:
-            session.execute(text("SET LOCAL lock_timeout = '300ms'"))
-            with pytest.raises(OperationalError, match="lock timeout"):
-                deposit(session, tenant_id=tenant_id, account_id=wallets[0], amount=1)
-            session.rollback()
+
+        async def while_held() -> tuple[dict[str, Any], dict[str, Any]]:
+            waiting = asyncio.create_task(teller.deposit(wallets[0], 1))
+            moved = await asyncio.wait_for(teller.deposit(elsewhere, 1), 5)
+            done, _ = await asyncio.wait({waiting}, timeout=0.5)
+            assert not done, "a deposit on the held chain should wait for its head"
+            holder.rollback()  # the head is free: the waiting deposit posts
+            return moved, await asyncio.wait_for(waiting, 10)
+
+        moved, waited = teller.run(while_held())
     finally:
         holder.rollback()
         holder.close()
+    assert moved["chain"] == chains[elsewhere] != held
+    assert waited["chain"] == held
     with unit_of_work(sessions) as session:
         report = verify_export(export_jsonl(session, tenant_id))
     assert report.valid, report.findings
-    assert report.transactions == len(wallets) + 1
+    assert report.transactions == len(wallets) + 2
 
 
-def test_books_written_before_chains_verify_unchanged_after_the_upgrade(empty_database_url: str) -> None:
+def test_books_written_before_chains_verify_unchanged_after_the_upgrade(
+    empty_database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What 0013's schema held (one chain per tenant) is chain 0 after 0014, with every hash unchanged, and
     the books go on over several chains and verify whole, against a checkpoint of every head."""
     migrate.upgrade(empty_database_url, "0013_beacon_rolls")
+    settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=empty_database_url)
     engine = make_engine(empty_database_url)
     sessions = make_sessionmaker(engine)
     try:
+        teller = new_teller(Runtime(settings, engine), sessions, "before chains")
+        tenant_id = teller.tenant_id
         with unit_of_work(sessions) as session:
-            tenant_id = create_tenant(session, "before chains").id
             wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet").id
-            funding = funding_account(session, tenant_id).id
-        for amount in (10, 20, 30):  # the old function, which knows no chain: every row on the one chain
-            with unit_of_work(sessions) as session:
-                post_transaction(
-                    session, tenant_id=tenant_id, kind="deposit",
-                    postings=[Posting(wallet, amount), Posting(funding, -amount)],
-                )  # fmt: skip
+        with monkeypatch.context() as before:
+            # 0013's functions know no chain: every deposit on the one chain, hashed without one.
+            before.setattr("pokna.ledger.moving.chain_for", lambda _key: 0)
+
+            async def deposits() -> None:
+                for amount in (10, 20, 30):
+                    await teller.deposit(wallet, amount)
+
+            teller.run(deposits())
         with engine.connect() as connection:
-            before = connection.execute(text("SELECT seq, hash FROM journal_transaction ORDER BY seq")).all()
-        assert [seq for seq, _ in before] == [1, 2, 3]
+            before_rows = connection.execute(
+                text("SELECT seq, hash FROM journal_transaction ORDER BY seq")
+            ).all()
+        assert [seq for seq, _ in before_rows] == [1, 2, 3]
+        teller.database.close()
         engine.dispose()
 
         migrate.upgrade(empty_database_url)
+        teller = replace(teller, database=Runtime(settings, engine).aio)
         with unit_of_work(sessions) as session:
             wallets = [open_account(session, tenant_id=tenant_id, kind="player_wallet").id for _ in range(12)]
-        for other in wallets:
-            with unit_of_work(sessions) as session:
-                deposit(session, tenant_id=tenant_id, account_id=other, amount=5)
+
+        async def more() -> None:
+            for other in wallets:
+                await teller.deposit(other, 5)
+
+        teller.run(more())
+        teller.database.close()
         with unit_of_work(sessions) as session:
             signed = checkpoint_document(take_checkpoint(session, tenant_id, SIGNER))
             lines = list(export_jsonl(session, tenant_id))
@@ -204,7 +226,7 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(empty_da
             ).all()
     finally:
         engine.dispose()
-    assert after[:3] == before
+    assert after[:3] == before_rows
     assert len({head["chain"] for head in signed["heads"]}) > 3
     report = verify_export(lines, checkpoint=signed, public_key=SIGNER.public_key())
     assert report.valid, report.findings
@@ -214,13 +236,14 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(empty_da
 
 
 def test_a_lost_race_holds_every_account_its_step_may_post_to(
-    sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+    sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
     """A game request decided again after a lost race holds its chain's head and then, in one statement in
     ascending id order, the wallets, the pot and the revenue sub-account of the game's chain (a rake): taking
     it later, at the posting, would take it after wallets of higher id while a posting on another chain may
     hold it and wait for one of those wallets (a deadlock that one head per tenant used to hide). Another
     chain's revenue sub-account is not held: rakes of games on other chains do not wait for this one."""
+    tenant_id = teller.tenant_id
     chain = chain_for("game_x")
     other_chain = (chain + 1) % LEDGER_CHAINS
     with unit_of_work(sessions) as session:
@@ -228,8 +251,12 @@ def test_a_lost_race_holds_every_account_its_step_may_post_to(
         pot = open_account(session, tenant_id=tenant_id, kind="game_pot").id
         revenue = revenue_account(session, tenant_id, chain=chain).id
         elsewhere = revenue_account(session, tenant_id, chain=other_chain).id
+
+    async def deposits() -> None:
         for wallet in wallets:
-            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=7)
+            await teller.deposit(wallet, 7)
+
+    teller.run(deposits())
     game = GameAccounts(chain, "CREDIT", pot, wallets)
     with unit_of_work(sessions) as session:
         assert hold_wallets_now(session, tenant_id, game) == dict.fromkeys(wallets, 7)
@@ -245,56 +272,3 @@ def test_a_lost_race_holds_every_account_its_step_may_post_to(
             held = text("SELECT id FROM account WHERE id = :id FOR NO KEY UPDATE")
             assert other.execute(held, {"id": elsewhere}).scalar_one() == elsewhere
             other.rollback()
-
-
-def test_one_idempotency_key_on_two_chains_at_once_posts_once(
-    sessions: sessionmaker[Session], tenant_id: str
-) -> None:
-    """A key is unique per tenant but checked under one chain's head: a second posting under the key on
-    another chain, sent while the first is not yet committed, waits for it and answers the original (or
-    refuses a different request under the key), never a raw unique violation."""
-    with unit_of_work(sessions) as session:
-        house, funding = house_account(session, tenant_id).id, funding_account(session, tenant_id).id
-    legs = [Posting(house, 3), Posting(funding, -3)]
-    first = sessions()
-    original = post_transaction(
-        first,
-        tenant_id=tenant_id,
-        kind="adjustment",
-        postings=legs,
-        idempotency_key="k",
-        request_hash="r",
-        chain=1,
-    )
-    answers: list[object] = []
-
-    def second(request_hash: str) -> None:
-        try:
-            with unit_of_work(sessions) as session:
-                posted = post_transaction(
-                    session, tenant_id=tenant_id, kind="adjustment", postings=legs,
-                    idempotency_key="k", request_hash=request_hash, chain=2,
-                )  # fmt: skip
-            answers.append(posted)
-        except Exception as error:  # the answer under test, whatever it is
-            answers.append(error)
-
-    waiting = [threading.Thread(target=second, args=(hash_,)) for hash_ in ("r", "other")]
-    for thread in waiting:
-        thread.start()
-    time.sleep(0.5)  # both wait at the key's index entry, which the first holds uncommitted
-    assert not answers
-    first.commit()
-    first.close()
-    for thread in waiting:
-        thread.join(30)
-    replayed = [answer for answer in answers if not isinstance(answer, Exception)]
-    refused = [answer for answer in answers if isinstance(answer, Exception)]
-    assert [(answer.id, answer.chain) for answer in replayed] == [(original.id, 1)]  # type: ignore[attr-defined]
-    assert [type(error) for error in refused] == [IdempotencyKeyReused]
-    with unit_of_work(sessions) as session:
-        count = session.scalar(
-            text("SELECT count(*) FROM journal_transaction WHERE tenant_id = :t AND idempotency_key = 'k'"),
-            {"t": tenant_id},
-        )
-    assert count == 1

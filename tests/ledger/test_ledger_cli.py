@@ -13,10 +13,9 @@ from typer.testing import CliRunner
 import pokna.cli.ledger  # noqa: F401  (registers `ledger` and `audit`)
 from pokna.cli.app import app
 from pokna.crypto.signing import generate_signing_key, public_key_to_b64url, public_key_to_pem
-from pokna.db.engine import unit_of_work
-from pokna.ledger import deposit, open_account, withdraw
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
+from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
 # One chain, as the journal was before chains: these read chain 0's seqs (several chains:
@@ -38,12 +37,16 @@ def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture
-def funded(sessions: sessionmaker[Session], tenant_id: str) -> str:
-    with unit_of_work(sessions) as session:
-        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="jawa").id
-        deposit(session, tenant_id=tenant_id, account_id=wallet, amount=90)
-        withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=15)
-        withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=5)
+def tenant_id(tenant_api: TenantApi) -> str:
+    return tenant_api.tenant_id
+
+
+@pytest.fixture
+def funded(tenant_api: TenantApi) -> str:
+    """A wallet with a deposit and two withdrawals, over HTTP."""
+    wallet = tenant_api.wallet(external_id="jawa")
+    for move, amount in ((tenant_api.deposit, 90), (tenant_api.withdraw, 15), (tenant_api.withdraw, 5)):
+        assert move(wallet, amount).status_code == 201
     return wallet
 
 

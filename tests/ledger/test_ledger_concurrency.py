@@ -1,67 +1,75 @@
-"""Real concurrency on PostgreSQL: threads, each with its own connection and unit of work."""
+"""Real concurrency on PostgreSQL, through the service functions the API calls: deposits and withdrawals
+(pokna.ledger.moving.move, support.money) and whole games (the dealer's async creation and play,
+support.acting). Each client has a connection of its own, opened before any of them starts; then all are
+released at one instant."""
 
 from __future__ import annotations
 
+import asyncio
 import random
-import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
-import pytest
+from psycopg import AsyncConnection
 from sqlalchemy import Engine, select, text
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import JournalTransaction
+from pokna.dealer import service as games
+from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
 from pokna.ledger import (
-    AccountTransfer,
-    IdempotencyKeyReused,
+    AmountOutOfRange,
     InsufficientFunds,
     balance_of,
-    deposit,
     export_jsonl,
+    funding_account,
     open_account,
-    post_transfers,
     reconcile,
+    system_balance,
     verify_export,
-    withdraw,
 )
 from pokna.ledger.chain import chain_for
-from pokna.ledger.errors import BalancesChanged
+from pokna.ledger.model import MAX_ABS_BALANCE
+from pokna.runtime import Runtime
+from support.acting import create_game_now, play_now
+from support.game_play import obliging
+from support.money import Teller, new_teller
 
 pytest_plugins = ["ledger_fixtures"]
 
-THREADS = 8
+CLIENTS = 8
+CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
 T = TypeVar("T")
 
 
-@pytest.fixture
-def pool_sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(database_url, pool_size=THREADS * 3, max_overflow=0)
-    yield make_sessionmaker(engine)
-    engine.dispose()
+def _together(
+    teller: Teller, count: int, work: Callable[[int, AsyncConnection[Any]], Awaitable[T]]
+) -> list[T]:
+    """`work(i, connection)` for i in range(count), each on a connection of its own, all released at once."""
+
+    async def clients() -> list[T]:
+        barrier = asyncio.Barrier(count)
+
+        async def client(index: int) -> T:
+            async with teller.database.connection() as connection:
+                await barrier.wait()
+                return await work(index, connection)
+
+        return list(await asyncio.wait_for(asyncio.gather(*(client(i) for i in range(count))), 120))
+
+    return teller.run(clients())
 
 
-def _together(count: int, work: Callable[[int], T]) -> list[T]:
-    """Run `work(i)` for i in range(count) on `count` threads released at the same instant."""
-    barrier = threading.Barrier(count)
-
-    def run(index: int) -> T:
-        barrier.wait(timeout=30)
-        return work(index)
-
-    with ThreadPoolExecutor(max_workers=count) as pool:
-        return list(pool.map(run, range(count)))
-
-
-def _wallet(sessions: sessionmaker[Session], tenant_id: str, name: str, funds: int) -> str:
+def _wallets(sessions: sessionmaker[Session], teller: Teller, count: int, funds: int) -> list[str]:
     with unit_of_work(sessions) as session:
-        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id=name).id
-        if funds:
-            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=funds)
-    return wallet
+        wallets = [
+            open_account(session, tenant_id=teller.tenant_id, kind="player_wallet").id for _ in range(count)
+        ]
+    if funds:
+        _fund(teller, wallets, funds)
+    return wallets
 
 
 def _seqs(engine: Engine, tenant_id: str) -> list[int]:
@@ -81,187 +89,203 @@ def _seqs(engine: Engine, tenant_id: str) -> list[int]:
     return list(range(1, len(rows) + 1))
 
 
-def test_concurrent_debits_never_overdraw(
-    pool_sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+def test_concurrent_withdrawals_never_overdraw(
+    sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
-    wallet = _wallet(pool_sessions, tenant_id, "sabacc", 1000)
+    (wallet,) = _wallets(sessions, teller, 1, 1000)
     attempts, amount = 24, 70
 
-    def debit(_index: int) -> bool:
+    async def withdraw(_index: int, connection: AsyncConnection[Any]) -> bool:
         try:
-            with unit_of_work(pool_sessions) as session:
-                withdraw(session, tenant_id=tenant_id, account_id=wallet, amount=amount)
+            await teller.withdraw(wallet, amount, connection=connection)
         except InsufficientFunds:
             return False
         return True
 
-    outcomes = _together(attempts, debit)
+    outcomes = _together(teller, attempts, withdraw)
     assert sum(outcomes) == 1000 // amount == 14
-    with unit_of_work(pool_sessions) as session:
+    with unit_of_work(sessions) as session:
         assert balance_of(session, wallet) == 1000 - 14 * amount
-        assert reconcile(session, tenant_id).ok
-    assert _seqs(engine, tenant_id) == list(range(1, 16))
+        assert reconcile(session, teller.tenant_id).ok
+    assert _seqs(engine, teller.tenant_id) == list(range(1, 16))
 
 
-def test_transfers_in_opposite_orders_never_deadlock(
-    pool_sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+def test_games_seating_two_wallets_in_opposite_orders_never_deadlock(
+    runtime: Runtime, sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
-    left = _wallet(pool_sessions, tenant_id, "left", 10_000)
-    right = _wallet(pool_sessions, tenant_id, "right", 10_000)
+    """Money moves between wallets only in games: every client plays game after game between the same two
+    wallets, half of them with the seats the other way round, so creations and postings take the two
+    wallets (and the games' pots) in every order at once."""
+    left, right = _wallets(sessions, teller, 2, 10_000)
     rounds = 25
 
-    def shuffle(index: int) -> int:
-        payer, payee = (left, right) if index % 2 else (right, left)
+    async def shuffle(index: int, connection: AsyncConnection[Any]) -> int:
         for step in range(rounds):
-            with unit_of_work(pool_sessions) as session:
-                # Two moves in one unit of work, in opposite directions, to stress lock ordering further.
-                post_transfers(
-                    session,
-                    tenant_id=tenant_id,
-                    transfers=[
-                        AccountTransfer("ante", payer, payee, 1 + step % 3),
-                        AccountTransfer("payout", payee, payer, 1),
-                    ],
-                )
+            vigo, player = (left, right) if (index + step) % 2 else (right, left)
+            terms = games.NewGame(vigo, [player], stake=1 + step % 3)
+            game = await create_game_now(runtime, CLOCK, teller.tenant_id, terms, connection)
+            game = await play_now(runtime, CLOCK, teller.tenant_id, game, obliging, connection)
+            assert game["status"] == "settled", game
         return rounds
 
-    assert sum(_together(THREADS, shuffle)) == THREADS * rounds
-    with unit_of_work(pool_sessions) as session:
+    assert sum(_together(teller, CLIENTS, shuffle)) == CLIENTS * rounds
+    with unit_of_work(sessions) as session:
         assert balance_of(session, left) + balance_of(session, right) == 20_000
-        assert reconcile(session, tenant_id).ok
+        assert reconcile(session, teller.tenant_id, check_chain=True).ok
+        report = verify_export(export_jsonl(session, teller.tenant_id))
     with engine.connect() as connection:
         assert connection.execute(text("SELECT sum(balance) FROM account")).scalar() == 0
-    assert _seqs(engine, tenant_id) == list(range(1, 2 + 2 * THREADS * rounds + 1))
+        pots = connection.execute(
+            text("SELECT count(*), sum(balance) FROM account WHERE kind = 'game_pot'")
+        ).one()
+    assert tuple(pots) == (CLIENTS * rounds, 0)
+    assert report.valid, report.findings
+    seqs = _seqs(engine, teller.tenant_id)
+    assert report.transactions == len(seqs) >= 2 + 2 * CLIENTS * rounds  # an ante and a payout a game
 
 
-def test_concurrent_posts_keep_every_tenant_chain_gap_free_and_unbroken(
-    pool_sessions: sessionmaker[Session], engine: Engine, make_tenant: Callable[[], str]
+def test_concurrent_moves_keep_every_tenant_chain_gap_free_and_unbroken(
+    runtime: Runtime, sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
-    tenants = [make_tenant(), make_tenant()]
-    wallets = {tenant: [_wallet(pool_sessions, tenant, f"w{i}", 500) for i in range(3)] for tenant in tenants}
+    tellers = [teller, new_teller(runtime, sessions, "Tosche Station")]
+    wallets = {one.tenant_id: _wallets_on_distinct_chains(sessions, one, 3) for one in tellers}
+    for one in tellers:
+        _fund(one, wallets[one.tenant_id], 500)
     posts = 30
 
-    def churn(index: int) -> None:
+    async def churn(index: int, connection: AsyncConnection[Any]) -> dict[str, int]:
+        """Net money in per tenant, of the moves that posted."""
         rng = random.Random(index)
+        net = {one.tenant_id: 0 for one in tellers}
         for _ in range(posts):
-            tenant = rng.choice(tenants)
-            payer, payee = rng.sample(wallets[tenant], 2)
+            one = rng.choice(tellers)
+            wallet, amount = rng.choice(wallets[one.tenant_id]), rng.randint(1, 40)
             try:
-                with unit_of_work(pool_sessions) as session:
-                    post_transfers(  # eight "games": their transfers spread over several chains
-                        session,
-                        tenant_id=tenant,
-                        transfers=[AccountTransfer("ante", payer, payee, rng.randint(1, 40))],
-                        reference=f"game-{rng.randrange(8)}",
-                    )
+                if rng.random() < 0.5:
+                    await one.deposit(wallet, amount, connection=connection)
+                    net[one.tenant_id] += amount
+                else:
+                    await one.withdraw(wallet, amount, connection=connection)
+                    net[one.tenant_id] -= amount
             except InsufficientFunds:
                 pass
+        return net
 
-    _together(THREADS, churn)
-    assert len({chain_for(f"game-{index}") for index in range(8)}) > 2
-    for tenant in tenants:
+    nets = _together(teller, CLIENTS, churn)
+    for one in tellers:
+        tenant = one.tenant_id
+        assert len({chain_for(wallet) for wallet in wallets[tenant]}) == 3
         seqs = _seqs(engine, tenant)
-        with unit_of_work(pool_sessions) as session:
+        with unit_of_work(sessions) as session:
             report = verify_export(export_jsonl(session, tenant))
             balances = {wallet: balance_of(session, wallet) for wallet in wallets[tenant]}
+            funding = system_balance(session, tenant, "external_funding")
         assert report.valid, report.findings
         assert report.transactions == len(seqs)
         assert {wallet: report.balances[wallet] for wallet in wallets[tenant]} == balances
-        assert sum(balances.values()) == 1500
+        assert sum(balances.values()) == 1500 + sum(net[tenant] for net in nets) == -funding
 
 
-def test_parallel_idempotent_retries_post_once(
-    pool_sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+def test_parallel_retries_under_one_key_post_once(
+    sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
-    wallet = _wallet(pool_sessions, tenant_id, "retry", 0)
+    (wallet,) = _wallets(sessions, teller, 1, 0)
 
-    def retry(_index: int) -> str:
-        with unit_of_work(pool_sessions) as session:
-            posted = deposit(
-                session,
-                tenant_id=tenant_id,
-                account_id=wallet,
-                amount=250,
-                idempotency_key="dep-42",
-                request_hash="h",
-            )
-            return posted.id
+    async def retry(_index: int, connection: AsyncConnection[Any]) -> str:
+        try:
+            answer = await teller.deposit(wallet, 250, key="dep-42", connection=connection)
+        except IdempotencyRequestInProgress:
+            return "in progress"
+        return str(answer["id"])
 
-    ids = _together(THREADS, retry)
-    assert len(set(ids)) == 1
-    with unit_of_work(pool_sessions) as session:
+    outcomes = _together(teller, CLIENTS, retry)
+    assert len({outcome for outcome in outcomes if outcome != "in progress"}) == 1
+    again = teller.run(teller.deposit(wallet, 250, key="dep-42"))
+    assert again["id"] in outcomes
+    with unit_of_work(sessions) as session:
         assert balance_of(session, wallet) == 250
-    assert _seqs(engine, tenant_id) == [1]
+    assert _seqs(engine, teller.tenant_id) == [1]
 
 
 def test_parallel_requests_under_one_key_post_exactly_one(
-    pool_sessions: sessionmaker[Session], engine: Engine, tenant_id: str
+    sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
-    """Each request waits for the head, then sees the key the previous holder committed: one posts, every
-    other is told the key was used for a different request."""
-    payer = _wallet(pool_sessions, tenant_id, "payer", 1000)
-    payee = _wallet(pool_sessions, tenant_id, "payee", 0)
+    """Eight different withdrawals under one key at once: one posts; each other is told the key was used for
+    a different request, or that a request under it is in progress (and then, sent again, that it was
+    used)."""
+    (payer,) = _wallets(sessions, teller, 1, 1000)
 
-    def request(index: int) -> str:
+    async def request(index: int, connection: AsyncConnection[Any]) -> str:
         try:
-            with unit_of_work(pool_sessions) as session:
-                posted = post_transfers(
-                    session,
-                    tenant_id=tenant_id,
-                    transfers=[
-                        AccountTransfer("ante", payer, payee, 1 + index),
-                        AccountTransfer("payout", payee, payer, 1),
-                    ],
-                    idempotency_key="round-7",
-                    request_hash=f"request-{index}",
-                )
-                return posted[0].request_hash or ""
+            await teller.withdraw(payer, 1 + index, key="round-7", connection=connection)
         except IdempotencyKeyReused:
             return "refused"
+        except IdempotencyRequestInProgress:
+            return "in progress"
+        return f"request-{index}"
 
-    outcomes = _together(THREADS, request)
-    winners = [outcome for outcome in outcomes if outcome != "refused"]
+    outcomes = _together(teller, CLIENTS, request)
+    winners = [outcome for outcome in outcomes if outcome.startswith("request-")]
     assert len(winners) == 1
     winner = int(winners[0].removeprefix("request-"))
-    with unit_of_work(pool_sessions) as session:
-        assert balance_of(session, payee) == winner
-        assert reconcile(session, tenant_id).ok
-    assert _seqs(engine, tenant_id) == [1, 2, 3]
-
-
-def test_balances_changed_keeps_the_locks_until_the_caller_ends(
-    pool_sessions: sessionmaker[Session], tenant_id: str
-) -> None:
-    payer = _wallet(pool_sessions, tenant_id, "payer", 100)
-    payee = _wallet(pool_sessions, tenant_id, "payee", 0)
-    with unit_of_work(pool_sessions) as holder:
-        with pytest.raises(BalancesChanged) as raised:
-            post_transfers(
-                holder,
-                tenant_id=tenant_id,
-                transfers=[AccountTransfer("ante", payer, payee, 5)],
-                expected_balances={payer: 90},
-            )
-        assert raised.value.balances == {payer: 100}
-
-        # Another writer cannot move the payer's money while the holder decides again.
-        with pytest.raises(OperationalError, match="lock"):
-            _withdraw_impatiently(pool_sessions, tenant_id, payer, 100)
-
-        post_transfers(
-            holder,
-            tenant_id=tenant_id,
-            transfers=[AccountTransfer("ante", payer, payee, 5)],
-            expected_balances=raised.value.balances,
-        )
-    with unit_of_work(pool_sessions) as session:
-        assert (balance_of(session, payer), balance_of(session, payee)) == (95, 5)
-        withdraw(session, tenant_id=tenant_id, account_id=payer, amount=95)
-
-
-def _withdraw_impatiently(
-    sessions: sessionmaker[Session], tenant_id: str, account_id: str, amount: int
-) -> None:
+    for index, outcome in enumerate(outcomes):
+        if outcome == "in progress":
+            try:
+                teller.run(teller.withdraw(payer, 1 + index, key="round-7"))
+            except IdempotencyKeyReused:
+                continue
+            raise AssertionError("a different request under a used key posted")
     with unit_of_work(sessions) as session:
-        session.execute(text("SET LOCAL lock_timeout = '300ms'"))
-        withdraw(session, tenant_id=tenant_id, account_id=account_id, amount=amount)
+        assert balance_of(session, payer) == 1000 - (1 + winner)
+        assert reconcile(session, teller.tenant_id).ok
+    assert _seqs(engine, teller.tenant_id) == [1, 2]
+
+
+def test_no_balance_goes_past_the_bound_however_many_deposit_at_once(
+    sessions: sessionmaker[Session], engine: Engine, teller: Teller
+) -> None:
+    """Deposits of the largest amount, from eight clients into eight wallets on one chain, all against that
+    chain's funding sub-account: the 1000th takes it to -10^18, and every one after is refused, naming it,
+    with nothing posted."""
+    with unit_of_work(sessions) as session:
+        by_chain: dict[int, list[str]] = {}
+        while not any(len(found) == CLIENTS for found in by_chain.values()):
+            wallet = open_account(session, tenant_id=teller.tenant_id, kind="player_wallet").id
+            by_chain.setdefault(chain_for(wallet), []).append(wallet)
+    chain, wallets = next((chain, found) for chain, found in by_chain.items() if len(found) == CLIENTS)
+    each = 1000 // CLIENTS + 1
+
+    async def deposits(index: int, connection: AsyncConnection[Any]) -> list[str]:
+        refused = []
+        for _ in range(each):
+            try:
+                await teller.deposit(wallets[index], 10**15, connection=connection)
+            except AmountOutOfRange as error:
+                refused.append(str(error.extensions["account_id"]))
+        return refused
+
+    refused = [account for found in _together(teller, CLIENTS, deposits) for account in found]
+    with unit_of_work(sessions) as session:
+        funding = funding_account(session, teller.tenant_id, chain=chain).id
+        assert balance_of(session, funding) == -MAX_ABS_BALANCE
+        assert sum(balance_of(session, wallet) for wallet in wallets) == MAX_ABS_BALANCE
+        assert reconcile(session, teller.tenant_id).ok
+    assert refused == [funding] * (CLIENTS * each - 1000)
+    assert _seqs(engine, teller.tenant_id) == list(range(1, 1001))
+
+
+def _wallets_on_distinct_chains(sessions: sessionmaker[Session], teller: Teller, count: int) -> list[str]:
+    found: dict[int, str] = {}
+    with unit_of_work(sessions) as session:
+        while len(found) < count:
+            wallet = open_account(session, tenant_id=teller.tenant_id, kind="player_wallet").id
+            found.setdefault(chain_for(wallet), wallet)
+    return list(found.values())
+
+
+def _fund(teller: Teller, wallets: list[str], amount: int) -> None:
+    async def fund() -> None:
+        for wallet in wallets:
+            await teller.deposit(wallet, amount)
+
+    teller.run(fund())

@@ -17,14 +17,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.crypto.signing import generate_signing_key
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
-    Posting,
     funding_account,
     house_account,
-    open_account,
-    post_transaction,
     reconcile,
     take_checkpoint,
 )
+from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
 
@@ -93,25 +91,23 @@ def _raw_posting(
 
 
 @pytest.fixture
-def books(sessions: sessionmaker[Session], tenant_id: str) -> dict[str, str]:
-    """A tenant with a funded wallet (balance 100), a house and a funding account, chain head at seq 1."""
+def books(sessions: sessionmaker[Session], tenant_api: TenantApi, on_chain_zero: None) -> dict[str, str]:
+    """A tenant with a wallet funded over HTTP (balance 100), a house and a funding account, chain 0's head at
+    seq 1 (on chain 0, where the raw rows below go)."""
+    tenant_id = tenant_api.tenant_id
+    wallet = tenant_api.wallet()
+    answer = tenant_api.deposit(wallet, 100)
+    assert answer.status_code == 201, answer.text
+    posted = answer.json()
+    assert (posted["chain"], posted["seq"]) == (0, 1)
     with unit_of_work(sessions) as session:
-        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="p").id
-        funding = funding_account(session, tenant_id).id
-        posted = post_transaction(  # on chain 0, where the raw rows below go (a deposit takes its wallet's)
-            session,
-            tenant_id=tenant_id,
-            kind="deposit",
-            postings=[Posting(wallet, 100), Posting(funding, -100)],
-        )
-        assert posted.chain == 0
         return {
             "tenant": tenant_id,
             "wallet": wallet,
             "house": house_account(session, tenant_id).id,
             "funding": funding_account(session, tenant_id).id,
-            "txn": posted.id,
-            "hash": posted.hash,
+            "txn": posted["id"],
+            "hash": posted["hash"],
         }
 
 

@@ -24,23 +24,19 @@ from pokna.crypto.errors import NotCanonicalizableError
 from pokna.crypto.signing import generate_signing_key
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
-    AccountTransfer,
     audit,
     audit_scan,
     balance_of,
     books_repository,
     checkpoint_document,
-    deposit,
     export_csv,
     export_jsonl,
     list_checkpoints,
     open_account,
-    post_transfers,
     store_postgresql,
     take_checkpoint,
     trial_balance,
     verify_export,
-    withdraw,
 )
 from pokna.ledger.audit import AuditReport
 from pokna.ledger.audit_scan import verify_export_stream
@@ -48,41 +44,32 @@ from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
 from pokna.ledger.export import _grouped, transaction_line
 from support.json_strategies import json_like, tricky_text
+from support.money import Teller
+from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
 pytestmark = pytest.mark.usefixtures("on_chain_zero")
 
 SIGNER = generate_signing_key()
+DEPOSITS_PAST_THE_BUFFERS = 600
 
 
-def _populate(sessions: sessionmaker[Session], tenant_id: str) -> dict[str, str]:
-    """Eight transactions: 3 deposits, a game of antes and a payout, a withdrawal."""
-    with unit_of_work(sessions) as session:
-        wallets = {
-            name: open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id=name).id
-            for name in ("vigo", "ree", "yees")
-        }
-        for name, amount in (("vigo", 300), ("ree", 200), ("yees", 100)):
-            deposit(
-                session, tenant_id=tenant_id, account_id=wallets[name], amount=amount, reference=f"dep-{name}"
-            )
-        pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="game-1").id
-    with unit_of_work(sessions) as session:
-        post_transfers(
-            session,
-            tenant_id=tenant_id,
-            reference="game-1",
-            metadata={"round": 1, "players": ["ree", "yees"]},
-            transfers=[
-                AccountTransfer("ante", wallets["ree"], pot, 50),
-                AccountTransfer("ante", wallets["yees"], pot, 50),
-                AccountTransfer("vigo_contribution", wallets["vigo"], pot, 20),
-                AccountTransfer("payout", pot, wallets["yees"], 120),
-            ],
-        )
-    with unit_of_work(sessions) as session:
-        withdraw(session, tenant_id=tenant_id, account_id=wallets["yees"], amount=30)
-    return {**wallets, "pot": pot}
+def _populate(tenant_api: TenantApi) -> dict[str, str]:
+    """Eight transactions over HTTP, all on chain 0: three deposits, then withdrawals and a deposit, one of
+    them with metadata."""
+    wallets = {name: tenant_api.wallet(external_id=name) for name in ("vigo", "ree", "yees")}
+    for name, amount in (("vigo", 300), ("ree", 200), ("yees", 100)):
+        _moved(tenant_api.deposit(wallets[name], amount, reference=f"dep-{name}"))
+    _moved(tenant_api.withdraw(wallets["ree"], 50))
+    _moved(tenant_api.withdraw(wallets["yees"], 50, metadata={"round": "1", "players": "ree yees"}))
+    _moved(tenant_api.withdraw(wallets["vigo"], 20))
+    _moved(tenant_api.deposit(wallets["yees"], 120))
+    _moved(tenant_api.withdraw(wallets["yees"], 30))
+    return wallets
+
+
+def _moved(response: Any) -> None:
+    assert response.status_code == 201, response.text
 
 
 def _export(sessions: sessionmaker[Session], tenant_id: str, **bounds: int) -> list[str]:
@@ -115,15 +102,16 @@ def _seqs(report: AuditReport) -> set[int | None]:
 
 
 @pytest.fixture
-def exported(sessions: sessionmaker[Session], tenant_id: str) -> list[str]:
-    _populate(sessions, tenant_id)
-    return _export(sessions, tenant_id)
+def exported(sessions: sessionmaker[Session], tenant_api: TenantApi) -> list[str]:
+    _populate(tenant_api)
+    return _export(sessions, tenant_api.tenant_id)
 
 
 def test_a_fresh_export_verifies_and_adds_up_to_the_trial_balance(
-    sessions: sessionmaker[Session], tenant_id: str
+    sessions: sessionmaker[Session], tenant_api: TenantApi
 ) -> None:
-    accounts = _populate(sessions, tenant_id)
+    tenant_id = tenant_api.tenant_id
+    accounts = _populate(tenant_api)
     lines = _export(sessions, tenant_id)
     assert len(lines) == 8
     assert all(line.endswith("\n") and line.count("\n") == 1 for line in lines)
@@ -140,13 +128,14 @@ def test_a_fresh_export_verifies_and_adds_up_to_the_trial_balance(
     assert first["prev_hash"] == "0" * 64
     assert first["reference"] == "dep-vigo"
     assert first["postings"][0] == {"account_id": accounts["vigo"], "amount": 300, "currency": "CREDIT"}
-    game = json.loads(lines[4])
-    assert game["metadata"] == {"round": 1, "players": ["ree", "yees"]}
+    fifth = json.loads(lines[4])
+    assert fifth["metadata"] == {"round": "1", "players": "ree yees"}
     assert all(_rehash(json.loads(line)) == json.loads(line)["hash"] for line in lines)
 
 
-def test_an_export_can_be_cut_by_seq(sessions: sessionmaker[Session], tenant_id: str) -> None:
-    _populate(sessions, tenant_id)
+def test_an_export_can_be_cut_by_seq(sessions: sessionmaker[Session], tenant_api: TenantApi) -> None:
+    tenant_id = tenant_api.tenant_id
+    _populate(tenant_api)
     middle = _export(sessions, tenant_id, chain=0, from_seq=3, to_seq=6)
     assert [json.loads(line)["seq"] for line in middle] == [3, 4, 5, 6]
     report = verify_export(middle)
@@ -249,9 +238,10 @@ def _checkpoint(
 
 
 def test_a_rewritten_history_passes_the_chain_but_not_a_signed_checkpoint(
-    sessions: sessionmaker[Session], tenant_id: str
+    sessions: sessionmaker[Session], tenant_api: TenantApi
 ) -> None:
-    _populate(sessions, tenant_id)
+    tenant_id = tenant_api.tenant_id
+    _populate(tenant_api)
     checkpoint = _checkpoint(sessions, tenant_id)
     assert (checkpoint["seq"], checkpoint["type"]) == (8, "pokna.ledger.checkpoint")
     lines = _export(sessions, tenant_id)
@@ -265,9 +255,10 @@ def test_a_rewritten_history_passes_the_chain_but_not_a_signed_checkpoint(
 
 
 def test_a_truncated_export_fails_against_a_later_checkpoint(
-    sessions: sessionmaker[Session], tenant_id: str
+    sessions: sessionmaker[Session], tenant_api: TenantApi
 ) -> None:
-    _populate(sessions, tenant_id)
+    tenant_id = tenant_api.tenant_id
+    _populate(tenant_api)
     checkpoint = _checkpoint(sessions, tenant_id)
     report = verify_export(
         _export(sessions, tenant_id)[:6], checkpoint=checkpoint, public_key=SIGNER.public_key()
@@ -277,12 +268,12 @@ def test_a_truncated_export_fails_against_a_later_checkpoint(
 
 
 def test_a_checkpoint_inside_the_export_pins_that_seq(
-    sessions: sessionmaker[Session], tenant_id: str
+    sessions: sessionmaker[Session], tenant_api: TenantApi
 ) -> None:
-    accounts = _populate(sessions, tenant_id)
+    tenant_id = tenant_api.tenant_id
+    accounts = _populate(tenant_api)
     checkpoint = _checkpoint(sessions, tenant_id)
-    with unit_of_work(sessions) as session:
-        withdraw(session, tenant_id=tenant_id, account_id=accounts["ree"], amount=1)
+    _moved(tenant_api.withdraw(accounts["ree"], 1))
     lines = _export(sessions, tenant_id)
     assert len(lines) == 9
     assert verify_export(lines, checkpoint=checkpoint, public_key=SIGNER.public_key()).valid
@@ -292,9 +283,10 @@ def test_a_checkpoint_inside_the_export_pins_that_seq(
 
 
 def test_a_forged_or_foreign_checkpoint_is_refused(
-    sessions: sessionmaker[Session], tenant_id: str, make_tenant: Callable[[], str]
+    sessions: sessionmaker[Session], tenant_api: TenantApi, make_tenant: Callable[[], str]
 ) -> None:
-    _populate(sessions, tenant_id)
+    tenant_id = tenant_api.tenant_id
+    _populate(tenant_api)
     lines = _export(sessions, tenant_id)
     checkpoint = _checkpoint(sessions, tenant_id)
     stranger = generate_signing_key()
@@ -322,8 +314,9 @@ def test_an_empty_ledger_exports_nothing_and_checkpoints_the_genesis(
     assert verify_export([], checkpoint=checkpoint, public_key=SIGNER.public_key()).valid
 
 
-def test_csv_has_one_row_per_posting(sessions: sessionmaker[Session], tenant_id: str) -> None:
-    accounts = _populate(sessions, tenant_id)
+def test_csv_has_one_row_per_posting(sessions: sessionmaker[Session], tenant_api: TenantApi) -> None:
+    tenant_id = tenant_api.tenant_id
+    accounts = _populate(tenant_api)
     with unit_of_work(sessions) as session:
         text = "".join(export_csv(session, tenant_id))
     rows = list(csv.DictReader(io.StringIO(text)))
@@ -348,23 +341,12 @@ def portable_jsonl(session: Session, tenant_id: str, ranges: list[SeqRange]) -> 
 
 
 def test_postgresql_builds_the_same_lines_as_the_portable_exporter(
-    sessions: sessionmaker[Session], tenant_id: str
+    sessions: sessionmaker[Session], tenant_api: TenantApi
 ) -> None:
-    accounts = _populate(sessions, tenant_id)
-    with unit_of_work(sessions) as session:
-        withdraw(
-            session,
-            tenant_id=tenant_id,
-            account_id=accounts["ree"],
-            amount=1,
-            reference='ref "quoted" \\ back',
-            metadata={
-                "ünï": ["\u2028", "\U0001f3b2", {"n": -(2**53 - 1)}],
-                "ctl": "\x01\t",
-                "b": True,
-                "z": None,
-            },
-        )
+    tenant_id = tenant_api.tenant_id
+    accounts = _populate(tenant_api)
+    metadata = {"ünï": "\u2028 \U0001f3b2 -9007199254740991", "ctl": "\x01\t", "b": "true", "z": ""}
+    _moved(tenant_api.withdraw(accounts["ree"], 1, reference='ref "quoted" \\ back', metadata=metadata))
     with unit_of_work(sessions) as session:
         ranges = books_repository.seq_range(session, tenant_id, None, None)
         database_built = [
@@ -701,22 +683,15 @@ _LINES_BY_JSON_BUILD_OBJECT = sql(
 
 
 def test_postgresql_lines_are_byte_for_byte_json_build_object(
-    sessions: sessionmaker[Session], tenant_id: str
+    sessions: sessionmaker[Session], tenant_api: TenantApi
 ) -> None:
-    accounts = _populate(sessions, tenant_id)
-    with unit_of_work(sessions) as session:
-        for reference, metadata in (
-            ('"quoted" \\ back\\slash /', {"ünï": ["\u2028", "\U0001f3b2", {"n": -(2**53 - 1)}], "b": True}),
-            ("\x01\x1f\t\n\r\x08\x0c\x7f é", {"ctl": '\x01\x1f"\\', "z": None, "nested": {"b": [1, 2]}}),
-        ):
-            withdraw(
-                session,
-                tenant_id=tenant_id,
-                account_id=accounts["ree"],
-                amount=1,
-                reference=reference,
-                metadata=metadata,
-            )
+    tenant_id = tenant_api.tenant_id
+    accounts = _populate(tenant_api)
+    for reference, metadata in (
+        ('"quoted" \\ back\\slash /', {"ünï": "\u2028 \U0001f3b2 -9007199254740991", "b": "true"}),
+        ("\x01\x1f\t\n\r\x08\x0c\x7f é", {"ctl": '\x01\x1f"\\', "z": "", "nested": '{"b": [1, 2]}'}),
+    ):
+        _moved(tenant_api.withdraw(accounts["ree"], 1, reference=reference, metadata=metadata))
     with unit_of_work(sessions) as session:
         exported = list(export_jsonl(session, tenant_id))
         built = list(session.execute(_LINES_BY_JSON_BUILD_OBJECT, {"tenant_id": tenant_id}).scalars())
@@ -726,35 +701,41 @@ def test_postgresql_lines_are_byte_for_byte_json_build_object(
 
 
 def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
-    sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
+    sessions: sessionmaker[Session], teller: Teller, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Closing the export between pages leaves nothing running; the caller's transaction goes on."""
+    tenant_id = teller.tenant_id
     monkeypatch.setattr(store_postgresql, "PAGE_TRANSACTIONS", 10)
     with unit_of_work(sessions) as session:
         wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="big").id
-        for index in range(300):  # ~2.4 MB of lines: more than the socket buffers hold
-            deposit(
-                session, tenant_id=tenant_id, account_id=wallet, amount=1, metadata={"pad": f"{index:08000}"}
-            )
+    # The most metadata a deposit request may carry (20 values of 200 characters): ~2.6 MB of lines, more
+    # than the socket buffers hold.
+    padding = {f"pad{key:02}": "x" * 200 for key in range(20)}
+
+    async def deposits() -> None:
+        for _ in range(DEPOSITS_PAST_THE_BUFFERS):
+            await teller.deposit(wallet, 1, metadata=padding)
+
+    teller.run(deposits())
     with unit_of_work(sessions) as session:
         lines = export_jsonl(session, tenant_id)
         assert [json.loads(next(lines))["seq"] for _ in range(13)] == list(range(1, 14))
         lines.close()  # type: ignore[attr-defined]
-        assert balance_of(session, wallet) == 300
+        assert balance_of(session, wallet) == DEPOSITS_PAST_THE_BUFFERS
         assert len(list(export_jsonl(session, tenant_id, chain=0, to_seq=5))) == 5
 
 
 def test_the_session_answers_between_any_two_lines_of_an_export(
-    sessions: sessionmaker[Session], tenant_id: str, monkeypatch: pytest.MonkeyPatch
+    sessions: sessionmaker[Session], tenant_api: TenantApi, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What an audit bundle does: read through the session while the export is part-way. A stream still
     open on the connection once blocked that read for ever; and the session's transaction may end between
     two lines (the bundle's HTTP edge commits between chunks) without the export losing its place."""
+    tenant_id = tenant_api.tenant_id
     monkeypatch.setattr(store_postgresql, "PAGE_TRANSACTIONS", 7)
-    with unit_of_work(sessions) as session:
-        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="w").id
-        for amount in range(1, 31):
-            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=amount)
+    wallet = tenant_api.wallet()
+    for amount in range(1, 31):
+        _moved(tenant_api.deposit(wallet, amount))
     with sessions() as session:
         whole = list(export_jsonl(session, tenant_id))
     with sessions() as session:

@@ -22,48 +22,43 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.engine import unit_of_work
 from pokna.errors import InvalidRequest
 from pokna.ledger import (
-    AccountTransfer,
     books_repository,
     chain_for,
-    deposit,
     export_beancount,
     export_csv,
     export_jsonl,
     open_account,
-    post_transfers,
+    trial_balance,
     verify_export,
 )
 from pokna.ledger.export import _grouped, transaction_line
 from pokna.ledger.store_postgresql import jsonl_lines
 from support.game_play import Api, new_tenant_key
+from support.money import Teller
 
 pytest_plugins = ["ledger_fixtures"]
 
 BEAN_CHECK = Path(sys.executable).with_name("bean-check")
 
 
-def _spread(sessions: sessionmaker[Session], tenant_id: str, wallets: int = 10, rounds: int = 3) -> list[str]:
-    """Deposits to `wallets` wallets (each wallet's on its own chain, chain_for(wallet id): one unit of work
-    each, since a unit of work posts on one chain), `rounds` each, and two transfers with no reference
-    (chain 0)."""
+def _spread(sessions: sessionmaker[Session], teller: Teller, wallets: int = 10, rounds: int = 3) -> list[str]:
+    """Deposits to `wallets` wallets, the first of them on chain 0 (each wallet's on its own chain,
+    chain_for(wallet id)), `rounds` each, then two withdrawals from the first (chain 0)."""
     with unit_of_work(sessions) as session:
-        ids = [
-            open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id=f"w{index}").id
-            for index in range(wallets)
-        ]
-    for round_ in range(rounds):
-        for wallet in ids:
-            with unit_of_work(sessions) as session:
-                deposit(session, tenant_id=tenant_id, account_id=wallet, amount=10 + round_)
-    with unit_of_work(sessions) as session:
-        post_transfers(
-            session,
-            tenant_id=tenant_id,
-            transfers=[
-                AccountTransfer("ante", ids[0], ids[1], 3),
-                AccountTransfer("ante", ids[1], ids[0], 1),
-            ],
-        )
+        opened: list[str] = []
+        while not any(chain_for(wallet) == 0 for wallet in opened) or len(opened) < wallets:
+            opened.append(open_account(session, tenant_id=teller.tenant_id, kind="player_wallet").id)
+    first = next(wallet for wallet in opened if chain_for(wallet) == 0)
+    ids = [first, *[wallet for wallet in opened if wallet != first][: wallets - 1]]
+
+    async def moves() -> None:
+        for round_ in range(rounds):
+            for wallet in ids:
+                await teller.deposit(wallet, 10 + round_)
+        await teller.withdraw(first, 3)
+        await teller.withdraw(first, 1)
+
+    teller.run(moves())
     return ids
 
 
@@ -78,15 +73,17 @@ def _positions(lines: list[str]) -> list[tuple[int, int]]:
 
 @pytest.mark.citus
 def test_an_export_holds_every_chain_in_chain_and_seq_order_and_verifies(
-    sessions: sessionmaker[Session], tenant_id: str
+    sessions: sessionmaker[Session], teller: Teller
 ) -> None:
-    wallets = _spread(sessions, tenant_id)
+    tenant_id = teller.tenant_id
+    wallets = _spread(sessions, teller)
     lines = _jsonl(sessions, tenant_id)
     assert len(lines) == 10 * 3 + 2
     assert all(line.startswith('{"chain" : ') for line in lines)
     positions = _positions(lines)
     assert positions == sorted(positions)
-    chains = {chain_for(wallet) for wallet in wallets} | {0}
+    chains = {chain_for(wallet) for wallet in wallets}
+    assert 0 in chains
     assert {chain for chain, _ in positions} == chains
     assert len(chains) > 2
     for chain in chains:  # each chain whole, from seq 1
@@ -104,9 +101,10 @@ def test_an_export_holds_every_chain_in_chain_and_seq_order_and_verifies(
 
 
 def test_a_range_is_one_chains_and_seqs_alone_are_refused_naming_chain(
-    sessions: sessionmaker[Session], tenant_id: str
+    sessions: sessionmaker[Session], teller: Teller
 ) -> None:
-    wallets = _spread(sessions, tenant_id)
+    tenant_id = teller.tenant_id
+    wallets = _spread(sessions, teller)
     chain = next(chain_for(wallet) for wallet in wallets if chain_for(wallet) != 0)
     whole = _positions(_jsonl(sessions, tenant_id))
     on_chain = [position for position in whole if position[0] == chain]
@@ -178,12 +176,18 @@ def _beancount(sessions: sessionmaker[Session], tenant_id: str, path: Path, **bo
 
 
 def test_beancount_opens_each_chain_with_its_own_balances_before_it(
-    sessions: sessionmaker[Session], tenant_id: str, tmp_path: Path
+    sessions: sessionmaker[Session], teller: Teller, tmp_path: Path
 ) -> None:
-    wallets = _spread(sessions, tenant_id)
+    tenant_id = teller.tenant_id
+    wallets = _spread(sessions, teller)
     whole = _beancount(sessions, tenant_id, tmp_path / "whole.beancount")
-    # Every chain to its head: the stored balances, of the wallets and of each chain's funding sub-account.
-    assert whole.count(" balance ") == len(wallets) + len({chain_for(wallet) for wallet in wallets})
+    # Every chain to its head: the stored balances, of the wallets (those opened and not used too) and of
+    # each chain's funding sub-account.
+    with unit_of_work(sessions) as session:
+        accounts = trial_balance(session, tenant_id).accounts
+    funding = [account for account in accounts if account.kind == "external_funding"]
+    assert len(funding) == len({chain_for(wallet) for wallet in wallets})
+    assert whole.count(" balance ") == len(accounts)
     assert '  chain: "0"\n  seq: "1"\n' in whole
 
     chain = next(chain_for(wallet) for wallet in wallets if chain_for(wallet) != 0)

@@ -17,12 +17,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
     AccountKind,
-    deposit,
     export_beancount,
     funding_account,
     house_account,
     open_account,
-    post_transaction,
     reconcile,
     revenue_account,
     system_accounts,
@@ -30,11 +28,10 @@ from pokna.ledger import (
     system_external_id,
     trial_balance,
     verify_export,
-    withdraw,
 )
 from pokna.ledger.chain import LEDGER_CHAINS, chain_for
 from pokna.ledger.export import beancount_account, export_jsonl
-from pokna.ledger.model import Posting
+from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
 
@@ -50,7 +47,7 @@ _FUNDING_LEGS = text(
 
 
 def _wallets_on_distinct_chains(sessions: sessionmaker[Session], tenant_id: str, chains: int) -> list[str]:
-    """Wallets whose deposits go on `chains` distinct chains, none of them chain 0 but the first's."""
+    """Wallets whose deposits go on `chains` distinct chains."""
     found: dict[int, str] = {}
     with unit_of_work(sessions) as session:
         while len(found) < chains:
@@ -69,14 +66,13 @@ def test_the_external_ids_are_the_currency_on_chain_zero_and_name_the_chain_else
 
 
 def test_deposits_on_several_chains_use_distinct_funding_sub_accounts_whose_sum_is_minus_the_money_in(
-    sessions: sessionmaker[Session], tenant_id: str, tmp_path: Path
+    sessions: sessionmaker[Session], tenant_api: TenantApi, tmp_path: Path
 ) -> None:
+    tenant_id = tenant_api.tenant_id
     wallets = _wallets_on_distinct_chains(sessions, tenant_id, 4)
-    for index, wallet in enumerate(wallets):  # one unit of work each: a unit posts on one chain
-        with unit_of_work(sessions) as session:
-            deposit(session, tenant_id=tenant_id, account_id=wallet, amount=100 + index)
-    with unit_of_work(sessions) as session:
-        withdraw(session, tenant_id=tenant_id, account_id=wallets[1], amount=30)
+    for index, wallet in enumerate(wallets):
+        assert tenant_api.deposit(wallet, 100 + index).status_code == 201
+    assert tenant_api.withdraw(wallets[1], 30).status_code == 201
     money_in = sum(100 + index for index in range(len(wallets))) - 30
 
     with unit_of_work(sessions) as session:
@@ -147,23 +143,3 @@ def test_chain_zero_keeps_the_account_of_before_chains(
         assert revenue_account(session, tenant_id, chain=5).external_id == "CREDIT/chain5"
         assert revenue_account(session, tenant_id, chain=5).id != revenue_account(session, tenant_id).id
         assert house_account(session, tenant_id).external_id == "CREDIT"
-
-
-def test_a_unit_of_work_that_already_posted_uses_the_funding_sub_account_of_its_chain(
-    sessions: sessionmaker[Session], tenant_id: str
-) -> None:
-    """A deposit in a unit of work that already posted goes on that unit's chain (posting._unit_chain), and
-    against that chain's sub-account, not its wallet's chain's."""
-    wallet = next(w for w in _wallets_on_distinct_chains(sessions, tenant_id, 3) if chain_for(w) != 0)
-    with unit_of_work(sessions) as session:
-        house = house_account(session, tenant_id).id
-        chain_zero = funding_account(session, tenant_id).id
-        post_transaction(
-            session,
-            tenant_id=tenant_id,
-            kind="adjustment",
-            postings=[Posting(house, 1), Posting(chain_zero, -1)],
-        )  # on chain 0
-        posted = deposit(session, tenant_id=tenant_id, account_id=wallet, amount=9)
-    assert posted.chain == 0
-    assert {posting.account_id for posting in posted.postings} == {wallet, chain_zero}

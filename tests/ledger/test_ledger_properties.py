@@ -1,12 +1,17 @@
-"""Property tests: random deposits, withdrawals and transfers never break the books.
+"""Property tests: random deposits, withdrawals and games never break the books.
 
-Each example gets a tenant of its own in the test's database, so examples do not see each other.
+Money moves as clients move it, through the service functions the API calls: deposits and withdrawals
+through pokna.ledger.moving (support.money), games through the dealer's async creation and play
+(support.acting), whose transfers between the seats' wallets and the game's pot are the only way money
+moves from one wallet to another. Each example gets a tenant of its own in the test's database, so
+examples do not see each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,41 +19,39 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
+from pokna.dealer import service as games
 from pokna.ledger import (
-    AccountTransfer,
     InsufficientFunds,
-    deposit,
     export_jsonl,
     open_account,
-    post_transfers,
     reconcile,
     trial_balance,
     verify_export,
-    withdraw,
 )
-
-pytest_plugins = ["ledger_fixtures"]
+from pokna.runtime import Runtime
+from support.acting import create_game_now, play_now
+from support.game_play import obliging
+from support.money import Teller, new_teller
 
 WALLETS = 4
+CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
 
 
 @dataclass(frozen=True)
 class Op:
-    kind: str  # deposit | withdraw | transfer
-    source: int
-    target: int
-    amount: int
-    game: int  # a transfer's game: its transactions go on that game's chain
+    kind: str  # deposit | withdraw | game
+    source: int  # a withdrawal's wallet, a game's Vigo
+    target: int  # a deposit's wallet, a game's player
+    amount: int  # a game's stake
 
 
 ops = st.lists(
     st.builds(
         Op,
-        kind=st.sampled_from(["deposit", "withdraw", "transfer", "transfer"]),
+        kind=st.sampled_from(["deposit", "withdraw", "game", "game"]),
         source=st.integers(0, WALLETS - 1),
         target=st.integers(0, WALLETS - 1),
         amount=st.one_of(st.integers(1, 200), st.just(10**15)),
-        game=st.integers(0, 5),
     ),
     max_size=25,
 )
@@ -57,57 +60,40 @@ ops = st.lists(
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=ops)
 def test_random_money_moves_keep_the_books_sound(
-    sessions: sessionmaker[Session], make_tenant: Callable[[], str], script: list[Op]
+    runtime: Runtime, sessions: sessionmaker[Session], script: list[Op]
 ) -> None:
-    tenant_id = make_tenant()
+    teller = new_teller(runtime, sessions)
+    tenant_id = teller.tenant_id
     with unit_of_work(sessions) as session:
         wallets = [
             open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id=f"w{i}").id
             for i in range(WALLETS)
         ]
-        pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="pot").id
-    expected = dict.fromkeys([*wallets, pot], 0)
-    posted = 0
-
-    for op in script:
-        source, target = wallets[op.source], wallets[op.target]
-        overdraws = op.kind != "deposit" and expected[source] < op.amount
-        try:
-            with unit_of_work(sessions) as session:
-                if op.kind == "deposit":
-                    deposit(session, tenant_id=tenant_id, account_id=target, amount=op.amount)
-                elif op.kind == "withdraw":
-                    withdraw(session, tenant_id=tenant_id, account_id=source, amount=op.amount)
-                else:
-                    # Through the pot and out again: two moves posted atomically.
-                    post_transfers(
-                        session,
-                        tenant_id=tenant_id,
-                        transfers=[
-                            AccountTransfer("ante", source, pot, op.amount),
-                            AccountTransfer("payout", pot, target, op.amount),
-                        ],
-                        reference=f"game-{op.game}",
-                    )
-        except InsufficientFunds:
-            assert overdraws
-            continue
-        assert not overdraws
-        posted += 1 if op.kind != "transfer" else 2
-        if op.kind == "deposit":
-            expected[target] += op.amount
-        elif op.kind == "withdraw":
-            expected[source] -= op.amount
-        else:
-            expected[source] -= op.amount
-            expected[target] += op.amount
+    expected = dict.fromkeys(wallets, 0)
+    played: list[dict[str, Any]] = []
+    posted = teller.run(_play_script(runtime, teller, wallets, script, expected, played))
 
     with unit_of_work(sessions) as session:
+        for game in played:  # each transfer the rules called for, posted once, and nothing else for the game
+            proof = games.game_proof(session, runtime.keys, CLOCK, tenant_id, game["id"]).model_dump(
+                mode="json"
+            )
+            kinds = session.scalars(
+                text(
+                    "SELECT kind FROM journal_transaction WHERE tenant_id = :t AND reference = :g ORDER BY seq"
+                ),
+                {"t": tenant_id, "g": game["id"]},
+            ).all()
+            assert kinds == [transfer["kind"] for transfer in proof["transfers"]]
+            posted += len(kinds)
         trial = trial_balance(session, tenant_id)
         assert trial.total == 0
         stored = {entry.account_id: entry.balance for entry in trial.accounts if entry.account_id in expected}
         assert stored == expected
         assert all(balance >= 0 for balance in stored.values())
+        assert {entry.account_id: entry.balance for entry in trial.accounts if entry.kind == "game_pot"} == (
+            dict.fromkeys((game["pot_account_id"] for game in played), 0)
+        )
         assert reconcile(session, tenant_id).ok
         sums: dict[str, int] = dict(
             session.execute(
@@ -134,3 +120,55 @@ def test_random_money_moves_keep_the_books_sound(
     assert report.valid, report.findings
     assert report.trial_balance() in ({}, {"CREDIT": 0})
     assert {account: report.balances.get(account, 0) for account in expected} == expected
+
+
+async def _play_script(
+    runtime: Runtime,
+    teller: Teller,
+    wallets: list[str],
+    script: list[Op],
+    expected: dict[str, int],
+    played: list[dict[str, Any]],
+) -> int:
+    """Each op in turn; `expected` follows every wallet's balance, `played` gathers the games as they ended.
+    Answers how many deposits and withdrawals were posted."""
+    posted = 0
+    for op in script:
+        source, target = wallets[op.source], wallets[op.target]
+        if op.kind == "game":
+            if source == target:
+                continue  # one wallet cannot take two seats
+            game = await _game(runtime, teller.tenant_id, source, target, op.amount)
+            played.append(game)
+            for seat in game["seats"]:
+                expected[seat["account_id"]] += seat["paid_out"] - seat["paid_in"]
+            continue
+        overdraws = op.kind == "withdraw" and expected[source] < op.amount
+        try:
+            if op.kind == "deposit":
+                await teller.deposit(target, op.amount)
+            else:
+                await teller.withdraw(source, op.amount)
+        except InsufficientFunds:
+            assert overdraws
+            continue
+        assert not overdraws
+        posted += 1
+        if op.kind == "deposit":
+            expected[target] += op.amount
+        else:
+            expected[source] -= op.amount
+    return posted
+
+
+async def _game(runtime: Runtime, tenant_id: str, vigo: str, player: str, stake: int) -> dict[str, Any]:
+    """A game between the two, played the shortest way to its end; cancelled if a seat cannot pay its ante
+    (the rules then offer the Vigo no start)."""
+    game = await create_game_now(runtime, CLOCK, tenant_id, games.NewGame(vigo, [player], stake=stake))
+    return await play_now(runtime, CLOCK, tenant_id, game, _shortest)
+
+
+def _shortest(game: dict[str, Any]) -> dict[str, Any]:
+    if game["phase"] == "open" and "start" not in game["turn"]["allowed_actions"]:
+        return {"type": "cancel"}
+    return obliging(game)

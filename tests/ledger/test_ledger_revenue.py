@@ -1,5 +1,6 @@
-"""The operator's revenue: one account per tenant and currency, opened on demand, where every rake is
-posted; the exports and bean-check show it as income, and the audit of an export still balances."""
+"""The operator's revenue: one account per tenant, currency and chain, opened on demand, where every rake of
+a game played over HTTP is posted; the exports and bean-check show it as income, and the audit of an export
+still balances."""
 
 from __future__ import annotations
 
@@ -10,50 +11,41 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
     AccountKind,
-    AccountTransfer,
-    deposit,
+    chain_for,
     export_beancount,
     export_csv,
     export_jsonl,
-    open_account,
-    post_transfers,
     revenue_account,
     trial_balance,
     verify_export,
 )
+from support.game_play import Api, obliging, play
+from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
 
 BEAN_CHECK = Path(sys.executable).with_name("bean-check")
 
 
-def _raked_game(sessions: sessionmaker[Session], tenant_id: str) -> tuple[str, str]:
-    """A pot of 200 with a rake of 10: the winner takes 190. Returns (revenue, winner) account ids."""
+def _raked_game(
+    client: TestClient, sessions: sessionmaker[Session], tenant_api: TenantApi
+) -> tuple[str, int]:
+    """A game over HTTP with a rake of 10% of its pot. Returns the revenue account it went to (the revenue
+    sub-account of the game's chain) and the rake taken."""
+    api = Api(client, tenant_api.api_key)
+    han, greedo = api.wallet(1000), api.wallet(400)
+    game = play([api], api.create_game(han, [greedo], stake=100, rake={"bps": 1000}), obliging)
+    assert game["status"] == "settled"
+    assert game["rake_taken"] > 0
     with unit_of_work(sessions) as session:
-        han = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="han").id
-        greedo = open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id="greedo").id
-        pot = open_account(session, tenant_id=tenant_id, kind="game_pot", external_id="game-1").id
-        deposit(session, tenant_id=tenant_id, account_id=han, amount=1000)
-        deposit(session, tenant_id=tenant_id, account_id=greedo, amount=400)
-    with unit_of_work(sessions) as session:
-        revenue = revenue_account(session, tenant_id).id
-        post_transfers(
-            session,
-            tenant_id=tenant_id,
-            reference="game-1",
-            transfers=[
-                AccountTransfer("ante", han, pot, 100),
-                AccountTransfer("ante", greedo, pot, 100),
-                AccountTransfer("rake", pot, revenue, 10),
-                AccountTransfer("payout", pot, han, 190),
-            ],
-        )
-    return revenue, han
+        revenue = revenue_account(session, tenant_api.tenant_id, chain=chain_for(game["id"])).id
+    return revenue, game["rake_taken"]
 
 
 def test_one_revenue_account_per_tenant_and_currency(sessions: sessionmaker[Session], tenant_id: str) -> None:
@@ -66,9 +58,10 @@ def test_one_revenue_account_per_tenant_and_currency(sessions: sessionmaker[Sess
 
 
 def test_the_rake_is_revenue_in_every_export(
-    sessions: sessionmaker[Session], tenant_id: str, tmp_path: Path
+    client: TestClient, sessions: sessionmaker[Session], tenant_api: TenantApi, tmp_path: Path
 ) -> None:
-    revenue, _ = _raked_game(sessions, tenant_id)
+    tenant_id = tenant_api.tenant_id
+    revenue, rake = _raked_game(client, sessions, tenant_api)
     with unit_of_work(sessions) as session:
         balances = {
             line.account_id: (line.kind, line.balance) for line in trial_balance(session, tenant_id).accounts
@@ -76,25 +69,25 @@ def test_the_rake_is_revenue_in_every_export(
         jsonl = "".join(export_jsonl(session, tenant_id))
         rows = list(csv.DictReader(io.StringIO("".join(export_csv(session, tenant_id)))))
         beancount = "".join(export_beancount(session, tenant_id))
-    assert balances[revenue] == ("revenue", 10)
+    assert balances[revenue] == ("revenue", rake)
     assert sum(balance for _, balance in balances.values()) == 0
 
-    rake = [json.loads(line) for line in jsonl.splitlines() if json.loads(line)["kind"] == "rake"]
-    assert len(rake) == 1
-    assert {posting["account_id"]: posting["amount"] for posting in rake[0]["postings"]}[revenue] == 10
+    raked = [json.loads(line) for line in jsonl.splitlines() if json.loads(line)["kind"] == "rake"]
+    assert len(raked) == 1
+    assert {posting["account_id"]: posting["amount"] for posting in raked[0]["postings"]}[revenue] == rake
     assert [
         (row["account_id"], row["amount"])
         for row in rows
         if row["kind"] == "rake" and row["account_id"] == revenue
-    ] == [(revenue, "10")]
+    ] == [(revenue, str(rake))]
     report = verify_export(jsonl.splitlines())
     assert report.valid, report.findings
-    assert report.balances[revenue] == 10
+    assert report.balances[revenue] == rake
 
     income = "Income:Pokna:Revenue:" + revenue.replace("acct_", "Acct-")
     assert f"open {income} CREDIT" in beancount
-    assert f"  {income}  10 CREDIT" in beancount
-    assert f"balance {income}  10 CREDIT" in beancount
+    assert f"  {income}  {rake} CREDIT" in beancount
+    assert f"balance {income}  {rake} CREDIT" in beancount
     path = tmp_path / "pokna.beancount"
     path.write_text(beancount, encoding="utf-8")
     checked = subprocess.run([str(BEAN_CHECK), str(path)], capture_output=True, text=True, check=False)

@@ -4,7 +4,8 @@ Read docs/ledger.md for the model, the sign convention and every invariant the d
 packages import from here, not from the modules behind it:
 
 - accounts: open, find and read accounts (`account_summaries` is what other domains may know of one);
-- posting: the one way money moves; its store (store_postgresql: one call to ledger_post()) writes it;
+- moving: deposits and withdrawals, the one way money enters and leaves a wallet (one ledger_move() call);
+  batches: a game step's transfers, posted by the dealer's game_write(); both through ledger_post();
 - reads, export, checkpoint, reconcile: the journal read back; audit (and audit_scan): the offline check.
 """
 
@@ -44,8 +45,6 @@ from pokna.ledger.errors import (
     AccountExists,
     AccountNotFound,
     AmountOutOfRange,
-    BalancesChanged,
-    IdempotencyKeyReused,
     InsufficientFunds,
     InvalidAccount,
     InvalidPostings,
@@ -63,14 +62,6 @@ from pokna.ledger.export import (
 )
 from pokna.ledger.holding import GameAccounts, hold_wallets, hold_wallets_now
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
-from pokna.ledger.posting import (
-    deposit,
-    post_transaction,
-    post_transfers,
-    request_fingerprint,
-    reverse_transaction,
-    withdraw,
-)
 from pokna.ledger.reads import (
     AccountBalance,
     AccountEntry,
@@ -93,11 +84,9 @@ __all__ = [
     "AmountOutOfRange",
     "AuditReport",
     "BalanceDifference",
-    "BalancesChanged",
     "Checkpoint",
     "Finding",
     "GameAccounts",
-    "IdempotencyKeyReused",
     "InsufficientFunds",
     "InvalidAccount",
     "InvalidPostings",
@@ -118,7 +107,6 @@ __all__ = [
     "chain_for",
     "checkpoint_document",
     "checkpoints_between",
-    "deposit",
     "export_beancount",
     "export_csv",
     "export_jsonl",
@@ -135,12 +123,8 @@ __all__ = [
     "list_checkpoints",
     "oldest_unsigned_at",
     "open_account",
-    "post_transaction",
-    "post_transfers",
     "reconcile",
-    "request_fingerprint",
     "revenue_account",
-    "reverse_transaction",
     "system_accounts",
     "system_balance",
     "system_external_id",
@@ -151,5 +135,4 @@ __all__ = [
     "trial_balance",
     "verify_export",
     "verify_export_stream",
-    "withdraw",
 ]

@@ -1,27 +1,23 @@
 """Accounts: opening them, finding them, and what they hold.
 
-An account is answered as the session's ORM `Account`: it is the one mutable thing in the ledger (its
-balance), and a caller holding one sees the balance every posting in the same session leaves on it
-(follow_balances). Other domains read accounts only through account_summaries.
+An account is answered as the session's ORM `Account`, read when asked for: its balance is written by the
+database's posting trigger only. Other domains read accounts only through account_summaries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, make_transient_to_detached
-from sqlalchemy.orm.attributes import set_committed_value
-from sqlalchemy.orm.util import identity_key
 
 from pokna.db.models.ledger import Account
 from pokna.db.types import new_id, utc_now
-from pokna.ledger import account_cache, repository
+from pokna.ledger import repository
 from pokna.ledger.chain import LEDGER_CHAINS
 from pokna.ledger.drafts import MAX_TEXT
-from pokna.ledger.errors import AccountExists, AccountNotFound, InvalidAccount
+from pokna.ledger.errors import AccountExists, AccountNotFound, InvalidAccount, TenantNotFound
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, check_currency
-from pokna.ledger.refusals import tenant_not_found
 
 
 def open_account(
@@ -53,7 +49,7 @@ def open_account(
         if repository.insert_account(session, _values(account)):
             break
         if not repository.tenant_exists(session, tenant_id):
-            raise tenant_not_found(tenant_id)
+            raise _tenant_not_found(tenant_id)
         existing = repository.find_account(session, tenant_id, account_kind.value, str(external_id))
         if existing is not None or attempt == 1:
             raise AccountExists(
@@ -63,7 +59,6 @@ def open_account(
     # The row is written: the object joins the session as persistent without reading it back.
     make_transient_to_detached(account)
     session.add(account)
-    account_cache.remember(session, account.id, tenant_id, currency)
     return account
 
 
@@ -87,17 +82,6 @@ def funding_account(
     posted on that chain (a wallet's: chain_for(wallet id)). Chain 0's is the one of before chains; the
     tenant's funding balance is the sum over all of them (`system_balance`)."""
     return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain)
-
-
-def funding_account_id(
-    session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
-) -> str:
-    """The id of `funding_account`, without a query once a committed transaction has found it."""
-    kind = AccountKind.EXTERNAL_FUNDING
-    known = account_cache.system_account_id(
-        session, tenant_id, kind.value, system_external_id(currency, chain)
-    )
-    return known if known is not None else _system_account(session, tenant_id, kind, currency, chain).id
 
 
 def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
@@ -150,10 +134,9 @@ def _system_account(
     external_id = system_external_id(currency, chain)
     found = repository.find_account(session, tenant_id, kind.value, external_id)
     if found is not None:
-        account_cache.found_system_account(session, tenant_id, kind.value, external_id, found.id)
         return found
     if not repository.tenant_exists(session, tenant_id):
-        raise tenant_not_found(tenant_id)
+        raise _tenant_not_found(tenant_id)
     # A concurrent first use may insert it first: then this inserts nothing and finds theirs.
     repository.insert_account(
         session,
@@ -168,7 +151,6 @@ def _system_account(
     )
     found = repository.find_account(session, tenant_id, kind.value, external_id)
     assert found is not None
-    account_cache.found_system_account(session, tenant_id, kind.value, external_id, found.id)
     return found
 
 
@@ -187,11 +169,7 @@ def find_account(session: Session, *, tenant_id: str, kind: AccountKind | str, e
 
 
 def balance_of(session: Session, account_id: str, *, tenant_id: str | None = None) -> int:
-    """Without a query for an account this transaction has posted to: it holds the account locked. With
-    `tenant_id`, another tenant's account is not found."""
-    held = account_cache.held_balance(session, account_id)
-    if held is not None:
-        return held
+    """With `tenant_id`, another tenant's account is not found."""
     balance = repository.account_balance(session, account_id, tenant_id)
     if balance is None:
         raise AccountNotFound(f"no account {account_id}", account_id=account_id)
@@ -218,18 +196,6 @@ def account_summaries(
     }
 
 
-def follow_balances(session: Session, tenant_id: str, balances: Mapping[str, int]) -> None:
-    """Accounts loaded in the session take the balances a posting just left on them.
-
-    The database's trigger writes a balance, not the ORM, so a loaded Account would otherwise keep the
-    one it was read with until expired; these are known without a query (the store answers them)."""
-    account_cache.hold_balances(session, balances)
-    for account_id, balance in balances.items():
-        account = session.identity_map.get(identity_key(Account, (account_id, tenant_id)))
-        if account is not None:
-            set_committed_value(account, "balance", balance)
-
-
 def _values(account: Account) -> dict[str, object]:
     return {
         "id": account.id,
@@ -247,3 +213,7 @@ def _account_kind(kind: AccountKind | str) -> AccountKind:
     except ValueError:
         known = ", ".join(member.value for member in AccountKind)
         raise InvalidAccount(f"account kind {kind!r} is not one of {known}", field="kind") from None
+
+
+def _tenant_not_found(tenant_id: str) -> TenantNotFound:
+    return TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)

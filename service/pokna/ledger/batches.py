@@ -1,8 +1,8 @@
 """A game step's money moves as ledger_post()'s document, built before any lock and posted by the caller's
 own write (the dealer's game_write(): postings, the step and its announcements in one round trip).
 
-The same checks and the same hashed bytes as `post_transfers`, which posts them at once: one two-leg
-journal transaction per transfer, in order. Every account a game moves money between holds the game's
+One two-leg journal transaction per transfer, in order, so that every ante, contribution and payout is
+its own auditable line; ledger_post() posts them all or none. Every account a game moves money between holds the game's
 currency (checked when the game was seated, and again by the posting trigger), so no account is read
 here; ledger_post() checks under its locks that each exists in the tenant and still holds the balance the
 step was decided on.

@@ -1,8 +1,9 @@
 """A journal transaction before its place in the chain is known: validated, given its ids and timestamp,
 laid out as rows, and its hashed bytes encoded around the two values only the head lock can tell.
 
-No database: both stores build what they write from here, so a transaction is the same bytes on either
-backend, and all of it happens before any lock is taken.
+No database: a game step's transfers (pokna.ledger.batches) and a deposit or withdrawal
+(pokna.ledger.moving) are built from here, so every transaction is drafted and hashed the same way, all of
+it before any lock is taken.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from pokna.ledger.model import (
 )
 
 MAX_TEXT = 200
-MAX_IDEMPOTENCY_KEY = 180  # leaves room for the per-transfer suffix post_transfers adds
 
 
 @dataclass(frozen=True)
@@ -69,12 +69,6 @@ def draft_of(
         idempotency_key,
         request_hash,
     )
-
-
-def check_batch_key(idempotency_key: str) -> None:
-    """A key for several transactions, each stored under `{key}:{index}`."""
-    if not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
-        raise InvalidPostings(f"idempotency_key must be 1-{MAX_IDEMPOTENCY_KEY} characters")
 
 
 def account_ids(drafts: Sequence[Draft]) -> set[str]:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pokna.errors import Conflict, NotFound, PoknaError
 
-# One error for one code: the ledger's idempotency refusal is the HTTP layer's.
-from pokna.errors import IdempotencyKeyReused as IdempotencyKeyReused
-
 
 class LedgerError(PoknaError):
     code = "ledger_error"
@@ -71,16 +68,3 @@ class TransactionNotFound(NotFound):
 class AccountExists(Conflict):
     code = "account_exists"
     title = "Account already exists"
-
-
-class BalancesChanged(LedgerError):
-    """The balances the caller decided on are not the ones now held. Nothing was posted, but the locks
-    stay held until the caller's transaction ends: decide again on `balances` and post again."""
-
-    code = "balances_changed"
-    status = 409
-    title = "Balances changed"
-
-    def __init__(self, balances: dict[str, int]) -> None:
-        super().__init__("balances changed since they were read", balances=balances)
-        self.balances = balances

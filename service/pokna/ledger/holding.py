@@ -3,7 +3,7 @@
 A game step is decided on wallet balances read without the ledger's locks, and posted with them as
 expected balances: the short way, right almost always. When a wallet moved in between, nothing is written
 and the request is decided again; this time on balances read under the ledger's own locks, in its one lock
-order (the head of the game's chain, then the accounts by ascending id: see repository.lock_accounts), so
+order (the head of the game's chain, then the accounts by ascending id, as ledger_post() takes them), so
 nothing can move them before the posting and the second decision is the last. Without this, games that
 share wallets with busy neighbours could lose the race every time.
 
@@ -35,6 +35,9 @@ _CREATE_HEAD = (
 _HOLD_HEAD = (
     "SELECT last_seq FROM ledger_head WHERE tenant_id = %(tenant_id)s AND chain = %(chain)s FOR UPDATE"
 )
+# FOR NO KEY UPDATE, not FOR UPDATE (as ledger_post() locks them): a balance change never touches the key,
+# and the weaker lock does not conflict with the FOR KEY SHARE that PostgreSQL takes when another
+# transaction inserts a row referencing the account (a game seat, a pot), in whatever order it inserts them.
 _HOLD_ACCOUNTS = (
     "SELECT id, balance FROM account WHERE tenant_id = %(tenant_id)s "
     "AND (id = ANY(%(account_ids)s) OR (kind = 'revenue' AND external_id = %(revenue)s)) "

@@ -138,15 +138,6 @@ def check_amount(amount: object, what: str = "amount") -> int:
     return amount
 
 
-def check_new_balance(account_id: str, balance: int) -> None:
-    if abs(balance) > MAX_ABS_BALANCE:
-        raise AmountOutOfRange(
-            f"account {account_id} would hold {balance}, beyond the bound of {MAX_ABS_BALANCE}",
-            account_id=account_id,
-            limit=MAX_ABS_BALANCE,
-        )
-
-
 def check_postings(postings: Sequence[Posting], currency_of: Mapping[str, str]) -> None:
     """Refuse anything but >= 2 non-zero, bounded legs on distinct accounts that balance per currency."""
     if len(postings) < 2:

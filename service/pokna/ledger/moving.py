@@ -9,9 +9,9 @@
    through ledger_post(), records the announcement and stores the answer, both with the seq, the hashes and
    the balance only the ledger's lock can tell filled in, and returns the answer's bytes.
 
-The same checks and the same answer as the synchronous `deposit` and `withdraw` (which commands and tests
-call): a wallet of the caller's tenant, a player wallet, an amount in range; InsufficientFunds (and nothing
-posted) for a withdrawal past the balance.
+The one way money enters and leaves a wallet, for the API and the tests alike: a wallet of the caller's
+tenant, a player wallet, an amount in range; InsufficientFunds (and nothing posted) for a withdrawal past
+the balance.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
 from pokna.errors import InvalidRequest, WalletHeld
 from pokna.idempotency import aio as idempotency
-from pokna.ledger.accounts import funding_account_id, sub_account_suffix
+from pokna.ledger.accounts import funding_account, sub_account_suffix
 from pokna.ledger.announcements import announce_funding
 from pokna.ledger.chain import chain_for
 from pokna.ledger.drafts import draft_of, posted, unchained
@@ -234,7 +234,7 @@ def funding_account_opener(engine: Engine) -> OpenFundingAccount:
 
     def open_in_thread(tenant_id: str, currency: str, chain: int) -> str:
         with unit_of_work(sessionmaker(bind=engine, expire_on_commit=False)) as session:
-            return funding_account_id(session, tenant_id, currency, chain)
+            return funding_account(session, tenant_id, currency, chain).id
 
     async def open_account(tenant_id: str, currency: str, chain: int) -> str:
         return await run_in_threadpool(open_in_thread, tenant_id, currency, chain)

@@ -1,13 +1,12 @@
-"""Every query the ledger makes on both backends alike. Services decide; this module only reads and writes
-rows. What one backend does differently is its store's (pokna.ledger.store).
-
-Writes go through Core statements on the mapped tables, not the ORM unit of work: everything between
-locking the tenant's head and the caller's commit serializes that tenant's writers, so it must be short.
+"""Every query the ledger makes through a session: accounts (opening one is the only write here) and the
+journal read back. Services decide; this module only reads and writes rows. Postings are written by
+ledger_post() alone, called by the game's game_write() and the deposits' ledger_move(); the JSONL export's
+query is its store's (pokna.ledger.store).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
 
@@ -105,18 +104,6 @@ def account_summaries(session: Session, tenant_id: str, account_ids: Iterable[st
     )
 
 
-def account_attributes(session: Session, tenant_id: str, account_ids: Iterable[str]) -> list[Row[Any]]:
-    """Id, tenant and currency of the tenant's accounts among `account_ids`, read without a lock: a
-    trigger keeps them from ever changing."""
-    return list(
-        session.execute(
-            select(_account.c.id, _account.c.tenant_id, _account.c.currency).where(
-                _account.c.tenant_id == tenant_id, _account.c.id.in_(sorted(set(account_ids)))
-            )
-        )
-    )
-
-
 def tenant_accounts(session: Session, tenant_id: str, currency: str | None = None) -> list[Account]:
     statement = select(Account).where(Account.tenant_id == tenant_id).order_by(Account.id)
     if currency is not None:
@@ -155,44 +142,6 @@ def read_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
     )
     heads = {int(row.chain): (int(row.last_seq), str(row.last_hash)) for row in rows}
     return {0: heads.pop(0, (0, GENESIS_HASH))} | heads
-
-
-def lock_accounts(session: Session, tenant_id: str, account_ids: Iterable[str]) -> list[Row[Any]]:
-    """Lock accounts in ascending id order, the one global order, so no two writers wait on each other.
-
-    FOR NO KEY UPDATE, not FOR UPDATE: a balance change never touches the key, and the weaker lock does
-    not conflict with the FOR KEY SHARE that PostgreSQL takes when another transaction inserts a row
-    referencing the account (a game seat, a pot), in whatever order that transaction inserts them."""
-    ordered = sorted(set(account_ids))
-    return list(
-        session.execute(
-            select(
-                _account.c.id, _account.c.tenant_id, _account.c.kind, _account.c.currency, _account.c.balance
-            )
-            .where(_account.c.tenant_id == tenant_id, _account.c.id.in_(ordered))
-            .order_by(_account.c.id)
-            .with_for_update(key_share=True)
-        )
-    )
-
-
-def insert_transaction(session: Session, row: dict[str, Any], postings: list[dict[str, Any]]) -> None:
-    session.execute(insert(_transaction), row)
-    session.execute(insert(_posting), postings)
-
-
-def transactions_by_idempotency_key(
-    session: Session, tenant_id: str, keys: Sequence[str]
-) -> list[PostedTransaction]:
-    return [
-        _posted(row)
-        for row in session.scalars(
-            select(JournalTransaction)
-            .where(JournalTransaction.tenant_id == tenant_id, JournalTransaction.idempotency_key.in_(keys))
-            .options(selectinload(JournalTransaction.postings))
-            .order_by(JournalTransaction.chain, JournalTransaction.seq)
-        )
-    ]
 
 
 def get_transaction(

@@ -1,9 +1,10 @@
-"""The ledger on PostgreSQL: one round trip under the lock to post, and JSONL lines from raw columns.
+"""The ledger on PostgreSQL: the document a posting sends to ledger_post(), and JSONL lines from raw columns.
 
 Everything that needs no lock happens before the lock is taken (validation, ids, timestamps, the hashed
-bytes around seq and prev_hash); then one call to the ledger_post() function takes the head lock and the
-account locks, checks the balances, hashes, writes and advances the head
-(service/pokna/sql/ledger_post.sql). The head stays locked until the caller commits.
+bytes around seq and prev_hash: pokna.ledger.drafts); then the caller's one call (a game step's
+game_write(), a deposit's or withdrawal's ledger_move()) reaches ledger_post(), which takes the head lock
+and the account locks, checks the balances, hashes, writes and advances the head
+(service/pokna/sql/ledger_post.sql).
 """
 
 from __future__ import annotations
@@ -11,88 +12,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 from sqlalchemy.orm import Session
 
-from pokna.ledger import account_cache, repository
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import format_timestamp
-from pokna.ledger.drafts import Draft, Unchained, account_ids, posted, unchained
-from pokna.ledger.errors import BalancesChanged, InsufficientFunds
-from pokna.ledger.model import PostedTransaction, check_new_balance, check_postings
-from pokna.ledger.refusals import account_not_in_tenant, replayed, tenant_not_found
-from pokna.ledger.store import LedgerStore, Posted
-
-
-class PostOutcome(NamedTuple):
-    """ledger_post()'s answer: `status` says whether it posted, and if not, why (refused_* name the culprit).
-    `held_*` are the locked accounts' balances: after the posting, or as found when refusing."""
-
-    status: str
-    refused_account_id: str | None
-    refused_balance: int | None
-    refused_change: int | None
-    first_seq: int | None
-    first_prev_hash: str | None
-    hashes: list[str] | None
-    held_account_ids: list[str] | None
-    held_balances: list[int] | None
-
-
-_LEDGER_POST = f"SELECT {', '.join(PostOutcome._fields)} FROM ledger_post(%s, %s::jsonb)"  # noqa: S608
+from pokna.ledger.drafts import Unchained
+from pokna.ledger.store import LedgerStore
 
 
 class PostgresqlLedgerStore(LedgerStore):
-    def post(
-        self,
-        session: Session,
-        tenant_id: str,
-        drafts: Sequence[Draft],
-        expected_balances: Mapping[str, int],
-        chain: int,
-    ) -> Posted:
-        """Everything that needs no lock first, then one round trip to ledger_post() for what does."""
-        involved = sorted(account_ids(drafts) | expected_balances.keys())
-        accounts = account_cache.tenants_and_currencies(session, tenant_id, involved)
-        for account_id in [posting.account_id for draft in drafts for posting in draft.postings] + list(
-            expected_balances
-        ):
-            if accounts.get(account_id, ("", ""))[0] != tenant_id:
-                if not repository.tenant_exists(session, tenant_id):
-                    raise tenant_not_found(tenant_id)
-                raise account_not_in_tenant(tenant_id, account_id)
-        currency_of = {account_id: currency for account_id, (_, currency) in accounts.items()}
-        for draft in drafts:
-            check_postings(draft.postings, currency_of)
-        written = [unchained(tenant_id, draft, currency_of, chain) for draft in drafts]
-
-        outcome = _ledger_post(
-            session, tenant_id, batch_document(involved, expected_balances, written, chain)
-        )
-        if outcome.status != "posted":
-            return Posted(_refused(session, tenant_id, drafts, expected_balances, outcome), {})
-        assert outcome.first_seq is not None
-        assert outcome.first_prev_hash is not None
-        assert outcome.hashes is not None
-        seq, prev_hash = outcome.first_seq, outcome.first_prev_hash
-        transactions: list[PostedTransaction] = []
-        for transaction, hash_ in zip(written, outcome.hashes, strict=True):
-            transactions.append(posted(transaction, seq, prev_hash, hash_))
-            seq, prev_hash = seq + 1, hash_
-        return Posted(transactions, _held(outcome))
-
     def jsonl_lines(self, session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> Iterator[str]:
         return jsonl_lines(session, tenant_id, ranges)
-
-
-def _ledger_post(session: Session, tenant_id: str, batch: Mapping[str, Any]) -> PostOutcome:
-    """`batch` is ledger_post()'s one JSON document, encoded by json.dumps in C: as 22 array parameters,
-    psycopg's list dumper (in Python) cost more than the rest of the call's client side."""
-    return PostOutcome(
-        *session.connection().exec_driver_sql(_LEDGER_POST, (tenant_id, json.dumps(batch))).one()
-    )
 
 
 def batch_document(
@@ -128,41 +61,6 @@ def batch_document(
         "p_amount": [posting["amount"] for _, posting in posting_rows],
         "p_currency": [posting["currency"] for _, posting in posting_rows],
     }
-
-
-def _held(outcome: PostOutcome) -> dict[str, int]:
-    return dict(zip(outcome.held_account_ids or (), outcome.held_balances or (), strict=True))
-
-
-def _refused(
-    session: Session,
-    tenant_id: str,
-    drafts: Sequence[Draft],
-    expected: Mapping[str, int],
-    outcome: PostOutcome,
-) -> list[PostedTransaction]:
-    """What ledger_post() declined to write, as the ledger's typed error (or the originals of a retry)."""
-    account_id = str(outcome.refused_account_id)
-    if outcome.status == "replay":
-        originals = replayed(session, tenant_id, drafts)
-        assert originals is not None
-        return originals
-    if outcome.status == "tenant_not_found":
-        raise tenant_not_found(tenant_id)
-    if outcome.status == "account_not_found":
-        raise account_not_in_tenant(tenant_id, account_id)
-    if outcome.status == "balances_changed":
-        held = _held(outcome)
-        raise BalancesChanged({held_id: held[held_id] for held_id in expected})
-    if outcome.status == "balance_out_of_range" and outcome.refused_balance is not None:
-        check_new_balance(account_id, outcome.refused_balance)
-    if (
-        outcome.status == "insufficient_funds"
-        and outcome.refused_balance is not None
-        and outcome.refused_change is not None
-    ):
-        raise InsufficientFunds(account_id, outcome.refused_balance, outcome.refused_change)
-    raise AssertionError(f"ledger_post() answered {outcome.status!r}")
 
 
 # --- the JSONL export ----------------------------------------------------------------------------------
