@@ -203,7 +203,6 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(
                 text("SELECT seq, hash FROM journal_transaction ORDER BY seq")
             ).all()
         assert [seq for seq, _ in before_rows] == [1, 2, 3]
-        teller.database.close()
         engine.dispose()
 
         migrate.upgrade(empty_database_url)
@@ -216,7 +215,6 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(
                 await teller.deposit(other, 5)
 
         teller.run(more())
-        teller.database.close()
         with unit_of_work(sessions) as session:
             signed = checkpoint_document(take_checkpoint(session, tenant_id, SIGNER))
             lines = list(export_jsonl(session, tenant_id))

@@ -120,9 +120,9 @@ def teller_on(database_url: str, tenant_id: str, api_key: str) -> Iterator[Telle
     """A teller on an engine and async connections of its own, for a test whose app runs elsewhere (a real
     `pokna serve` on `database_url`)."""
     engine = make_engine(database_url)
-    database = AsyncDatabase.for_engine(engine, Waits())
+    # No pool is opened: each move's connection is its own (pokna.db.aio, a caller outside the app's loop).
+    database = AsyncDatabase.for_engine(engine, Waits(), size=1, overflow=0)
     try:
         yield Teller(tenant_id, api_key, database, engine)
     finally:
-        database.close()
         engine.dispose()
