@@ -28,11 +28,9 @@ from pokna.ledger import books_repository
 from pokna.ledger.accounts import PER_CHAIN_KINDS, sub_account_chain
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import LEDGER_CHAINS, chain_label, format_timestamp
-from pokna.ledger.store import LedgerStore
-from pokna.ledger.store_postgresql import PostgresqlLedgerStore
+from pokna.ledger.store_postgresql import jsonl_lines
 
 EXPORT_FORMATS: Final = ("jsonl", "csv", "beancount")
-_LEDGER_STORE: LedgerStore = PostgresqlLedgerStore()
 CSV_COLUMNS: Final = (
     "chain",
     "seq",
@@ -104,12 +102,12 @@ def export_jsonl(
     ranges = books_repository.seq_range(session, tenant_id, from_seq, to_seq, chain)
     if not ranges:
         return iter(())
-    return _LEDGER_STORE.jsonl_lines(session, tenant_id, ranges)
+    return jsonl_lines(session, tenant_id, ranges)
 
 
 def export_jsonl_ranges(session: Session, tenant_id: str, ranges: list[SeqRange]) -> Iterator[str]:
     """export_jsonl of ranges already resolved (one chain each, in the order given; none empty)."""
-    return _LEDGER_STORE.jsonl_lines(session, tenant_id, ranges) if ranges else iter(())
+    return jsonl_lines(session, tenant_id, ranges) if ranges else iter(())
 
 
 def export_csv(

@@ -20,12 +20,6 @@ from sqlalchemy.orm import Session
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.chain import format_timestamp
 from pokna.ledger.drafts import Unchained
-from pokna.ledger.store import LedgerStore
-
-
-class PostgresqlLedgerStore(LedgerStore):
-    def jsonl_lines(self, session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> Iterator[str]:
-        return jsonl_lines(session, tenant_id, ranges)
 
 
 def batch_document(
