@@ -9,14 +9,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/pip install --quiet -c constraints.txt -e .
+$(VENV)/.installed: $(BIN)/python pyproject.toml verifier/pyproject.toml constraints.txt
+	$(BIN)/pip install --quiet -c constraints.txt -e ./verifier -e .
 	touch $@
 
 NPM_TOOLS := tests/clients/typescript
 
-$(VENV)/.installed-dev: $(BIN)/python pyproject.toml constraints.txt constraints-tools.txt $(NPM_TOOLS)/package-lock.json
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml verifier/pyproject.toml constraints.txt constraints-tools.txt $(NPM_TOOLS)/package-lock.json
+	$(BIN)/pip install --quiet -c constraints.txt -e ./verifier -e '.[dev]'
 	# openapi-python-client pins an older typer than the CLI's: it gets a virtualenv of its own.
 	$(PYTHON) -m venv $(VENV)/tools
 	$(VENV)/tools/bin/pip install --quiet -c constraints-tools.txt openapi-python-client
@@ -41,7 +41,7 @@ openapi: $(VENV)/.installed
 
 # Re-pin every dependency after changing pyproject.toml.
 lock: $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e ./verifier -e '.[dev]'
 	$(BIN)/pip freeze --exclude-editable --exclude pip > constraints.txt
 
 clean:

@@ -1,6 +1,6 @@
 """Audit bundle verification speed: games played over HTTP (in-process app, the embedded PostgreSQL in
 a temporary directory), the bundle fetched from GET /v1/audit/bundle, then `verify_bundle` timed with 1 and 2 worker
-processes, and offline roll checking (pokna.fairness.protocol.roll) timed on its own.
+processes, and offline roll checking (pokna_verify.fairness.protocol.roll) timed on its own.
 
     .venv/bin/python bench/audit_bundle.py --games 300
 """
@@ -20,13 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fastapi.testclient import TestClient
 
 from pokna.app import create_app
-from pokna.audit.bundle_check import verify_bundle
 from pokna.db import embedded
 from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.migrate import upgrade
-from pokna.fairness.protocol import roll
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna_verify.bundle.check import verify_bundle
+from pokna_verify.fairness.protocol import roll
 from support.game_play import Api, new_tenant_key, play, random_policy
 
 
@@ -75,7 +75,7 @@ def main() -> None:
     for nonce in range(200_000):
         roll(seed, client_seed, nonce)
     print(
-        f"pokna.fairness.protocol.roll alone: {200_000 / (time.perf_counter() - started):,.0f} rolls/s, one core"
+        f"pokna_verify.fairness.protocol.roll alone: {200_000 / (time.perf_counter() - started):,.0f} rolls/s, one core"
     )
     print(
         f"peak memory (max RSS of this process): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"

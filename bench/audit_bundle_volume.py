@@ -13,7 +13,7 @@ shared out), and the largest peak RSS (VmHWM) of any one of them. CPU is user + 
 its workers (wait4). --pokna runs another checkout's command on the same bundle (old against new).
 
 --roll-kernel also times re-checking every roll of the bundle's proofs alone with
-pokna.fairness.protocol.faces on --processes processes (each worker recomputes its share of the games'
+pokna_verify.fairness.protocol.faces on --processes processes (each worker recomputes its share of the games'
 faces and compares them with the recorded ones), against roll(), the readable definition, on one.
 """
 
@@ -34,14 +34,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pokna.audit.records import account_record, chain_entry, end_record, game_record, header_document
-from pokna.crypto.signing import generate_signing_key, load_private_key_pem, private_key_to_pem, sign_document
-from pokna.fairness.keyring import KeyRing
-from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
-from pokna.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances
-from pokna.fairness.protocol import faces, game_client_seed, roll
-from pokna.fairness.terms import GameTerms, SeatAccount
-from pokna.game import (
+from pokna_verify.bundle.records import account_record, chain_entry, end_record, game_record, header_document
+from pokna_verify.crypto.signing import (
+    generate_signing_key,
+    load_private_key_pem,
+    private_key_to_pem,
+    sign_document,
+)
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
+from pokna_verify.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances
+from pokna_verify.fairness.protocol import faces, game_client_seed, roll
+from pokna_verify.fairness.terms import GameTerms, SeatAccount
+from pokna_verify.game import (
     POT,
     Challenge,
     Claim,
@@ -55,10 +60,10 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.actions import action_to_dict
-from pokna.game.events import Rolled
-from pokna.game.transfers import Pot, party_to_json
-from pokna.ledger.chain import GENESIS_HASH, document_hash, transaction_document
+from pokna_verify.game.actions import action_to_dict
+from pokna_verify.game.events import Rolled
+from pokna_verify.game.transfers import Pot, party_to_json
+from pokna_verify.ledger.chain import GENESIS_HASH, document_hash, transaction_document
 
 TENANT = "ten_bench"
 FUNDING = "acct_" + "f" * 32

@@ -185,3 +185,28 @@ def test_routes_reach_domains_through_their_services(source: Path) -> None:
         assert not imported.startswith("pokna.db.models"), f"{source.name} imports {imported}"
         last = imported.rsplit(".", 1)[-1]
         assert not last.startswith(("repository", "store")), f"{source.name} imports {imported}"
+
+
+VERIFIER = ROOT / "verifier" / "pokna_verify"
+# What the checks need, and nothing of the service's: no web framework, ORM, driver or PostgreSQL.
+VERIFIER_MAY_IMPORT = {"pokna_verify", "cryptography", "py_arkworks_bls12381"}
+
+
+@pytest.mark.parametrize(
+    "source", sorted(VERIFIER.rglob("*.py")), ids=lambda source: source.relative_to(VERIFIER).as_posix()
+)
+def test_the_verifier_imports_only_itself_the_standard_library_and_what_its_checks_need(source: Path) -> None:
+    import sys
+
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            assert top in VERIFIER_MAY_IMPORT or top in sys.stdlib_module_names, (
+                f"{source.relative_to(ROOT)} imports {name}: pokna-verify installs without the service's libraries"
+            )

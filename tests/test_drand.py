@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from pokna.drand import BeaconRelays, BeaconUnavailable
-from pokna.fairness.beacon import (
+from pokna.settings import Settings
+from pokna_verify.fairness.beacon import (
     QUICKNET,
     BeaconChain,
     BeaconRound,
@@ -22,7 +23,6 @@ from pokna.fairness.beacon import (
     round_problem,
     round_published_at_ms,
 )
-from pokna.settings import Settings
 from support.beacon_server import BeaconKey, BeaconRelay, beacon_relay
 
 MARGIN_SECONDS = 0.5

@@ -17,13 +17,13 @@ from typer.testing import CliRunner, Result
 import pokna.cli  # noqa: F401  (registers every command)
 from pokna.app import create_app
 from pokna.cli.app import app
-from pokna.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem
 from pokna.db.engine import make_sessionmaker
-from pokna.fairness.keyring import KeyRing, KeyStatus
-from pokna.fairness.seed_vault import generate_vault_key
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings, get_settings
 from pokna.tenants import service as tenants
+from pokna_verify.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem
+from pokna_verify.fairness.keyring import KeyRing, KeyStatus
+from pokna_verify.fairness.seed_vault import generate_vault_key
 from support.game_play import Api, play, verify
 
 runner = CliRunner()

@@ -17,14 +17,14 @@ from referencing.jsonschema import DRAFT202012
 from pokna.api.problem_docs import documented_codes
 from pokna.app import create_app
 from pokna.app.openapi_document import UNCONNECTED_DATABASE_URL, openapi_document, render_openapi
-from pokna.fairness.beacon import BEACON_PROTOCOL
-from pokna.fairness.protocol import PROTOCOL
-from pokna.game import ActionName, Phase
-from pokna.game.events import EventKind
 from pokna.ledger import InvalidAccount
 from pokna.ledger.model import check_currency
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna_verify.fairness.beacon import BEACON_PROTOCOL
+from pokna_verify.fairness.protocol import PROTOCOL
+from pokna_verify.game import ActionName, Phase
+from pokna_verify.game.events import EventKind
 
 COMMITTED = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
 

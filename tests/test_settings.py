@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pokna.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem
 from pokna.service_keys import ServiceKeyError, load_service_keys
 from pokna.settings import Environment, Settings, SettingsError, get_settings
+from pokna_verify.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem
 
 
 def test_default_database_is_the_embedded_postgresql(tmp_path: Path) -> None:

@@ -1,12 +1,12 @@
 """The drand relays' HTTP client: a verified round of the beacon chain, now or as soon as it is published.
 
 The relays (`POKNA_BEACON_URLS`) are asked in order and the first that answers with a round that verifies
-(pokna.fairness.beacon.verify_round) is used: a relay is only a messenger, so an answer that does not verify
+(pokna_verify.fairness.beacon.verify_round) is used: a relay is only a messenger, so an answer that does not verify
 is treated as no answer and the next relay is asked. A round not published in time is an outage, a typed
 error (`BeaconUnavailable`, 503): a beacon-mode roll never falls back to anything else.
 
 The shell part of the beacon mode: it reads the network and the clock, the pure rules are in
-pokna.fairness.beacon.
+pokna_verify.fairness.beacon.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import ClassVar
 import httpx
 
 from pokna.errors import PoknaError
-from pokna.fairness.beacon import (
+from pokna.settings import Settings
+from pokna_verify.fairness.beacon import (
     QUICKNET,
     BeaconChain,
     BeaconError,
@@ -29,9 +30,8 @@ from pokna.fairness.beacon import (
     round_published_at_ms,
     verify_round,
 )
-from pokna.fairness.errors import MalformedProofError
-from pokna.fairness.json_reader import JsonReader
-from pokna.settings import Settings
+from pokna_verify.fairness.errors import MalformedProofError
+from pokna_verify.fairness.json_reader import JsonReader
 
 POLL_SECONDS = 0.25  # between two asks for a round that is due but not yet served
 

@@ -17,17 +17,17 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from pokna.crypto.errors import InvalidKeyError
-from pokna.crypto.signing import (
+from pokna.settings import SECRETS_HINT, Environment, Settings
+from pokna_verify.crypto.errors import InvalidKeyError
+from pokna_verify.crypto.signing import (
     generate_signing_key,
     key_id_of,
     load_private_key_pem,
     load_public_key_pem,
     private_key_to_pem,
 )
-from pokna.fairness.keyring import KeyRing
-from pokna.fairness.seed_vault import KEY_BYTES, generate_vault_key
-from pokna.settings import SECRETS_HINT, Environment, Settings
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.fairness.seed_vault import KEY_BYTES, generate_vault_key
 
 log = logging.getLogger("pokna.keys")
 

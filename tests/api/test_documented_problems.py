@@ -20,11 +20,11 @@ from pokna.api.idempotency import request_fingerprint
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.types import utc_now
-from pokna.fairness.protocol import game_client_seed, roll
-from pokna.fairness.seed_vault import open_server_seed
 from pokna.runtime import Runtime
 from pokna.webhooks.dispatch import dispatch_events
 from pokna.webhooks.service import DeliveryPolicy
+from pokna_verify.fairness.protocol import game_client_seed, roll
+from pokna_verify.fairness.seed_vault import open_server_seed
 from support.api_checks import assert_problem
 from support.tenant_api import TenantApi, new_tenant
 

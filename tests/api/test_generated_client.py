@@ -32,14 +32,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.models.game import Game
-from pokna.fairness.keyring import KeyRing
-from pokna.fairness.proof_replay import replay_proof
-from pokna.fairness.protocol import game_client_seed, roll
-from pokna.fairness.seed_vault import open_server_seed
-from pokna.fairness.verification import verify_proof
 from pokna.outbox.events import EVENT_TYPES
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.fairness.proof_replay import replay_proof
+from pokna_verify.fairness.protocol import game_client_seed, roll
+from pokna_verify.fairness.seed_vault import open_server_seed
+from pokna_verify.fairness.verification import verify_proof
 from support.game_play import new_tenant_key
 from support.servers import running_server
 from support.webhook_receiver import Receiver, running_receiver

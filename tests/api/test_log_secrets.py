@@ -16,8 +16,8 @@ from sqlalchemy import select, text
 
 from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.models import Game
-from pokna.fairness.seed_vault import open_server_seed
 from pokna.tenants import service as tenants
+from pokna_verify.fairness.seed_vault import open_server_seed
 from support.servers import running_server
 
 QUERY_KEY = "pk_in_a_query_5e1f0a"

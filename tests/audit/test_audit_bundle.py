@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 import pokna.cli.ledger
 import pokna.dealer.stepping
 from pokna import ledger
-from pokna.audit.bundle_check import CHECKS, verify_bundle
-from pokna.audit.report import Verdict
 from pokna.cli.app import app
 from pokna.db.models.ledger import Account
-from pokna.ledger.chain import chain_for
+from pokna_verify.bundle.check import CHECKS, verify_bundle
+from pokna_verify.bundle.report import Verdict
+from pokna_verify.ledger.chain import chain_for
 from support.audit_bundles import lines_of, play_books, records
 from support.game_play import FINAL, Api, new_tenant_key, obliging, play
 

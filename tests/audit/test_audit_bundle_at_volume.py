@@ -32,11 +32,11 @@ import pytest
 from psycopg import AsyncConnection
 from sqlalchemy import create_engine, text
 
-from pokna.audit.bundle_scan import verify_bundle_stream
 from pokna.bundles.writer import BATCH_TRANSACTIONS
 from pokna.db.engine import make_sessionmaker, unit_of_work
 from pokna.ledger import open_account
 from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS
+from pokna_verify.bundle.scan import verify_bundle_stream
 from support.fault_servers import service_env, tenant_on
 from support.game_play import Api, obliging, play
 from support.money import Teller, teller_on

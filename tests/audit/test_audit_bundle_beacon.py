@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `audit`)
-from pokna.audit import bundle_scan
 from pokna.cli.app import app
-from pokna.fairness.beacon import QUICKNET
 from pokna.settings import Settings
+from pokna_verify.bundle import scan as bundle_scan
+from pokna_verify.fairness.beacon import QUICKNET
 from support.audit_bundles import lines_of, records
 from support.beacon_game import beacon_settings, chain_file_of
 from support.beacon_server import BeaconRelay, beacon_relay

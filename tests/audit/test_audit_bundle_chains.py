@@ -10,8 +10,14 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.audit.bundle_check import verify_bundle
-from pokna.audit.records import (
+from pokna.bundles import BundleRange, open_bundle
+from pokna.db.engine import unit_of_work
+from pokna.ledger import chain_for, export_jsonl
+from pokna.ledger import repository as ledger_repository
+from pokna.ledger.checkpoint import take_checkpoint
+from pokna.runtime import Runtime
+from pokna_verify.bundle.check import verify_bundle
+from pokna_verify.bundle.records import (
     CHECKPOINT,
     HEADER,
     KEY_RING,
@@ -19,16 +25,10 @@ from pokna.audit.records import (
     end_record,
     transaction_record_text,
 )
-from pokna.audit.report import Verdict
-from pokna.bundles import BundleRange, open_bundle
-from pokna.crypto.signing import generate_signing_key, sign_document
-from pokna.db.engine import unit_of_work
-from pokna.fairness.keyring import KeyRing
-from pokna.ledger import chain_for, export_jsonl
-from pokna.ledger import repository as ledger_repository
-from pokna.ledger.chain import GENESIS_HASH, line_hash
-from pokna.ledger.checkpoint import take_checkpoint
-from pokna.runtime import Runtime
+from pokna_verify.bundle.report import Verdict
+from pokna_verify.crypto.signing import generate_signing_key, sign_document
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.ledger.chain import GENESIS_HASH, line_hash
 from support.tenant_api import TenantApi, new_tenant
 
 

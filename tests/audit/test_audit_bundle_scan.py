@@ -1,4 +1,4 @@
-"""The bundle read on several processes (pokna.audit.bundle_scan) reports exactly what the one-process read
+"""The bundle read on several processes (pokna_verify.bundle.scan) reports exactly what the one-process read
 reports: the same findings, in the same order, with the same wording, for a real bundle (games played over
 HTTP, both databases) and for every kind of tampering; from a file the workers read by offset, from a pipe,
 and when a worker dies."""
@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 from test_audit_bundle_tampering import _changed, _get, _leaves, _set
 
-from pokna.audit import bundle_scan
-from pokna.audit.bundle_check import verify_bundle
-from pokna.audit.bundle_scan import verify_bundle_stream
-from pokna.audit.report import Verdict
-from pokna.fairness.keyring import KeyRing
+from pokna_verify.bundle import scan as bundle_scan
+from pokna_verify.bundle.check import verify_bundle
+from pokna_verify.bundle.report import Verdict
+from pokna_verify.bundle.scan import verify_bundle_stream
+from pokna_verify.fairness.keyring import KeyRing
 from support.audit_bundles import lines_of, play_books, records
 
 EXAMPLES = 25

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.audit.bundle_check import verify_bundle
-from pokna.audit.report import BundleReport, Verdict
-from pokna.fairness.keyring import KeyRing
-from pokna.ledger.chain import chain_label, line_hash
+from pokna_verify.bundle.check import verify_bundle
+from pokna_verify.bundle.report import BundleReport, Verdict
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.ledger.chain import chain_label, line_hash
 from support.audit_bundles import lines_of, play_books, records
 
 EXAMPLES = 40
@@ -190,7 +190,7 @@ def test_money_moved_between_two_games_pots_is_found(
 def test_a_key_ring_swapped_for_the_attackers_is_found(
     client: TestClient, sessions: sessionmaker[Session]
 ) -> None:
-    from pokna.crypto.signing import generate_signing_key
+    from pokna_verify.crypto.signing import generate_signing_key
 
     books = play_books(client, sessions, games=2)
     documents = records(books.bundle())

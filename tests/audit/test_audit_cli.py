@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # registers `ledger` and `audit`; its progress clock is moved below
 from pokna.cli.app import app
-from pokna.crypto.signing import public_key_to_b64url
-from pokna.ledger.chain import chain_for
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
+from pokna_verify.crypto.signing import public_key_to_b64url
+from pokna_verify.ledger.chain import chain_for
 from support.tenant_api import TenantApi, new_tenant
 
 runner = CliRunner()
@@ -166,7 +166,7 @@ def test_long_commands_show_progress_on_stderr_and_quick_or_piped_ones_do_not(
     assert [json.loads(line)["seq"] for line in exported.stdout.splitlines()] == [1, 2]
     assert exported.stderr.endswith("2 lines, 0 MiB written ...\n")
     export.write_text(exported.stdout)
-    monkeypatch.setattr("pokna.audit.bundle_check._PROGRESS_EVERY", 1)
+    monkeypatch.setattr("pokna_verify.bundle.check._PROGRESS_EVERY", 1)
     for path, says in ((bundle, "records read ...\n"), (export, "MiB read ...\n")):
         checked = runner.invoke(app, ["audit", "verify", str(path), "--progress", "--json"])
         assert checked.exit_code == 0, checked.output

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `audit`)
 from pokna.cli.app import app
-from pokna.game import GameConfig
-from pokna.game.odds import LonePolicy, Policy, VotePolicy, table_odds
+from pokna_verify.game import GameConfig
+from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy, table_odds
 from support.audit_bundles import records
 from support.game_play import Api, new_tenant_key, obliging, play
 

@@ -8,10 +8,10 @@ import random
 from collections.abc import Iterator
 from itertools import islice
 
-from pokna.audit.play_facts import PURPOSES, roll_code
-from pokna.audit.play_tally import RollTally
 from pokna.audit.rng_figures import pairs_test, rng_tests
 from pokna.audit.significance import level_for
+from pokna_verify.bundle.play_facts import PURPOSES, roll_code
+from pokna_verify.bundle.play_tally import RollTally
 from support.played_rules import honest_faces, loaded_faces
 
 ROLLS = 150_000

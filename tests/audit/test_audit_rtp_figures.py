@@ -1,4 +1,4 @@
-"""The RTP section against games the rules played (pokna.game.step, the service's own roll stream): honest
+"""The RTP section against games the rules played (pokna_verify.game.step, the service's own roll stream): honest
 games agree with the exact odds; games whose payouts were altered after the rules made them (which a
 verified bundle cannot hold: money follows the dice) are flagged; tables no one policy describes are shown
 but not tested, saying why."""
@@ -10,13 +10,13 @@ from fractions import Fraction
 from typing import Any
 
 from pokna.audit.period_report import period_document
-from pokna.audit.play_facts import PlayFacts
-from pokna.audit.play_tally import PlayTally
-from pokna.audit.report import BundleReport
 from pokna.audit.rtp_figures import MIN_GAMES, table_figures
 from pokna.audit.significance import Level
-from pokna.game import GameConfig
-from pokna.game.odds import LonePolicy, Policy, VotePolicy, table_odds
+from pokna_verify.bundle.play_facts import PlayFacts
+from pokna_verify.bundle.play_tally import PlayTally
+from pokna_verify.bundle.report import BundleReport
+from pokna_verify.game import GameConfig
+from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy, table_odds
 from support.played_rules import Alteration, honest_faces, play_games, short_payouts
 
 CLAIM_SPLIT = Policy(LonePolicy.CLAIM, VotePolicy.SPLIT)

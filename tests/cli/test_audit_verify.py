@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `audit`)
 from pokna.cli.app import app
-from pokna.ledger import audit_scan
-from pokna.ledger.audit import verify_export
-from pokna.ledger.chain import document_hash, format_timestamp, transaction_document
+from pokna_verify.ledger import scan as audit_scan
+from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
+from pokna_verify.ledger.check import verify_export
 
 runner = CliRunner()
 EXPORT_KEYS = ("seq", "id", "tenant_id", "kind", "reference", "metadata", "created_at", "postings")

@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 
 from pokna.cli.app import app
 from pokna.cli.secrets import COMPOSE_SERVICES
-from pokna.crypto.signing import key_id_of, load_public_key_pem
-from pokna.fairness.seed_vault import open_server_seed, seal_server_seed
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Environment, Settings, get_settings
+from pokna_verify.crypto.signing import key_id_of, load_public_key_pem
+from pokna_verify.fairness.seed_vault import open_server_seed, seal_server_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = "postgresql+psycopg://pokna:secret@postgres:5432/pokna"  # never connected to

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.crypto.canonical_json import (
+from pokna_verify.crypto.canonical_json import (
     MAX_SAFE_INTEGER,
     canonicalize,
     canonicalize_generic,
     format_number,
 )
-from pokna.crypto.errors import NotCanonicalizableError
+from pokna_verify.crypto.errors import NotCanonicalizableError
 from support.json_strategies import json_like_leaves, tricky_text
 
 

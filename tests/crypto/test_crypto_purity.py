@@ -1,4 +1,4 @@
-"""pokna.crypto is shared by fairness and the ledger, so it must be as pure as fairness: no I/O, no clock, no
+"""pokna_verify.crypto is shared by fairness and the ledger, so it must be as pure as fairness: no I/O, no clock, no
 randomness, and nothing else of Pokna (tests/fairness/test_fairness_purity.py lets fairness import it)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import pokna.crypto
+import pokna_verify.crypto
 
-PACKAGE = Path(pokna.crypto.__file__).parent
+PACKAGE = Path(pokna_verify.crypto.__file__).parent
 SOURCES = sorted(PACKAGE.glob("*.py"))
 ALLOWED_OUTSIDE = {
     "__future__",
@@ -43,6 +43,6 @@ def test_the_package_has_its_modules() -> None:
 def test_imports_only_itself_the_standard_library_and_cryptography(source: Path) -> None:
     for module in imported_modules(source):
         top = module.split(".")[0]
-        assert module.startswith("pokna.crypto") or top == "cryptography" or top in ALLOWED_OUTSIDE, (
+        assert module.startswith("pokna_verify.crypto") or top == "cryptography" or top in ALLOWED_OUTSIDE, (
             f"{source.name} imports {module}"
         )

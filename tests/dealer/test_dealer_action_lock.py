@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from pokna.dealer.action_lock import may_end
-from pokna.game import (
+from pokna_verify.game import (
     Action,
     Cancel,
     Challenge,

@@ -26,22 +26,22 @@ from typer.testing import CliRunner
 
 from pokna.api import metrics, metrics_backlog
 from pokna.cli.app import app as cli
-from pokna.crypto.signing import signature_problem
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.ledger import Account
 from pokna.db.models.webhook import WebhookEvent
 from pokna.db.types import utc_now
 from pokna.dealer.deadlines import Clock
-from pokna.fairness.beacon import BeaconChain, beacon_roll, first_round_after_ms, parse_timestamp_ms
-from pokna.fairness.beacon_acceptance import acceptance_problems
-from pokna.fairness.keyring import KeyRing
-from pokna.fairness.proof_replay import replay_proof
-from pokna.fairness.protocol import game_client_seed, roll
-from pokna.fairness.seed_vault import open_server_seed
-from pokna.fairness.verification import VerificationReport, verify_proof
 from pokna.runtime import Runtime
 from pokna.settings import Settings
 from pokna.sweep import sweep
+from pokna_verify.crypto.signing import signature_problem
+from pokna_verify.fairness.beacon import BeaconChain, beacon_roll, first_round_after_ms, parse_timestamp_ms
+from pokna_verify.fairness.beacon_acceptance import acceptance_problems
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.fairness.proof_replay import replay_proof
+from pokna_verify.fairness.protocol import game_client_seed, roll
+from pokna_verify.fairness.seed_vault import open_server_seed
+from pokna_verify.fairness.verification import VerificationReport, verify_proof
 from support.beacon_game import beacon_settings, chain_file_of
 from support.beacon_server import BeaconRelay, beacon_relay
 from support.scrapes import scrape, value

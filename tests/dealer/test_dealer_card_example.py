@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from pokna.cli.app import app as cli
 from pokna.db.models.game import Game
-from pokna.fairness.seed_vault import open_server_seed
 from pokna.runtime import Runtime
+from pokna_verify.fairness.seed_vault import open_server_seed
 from support.card_example import CARD_ROLLS, PLAYER_SEEDS, act, vigo_seed_giving_card_rolls
 from support.tenant_api import new_tenant
 

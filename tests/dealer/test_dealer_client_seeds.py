@@ -8,7 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.fairness.protocol import game_client_seed
+from pokna_verify.fairness.protocol import game_client_seed
 from support.tenant_api import TenantApi, new_tenant
 
 

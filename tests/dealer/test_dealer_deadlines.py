@@ -32,13 +32,13 @@ from pokna.db.models.tenant import Tenant
 from pokna.db.types import utc_now
 from pokna.dealer.clock_dep import get_clock
 from pokna.dealer.service import Clock
-from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
-from pokna.fairness.seed_vault import open_server_seed
 from pokna.idempotency import service as idempotency
 from pokna.idempotency.service import KeyedRequest
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 from pokna.sweep import sweep
+from pokna_verify.fairness.protocol import game_client_seed, roll, server_seed_hash
+from pokna_verify.fairness.seed_vault import open_server_seed
 from support.api_checks import database_state
 from support.game_play import FINAL, Api, Game, check_finished_game, new_tenant_key, random_policy, verify
 

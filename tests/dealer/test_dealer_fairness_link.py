@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.fairness.keyring import KeyRing
+from pokna_verify.fairness.keyring import KeyRing
 from support.api_checks import assert_problem
 from support.game_play import Api, Game, new_tenant_key, random_policy, verify
 

@@ -10,8 +10,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.models.game import Game
-from pokna.fairness.seed_vault import open_server_seed
 from pokna.runtime import Runtime
+from pokna_verify.fairness.seed_vault import open_server_seed
 from support.postgres import find_bindir
 from support.tenant_api import new_tenant
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pokna.fairness.beacon import (
+from pokna_verify.fairness.beacon import (
     QUICKNET,
     BeaconChain,
     BeaconRound,
@@ -18,13 +18,13 @@ from pokna.fairness.beacon import (
     format_timestamp_ms,
     round_published_at_ms,
 )
-from pokna.fairness.keyring import KeyRing
-from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
-from pokna.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances
-from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
-from pokna.fairness.receipt import build_commitment_receipt
-from pokna.fairness.terms import GameTerms, SeatAccount
-from pokna.game import (
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
+from pokna_verify.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances
+from pokna_verify.fairness.protocol import game_client_seed, roll, server_seed_hash
+from pokna_verify.fairness.receipt import build_commitment_receipt
+from pokna_verify.fairness.terms import GameTerms, SeatAccount
+from pokna_verify.game import (
     Action,
     Challenge,
     GameConfig,
@@ -37,9 +37,9 @@ from pokna.game import (
     new_game,
     turn,
 )
-from pokna.game import step as engine_step
-from pokna.game.events import Rolled
-from pokna.game.transfers import party_to_json
+from pokna_verify.game import step as engine_step
+from pokna_verify.game.events import Rolled
+from pokna_verify.game.transfers import party_to_json
 
 CHECK_SERVER_SEED = "5d5c1ae0f3b7d8ab1a6c3e6f6b4e2d9a0c1b2a3f4e5d6c7b8a9f0e1d2c3b4a59"
 CHECK_SERVER_SEED_HASH = "861e71aae3914702057bf23c67148ff7bf08956965cd1b6f3d48792fa5875587"

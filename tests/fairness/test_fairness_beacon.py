@@ -1,4 +1,4 @@
-"""pokna.fairness.beacon: real quicknet rounds verify, tampered ones fail naming what failed, round times and
+"""pokna_verify.fairness.beacon: real quicknet rounds verify, tampered ones fail naming what failed, round times and
 the beacon roll formula hold against independent computations."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pokna.fairness.beacon import (
+from pokna_verify.fairness.beacon import (
     QUICKNET,
     BeaconChain,
     BeaconError,

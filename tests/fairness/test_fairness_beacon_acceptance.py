@@ -8,15 +8,15 @@ from typing import Any
 
 from fairness_samples import NEW_KEY, sample_beacon_proof
 
-from pokna.crypto.signing import signature_problem
 from pokna.drand import BeaconRelays
-from pokna.fairness.beacon import QUICKNET, format_timestamp_ms
-from pokna.fairness.beacon_acceptance import (
+from pokna_verify.crypto.signing import signature_problem
+from pokna_verify.fairness.beacon import QUICKNET, format_timestamp_ms
+from pokna_verify.fairness.beacon_acceptance import (
     acceptance_problems,
     build_roll_acceptance,
     proof_problems_against,
 )
-from pokna.fairness.proof import Proof
+from pokna_verify.fairness.proof import Proof
 from support.beacon_server import beacon_relay
 
 # Half a period before quicknet's round 1001 was published: the sample game's second drawing action.

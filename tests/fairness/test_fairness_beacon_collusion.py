@@ -18,10 +18,10 @@ import pytest
 from fairness_samples import BALANCE, CHECK_SERVER_SEED, CLIENT_SEEDS, TERMS
 
 from pokna.drand import BeaconRelays
-from pokna.fairness.beacon import beacon_roll
-from pokna.fairness.protocol import game_client_seed, roll
-from pokna.game import GameConfig, Start, new_game, step
-from pokna.game.events import Rolled
+from pokna_verify.fairness.beacon import beacon_roll
+from pokna_verify.fairness.protocol import game_client_seed, roll
+from pokna_verify.game import GameConfig, Start, new_game, step
+from pokna_verify.game.events import Rolled
 from support.beacon_server import BeaconRelay, beacon_relay
 
 CLIENT_SEED = game_client_seed([entry.client_seed for entry in CLIENT_SEEDS])

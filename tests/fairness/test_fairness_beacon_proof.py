@@ -23,12 +23,12 @@ from fairness_samples import (
 from typer.testing import CliRunner
 
 import pokna.cli.verify  # noqa: F401  (registers verify on the app)
-from pokna.audit.proofs import read_game_proof
 from pokna.cli.app import app
-from pokna.crypto.signing import sign_document
-from pokna.fairness.beacon import BEACON_PROTOCOL, QUICKNET, BeaconRound
-from pokna.fairness.proof_replay import replay_proof
-from pokna.fairness.verification import CheckStatus, VerificationReport, verify_proof
+from pokna_verify.bundle.proofs import read_game_proof
+from pokna_verify.crypto.signing import sign_document
+from pokna_verify.fairness.beacon import BEACON_PROTOCOL, QUICKNET, BeaconRound
+from pokna_verify.fairness.proof_replay import replay_proof
+from pokna_verify.fairness.verification import CheckStatus, VerificationReport, verify_proof
 from support.beacon_server import BeaconKey
 
 BEACON_CHECKS = (*CHECKS[:7], "beacon", *CHECKS[7:])

@@ -1,9 +1,9 @@
 """The verifier page's rules replay (JavaScript, written from docs/rules.md) against the Python engine.
 
-1,000 random games are played through `pokna.game` with real protocol rolls, published as public link
+1,000 random games are played through `pokna_verify.game` with real protocol rolls, published as public link
 documents, and checked in one page load: each must be VALID in the page, and the page's replay must reach
 the engine's transfers and outcome exactly. Then every single-field change to a few of those proofs is
-checked by the page and by `pokna.fairness.verification.verify_proof`: both must fail the same checks.
+checked by the page and by `pokna_verify.fairness.verification.verify_proof`: both must fail the same checks.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 from fairness_samples import KEY_RING, NEW_KEY, OLD_KEY, altered, get_at, leaf_paths, with_leaf
 
-from pokna.crypto.signing import sign_document
-from pokna.fairness.errors import MalformedProofError
-from pokna.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
-from pokna.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances, replay_proof
-from pokna.fairness.protocol import game_client_seed, roll, server_seed_hash
-from pokna.fairness.receipt import build_commitment_receipt
-from pokna.fairness.terms import GameTerms, SeatAccount
-from pokna.fairness.verification import verify_proof
-from pokna.game import (
+from pokna_verify.crypto.signing import sign_document
+from pokna_verify.fairness.errors import MalformedProofError
+from pokna_verify.fairness.proof import RecordedRoll, RollPurpose, SeatClientSeed, TransferRecord, build_proof
+from pokna_verify.fairness.proof_replay import balance_cap, outcome_to_json, recorded_balances, replay_proof
+from pokna_verify.fairness.protocol import game_client_seed, roll, server_seed_hash
+from pokna_verify.fairness.receipt import build_commitment_receipt
+from pokna_verify.fairness.terms import GameTerms, SeatAccount
+from pokna_verify.fairness.verification import verify_proof
+from pokna_verify.game import (
     REVENUE,
     Action,
     Cancel,
@@ -47,8 +47,8 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.events import Raked, Rolled, Settled, TimedOut, VigoBust, VoteDecided
-from pokna.game.transfers import party_to_json
+from pokna_verify.game.events import Raked, Rolled, Settled, TimedOut, VigoBust, VoteDecided
+from pokna_verify.game.transfers import party_to_json
 from support.browser import Browser, Site, browser_session, serving
 
 pytestmark = pytest.mark.xdist_group("browser")

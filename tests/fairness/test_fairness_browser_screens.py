@@ -19,7 +19,7 @@ import pytest
 from fairness_samples import KEY_RING, NEW_KEY
 from test_fairness_browser_replay import GAMES, PlayedGame, play_random_game
 
-from pokna.crypto.signing import sign_document
+from pokna_verify.crypto.signing import sign_document
 from support.browser import Browser, Site, browser_session, serving
 
 pytestmark = pytest.mark.xdist_group("browser")

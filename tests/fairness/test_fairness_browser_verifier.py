@@ -32,10 +32,10 @@ from fairness_samples import (
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.crypto.signing import sign_document
-from pokna.fairness.beacon import QUICKNET, BeaconChain
-from pokna.fairness.proof_replay import replay_proof
-from pokna.fairness.verification import CheckStatus, verify_proof
+from pokna_verify.crypto.signing import sign_document
+from pokna_verify.fairness.beacon import QUICKNET, BeaconChain
+from pokna_verify.fairness.proof_replay import replay_proof
+from pokna_verify.fairness.verification import CheckStatus, verify_proof
 from support.beacon_server import BeaconKey, BeaconRelay, beacon_relay
 from support.browser import STATIC_ROOT, Browser, Site, browser_session, serving
 from support.game_play import Api, new_tenant_key, play

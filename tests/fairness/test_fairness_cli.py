@@ -13,9 +13,14 @@ import pokna.cli.roll
 import pokna.cli.verify  # noqa: F401  (registers verify on the app)
 from pokna.cli import verify_report
 from pokna.cli.app import app
-from pokna.crypto.signing import private_key_to_pem, public_key_to_b64url, public_key_to_pem, sign_document
-from pokna.fairness.proof import Proof
-from pokna.fairness.proof_replay import replay_proof
+from pokna_verify.crypto.signing import (
+    private_key_to_pem,
+    public_key_to_b64url,
+    public_key_to_pem,
+    sign_document,
+)
+from pokna_verify.fairness.proof import Proof
+from pokna_verify.fairness.proof_replay import replay_proof
 
 runner = CliRunner()
 

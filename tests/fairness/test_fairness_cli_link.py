@@ -33,10 +33,10 @@ from fairness_samples import (
 from typer.testing import CliRunner, Result
 
 from pokna.cli.app import app
-from pokna.crypto.signing import public_key_to_pem, sign_document
-from pokna.fairness.protocol import server_seed_hash
-from pokna.fairness.receipt import build_commitment_receipt
-from pokna.fairness.terms import GameTerms, SeatAccount
+from pokna_verify.crypto.signing import public_key_to_pem, sign_document
+from pokna_verify.fairness.protocol import server_seed_hash
+from pokna_verify.fairness.receipt import build_commitment_receipt
+from pokna_verify.fairness.terms import GameTerms, SeatAccount
 
 runner = CliRunner()
 

@@ -14,10 +14,10 @@ import pytest
 from fairness_samples import sample_proof
 from test_fairness_browser_replay import _decide, play_random_game
 
-from pokna.crypto.canonical_json import canonicalize
 from pokna.dealer.schemas import CommitmentReceiptOut, FairnessLinkOut, GameEventOut, SignedProofOut
-from pokna.game import GameConfig, new_game, step
-from pokna.game.actions import action_to_dict
+from pokna_verify.crypto.canonical_json import canonicalize
+from pokna_verify.game import GameConfig, new_game, step
+from pokna_verify.game.actions import action_to_dict
 
 GAMES = range(0, 1000, 7)
 

@@ -1,5 +1,5 @@
-"""pokna.fairness.plain_json: a document read from JSON text and found plain has signed bytes equal to
-pokna.crypto's (RFC 8785), without canonicalize's walk over every value."""
+"""pokna_verify.fairness.plain_json: a document read from JSON text and found plain has signed bytes equal to
+pokna_verify.crypto's (RFC 8785), without canonicalize's walk over every value."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pokna.crypto.signing import signed_bytes
-from pokna.fairness.plain_json import loads_noting_plain, plain_signed_bytes
+from pokna_verify.crypto.signing import signed_bytes
+from pokna_verify.fairness.plain_json import loads_noting_plain, plain_signed_bytes
 
 _scalars = st.one_of(
     st.none(),

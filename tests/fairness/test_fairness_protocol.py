@@ -12,8 +12,8 @@ from fairness_samples import CHECK_SERVER_SEED, CHECK_SERVER_SEED_HASH, GAME_CLI
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pokna.fairness.errors import InvalidClientSeedError, InvalidNonceError, InvalidServerSeedError
-from pokna.fairness.protocol import (
+from pokna_verify.fairness.errors import InvalidClientSeedError, InvalidNonceError, InvalidServerSeedError
+from pokna_verify.fairness.protocol import (
     CLIENT_SEED_ALPHABET,
     client_seed_problem,
     face_of_digest,
@@ -25,11 +25,11 @@ from pokna.fairness.protocol import (
     roll,
     server_seed_hash,
 )
-from pokna.game.cube import Color
+from pokna_verify.game.cube import Color
 
 
 def independent_f(server_seed: str, client_seed: str, nonce: int) -> Fraction:
-    """Stake's byte generator written out from the spec, sharing no code with pokna.fairness."""
+    """Stake's byte generator written out from the spec, sharing no code with pokna_verify.fairness."""
     digest = hmac.new(server_seed.encode(), f"{client_seed}:{nonce}:0".encode(), hashlib.sha256).digest()
     return sum((Fraction(byte, 256 ** (i + 1)) for i, byte in enumerate(digest[:4])), Fraction(0))
 

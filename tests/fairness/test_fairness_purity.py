@@ -1,4 +1,4 @@
-"""pokna.fairness stays pure: the offline verifier and auditors reuse it with no server and no database."""
+"""pokna_verify.fairness stays pure: the offline verifier and auditors reuse it with no server and no database."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import pokna.fairness
+import pokna_verify.fairness
 
-PACKAGE = Path(pokna.fairness.__file__).parent
+PACKAGE = Path(pokna_verify.fairness.__file__).parent
 SOURCES = sorted(PACKAGE.glob("*.py"))
 FORBIDDEN_PREFIXES = ("pokna.api", "pokna.db", "pokna.ledger", "pokna.settings", "pokna.cli")
 FORBIDDEN_MODULES = {
@@ -24,7 +24,7 @@ FORBIDDEN_MODULES = {
     "sqlalchemy",
     "random",
 }
-ALLOWED_POKNA = {"pokna.game.cube"}
+ALLOWED_POKNA = {"pokna_verify.game.cube"}
 
 
 def imported_modules(source: Path) -> set[str]:
@@ -44,7 +44,7 @@ def test_imports_nothing_impure(source: Path) -> None:
         assert not name.startswith(FORBIDDEN_PREFIXES), f"{source.name} imports {name}"
         assert name.split(".")[0] not in FORBIDDEN_MODULES, f"{source.name} imports {name}"
         if name.startswith("pokna.") and not name.startswith(
-            ("pokna.fairness", "pokna.game", "pokna.crypto")
+            ("pokna_verify.fairness", "pokna_verify.game", "pokna_verify.crypto")
         ):
             assert name in ALLOWED_POKNA, f"{source.name} imports {name}"
 

@@ -19,9 +19,9 @@ from fairness_samples import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.fairness.errors import MalformedProofError
-from pokna.fairness.proof import Proof, build_proof
-from pokna.fairness.proof_replay import (
+from pokna_verify.fairness.errors import MalformedProofError
+from pokna_verify.fairness.proof import Proof, build_proof
+from pokna_verify.fairness.proof_replay import (
     StepMemo,
     balance_cap,
     readable_step,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fairness_samples import CHECK_SERVER_SEED
 
-from pokna.fairness.errors import InvalidServerSeedError, SeedVaultError
-from pokna.fairness.seed_vault import generate_vault_key, open_server_seed, seal_server_seed
+from pokna_verify.fairness.errors import InvalidServerSeedError, SeedVaultError
+from pokna_verify.fairness.seed_vault import generate_vault_key, open_server_seed, seal_server_seed
 
 KEY = bytes(range(32))
 

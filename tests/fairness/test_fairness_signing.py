@@ -8,10 +8,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from fairness_samples import KEY_RING, NEW_KEY, OLD_KEY, STRANGER_KEY, sample_proof
 
-from pokna.crypto.canonical_json import canonicalize
-from pokna.crypto.encoding import b64url_decode
-from pokna.crypto.errors import InvalidKeyError
-from pokna.crypto.signing import (
+from pokna_verify.crypto.canonical_json import canonicalize
+from pokna_verify.crypto.encoding import b64url_decode
+from pokna_verify.crypto.errors import InvalidKeyError
+from pokna_verify.crypto.signing import (
     generate_signing_key,
     key_id_of,
     load_private_key_pem,
@@ -25,9 +25,9 @@ from pokna.crypto.signing import (
     signed_bytes,
     verify_document,
 )
-from pokna.fairness.errors import UnknownKeyError
-from pokna.fairness.keyring import KeyRing, KeyStatus
-from pokna.fairness.verification import CheckStatus, verify_proof
+from pokna_verify.fairness.errors import UnknownKeyError
+from pokna_verify.fairness.keyring import KeyRing, KeyStatus
+from pokna_verify.fairness.verification import CheckStatus, verify_proof
 
 
 def test_sign_verify_round_trip() -> None:

@@ -23,11 +23,11 @@ from fairness_samples import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.crypto.canonical_json import canonicalize
-from pokna.crypto.signing import sign_document
-from pokna.fairness.errors import MalformedProofError
-from pokna.fairness.proof import Proof
-from pokna.fairness.verification import verify_proof
+from pokna_verify.crypto.canonical_json import canonicalize
+from pokna_verify.crypto.signing import sign_document
+from pokna_verify.fairness.errors import MalformedProofError
+from pokna_verify.fairness.proof import Proof
+from pokna_verify.fairness.verification import verify_proof
 
 SAMPLE = sample_proof()
 LEAVES = list(leaf_paths(SAMPLE))

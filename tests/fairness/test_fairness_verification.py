@@ -20,11 +20,11 @@ from fairness_samples import (
     sample_receipt,
 )
 
-from pokna.crypto.signing import sign_document
-from pokna.fairness.errors import InvalidClientSeedError, MalformedProofError
-from pokna.fairness.proof import Proof, SeatClientSeed, build_proof
-from pokna.fairness.protocol import game_client_seed, roll
-from pokna.fairness.verification import CheckStatus, verify_commitment_receipt, verify_proof
+from pokna_verify.crypto.signing import sign_document
+from pokna_verify.fairness.errors import InvalidClientSeedError, MalformedProofError
+from pokna_verify.fairness.proof import Proof, SeatClientSeed, build_proof
+from pokna_verify.fairness.protocol import game_client_seed, roll
+from pokna_verify.fairness.verification import CheckStatus, verify_commitment_receipt, verify_proof
 
 
 def resigned(proof: dict[str, Any]) -> dict[str, Any]:

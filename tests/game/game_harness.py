@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from pokna.game import (
+from pokna_verify.game import (
     POT,
     REVENUE,
     Action,
@@ -23,7 +23,7 @@ from pokna.game import (
     new_game,
     step,
 )
-from pokna.game.events import Rolled
+from pokna_verify.game.events import Rolled
 
 
 class ScriptedRolls:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as tally
 from hypothesis import strategies as st
 
-from pokna.game import (
+from pokna_verify.game import (
     Action,
     Cancel,
     Challenge,

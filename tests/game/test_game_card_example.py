@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from game_harness import ScriptedRolls, Table
 
-from pokna.game import (
+from pokna_verify.game import (
     POT,
     Challenge,
     Color,
@@ -21,7 +21,7 @@ from pokna.game import (
     round_seating,
     turn,
 )
-from pokna.game.events import Rolled
+from pokna_verify.game.events import Rolled
 
 RED, BLUE = 2, 5  # one red face, one blue face
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from game_harness import ScriptedRolls, Table, no_rolls
 
-from pokna.game import (
+from pokna_verify.game import (
     POT,
     Cancel,
     CannotPay,
@@ -28,7 +28,7 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.events import EventKind
+from pokna_verify.game.events import EventKind
 
 RED, BLUE = 1, 6
 SPLIT, ROLL_AGAIN = VoteChoice.SPLIT, VoteChoice.ROLL_AGAIN

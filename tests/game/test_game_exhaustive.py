@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 from game_harness import ToyLedger, check_state, no_rolls
 
-from pokna.game import (
+from pokna_verify.game import (
     Action,
     Cancel,
     Challenge,
@@ -31,7 +31,7 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.events import TimedOut
+from pokna_verify.game.events import TimedOut
 
 MONEY_REFUSALS = {"cannot_pay", "challenge_unaffordable"}
 OUTCOMES = {

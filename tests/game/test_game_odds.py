@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from pokna.game import (
+from pokna_verify.game import (
     Challenge,
     Claim,
     GameConfig,
@@ -22,7 +22,7 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.odds import LonePolicy, Policy, SeatOdds, VotePolicy, policies_for, table_odds
+from pokna_verify.game.odds import LonePolicy, Policy, SeatOdds, VotePolicy, policies_for, table_odds
 
 F = Fraction
 CLAIM_SPLIT = Policy(LonePolicy.CLAIM, VotePolicy.SPLIT)

@@ -1,4 +1,4 @@
-"""`pokna odds` (lives with the game tests: it is a thin view over pokna.game.odds)."""
+"""`pokna odds` (lives with the game tests: it is a thin view over pokna_verify.game.odds)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pokna.cli.app import app as cli
-from pokna.game import (
+from pokna_verify.game import (
     Action,
     Challenge,
     Claim,
@@ -32,7 +32,7 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.odds import LonePolicy, Policy, VotePolicy, policies_for, table_odds
+from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy, policies_for, table_odds
 
 F = Fraction
 UNLIMITED = 10**12

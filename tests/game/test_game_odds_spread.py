@@ -1,5 +1,5 @@
-"""The second moments of one game's money (pokna.game.odds_spread), against the rules engine driven through
-every roll, and its expectations against pokna.game.odds: the report's intervals rest on both."""
+"""The second moments of one game's money (pokna_verify.game.odds_spread), against the rules engine driven through
+every roll, and its expectations against pokna_verify.game.odds: the report's intervals rest on both."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from pokna.game import (
+from pokna_verify.game import (
     Action,
     Challenge,
     Claim,
@@ -23,8 +23,8 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.odds import LonePolicy, Policy, VotePolicy, policies_for, table_odds
-from pokna.game.odds_spread import SideMoments, game_spread
+from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy, policies_for, table_odds
+from pokna_verify.game.odds_spread import SideMoments, game_spread
 
 F = Fraction
 UNLIMITED = 10**12

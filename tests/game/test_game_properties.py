@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as tally
 from hypothesis import strategies as st
 
-from pokna.game import (
+from pokna_verify.game import (
     REVENUE,
     Action,
     Cancel,
@@ -38,7 +38,7 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.events import Anted, ChallengeStaked, Event, Raked, Rolled, Settled, VigoContributed
+from pokna_verify.game.events import Anted, ChallengeStaked, Event, Raked, Rolled, Settled, VigoContributed
 
 faces = st.integers(min_value=1, max_value=6)
 # No rake (today's default) often; otherwise any rate, capped or not, the edges included.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pokna.game
+import pokna_verify.game
 
 ALLOWED_OUTSIDE = {"__future__", "collections", "dataclasses", "enum", "fractions", "math", "typing"}
 
@@ -21,12 +21,12 @@ def imported_modules(source: Path) -> set[str]:
 
 
 def test_the_game_package_imports_no_io_clock_randomness_or_shell() -> None:
-    package = Path(pokna.game.__file__).parent
+    package = Path(pokna_verify.game.__file__).parent
     sources = sorted(package.glob("*.py"))
     assert len(sources) > 5
     for source in sources:
         for module in imported_modules(source):
             top = module.split(".")[0]
-            assert module.startswith("pokna.game") or top in ALLOWED_OUTSIDE, (
+            assert module.startswith("pokna_verify.game") or top in ALLOWED_OUTSIDE, (
                 f"{source.name} imports {module}"
             )

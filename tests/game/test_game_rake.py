@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from game_harness import ScriptedRolls, Table
 
-from pokna.game import (
+from pokna_verify.game import (
     POT,
     REVENUE,
     Cancel,
@@ -23,7 +23,7 @@ from pokna.game import (
     Vote,
     VoteChoice,
 )
-from pokna.game.events import Raked, Settled
+from pokna_verify.game.events import Raked, Settled
 
 RED, BLUE = 2, 5
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pokna.game import Payout, game_seat_of, round_seating, split_pot, vigo_position
+from pokna_verify.game import Payout, game_seat_of, round_seating, split_pot, vigo_position
 
 
 def test_the_title_of_vigo_passes_clockwise_each_round() -> None:

@@ -1,12 +1,12 @@
-"""The wire's names of the actions, declared beside the rules' enum (pokna.game.actions), must say what the
+"""The wire's names of the actions, declared beside the rules' enum (pokna_verify.game.actions), must say what the
 enum and the proof's record say: a new action named in one place and not the others fails here."""
 
 from __future__ import annotations
 
 import typing
 
-from pokna.game.actions import SEAT_ACTIONS, ActionName, SeatActionName, TurnAction
-from pokna.game.vocabulary import TurnAction as AnswersTurnAction
+from pokna_verify.game.actions import SEAT_ACTIONS, ActionName, SeatActionName, TurnAction
+from pokna_verify.game.vocabulary import TurnAction as AnswersTurnAction
 
 
 def test_turn_actions_are_the_actions_a_client_sends() -> None:

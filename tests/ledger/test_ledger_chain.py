@@ -7,9 +7,9 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.crypto.canonical_json import canonicalize_generic
-from pokna.crypto.errors import NotCanonicalizableError
-from pokna.ledger.chain import document_hash, format_timestamp
+from pokna_verify.crypto.canonical_json import canonicalize_generic
+from pokna_verify.crypto.errors import NotCanonicalizableError
+from pokna_verify.ledger.chain import document_hash, format_timestamp
 from support.json_strategies import json_like, tricky_text
 
 json_values = json_like()

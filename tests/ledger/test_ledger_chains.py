@@ -14,7 +14,6 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.crypto.signing import generate_signing_key
 from pokna.db import migrate
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.ledger import CHAIN_IN_RANGE
@@ -30,10 +29,11 @@ from pokna.ledger import (
     take_checkpoint,
     verify_export,
 )
-from pokna.ledger.chain import GENESIS_HASH, chain_for
 from pokna.ledger.export import export_jsonl
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna_verify.crypto.signing import generate_signing_key
+from pokna_verify.ledger.chain import GENESIS_HASH, chain_for
 from support.money import Teller, new_teller
 from support.tenant_api import TenantApi
 

@@ -16,23 +16,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.crypto.signing import generate_signing_key, sign_document
-from pokna.ledger import audit_scan
-from pokna.ledger.audit import (
-    CHECKPOINT_TYPE,
-    AuditReport,
-    UnusableCheckpoint,
-    shape_problem,
-    verify_export,
-)
-from pokna.ledger.audit_scan import verify_export_stream
-from pokna.ledger.chain import (
+from pokna_verify.crypto.signing import generate_signing_key, sign_document
+from pokna_verify.ledger import scan as audit_scan
+from pokna_verify.ledger.chain import (
     GENESIS_HASH,
     LEDGER_CHAINS,
     document_hash,
     format_timestamp,
     transaction_document,
 )
+from pokna_verify.ledger.check import (
+    CHECKPOINT_TYPE,
+    AuditReport,
+    UnusableCheckpoint,
+    shape_problem,
+    verify_export,
+)
+from pokna_verify.ledger.scan import verify_export_stream
 
 TENANT = "ten_chains"
 WALLETS = [f"acct_{index:032x}" for index in range(6)]

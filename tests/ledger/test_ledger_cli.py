@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `ledger` and `audit`)
 from pokna.cli.app import app
-from pokna.crypto.signing import generate_signing_key, public_key_to_b64url, public_key_to_pem
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
+from pokna_verify.crypto.signing import generate_signing_key, public_key_to_b64url, public_key_to_pem
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

@@ -30,9 +30,9 @@ from pokna.ledger import (
     system_balance,
     verify_export,
 )
-from pokna.ledger.chain import chain_for
 from pokna.ledger.model import MAX_ABS_BALANCE
 from pokna.runtime import Runtime
+from pokna_verify.ledger.chain import chain_for
 from support.acting import create_game_now, play_now
 from support.game_play import obliging
 from support.money import Teller, new_teller

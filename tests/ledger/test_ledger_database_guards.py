@@ -14,7 +14,6 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.crypto.signing import generate_signing_key
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
     funding_account,
@@ -22,6 +21,7 @@ from pokna.ledger import (
     reconcile,
     take_checkpoint,
 )
+from pokna_verify.crypto.signing import generate_signing_key
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

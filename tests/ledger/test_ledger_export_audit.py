@@ -20,12 +20,8 @@ from hypothesis import strategies as st
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.crypto.errors import NotCanonicalizableError
-from pokna.crypto.signing import generate_signing_key
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
-    audit,
-    audit_scan,
     balance_of,
     books_repository,
     checkpoint_document,
@@ -38,11 +34,15 @@ from pokna.ledger import (
     trial_balance,
     verify_export,
 )
-from pokna.ledger.audit import AuditReport
-from pokna.ledger.audit_scan import verify_export_stream
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
 from pokna.ledger.export import _grouped, transaction_line
+from pokna_verify.crypto.errors import NotCanonicalizableError
+from pokna_verify.crypto.signing import generate_signing_key
+from pokna_verify.ledger import check as audit
+from pokna_verify.ledger import scan as audit_scan
+from pokna_verify.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
+from pokna_verify.ledger.check import AuditReport
+from pokna_verify.ledger.scan import verify_export_stream
 from support.json_strategies import json_like, tricky_text
 from support.money import Teller
 from support.tenant_api import TenantApi

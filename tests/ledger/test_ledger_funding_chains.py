@@ -29,8 +29,8 @@ from pokna.ledger import (
     trial_balance,
     verify_export,
 )
-from pokna.ledger.chain import LEDGER_CHAINS, chain_for
 from pokna.ledger.export import beancount_account, export_jsonl
+from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

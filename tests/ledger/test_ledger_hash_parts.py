@@ -7,7 +7,7 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokna.ledger.chain import (
+from pokna_verify.ledger.chain import (
     GENESIS_HASH,
     document_hash,
     hash_from_parts,

@@ -30,7 +30,7 @@ from pokna.ledger import (
     system_balance,
     trial_balance,
 )
-from pokna.ledger.chain import chain_for
+from pokna_verify.ledger.chain import chain_for
 from support.tenant_api import TenantApi, money_key, new_tenant
 
 pytest_plugins = ["ledger_fixtures"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pokna.game.transfers import TransferKind
 from pokna.ledger import AccountTransfer, Posting, TransactionKind
+from pokna_verify.game.transfers import TransferKind
 
 
 def test_every_kind_of_game_transfer_is_a_kind_of_journal_transaction() -> None:

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from pokna.audit.period_report import period_document
-from pokna.audit.play_tally import PlayTally
-from pokna.audit.report import BundleReport
-from pokna.game import GameConfig
-from pokna.game.odds import LonePolicy, Policy, VotePolicy
 from pokna.report_page.markup import p_value, percent
 from pokna.report_page.page import render_page
+from pokna_verify.bundle.play_tally import PlayTally
+from pokna_verify.bundle.report import BundleReport
+from pokna_verify.game import GameConfig
+from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy
 from support.browser import OFFLINE_FLAGS, Browser, BrowserError, browser_session
 from support.played_rules import honest_faces, play_games, short_payouts
 

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.fairness.keyring import KeyRing
+from pokna_verify.fairness.keyring import KeyRing
 from support.game_play import Api, new_tenant_key, obliging, play, random_policy
 
 

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from pokna.fairness.beacon import SCHEME, SIGNATURE_DST, BeaconChain, BeaconRound, round_message
+from pokna_verify.fairness.beacon import SCHEME, SIGNATURE_DST, BeaconChain, BeaconRound, round_message
 
 # A fixed test secret (any integer below the group order): deterministic, so failures reproduce.
 TEST_SECRET = 0x2B7E151628AED2A6ABF7158809CF4F3C762E7160F38B4DA56A784D9045190CFE

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pokna.fairness.protocol import game_client_seed, roll
+from pokna_verify.fairness.protocol import game_client_seed, roll
 from support.tenant_api import TenantApi
 
 # The favor roll, the four players' first rolls, the second pass after the vote to roll again, then the

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from pokna.crypto.signing import generate_signing_key, private_key_to_pem
 from pokna.db.engine import make_engine, make_sessionmaker
-from pokna.fairness.seed_vault import generate_vault_key
 from pokna.tenants import service as tenants
+from pokna_verify.crypto.signing import generate_signing_key, private_key_to_pem
+from pokna_verify.fairness.seed_vault import generate_vault_key
 from support.postgres import Cluster, start_cluster
 
 _SIGNING_KEY = private_key_to_pem(generate_signing_key()).decode()

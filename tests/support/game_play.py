@@ -20,10 +20,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import JournalTransaction
-from pokna.fairness.keyring import KeyRing
-from pokna.fairness.proof_replay import replay_proof
-from pokna.fairness.verification import VerificationReport, verify_proof
 from pokna.tenants import service as tenants
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.fairness.proof_replay import replay_proof
+from pokna_verify.fairness.verification import VerificationReport, verify_proof
 
 Game = dict[str, Any]
 Policy = Callable[[Game], dict[str, Any]]

@@ -1,5 +1,5 @@
 """Games played by the pure rules (no service, no proofs signed), turned into the facts the period report
-takes from a verified proof (pokna.audit.play_facts): many games in a second, with any face source, any
+takes from a verified proof (pokna_verify.bundle.play_facts): many games in a second, with any face source, any
 policy, and, for tests of the report itself, payouts the rules would never make."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from pokna.audit.play_facts import PlayFacts, play_facts
-from pokna.fairness.proof import RecordedRoll, RollPurpose, TransferRecord
-from pokna.fairness.protocol import faces
-from pokna.fairness.terms import GameTerms, SeatAccount
-from pokna.game import (
+from pokna_verify.bundle.play_facts import PlayFacts, play_facts
+from pokna_verify.fairness.proof import RecordedRoll, RollPurpose, TransferRecord
+from pokna_verify.fairness.protocol import faces
+from pokna_verify.fairness.terms import GameTerms, SeatAccount
+from pokna_verify.game import (
     Challenge,
     Claim,
     GameConfig,
@@ -30,10 +30,10 @@ from pokna.game import (
     step,
     turn,
 )
-from pokna.game.actions import Action, action_to_dict
-from pokna.game.events import Rolled
-from pokna.game.odds import LonePolicy, Policy, VotePolicy
-from pokna.game.transfers import party_to_json
+from pokna_verify.game.actions import Action, action_to_dict
+from pokna_verify.game.events import Rolled
+from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy
+from pokna_verify.game.transfers import party_to_json
 
 FaceSource = Callable[[], int]
 # Alters a game's transfers before they become facts: what a broken payout rule would post.

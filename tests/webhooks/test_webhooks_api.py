@@ -14,13 +14,13 @@ from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.app import create_app
-from pokna.crypto.signing import generate_signing_key, private_key_to_pem
 from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import utc_now
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna.webhooks.dispatch import dispatch_events
 from pokna.webhooks.service import DeliveryPolicy
+from pokna_verify.crypto.signing import generate_signing_key, private_key_to_pem
 from support.api_checks import assert_names_field, assert_problem, database_state
 from support.tenant_api import TenantApi, new_tenant
 

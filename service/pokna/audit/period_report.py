@@ -1,6 +1,6 @@
 """A period's RTP and RNG report, as one JSON document: every figure the page shows (pokna.report_page
-renders this document and nothing else). Made only from a bundle that verified (pokna.audit.bundle_check,
-the same pass kept pokna.audit.play_tally's sums); pure, no I/O.
+renders this document and nothing else). Made only from a bundle that verified (pokna_verify.bundle.check,
+the same pass kept pokna_verify.bundle.play_tally's sums); pure, no I/O.
 
 The tests of both sections form one family: the flag level is set by their number (pokna.audit.significance),
 and each RTP interval is drawn at that level.
@@ -13,11 +13,11 @@ from typing import Any, Final
 
 from scipy import stats
 
-from pokna.audit.play_tally import PlayTally, TableTally
-from pokna.audit.report import BundleReport
 from pokna.audit.rng_figures import rng_tests
 from pokna.audit.rtp_figures import MIN_GAMES, TableFigures, table_figures, table_key
 from pokna.audit.significance import Test, level_for
+from pokna_verify.bundle.play_tally import PlayTally, TableTally
+from pokna_verify.bundle.report import BundleReport
 
 REPORT: Final = "pokna.audit.period_report"
 FORMAT: Final = 1

@@ -1,4 +1,4 @@
-"""The RNG's output over a period, counted and tested (pokna.audit.play_tally's roll sums). Pure.
+"""The RNG's output over a period, counted and tested (pokna_verify.bundle.play_tally's roll sums). Pure.
 
 Each roll a proof records was drawn after the game decided to draw it, so every recorded face is a fresh
 draw: an honest cube gives each face 1/6 and each colour 1/2 whatever the purpose, and each roll is
@@ -23,9 +23,9 @@ from typing import Any
 
 from scipy import stats
 
-from pokna.audit.play_facts import FACES, PURPOSES
-from pokna.audit.play_tally import RED_FACES, RollTally
 from pokna.audit.significance import Test
+from pokna_verify.bundle.play_facts import FACES, PURPOSES
+from pokna_verify.bundle.play_tally import RED_FACES, RollTally
 
 MIN_EXPECTED = 5  # every cell's expected count, for the chi-square approximation (Cochran)
 MIN_PAIRS_FOR_RUNS = 20

@@ -3,12 +3,12 @@
 A table is a game configuration (players, stake, challenge raise, rake terms) in one currency. Its sides:
 the Vigo, the players together, and the operator (its rake per unit staked). A side's realized RTP is what
 it was paid out over what it paid in; the theoretical one is the same ratio of the exact expectations of
-pokna.game.odds.table_odds (unlimited balances, every player following one policy); for rake terms it
-refuses to follow exactly, pokna.game.odds_spread's enumeration of the same rules, and the report says so.
+pokna_verify.game.odds.table_odds (unlimited balances, every player following one policy); for rake terms it
+refuses to follow exactly, pokna_verify.game.odds_spread's enumeration of the same rules, and the report says so.
 
 Chance alone keeps the realized ratio of N games close to normal about the theoretical one, with a
 standard deviation of sqrt(E[(out - R * in)^2] / N) / E[in] (the delta method for a ratio of sums), where
-the second moments are the exact ones of pokna.game.odds_spread. The test's p-value is two-sided.
+the second moments are the exact ones of pokna_verify.game.odds_spread. The test's p-value is two-sided.
 
 Which policy? The players' decisions are read from the proofs. Where every decision of a table fits one
 policy, that policy's odds apply; where a kind of decision never came up (no lone survivor, say), every
@@ -26,13 +26,13 @@ from typing import Any
 
 from scipy import stats
 
-from pokna.audit.play_facts import CHALLENGED, CLAIMED, ROLLED_AGAIN, SPLIT, TableTerms
-from pokna.audit.play_tally import TableTally
 from pokna.audit.significance import Test
-from pokna.game.errors import InvalidConfig
-from pokna.game.model import GameConfig
-from pokna.game.odds import LonePolicy, Policy, VotePolicy, policies_for, table_odds
-from pokna.game.odds_spread import GameSpread, SideMoments, game_spread
+from pokna_verify.bundle.play_facts import CHALLENGED, CLAIMED, ROLLED_AGAIN, SPLIT, TableTerms
+from pokna_verify.bundle.play_tally import TableTally
+from pokna_verify.game.errors import InvalidConfig
+from pokna_verify.game.model import GameConfig
+from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy, policies_for, table_odds
+from pokna_verify.game.odds_spread import GameSpread, SideMoments, game_spread
 
 MIN_GAMES = 30
 SIDES = ("vigo", "players", "operator")
@@ -173,7 +173,7 @@ def _means(
         means = {side: (moments.paid_in, moments.paid_out) for side, moments in spread.sides().items()}
         return (
             means,
-            f"pokna.game.odds_spread's enumeration ({policy.label}: pokna.game.odds refuses: {refused})",
+            f"pokna_verify.game.odds_spread's enumeration ({policy.label}: pokna_verify.game.odds refuses: {refused})",
         )
     players_in = sum((seat.expected_paid_in for seat in odds.seats[1:]), Fraction(0))
     players_out = sum((seat.expected_paid_out for seat in odds.seats[1:]), Fraction(0))
@@ -182,7 +182,7 @@ def _means(
         "players": (players_in, players_out),
         "operator": (odds.expected_staked, odds.expected_rake),
     }
-    return means, "pokna.game.odds (exact)"
+    return means, "pokna_verify.game.odds (exact)"
 
 
 def _expected(policy: Policy, paid_in: Fraction, paid_out: Fraction, moments: SideMoments) -> Expected:

@@ -12,8 +12,8 @@ from pokna.api.auth import TenantDep
 from pokna.api.deps import RuntimeDep, SessionDep, streamed
 from pokna.api.fields import Moment
 from pokna.api.problem_docs import BAD_RANGE, KEYED, VALIDATION, problems
-from pokna.audit.records import MEDIA_TYPE
 from pokna.ledger.schemas import ChainParam, FromSeqParam, ToSeqParam
+from pokna_verify.bundle.records import MEDIA_TYPE
 
 OCTET_STREAM = "application/octet-stream"
 router = APIRouter(prefix="/v1", tags=["audit"])

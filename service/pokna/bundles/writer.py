@@ -1,6 +1,6 @@
 """Writing an audit bundle: the tenant's journal over a range (per hash chain, in (chain, seq) order), streamed, with the proof of every game it
 moves money for, the signed checkpoints inside the range, the key ring, and a signed header and a
-trailer (the record layout: pokna.audit.records).
+trailer (the record layout: pokna_verify.bundle.records).
 
 Streamed in batches of transactions: a batch's new accounts and games are read in one query each and
 written just before the first transaction that needs them, so memory holds one batch and the ids already
@@ -22,7 +22,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pokna import ledger
-from pokna.audit.records import (
+from pokna.db.types import utc_now
+from pokna.dealer import service as dealer
+from pokna.service_keys import ServiceKeys
+from pokna_verify.bundle.records import (
     CHECKPOINT,
     GAME,
     KEY_RING,
@@ -36,11 +39,8 @@ from pokna.audit.records import (
     header_document,
     transaction_record_text,
 )
-from pokna.crypto.signing import sign_document
-from pokna.db.types import utc_now
-from pokna.dealer import service as dealer
-from pokna.ledger.chain import format_timestamp
-from pokna.service_keys import ServiceKeys
+from pokna_verify.crypto.signing import sign_document
+from pokna_verify.ledger.chain import format_timestamp
 
 BATCH_TRANSACTIONS = 2000
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode

@@ -19,9 +19,6 @@ from typing import Annotated, Any, BinaryIO
 
 import typer
 
-from pokna.audit.bundle_scan import verify_bundle_stream
-from pokna.audit.records import is_bundle
-from pokna.audit.report import BundleReport, Verdict
 from pokna.cli.beacon_chains import BEACON_CHAIN_HELP, also_trusted, trusted_chains
 from pokna.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_UNUSABLE, EXIT_VALID
 from pokna.cli.input_files import (
@@ -31,12 +28,15 @@ from pokna.cli.input_files import (
     read_json_source,
 )
 from pokna.cli.ledger import PROGRESS_OPTION, StderrProgress, audit_app, output_file
-from pokna.crypto.errors import CryptoError
-from pokna.fairness.errors import FairnessError
-from pokna.fairness.keyring import KeyRing
 from pokna.ledger import AuditReport, verify_export_stream
-from pokna.ledger.audit import UnusableCheckpoint
-from pokna.ledger.chain import LEDGER_CHAINS, chain_label
+from pokna_verify.bundle.records import is_bundle
+from pokna_verify.bundle.report import BundleReport, Verdict
+from pokna_verify.bundle.scan import verify_bundle_stream
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.errors import FairnessError
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_label
+from pokna_verify.ledger.check import UnusableCheckpoint
 
 _VERDICT_EXIT = {
     Verdict.VALID: EXIT_VALID,

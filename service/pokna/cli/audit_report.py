@@ -1,5 +1,5 @@
 """`pokna audit report BUNDLE --html FILE [--json FILE] [--from T] [--to T]`: a period's RTP and RNG report,
-made in the same pass that verifies the bundle (pokna.audit.bundle_scan with pokna.audit.play_tally).
+made in the same pass that verifies the bundle (pokna_verify.bundle.scan with pokna_verify.bundle.play_tally).
 
 An INVALID bundle gets no report: the findings are printed as `pokna audit verify` prints them, nothing is
 written, exit 1. A bundle with games still in play is reported without them (they are counted on the page).
@@ -19,15 +19,15 @@ from typing import Annotated
 
 import typer
 
-from pokna.audit.records import is_bundle
-from pokna.audit.report import Verdict
 from pokna.cli.audit import answer_bundle, cores, open_source, read_keys, rewound, utc
 from pokna.cli.beacon_chains import BEACON_CHAIN_HELP, trusted_chains
 from pokna.cli.exit_codes import EXIT_UNUSABLE
 from pokna.cli.input_files import UnusableInputError
 from pokna.cli.ledger import PROGRESS_OPTION, StderrProgress, audit_app
-from pokna.crypto.errors import CryptoError
-from pokna.fairness.errors import FairnessError
+from pokna_verify.bundle.records import is_bundle
+from pokna_verify.bundle.report import Verdict
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.errors import FairnessError
 
 
 @audit_app.command("report")
@@ -68,9 +68,9 @@ def report_command(
 ) -> None:
     """Verify an audit bundle and, if it is valid, report RTP per table and side against the exact odds and
     the RNG's output (faces, colours, consecutive rolls, runs) over the period, as HTML (and JSON)."""
-    from pokna.audit.bundle_scan import verify_bundle_stream
-    from pokna.audit.play_tally import PlayTally
     from pokna.cli.errors import EXIT_USAGE, CommandError
+    from pokna_verify.bundle.play_tally import PlayTally
+    from pokna_verify.bundle.scan import verify_bundle_stream
 
     missing = [name for name in ("scipy", "matplotlib") if importlib.util.find_spec(name) is None]
     if missing:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from pokna.cli.input_files import read_json_object
 
 if TYPE_CHECKING:
-    from pokna.fairness.beacon import BeaconChain
+    from pokna_verify.fairness.beacon import BeaconChain
 
 BEACON_CHAIN_HELP = (
     "A drand chain's /info document to trust for beacon-mode games besides drand's quicknet "
@@ -22,7 +22,7 @@ BEACON_CHAIN_HELP = (
 
 def trusted_chains(paths: Sequence[Path]) -> tuple[BeaconChain, ...]:
     """Every chain a beacon-mode proof may name: the known public ones, then those in `paths`."""
-    from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
+    from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
 
     extra = tuple(BeaconChain.from_drand_info(read_json_object(path, "beacon chain")) for path in paths)
     return (*KNOWN_CHAINS, *extra)

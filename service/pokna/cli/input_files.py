@@ -13,7 +13,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from pokna.crypto.signing import load_public_key_pem, public_key_from_b64url
+from pokna_verify.crypto.signing import load_public_key_pem, public_key_from_b64url
 
 FETCH_TIMEOUT_SECONDS = 10.0
 # A proof is a few kilobytes; an answer this large is not one, and is not read into memory.

@@ -26,10 +26,10 @@ from pokna.ledger import (
     reconcile,
     take_checkpoint,
 )
-from pokna.ledger.chain import LEDGER_CHAINS, chain_label
 from pokna.ledger.export import EXPORT_FORMATS
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
+from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_label
 
 EXIT_VALID = 0
 EXIT_INVALID = 1

@@ -10,10 +10,10 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.game.errors import InvalidConfig
-from pokna.game.json_value import JSONValue
-from pokna.game.model import MAX_PLAYERS, MIN_PLAYERS, VIGO_SEAT, GameConfig
-from pokna.game.odds import Policy, TableOdds, policies_for, table_odds
+from pokna_verify.game.errors import InvalidConfig
+from pokna_verify.game.json_value import JSONValue
+from pokna_verify.game.model import MAX_PLAYERS, MIN_PLAYERS, VIGO_SEAT, GameConfig
+from pokna_verify.game.odds import Policy, TableOdds, policies_for, table_odds
 
 _OPTION_OF = {"stake": "--stake", "challenge_raise": "--challenge-raise", "player_count": "--players",
               "rake_bps": "--rake-bps", "rake_cap": "--rake-cap"}  # fmt: skip

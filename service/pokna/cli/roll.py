@@ -10,9 +10,9 @@ import typer
 
 from pokna.cli.app import app
 from pokna.cli.exit_codes import EXIT_UNUSABLE
-from pokna.crypto.errors import CryptoError
-from pokna.fairness.errors import FairnessError
-from pokna.fairness.protocol import PROTOCOL, roll, server_seed_hash
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.errors import FairnessError
+from pokna_verify.fairness.protocol import PROTOCOL, roll, server_seed_hash
 
 
 @app.command("roll")

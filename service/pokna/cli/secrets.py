@@ -21,8 +21,8 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem, public_key_to_pem
-from pokna.fairness.seed_vault import generate_vault_key
+from pokna_verify.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem, public_key_to_pem
+from pokna_verify.fairness.seed_vault import generate_vault_key
 
 SIGNING_KEY_VARIABLE = "POKNA_SIGNING_KEY"
 SEED_KEY_VARIABLE = "POKNA_SEED_ENCRYPTION_KEY"

@@ -1,7 +1,7 @@
 """`pokna verify`: the offline side of provable fairness. No database, no server of ours.
 
 The command reads what the user hands it (a proof, or a game's public link, and the keys and receipt to trust)
-and prints; every judgement is made by the pure `pokna.fairness`, the same code the service and the browser
+and prints; every judgement is made by the pure `pokna_verify.fairness`, the same code the service and the browser
 page mirror. The work is `pokna.cli.verify_run`, imported when the command runs, so that `pokna verify --help`
 and every other command start without the verifier's imports (the rules engine, cryptography, urllib).
 """

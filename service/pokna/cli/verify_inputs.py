@@ -19,11 +19,11 @@ from pokna.cli.input_files import (
     read_json_source,
     read_public_key,
 )
-from pokna.crypto.errors import CryptoError
-from pokna.fairness.beacon import KNOWN_CHAINS, BeaconChain
-from pokna.fairness.keyring import KeyRing
-from pokna.fairness.receipt import RECEIPT_DOCUMENT
-from pokna.fairness.verification import (
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.fairness.receipt import RECEIPT_DOCUMENT
+from pokna_verify.fairness.verification import (
     Keys,
 )
 

@@ -24,12 +24,12 @@ from pokna.cli.verify_inputs import (
     Evidence,
     Subject,
 )
-from pokna.fairness.beacon import KNOWN_CHAINS
-from pokna.fairness.errors import MalformedProofError
-from pokna.fairness.proof import SeedSource
-from pokna.fairness.proof_replay import replay_proof
-from pokna.fairness.protocol import client_seed_problem
-from pokna.fairness.verification import (
+from pokna_verify.fairness.beacon import KNOWN_CHAINS
+from pokna_verify.fairness.errors import MalformedProofError
+from pokna_verify.fairness.proof import SeedSource
+from pokna_verify.fairness.proof_replay import replay_proof
+from pokna_verify.fairness.protocol import client_seed_problem
+from pokna_verify.fairness.verification import (
     CheckResult,
     CheckStatus,
     Replay,

@@ -24,8 +24,8 @@ from pokna.cli.verify_report import (
     verdict_of,
 )
 from pokna.cli.verify_source import where_to_read
-from pokna.crypto.errors import CryptoError
-from pokna.fairness.errors import FairnessError
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.errors import FairnessError
 
 
 def run_verify(

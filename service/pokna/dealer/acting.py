@@ -30,11 +30,11 @@ from pokna.dealer.stepping import apply_step, number_events
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GameWrites
 from pokna.errors import InvalidRequest, PoknaError
-from pokna.fairness.beacon import BeaconRound, verify_round
-from pokna.fairness.protocol import client_seed_problem
-from pokna.game import StepResult, state_from_dict
-from pokna.game.events import Rolled
 from pokna.service_keys import ServiceKeys
+from pokna_verify.fairness.beacon import BeaconRound, verify_round
+from pokna_verify.fairness.protocol import client_seed_problem
+from pokna_verify.game import StepResult, state_from_dict
+from pokna_verify.game.events import Rolled
 
 
 def decide_action(

@@ -14,7 +14,6 @@ from datetime import datetime
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.view import game_out
-from pokna.game import Action, GameState, Phase, Timeout, turn
 from pokna.outbox import Recorder
 from pokna.outbox.events import (
     GameCancelled,
@@ -30,6 +29,7 @@ from pokna.outbox.events import (
     GameTurnTimedOutData,
     PayoutData,
 )
+from pokna_verify.game import Action, GameState, Phase, Timeout, turn
 
 
 def announce_created(

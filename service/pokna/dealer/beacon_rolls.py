@@ -12,7 +12,7 @@ seated wallets by any other way (the database refuses it, service/pokna/sql/ledg
 player who holds the server seed could otherwise watch the round arrive, compute the roll and void it by
 emptying a wallet. When the round arrives (verified against the chain's key by pokna.drand), the action is
 resolved: the same rules step, on the balances it was accepted with, each roll
-HMAC(server_seed, f"{client_seed}:{randomness}:{nonce}:0") (pokna.fairness.beacon.beacon_roll).
+HMAC(server_seed, f"{client_seed}:{randomness}:{nonce}:0") (pokna_verify.fairness.beacon.beacon_roll).
 
 The waiting is the shell's (pokna.dealer.playing waits for the round after the acceptance committed;
 `pokna sweep` resolves what nobody waited for); this module decides, under the lock, and reads no clock
@@ -35,11 +35,11 @@ from pokna.dealer.schemas import GameOut
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GameWrites
 from pokna.errors import Conflict
-from pokna.fairness.beacon import BeaconChain, BeaconRound, format_timestamp_ms
-from pokna.fairness.beacon_acceptance import build_roll_acceptance
-from pokna.fairness.json_reader import JsonReader
-from pokna.game import Action, GameError, GameState, Phase, action_from_dict, action_to_dict, step
 from pokna.service_keys import ServiceKeys
+from pokna_verify.fairness.beacon import BeaconChain, BeaconRound, format_timestamp_ms
+from pokna_verify.fairness.beacon_acceptance import build_roll_acceptance
+from pokna_verify.fairness.json_reader import JsonReader
+from pokna_verify.game import Action, GameError, GameState, Phase, action_from_dict, action_to_dict, step
 
 ROLL_ACCEPTED_EVENT = "roll_accepted"
 SWEEP_AFTER_DUE = timedelta(seconds=5)

@@ -22,14 +22,14 @@ from pokna.dealer.stepping import number_events
 from pokna.dealer.store import game_store
 from pokna.dealer.view import game_out
 from pokna.errors import InvalidRequest
-from pokna.fairness.beacon import BeaconChain
-from pokna.fairness.protocol import generate_server_seed, server_seed_hash
-from pokna.fairness.receipt import build_commitment_receipt
-from pokna.fairness.seed_vault import seal_server_seed
-from pokna.game import GameConfig, new_game, state_to_dict
 from pokna.outbox import SessionOutbox
 from pokna.service_keys import ServiceKeys
 from pokna.tenants.settings import default_fairness_mode
+from pokna_verify.fairness.beacon import BeaconChain
+from pokna_verify.fairness.protocol import generate_server_seed, server_seed_hash
+from pokna_verify.fairness.receipt import build_commitment_receipt
+from pokna_verify.fairness.seed_vault import seal_server_seed
+from pokna_verify.game import GameConfig, new_game, state_to_dict
 
 
 @dataclass(frozen=True)

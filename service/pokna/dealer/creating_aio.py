@@ -39,13 +39,13 @@ from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.store_postgres import encode_rows, insert_game_statements
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GAME_WRITE
-from pokna.fairness.beacon import BeaconChain
 from pokna.idempotency import aio as idempotency
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, OPEN_ACCOUNT, new_account, summaries
 from pokna.ledger.model import AccountKind
 from pokna.outbox import Gathered
 from pokna.service_keys import ServiceKeys
 from pokna.tenants.settings import GAME_DEFAULTS
+from pokna_verify.fairness.beacon import BeaconChain
 
 CREATED = 201
 

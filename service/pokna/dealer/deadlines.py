@@ -20,9 +20,9 @@ from pokna.dealer.store import game_store
 from pokna.dealer.writes import GameWrites, decide_under_lock
 from pokna.drand import BeaconRelays
 from pokna.errors import WalletHeld
-from pokna.game import Timeout, state_from_dict, turn
-from pokna.game.events import TimedOut
 from pokna.service_keys import ServiceKeys
+from pokna_verify.game import Timeout, state_from_dict, turn
+from pokna_verify.game.events import TimedOut
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pokna.dealer.schemas import GameOut
 from pokna.errors import Conflict, PoknaError
-from pokna.game import (
+from pokna_verify.game import (
     AlreadyVoted,
     CannotPay,
     ChallengeUnaffordable,

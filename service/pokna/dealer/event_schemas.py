@@ -1,6 +1,6 @@
 """A game's events as the API documents them: one model per `kind`, each with its own `data` (issue 26).
 
-The rules' events (`pokna.game.events`) are frozen dataclasses whose fields are the record; their answer
+The rules' events (`pokna_verify.game.events`) are frozen dataclasses whose fields are the record; their answer
 models are derived from those fields here, so a field added to an event is documented without a second
 list to keep. The dealer's own kinds (`game_created`, `client_seed_set`, `action`, `money_moved`) are
 written out. `data` is given back as it was recorded: every model keeps fields it does not know."""
@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from pokna.dealer.proof_schemas import ProofAction, ProofTransfer
-from pokna.game import events as rules_events
-from pokna.game.json_value import field_names
+from pokna_verify.game import events as rules_events
+from pokna_verify.game.json_value import field_names
 
 
 class _Recorded(BaseModel):

@@ -14,7 +14,7 @@ from pokna.api.problem_docs import STORED, problems
 from pokna.dealer import service as dealer
 from pokna.dealer.problem_docs import LINK_NOT_FOUND
 from pokna.dealer.requests import FairnessLinkOut
-from pokna.fairness.keyring import KeyRing
+from pokna_verify.fairness.keyring import KeyRing
 
 router = APIRouter(tags=["fairness"])
 

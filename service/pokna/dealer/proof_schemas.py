@@ -12,12 +12,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from pokna.game.actions import SeatActionName
-from pokna.game.vocabulary import CubeColor, OutcomeReason, RollPurposeName, SeedSourceName
+from pokna_verify.game.actions import SeatActionName
+from pokna_verify.game.vocabulary import CubeColor, OutcomeReason, RollPurposeName, SeedSourceName
 
 ProtocolName = Literal["pokna-hmac-sha256-v1", "pokna-hmac-sha256-drand-v1"]
-"""The protocols a receipt, a proof and a game can name: `pokna.fairness.protocol.PROTOCOL` (the stake mode)
-and `pokna.fairness.beacon.BEACON_PROTOCOL` (the beacon mode); tests/test_openapi_document.py holds the
+"""The protocols a receipt, a proof and a game can name: `pokna_verify.fairness.protocol.PROTOCOL` (the stake mode)
+and `pokna_verify.fairness.beacon.BEACON_PROTOCOL` (the beacon mode); tests/test_openapi_document.py holds the
 document's enum to them."""
 
 _PROTOCOL = Field(

@@ -15,9 +15,9 @@ from pokna.dealer.records import (
     RollRecord,
     SeatRecord,
 )
-from pokna.fairness.beacon import BeaconChain, BeaconRound
-from pokna.fairness.json_reader import JsonReader
-from pokna.fairness.proof import (
+from pokna_verify.fairness.beacon import BeaconChain, BeaconRound
+from pokna_verify.fairness.json_reader import JsonReader
+from pokna_verify.fairness.proof import (
     RecordedRoll,
     RollPurpose,
     SeatClientSeed,
@@ -25,9 +25,9 @@ from pokna.fairness.proof import (
     TransferRecord,
     build_proof,
 )
-from pokna.fairness.proof_replay import outcome_to_json
-from pokna.fairness.terms import GameTerms, SeatAccount
-from pokna.game import GameConfig, GameState
+from pokna_verify.fairness.proof_replay import outcome_to_json
+from pokna_verify.fairness.terms import GameTerms, SeatAccount
+from pokna_verify.game import GameConfig, GameState
 
 
 def signed_terms(

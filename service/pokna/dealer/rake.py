@@ -1,6 +1,6 @@
 """Rake terms as the dealer takes them: named by the request, or else the tenant's defaults.
 
-The rules (pokna.game) compute each rake from the terms in the game's config; the dealer fixes those terms
+The rules (pokna_verify.game) compute each rake from the terms in the game's config; the dealer fixes those terms
 when the game is created (a table's when the table is), signs them in the commitment receipt, and posts
 every rake from the pot to the tenant's revenue sub-account of the game's chain, opened on the first rake in
 each currency and chain.
@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from pokna import ledger
 from pokna.dealer.schemas import RakeOut
 from pokna.errors import InvalidRequest
-from pokna.game import GameConfig, GameError
 from pokna.tenants.settings import rake_defaults
+from pokna_verify.game import GameConfig, GameError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
-from pokna import game as rules
 from pokna.api.fields import INTEGER_MAX, WHOLE_NUMBER, AccountId, Amount, Currency, RakeTermsIn
 from pokna.dealer.schemas import (
     ActionRollOut,
@@ -32,6 +31,7 @@ from pokna.dealer.schemas import (
     TableTotalOut,
     TurnOut,
 )
+from pokna_verify import game as rules
 
 __all__ = [
     "ActionRollOut",
@@ -180,7 +180,7 @@ SeatOf = Callable[[str | None], int]
 
 
 class _Act(BaseModel):
-    """An action as a request: each maps itself to the rules' own action (pokna.game), given the seats."""
+    """An action as a request: each maps itself to the rules' own action (pokna_verify.game), given the seats."""
 
     model_config = ConfigDict(extra="forbid")
     expected_version: Version = None

@@ -12,8 +12,8 @@ from pokna.dealer.event_schemas import GameEventOut as GameEventOut
 from pokna.dealer.proof_schemas import CommitmentReceiptOut as CommitmentReceiptOut
 from pokna.dealer.proof_schemas import ProtocolName, RollAcceptanceOut
 from pokna.dealer.proof_schemas import SignedProofOut as SignedProofOut
-from pokna.game import Phase
-from pokna.game.vocabulary import (
+from pokna_verify.game import Phase
+from pokna_verify.game.vocabulary import (
     CubeColor,
     DefaultAction,
     GameStatus,

@@ -20,11 +20,12 @@ from pokna.dealer.proof_signing import sign_proof
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.view import game_out, status_of
 from pokna.dealer.writes import GameWrites
-from pokna.fairness.beacon import beacon_roll
-from pokna.fairness.proof_replay import balance_cap, recorded_balances
-from pokna.fairness.protocol import game_client_seed, generate_client_seed, roll
-from pokna.fairness.seed_vault import open_server_seed
-from pokna.game import (
+from pokna.service_keys import ServiceKeys
+from pokna_verify.fairness.beacon import beacon_roll
+from pokna_verify.fairness.proof_replay import balance_cap, recorded_balances
+from pokna_verify.fairness.protocol import game_client_seed, generate_client_seed, roll
+from pokna_verify.fairness.seed_vault import open_server_seed
+from pokna_verify.game import (
     POT,
     REVENUE,
     Action,
@@ -40,10 +41,9 @@ from pokna.game import (
     state_to_dict,
     step,
 )
-from pokna.game.events import Rolled
-from pokna.game.transfers import party_to_json
-from pokna.ledger.chain import chain_for
-from pokna.service_keys import ServiceKeys
+from pokna_verify.game.events import Rolled
+from pokna_verify.game.transfers import party_to_json
+from pokna_verify.ledger.chain import chain_for
 
 if TYPE_CHECKING:  # deadlines.py applies its timeouts through apply_step
     from pokna.dealer.beacon_rolls import BeaconDraw

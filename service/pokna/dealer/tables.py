@@ -14,9 +14,9 @@ from pokna.dealer.errors import RoundInProgress
 from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
 from pokna.dealer.schemas import GameOut, TableOut, TableRoundOut, TableTotalOut
 from pokna.dealer.store import game_store
-from pokna.fairness.beacon import BeaconChain
-from pokna.game import round_seating, state_from_dict
 from pokna.service_keys import ServiceKeys
+from pokna_verify.fairness.beacon import BeaconChain
+from pokna_verify.game import round_seating, state_from_dict
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from pokna.dealer.schemas import (
     SignedProofOut,
     TurnOut,
 )
-from pokna.fairness.proof_replay import outcome_to_json
-from pokna.fairness.protocol import PROTOCOL
-from pokna.game import VIGO_SEAT, GameState, Phase, SeatStatus, allowed_actions, state_from_dict, turn
+from pokna_verify.fairness.proof_replay import outcome_to_json
+from pokna_verify.fairness.protocol import PROTOCOL
+from pokna_verify.game import VIGO_SEAT, GameState, Phase, SeatStatus, allowed_actions, state_from_dict, turn
 
 SET_CLIENT_SEED = "set_client_seed"
 TO_ROLL = "to_roll"

@@ -23,7 +23,6 @@ from pokna.ledger.accounts import (
     system_balance,
     system_external_id,
 )
-from pokna.ledger.audit import AuditReport, Finding, verify_export
 from pokna.ledger.audit_reads import (
     JournalSpan,
     JournalSpans,
@@ -31,9 +30,7 @@ from pokna.ledger.audit_reads import (
     journal_span,
     transfers_before,
 )
-from pokna.ledger.audit_scan import verify_export_stream
 from pokna.ledger.batches import TransferBatch, transfer_batch
-from pokna.ledger.chain import LEDGER_CHAINS, chain_for
 from pokna.ledger.checkpoint import (
     Checkpoint,
     checkpoint_document,
@@ -71,6 +68,9 @@ from pokna.ledger.reads import (
     trial_balance,
 )
 from pokna.ledger.reconcile import BalanceDifference, ReconcileReport, reconcile
+from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
+from pokna_verify.ledger.check import AuditReport, Finding, verify_export
+from pokna_verify.ledger.scan import verify_export_stream
 
 __all__ = [
     "LEDGER_CHAINS",

@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 from pokna.db.models.ledger import Account
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import repository
-from pokna.ledger.chain import LEDGER_CHAINS
 from pokna.ledger.drafts import MAX_TEXT
 from pokna.ledger.errors import AccountExists, AccountNotFound, InvalidAccount, TenantNotFound
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, check_currency
+from pokna_verify.ledger.chain import LEDGER_CHAINS
 
 
 def open_account(

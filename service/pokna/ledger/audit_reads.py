@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session
 from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository, repository
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.chain import GENESIS_HASH, LEDGER_CHAINS
 from pokna.ledger.checkpoint import Checkpoint, checkpoint_of
 from pokna.ledger.errors import TenantNotFound
+from pokna_verify.ledger.chain import GENESIS_HASH, LEDGER_CHAINS
 
 # How far a checkpoint's created_at may trail a transaction it pins (both are the service's clock, read on
 # possibly different hosts): the database query's margin; the pins themselves are checked exactly.
@@ -135,7 +135,7 @@ def journal_span(
 def checkpoints_between(session: Session, tenant_id: str, spans: JournalSpans) -> list[Checkpoint]:
     """Every checkpoint that may pin a transaction of the spans (chain 0's seq in chain 0's span, or, for
     one listing every chain's head, any of them), oldest first. Which of them pins one, and where it goes
-    in the bundle, is pokna.audit.records.checkpoint_place's to say."""
+    in the bundle, is pokna_verify.bundle.records.checkpoint_place's to say."""
     if spans.empty:
         return []
     zero = spans.of_chain(0)

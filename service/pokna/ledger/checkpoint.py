@@ -16,12 +16,12 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy.orm import Session
 
-from pokna.crypto.signing import SIGNATURE_FIELD, sign_document
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import repository
-from pokna.ledger.audit import CHECKPOINT_TYPE
-from pokna.ledger.chain import format_timestamp
 from pokna.ledger.errors import InvalidPostings, TenantNotFound
+from pokna_verify.crypto.signing import SIGNATURE_FIELD, sign_document
+from pokna_verify.ledger.chain import format_timestamp
+from pokna_verify.ledger.check import CHECKPOINT_TYPE
 
 
 @dataclass(frozen=True)

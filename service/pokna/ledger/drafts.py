@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pokna.db.types import new_id, utc_now
-from pokna.ledger.chain import format_timestamp, hash_parts
 from pokna.ledger.errors import InvalidPostings
 from pokna.ledger.model import (
     PostedTransaction,
@@ -22,6 +21,7 @@ from pokna.ledger.model import (
     check_amount,
     check_metadata,
 )
+from pokna_verify.ledger.chain import format_timestamp, hash_parts
 
 MAX_TEXT = 200
 

@@ -27,8 +27,8 @@ from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository
 from pokna.ledger.accounts import PER_CHAIN_KINDS, sub_account_chain
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.chain import LEDGER_CHAINS, chain_label, format_timestamp
 from pokna.ledger.store_postgresql import jsonl_lines
+from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_label, format_timestamp
 
 EXPORT_FORMATS: Final = ("jsonl", "csv", "beancount")
 CSV_COLUMNS: Final = (

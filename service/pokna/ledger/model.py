@@ -15,10 +15,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from pokna.crypto.canonical_json import canonicalize
-from pokna.crypto.errors import NotCanonicalizableError
 from pokna.db.models.ledger import MAX_ABS_BALANCE, MAX_POSTING_AMOUNT
 from pokna.ledger.errors import AmountOutOfRange, InvalidAccount, InvalidPostings, UnbalancedTransaction
+from pokna_verify.crypto.canonical_json import canonicalize
+from pokna_verify.crypto.errors import NotCanonicalizableError
 
 __all__ = [
     "DEFAULT_CURRENCY",
@@ -84,7 +84,7 @@ class Posting:
 class AccountTransfer:
     """`amount` from `payer_account_id` to `payee_account_id`, posted as one two-leg journal transaction.
 
-    The game's rules speak of a `Transfer` between seats and the pot (pokna.game); the dealer maps each to
+    The game's rules speak of a `Transfer` between seats and the pot (pokna_verify.game); the dealer maps each to
     an AccountTransfer between their accounts."""
 
     kind: TransactionKind | str

@@ -37,13 +37,13 @@ from pokna.errors import InvalidRequest, WalletHeld
 from pokna.idempotency import aio as idempotency
 from pokna.ledger.accounts import funding_account, sub_account_suffix
 from pokna.ledger.announcements import announce_funding
-from pokna.ledger.chain import chain_for
 from pokna.ledger.drafts import draft_of, posted, unchained
 from pokna.ledger.errors import AccountNotFound, AmountOutOfRange, InsufficientFunds, InvalidPostings
 from pokna.ledger.model import MAX_ABS_BALANCE, AccountKind, Posting, TransactionKind, check_amount
 from pokna.ledger.schemas import JournalTransactionOut
 from pokna.ledger.store_postgresql import batch_document
 from pokna.outbox import Gathered
+from pokna_verify.ledger.chain import chain_for
 
 LEDGER_MOVE = "SELECT ledger_move(%s, %s::json)"
 REFUSED = "PK402"

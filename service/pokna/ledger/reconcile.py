@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from pokna.ledger import books_repository, repository
-from pokna.ledger.audit import verify_export
 from pokna.ledger.export import export_jsonl
+from pokna_verify.ledger.check import verify_export
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session, selectinload
 
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
 from pokna.db.models.tenant import Tenant
-from pokna.ledger.chain import GENESIS_HASH
 from pokna.ledger.model import PostedTransaction, Posting
+from pokna_verify.ledger.chain import GENESIS_HASH
 
 _account = cast(Table, Account.__table__)
 _transaction = cast(Table, JournalTransaction.__table__)

@@ -28,8 +28,8 @@ from pokna.ledger import (
     TrialBalance,
     checkpoint_document,
 )
-from pokna.ledger.chain import LEDGER_CHAINS
 from pokna.paging import Page
+from pokna_verify.ledger.chain import LEDGER_CHAINS
 
 # A range of the journal, as the export and the audit bundle take it: one chain, or positions on one.
 ChainParam = Annotated[

@@ -18,8 +18,8 @@ import psycopg
 from sqlalchemy.orm import Session
 
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.chain import format_timestamp
 from pokna.ledger.drafts import Unchained
+from pokna_verify.ledger.chain import format_timestamp
 
 
 def batch_document(

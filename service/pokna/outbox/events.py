@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from pokna.game.model import Phase
-from pokna.game.vocabulary import DefaultAction, OutcomeReason, TurnAction
+from pokna_verify.game.model import Phase
+from pokna_verify.game.vocabulary import DefaultAction, OutcomeReason, TurnAction
 
 
 class EventType(StrEnum):

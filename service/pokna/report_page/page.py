@@ -333,8 +333,8 @@ def _method(document: dict[str, Any]) -> str:
                 ("Rolls recomputed", amount(bundle["rolls_recomputed"])),
             ]
         )
-        + "<p>Exact odds: Pokna's own rules package (<code>pokna.game.odds</code> for the expectations, "
-        "<code>pokna.game.odds_spread</code> for one game's second moments). Distributions: SciPy "
+        + "<p>Exact odds: Pokna's own rules package (<code>pokna_verify.game.odds</code> for the expectations, "
+        "<code>pokna_verify.game.odds_spread</code> for one game's second moments). Distributions: SciPy "
         "(<code>scipy.stats</code>: chi-square, normal). Charts: Matplotlib's SVG backend. The JSON written "
         f"beside this page holds every figure shown (report <code>{text(document['report'])}</code>, "
         f"format {document['format']}).</p>"

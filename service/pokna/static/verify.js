@@ -18,7 +18,7 @@
   const BEACON_PROTOCOL = "pokna-hmac-sha256-drand-v1";
   const BEACON_SCHEME = "bls-unchained-g1-rfc9380";
   const BEACON_DST = "BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_";
-  // drand's quicknet, as pokna.fairness.beacon.QUICKNET pins it: the only public beacon this page trusts,
+  // drand's quicknet, as pokna_verify.fairness.beacon.QUICKNET pins it: the only public beacon this page trusts,
   // unless the page's address names another chain (?beacon_chain=, as `pokna verify --beacon-chain`).
   const QUICKNET = {
     scheme: BEACON_SCHEME,
@@ -142,7 +142,7 @@
     return value;
   }
 
-  // Mirrors pokna.fairness.json_reader: the first missing or mistyped field, by its JSON path.
+  // Mirrors pokna_verify.fairness.json_reader: the first missing or mistyped field, by its JSON path.
   function checkShape(proof) {
     objectAt(proof, "$");
     for (const name of ["protocol", "document", "game_id", "server_seed", "server_seed_hash"]) need(proof, name, "string", "$");
@@ -221,7 +221,7 @@
     throw new Unusable('neither a proof nor a proof link document (expected "document": "proof" or "object": "fairness_link")');
   }
 
-  // ---- checks (names and failure messages as pokna.fairness.verification) -------------------------------
+  // ---- checks (names and failure messages as pokna_verify.fairness.verification) -------------------------------
 
   const check = (name, problems, success) =>
     problems.length ? { name, status: "fail", message: problems.join("; ") } : { name, status: "pass", message: success };
@@ -450,7 +450,7 @@
     }
   }
 
-  // A signed document's rake terms, absent ones as no rake (pokna.fairness.terms.rake_terms_of).
+  // A signed document's rake terms, absent ones as no rake (pokna_verify.fairness.terms.rake_terms_of).
   const rakeTermsOf = (game) => ({ rake_bps: game.rake_bps ?? 0, rake_cap: game.rake_cap ?? null });
 
   class Table {
@@ -829,7 +829,7 @@
     );
   }
 
-  // ---- the beacon mode (as pokna.fairness.beacon and beacon_proof) ------------------------------------------
+  // ---- the beacon mode (as pokna_verify.fairness.beacon and beacon_proof) ------------------------------------------
 
   // A proof that says anything of beacons is judged as one, so a half-edited mode cannot skip the check.
   const isBeaconProof = (proof) =>
@@ -956,7 +956,7 @@
   }
 
   // A relay's /info answer in either of drand's spellings (v1: hash/schemeID, v2: chain_hash/scheme), as
-  // pokna.fairness.beacon.BeaconChain.from_drand_info reads it. Throws naming what is wrong.
+  // pokna_verify.fairness.beacon.BeaconChain.from_drand_info reads it. Throws naming what is wrong.
   function chainFromDrandInfo(info) {
     if (!isObject(info)) throw new Error("not a JSON object");
     const chain = {

@@ -62,7 +62,7 @@ class Account(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
-# pokna.ledger.chain.LEDGER_CHAINS chains (tests/ledger/test_ledger_chains.py holds the two equal).
+# pokna_verify.ledger.chain.LEDGER_CHAINS chains (tests/ledger/test_ledger_chains.py holds the two equal).
 CHAIN_IN_RANGE = "chain BETWEEN 0 AND 15"
 
 
