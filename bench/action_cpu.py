@@ -41,9 +41,9 @@ from pokna.settings import Settings
 # (category, test on the function's file and name), first match wins.
 CATEGORIES: list[tuple[str, Callable[[str, str], bool]]] = [
     ("driver (psycopg, its pool)", lambda f, n: "/psycopg" in f),
-    ("rules (pokna_verify.game)", lambda f, n: "/pokna/game/" in f),
-    ("rolls, seeds, receipts, proofs (pokna_verify.fairness)", lambda f, n: "/pokna/fairness/" in f),
-    ("RFC 8785, signatures (pokna_verify.crypto)", lambda f, n: "/pokna/crypto/" in f),
+    ("rules (pokna_verify.game)", lambda f, n: "/pokna_verify/game/" in f),
+    ("rolls, seeds, receipts, proofs (pokna_verify.fairness)", lambda f, n: "/pokna_verify/fairness/" in f),
+    ("RFC 8785, signatures (pokna_verify.crypto)", lambda f, n: "/pokna_verify/crypto/" in f),
     ("ledger documents (pokna.ledger)", lambda f, n: "/pokna/ledger/" in f),
     ("dealer: decide, records, announcements (pokna.dealer)", lambda f, n: "/pokna/dealer/" in f),
     ("outbox events (pokna.outbox)", lambda f, n: "/pokna/outbox/" in f),
