@@ -461,7 +461,8 @@ IMPORTED = re.compile(r'(?:from |import\(|new URL\()"(\.{1,2}/[^"]+|[\w-]+\.js)"
 
 def test_the_service_serves_every_module_the_page_loads(client: TestClient) -> None:
     """The page's one script is a module: followed through every relative import (and the BLS library's
-    URL beside the core's beacon check), each module is served as JavaScript, the file it comes from."""
+    URL beside the core's beacon check), each module is served as JavaScript, the file it comes from, and
+    the page preloads every one of them but the BLS library."""
     page_response = client.get("/verify")
     assert page_response.status_code == 200
     scripts = re.findall(r"<script ([^>]*)></script>", page_response.text)
@@ -483,6 +484,11 @@ def test_the_service_serves_every_module_the_page_loads(client: TestClient) -> N
     on_disk = {f"/verify/{file.name}" for file in (STATIC_ROOT / "verify").glob("*.js")}
     on_disk |= {f"/pokna-verify/{file.name}" for file in CORE_ROOT.glob("*.js")}
     assert served == {"/verify.js", *on_disk}  # nothing shipped that the page does not load
+    # The page asks for them all at once, but the BLS library, which beacon-mode proofs alone load.
+    preloaded = {
+        f"/{href}" for href in re.findall(r'<link rel="modulepreload" href="([^"]+)">', page_response.text)
+    }
+    assert preloaded == served - {"/verify.js", "/pokna-verify/noble-bls12-381.js"}
 
 
 def test_the_service_serves_nothing_else_under_the_module_paths(client: TestClient) -> None:
