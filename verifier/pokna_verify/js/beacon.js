@@ -116,7 +116,7 @@ function timingProblems(label, chain, acceptedAt, round) {
 const CHAIN_FIELDS = ["scheme", "chain_hash", "public_key", "genesis_time", "period"];
 const sameChain = (a, b) => CHAIN_FIELDS.every((name) => a[name] === b[name]);
 
-// `trusted`: quicknet, and the chain the page's address named if it could be read.
+// `trusted`: quicknet, and the chains the caller trusts besides (the page: the one its address named, if read).
 export async function checkBeacon(proof, trusted) {
   const chain = proof.beacon_chain;
   if (!isObject(chain)) return check("beacon", ["beacon_chain is missing: no round can be checked"]);

@@ -97,7 +97,7 @@ export function checkShape(proof) {
   need(proof, "signature", "string", "$");
 }
 
-// What the page was given: a public link document (GET /v1/fairness/proofs/{token}) or a bare proof.
+// What was given: a public link document (GET /v1/fairness/proofs/{token}) or a bare proof.
 export function readDocument(value) {
   if (!isObject(value)) throw new Unusable("the document is not a JSON object");
   if (value.object === LINK_OBJECT) {

@@ -9,7 +9,7 @@ import { checkCommitmentReceipt, checkReceipt, checkSignature } from "./signatur
 
 export const CHECK_ORDER = ["protocol", "commitment", "client_seed_format", "client_seed", "seats", "nonces", "rolls", "signature", "receipt", "replay"];
 
-// The whole verification of one document, without touching the page. options: {keyRing, keyRingReason,
+// The whole verification of one document. options: {keyRing, keyRingReason,
 // receipt (the player's own copy, if they kept it), beaconChains (drand chains to trust besides quicknet)}.
 // Throws Unusable for input that is no proof at all.
 export async function verifyDocument(value, options = {}) {
@@ -46,7 +46,7 @@ export async function verifyDocument(value, options = {}) {
   try {
     report.replay = replayRules(proof);
   } catch (error) {
-    // A replay that crashes on this proof is a failed replay, not a crashed page.
+    // A replay that crashes on this proof is a failed replay, not a crashed verifier.
     const problem = { message: `replay raised ${error.name}: ${error.message}`, where: {} };
     report.replay = { steps: [], transfers: [], outcome: null, rolled: [], problem, marks: { rolls: new Set(), transfers: new Set() } };
   }
