@@ -53,6 +53,11 @@ def node_binary() -> str:
     binary = shutil.which("node")
     if binary is None:
         pytest.fail("node is not installed: it is a prerequisite (README, Set-up; .ci/run installs it)")
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    if int(version.lstrip("v").split(".")[0]) < 20:  # WebCrypto's global `crypto` and Ed25519
+        pytest.fail(
+            f"node {version} is too old: pokna-verify needs Node 20 or newer (its package.json's engines)"
+        )
     return binary
 
 
