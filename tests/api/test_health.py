@@ -70,7 +70,10 @@ def test_the_browser_verifier_is_served(client: TestClient) -> None:
     assert 'id="verdict"' in page.text
     script = client.get("/verify.js")
     assert script.status_code == 200
-    assert "crypto.subtle" in script.text
+    assert 'from "./pokna-verify/index.js"' in script.text  # the page's checks are the core's module
+    core = client.get("/pokna-verify/crypto.js")
+    assert core.status_code == 200
+    assert "crypto.subtle" in core.text
 
 
 def test_fairness_keys_are_public_and_name_the_current_key(client: TestClient) -> None:

@@ -1,8 +1,9 @@
 """The verifier page in headless Chromium: how it loads a proof, what it shows, and that it never passes a
 check it did not run.
 
-A stand-in site (support.browser.Site) serves the page as the service does (`/verify`, `/verify.js`), as
-plain static files (`/static/verify.html`), the key ring and public proof links
+A stand-in site (support.browser.Site) serves the page as the service does (`/verify`, `/verify.js` and the
+modules it imports: its parts under `/verify/`, the checking core under `/pokna-verify/`), as plain static
+files (`/static/verify.html`), the key ring and public proof links
 (`/v1/fairness/proofs/{token}`). One Chromium serves the module; the tests read the page's DOM.
 """
 
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path as FilePath
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 import httpx
 import pytest
@@ -37,7 +39,7 @@ from pokna_verify.fairness.beacon import QUICKNET, BeaconChain
 from pokna_verify.fairness.proof_replay import replay_proof
 from pokna_verify.fairness.verification import CheckStatus, verify_proof
 from support.beacon_server import BeaconKey, BeaconRelay, beacon_relay
-from support.browser import STATIC_ROOT, Browser, Site, browser_session, serving
+from support.browser import CORE_ROOT, STATIC_ROOT, Browser, Site, browser_session, page_file, serving
 from support.game_play import Api, new_tenant_key, play
 from support.servers import free_port, running_server
 
@@ -257,7 +259,10 @@ def test_a_settled_game_is_valid_and_told_as_a_story(browser: Browser, site: Sit
     assert any("Srv_generated-0001" in seed and "the server" in seed for seed in state["seeds"])
     assert state["outcomeAgrees"] == "true"
     fetched = set(site.requests) - {"/favicon.ico"}  # the browser's own request, not the page's
-    assert fetched == {"/verify", "/verify.js", f"/v1/fairness/proofs/{TOKEN}", "/v1/fairness/keys"}
+    modules = {path for path in fetched if page_file(path) is not None}
+    assert fetched - modules == {f"/v1/fairness/proofs/{TOKEN}", "/v1/fairness/keys"}
+    assert {"/verify", "/verify.js", "/verify/story.js", "/pokna-verify/index.js"} <= modules
+    assert "/pokna-verify/noble-bls12-381.js" not in modules  # the BLS library only for beacon proofs
 
 
 @pytest.mark.parametrize(
@@ -421,7 +426,8 @@ def test_an_uploaded_link_document_is_checked_like_a_link(
 def test_the_page_works_as_a_plain_static_file(browser: Browser, site: Site) -> None:
     state = page(browser, site, f"/static/verify.html?proof={TOKEN}")
     assert state["verdict"] == "VALID"
-    assert "/static/verify.js" in site.requests
+    loaded = set(site.requests)
+    assert {"/static/verify.js", "/static/verify/story.js", "/static/pokna-verify/index.js"} <= loaded
 
 
 @pytest.mark.parametrize("server_seed", sorted({vector[0] for vector in VECTORS}))
@@ -444,27 +450,50 @@ def test_the_page_runs_only_its_own_scripts_and_fetches_elsewhere_only_a_chain_i
     script = (STATIC_ROOT / "verify.js").read_text()
     assert script.count("fetch(") == 2  # fetchJson (same-origin links and keys) and the chain's /info
     assert 'credentials: "omit"' in script  # no cookie of this site goes to a relay
+    # The checking core and the page's other parts fetch nothing: the page hands them what it loaded.
+    parts = [*(STATIC_ROOT / "verify").glob("*.js"), *CORE_ROOT.glob("*.js")]
+    assert len(parts) >= 10
+    assert not [part.name for part in parts if "fetch(" in part.read_text()]
 
 
-def test_the_service_serves_every_script_the_page_loads(client: TestClient) -> None:
+IMPORTED = re.compile(r'(?:from |import\(|new URL\()"(\.{1,2}/[^"]+|[\w-]+\.js)"')
+
+
+def test_the_service_serves_every_module_the_page_loads(client: TestClient) -> None:
+    """The page's one script is a module: followed through every relative import (and the BLS library's
+    URL beside the core's beacon check), each module is served as JavaScript, the file it comes from, and
+    the page preloads every one of them but the BLS library."""
     page_response = client.get("/verify")
     assert page_response.status_code == 200
-    scripts = [part.split('"')[0] for part in page_response.text.split('<script src="')[1:]]
-    assert scripts == ["verify.js"]
-    for script in scripts:
-        response = client.get(f"/{script}")
-        assert response.status_code == 200
-        assert "javascript" in response.headers["content-type"]
-        assert response.text == (STATIC_ROOT / script).read_text()
+    scripts = re.findall(r"<script ([^>]*)></script>", page_response.text)
+    assert scripts == ['type="module" src="verify.js"']
+    waiting, served = ["/verify.js"], set()
+    while waiting:
+        path = waiting.pop()
+        if path in served:
+            continue
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert response.headers["content-type"].startswith("text/javascript"), path
+        file = page_file(path)
+        assert file is not None, path
+        assert response.text == file.read_text(), path
+        served.add(path)
+        waiting += [urljoin(path, found) for found in IMPORTED.findall(response.text)]
+    assert {"/verify/story.js", "/pokna-verify/verification.js", "/pokna-verify/noble-bls12-381.js"} <= served
+    on_disk = {f"/verify/{file.name}" for file in (STATIC_ROOT / "verify").glob("*.js")}
+    on_disk |= {f"/pokna-verify/{file.name}" for file in CORE_ROOT.glob("*.js")}
+    assert served == {"/verify.js", *on_disk}  # nothing shipped that the page does not load
+    # The page asks for them all at once, but the BLS library, which beacon-mode proofs alone load.
+    preloaded = {
+        f"/{href}" for href in re.findall(r'<link rel="modulepreload" href="([^"]+)">', page_response.text)
+    }
+    assert preloaded == served - {"/verify.js", "/pokna-verify/noble-bls12-381.js"}
 
 
-def test_the_service_serves_the_bls_library_verify_js_imports(client: TestClient) -> None:
-    """Imported by verify.js (not a <script> tag) from beside itself, for beacon-mode proofs."""
-    assert 'new URL("noble-bls12-381.js"' in (STATIC_ROOT / "verify.js").read_text()
-    response = client.get("/noble-bls12-381.js")
-    assert response.status_code == 200
-    assert "javascript" in response.headers["content-type"]
-    assert response.text == (STATIC_ROOT / "noble-bls12-381.js").read_text()
+def test_the_service_serves_nothing_else_under_the_module_paths(client: TestClient) -> None:
+    for path in ("/pokna-verify/package.json", "/pokna-verify/", "/verify/", "/verify/verify.html"):
+        assert client.get(path).status_code == 404, path
 
 
 def test_a_beacon_game_on_real_quicknet_rounds_is_valid(browser: Browser, site: Site) -> None:
@@ -475,7 +504,7 @@ def test_a_beacon_game_on_real_quicknet_rounds_is_valid(browser: Browser, site: 
     report = verify_proof(sample_beacon_proof(), KEY_RING, replay_proof, sample_beacon_receipt())
     assert state["messages"]["beacon"] == report.check("beacon").message
     assert state["rolls"] == [{"nonce": nonce, "match": True, "bad": False} for nonce in range(3)]
-    assert "/noble-bls12-381.js" in site.requests  # the BLS library is fetched for beacon proofs only
+    assert "/pokna-verify/noble-bls12-381.js" in site.requests  # fetched for beacon proofs only
     assert state["beaconRollsNoteShown"]  # section 5 says each roll's message holds its round's randomness
 
 
@@ -496,10 +525,12 @@ def test_the_page_fails_a_tampered_beacon_proof_as_the_python_verifier_does(
     assert "roll nonce" in state["messages"]["beacon"]
 
 
-def test_the_plain_static_page_loads_the_bls_library_from_beside_itself(browser: Browser, site: Site) -> None:
+def test_the_plain_static_page_loads_the_bls_library_from_beside_the_core(
+    browser: Browser, site: Site
+) -> None:
     state = page(browser, site, f"/static/verify.html?proof={BEACON_TOKEN}")
     assert state["verdict"] == "VALID", state
-    assert "/static/noble-bls12-381.js" in site.requests
+    assert "/static/pokna-verify/noble-bls12-381.js" in site.requests
 
 
 def _untrusted_message(proof: dict[str, Any], receipt: dict[str, Any]) -> str:

@@ -5,9 +5,11 @@ One Chromium process serves a whole test module: `Browser.open` loads a page and
 `screenshot` renders the full page at a given width. The protocol runs over `--remote-debugging-pipe`
 (file descriptors 3 and 4), so no port is opened and nothing is downloaded.
 
-`Site` serves what the service serves for the page: `/verify` and `/verify.js` (as pokna.api does),
-`/static/*` (the page as plain static files), `/v1/fairness/keys`, and `/v1/fairness/proofs/{token}` from a
-dict of link documents, plus any JSON a test publishes under `/test/`. It binds 127.0.0.1, a secure
+`Site` serves what the service serves for the page: `/verify`, `/verify.js` and the modules it imports,
+`/verify/*.js` (the page's parts) and `/pokna-verify/*.js` (the checking core, from pokna_verify/js), as
+pokna.dealer.link_routes does; the same files under `/static/` (the page as plain static files, laid out as
+docs/fairness.md says); `/v1/fairness/keys`, and `/v1/fairness/proofs/{token}` from a dict of link
+documents, plus any JSON a test publishes under `/test/`. It binds 127.0.0.1, a secure
 context, so WebCrypto is available.
 
 Without a Chromium binary the tests skip loudly, and under CI=true they fail instead.
@@ -35,14 +37,13 @@ from typing import Any
 import pytest
 
 import pokna
+import pokna_verify
 
 STATIC_ROOT = Path(pokna.__file__).parent / "static"
+CORE_ROOT = Path(pokna_verify.__file__).parent / "js"
+# The folders the page's files are served from, by their path on the site: the page, its parts, the core.
+PAGE_FOLDERS = {"": STATIC_ROOT, "verify": STATIC_ROOT / "verify", "pokna-verify": CORE_ROOT}
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking")
-PAGE_ROUTES = {
-    "/verify": "verify.html",
-    "/verify.js": "verify.js",
-    "/noble-bls12-381.js": "noble-bls12-381.js",
-}
 CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
 
 
@@ -244,10 +245,9 @@ class Site:
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
         self.requests.append(path)
-        if path in PAGE_ROUTES:
-            return self._static(PAGE_ROUTES[path])
-        if path.startswith("/static/") and "/" not in path[len("/static/") :]:
-            return self._static(path[len("/static/") :])
+        file = page_file(path)
+        if file is not None:
+            return 200, CONTENT_TYPES[file.suffix], file.read_bytes()
         if path == "/v1/fairness/keys" and self.key_ring is not None:
             return _json(200, self.key_ring)
         if path.startswith("/v1/fairness/proofs/"):
@@ -265,11 +265,23 @@ class Site:
             return _json(200, self.files[path[len("/test/") :]])
         return 404, "text/plain", b"not found"
 
-    def _static(self, name: str) -> tuple[int, str, bytes]:
-        file = STATIC_ROOT / name
-        if not file.is_file():
-            return 404, "text/plain", b"not found"
-        return 200, CONTENT_TYPES.get(file.suffix, "application/octet-stream"), file.read_bytes()
+
+def page_file(path: str) -> Path | None:
+    """The file of the page served at `path`: `/verify` is the page, `/verify.js`, `/verify/*.js` and
+    `/pokna-verify/*.js` its modules; under `/static/` the same files, and the page as `verify.html`."""
+    if path == "/verify":
+        return STATIC_ROOT / "verify.html"
+    plain = path.startswith("/static/")
+    folder, _, name = path.removeprefix("/static" if plain else "").removeprefix("/").rpartition("/")
+    root = PAGE_FOLDERS.get(folder)
+    if (
+        root is None
+        or not name.endswith((".js", ".html"))
+        or (not plain and folder == "" and name != "verify.js")
+    ):
+        return None
+    file = root / name
+    return file if file.is_file() else None
 
 
 def _json(status: int, document: Any) -> tuple[int, str, bytes]:

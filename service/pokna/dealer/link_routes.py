@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path
@@ -88,6 +90,10 @@ def _static(name: str) -> str:
     return resources.files("pokna").joinpath("static", name).read_text(encoding="utf-8")
 
 
+def _script(source: Traversable) -> Response:
+    return Response(source.read_text(encoding="utf-8"), media_type="text/javascript")
+
+
 @router.get(
     "/verify",
     response_class=HTMLResponse,
@@ -102,10 +108,33 @@ def verify_page() -> HTMLResponse:
 
 @router.get("/verify.js", include_in_schema=False)
 def verify_script() -> Response:
-    return Response(_static("verify.js"), media_type="text/javascript")
+    return _script(resources.files("pokna").joinpath("static", "verify.js"))
 
 
-@router.get("/noble-bls12-381.js", include_in_schema=False)
-def bls_library() -> Response:
-    """@noble/curves' BLS12-381, vendored: verify.js imports it only to check a beacon-mode proof's rounds."""
-    return Response(_static("noble-bls12-381.js"), media_type="text/javascript")
+# The ES modules /verify.js imports, at the addresses its relative imports name: the page's own parts
+# (pokna/static/verify/) and the checking core, served from the verifier's distribution (pokna_verify/js/,
+# the same files Node imports as `pokna-verify`, with the vendored BLS library the core imports for
+# beacon-mode proofs). One route per file, so nothing else under those paths is served.
+MODULE_FOLDERS = {
+    "/verify/": resources.files("pokna").joinpath("static", "verify"),
+    "/pokna-verify/": resources.files("pokna_verify").joinpath("js"),
+}
+
+
+def _serve_module(source: Traversable) -> Callable[[], Response]:
+    def serve() -> Response:
+        return _script(source)
+
+    return serve
+
+
+def _add_module_routes() -> None:
+    for prefix, folder in MODULE_FOLDERS.items():
+        for source in sorted(folder.iterdir(), key=lambda source: source.name):
+            if source.name.endswith(".js"):
+                router.add_api_route(
+                    prefix + source.name, _serve_module(source), methods=["GET"], include_in_schema=False
+                )
+
+
+_add_module_routes()

@@ -1,5 +1,6 @@
 // @noble/curves 2.4.0 (with its one dependency, @noble/hashes 2.4.0): the BLS12-381 curve, vendored for
-// service/pokna/static/verify.js, which imports it only to verify the drand rounds of beacon-mode proofs.
+// verifier/pokna_verify/js/beacon.js (the checks of the page and of Node), which imports it only to verify the drand
+// rounds of beacon-mode proofs.
 //
 // Where it came from: `npm install @noble/curves@2.4.0` from the npm registry into a scratch folder, then one
 // ES module bundled from `export { bls12_381 } from "@noble/curves/bls12-381.js"` with esbuild 0.28.2:
