@@ -1,18 +1,19 @@
-# Two stages: the first builds Pokna's wheel, the second installs it (not editable) with the pinned
-# dependencies, and runs as an unprivileged user. docs/operations.md shows how to run it.
+# Two stages: the first builds the wheels (Pokna, and pokna-verify, the core it depends on), the second
+# installs them (not editable) with the pinned
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY service ./service
-RUN pip wheel --no-deps --wheel-dir /wheels .
+COPY verifier ./verifier
+RUN pip wheel --no-deps --wheel-dir /wheels ./verifier .
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     POKNA_HOST=0.0.0.0 POKNA_PORT=8000 POKNA_DATA_DIR=/var/lib/pokna
 COPY constraints.txt /tmp/constraints.txt
 COPY --from=build /wheels /tmp/wheels
-RUN pip install -c /tmp/constraints.txt /tmp/wheels/pokna-*.whl \
+RUN pip install -c /tmp/constraints.txt /tmp/wheels/pokna_verify-*.whl /tmp/wheels/pokna-*.whl \
     && rm -rf /tmp/wheels /tmp/constraints.txt
 # pokna.db.migrate finds the Alembic scripts beside the package's install root; put them there and prove at
 # build time that the installed package sees them (the build fails otherwise).

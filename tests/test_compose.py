@@ -230,3 +230,40 @@ def test_the_restore_procedure_stops_every_writer() -> None:
     assert len(stops) == 1, stops
     writers = set(_pokna_services()) - {"migrate"}
     assert set(stops[0].split()) == writers
+
+
+def test_the_images_build_stage_makes_wheels_that_carry_every_file_the_service_reads(tmp_path: Path) -> None:
+    """The build stage's own command, run here: both wheels, and in them the SQL in force, the page and its
+    modules, the verifier's JavaScript core; the service's wheel asks for the verifier's."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    dockerfile = (ROOT / "Dockerfile").read_text().split("\nFROM ", 2)[1]  # the build stage
+    source, wheel_dir = tmp_path / "src", tmp_path / "wheels"
+    for copy in re.findall(r"^COPY (.+) \S+$", dockerfile, flags=re.MULTILINE):
+        for name in copy.split():
+            if (ROOT / name).is_dir():
+                shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                source.mkdir(exist_ok=True)
+                shutil.copy2(ROOT / name, source / name)
+    build = re.search(r"^RUN (pip wheel .*)$", dockerfile, flags=re.MULTILINE)
+    assert build, "the build stage builds no wheel"
+    argv = shlex.split(build.group(1).replace("/wheels", str(wheel_dir)))
+    subprocess.run([sys.executable, "-m", *argv], cwd=source, check=True, capture_output=True, timeout=300)
+    wheels = {path.name.split("-")[0]: path for path in wheel_dir.glob("*.whl")}
+    assert set(wheels) == {"pokna", "pokna_verify"}
+    service = zipfile.ZipFile(wheels["pokna"]).namelist()
+    core = zipfile.ZipFile(wheels["pokna_verify"]).namelist()
+    for path in (ROOT / "service" / "pokna").rglob("*"):
+        if path.suffix in {".sql", ".html", ".js", ".css"}:
+            assert path.relative_to(ROOT / "service").as_posix() in service, path
+    for path in (ROOT / "verifier" / "pokna_verify").rglob("*"):
+        if path.suffix in {".py", ".js", ".json"} and "__pycache__" not in path.parts:
+            assert path.relative_to(ROOT / "verifier").as_posix() in core, path
+    metadata = zipfile.ZipFile(wheels["pokna"]).read(
+        next(name for name in service if name.endswith(".dist-info/METADATA"))
+    )
+    assert b"Requires-Dist: pokna-verify" in metadata
