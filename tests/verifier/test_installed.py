@@ -35,6 +35,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from support.audit_bundles import lines_of, play_books, records
 from support.verify_cli import Ran, entry_point
 
+# One worker runs this module, so the environment is made once per run.
+pytestmark = pytest.mark.xdist_group("installed-verifier")
+
 ROOT = Path(__file__).resolve().parents[2]
 VERIFIER = ROOT / "verifier"
 INSTALL_SECONDS = 600
