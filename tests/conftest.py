@@ -34,6 +34,7 @@ from support.databases import PostgresDatabases
 from support.leftovers import RUN_ENV, servers_left
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
 from support.promtool import promtool_path
+from support.verify_cli import ENTRY_POINTS, VerifyCli, entry_point
 
 # Speed is measured by benchmarks, never by a test: no per-example deadline on these shared, noisy machines.
 settings.register_profile(
@@ -298,6 +299,13 @@ def _whole_suite(config: pytest.Config) -> bool:
     narrowed = option.keyword or option.markexpr or getattr(option, "lf", False) or option.deselect
     whole = [str(Path(arg).resolve()) for arg in config.args] == [str(config.rootpath / "tests")]
     return (not config.args or whole) and not narrowed
+
+
+@pytest.fixture(params=ENTRY_POINTS)
+def verify_cli(request: pytest.FixtureRequest) -> VerifyCli:
+    """An offline check run through the service's `pokna` and again through the verifier's `pokna-verify`
+    (support/verify_cli.py): the same test holds both to the same answers."""
+    return entry_point(request.param)
 
 
 @pytest.fixture

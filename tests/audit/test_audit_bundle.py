@@ -15,19 +15,19 @@ from typer.testing import CliRunner
 import pokna.cli.ledger
 import pokna.dealer.stepping
 from pokna import ledger
-from pokna.cli.app import app
 from pokna.db.models.ledger import Account
 from pokna_verify.bundle.check import CHECKS, verify_bundle
 from pokna_verify.bundle.report import Verdict
 from pokna_verify.ledger.chain import chain_for
 from support.audit_bundles import lines_of, play_books, records
 from support.game_play import FINAL, Api, new_tenant_key, obliging, play
+from support.verify_cli import VerifyCli
 
 runner = CliRunner()
 
 
 def test_a_bundle_of_played_games_passes_every_check(
-    client: TestClient, sessions: sessionmaker[Session], tmp_path: Path
+    verify_cli: VerifyCli, client: TestClient, sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
     books = play_books(client, sessions)
     lines = books.bundle()
@@ -51,10 +51,10 @@ def test_a_bundle_of_played_games_passes_every_check(
     bundle, keys = tmp_path / "bundle.jsonl", tmp_path / "keys.json"
     bundle.write_text("".join(lines))
     keys.write_text(json.dumps(books.key_ring.to_json()))
-    answer = runner.invoke(app, ["audit", "verify", str(bundle), "--keys", str(keys), "--processes", "2"])
+    answer = verify_cli("audit", "verify", str(bundle), "--keys", str(keys), "--processes", "2")
     assert answer.exit_code == 0, answer.output
     assert answer.output.rstrip().endswith("VALID")
-    as_json = runner.invoke(app, ["audit", "verify", str(bundle), "--keys", str(keys), "--json"])
+    as_json = verify_cli("audit", "verify", str(bundle), "--keys", str(keys), "--json")
     assert json.loads(as_json.output)["verdict"] == "valid"
 
 
@@ -177,7 +177,7 @@ def _bundle(api: Api) -> list[str]:
 
 
 def test_a_game_still_in_play_leaves_the_verdict_not_revealed(
-    client: TestClient, sessions: sessionmaker[Session], tmp_path: Path
+    verify_cli: VerifyCli, client: TestClient, sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
     api = Api(client, new_tenant_key(sessions))
     wallets = [api.wallet(100) for _ in range(3)]
@@ -188,7 +188,7 @@ def test_a_game_still_in_play_leaves_the_verdict_not_revealed(
     report = verify_bundle(bundle.read_text().splitlines(), keys=api.key_ring())
     assert report.findings == []
     assert report.unrevealed_games == [game["id"]]
-    answer = runner.invoke(app, ["audit", "verify", str(bundle)])
+    answer = verify_cli("audit", "verify", str(bundle))
     assert answer.exit_code == 3, answer.output
     assert "NOT REVEALED" in answer.output
 

@@ -13,10 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
-from typer.testing import CliRunner
 
-import pokna.cli.ledger  # noqa: F401  (registers `audit`)
-from pokna.cli.app import app
 from pokna.settings import Settings
 from pokna_verify.bundle import scan as bundle_scan
 from pokna_verify.fairness.beacon import QUICKNET
@@ -24,8 +21,8 @@ from support.audit_bundles import lines_of, records
 from support.beacon_game import beacon_settings, chain_file_of
 from support.beacon_server import BeaconRelay, beacon_relay
 from support.game_play import Api, new_tenant_key, obliging, play
+from support.verify_cli import VerifyCli
 
-runner = CliRunner()
 _real_read_file_block = bundle_scan._read_file_block
 _worker_lines: Path | None = None  # where a worker notes the first line of each block it read
 
@@ -96,6 +93,7 @@ def _game_line(documents: list[dict[str, Any]], game_id: str) -> int:
 
 
 def test_a_bundle_with_a_beacon_game_verifies_only_with_its_chain_trusted(
+    verify_cli: VerifyCli,
     client: TestClient,
     sessions: sessionmaker[Session],
     relay: BeaconRelay,
@@ -115,7 +113,7 @@ def test_a_bundle_with_a_beacon_game_verifies_only_with_its_chain_trusted(
     processes = str(_processes_with_a_worker_reading(beacon_line))
 
     def audit(*options: str) -> Any:
-        return runner.invoke(app, ["audit", "verify", str(bundle), "--keys", str(keys), *options])
+        return verify_cli("audit", "verify", str(bundle), "--keys", str(keys), *options)
 
     trusted = audit("--beacon-chain", str(chain_file), "--processes", processes)
     assert trusted.exit_code == 0, trusted.output

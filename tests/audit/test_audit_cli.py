@@ -12,13 +12,15 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
-import pokna.cli.ledger  # registers `ledger` and `audit`; its progress clock is moved below
+import pokna.cli.ledger  # noqa: F401  (registers `ledger` and `audit`)
+import pokna_verify.cli.progress  # its clock is moved below
 from pokna.cli.app import app
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
 from pokna_verify.crypto.signing import public_key_to_b64url
 from pokna_verify.ledger.chain import chain_for
 from support.tenant_api import TenantApi, new_tenant
+from support.verify_cli import VerifyCli
 
 runner = CliRunner()
 
@@ -51,14 +53,14 @@ def funded(cli_env: Path, tenant_api: TenantApi) -> str:
     return wallet
 
 
-def test_the_bundle_command_writes_what_verify_accepts(cli_env: Path, tenant_id: str, funded: str) -> None:
+def test_the_bundle_command_writes_what_verify_accepts(
+    verify_cli: VerifyCli, cli_env: Path, tenant_id: str, funded: str
+) -> None:
     bundle, keys = cli_env / "bundle.jsonl", cli_env / "keys.json"
     written = runner.invoke(app, ["audit", "bundle", "--tenant", tenant_id, "-o", str(bundle)])
     assert written.exit_code == 0, written.output
     keys.write_text(json.dumps(load_service_keys(Settings()).key_ring.to_json()))
-    checked = runner.invoke(
-        app, ["audit", "verify", str(bundle), "--keys", str(keys), "--progress", "--json"]
-    )
+    checked = verify_cli("audit", "verify", str(bundle), "--keys", str(keys), "--progress", "--json")
     assert checked.exit_code == 0, checked.output
     report = json.loads(checked.stdout)
     assert report["verdict"] == "valid"
@@ -67,7 +69,7 @@ def test_the_bundle_command_writes_what_verify_accepts(cli_env: Path, tenant_id:
     assert report["account_kinds"]["external_funding"] == {"CREDIT": -75}
 
     # Without --keys it still checks, against the bundle's own ring, and says so.
-    unpinned = runner.invoke(app, ["audit", "verify", str(bundle)])
+    unpinned = verify_cli("audit", "verify", str(bundle))
     assert unpinned.exit_code == 0, unpinned.output
     assert "key ring inside the bundle" in unpinned.output
 
@@ -104,18 +106,18 @@ def test_unknown_tenants_are_errors_naming_them(cli_env: Path, tenant_id: str) -
         assert "no tenant 'ten_nope'" in result.output
 
 
-def test_an_empty_export_or_bundle_is_not_valid(cli_env: Path, tenant_id: str) -> None:
+def test_an_empty_export_or_bundle_is_not_valid(verify_cli: VerifyCli, cli_env: Path, tenant_id: str) -> None:
     export, bundle = cli_env / "empty.jsonl", cli_env / "empty-bundle.jsonl"
     assert runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "-o", str(export)]).exit_code == 0
     assert runner.invoke(app, ["audit", "bundle", "--tenant", tenant_id, "-o", str(bundle)]).exit_code == 0
     for path in (export, bundle):
-        result = runner.invoke(app, ["audit", "verify", str(path)])
+        result = verify_cli("audit", "verify", str(path))
         assert result.exit_code == 2, result.output
         assert "nothing to verify" in result.output
 
 
 def test_checkpoints_are_checked_with_the_published_keys_or_the_key_text(
-    cli_env: Path, tenant_id: str, funded: str
+    verify_cli: VerifyCli, cli_env: Path, tenant_id: str, funded: str
 ) -> None:
     export, checkpoint, keys = cli_env / "ledger.jsonl", cli_env / "checkpoint.json", cli_env / "keys.json"
     assert runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "-o", str(export)]).exit_code == 0
@@ -127,20 +129,18 @@ def test_checkpoints_are_checked_with_the_published_keys_or_the_key_text(
     keys.write_text(json.dumps(service_keys.key_ring.to_json()))
     text = public_key_to_b64url(service_keys.signing_key.public_key())
     for option in (["--keys", str(keys)], ["--public-key", text]):
-        result = runner.invoke(
-            app, ["audit", "verify", str(export), "--checkpoint", str(checkpoint), *option]
-        )
+        result = verify_cli("audit", "verify", str(export), "--checkpoint", str(checkpoint), *option)
         assert result.exit_code == 0, result.output
         assert "checkpoint     checked" in result.output
-    garbled = runner.invoke(
-        app, ["audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", "!!"]
+    garbled = verify_cli(
+        "audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", "!!"
     )
     assert garbled.exit_code == 2
     assert "neither a readable file nor a base64url" in garbled.output
 
 
 def test_long_commands_show_progress_on_stderr_and_quick_or_piped_ones_do_not(
-    cli_env: Path, tenant_id: str, funded: str, monkeypatch: pytest.MonkeyPatch
+    verify_cli: VerifyCli, cli_env: Path, tenant_id: str, funded: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle, export = cli_env / "bundle.jsonl", cli_env / "export.jsonl"
     commands = {
@@ -149,7 +149,7 @@ def test_long_commands_show_progress_on_stderr_and_quick_or_piped_ones_do_not(
     }
     # stderr is not a terminal here: quiet, however long it takes.
     moments = iter(range(0, 10**6, 2))
-    monkeypatch.setattr(pokna.cli.ledger, "_clock", lambda: next(moments))
+    monkeypatch.setattr(pokna_verify.cli.progress, "_clock", lambda: next(moments))
     for argv in commands.values():
         quiet = runner.invoke(app, argv)
         assert quiet.exit_code == 0, quiet.output
@@ -168,12 +168,12 @@ def test_long_commands_show_progress_on_stderr_and_quick_or_piped_ones_do_not(
     export.write_text(exported.stdout)
     monkeypatch.setattr("pokna_verify.bundle.check._PROGRESS_EVERY", 1)
     for path, says in ((bundle, "records read ...\n"), (export, "MiB read ...\n")):
-        checked = runner.invoke(app, ["audit", "verify", str(path), "--progress", "--json"])
+        checked = verify_cli("audit", "verify", str(path), "--progress", "--json")
         assert checked.exit_code == 0, checked.output
         assert json.loads(checked.stdout)["valid"] is True
         assert checked.stderr.endswith(says)
     # A command done within its first second says nothing, even when asked.
-    monkeypatch.setattr(pokna.cli.ledger, "_clock", lambda: 0)
+    monkeypatch.setattr(pokna_verify.cli.progress, "_clock", lambda: 0)
     quick = runner.invoke(app, [*commands["export"], "--progress"])
     assert quick.exit_code == 0, quick.output
     assert quick.stderr == ""

@@ -1,4 +1,4 @@
-"""`pokna audit verify` on large inputs (verified by a process pool) and on stdin. No database needed."""
+"""`pokna audit verify` and `pokna-verify audit` on large inputs (verified by a process pool) and on stdin. No database needed."""
 
 from __future__ import annotations
 
@@ -6,15 +6,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-import pokna.cli.ledger  # noqa: F401  (registers `audit`)
-from pokna.cli.app import app
 from pokna_verify.ledger import scan as audit_scan
 from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
 from pokna_verify.ledger.check import verify_export
+from support.verify_cli import VerifyCli
 
-runner = CliRunner()
 EXPORT_KEYS = ("seq", "id", "tenant_id", "kind", "reference", "metadata", "created_at", "postings")
 
 
@@ -42,12 +38,14 @@ def _export_lines(transactions: int) -> list[str]:
     return lines
 
 
-def test_a_large_export_with_one_edited_line_is_invalid_at_that_seq(tmp_path: Path) -> None:
+def test_a_large_export_with_one_edited_line_is_invalid_at_that_seq(
+    verify_cli: VerifyCli, tmp_path: Path
+) -> None:
     lines = _export_lines(12_000)  # ~5 MiB: verified by the process pool
     export = tmp_path / "ledger.jsonl"
     export.write_text("".join(lines))
     assert export.stat().st_size > audit_scan._POOL_AFTER_BLOCKS * audit_scan._BLOCK_BYTES
-    valid = runner.invoke(app, ["audit", "verify", str(export)])
+    valid = verify_cli("audit", "verify", str(export))
     assert valid.exit_code == 0, valid.output
     assert "seq 1-12000, 12000 transactions, 24000 postings" in valid.output
 
@@ -56,7 +54,7 @@ def test_a_large_export_with_one_edited_line_is_invalid_at_that_seq(tmp_path: Pa
     edited["postings"][1]["amount"] += 1
     lines[9_876] = json.dumps(edited) + "\n"
     export.write_text("".join(lines))
-    result = runner.invoke(app, ["audit", "verify", str(export), "--json"])
+    result = verify_cli("audit", "verify", str(export), "--json")
     assert result.exit_code == 1, result.output
     report = json.loads(result.output)
     assert [(finding["line"], finding["seq"]) for finding in report["findings"]] == [(9_877, 9_877)]
@@ -64,27 +62,27 @@ def test_a_large_export_with_one_edited_line_is_invalid_at_that_seq(tmp_path: Pa
     assert report == verify_export(lines).to_json()
 
 
-def test_verify_reads_the_export_from_stdin() -> None:
+def test_verify_reads_the_export_from_stdin(verify_cli: VerifyCli) -> None:
     lines = _export_lines(40)
-    result = runner.invoke(app, ["audit", "verify", "-"], input="".join(lines).encode())
+    result = verify_cli("audit", "verify", "-", input="".join(lines).encode())
     assert result.exit_code == 0, result.output
     assert "seq 1-40, 40 transactions, 80 postings" in result.output
-    dropped = runner.invoke(app, ["audit", "verify", "-"], input="".join(lines[:20] + lines[21:]).encode())
+    dropped = verify_cli("audit", "verify", "-", input="".join(lines[:20] + lines[21:]).encode())
     assert dropped.exit_code == 1
     assert "seq 21 missing before seq 22" in dropped.output
 
 
-def test_a_beacon_chain_is_for_a_bundle_and_must_be_a_drand_info_document(tmp_path: Path) -> None:
+def test_a_beacon_chain_is_for_a_bundle_and_must_be_a_drand_info_document(
+    verify_cli: VerifyCli, tmp_path: Path
+) -> None:
     export, chain = tmp_path / "ledger.jsonl", tmp_path / "info.json"
     export.write_text("".join(_export_lines(3)))
     chain.write_text(json.dumps({"public_key": "ab", "period": 3}))  # no genesis_time
-    unreadable = runner.invoke(app, ["audit", "verify", str(export), "--beacon-chain", str(chain)])
+    unreadable = verify_cli("audit", "verify", str(export), "--beacon-chain", str(chain))
     assert unreadable.exit_code == 2, unreadable.output
     assert "genesis_time" in unreadable.output
     chain.write_text(json.dumps({"public_key": "ab", "period": 3, "genesis_time": 1, "hash": "cd"}))
-    on_an_export = runner.invoke(
-        app, ["audit", "verify", str(export), "--beacon-chain", str(chain), "--json"]
-    )
+    on_an_export = verify_cli("audit", "verify", str(export), "--beacon-chain", str(chain), "--json")
     assert on_an_export.exit_code == 2, on_an_export.output
     assert "a ledger export holds no games" in json.loads(on_an_export.output)["error"]
 
@@ -112,22 +110,20 @@ def _chain_lines(chain: int, transactions: int) -> list[dict[str, object]]:
     return lines
 
 
-def test_verify_prints_each_chain_and_names_a_finding_by_its_chain() -> None:
+def test_verify_prints_each_chain_and_names_a_finding_by_its_chain(verify_cli: VerifyCli) -> None:
     chains = {0: _chain_lines(0, 4), 3: _chain_lines(3, 6), 7: _chain_lines(7, 2)}
     lines = [json.dumps(line) + "\n" for chain in sorted(chains) for line in chains[chain]]
-    result = runner.invoke(app, ["audit", "verify", "-"], input="".join(lines).encode())
+    result = verify_cli("audit", "verify", "-", input="".join(lines).encode())
     assert result.exit_code == 0, result.output
     assert "3 chains, 12 transactions, 24 postings" in result.output
     assert f"  chain 3        seq 1-6, 6 transactions, head hash {chains[3][-1]['hash']}\n" in result.output
     assert f"  chain 0        seq 1-4, 4 transactions, head hash {chains[0][-1]['hash']}\n" in result.output
 
     dropped = [line for line in lines if json.loads(line)["id"] != chains[3][2]["id"]]
-    result = runner.invoke(app, ["audit", "verify", "-"], input="".join(dropped).encode())
+    result = verify_cli("audit", "verify", "-", input="".join(dropped).encode())
     assert result.exit_code == 1
     assert "chain 3 seq 3 missing before chain 3 seq 4 (dropped or reordered)" in result.output
     assert "FAIL  chain 3 seq 3" in result.output
-    report = json.loads(
-        runner.invoke(app, ["audit", "verify", "-", "--json"], input="".join(dropped).encode()).output
-    )
+    report = json.loads(verify_cli("audit", "verify", "-", "--json", input="".join(dropped).encode()).output)
     assert {(finding["chain"], finding["seq"]) for finding in report["findings"]} == {(3, 3), (3, 4)}
     assert [(entry["chain"], entry["last_seq"]) for entry in report["chains"]] == [(0, 4), (3, 6), (7, 2)]

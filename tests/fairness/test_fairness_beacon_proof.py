@@ -20,16 +20,14 @@ from fairness_samples import (
     sample_proof,
     sample_receipt,
 )
-from typer.testing import CliRunner
 
-import pokna.cli.verify  # noqa: F401  (registers verify on the app)
-from pokna.cli.app import app
 from pokna_verify.bundle.proofs import read_game_proof
 from pokna_verify.crypto.signing import sign_document
 from pokna_verify.fairness.beacon import BEACON_PROTOCOL, QUICKNET, BeaconRound
 from pokna_verify.fairness.proof_replay import replay_proof
 from pokna_verify.fairness.verification import CheckStatus, VerificationReport, verify_proof
 from support.beacon_server import BeaconKey
+from support.verify_cli import VerifyCli
 
 BEACON_CHECKS = (*CHECKS[:7], "beacon", *CHECKS[7:])
 
@@ -179,21 +177,18 @@ def test_the_audit_checker_checks_beacon_proofs() -> None:
     )
 
 
-def test_pokna_verify_checks_beacon_proofs(tmp_path: Path) -> None:
+def test_pokna_verify_checks_beacon_proofs(verify_cli: VerifyCli, tmp_path: Path) -> None:
     keys, receipt = tmp_path / "keys.json", tmp_path / "receipt.json"
     keys.write_text(json.dumps(KEY_RING.to_json()))
     receipt.write_text(json.dumps(sample_beacon_receipt()))
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps(sample_beacon_proof()))
     bad.write_text(json.dumps(resigned(_swap_round)))
-    runner = CliRunner()
-    passed = runner.invoke(
-        app, ["verify", str(good), "--keys", str(keys), "--receipt", str(receipt), "--json"]
-    )
+    passed = verify_cli("verify", str(good), "--keys", str(keys), "--receipt", str(receipt), "--json")
     assert passed.exit_code == 0, passed.output
     checks = {check["name"]: check["status"] for check in json.loads(passed.output)["checks"]}
     assert checks["beacon"] == "pass"
-    failed = runner.invoke(app, ["verify", str(bad), "--keys", str(keys), "--receipt", str(receipt)])
+    failed = verify_cli("verify", str(bad), "--keys", str(keys), "--receipt", str(receipt))
     assert failed.exit_code != 0
     assert "roll nonce 1: round 1005 is not the first round published after the acceptance" in failed.output
 
@@ -204,7 +199,9 @@ def test_fixture_rounds_are_what_the_sample_uses() -> None:
         assert BeaconRound(**roll["beacon"]) == QUICKNET_ROUNDS[roll["beacon"]["round"]]
 
 
-def test_pokna_verify_trusts_another_beacon_chain_only_when_told(tmp_path: Path) -> None:
+def test_pokna_verify_trusts_another_beacon_chain_only_when_told(
+    verify_cli: VerifyCli, tmp_path: Path
+) -> None:
     key = BeaconKey()
     chain = key.chain(QUICKNET.genesis_time, QUICKNET.period)
     proof = sample_beacon_proof(chain=chain, beacon=lambda index: key.sign(1000 + index))
@@ -224,10 +221,9 @@ def test_pokna_verify_trusts_another_beacon_chain_only_when_told(tmp_path: Path)
         (tmp_path / name).write_text(json.dumps(document))
     args = ["verify", str(tmp_path / "proof.json"), "--keys", str(tmp_path / "keys.json")]
     args += ["--receipt", str(tmp_path / "receipt.json")]
-    runner = CliRunner()
-    refused = runner.invoke(app, args)
+    refused = verify_cli(*args)
     assert refused.exit_code == 1, refused.output
     assert "is not a public beacon this verifier trusts" in refused.output
-    trusted = runner.invoke(app, [*args, "--beacon-chain", str(tmp_path / "info.json")])
+    trusted = verify_cli(*args, "--beacon-chain", str(tmp_path / "info.json"))
     assert trusted.exit_code == 0, trusted.output
     assert f"also trusted (--beacon-chain): chain {chain.chain_hash}" in trusted.output

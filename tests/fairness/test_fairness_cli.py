@@ -1,4 +1,5 @@
-"""`pokna roll` and `pokna verify` through typer's CliRunner: output and exit codes."""
+"""`pokna roll` through typer's CliRunner, and `pokna verify` through it and through `pokna-verify proof`
+(the `verify_cli` fixture): output and exit codes."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typer.testing import CliRunner
 
 import pokna.cli.roll
 import pokna.cli.verify  # noqa: F401  (registers verify on the app)
-from pokna.cli import verify_report
 from pokna.cli.app import app
+from pokna_verify.cli import proof_report
 from pokna_verify.crypto.signing import (
     private_key_to_pem,
     public_key_to_b64url,
@@ -21,6 +22,7 @@ from pokna_verify.crypto.signing import (
 )
 from pokna_verify.fairness.proof import Proof
 from pokna_verify.fairness.proof_replay import replay_proof
+from support.verify_cli import VerifyCli
 
 runner = CliRunner()
 
@@ -89,8 +91,10 @@ def test_roll_refuses_a_malformed_seed_and_a_negative_nonce() -> None:
     assert result.exit_code == 2
 
 
-def test_verify_with_keys_but_no_receipt_is_partly_verified(proof_file: Path, keys_file: Path) -> None:
-    result = runner.invoke(app, ["verify", str(proof_file), "--keys", str(keys_file)])
+def test_verify_with_keys_but_no_receipt_is_partly_verified(
+    verify_cli: VerifyCli, proof_file: Path, keys_file: Path
+) -> None:
+    result = verify_cli("verify", str(proof_file), "--keys", str(keys_file))
     assert result.exit_code == 4, result.output
     assert "Proof of game game-0001" in result.output
     assert "PASS     rolls" in result.output
@@ -102,32 +106,34 @@ def test_verify_with_keys_but_no_receipt_is_partly_verified(proof_file: Path, ke
 
 
 def test_verify_valid_with_pem_or_raw_public_key(
-    tmp_path: Path, proof_file: Path, receipt_file: Path
+    verify_cli: VerifyCli, tmp_path: Path, proof_file: Path, receipt_file: Path
 ) -> None:
     given = ["--receipt", str(receipt_file)]
     pem = tmp_path / "key.pem"
     pem.write_bytes(public_key_to_pem(NEW_KEY.public_key()))
-    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(pem), *given]).exit_code == 0
+    assert verify_cli("verify", str(proof_file), "--public-key", str(pem), *given).exit_code == 0
     raw = tmp_path / "key.txt"
     raw.write_text(public_key_to_b64url(NEW_KEY.public_key()) + "\n")
-    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(raw), *given]).exit_code == 0
+    assert verify_cli("verify", str(proof_file), "--public-key", str(raw), *given).exit_code == 0
     wrong = tmp_path / "old.pem"
     wrong.write_bytes(private_key_to_pem(OLD_KEY))  # a private key PEM is accepted; its public half is used
-    result = runner.invoke(app, ["verify", str(proof_file), "--public-key", str(wrong)])
+    result = verify_cli("verify", str(proof_file), "--public-key", str(wrong))
     assert result.exit_code == 1
     assert "INVALID: failed checks: signature" in result.output
 
 
-def test_verify_without_keys_runs_the_rest_and_is_not_a_pass(proof_file: Path, receipt_file: Path) -> None:
+def test_verify_without_keys_runs_the_rest_and_is_not_a_pass(
+    verify_cli: VerifyCli, proof_file: Path, receipt_file: Path
+) -> None:
     """A script that trusts the exit code must not accept a proof whose signature nobody checked."""
     for given in ([], ["--receipt", str(receipt_file)]):
-        result = runner.invoke(app, ["verify", str(proof_file), *given])
+        result = verify_cli("verify", str(proof_file), *given)
         assert result.exit_code == 4, result.output
         assert "NOT RUN  signature" in result.output
         assert result.output.splitlines()[-1].startswith(
             "PARTLY VERIFIED: nothing failed, but not every check ran: signature (no key ring"
         )
-        report = json.loads(runner.invoke(app, ["verify", str(proof_file), *given, "--json"]).output)
+        report = json.loads(verify_cli("verify", str(proof_file), *given, "--json").output)
         assert (report["verdict"], report["valid"], report["every_check_ran"]) == (
             "partly_verified",
             None,
@@ -135,40 +141,42 @@ def test_verify_without_keys_runs_the_rest_and_is_not_a_pass(proof_file: Path, r
         )
 
 
-def test_verify_help_names_every_exit_code() -> None:
-    shown = " ".join(runner.invoke(app, ["verify", "--help"]).output.split())
+def test_verify_help_names_every_exit_code(verify_cli: VerifyCli) -> None:
+    shown = " ".join(verify_cli("verify", "--help").output.split())
     for said in ("0 valid", "1 invalid", "2 unusable input", "3 not revealed yet", "4 partly verified"):
         assert said in shown
 
 
-def test_verify_with_receipt(tmp_path: Path, proof_file: Path, keys_file: Path) -> None:
+def test_verify_with_receipt(
+    verify_cli: VerifyCli, tmp_path: Path, proof_file: Path, keys_file: Path
+) -> None:
     receipt = tmp_path / "receipt.json"
     receipt.write_text(json.dumps(sample_receipt()))
-    result = runner.invoke(
-        app, ["verify", str(proof_file), "--keys", str(keys_file), "--receipt", str(receipt)]
-    )
+    result = verify_cli("verify", str(proof_file), "--keys", str(keys_file), "--receipt", str(receipt))
     assert result.exit_code == 0, result.output
     assert "PASS     receipt" in result.output
 
 
-def test_verify_invalid_names_the_failed_check(tmp_path: Path, keys_file: Path) -> None:
+def test_verify_invalid_names_the_failed_check(
+    verify_cli: VerifyCli, tmp_path: Path, keys_file: Path
+) -> None:
     proof = sample_proof()
     recorded = proof["rolls"][3]["face"]
     proof["rolls"][3]["face"] = recorded % 6 + 1
     path = tmp_path / "forged.json"
     path.write_text(json.dumps(sign_document(proof, NEW_KEY)))
-    result = runner.invoke(app, ["verify", str(path), "--keys", str(keys_file)])
+    result = verify_cli("verify", str(path), "--keys", str(keys_file))
     assert result.exit_code == 1
     assert f"roll nonce 3: face {recorded % 6 + 1} recorded, {recorded} computed" in result.output
     assert "INVALID: failed checks: rolls" in result.output
 
 
-def test_verify_json(tmp_path: Path, keys_file: Path) -> None:
+def test_verify_json(verify_cli: VerifyCli, tmp_path: Path, keys_file: Path) -> None:
     proof = sample_proof()
     proof["outcome"]["reason"] = "claimed"
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(proof))
-    result = runner.invoke(app, ["verify", str(path), "--keys", str(keys_file), "--json"])
+    result = verify_cli("verify", str(path), "--keys", str(keys_file), "--json")
     assert result.exit_code == 1
     report = json.loads(result.output)
     assert report["valid"] is False
@@ -187,39 +195,42 @@ def test_verify_json(tmp_path: Path, keys_file: Path) -> None:
         ('{"protocol": "pokna-hmac-sha256-v1"}', "$.document: missing"),
     ],
 )
-def test_verify_unusable_input_exits_2(tmp_path: Path, content: str | None, message: str) -> None:
+def test_verify_unusable_input_exits_2(
+    verify_cli: VerifyCli, tmp_path: Path, content: str | None, message: str
+) -> None:
     path = tmp_path / "proof.json"
     if content is not None:
         path.write_text(content)
-    result = runner.invoke(app, ["verify", str(path)])
+    result = verify_cli("verify", str(path))
     assert result.exit_code == 2
     assert message in result.output
-    result = runner.invoke(app, ["verify", str(path), "--json"])
+    result = verify_cli("verify", str(path), "--json")
     assert result.exit_code == 2
     assert message in json.loads(result.output)["error"]
 
 
-def test_verify_unusable_keys_exit_2(tmp_path: Path, proof_file: Path, keys_file: Path) -> None:
+def test_verify_unusable_keys_exit_2(
+    verify_cli: VerifyCli, tmp_path: Path, proof_file: Path, keys_file: Path
+) -> None:
     bad = tmp_path / "bad.pem"
     bad.write_text("not a key")
-    assert runner.invoke(app, ["verify", str(proof_file), "--public-key", str(bad)]).exit_code == 2
-    assert (
-        runner.invoke(app, ["verify", str(proof_file), "--public-key", str(tmp_path / "none.pem")]).exit_code
-        == 2
-    )
-    both = runner.invoke(app, ["verify", str(proof_file), "--keys", str(keys_file), "--public-key", str(bad)])
+    assert verify_cli("verify", str(proof_file), "--public-key", str(bad)).exit_code == 2
+    assert verify_cli("verify", str(proof_file), "--public-key", str(tmp_path / "none.pem")).exit_code == 2
+    both = verify_cli("verify", str(proof_file), "--keys", str(keys_file), "--public-key", str(bad))
     assert both.exit_code == 2
     assert "not both" in both.output
 
 
-def test_the_replay_hook_is_used(monkeypatch: pytest.MonkeyPatch, proof_file: Path, keys_file: Path) -> None:
-    assert verify_report._replay() is replay_proof
+def test_the_replay_hook_is_used(
+    verify_cli: VerifyCli, monkeypatch: pytest.MonkeyPatch, proof_file: Path, keys_file: Path
+) -> None:
+    assert proof_report._replay() is replay_proof
 
     def disagreeing(proof: Proof) -> str | None:
         return "outcome: winners [1] recorded, [2] replayed"
 
-    monkeypatch.setattr(verify_report, "_replay", lambda: disagreeing)
-    result = runner.invoke(app, ["verify", str(proof_file), "--keys", str(keys_file)])
+    monkeypatch.setattr(proof_report, "_replay", lambda: disagreeing)
+    result = verify_cli("verify", str(proof_file), "--keys", str(keys_file))
     assert result.exit_code == 1
     assert "FAIL     replay              outcome: winners [1] recorded, [2] replayed" in result.output
 
@@ -239,7 +250,7 @@ def test_the_installed_pokna_command_has_roll_and_verify() -> None:
 
 
 def test_verify_fetches_the_key_ring_from_a_url(
-    proof_file: Path, keys_file: Path, receipt_file: Path
+    verify_cli: VerifyCli, proof_file: Path, keys_file: Path, receipt_file: Path
 ) -> None:
     import http.server
     import threading
@@ -261,10 +272,8 @@ def test_verify_fetches_the_key_ring_from_a_url(
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1/fairness/keys"
-        result = runner.invoke(
-            app, ["verify", str(proof_file), "--keys", url, "--receipt", str(receipt_file)]
-        )
-        unreachable = runner.invoke(app, ["verify", str(proof_file), "--keys", "http://127.0.0.1:1/keys"])
+        result = verify_cli("verify", str(proof_file), "--keys", url, "--receipt", str(receipt_file))
+        unreachable = verify_cli("verify", str(proof_file), "--keys", "http://127.0.0.1:1/keys")
     finally:
         server.shutdown()
         thread.join(timeout=5)

@@ -1,4 +1,4 @@
-"""`pokna verify` on a game's public proof link, against a real HTTP server on 127.0.0.1.
+"""`pokna verify` and `pokna-verify proof` on a game's public proof link, against a real HTTP server on 127.0.0.1.
 
 The stand-in serves what the service does at `/v1/fairness/proofs/{token}` (link documents), `/v1/fairness/keys`
 (the key ring) and a 404 problem for a wrong token, plus the pending answer of `/v1/games/{id}/proof` and a few
@@ -30,15 +30,12 @@ from fairness_samples import (
     sample_proof,
     sample_receipt,
 )
-from typer.testing import CliRunner, Result
 
-from pokna.cli.app import app
 from pokna_verify.crypto.signing import public_key_to_pem, sign_document
 from pokna_verify.fairness.protocol import server_seed_hash
 from pokna_verify.fairness.receipt import build_commitment_receipt
 from pokna_verify.fairness.terms import GameTerms, SeatAccount
-
-runner = CliRunner()
+from support.verify_cli import VerifyCli
 
 SETTLED = "settled-game-token-aaaaaaaaaaaaaaaaaaaaaaaa"
 OPEN = "open-game-token-bbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -204,10 +201,6 @@ def keys_file(tmp_path: Path) -> Path:
     return path
 
 
-def verify(*args: str) -> Result:
-    return runner.invoke(app, ["verify", *args])
-
-
 def rows(output: str) -> dict[str, str]:
     """Each check's row: name -> status as printed (PASS, FAIL, NOT RUN)."""
     found = {}
@@ -235,9 +228,9 @@ def fetched(stand_in: StandIn, path: str) -> dict[str, Any]:
 # ---- settled, tampered --------------------------------------------------------------------------------------
 
 
-def test_a_settled_link_is_valid_with_every_check_run(stand_in: StandIn) -> None:
+def test_a_settled_link_is_valid_with_every_check_run(verify_cli: VerifyCli, stand_in: StandIn) -> None:
     stand_in.requests.clear()
-    result = verify(stand_in.link(SETTLED))
+    result = verify_cli("verify", stand_in.link(SETTLED))
     assert result.exit_code == 0, result.output
     assert rows(result.output) == dict.fromkeys(CHECKS, "PASS")
     assert result.output.splitlines()[-1] == "VALID"
@@ -249,8 +242,8 @@ def test_a_settled_link_is_valid_with_every_check_run(stand_in: StandIn) -> None
     assert stand_in.requests == [f"/v1/fairness/proofs/{SETTLED}", "/v1/fairness/keys"]
 
 
-def test_a_forged_roll_in_the_link_is_invalid(stand_in: StandIn) -> None:
-    result = verify(stand_in.link(FORGED_FACE))
+def test_a_forged_roll_in_the_link_is_invalid(verify_cli: VerifyCli, stand_in: StandIn) -> None:
+    result = verify_cli("verify", stand_in.link(FORGED_FACE))
     assert result.exit_code == 1, result.output
     assert "roll nonce 3: face" in result.output
     assert rows(result.output)["rolls"] == "FAIL"
@@ -258,8 +251,8 @@ def test_a_forged_roll_in_the_link_is_invalid(stand_in: StandIn) -> None:
     assert result.output.splitlines()[-1].startswith("INVALID: failed checks: rolls")
 
 
-def test_an_edited_payout_in_the_link_is_invalid(stand_in: StandIn) -> None:
-    result = verify(stand_in.link(EDITED_PAYOUT), "--json")
+def test_an_edited_payout_in_the_link_is_invalid(verify_cli: VerifyCli, stand_in: StandIn) -> None:
+    result = verify_cli("verify", stand_in.link(EDITED_PAYOUT), "--json")
     assert result.exit_code == 1, result.output
     report = json.loads(result.output)
     assert (report["verdict"], report["valid"]) == ("invalid", False)
@@ -272,8 +265,8 @@ def test_an_edited_payout_in_the_link_is_invalid(stand_in: StandIn) -> None:
 # ---- not revealed yet ---------------------------------------------------------------------------------------
 
 
-def test_an_unsettled_link_is_not_revealed_yet(stand_in: StandIn) -> None:
-    result = verify(stand_in.link(OPEN))
+def test_an_unsettled_link_is_not_revealed_yet(verify_cli: VerifyCli, stand_in: StandIn) -> None:
+    result = verify_cli("verify", stand_in.link(OPEN))
     assert result.exit_code == 3, result.output
     lines = result.output.splitlines()
     verdict = lines.index(
@@ -288,8 +281,8 @@ def test_an_unsettled_link_is_not_revealed_yet(stand_in: StandIn) -> None:
     assert "2 of 3 seats have a client seed so far, each well formed" in result.output
 
 
-def test_an_unsettled_link_as_json(stand_in: StandIn) -> None:
-    result = verify(stand_in.link(OPEN), "--json")
+def test_an_unsettled_link_as_json(verify_cli: VerifyCli, stand_in: StandIn) -> None:
+    result = verify_cli("verify", stand_in.link(OPEN), "--json")
     assert result.exit_code == 3, result.output
     report = json.loads(result.output)
     assert report["verdict"] == "not_revealed"
@@ -301,26 +294,30 @@ def test_an_unsettled_link_as_json(stand_in: StandIn) -> None:
     assert [check["name"] for check in report["checks"]] == list(CHECKS)
 
 
-def test_a_malformed_client_seed_before_the_reveal_is_invalid(stand_in: StandIn) -> None:
-    result = verify(stand_in.link(BAD_SEED))
+def test_a_malformed_client_seed_before_the_reveal_is_invalid(
+    verify_cli: VerifyCli, stand_in: StandIn
+) -> None:
+    result = verify_cli("verify", stand_in.link(BAD_SEED))
     assert result.exit_code == 1, result.output
     assert "seat 0: a client seed uses only A-Z a-z 0-9 . _ ~ -, not ' '" in result.output
     assert result.output.splitlines()[-1] == "INVALID: failed checks: client_seed_format"
 
 
-def test_a_receipt_signed_by_an_unknown_key_before_the_reveal_is_invalid(stand_in: StandIn) -> None:
-    result = verify(stand_in.link(STRANGER_RECEIPT))
+def test_a_receipt_signed_by_an_unknown_key_before_the_reveal_is_invalid(
+    verify_cli: VerifyCli, stand_in: StandIn
+) -> None:
+    result = verify_cli("verify", stand_in.link(STRANGER_RECEIPT))
     assert result.exit_code == 1, result.output
     assert "is not in the key ring" in result.output
     assert result.output.splitlines()[-1] == "INVALID: failed checks: receipt"
 
 
 def test_the_pending_proof_answer_is_not_revealed_yet(
-    stand_in: StandIn, tmp_path: Path, keys_file: Path
+    verify_cli: VerifyCli, stand_in: StandIn, tmp_path: Path, keys_file: Path
 ) -> None:
     pending = saved(tmp_path, "pending.json", fetched(stand_in, f"/v1/games/{GAME_ID}/proof"))
     for source in (stand_in.url(f"/v1/games/{GAME_ID}/proof"), str(pending)):
-        result = verify(source, "--keys", str(keys_file))
+        result = verify_cli("verify", source, "--keys", str(keys_file))
         assert result.exit_code == 3, result.output
         assert "$.protocol" not in result.output
         assert f"NOT REVEALED YET: game {GAME_ID} is in_progress;" in result.output
@@ -329,9 +326,11 @@ def test_the_pending_proof_answer_is_not_revealed_yet(
         assert "this answer lists no client seeds (the game's public link does)" in result.output
 
 
-def test_without_keys_the_receipt_signature_is_not_run_and_says_why(tmp_path: Path) -> None:
+def test_without_keys_the_receipt_signature_is_not_run_and_says_why(
+    verify_cli: VerifyCli, tmp_path: Path
+) -> None:
     pending = {"game_id": GAME_ID, "status": "open", "revealed": False, "commitment": sample_receipt()}
-    result = verify(str(saved(tmp_path, "pending.json", pending)))
+    result = verify_cli("verify", str(saved(tmp_path, "pending.json", pending)))
     assert result.exit_code == 3, result.output
     assert rows(result.output)["receipt"] == "NOT RUN"
     assert "the receipt is well formed, but its signature was not checked: no key ring" in result.output
@@ -340,7 +339,7 @@ def test_without_keys_the_receipt_signature_is_not_run_and_says_why(tmp_path: Pa
 # ---- every form of the link a player holds -------------------------------------------------------------------
 
 
-def test_the_browser_link_verifies_as_the_public_link_does(stand_in: StandIn) -> None:
+def test_the_browser_link_verifies_as_the_public_link_does(verify_cli: VerifyCli, stand_in: StandIn) -> None:
     """Players are handed `fairness.verify_url`, the browser page's link: it names the same link document."""
     link = stand_in.link(SETTLED)
     for page in (
@@ -350,20 +349,22 @@ def test_the_browser_link_verifies_as_the_public_link_does(stand_in: StandIn) ->
         f"/verify?proof={stand_in.url(f'/verify?proof={SETTLED}')}",
     ):
         stand_in.requests.clear()
-        result = verify(stand_in.url(page))
+        result = verify_cli("verify", stand_in.url(page))
         assert result.exit_code == 0, f"{page}: {result.output}"
         assert result.output.splitlines()[-1] == "VALID"
         assert f"  fetched  {link}" in result.output
         assert stand_in.requests == [f"/v1/fairness/proofs/{SETTLED}", "/v1/fairness/keys"]
-    unsettled = verify(stand_in.url(f"/verify?proof={OPEN}"), "--json")
+    unsettled = verify_cli("verify", stand_in.url(f"/verify?proof={OPEN}"), "--json")
     assert unsettled.exit_code == 3, unsettled.output
     assert json.loads(unsettled.output)["source"]["read"] == stand_in.link(OPEN)
 
 
-def test_a_bare_token_or_a_relative_link_is_fetched_from_the_server_named(stand_in: StandIn) -> None:
+def test_a_bare_token_or_a_relative_link_is_fetched_from_the_server_named(
+    verify_cli: VerifyCli, stand_in: StandIn
+) -> None:
     for held in (SETTLED, f"/verify?proof={SETTLED}", f"/v1/fairness/proofs/{SETTLED}"):
         stand_in.requests.clear()
-        result = verify(held, "--server", stand_in.origin)
+        result = verify_cli("verify", held, "--server", stand_in.origin)
         assert result.exit_code == 0, f"{held}: {result.output}"
         assert stand_in.requests == [f"/v1/fairness/proofs/{SETTLED}", "/v1/fairness/keys"]
 
@@ -384,10 +385,12 @@ def test_a_bare_token_or_a_relative_link_is_fetched_from_the_server_named(stand_
     ],
 )
 def test_a_link_that_cannot_be_followed_says_what_to_give(
-    stand_in: StandIn, held: str, server: str | None, message: str
+    verify_cli: VerifyCli, stand_in: StandIn, held: str, server: str | None, message: str
 ) -> None:
     stand_in.requests.clear()
-    result = verify(held.format(origin=stand_in.origin), *(["--server", server] if server else []))
+    result = verify_cli(
+        "verify", held.format(origin=stand_in.origin), *(["--server", server] if server else [])
+    )
     assert result.exit_code == 2, result.output
     [line] = result.output.splitlines()
     assert line.startswith("UNUSABLE INPUT: ")
@@ -398,34 +401,36 @@ def test_a_link_that_cannot_be_followed_says_what_to_give(
 # ---- wrong token, saved copies ----------------------------------------------------------------------------
 
 
-def test_a_wrong_token_is_no_such_proof_link(stand_in: StandIn) -> None:
+def test_a_wrong_token_is_no_such_proof_link(verify_cli: VerifyCli, stand_in: StandIn) -> None:
     url = stand_in.link("no-such-token-zzzzzzzzzzzzzzzzzzzzzzzzzzz")
-    result = verify(url)
+    result = verify_cli("verify", url)
     assert result.exit_code == 2, result.output
     assert result.output.strip() == (
         f"UNUSABLE INPUT: no such proof link: {url} answered HTTP 404: No proof link has this token."
     )
-    report = json.loads(verify(url, "--json").output)
+    report = json.loads(verify_cli("verify", url, "--json").output)
     assert report["verdict"] == "unusable"
     assert report["error"].startswith("no such proof link")
 
 
 def test_a_saved_link_document_verifies_as_the_url_does(
-    stand_in: StandIn, tmp_path: Path, keys_file: Path
+    verify_cli: VerifyCli, stand_in: StandIn, tmp_path: Path, keys_file: Path
 ) -> None:
     for token in (SETTLED, FORGED_FACE, OPEN):
-        by_url = verify(stand_in.link(token), "--json")
+        by_url = verify_cli("verify", stand_in.link(token), "--json")
         document = saved(tmp_path, f"{token}.json", fetched(stand_in, f"/v1/fairness/proofs/{token}"))
-        by_file = verify(str(document), "--keys", str(keys_file), "--json")
+        by_file = verify_cli("verify", str(document), "--keys", str(keys_file), "--json")
         assert by_file.exit_code == by_url.exit_code, by_file.output
         from_url, from_file = json.loads(by_url.output), json.loads(by_file.output)
         assert from_file["verdict"] == from_url["verdict"]
         assert from_file["checks"] == from_url["checks"]
 
 
-def test_a_saved_link_without_keys_is_partly_verified(stand_in: StandIn, tmp_path: Path) -> None:
+def test_a_saved_link_without_keys_is_partly_verified(
+    verify_cli: VerifyCli, stand_in: StandIn, tmp_path: Path
+) -> None:
     document = saved(tmp_path, "link.json", fetched(stand_in, f"/v1/fairness/proofs/{SETTLED}"))
-    result = verify(str(document))
+    result = verify_cli("verify", str(document))
     assert result.exit_code == 4, result.output
     assert rows(result.output)["signature"] == "NOT RUN"
     assert result.output.splitlines()[-1].startswith(
@@ -437,46 +442,54 @@ def test_a_saved_link_without_keys_is_partly_verified(stand_in: StandIn, tmp_pat
 # ---- which receipt, which keys ------------------------------------------------------------------------------
 
 
-def test_a_given_receipt_wins_over_the_links(stand_in: StandIn, tmp_path: Path) -> None:
+def test_a_given_receipt_wins_over_the_links(
+    verify_cli: VerifyCli, stand_in: StandIn, tmp_path: Path
+) -> None:
     mine = saved(tmp_path, "mine.json", sample_receipt())
-    served_is_wrong = verify(stand_in.link(OTHER_RECEIPT))
+    served_is_wrong = verify_cli("verify", stand_in.link(OTHER_RECEIPT))
     assert served_is_wrong.exit_code == 1, served_is_wrong.output
     assert "receipt server_seed_hash is" in served_is_wrong.output
-    result = verify(stand_in.link(OTHER_RECEIPT), "--receipt", str(mine))
+    result = verify_cli("verify", stand_in.link(OTHER_RECEIPT), "--receipt", str(mine))
     assert result.exit_code == 0, result.output
     assert f"receipt  yours, {mine} (given, so the one the link serves is not used)" in result.output
     assert rows(result.output)["receipt"] == "PASS"
 
 
-def test_a_given_receipt_that_disagrees_with_the_proof_is_invalid(stand_in: StandIn, tmp_path: Path) -> None:
+def test_a_given_receipt_that_disagrees_with_the_proof_is_invalid(
+    verify_cli: VerifyCli, stand_in: StandIn, tmp_path: Path
+) -> None:
     theirs = saved(tmp_path, "other.json", other_receipt())
-    result = verify(stand_in.link(SETTLED), "--receipt", str(theirs))
+    result = verify_cli("verify", stand_in.link(SETTLED), "--receipt", str(theirs))
     assert result.exit_code == 1, result.output
     assert result.output.splitlines()[-1] == "INVALID: failed checks: receipt"
 
 
 def test_a_given_receipt_that_disagrees_with_an_unsettled_links_commitment_is_invalid(
-    stand_in: StandIn, tmp_path: Path
+    verify_cli: VerifyCli, stand_in: StandIn, tmp_path: Path
 ) -> None:
     theirs = saved(tmp_path, "other.json", other_receipt())
-    result = verify(stand_in.link(OPEN), "--receipt", str(theirs))
+    result = verify_cli("verify", stand_in.link(OPEN), "--receipt", str(theirs))
     assert result.exit_code == 1, result.output
     assert "the game's commitment is now" in result.output
 
 
-def test_keys_the_user_gives_are_used_instead_of_the_links(stand_in: StandIn, tmp_path: Path) -> None:
+def test_keys_the_user_gives_are_used_instead_of_the_links(
+    verify_cli: VerifyCli, stand_in: StandIn, tmp_path: Path
+) -> None:
     old = saved(tmp_path, "unused.json", {})
     old.write_bytes(public_key_to_pem(OLD_KEY.public_key()))
     stand_in.requests.clear()
-    result = verify(stand_in.link(SETTLED), "--public-key", str(old))
+    result = verify_cli("verify", stand_in.link(SETTLED), "--public-key", str(old))
     assert result.exit_code == 1, result.output
     assert f"keys     the public key in {old} (--public-key)" in result.output
     assert rows(result.output)["signature"] == "FAIL"
     assert stand_in.requests == [f"/v1/fairness/proofs/{SETTLED}"]
 
 
-def test_a_links_key_ring_that_cannot_be_fetched_leaves_the_signature_not_run(stand_in: StandIn) -> None:
-    result = verify(stand_in.link(BROKEN_KEYS))
+def test_a_links_key_ring_that_cannot_be_fetched_leaves_the_signature_not_run(
+    verify_cli: VerifyCli, stand_in: StandIn
+) -> None:
+    result = verify_cli("verify", stand_in.link(BROKEN_KEYS))
     assert result.exit_code == 4, result.output
     assert rows(result.output)["signature"] == "NOT RUN"
     assert (
@@ -488,8 +501,8 @@ def test_a_links_key_ring_that_cannot_be_fetched_leaves_the_signature_not_run(st
     )
 
 
-def test_a_links_keys_url_is_fetched_only_over_http(stand_in: StandIn) -> None:
-    result = verify(stand_in.link(FILE_KEYS))
+def test_a_links_keys_url_is_fetched_only_over_http(verify_cli: VerifyCli, stand_in: StandIn) -> None:
+    result = verify_cli("verify", stand_in.link(FILE_KEYS))
     assert result.exit_code == 4, result.output
     assert rows(result.output)["signature"] == "NOT RUN"
     assert "the key ring URL file:///etc/hostname is not http(s)" in result.output
@@ -507,19 +520,19 @@ def test_a_links_keys_url_is_fetched_only_over_http(stand_in: StandIn) -> None:
     ],
 )
 def test_a_url_that_gives_no_proof_is_unusable_in_one_line(
-    stand_in: StandIn, path: str, message: str
+    verify_cli: VerifyCli, stand_in: StandIn, path: str, message: str
 ) -> None:
     url = stand_in.url(path)
-    result = verify(url)
+    result = verify_cli("verify", url)
     assert result.exit_code == 2, result.output
     [line] = result.output.splitlines()
     assert line.startswith(f"UNUSABLE INPUT: {message.format(url=url)}")
 
 
-def test_a_silent_server_times_out_after_ten_seconds(stand_in: StandIn) -> None:
+def test_a_silent_server_times_out_after_ten_seconds(verify_cli: VerifyCli, stand_in: StandIn) -> None:
     url = stand_in.url("/silent")
     started = time.monotonic()
-    result = verify(url)
+    result = verify_cli("verify", url)
     waited = time.monotonic() - started
     assert result.exit_code == 2, result.output
     assert (
@@ -528,13 +541,18 @@ def test_a_silent_server_times_out_after_ten_seconds(stand_in: StandIn) -> None:
     assert 9.5 <= waited < 30
 
 
-def test_an_unreachable_url_is_unusable_with_no_traceback() -> None:
-    """Run as the installed command runs, so nothing but our own handling stands between the error and
+@pytest.mark.parametrize(
+    "command",
+    [["-c", "from pokna.cli import main; main()", "verify"], ["-m", "pokna_verify", "proof"]],
+    ids=["pokna", "pokna-verify"],
+)
+def test_an_unreachable_url_is_unusable_with_no_traceback(command: list[str]) -> None:
+    """Run as the installed commands run, so nothing but our own handling stands between the error and
     the terminal."""
     url = "http://127.0.0.1:1/v1/fairness/proofs/any-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaa"
     for extra in ([], ["--json"]):
         finished = subprocess.run(
-            [sys.executable, "-c", "from pokna.cli import main; main()", "verify", url, *extra],
+            [sys.executable, *command, url, *extra],
             capture_output=True,
             text=True,
             timeout=60,
@@ -553,8 +571,8 @@ def test_an_unreachable_url_is_unusable_with_no_traceback() -> None:
 
 
 @pytest.mark.parametrize("url", ["http://", "http://[::1", "http://127.0.0.1:1/\u00fc"])
-def test_a_malformed_url_is_unusable_in_one_line(url: str) -> None:
-    result = verify(url)
+def test_a_malformed_url_is_unusable_in_one_line(verify_cli: VerifyCli, url: str) -> None:
+    result = verify_cli("verify", url)
     assert result.exit_code == 2, result.output
     [line] = result.output.splitlines()
     assert line.startswith(f"UNUSABLE INPUT: cannot fetch the proof from {url}: ")

@@ -16,6 +16,7 @@ from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
 from pokna_verify.crypto.signing import generate_signing_key, public_key_to_b64url, public_key_to_pem
 from support.tenant_api import TenantApi
+from support.verify_cli import VerifyCli
 
 pytest_plugins = ["ledger_fixtures"]
 # One chain, as the journal was before chains: these read chain 0's seqs (several chains:
@@ -55,15 +56,17 @@ def _export(tenant_id: str, path: Path, *extra: str) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_export_then_verify_offline(cli_env: Path, tenant_id: str, funded: str, tmp_path: Path) -> None:
+def test_export_then_verify_offline(
+    verify_cli: VerifyCli, cli_env: Path, tenant_id: str, funded: str, tmp_path: Path
+) -> None:
     export = tmp_path / "ledger.jsonl"
     _export(tenant_id, export)
     assert len(export.read_text().splitlines()) == 3
-    result = runner.invoke(app, ["audit", "verify", str(export)])
+    result = verify_cli("audit", "verify", str(export))
     assert result.exit_code == 0, result.output
     assert "VALID" in result.output
     assert "seq 1-3, 3 transactions, 6 postings" in result.output
-    as_json = runner.invoke(app, ["audit", "verify", str(export), "--json"])
+    as_json = verify_cli("audit", "verify", str(export), "--json")
     report = json.loads(as_json.output)
     assert report["valid"] is True
     assert report["balances"][funded] == 70
@@ -71,44 +74,49 @@ def test_export_then_verify_offline(cli_env: Path, tenant_id: str, funded: str, 
 
 
 def test_verify_names_the_tampered_seq_and_exits_1(
-    cli_env: Path, tenant_id: str, funded: str, tmp_path: Path
+    verify_cli: VerifyCli, cli_env: Path, tenant_id: str, funded: str, tmp_path: Path
 ) -> None:
     export = tmp_path / "ledger.jsonl"
     _export(tenant_id, export)
     lines = export.read_text().splitlines(keepends=True)
     export.write_text(lines[0] + lines[2])
-    result = runner.invoke(app, ["audit", "verify", str(export), "--json"])
+    result = verify_cli("audit", "verify", str(export), "--json")
     assert result.exit_code == 1
     findings = json.loads(result.output)["findings"]
     assert 2 in {finding["seq"] for finding in findings}
 
 
-def test_unusable_input_exits_2(cli_env: Path, tmp_path: Path) -> None:
-    missing = runner.invoke(app, ["audit", "verify", str(tmp_path / "nope.jsonl")])
+def test_unusable_input_exits_2(verify_cli: VerifyCli, cli_env: Path, tmp_path: Path) -> None:
+    missing = verify_cli("audit", "verify", str(tmp_path / "nope.jsonl"))
     assert missing.exit_code == 2
     export = tmp_path / "empty.jsonl"
     export.write_text("")
     (tmp_path / "checkpoint.json").write_text("[1, 2]")
     (tmp_path / "key.pem").write_text("not a key")
-    bad_checkpoint = runner.invoke(
-        app, ["audit", "verify", str(export), "--checkpoint", str(tmp_path / "checkpoint.json")]
+    bad_checkpoint = verify_cli(
+        "audit", "verify", str(export), "--checkpoint", str(tmp_path / "checkpoint.json")
     )
     assert bad_checkpoint.exit_code == 2
     (tmp_path / "checkpoint.json").write_text('{"type": "something else"}')
     assert (
-        runner.invoke(
-            app, ["audit", "verify", str(export), "--checkpoint", str(tmp_path / "checkpoint.json")]
+        verify_cli(
+            "audit", "verify", str(export), "--checkpoint", str(tmp_path / "checkpoint.json")
         ).exit_code
         == 2
     )
-    key_without_checkpoint = runner.invoke(
-        app, ["audit", "verify", str(export), "--public-key", str(tmp_path / "key.pem")]
+    key_without_checkpoint = verify_cli(
+        "audit", "verify", str(export), "--public-key", str(tmp_path / "key.pem")
     )
     assert key_without_checkpoint.exit_code == 2
 
 
 def test_checkpoint_signs_the_head_and_verify_checks_it(
-    cli_env: Path, sessions: sessionmaker[Session], tenant_id: str, funded: str, tmp_path: Path
+    verify_cli: VerifyCli,
+    cli_env: Path,
+    sessions: sessionmaker[Session],
+    tenant_id: str,
+    funded: str,
+    tmp_path: Path,
 ) -> None:
     checkpoint = tmp_path / "checkpoint.json"
     result = runner.invoke(app, ["ledger", "checkpoint", "--tenant", tenant_id, "-o", str(checkpoint)])
@@ -123,22 +131,22 @@ def test_checkpoint_signs_the_head_and_verify_checks_it(
     export = tmp_path / "ledger.jsonl"
     _export(tenant_id, export)
     for key in (pem, raw):
-        ok = runner.invoke(
-            app, ["audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", str(key)]
+        ok = verify_cli(
+            "audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", str(key)
         )
         assert ok.exit_code == 0, ok.output
         assert "checkpoint     checked" in ok.output
     short = tmp_path / "short.jsonl"
     _export(tenant_id, short, "--chain", "0", "--to-seq", "2")
-    truncated = runner.invoke(
-        app, ["audit", "verify", str(short), "--checkpoint", str(checkpoint), "--public-key", str(pem)]
+    truncated = verify_cli(
+        "audit", "verify", str(short), "--checkpoint", str(checkpoint), "--public-key", str(pem)
     )
     assert truncated.exit_code == 1
     assert "export ends at seq 2" in truncated.output
     stranger = tmp_path / "stranger.pem"
     stranger.write_bytes(public_key_to_pem(generate_signing_key().public_key()))
-    forged = runner.invoke(
-        app, ["audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", str(stranger)]
+    forged = verify_cli(
+        "audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", str(stranger)
     )
     assert forged.exit_code == 1
 

@@ -1,5 +1,6 @@
 """Pokna's checks, for anyone: the proof of a game (both fairness modes), the replay of its rules, the
-ledger's export and the audit bundle, each checked offline from the file alone.
+ledger's export and the audit bundle, each checked offline from the file alone, from Python or with the
+`pokna-verify` command (`cli`: `pokna-verify proof`, `pokna-verify audit`).
 
 This package is also the service's functional core: the rules (`game`), the fairness scheme
 (`fairness`), the canonical JSON and signatures (`crypto`), and the formats of the ledger's export

@@ -19,13 +19,18 @@ from typing import Annotated
 
 import typer
 
-from pokna.cli.audit import answer_bundle, cores, open_source, read_keys, rewound, utc
-from pokna.cli.beacon_chains import BEACON_CHAIN_HELP, trusted_chains
-from pokna.cli.exit_codes import EXIT_UNUSABLE
-from pokna.cli.input_files import UnusableInputError
-from pokna.cli.ledger import PROGRESS_OPTION, StderrProgress, audit_app
+from pokna.cli.audit import utc
+from pokna.cli.ledger import PROGRESS_OPTION, audit_app
 from pokna_verify.bundle.records import is_bundle
 from pokna_verify.bundle.report import Verdict
+from pokna_verify.cli import usage
+from pokna_verify.cli.audit_answers import answer_bundle
+from pokna_verify.cli.audit_run import cores, read_keys
+from pokna_verify.cli.audit_stream import open_source, rewound
+from pokna_verify.cli.beacon_chains import trusted_chains
+from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
+from pokna_verify.cli.input_files import UnusableInputError
+from pokna_verify.cli.progress import StderrProgress
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
 
@@ -54,16 +59,12 @@ def report_command(
     ] = None,
     keys: Annotated[
         str | None,
-        typer.Option(
-            "--keys", help="The published key ring: a file of GET /v1/fairness/keys's JSON, or its URL."
-        ),
+        typer.Option("--keys", help=usage.AUDIT_KEYS),
     ] = None,
     beacon_chain: Annotated[
-        list[Path] | None, typer.Option("--beacon-chain", metavar="FILE", help=BEACON_CHAIN_HELP)
+        list[Path] | None, typer.Option("--beacon-chain", metavar="FILE", help=usage.BEACON_CHAIN)
     ] = None,
-    processes: Annotated[
-        int | None, typer.Option("--processes", min=1, help="Worker processes (default: every core).")
-    ] = None,
+    processes: Annotated[int | None, typer.Option("--processes", min=1, help=usage.PROCESSES)] = None,
     progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
     """Verify an audit bundle and, if it is valid, report RTP per table and side against the exact odds and
@@ -112,7 +113,7 @@ def report_command(
         typer.echo(
             f"no report: the bundle is INVALID, so its figures prove nothing ({html} not written)", err=True
         )
-        answer_bundle(source, bundle, as_json=False)
+        raise typer.Exit(answer_bundle(source, bundle, as_json=False))
     # Only now: the workers that read the bundle were forked without them (a third of the memory).
     from pokna.audit.period_report import period_document
     from pokna.report_page.page import render_page

@@ -1,16 +1,16 @@
-"""`pokna ledger ...` (export, reconcile, checkpoint) and `pokna audit verify` (offline, no database).
+"""`pokna ledger ...` (export, reconcile, checkpoint), and the `pokna audit` group its neighbours fill
+(pokna.cli.audit, pokna.cli.audit_report).
 
-The shell around pokna.ledger: it opens the database or reads files and prints; every judgement is the
-package's. `audit verify` exits 0 when the export is valid, 1 when it is not (each finding names its seq)
-and 2 when the input cannot be judged at all.
+The shell around pokna.ledger: it opens the database and prints; every judgement is the package's. The
+offline check of what `ledger export` writes is `pokna audit verify`, which is `pokna-verify audit`
+(pokna_verify.cli).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -29,10 +29,9 @@ from pokna.ledger import (
 from pokna.ledger.export import EXPORT_FORMATS
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
+from pokna_verify.cli import usage
+from pokna_verify.cli.progress import StderrProgress
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_label
-
-EXIT_VALID = 0
-EXIT_INVALID = 1
 
 ledger_app = typer.Typer(help="The double-entry ledger: export, reconcile, checkpoint.", no_args_is_help=True)
 audit_app = typer.Typer(help="Offline audits: ledger exports and audit bundles.", no_args_is_help=True)
@@ -55,57 +54,7 @@ def output_file(path: Path | None) -> Iterator[TextIO]:
         yield handle
 
 
-_clock = time.monotonic  # read at each call: the tests move it
-
-
-class StderrProgress:
-    """How far a long command has got, on one stderr line rewritten in place: shown once the command has
-    run for a second (a quick command says nothing), at most four times a second, and only when stderr is a
-    terminal unless `enabled` says otherwise (--progress/--no-progress). stdout, the command's answer, is
-    never touched."""
-
-    _AFTER_SECONDS = 1.0
-    _EVERY_SECONDS = 0.25
-
-    def __init__(self, enabled: bool | None = None) -> None:
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._started = _clock()
-        self._shown_at: float | None = None
-
-    def show(self, progress: str) -> None:
-        """`progress` as "12,000 records read"; cheap enough to call for every line."""
-        if not self.enabled:
-            return
-        now = _clock()
-        if now - self._started < self._AFTER_SECONDS:
-            return
-        if self._shown_at is not None and now - self._shown_at < self._EVERY_SECONDS:
-            return
-        self._shown_at = now
-        print(f"\r  {progress} ...", end="", file=sys.stderr, flush=True)
-
-    def done(self) -> None:
-        if self._shown_at is not None:
-            print(file=sys.stderr)
-            self._shown_at = None
-
-    def written(self, chunks: Iterable[str], handle: TextIO) -> None:
-        """Write `chunks` to `handle`, saying how many lines and MiB are written so far."""
-        lines = size = 0
-        try:
-            for chunk in chunks:
-                handle.write(chunk)
-                lines += chunk.count("\n")
-                size += len(chunk)
-                self.show(f"{lines:,} lines, {size / 2**20:,.0f} MiB written")
-        finally:
-            self.done()
-
-
-PROGRESS_OPTION = typer.Option(
-    "--progress/--no-progress",
-    help="Progress on stderr once past a second (default: when stderr is a terminal).",
-)
+PROGRESS_OPTION = typer.Option("--progress/--no-progress", help=usage.PROGRESS)
 
 
 @ledger_app.command("export")

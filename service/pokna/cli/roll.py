@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.exit_codes import EXIT_UNUSABLE
+from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
 from pokna_verify.fairness.protocol import PROTOCOL, roll, server_seed_hash

@@ -1,5 +1,5 @@
-"""What `pokna verify` concludes and prints: the pure verifier's report (or, before the game ends, the checks
-that can run then), the verdict and its exit code, as text or JSON."""
+"""What `pokna-verify proof` (and `pokna verify`) concludes and prints: the pure verifier's report (or, before
+the game ends, the checks that can run then), the verdict and its exit code, as text or JSON."""
 
 from __future__ import annotations
 
@@ -8,18 +8,16 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
-import typer
-
-from pokna.cli.beacon_chains import also_trusted
-from pokna.cli.exit_codes import (
+from pokna_verify.cli.beacon_chains import also_trusted
+from pokna_verify.cli.exit_codes import (
     EXIT_INVALID,
     EXIT_NOT_REVEALED,
     EXIT_PARTLY_VERIFIED,
     EXIT_UNUSABLE,
     EXIT_VALID,
 )
-from pokna.cli.input_files import UnusableInputError
-from pokna.cli.verify_inputs import (
+from pokna_verify.cli.input_files import UnusableInputError
+from pokna_verify.cli.proof_inputs import (
     NOT_REVEALED,
     Evidence,
     Subject,
@@ -191,33 +189,33 @@ def print_report(
 ) -> None:
     heading = "Proof" if subject.revealed else "Commitment"
     game_id = str(subject.proof.get("game_id")) if subject.proof is not None else subject.game_id
-    typer.echo(f"{heading} of game {game_id}")
-    typer.echo(f"  source   {source}: {subject.describe()}")
+    print(f"{heading} of game {game_id}")
+    print(f"  source   {source}: {subject.describe()}")
     if read_from != source:
-        typer.echo(f"  fetched  {read_from}")
+        print(f"  fetched  {read_from}")
     if evidence.receipt_from is not None:
-        typer.echo(f"  receipt  {evidence.receipt_from}")
+        print(f"  receipt  {evidence.receipt_from}")
     if evidence.keys_from is not None:
-        typer.echo(f"  keys     {evidence.keys_from}")
+        print(f"  keys     {evidence.keys_from}")
     for chain in evidence.beacon_chains[len(KNOWN_CHAINS) :]:
-        typer.echo(f"  beacon   {also_trusted(chain)}")
+        print(f"  beacon   {also_trusted(chain)}")
     for check in report.checks:
-        typer.echo(f"  {check.status.upper():8} {check.name:19} {check.message}")
+        print(f"  {check.status.upper():8} {check.name:19} {check.message}")
     if verdict is Verdict.INVALID:
-        typer.echo(f"INVALID: failed checks: {', '.join(check.name for check in report.failed)}")
+        print(f"INVALID: failed checks: {', '.join(check.name for check in report.failed)}")
     elif verdict is Verdict.NOT_REVEALED:
-        typer.echo(
+        print(
             f"NOT REVEALED YET: game {subject.game_id} is {subject.status}; "
             "the server seed stays secret until it ends"
         )
         if evidence.receipt is not None:
-            typer.echo(f"  server_seed_hash  {evidence.receipt.get('server_seed_hash')}")
-            typer.echo(f"  committed at      {evidence.receipt.get('created_at')}")
+            print(f"  server_seed_hash  {evidence.receipt.get('server_seed_hash')}")
+            print(f"  committed at      {evidence.receipt.get('created_at')}")
     elif verdict is Verdict.PARTLY_VERIFIED:
         reasons = "; ".join(f"{check.name} ({check.message})" for check in report.not_run)
-        typer.echo(f"PARTLY VERIFIED: nothing failed, but not every check ran: {reasons}")
+        print(f"PARTLY VERIFIED: nothing failed, but not every check ran: {reasons}")
     else:
-        typer.echo("VALID")
+        print("VALID")
 
 
 def json_report(

@@ -1,4 +1,4 @@
-"""Every form of a game's proof a player may hold, turned into what `pokna verify` reads.
+"""Every form of a game's proof a player may hold, turned into what `pokna-verify proof` reads.
 
 A player is handed the browser link (`https://host/verify?proof=TOKEN`, the game's `fairness.verify_url`),
 sometimes the public link (`https://host/v1/fairness/proofs/TOKEN`), a saved file, or just the token. Each
@@ -12,8 +12,8 @@ from __future__ import annotations
 import urllib.parse
 from pathlib import Path
 
-from pokna.cli.input_files import UnusableInputError, is_url
-from pokna.dealer.links import is_token_shaped, link_path
+from pokna_verify.cli.input_files import UnusableInputError, is_url
+from pokna_verify.fairness.links import is_token_shaped, link_path
 
 LINK_PREFIX = link_path("")
 VERIFY_PAGE = "/verify"

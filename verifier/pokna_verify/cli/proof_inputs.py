@@ -1,6 +1,6 @@
-"""What `pokna verify` is handed and what it trusts: SOURCE read as a bare proof, a public link document or the
-pending `/proof` answer (from a file or the one URL given), and the receipt and keys used, each with where it
-came from or why there is none."""
+"""What `pokna-verify proof` (and `pokna verify`) is handed and what it trusts: SOURCE read as a bare proof, a
+public link document or the pending `/proof` answer (from a file or the one URL given), and the receipt and
+keys used, each with where it came from or why there is none."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pokna.cli.input_files import (
+from pokna_verify.cli.input_files import (
     UnusableInputError,
     fetch_json_object,
     is_url,

@@ -1,20 +1,19 @@
-"""What `pokna verify` does once it runs: read SOURCE, gather the receipt and keys to trust, run the checks,
-print the report; the exit code is the verdict's."""
+"""What `pokna-verify proof` (and the service's `pokna verify`, the same code) does once it runs: read SOURCE,
+gather the receipt and keys to trust, run the checks, print the report; the exit code is the verdict's."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import typer
-
-from pokna.cli.beacon_chains import trusted_chains
-from pokna.cli.exit_codes import EXIT_UNUSABLE
-from pokna.cli.input_files import UnusableInputError
-from pokna.cli.verify_inputs import gather_evidence, read_subject
-from pokna.cli.verify_report import (
+from pokna_verify.cli.beacon_chains import trusted_chains
+from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
+from pokna_verify.cli.input_files import UnusableInputError
+from pokna_verify.cli.proof_inputs import gather_evidence, read_subject
+from pokna_verify.cli.proof_report import (
     EXIT_CODES,
     Verdict,
     json_report,
@@ -23,12 +22,12 @@ from pokna.cli.verify_report import (
     unrevealed_report,
     verdict_of,
 )
-from pokna.cli.verify_source import where_to_read
+from pokna_verify.cli.proof_source import where_to_read
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
 
 
-def run_verify(
+def run_proof(
     source: str,
     *,
     server: str | None = None,
@@ -52,13 +51,13 @@ def run_verify(
             report = unrevealed_report(subject, evidence)
     except (UnusableInputError, FairnessError, CryptoError) as error:
         if as_json:
-            typer.echo(json.dumps({"verdict": str(Verdict.UNUSABLE), "valid": None, "error": str(error)}))
+            print(json.dumps({"verdict": str(Verdict.UNUSABLE), "valid": None, "error": str(error)}))
         else:
-            typer.echo(f"UNUSABLE INPUT: {error}", err=True)
+            print(f"UNUSABLE INPUT: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
     verdict = verdict_of(subject, report)
     if as_json:
-        typer.echo(json.dumps(json_report(source, read_from, subject, evidence, report, verdict), indent=2))
+        print(json.dumps(json_report(source, read_from, subject, evidence, report, verdict), indent=2))
     else:
         print_report(source, read_from, subject, evidence, report, verdict)
     return EXIT_CODES[verdict]

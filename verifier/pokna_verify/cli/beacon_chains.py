@@ -1,7 +1,7 @@
-"""`--beacon-chain FILE`, as `pokna verify` and `pokna audit verify` take it: a drand chain's /info document to
-trust besides the public ones, and the line each report prints for it. One module, so both commands say the
-same thing about the same choice; the verifier's imports wait until a chain is read (`pokna verify --help`
-stays light)."""
+"""`--beacon-chain FILE`, as `pokna-verify proof|audit` (and so `pokna verify`, `pokna audit verify`) take it: a
+drand chain's /info document to trust besides the public ones, and the line each report prints for it. One
+module, so every command says the same thing about the same choice; the verifier's imports wait until a chain
+is read."""
 
 from __future__ import annotations
 
@@ -9,15 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pokna.cli.input_files import read_json_object
+from pokna_verify.cli.input_files import read_json_object
 
 if TYPE_CHECKING:
     from pokna_verify.fairness.beacon import BeaconChain
-
-BEACON_CHAIN_HELP = (
-    "A drand chain's /info document to trust for beacon-mode games besides drand's quicknet "
-    "(a private or test beacon); repeatable. Its key's holder chooses its rounds: trust it knowingly."
-)
 
 
 def trusted_chains(paths: Sequence[Path]) -> tuple[BeaconChain, ...]:

@@ -1,0 +1,126 @@
+"""What `pokna-verify audit` (and the service's `pokna audit verify`, the same code) does once it runs: read
+the file, know it by its first record (an audit bundle's header, or else a ledger export), check it, print
+the report; the exit code is the verdict's: 0 VALID, 1 INVALID (each finding names its record), 2 UNUSABLE
+input (nothing that could be judged, an empty export or bundle included), 3 NOT REVEALED (a bundle with no
+finding whose games are not all over yet: their money cannot be checked until their proofs exist)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pokna_verify.bundle.records import is_bundle
+from pokna_verify.bundle.report import Verdict
+from pokna_verify.bundle.scan import verify_bundle_stream
+from pokna_verify.cli.audit_answers import answer_bundle, answer_export
+from pokna_verify.cli.audit_stream import ProgressReader, open_source, rewound
+from pokna_verify.cli.beacon_chains import trusted_chains
+from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
+from pokna_verify.cli.input_files import (
+    UnusableInputError,
+    public_key_argument,
+    read_json_object,
+    read_json_source,
+)
+from pokna_verify.cli.progress import StderrProgress
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.errors import FairnessError
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.ledger.check import UnusableCheckpoint
+from pokna_verify.ledger.findings import AuditReport
+from pokna_verify.ledger.scan import verify_export_stream
+
+
+def run_audit(
+    source: Path,
+    *,
+    keys: str | None,
+    checkpoint: Path | None,
+    public_key: str | None,
+    beacon_chains: Sequence[Path],
+    processes: int | None,
+    progress: bool | None,
+    as_json: bool,
+) -> int:
+    try:
+        ring = read_keys(keys)
+        chains = trusted_chains(beacon_chains)
+        with open_source(source) as opened:
+            first = opened.readline()
+            if not first.strip():
+                raise UnusableInputError(f"{source} is empty: there is nothing to verify")
+            stream = rewound(opened, first)
+            shown = StderrProgress(progress)
+            if is_bundle(first):
+                if checkpoint is not None or public_key is not None:
+                    raise UnusableInputError(
+                        "a bundle carries its checkpoints; check its signatures with --keys, not --public-key"
+                    )
+                try:
+                    bundle = verify_bundle_stream(
+                        stream,
+                        keys=ring,
+                        beacon_chains=chains,
+                        processes=processes or cores(),
+                        progress=lambda lines, _: shown.show(f"{lines:,} records read"),
+                    )
+                finally:
+                    shown.done()
+                if bundle.transactions == 0 and bundle.verdict is not Verdict.INVALID:
+                    raise UnusableInputError(
+                        f"the bundle {source} holds no transactions: there is nothing to verify"
+                    )
+                return answer_bundle(source, bundle, as_json)
+            if beacon_chains:
+                raise UnusableInputError(
+                    "--beacon-chain checks the beacon-mode games of an audit bundle; a ledger export holds no games"
+                )
+            reader = ProgressReader(stream, shown) if shown.enabled else stream
+            try:
+                report = _verify_export(reader, ring, checkpoint, public_key, processes)
+            finally:
+                shown.done()
+            if report.transactions == 0 and report.valid:
+                raise UnusableInputError(
+                    f"the export {source} holds no transactions: there is nothing to verify"
+                )
+    except (UnusableInputError, UnusableCheckpoint, FairnessError, CryptoError) as error:
+        if as_json:
+            print(json.dumps({"valid": None, "error": str(error)}))
+        else:
+            print(f"UNUSABLE INPUT: {error}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    return answer_export(source, report, as_json)
+
+
+def read_keys(source: str | None) -> KeyRing | None:
+    if source is None:
+        return None
+    return KeyRing.from_json(read_json_source(source, "key ring"))
+
+
+def _verify_export(
+    stream: Any,
+    ring: KeyRing | None,
+    checkpoint: Path | None,
+    public_key: str | None,
+    processes: int | None,
+) -> AuditReport:
+    if public_key is not None and checkpoint is None:
+        raise UnusableInputError("--public-key checks a --checkpoint; give both")
+    if ring is not None and checkpoint is None:
+        raise UnusableInputError("--keys checks a --checkpoint's signature for an export; give --checkpoint")
+    checkpoint_json = read_json_object(checkpoint, "checkpoint") if checkpoint else None
+    key = public_key_argument(public_key) if public_key else None
+    if ring is not None and checkpoint_json is not None:
+        key = ring.get(str(checkpoint_json.get("key_id")))
+    return verify_export_stream(stream, checkpoint=checkpoint_json, public_key=key, processes=processes)
+
+
+def cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1

@@ -1,0 +1,120 @@
+"""The `pokna-verify` command line, read by argparse: its two commands, `proof` and `audit`, their options in
+the words the service's `pokna verify` and `pokna audit verify` show (pokna_verify.cli.usage), and the run
+of the one that was asked for.
+
+One command for exports and bundles, as `pokna audit verify`: the file says what it is in its first record
+(a bundle opens with its signed header), so the auditor need not, and cannot pick the wrong one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pokna_verify.cli import usage
+from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
+
+PROG = "pokna-verify"
+DESCRIPTION = "Check a Pokna game's proof, a ledger export or an audit bundle offline, without running Pokna."
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    parser = command_line()
+    try:
+        arguments = parser.parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a usage mistake (2, said on stderr by argparse)
+        return stop.code if isinstance(stop.code, int) else EXIT_UNUSABLE
+    if arguments.command == "proof":
+        from pokna_verify.cli.proof_run import run_proof
+
+        return run_proof(
+            arguments.source,
+            server=arguments.server,
+            public_key=arguments.public_key,
+            keys=arguments.keys,
+            receipt=arguments.receipt,
+            beacon_chains=arguments.beacon_chain,
+            as_json=arguments.as_json,
+        )
+    if arguments.command == "audit":
+        from pokna_verify.cli.audit_run import run_audit
+
+        return run_audit(
+            arguments.source,
+            keys=arguments.keys,
+            checkpoint=arguments.checkpoint,
+            public_key=arguments.public_key,
+            beacon_chains=arguments.beacon_chain,
+            processes=arguments.processes,
+            progress=arguments.progress,
+            as_json=arguments.as_json,
+        )
+    parser.print_help(sys.stderr)
+    return EXIT_UNUSABLE
+
+
+def command_line() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    parser.add_argument("--version", action=_PrintVersion, help="Print the version and exit.")
+    commands = parser.add_subparsers(dest="command", metavar="{proof,audit}")
+
+    proof = commands.add_parser(
+        "proof",
+        help=usage.PROOF_SUMMARY,
+        description=f"{usage.PROOF_SUMMARY} {usage.PROOF_EXIT_CODES}",
+    )
+    proof.add_argument("source", metavar="SOURCE", help=usage.PROOF_SOURCE)
+    proof.add_argument("--server", metavar="URL", help=usage.PROOF_SERVER)
+    proof.add_argument("--public-key", metavar="FILE", type=Path, help=usage.PROOF_PUBLIC_KEY)
+    proof.add_argument("--keys", metavar="FILE|URL", help=usage.PROOF_KEYS)
+    proof.add_argument("--receipt", metavar="FILE", type=Path, help=usage.PROOF_RECEIPT)
+    _beacon_chain_and_json(proof)
+
+    audit = commands.add_parser(
+        "audit",
+        help=usage.AUDIT_SUMMARY,
+        description=f"{usage.AUDIT_SUMMARY} {usage.AUDIT_EXIT_CODES}",
+    )
+    audit.add_argument("source", metavar=usage.AUDIT_SOURCE_METAVAR, type=Path, help=usage.AUDIT_SOURCE)
+    audit.add_argument("--keys", metavar="FILE|URL", help=usage.AUDIT_KEYS)
+    audit.add_argument("--checkpoint", metavar="FILE", type=Path, help=usage.AUDIT_CHECKPOINT)
+    audit.add_argument("--public-key", metavar="FILE|KEY", help=usage.AUDIT_PUBLIC_KEY)
+    audit.add_argument("--processes", metavar="N", type=_at_least_one, help=usage.PROCESSES)
+    audit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help=usage.PROGRESS)
+    _beacon_chain_and_json(audit)
+    return parser
+
+
+def _beacon_chain_and_json(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--beacon-chain", metavar="FILE", type=Path, action="append", default=[], help=usage.BEACON_CHAIN
+    )
+    command.add_argument("--json", dest="as_json", action="store_true", help=usage.JSON)
+
+
+def _at_least_one(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not 1 or more")
+    return number
+
+
+class _PrintVersion(argparse.Action):
+    """argparse's own "version" action wants the text up front; the installed version is read only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("pokna-verify")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            installed = "(not installed)"
+        print(f"{PROG} {installed}")
+        parser.exit()
