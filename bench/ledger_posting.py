@@ -59,9 +59,9 @@ BEGIN
     v_seq := v_seq + 1;
     v_hash := encode(sha256(convert_to(concat_ws('|', p_chain, v_seq, v_prev, p_tenant, v_id, 'deposit', v_now,
         p_from, -p_amount, 'CREDIT', p_to, p_amount, 'CREDIT'), 'UTF8')), 'hex');
-    INSERT INTO journal_transaction (id, tenant_id, chain, seq, kind, reference, metadata, idempotency_key,
-        request_hash, posting_count, prev_hash, hash, created_at)
-    VALUES (v_id, p_tenant, p_chain, v_seq, 'deposit', NULL, '{}', NULL, NULL, 2, v_prev, v_hash, v_now);
+    INSERT INTO journal_transaction (id, tenant_id, chain, seq, kind, reference, metadata, posting_count,
+        prev_hash, hash, created_at)
+    VALUES (v_id, p_tenant, p_chain, v_seq, 'deposit', NULL, '{}', 2, v_prev, v_hash, v_now);
     INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) VALUES
         ('pst_' || replace(gen_random_uuid()::text, '-', ''), p_tenant, v_id, 0, p_from, -p_amount, 'CREDIT'),
         ('pst_' || replace(gen_random_uuid()::text, '-', ''), p_tenant, v_id, 1, p_to, p_amount, 'CREDIT');

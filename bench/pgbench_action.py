@@ -80,17 +80,16 @@ BEGIN
                 'chain', (SELECT chain FROM bench_pgbench_client WHERE game_id = p_game),
                 'accounts', ARRAY[least(p_payer, p_payee), greatest(p_payer, p_payee)],
                 -- A game decides on its wallets' balances; a deposit on none (the funding account is shared).
-                'expected_ids', (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM account
+                'expected_balances', (SELECT coalesce(json_object_agg(id, balance), '{}') FROM account
                     WHERE id IN (p_payer, p_payee) AND kind = 'player_wallet'),
-                'expected_balances', (SELECT coalesce(array_agg(balance ORDER BY id), '{}') FROM account
-                    WHERE id IN (p_payer, p_payee) AND kind = 'player_wallet'),
-                't_id', ARRAY[v_txn], 't_kind', ARRAY['ante'], 't_reference', ARRAY[p_game],
-                't_metadata', ARRAY['{"game_id":"' || p_game || '"}'], 't_idempotency_key', ARRAY[NULL::text],
-                't_request_hash', ARRAY[NULL::text], 't_posting_count', ARRAY[2], 't_created_at', ARRAY[v_now],
-                't_before_prev', ARRAY['\x7b'], 't_before_seq', ARRAY['\x2c'], 't_rest', ARRAY['\x7d'],
-                'p_id', ARRAY['pst_' || md5(v_txn || '0'), 'pst_' || md5(v_txn || '1')],
-                'p_transaction', ARRAY[1, 1], 'p_leg', ARRAY[0, 1], 'p_account_id', ARRAY[p_payer, p_payee],
-                'p_amount', ARRAY[-1, 1], 'p_currency', ARRAY['CREDIT', 'CREDIT']))),
+                'transactions', json_build_array(json_build_object('id', v_txn, 'kind', 'ante',
+                    'reference', p_game, 'metadata', '{"game_id":"' || p_game || '"}', 'created_at', v_now,
+                    'before_prev', '\x7b', 'before_seq', '\x2c', 'rest', '\x7d',
+                    'postings', json_build_array(
+                        json_build_object('id', 'pst_' || md5(v_txn || '0'), 'account_id', p_payer, 'amount', -1,
+                            'currency', 'CREDIT'),
+                        json_build_object('id', 'pst_' || md5(v_txn || '1'), 'account_id', p_payee, 'amount', 1,
+                            'currency', 'CREDIT'))))))),
         'outbox', json_build_array(json_build_object('id', 'msg_' || md5(v_txn), 'type', 'game.turn',
             'ordering_key', p_game, 'body', '{"type":"game.turn"}', 'occurred_at', v_now)),
         'answer', NULL);

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
@@ -9,7 +11,13 @@ from sqlalchemy import inspect, text
 import pokna.db.models  # noqa: F401
 from pokna.db import migrate
 from pokna.db.base import Base
-from pokna.db.engine import make_engine
+from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.models.tenant import Tenant
+from pokna.db.types import new_id, utc_now
+from pokna.ledger import funding_account, open_account
+from pokna.ledger.drafts import draft_of, unchained
+from pokna.ledger.model import AccountTransfer
+from pokna.ledger.store_postgresql import batch_document
 
 
 def test_models_and_migrations_agree(database_url: str) -> None:
@@ -74,3 +82,63 @@ def test_ledger_post_kept_the_array_signature_beside_the_jsonb_one_until_posting
     assert ledger_post_inputs() == [arrays]
     migrate.upgrade(empty_database_url)
     assert ledger_post_inputs() == ["text, jsonb"]
+
+
+def test_0017_downgrade_brings_back_the_ledger_level_key_and_keeps_the_books(empty_database_url: str) -> None:
+    """0017 drops the journal's idempotency columns and reshapes ledger_post()'s document; its downgrade
+    restores 0016's functions and the (empty) columns, and what was posted stays posted, across a round trip."""
+    migrate.upgrade(empty_database_url)
+    engine = make_engine(empty_database_url)
+    sessions = make_sessionmaker(engine)
+    tenant_id = new_id("ten")
+    with unit_of_work(sessions) as session:
+        session.add(Tenant(id=tenant_id, name="Tosche Station", created_at=utc_now()))
+    with unit_of_work(sessions) as session:
+        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet").id
+        funding = funding_account(session, tenant_id).id
+
+    def deposit() -> str:
+        draft = draft_of("deposit", AccountTransfer("deposit", funding, wallet, 5).postings(), None, None)
+        written = unchained(tenant_id, draft, {wallet: "CREDIT", funding: "CREDIT"}, 0)
+        document = batch_document(sorted((wallet, funding)), {}, [written], 0)
+        with engine.begin() as connection:
+            return str(
+                connection.scalar(
+                    text("SELECT status FROM ledger_post(:tenant, CAST(:batch AS jsonb))"),
+                    {"tenant": tenant_id, "batch": json.dumps(document)},
+                )
+            )
+
+    def journal() -> list[tuple[int, str]]:
+        with engine.connect() as connection:
+            return [
+                (row.seq, row.hash)
+                for row in connection.execute(text("SELECT seq, hash FROM journal_transaction"))
+            ]
+
+    def shape() -> tuple[set[str], bool, bool]:
+        with engine.connect() as connection:
+            columns = {column["name"] for column in inspect(connection).get_columns("journal_transaction")}
+            keyed = "t_idempotency_key" in str(
+                connection.scalar(text("SELECT prosrc FROM pg_proc WHERE proname = 'ledger_post'"))
+            )
+            fill = bool(
+                connection.scalar(text("SELECT count(*) FROM pg_proc WHERE proname = 'ledger_move_fill'"))
+            )
+        return columns & {"idempotency_key", "request_hash"}, keyed, fill
+
+    try:
+        assert deposit() == "posted"
+        posted = journal()
+        assert shape() == (set(), False, False)
+        migrate.downgrade(empty_database_url, "0016_ledger_post_row_inserts")
+        engine.dispose()
+        assert shape() == ({"idempotency_key", "request_hash"}, True, True)
+        assert journal() == posted
+        migrate.upgrade(empty_database_url)
+        engine.dispose()
+        assert shape() == (set(), False, False)
+        assert deposit() == "posted"
+        assert [seq for seq, _ in journal()] == [1, 2]
+    finally:
+        engine.dispose()

@@ -27,7 +27,7 @@ def test_every_function_and_trigger_in_the_database_is_its_source(engine: Engine
     assert findings == [], "\n\n".join(findings)
 
 
-def test_the_sources_are_the_eleven_functions_in_force() -> None:
+def test_the_sources_are_the_ten_functions_in_force() -> None:
     """A function added or dropped is a file added or removed here too (the list says which were in force)."""
     assert sorted(sources()) == [
         "beacon_roll_write",
@@ -36,7 +36,6 @@ def test_the_sources_are_the_eleven_functions_in_force() -> None:
         "ledger_chain_link",
         "ledger_check_balanced",
         "ledger_move",
-        "ledger_move_fill",
         "ledger_post",
         "ledger_posting_apply",
         "ledger_refuse_change",
@@ -60,7 +59,8 @@ def test_a_changed_source_is_reported(engine: Engine) -> None:
     """A source edited without a migration: one character of a body, one operator of a trigger's WHEN."""
     changed = sources()
     changed["ledger_post"] = changed["ledger_post"].replace(
-        "v_chain := coalesce(v_chain, 0);", "v_chain := coalesce(v_chain, 1);"
+        "v_chain smallint := coalesce((p_batch->>'chain')::smallint, 0);",
+        "v_chain smallint := coalesce((p_batch->>'chain')::smallint, 1);",
     )
     changed["ledger_refuse_held_debit"] = changed["ledger_refuse_held_debit"].replace(
         "NEW.balance < OLD.balance", "NEW.balance <= OLD.balance"
@@ -74,11 +74,11 @@ def test_a_changed_source_is_reported(engine: Engine) -> None:
         "differs from service/pokna/sql/ledger_post.sql:",
         "trigger account.trg_account_roll_hold differs from service/pokna/sql/ledger_refuse_held_debit.sql:",
     ]
-    assert "\n+    v_chain := coalesce(v_chain, 1);" in findings[0]
+    assert "\n+    v_chain smallint := coalesce((p_batch->>'chain')::smallint, 1);" in findings[0]
 
 
 def test_a_function_or_trigger_without_a_source_is_reported(engine: Engine) -> None:
-    without_fill = {name: source for name, source in sources().items() if name != "ledger_move_fill"}
+    without_move = {name: source for name, source in sources().items() if name != "ledger_move"}
     with engine.connect() as connection:
         connection.execute(
             text("CREATE FUNCTION pokna_stray() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN END $$")
@@ -88,10 +88,9 @@ def test_a_function_or_trigger_without_a_source_is_reported(engine: Engine) -> N
                 "CREATE TRIGGER trg_game_stray BEFORE UPDATE ON game FOR EACH ROW EXECUTE FUNCTION pokna_stray()"
             )
         )
-        findings = drift(connection, without_fill)
+        findings = drift(connection, without_move)
     assert findings == [
-        "ledger_move_fill(p_template text, p_fill json, p_seq bigint, p_prev_hash text, p_hash text, "
-        "p_balance bigint) is in the database and in no source file (service/pokna/sql/)",
+        "ledger_move(p_tenant_id text, p_move json) is in the database and in no source file (service/pokna/sql/)",
         "pokna_stray() is in the database and in no source file (service/pokna/sql/)",
         "trigger game.trg_game_stray is in the database and in no source file (service/pokna/sql/)",
     ]
@@ -102,12 +101,11 @@ def test_a_source_the_database_lacks_is_reported(engine: Engine) -> None:
     a file named after another function than the one it creates."""
     extra = sources()
     extra["ledger_forget"] = "CREATE OR REPLACE FUNCTION ledger_forget() RETURNS void LANGUAGE sql AS $$ $$;"
-    extra["ledger_fill"] = extra.pop("ledger_move_fill")
+    extra["ledger_deposit"] = extra.pop("ledger_move")
     with engine.connect() as connection:
         findings = drift(connection, extra)
     assert findings == [
-        "service/pokna/sql/ledger_fill.sql creates ['ledger_move_fill(p_template text, p_fill json, p_seq bigint, "
-        "p_prev_hash text, p_hash text, p_balance bigint)']: a source file creates one function, named as the "
-        "file is",
+        "service/pokna/sql/ledger_deposit.sql creates ['ledger_move(p_tenant_id text, p_move json)']: a source "
+        "file creates one function, named as the file is",
         "service/pokna/sql/ledger_forget.sql: ledger_forget() is not in the database",
     ]

@@ -4,6 +4,7 @@ that one chain's writers do not wait for another's (the point of having several)
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -29,11 +30,13 @@ from pokna.ledger import (
     take_checkpoint,
     verify_export,
 )
+from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.export import export_jsonl
+from pokna.ledger.model import Posting
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.crypto.signing import generate_signing_key
-from pokna_verify.ledger.chain import GENESIS_HASH, chain_for
+from pokna_verify.ledger.chain import GENESIS_HASH, chain_for, format_timestamp
 from support.money import Teller, new_teller
 from support.tenant_api import TenantApi
 
@@ -123,7 +126,7 @@ def test_a_batch_naming_a_chain_past_the_last_is_refused_by_ledger_post(
             text("SELECT status FROM ledger_post(:tenant, CAST(:batch AS jsonb))"),
             {
                 "tenant": tenant_id,
-                "batch": f'{{"chain": {LEDGER_CHAINS}, "accounts": [], "t_id": [], "p_id": []}}',
+                "batch": f'{{"chain": {LEDGER_CHAINS}, "accounts": [], "transactions": []}}',
             },
         )
 
@@ -176,7 +179,7 @@ def test_a_chains_writers_wait_for_its_head_and_no_other(
 
 
 def test_books_written_before_chains_verify_unchanged_after_the_upgrade(
-    empty_database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    empty_database_url: str, tmp_path: Path
 ) -> None:
     """What 0013's schema held (one chain per tenant) is chain 0 after 0014, with every hash unchanged, and
     the books go on over several chains and verify whole, against a checkpoint of every head."""
@@ -189,15 +192,9 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(
         tenant_id = teller.tenant_id
         with unit_of_work(sessions) as session:
             wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet").id
-        with monkeypatch.context() as before:
-            # 0013's functions know no chain: every deposit on the one chain, hashed without one.
-            before.setattr("pokna.ledger.moving.chain_for", lambda _key: 0)
-
-            async def deposits() -> None:
-                for amount in (10, 20, 30):
-                    await teller.deposit(wallet, amount)
-
-            teller.run(deposits())
+            funding = funding_account(session, tenant_id).id
+        for amount in (10, 20, 30):
+            _deposit_before_chains(engine, tenant_id, wallet, funding, amount)
         with engine.connect() as connection:
             before_rows = connection.execute(
                 text("SELECT seq, hash FROM journal_transaction ORDER BY seq")
@@ -231,6 +228,41 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(
     assert report.checkpoint_checked
     assert report.transactions == 3 + len(wallets)
     assert report.trial_balance() == {"CREDIT": 0}
+
+
+def _deposit_before_chains(engine: Engine, tenant_id: str, wallet: str, funding: str, amount: int) -> None:
+    """A deposit as the previous release posted it on 0013's schema: drafted and hashed as today (0013
+    knew no chain: chain 0, hashed without one), sent to 0013's ledger_post() as its arrays by column."""
+    draft = draft_of("deposit", [Posting(wallet, amount), Posting(funding, -amount)], None, None)
+    row, postings, parts = unchained(tenant_id, draft, {wallet: "CREDIT", funding: "CREDIT"}, 0)
+    arrays = {
+        "accounts": sorted({wallet, funding}),
+        "expected_ids": [],
+        "expected_balances": [],
+        "t_id": [row["id"]],
+        "t_kind": [row["kind"]],
+        "t_reference": [None],
+        "t_metadata": [json.dumps(row["metadata"])],
+        "t_idempotency_key": [None],
+        "t_request_hash": [None],
+        "t_posting_count": [len(postings)],
+        "t_created_at": [format_timestamp(row["created_at"])],
+        "t_before_prev": ["\\x" + parts[0].hex()],
+        "t_before_seq": ["\\x" + parts[1].hex()],
+        "t_rest": ["\\x" + parts[2].hex()],
+        "p_id": [posting["id"] for posting in postings],
+        "p_transaction": [1 for _ in postings],
+        "p_leg": list(range(len(postings))),
+        "p_account_id": [posting["account_id"] for posting in postings],
+        "p_amount": [posting["amount"] for posting in postings],
+        "p_currency": [posting["currency"] for posting in postings],
+    }
+    with engine.begin() as connection:
+        status = connection.scalar(
+            text("SELECT status FROM ledger_post(:tenant, CAST(:batch AS jsonb))"),
+            {"tenant": tenant_id, "batch": json.dumps(arrays)},
+        )
+    assert status == "posted"
 
 
 def test_a_lost_race_holds_every_account_its_step_may_post_to(

@@ -32,24 +32,18 @@ def test_other_refusals() -> None:
     with pytest.raises(InvalidPostings, match="twice"):
         check_postings([Posting("acct_house", 5), Posting("acct_house", -5)], CREDIT)
     with pytest.raises(InvalidPostings, match="kind"):
-        draft_of("bribe", [Posting("acct_house", 5), Posting("acct_funding", -5)], None, None, None, None)
+        draft_of("bribe", [Posting("acct_house", 5), Posting("acct_funding", -5)], None, None)
     with pytest.raises(InvalidPostings, match="integer"):
-        draft_of(
-            "adjustment", [Posting("acct_house", True), Posting("acct_funding", -1)], None, None, None, None
-        )
+        draft_of("adjustment", [Posting("acct_house", True), Posting("acct_funding", -1)], None, None)
     with pytest.raises(InvalidPostings, match="float"):
         draft_of(
             "adjustment",
             [Posting("acct_house", 1), Posting("acct_funding", -1)],
             None,
             {"rate": 0.5},
-            None,
-            None,
         )
     with pytest.raises(InvalidPostings, match="NUL"):
-        draft_of(
-            "deposit", [Posting("acct_house", 1), Posting("acct_funding", -1)], "a\x00b", None, None, None
-        )
+        draft_of("deposit", [Posting("acct_house", 1), Posting("acct_funding", -1)], "a\x00b", None)
 
 
 def test_each_currency_must_balance_on_its_own() -> None:

@@ -30,6 +30,7 @@ from pokna.ledger import (
     system_balance,
     trial_balance,
 )
+from pokna.ledger.schemas import JournalTransactionOut
 from pokna_verify.ledger.chain import chain_for
 from support.tenant_api import TenantApi, money_key, new_tenant
 
@@ -237,14 +238,17 @@ def test_sequence_is_gap_free_and_each_hash_covers_its_documented_fields(
 
 
 def test_the_answer_is_what_was_stored(sessions: sessionmaker[Session], tenant_api: TenantApi) -> None:
-    """The answer is the stored transaction, its identity and chain place included, posted or replayed; text
-    that JSON must escape (control characters, quotes, backslashes, non-ASCII) is stored and hashed as given."""
+    """The answer is the stored transaction, its identity and chain place included, posted or replayed, byte
+    for byte as the API renders it; text that JSON must escape (control characters, quotes, backslashes,
+    non-ASCII) is stored and hashed as given, and text that reads like ledger_move()'s format() template
+    (`%`, `%1$s`) is only text."""
     wallet = tenant_api.wallet()
-    metadata = {"note": 'ctl \x01\t\n "quoted" back\\slash é 🎲', "round": "2"}
-    reference = 'table "9" — é'
+    metadata = {"note": 'ctl \x01\t\n "quoted" back\\slash é 🎲 100% %1$s %%s', "round": "2"}
+    reference = 'table "9" — é %4$s'
     path, key = f"/v1/accounts/{wallet}/deposits", money_key()
     body = {"amount": 5, "reference": reference, "metadata": metadata}
-    answer = _posted(tenant_api.post(path, body, headers=key))
+    first = tenant_api.post(path, body, headers=key)
+    answer = _posted(first)
     with unit_of_work(sessions) as session:
         stored = get_transaction(session, answer["id"], tenant_id=tenant_api.tenant_id)
         assert reconcile(session, tenant_api.tenant_id, check_chain=True).ok
@@ -260,6 +264,7 @@ def test_the_answer_is_what_was_stored(sessions: sessionmaker[Session], tenant_a
         (p["account_id"], p["amount"], p["currency"]) for p in answer["postings"]
     ]
     assert stored.created_at.isoformat().replace("+00:00", "Z") == answer["created_at"]
+    assert first.content == JournalTransactionOut.of(stored, balance=5).model_dump_json().encode()
     replay = tenant_api.post(path, body, headers=key)
     assert replay.content == tenant_api.post(path, body, headers=key).content
     assert _posted(replay) == answer

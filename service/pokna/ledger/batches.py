@@ -40,10 +40,7 @@ def transfer_batch(
     chain: int,
 ) -> TransferBatch:
     """`chain`: the tenant's hash chain the transfers go on (a game's: chain_for(game id))."""
-    drafts = [
-        draft_of(transfer.kind, transfer.postings(), reference, metadata, None, None)
-        for transfer in transfers
-    ]
+    drafts = [draft_of(transfer.kind, transfer.postings(), reference, metadata) for transfer in transfers]
     involved = sorted(account_ids(drafts) | expected_balances.keys())
     currency_of = dict.fromkeys(involved, currency)
     for draft in drafts:

@@ -35,8 +35,6 @@ class Draft:
     postings: tuple[Posting, ...]
     reference: str | None
     metadata: dict[str, Any]
-    idempotency_key: str | None
-    request_hash: str | None
 
 
 def draft_of(
@@ -44,8 +42,6 @@ def draft_of(
     postings: Sequence[Posting],
     reference: str | None,
     metadata: Mapping[str, Any] | None,
-    idempotency_key: str | None,
-    request_hash: str | None,
 ) -> Draft:
     try:
         transaction_kind = TransactionKind(kind)
@@ -55,20 +51,9 @@ def draft_of(
         raise InvalidPostings(f"reference must be 1-{MAX_TEXT} characters")
     if reference is not None and "\x00" in reference:
         raise InvalidPostings("reference must not contain the NUL character (PostgreSQL text cannot)")
-    if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_TEXT:
-        raise InvalidPostings(f"idempotency_key must be 1-{MAX_TEXT} characters")
-    if request_hash is not None and not 0 < len(request_hash) <= 128:
-        raise InvalidPostings("request_hash must be 1-128 characters")
     for index, posting in enumerate(postings):
         check_amount(posting.amount, f"postings[{index}].amount")
-    return Draft(
-        transaction_kind.value,
-        tuple(postings),
-        reference,
-        check_metadata(metadata),
-        idempotency_key,
-        request_hash,
-    )
+    return Draft(transaction_kind.value, tuple(postings), reference, check_metadata(metadata))
 
 
 def account_ids(drafts: Sequence[Draft]) -> set[str]:
@@ -76,8 +61,8 @@ def account_ids(drafts: Sequence[Draft]) -> set[str]:
 
 
 class Unchained(NamedTuple):
-    """A transaction's row without its place in the chain (seq, prev_hash, hash), its posting rows, and
-    the hashed bytes around that place (chain.hash_parts)."""
+    """A transaction's row without its place in the chain (seq, prev_hash, hash), its posting rows in leg
+    order, and the hashed bytes around that place (chain.hash_parts)."""
 
     row: dict[str, Any]
     postings: list[dict[str, Any]]
@@ -109,21 +94,11 @@ def unchained(tenant_id: str, draft: Draft, currency_of: Mapping[str, str], chai
         "kind": draft.kind,
         "reference": draft.reference,
         "metadata": draft.metadata,
-        "idempotency_key": draft.idempotency_key,
-        "request_hash": draft.request_hash,
-        "posting_count": len(legs),
         "created_at": created_at,
     }
     posting_rows = [
-        {
-            "id": new_id("pst"),
-            "transaction_id": transaction_id,
-            "leg": leg,
-            "account_id": account_id,
-            "amount": amount,
-            "currency": currency,
-        }
-        for leg, (account_id, amount, currency) in enumerate(legs)
+        {"id": new_id("pst"), "account_id": account_id, "amount": amount, "currency": currency}
+        for account_id, amount, currency in legs
     ]
     return Unchained(row, posting_rows, parts)
 
@@ -145,7 +120,5 @@ def posted(written: Unchained, seq: int, prev_hash: str, hash_: str) -> PostedTr
         prev_hash=prev_hash,
         hash=hash_,
         created_at=row["created_at"],
-        idempotency_key=row["idempotency_key"],
-        request_hash=row["request_hash"],
         chain=row["chain"],
     )

@@ -98,8 +98,8 @@ class AccountTransfer:
 
 @dataclass(frozen=True, slots=True)
 class PostedTransaction:
-    """A journal transaction as the ledger recorded it: what every posting function answers (a replay
-    answers the original), and what get_transaction reads back. Plain values, not ORM objects: nothing
+    """A journal transaction as the ledger recorded it: what a deposit or withdrawal is answered from, and
+    what get_transaction reads back. Plain values, not ORM objects: nothing
     about it changes after it is written, and a game that posts on every action needs nothing loaded."""
 
     id: str
@@ -112,8 +112,6 @@ class PostedTransaction:
     prev_hash: str
     hash: str
     created_at: datetime
-    idempotency_key: str | None
-    request_hash: str | None
     chain: int = 0
     """Which of the tenant's hash chains it is on; `seq` counts per chain."""
 

@@ -6,8 +6,8 @@
    one pipeline, one round trip.
 3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
    is), then one ledger_move() call (service/pokna/sql/ledger_move.sql) with COMMIT behind it: it posts
-   through ledger_post(), records the announcement and stores the answer, both with the seq, the hashes and
-   the balance only the ledger's lock can tell filled in, and returns the answer's bytes.
+   through ledger_post(), records the announcement and stores the answer, both sent as format() templates
+   of the seq, the hashes and the balance only the ledger's lock can tell, and returns the answer's bytes.
 
 The one way money enters and leaves a wallet, for the API and the tests alike: a wallet of the caller's
 tenant, a player wallet, an amount in range; InsufficientFunds (and nothing posted) for a withdrawal past
@@ -172,32 +172,45 @@ def _document(
     chain: int,
 ) -> str:
     postings = [Posting(movement.account_id, signed), Posting(funding_id, -signed)]
-    draft = draft_of(kind, postings, movement.reference, movement.metadata, None, None)
+    draft = draft_of(kind, postings, movement.reference, movement.metadata)
     currency_of = {movement.account_id: currency, funding_id: currency}
     written = unchained(tenant_id, draft, currency_of, chain)
-    # What only ledger_post() can tell, as placeholders it fills: a number (negative, so no posted value
-    # is one) and quoted strings, each drawn afresh for this request.
+    # The answer and the announcement as format() templates of what only ledger_post() can tell
+    # (service/pokna/sql/ledger_move.sql): rendered with a stand-in for each value, which then becomes its
+    # argument. A stand-in is drawn afresh for each request and holds no %: a number no posted value is
+    # (negative, 18 digits), or a JSON string.
     seq, balance = (-(10**17) - secrets.randbelow(10**16) for _ in range(2))
     prev_hash, hash_ = (f"pk-{secrets.token_hex(16)}" for _ in range(2))
-    placeholder = posted(written, seq, prev_hash, hash_)
+    arguments = {
+        str(seq): "%1$s",
+        json.dumps(prev_hash): "%2$s",
+        json.dumps(hash_): "%3$s",
+        str(balance): "%4$s",
+    }
+    stood_in = posted(written, seq, prev_hash, hash_)
     outbox = Gathered()
-    announce_funding(outbox, placeholder, movement.account_id, currency, balance)
-    answer = JournalTransactionOut.of(placeholder, balance=balance).model_dump_json()
+    announce_funding(outbox, stood_in, movement.account_id, currency, balance)
+    for row in outbox.rows:
+        row["body"] = format_template(str(row["body"]), arguments)
+    answer = JournalTransactionOut.of(stood_in, balance=balance).model_dump_json()
     return json.dumps(
         {
             "batch": batch_document(sorted(currency_of), {}, [written], chain),
             "wallet_id": movement.account_id,
-            "fill": {
-                "seq": str(seq),
-                "prev_hash": json.dumps(prev_hash),
-                "hash": json.dumps(hash_),
-                "balance": str(balance),
-            },
             "outbox": outbox.rows,
-            "answer": {"key": key, "status": 201, "body": answer},
+            "answer": {"key": key, "status": 201, "body": format_template(answer, arguments)},
         },
         default=_timestamp,
     )
+
+
+def format_template(text: str, arguments: Mapping[str, str]) -> str:
+    """`text` as a template of PostgreSQL's format(): each literal % doubled, each stand-in (which holds no
+    %) replaced by its argument."""
+    template = text.replace("%", "%%")
+    for stand_in, argument in arguments.items():
+        template = template.replace(stand_in, argument)
+    return template
 
 
 def _timestamp(value: object) -> str:

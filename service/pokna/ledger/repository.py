@@ -172,8 +172,6 @@ def _posted(row: JournalTransaction) -> PostedTransaction:
         prev_hash=row.prev_hash,
         hash=row.hash,
         created_at=row.created_at,
-        idempotency_key=row.idempotency_key,
-        request_hash=row.request_hash,
         chain=row.chain,
     )
 

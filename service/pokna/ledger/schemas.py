@@ -1,8 +1,8 @@
 """Wallets and the ledger over REST: each answer is built here, once, from what pokna.ledger returns.
 
 The ledger's own records (ORM accounts, PostedTransaction, AccountEntry, TrialBalance, Checkpoint) stay the
-ledger's: the dealer and the CLI read them too, and they carry what the API does not send (idempotency
-keys, request hashes, tenant ids). These models are the documented contract, with its examples.
+ledger's: the dealer and the CLI read them too, and they carry what the API does not send (tenant ids).
+These models are the documented contract, with its examples.
 """
 
 from __future__ import annotations

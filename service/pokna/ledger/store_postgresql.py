@@ -25,35 +25,35 @@ from pokna_verify.ledger.chain import format_timestamp
 def batch_document(
     account_ids: list[str], expected: Mapping[str, int], written: list[Unchained], chain: int
 ) -> dict[str, Any]:
-    """The document ledger_post() reads (service/pokna/sql/ledger_post.sql): the chain, arrays by column."""
-    rows = [transaction.row for transaction in written]
-    posting_rows = [
-        (index, posting)
-        for index, transaction in enumerate(written, start=1)
-        for posting in transaction.postings
-    ]
+    """The posting ledger_post() reads (service/pokna/sql/ledger_post.sql, where each field is described):
+
+        {"chain": 3, "accounts": ["acct_a", "acct_b"], "expected_balances": {"acct_a": 120},
+         "transactions": [{"id": "txn_...", "kind": "ante", "reference": "game_...",
+                           "metadata": "<its JSON text>", "created_at": "2026-...Z",
+                           "before_prev": "<bytea hex>", "before_seq": "<bytea hex>", "rest": "<bytea hex>",
+                           "postings": [{"id": "pst_...", "account_id": "acct_a", "amount": -5,
+                                         "currency": "CREDIT"}, ...]}, ...]}
+
+    Transactions in seq order, postings in leg order. The metadata travels as its JSON text, stored as it
+    is (a jsonb member would be re-ordered); the hashed bytes as bytea hex."""
     return {
         "chain": chain,
         "accounts": account_ids,
-        "expected_ids": list(expected),
-        "expected_balances": list(expected.values()),
-        "t_id": [row["id"] for row in rows],
-        "t_kind": [row["kind"] for row in rows],
-        "t_reference": [row["reference"] for row in rows],
-        "t_metadata": [json.dumps(row["metadata"]) for row in rows],
-        "t_idempotency_key": [row["idempotency_key"] for row in rows],
-        "t_request_hash": [row["request_hash"] for row in rows],
-        "t_posting_count": [row["posting_count"] for row in rows],
-        "t_created_at": [format_timestamp(row["created_at"]) for row in rows],
-        "t_before_prev": ["\\x" + transaction.parts[0].hex() for transaction in written],
-        "t_before_seq": ["\\x" + transaction.parts[1].hex() for transaction in written],
-        "t_rest": ["\\x" + transaction.parts[2].hex() for transaction in written],
-        "p_id": [posting["id"] for _, posting in posting_rows],
-        "p_transaction": [index for index, _ in posting_rows],
-        "p_leg": [posting["leg"] for _, posting in posting_rows],
-        "p_account_id": [posting["account_id"] for _, posting in posting_rows],
-        "p_amount": [posting["amount"] for _, posting in posting_rows],
-        "p_currency": [posting["currency"] for _, posting in posting_rows],
+        "expected_balances": dict(expected),
+        "transactions": [
+            {
+                "id": transaction.row["id"],
+                "kind": transaction.row["kind"],
+                "reference": transaction.row["reference"],
+                "metadata": json.dumps(transaction.row["metadata"]),
+                "created_at": format_timestamp(transaction.row["created_at"]),
+                "before_prev": "\\x" + transaction.parts[0].hex(),
+                "before_seq": "\\x" + transaction.parts[1].hex(),
+                "rest": "\\x" + transaction.parts[2].hex(),
+                "postings": transaction.postings,
+            }
+            for transaction in written
+        ],
     }
 
 

@@ -3,11 +3,13 @@
 -- events and rolls; then the webhook outbox rows and the Idempotency-Key's stored answer; then, last, each
 -- step's posting batch through ledger_post() (the first takes the chain's head, held until COMMIT) and its
 -- money events, which name the ledger seq the posting got. A refused posting raises PK409 (a wallet moved
--- after the read), so nothing is written. Called by pokna.dealer.writes (GAME_WRITE); docs/ledger.md, "The
--- hot paths' one call".
+-- after the read), so nothing is written. Rows are inserted one INSERT ... VALUES each: on Citus that is
+-- routed to the tenant's shard, where an INSERT ... SELECT from the document takes the pull-and-COPY path
+-- (docs/scaling.md). Called by pokna.dealer.writes (GAME_WRITE); docs/ledger.md, "The hot paths' one call".
 --
--- Last set by migrations/versions/0012_head_last.py (head last; created by 0009_game_write, every statement
--- naming the tenant since 0011_distribution_keys).
+-- Last set by migrations/versions/0017_ledger_post_document.py (rows inserted one at a time; created by
+-- 0009_game_write, every statement naming the tenant since 0011_distribution_keys, head last since
+-- 0012_head_last).
 --
 -- This file is the function as the database holds it at the head migration. To change it, edit this file and
 -- write a new migration that applies a frozen copy of the new text (a migration never reads this file:
@@ -19,6 +21,10 @@ DECLARE
     v_step json;
     v_game_id text;
     v_post record;
+    v_event record;
+    v_roll record;
+    v_message record;
+    v_money record;
     v_count int;
 BEGIN
     -- First everything that needs no ledger lock.
@@ -44,17 +50,22 @@ BEGIN
                 AND game_seat.seat = seeded.seat;
         END IF;
 
-        INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
-        SELECT p_tenant_id, v_game_id, event.seq, event.kind, event.payload, event.occurred_at
-        FROM json_populate_recordset(NULL::game_event, v_step->'events') AS event;
-        INSERT INTO game_roll (tenant_id, game_id, nonce, seat, purpose, face, color, rolled_at)
-        SELECT p_tenant_id, v_game_id, roll.nonce, roll.seat, roll.purpose, roll.face, roll.color, roll.rolled_at
-        FROM json_populate_recordset(NULL::game_roll, v_step->'rolls') AS roll;
+        FOR v_event IN SELECT * FROM json_populate_recordset(NULL::game_event, v_step->'events') LOOP
+            INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
+            VALUES (p_tenant_id, v_game_id, v_event.seq, v_event.kind, v_event.payload, v_event.occurred_at);
+        END LOOP;
+        FOR v_roll IN SELECT * FROM json_populate_recordset(NULL::game_roll, v_step->'rolls') LOOP
+            INSERT INTO game_roll (tenant_id, game_id, nonce, seat, purpose, face, color, rolled_at)
+            VALUES (p_tenant_id, v_game_id, v_roll.nonce, v_roll.seat, v_roll.purpose, v_roll.face, v_roll.color,
+                v_roll.rolled_at);
+        END LOOP;
     END LOOP;
 
-    INSERT INTO webhook_event (id, tenant_id, type, ordering_key, body, occurred_at)
-    SELECT message.id, p_tenant_id, message.type, message.ordering_key, message.body, message.occurred_at
-    FROM json_populate_recordset(NULL::webhook_event, p_write->'outbox') AS message;
+    FOR v_message IN SELECT * FROM json_populate_recordset(NULL::webhook_event, p_write->'outbox') LOOP
+        INSERT INTO webhook_event (id, tenant_id, type, ordering_key, body, occurred_at)
+        VALUES (v_message.id, p_tenant_id, v_message.type, v_message.ordering_key, v_message.body,
+            v_message.occurred_at);
+    END LOOP;
 
     IF json_typeof(p_write->'answer') = 'object' THEN
         UPDATE idempotency_record SET response_status = (p_write->'answer'->>'status')::int,
@@ -72,10 +83,15 @@ BEGIN
                     'account_id', v_post.refused_account_id, 'balance', v_post.refused_balance,
                     'change', v_post.refused_change)::text;
         END IF;
-        INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
-        SELECT p_tenant_id, v_step->>'game_id', money.seq, 'money_moved',
-            (money.head || ',"ledger_seq":' || (v_post.first_seq + money.n - 1) || '}')::json, money.occurred_at
-        FROM json_to_recordset(v_step->'money') AS money(n int, seq int, occurred_at timestamptz, head text);
+        FOR v_money IN
+            SELECT * FROM json_to_recordset(v_step->'money') AS money(n int, seq int, occurred_at timestamptz,
+                head text)
+        LOOP
+            INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
+            VALUES (p_tenant_id, v_step->>'game_id', v_money.seq, 'money_moved',
+                (v_money.head || ',"ledger_seq":' || (v_post.first_seq + v_money.n - 1) || '}')::json,
+                v_money.occurred_at);
+        END LOOP;
     END LOOP;
 END
 $$;

@@ -1,15 +1,26 @@
 -- ledger_post(tenant, batch jsonb): the ledger's one posting under the lock, a refusal answered as a status.
--- Locks the head of the batch's chain (creating it on the chain's first posting; tenant_not_found), answers
--- replay if one of the batch's idempotency keys is posted, locks the accounts by ascending id
--- (account_not_found), compares the expected balances (balances_changed), applies the postings to running
--- balances (insufficient_funds for a wallet or pot below zero, balance_out_of_range beyond 10^18), hashes
--- each transaction onto the previous one, inserts the transactions and their postings one row at a time, and
--- advances the head. Called by pokna.ledger.store_postgresql, game_write() and ledger_move(); docs/ledger.md,
--- "Writing: one way in".
+-- Locks the head of the batch's chain (creating it on the chain's first posting; tenant_not_found), locks
+-- the accounts by ascending id (account_not_found), compares the expected balances (balances_changed),
+-- runs every leg in order on its account's balance (insufficient_funds for a wallet or pot below zero,
+-- balance_out_of_range beyond 10^18), then hashes each transaction onto the previous one and inserts it and
+-- its postings, and advances the head. Answers where the
+-- batch went (first_seq, first_prev_hash, each transaction's hash) and the locked accounts' balances after
+-- it. Called by game_write() and ledger_move(); docs/ledger.md, "Writing: one way in".
 --
--- Last set by migrations/versions/0016_ledger_post_row_inserts.py (0014_ledger_chains' function with its two
--- multi-row inserts made loops of single-row inserts; earlier bodies: 0004_ledger_post,
--- 0005_ledger_post_json, 0011_distribution_keys).
+-- The batch (pokna.ledger.store_postgresql.batch_document builds it):
+--   chain              the tenant's hash chain it goes on (absent: 0);
+--   accounts           every account to lock: those the postings touch and those expected_balances names
+--                      (a game request's first posting names every account of the request);
+--   expected_balances  {account id: balance} the caller decided on (absent: none);
+--   transactions       in seq order, each {id, kind, reference, metadata (its JSON text, stored as it is),
+--                      created_at, before_prev, before_seq, rest (the hashed bytes around prev_hash and seq,
+--                      bytea hex: pokna_verify.ledger.chain.hash_parts), postings: in leg order, each
+--                      {id, account_id, amount, currency}}.
+--
+-- Last set by migrations/versions/0017_ledger_post_document.py (the batch as one document of transactions
+-- and their postings, no ledger-level idempotency key, the checks set-based; earlier bodies:
+-- 0004_ledger_post, 0005_ledger_post_json, 0011_distribution_keys, 0014_ledger_chains,
+-- 0016_ledger_post_row_inserts).
 --
 -- This file is the function as the database holds it at the head migration. To change it, edit this file and
 -- write a new migration that applies a frozen copy of the new text (a migration never reads this file:
@@ -30,47 +41,16 @@ CREATE OR REPLACE FUNCTION ledger_post(
     OUT held_balances bigint[]
 ) RETURNS record LANGUAGE plpgsql AS $$
 DECLARE
-    p_account_ids text[];
-    p_expected_ids text[];
-    p_expected_balances bigint[];
-    t_id text[];
-    t_kind text[];
-    t_reference text[];
-    t_metadata text[];
-    t_idempotency_key text[];
-    t_request_hash text[];
-    t_posting_count smallint[];
-    t_created_at timestamptz[];
-    t_before_prev bytea[];
-    t_before_seq bytea[];
-    t_rest bytea[];
-    p_id text[];
-    p_transaction int[];
-    p_leg int[];
-    p_account_id text[];
-    p_amount bigint[];
-    p_currency text[];
-    v_keys text[];
-    v_chain smallint;
+    v_chain smallint := coalesce((p_batch->>'chain')::smallint, 0);
+    v_accounts text[] := ARRAY(SELECT jsonb_array_elements_text(p_batch->'accounts'));
+    v_kinds text[];
     v_seq bigint;
     v_hash text;
-    v_tenants text[];
-    v_kinds text[];
-    v_i int;
-    v_at int;
-    v_new bigint;
-    v_inserted int;
+    v_prev_hash text;
+    v_refused record;
+    v_transaction record;
+    v_posting record;
 BEGIN
-    SELECT * INTO v_chain, p_account_ids, p_expected_ids, p_expected_balances, t_id, t_kind, t_reference, t_metadata,
-            t_idempotency_key, t_request_hash, t_posting_count, t_created_at, t_before_prev, t_before_seq,
-            t_rest, p_id, p_transaction, p_leg, p_account_id, p_amount, p_currency
-        FROM jsonb_to_record(p_batch) AS batch(chain smallint, accounts text[], expected_ids text[], expected_balances bigint[],
-            t_id text[], t_kind text[], t_reference text[], t_metadata text[], t_idempotency_key text[],
-            t_request_hash text[], t_posting_count smallint[], t_created_at timestamptz[],
-            t_before_prev bytea[], t_before_seq bytea[], t_rest bytea[], p_id text[], p_transaction int[],
-            p_leg int[], p_account_id text[], p_amount bigint[], p_currency text[]);
-
-    v_chain := coalesce(v_chain, 0);
     SELECT last_seq, last_hash INTO v_seq, v_hash FROM ledger_head
         WHERE tenant_id = p_tenant_id AND chain = v_chain FOR UPDATE;
     IF NOT FOUND THEN
@@ -85,97 +65,101 @@ BEGIN
             WHERE tenant_id = p_tenant_id AND chain = v_chain FOR UPDATE;
     END IF;
 
-    -- A fresh snapshot, taken after the head lock: a key committed by the previous holder is seen.
-    v_keys := array_remove(t_idempotency_key, NULL);
-    IF cardinality(v_keys) > 0 AND EXISTS (
-        SELECT 1 FROM journal_transaction
-        WHERE tenant_id = p_tenant_id AND idempotency_key = ANY(v_keys)
-    ) THEN
-        status := 'replay';
+    -- The ledger's one lock order: a head, then accounts by ascending id (one chain per unit of work).
+    -- NO KEY: a balance change never touches the key (docs/ledger.md, "Locking and concurrency").
+    SELECT array_agg(id), array_agg(kind), array_agg(balance) INTO held_account_ids, v_kinds, held_balances
+        FROM (
+            SELECT id, kind, balance FROM account
+            WHERE tenant_id = p_tenant_id AND id = ANY(v_accounts) ORDER BY id FOR NO KEY UPDATE
+        ) AS locked;
+    SELECT wanted.id INTO refused_account_id FROM unnest(v_accounts) WITH ORDINALITY AS wanted(id, n)
+        WHERE array_position(held_account_ids, wanted.id) IS NULL ORDER BY wanted.n LIMIT 1;
+    IF FOUND THEN
+        status := 'account_not_found';
         RETURN;
     END IF;
 
-    -- The ledger's one lock order: a head, then accounts by ascending id (one chain per unit of work). NO KEY: see repository.lock_accounts.
-    SELECT array_agg(id), array_agg(tenant_id), array_agg(kind), array_agg(balance)
-        INTO held_account_ids, v_tenants, v_kinds, held_balances
+    IF EXISTS (
+        SELECT 1 FROM jsonb_each_text(p_batch->'expected_balances') AS expected(account_id, balance)
+        WHERE held_balances[array_position(held_account_ids, expected.account_id)] <> expected.balance::bigint
+    ) THEN
+        status := 'balances_changed';
+        RETURN;
+    END IF;
+
+    -- Every leg in order (transaction, then leg) on its account's running balance: the first that would
+    -- take a balance beyond 10^18 (MAX_ABS_BALANCE) or a wallet or pot below zero refuses the batch.
+    SELECT leg.account_id, leg.amount, leg.after INTO v_refused
         FROM (
-            SELECT id, tenant_id, kind, balance FROM account
-            WHERE tenant_id = p_tenant_id AND id = ANY(p_account_ids) ORDER BY id FOR NO KEY UPDATE
-        ) AS locked;
-    FOR v_i IN 1 .. cardinality(p_account_ids) LOOP
-        v_at := array_position(held_account_ids, p_account_ids[v_i]);
-        IF v_at IS NULL OR v_tenants[v_at] <> p_tenant_id THEN
-            status := 'account_not_found';
-            refused_account_id := p_account_ids[v_i];
-            RETURN;
-        END IF;
-    END LOOP;
-
-    FOR v_i IN 1 .. coalesce(cardinality(p_expected_ids), 0) LOOP
-        IF held_balances[array_position(held_account_ids, p_expected_ids[v_i])]
-            <> p_expected_balances[v_i] THEN
-            status := 'balances_changed';
-            RETURN;
-        END IF;
-    END LOOP;
-
-    FOR v_i IN 1 .. cardinality(p_id) LOOP
-        v_at := array_position(held_account_ids, p_account_id[v_i]);
-        v_new := held_balances[v_at] + p_amount[v_i];
-        IF abs(v_new) > 1000000000000000000 THEN  -- MAX_ABS_BALANCE, 10^18
+            SELECT p.account_id, p.amount, t.n, p.leg,
+                held_balances[array_position(held_account_ids, p.account_id)]
+                    + sum(p.amount) OVER (PARTITION BY p.account_id ORDER BY t.n, p.leg) AS after
+            FROM jsonb_array_elements(p_batch->'transactions') WITH ORDINALITY AS t(body, n),
+                ROWS FROM (jsonb_to_recordset(t.body->'postings') AS (account_id text, amount bigint))
+                    WITH ORDINALITY AS p(account_id, amount, leg)
+        ) AS leg
+        WHERE abs(leg.after) > 1000000000000000000
+            OR (leg.after < 0 AND v_kinds[array_position(held_account_ids, leg.account_id)]
+                IN ('player_wallet', 'game_pot'))
+        ORDER BY leg.n, leg.leg LIMIT 1;
+    IF FOUND THEN
+        refused_account_id := v_refused.account_id;
+        IF abs(v_refused.after) > 1000000000000000000 THEN
             status := 'balance_out_of_range';
-            refused_account_id := p_account_id[v_i];
-            refused_balance := v_new;
-            RETURN;
-        END IF;
-        IF v_new < 0 AND v_kinds[v_at] IN ('player_wallet', 'game_pot') THEN
+            refused_balance := v_refused.after;
+        ELSE
             status := 'insufficient_funds';
-            refused_account_id := p_account_id[v_i];
-            refused_balance := held_balances[v_at];
-            refused_change := p_amount[v_i];
-            RETURN;
+            refused_balance := v_refused.after - v_refused.amount;
+            refused_change := v_refused.amount;
         END IF;
-        held_balances[v_at] := v_new;
-    END LOOP;
+        RETURN;
+    END IF;
+    held_balances := ARRAY(
+        SELECT held.balance + coalesce(sum(p.amount), 0)
+        FROM unnest(held_account_ids, held_balances) WITH ORDINALITY AS held(id, balance, n)
+            LEFT JOIN (
+                SELECT p.account_id, p.amount
+                FROM jsonb_array_elements(p_batch->'transactions') AS t(body),
+                    jsonb_to_recordset(t.body->'postings') AS p(account_id text, amount bigint)
+            ) AS p ON p.account_id = held.id
+        GROUP BY held.n, held.balance ORDER BY held.n
+    );
 
+    -- Then each transaction in seq order: hashed onto the previous one, sha256(before_prev || prev_hash ||
+    -- before_seq || seq || rest) over the parts the client encoded (pokna_verify.ledger.chain.hash_parts),
+    -- inserted (the chain-link trigger finds its predecessor), and its postings after it in leg order (each
+    -- applied to its balance by its trigger, in the order the running balances were checked in). One row per
+    -- INSERT ... VALUES: on Citus it is routed to the tenant's shard, where an INSERT ... SELECT from the
+    -- document goes through Citus's pull-and-COPY path and costs more than the rows it saves
+    -- (0016_ledger_post_row_inserts, 0017_ledger_post_document; bench/README.md, "Citus").
     first_seq := v_seq + 1;
     first_prev_hash := v_hash;
     hashes := '{}';
-    FOR v_i IN 1 .. cardinality(t_id) LOOP
+    FOR v_transaction IN
+        SELECT * FROM jsonb_to_recordset(p_batch->'transactions') AS t(id text, kind text, reference text,
+            metadata text, created_at timestamptz, before_prev bytea, before_seq bytea, rest bytea, postings jsonb)
+    LOOP
         v_seq := v_seq + 1;
-        v_hash := encode(sha256(t_before_prev[v_i] || convert_to(v_hash, 'UTF8') || t_before_seq[v_i]
-            || convert_to(v_seq::text, 'UTF8') || t_rest[v_i]), 'hex');
+        v_prev_hash := v_hash;
+        v_hash := encode(sha256(v_transaction.before_prev || convert_to(v_prev_hash, 'UTF8')
+            || v_transaction.before_seq || convert_to(v_seq::text, 'UTF8') || v_transaction.rest), 'hex');
         hashes := hashes || v_hash;
+        INSERT INTO journal_transaction (id, tenant_id, chain, seq, kind, reference, metadata, posting_count,
+            prev_hash, hash, created_at)
+        VALUES (v_transaction.id, p_tenant_id, v_chain, v_seq, v_transaction.kind, v_transaction.reference,
+            v_transaction.metadata::json, jsonb_array_length(v_transaction.postings), v_prev_hash, v_hash,
+            v_transaction.created_at);
+        FOR v_posting IN
+            SELECT * FROM ROWS FROM (jsonb_to_recordset(v_transaction.postings)
+                    AS (id text, account_id text, amount bigint, currency text))
+                WITH ORDINALITY AS p(id, account_id, amount, currency, n)
+        LOOP
+            INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency)
+            VALUES (v_posting.id, p_tenant_id, v_transaction.id, v_posting.n - 1, v_posting.account_id,
+                v_posting.amount, v_posting.currency);
+        END LOOP;
     END LOOP;
 
-    -- In seq order: the chain-link trigger looks for each row's predecessor.
-    -- Row by row, in seq order (the chain-link trigger looks for each row's predecessor): on Citus a
-    -- single-row insert naming the tenant goes to its shard, where INSERT ... SELECT gathers and copies.
-    v_inserted := 0;
-    FOR v_i IN 1 .. cardinality(t_id) LOOP
-        INSERT INTO journal_transaction (id, tenant_id, chain, seq, kind, reference, metadata, idempotency_key,
-            request_hash, posting_count, prev_hash, hash, created_at)
-        VALUES (t_id[v_i], p_tenant_id, v_chain, first_seq + v_i - 1, t_kind[v_i], t_reference[v_i],
-            t_metadata[v_i]::json, t_idempotency_key[v_i], t_request_hash[v_i], t_posting_count[v_i],
-            CASE WHEN v_i = 1 THEN first_prev_hash ELSE hashes[v_i - 1] END, hashes[v_i], t_created_at[v_i])
-        -- A key is unique per tenant, and the check above ran under this chain's head only: a posting under
-        -- the same key on another chain may have committed since (this insert waited for it): a replay.
-        ON CONFLICT ON CONSTRAINT uq_journal_transaction_tenant_id_idempotency_key DO NOTHING;
-        GET DIAGNOSTICS v_at = ROW_COUNT;
-        v_inserted := v_inserted + v_at;
-    END LOOP;
-    IF v_inserted = 0 THEN
-        status := 'replay';
-        RETURN;
-    ELSIF v_inserted < cardinality(t_id) THEN
-        RAISE EXCEPTION USING ERRCODE = '23505',
-            MESSAGE = 'ledger_post: some of the batch''s idempotency keys were posted on another chain meanwhile';
-    END IF;
-    FOR v_i IN 1 .. cardinality(p_id) LOOP
-        INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency)
-        VALUES (p_id[v_i], p_tenant_id, t_id[p_transaction[v_i]], p_leg[v_i], p_account_id[v_i], p_amount[v_i],
-            p_currency[v_i]);
-    END LOOP;
     UPDATE ledger_head SET last_seq = v_seq, last_hash = v_hash WHERE tenant_id = p_tenant_id AND chain = v_chain;
     status := 'posted';
 END

@@ -72,7 +72,6 @@ class JournalTransaction(Base):
     __tablename__ = "journal_transaction"
     __table_args__ = (
         UniqueConstraint("tenant_id", "chain", "seq"),
-        UniqueConstraint("tenant_id", "idempotency_key"),
         CheckConstraint("seq >= 1", name="seq_positive"),
         CheckConstraint(CHAIN_IN_RANGE, name="chain_in_range"),
         CheckConstraint("posting_count >= 2", name="at_least_two_postings"),
@@ -87,8 +86,6 @@ class JournalTransaction(Base):
     kind: Mapped[str] = mapped_column(String(32))
     reference: Mapped[str | None] = mapped_column(String(200), nullable=True)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
-    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    request_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
     # How many postings this transaction has; fixed at insert, so none can be added later.
     posting_count: Mapped[int] = mapped_column(SmallInteger)
     prev_hash: Mapped[str] = mapped_column(String(64))
