@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.app import create_app
 from pokna.db.engine import make_engine
-from pokna.db.outage import unavailable_reason
+from pokna.db.sqlstates import unavailable_reason
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support.api_checks import assert_problem

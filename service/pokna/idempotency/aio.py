@@ -28,7 +28,6 @@ from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress, Una
 from pokna.idempotency.service import IN_PROGRESS, RETENTION, KeyedRequest, Outcome
 
 _CLAIM_ATTEMPTS = 3
-_LOCK_NOT_AVAILABLE = "55P03"
 
 AUTHENTICATE = "SELECT tenant_id FROM api_key WHERE secret_sha256 = %(secret_sha256)s AND revoked_at IS NULL"
 

@@ -10,8 +10,8 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from pokna.db.models.idempotency import IdempotencyRecord
+from pokna.db.sqlstates import LOCK_NOT_AVAILABLE, sqlstate_of
 
-_LOCK_NOT_AVAILABLE = "55P03"
 _record = cast(Table, IdempotencyRecord.__table__)
 _CLAIM_COLUMNS = ("tenant_id", "key", "request_fingerprint", "claim_token", "created_at", "expires_at")
 
@@ -36,7 +36,7 @@ _STORE_RESPONSE = (
 
 def lock_not_available(error: OperationalError) -> bool:
     """PostgreSQL refused a NOWAIT lock because another transaction holds the row."""
-    return getattr(error.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE
+    return sqlstate_of(error) == LOCK_NOT_AVAILABLE
 
 
 def locked_record(session: Session, tenant_id: str, key: str, *, nowait: bool) -> IdempotencyRecord | None:

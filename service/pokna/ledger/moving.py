@@ -31,6 +31,7 @@ from sqlalchemy.orm import sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from pokna import metrics
+from pokna.db import sqlstates
 from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
 from pokna.errors import InvalidRequest, WalletHeld
@@ -46,9 +47,6 @@ from pokna.outbox import Gathered
 from pokna_verify.ledger.chain import chain_for
 
 LEDGER_MOVE = "SELECT ledger_move(%s, %s::json)"
-REFUSED = "PK402"
-"""ledger_move()'s SQLSTATE when ledger_post() refused (a withdrawal past the balance, a balance out of
-range): nothing was written."""
 
 _WALLET_AND_FUNDING = (
     "SELECT wallet.kind, wallet.currency, (SELECT funding.id FROM account AS funding "
@@ -145,13 +143,13 @@ async def _post(
                 await connection.execute("ROLLBACK", prepare=False)
                 raise
     except psycopg.Error as error:
-        if error.sqlstate == REFUSED:
+        # ledger_post() refused (nothing was written), or a beacon roll holds the wallet.
+        if error.sqlstate == sqlstates.LEDGER_REFUSED:
             await _rolled_back(connection)
-            raise _refusal(error) from None
-        # A beacon roll's hold: service/pokna/sql/ledger_refuse_held_debit.sql.
-        if error.sqlstate == WalletHeld.sqlstate:
+            raise _refusal(sqlstates.detail_of(error)) from None
+        if isinstance(refused := sqlstates.refusal(error), WalletHeld):
             await _rolled_back(connection)
-            raise WalletHeld(str(error.diag.message_primary or error)) from None
+            raise refused from None
         await connection.close()
         raise
     row = await answer.fetchone()
@@ -206,9 +204,9 @@ def _timestamp(value: object) -> str:
     return value.isoformat()
 
 
-def _refusal(error: psycopg.Error) -> Exception:
-    """ledger_post()'s refusal, as the ledger's typed error."""
-    detail = json.loads(error.diag.message_detail or "{}")
+def _refusal(detail: Mapping[str, Any]) -> Exception:
+    """ledger_post()'s refusal (`pokna.db.sqlstates.LEDGER_REFUSED`, its reason in the error's detail), as
+    the ledger's typed error."""
     status, account_id = detail.get("status"), str(detail.get("account_id"))
     if status == "insufficient_funds":
         return InsufficientFunds(account_id, int(detail["balance"]), int(detail["change"]))
