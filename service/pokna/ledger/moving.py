@@ -1,7 +1,7 @@
 """Deposits and withdrawals on the async path: four round trips, no thread, no ORM.
 
 1. Authenticate the API key, then claim the Idempotency-Key (required here) on the tenant's rows, autocommit
-   (pokna.idempotency.aio); a key seen before replays the stored answer.
+   (pokna.idempotency.service); a key seen before replays the stored answer.
 2. BEGIN, hold the claim, and read the wallet with its tenant's funding sub-account (of the wallet's chain) in its currency:
    one pipeline, one round trip.
 3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
@@ -35,7 +35,7 @@ from pokna.db import sqlstates
 from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
 from pokna.errors import InvalidRequest, WalletHeld
-from pokna.idempotency import aio as idempotency
+from pokna.idempotency import service as idempotency
 from pokna.ledger.accounts import funding_account, sub_account_suffix
 from pokna.ledger.announcements import announce_funding
 from pokna.ledger.drafts import draft_of, posted, unchained

@@ -30,7 +30,7 @@ from pokna.api.problem_docs import (
     problems,
 )
 from pokna.errors import InvalidRequest
-from pokna.idempotency.aio import authenticate
+from pokna.idempotency.service import authenticate
 from pokna.ledger import AccountKind, TransactionNotFound, moving
 from pokna.ledger.problem_docs import (
     ACCOUNT_EXISTS,
