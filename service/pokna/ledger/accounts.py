@@ -161,13 +161,6 @@ def get_account(session: Session, account_id: str, *, tenant_id: str | None = No
     return account
 
 
-def find_account(session: Session, *, tenant_id: str, kind: AccountKind | str, external_id: str) -> Account:
-    account = repository.find_account(session, tenant_id, _account_kind(kind).value, external_id)
-    if account is None:
-        raise AccountNotFound(f"no {kind} account for {external_id!r}", external_id=external_id)
-    return account
-
-
 def balance_of(session: Session, account_id: str, *, tenant_id: str | None = None) -> int:
     """With `tenant_id`, another tenant's account is not found."""
     balance = repository.account_balance(session, account_id, tenant_id)
