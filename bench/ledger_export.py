@@ -44,7 +44,7 @@ from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import open_account
-from pokna.ledger.repository import read_head
+from pokna.ledger.repository import read_heads
 from pokna.tenants.service import issue_api_key
 from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
@@ -71,7 +71,7 @@ def load(url: str, postings: int) -> int:
     with teller_on(url, TENANT, api_key) as teller:
         teller.run(_fund(teller, wallets))
     with unit_of_work(sessions) as session:
-        seq, prev_hash = read_head(session, TENANT)
+        seq, prev_hash = read_heads(session, TENANT)[0]
     engine.dispose()
 
     dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)

@@ -88,7 +88,7 @@ def test_a_relay_serving_rounds_that_do_not_verify_is_passed_over(relay: BeaconR
 def test_the_client_waits_for_the_next_round_and_gets_it(relay: BeaconRelay) -> None:
     client = relays(relay.url, chain=relay.chain)
     latest = relay.latest_round()
-    named = client.round_for(client.now_ms())
+    named = first_round_after_ms(client.chain, client.now_ms())
     assert named > latest  # what a player's client checks: the named round is not published yet
     # The relay's clock is moved on 0.2 s from now: the round arrives then, not at its due time.
     threading.Timer(0.2, relay.advance, args=(1.0,)).start()
@@ -103,7 +103,7 @@ def test_a_beacon_that_stops_publishing_is_an_outage_within_a_period_and_the_mar
 ) -> None:
     relay.stop_publishing()
     client = relays(relay.url, chain=relay.chain)
-    named = client.round_for(client.now_ms())
+    named = first_round_after_ms(client.chain, client.now_ms())
     started = time.monotonic()
     with pytest.raises(
         BeaconUnavailable, match=f"drand round {named} was not published by any relay"

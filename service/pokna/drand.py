@@ -26,7 +26,6 @@ from pokna_verify.fairness.beacon import (
     BeaconChain,
     BeaconError,
     BeaconRound,
-    first_round_after_ms,
     round_published_at_ms,
     verify_round,
 )
@@ -83,10 +82,6 @@ class BeaconRelays:
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
-
-    def round_for(self, accepted_at_ms: int) -> int:
-        """The round an action accepted at `accepted_at_ms` draws: the first published strictly after it."""
-        return first_round_after_ms(self.chain, accepted_at_ms)
 
     def due_within_a_period(self, round_number: int) -> bool:
         """Whether `round_number` is published by one period from now: worth waiting for in a request."""

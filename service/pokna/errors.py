@@ -98,8 +98,7 @@ class DatabaseUnavailable(PoknaError):
 
 class WalletHeld(Conflict):
     """Money would leave a wallet that a beacon-mode game's accepted roll holds until it resolves (the
-    database refuses it with SQLSTATE PK423: service/pokna/sql/ledger_refuse_held_debit.sql)."""
+    database refuses it: `pokna.db.sqlstates.WALLET_HELD`, service/pokna/sql/ledger_refuse_held_debit.sql)."""
 
     code = "wallet_held"
     title = "The wallet is held by a waiting beacon roll"
-    sqlstate = "PK423"

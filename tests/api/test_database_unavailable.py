@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.app import create_app
 from pokna.db.engine import make_engine
-from pokna.db.outage import unavailable_reason
+from pokna.db.sqlstates import unavailable_reason
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support.api_checks import assert_problem
@@ -64,15 +64,21 @@ def _unavailable(response: object) -> None:
 
 
 def test_no_free_connection_is_503_and_the_key_stays_retryable(tight: tuple[TenantApi, Runtime]) -> None:
+    """A request whose work is on the session (a keyed wallet opening) waits for the sessions' pool. A
+    deposit does not: it is on the driver's own pool from end to end (its funding sub-account opened in its
+    own transaction since issue 35, no longer through the sessions' pool)."""
     tight_api, tight_runtime = tight
     wallet = tight_api.wallet()
-    path = f"/v1/accounts/{wallet}/deposits"
-    keyed = {"Idempotency-Key": "pool-1"}
-    with tight_runtime.engine.connect() as hog:  # the pool's only connection, taken
+    keyed, body = {"Idempotency-Key": "pool-1"}, {"external_id": "pool-1"}
+    with tight_runtime.engine.connect() as hog:  # the sessions' pool's only connection, taken
         hog.execute(text("SELECT 1"))
-        _unavailable(tight_api.post(path, {"amount": 9}, headers=keyed))
+        _unavailable(tight_api.post("/v1/accounts", body, headers=keyed))
         _unavailable(tight_api.get("/readyz"))
-    applied = tight_api.post(path, {"amount": 9}, headers=keyed)
+        moved = tight_api.post(
+            f"/v1/accounts/{wallet}/deposits", {"amount": 9}, headers={"Idempotency-Key": "d"}
+        )
+        assert moved.status_code == 201, moved.text
+    applied = tight_api.post("/v1/accounts", body, headers=keyed)
     assert applied.status_code == 201, applied.text
     assert "idempotent-replayed" not in applied.headers
     assert tight_api.balance(wallet) == 9

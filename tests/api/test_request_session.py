@@ -115,14 +115,23 @@ def test_authentication_and_the_route_share_one_connection_and_a_read_ends_with_
 
 
 def test_an_idempotent_post_never_holds_two_connections(api: TenantApi, engine: Engine) -> None:
+    """Of the sessions' pool: a keyed request whose work is on the session holds its one session's
+    connection (its claim goes through the driver's pool, pokna.api.idempotency); a deposit holds none (it is
+    on the driver's pool from end to end)."""
     wallet = api.wallet()
+    with _ConnectionUse(engine).listening() as use:
+        opened = api.post("/v1/accounts", {"external_id": "once"}, headers={KEY_HEADER: "open"})
+        assert opened.status_code == 201, opened.text
+        again = api.post("/v1/accounts", {"external_id": "once"}, headers={KEY_HEADER: "open"})
+        assert (again.headers[REPLAYED], again.json()) == ("true", opened.json())
+    assert use.most_held == 1
+    assert use.rollbacks == 0
     with _ConnectionUse(engine).listening() as use:
         paid = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, headers={KEY_HEADER: "pay"})
         assert paid.status_code == 201, paid.text
         again = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, headers={KEY_HEADER: "pay"})
         assert again.headers[REPLAYED] == "true"
-    assert use.most_held == 1
-    assert use.rollbacks == 0
+    assert use.checkouts == 0
     assert api.balance(wallet) == 5
 
 

@@ -32,8 +32,7 @@ from pokna.db.models.tenant import Tenant
 from pokna.db.types import utc_now
 from pokna.dealer.clock_dep import get_clock
 from pokna.dealer.service import Clock
-from pokna.idempotency import service as idempotency
-from pokna.idempotency.service import KeyedRequest
+from pokna.idempotency.service import RETENTION
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 from pokna.sweep import sweep
@@ -192,12 +191,16 @@ def _interrupted_attempt(seats: Seats, game: Game, key: str, body: dict[str, Any
     path = f"/v1/games/{game['id']}/actions"
     with seats.sessions.begin() as session:
         tenant_id = session.scalars(select(Tenant.id)).one()
-    request = KeyedRequest(tenant_id, key, request_fingerprint("POST", path, json.dumps(body).encode()))
-    with seats.sessions() as session:
-        assert idempotency.claim(session, request, "token-of-a-dead-request") is None
     with seats.sessions.begin() as session:
-        session.execute(
-            update(IdempotencyRecord).where(IdempotencyRecord.key == key).values(created_at=began)
+        session.add(
+            IdempotencyRecord(
+                tenant_id=tenant_id,
+                key=key,
+                request_fingerprint=request_fingerprint("POST", path, json.dumps(body).encode()),
+                claim_token="token-of-a-dead-request",
+                created_at=began,
+                expires_at=utc_now() + RETENTION,
+            )
         )
 
 

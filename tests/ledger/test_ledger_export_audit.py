@@ -35,7 +35,7 @@ from pokna.ledger import (
     verify_export,
 )
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.export import _grouped, transaction_line
+from pokna.ledger.export import _grouped
 from pokna_verify.crypto.errors import NotCanonicalizableError
 from pokna_verify.crypto.signing import generate_signing_key
 from pokna_verify.ledger import check as audit
@@ -45,6 +45,7 @@ from pokna_verify.ledger.check import AuditReport
 from pokna_verify.ledger.scan import verify_export_stream
 from support.json_strategies import json_like, tricky_text
 from support.money import Teller
+from support.portable_export import transaction_line
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

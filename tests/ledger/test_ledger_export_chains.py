@@ -31,10 +31,11 @@ from pokna.ledger import (
     trial_balance,
     verify_export,
 )
-from pokna.ledger.export import _grouped, transaction_line
+from pokna.ledger.export import _grouped
 from pokna.ledger.store_postgresql import jsonl_lines
 from support.game_play import Api, new_tenant_key
 from support.money import Teller
+from support.portable_export import transaction_line
 
 pytest_plugins = ["ledger_fixtures"]
 

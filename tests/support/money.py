@@ -1,7 +1,7 @@
 """Money moved as an integrating app moves it, without the HTTP around it: a tenant's deposits and
 withdrawals through `pokna.ledger.moving.move`, the service function the deposit and withdrawal routes
 call, handed what a route hands it (the API key's digest, an Idempotency-Key and the request's
-fingerprint, one of the runtime's async connections, the funding opener).
+fingerprint, one of the runtime's async connections).
 
 For tests that move money many times, many at once, or from hypothesis. A test that moves money a few times
 sends the requests instead (support.tenant_api.TenantApi.deposit and .withdraw).
@@ -97,7 +97,6 @@ class Teller:
             key or f"move-{uuid4()}",
             request_fingerprint("POST", path, json.dumps(body).encode()),
             moving.Movement(kind, account_id, amount, reference, metadata),
-            moving.funding_account_opener(self.engine),
         )
         answer: dict[str, Any] = json.loads(moved.body)
         return answer

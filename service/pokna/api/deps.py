@@ -130,7 +130,7 @@ def first_read(session: Session, read: Callable[[Session], Read]) -> Read:
     """The request's first statement, tried once more on a fresh connection if the one it was given
     turns out to be dead (the database restarted or failed over since it was pooled, and the pool's
     checkout could not tell: `pokna.db.engine`). Nothing has been done yet, so doing it again is safe;
-    a connection lost later in a request is a 503 (`pokna.db.outage`), never retried behind the
+    a connection lost later in a request is a 503 (`pokna.db.sqlstates`), never retried behind the
     client's back."""
     try:
         return read(session)

@@ -12,7 +12,6 @@ MAX_AMOUNT = 10**12
 # and the OpenAPI document says so too.
 INTEGER_MAX = 2**31 - 1
 """PostgreSQL `integer` (a game's `version`, an event's `seq`)."""
-BIGINT_MAX = 2**63 - 1
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?$")
 
 

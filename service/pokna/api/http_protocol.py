@@ -5,13 +5,23 @@ A request the parser refuses (`Content-Length: abc`, a header line without a col
 colon, two different lengths) never reaches the application: uvicorn answers it itself, by default with a
 `text/plain` 400. `send_400_response` makes that answer problem+json. llhttp accepts an HTTP/1.1 request
 without `Host`, which RFC 9112 (3.2) says a server must refuse with 400; h11 refuses it, so this protocol
-does too, before the request starts.
+does too, before the request starts. `pokna serve` names this class (`pokna.cli.serve.HTTP_PROTOCOL`), so
+this module is the one place where such an answer is made.
 
-`pokna serve` names `ProblemHttpToolsProtocol` (`pokna.cli.serve.HTTP_PROTOCOL`).
-`ProblemH11Protocol` is the same refusal on uvicorn's pure-Python h11 protocol, which `pokna serve` ran
-until issue 18: httptools parses a request in a fraction of h11's CPU (bench/README.md). Naming the
-protocol class (rather than uvicorn's "auto") keeps this module the one place where such an answer is
-made."""
+Why a subclass of uvicorn's protocol class and not uvicorn's settings (uvicorn 0.54; issue 35 asked): what
+tests/api/test_http_protocol.py holds has no supported setting behind it.
+- problem+json for an unparsable request, and a 408 for a head that stops arriving: uvicorn has no hook for
+  the answers it makes itself (`send_400_response` is its protocol's method, with a fixed text/plain body),
+  and no head timeout at all (`timeout_keep_alive` bounds the idle time between requests, not a request's
+  head; `limit_concurrency` answers 503 to connections over a count, not to a slow one).
+- a head over 16 KiB refused as its bytes arrive: `h11_max_incomplete_event_size` is that limit, but for the
+  h11 protocol only; httptools keeps whatever arrives. h11 with that setting would also give the missing
+  `Host` refusal for free, but it answers both in text/plain, and httptools parses a request in a
+  fraction of h11's CPU (bench/README.md, issue 18).
+So the subclass overrides uvicorn's parser callbacks (`on_url`, `on_header`, `on_headers_complete`,
+`data_received`) and its refusal (`send_400_response`); an upgrade of uvicorn is checked by that test file,
+which speaks to a real `pokna serve` over a raw socket. (Its h11 twin, `ProblemH11Protocol`, unused since
+issue 18, is gone.)"""
 
 from __future__ import annotations
 
@@ -19,9 +29,7 @@ import asyncio
 import json
 import uuid
 
-import h11
 import httptools
-from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from pokna.settings import get_settings
@@ -180,22 +188,4 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
         for name, value in [*self.server_state.default_headers, *_problem_headers(payload, request_id)]:
             head.extend([name, b": ", value, b"\r\n"])
         self.transport.write(b"".join([*head, b"\r\n", payload]))
-        self.transport.close()
-
-
-class ProblemH11Protocol(H11Protocol):
-    def send_400_response(self, msg: str) -> None:
-        """uvicorn's own refusal, with our body; `msg` is uvicorn's fixed text, already logged by it."""
-        request_id = uuid.uuid4().hex
-        payload = unparsable_request_problem(request_id)
-        for event in (
-            h11.Response(
-                status_code=400, headers=_problem_headers(payload, request_id), reason=b"Bad Request"
-            ),
-            h11.Data(data=payload),
-            h11.EndOfMessage(),
-        ):
-            output = self.conn.send(event)
-            if output:
-                self.transport.write(output)
         self.transport.close()

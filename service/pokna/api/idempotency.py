@@ -1,20 +1,32 @@
 """`Idempotency-Key` on POSTs: the HTTP side of `pokna.idempotency`.
 
-This module only reads the header, fingerprints the request (method, path and the body's JSON with its
-keys sorted, so a retry spelled differently is the same request) and shapes the response; what a claim
-is, when it is committed and when it is released is `pokna.idempotency.service`'s to decide (its
-docstring states the guarantees). The work runs on the request's session (`SessionDep`).
+This module reads the header, fingerprints the request (method, path and the body's JSON with its keys
+sorted, so a retry spelled differently is the same request) and shapes the response; what a claim is, when
+it is committed and when it is released is `pokna.idempotency.service`'s to decide (its docstring states
+the guarantees). The hot paths (a game's creation and actions, deposits and withdrawals) claim the key
+themselves on the driver (`get_sent_key`); the other keyed routes hand their work to `Idempotency.run`.
+
+Their work runs on the request's ORM session (`SessionDep`), in the thread pool, as the route does: it is
+the admin side (webhook endpoints, tenant settings, tables, checkpoints, opening a wallet), written through
+the domains' ORM services that the CLI and the tests call too. The claim and its release are the driver's,
+the same statements as the hot paths' (run on the event loop, from the route's thread, on a connection of
+the runtime's pool): the claim is autocommit there, visible to a retry before the work starts. The hold and
+the stored answer go through the session, in the work's own transaction.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
+import psycopg
+from anyio import from_thread
 from fastapi import Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, BaseModel, TypeAdapter, WithJsonSchema
@@ -24,11 +36,14 @@ from sqlalchemy.orm import Session
 from pokna.api.auth import TenantDep
 from pokna.api.deps import SessionDep
 from pokna.api.encoding import json_ready
+from pokna.db.aio import AsyncDatabase
+from pokna.db.types import utc_now
 from pokna.errors import IdempotencyKeyRequired
-from pokna.idempotency.service import Attempt, KeyedRequest, run_once
+from pokna.idempotency import service as idempotency
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 KEY_HEADER = "Idempotency-Key"
+log = logging.getLogger("pokna.idempotency")
 MAX_KEY_LENGTH = 255
 
 _KEY = r"[!-~](?:[ -~]{0,253}[!-~])?"
@@ -95,39 +110,73 @@ Work = Callable[[Session], tuple[int, Answer]]
 
 class Idempotency:
     def __init__(
-        self, session: Session, tenant_id: str, key: str | None, fingerprint: str, response: Response
+        self,
+        session: Session,
+        database: AsyncDatabase,
+        tenant_id: str,
+        key: str | None,
+        fingerprint: str,
+        response: Response,
     ) -> None:
         self.session = session
+        self.database = database
         self.tenant_id = tenant_id
         self.key = key
         self.fingerprint = fingerprint
         self.response = response
         self.interrupted_at: datetime | None = None
         """Set before the work runs: when an earlier attempt under this key began that the service
-        failed to finish (`pokna.idempotency.service.Attempt`)."""
+        failed to finish (`pokna.idempotency.service.held_claim`)."""
 
     def run(self, work: Work[Answer], answer: type[Answer]) -> Answer:
         """The answer, as the route's documented model: the first time as the work built it, on a replay
         as stored, read back into the same model (so a replay is checked against the document too).
 
-        Call it before anything else touches the session: under a key, the claim's commit would take
-        along whatever the route had written before."""
+        Called from the route's thread (a plain `def` route), before the work touches the session; it
+        commits the session itself: the answer is stored in the work's transaction."""
         if self.key is None:
             status, body = work(self.session)  # `SessionDep` commits before sending
             self.response.status_code = status
             return body
-
-        def encoded_work(session: Session, attempt: Attempt) -> tuple[int, Any]:
-            self.interrupted_at = attempt.interrupted_at
-            status, body = work(session)
-            return status, json_ready(body)
-
-        request = KeyedRequest(tenant_id=self.tenant_id, key=self.key, fingerprint=self.fingerprint)
-        outcome = run_once(self.session, request, encoded_work)
-        self.response.status_code = outcome.status
-        if outcome.replayed:
+        token, started_at = secrets.token_hex(16), utc_now()
+        stored = from_thread.run(self._claim, self.key, token, started_at)
+        if stored is not None:
+            self.response.status_code = stored.status
             self.response.headers[REPLAYED_HEADER] = "true"
-        return answer.model_validate(outcome.body)
+            return answer.model_validate_json(stored.body)
+        params = {"tenant_id": self.tenant_id, "key": self.key}
+        try:
+            held = self.session.connection().exec_driver_sql(idempotency.HOLD, params).first()
+            first_at = idempotency.held_claim(None if held is None else (held[0], held[1]), token)
+            self.interrupted_at = first_at if first_at < started_at else None
+            status, body = work(self.session)
+            # ASCII-escaped JSON, so any text the body holds (even NUL) fits a PostgreSQL text column.
+            encoded = json.dumps(json_ready(body), separators=(",", ":"))
+            stored_params = {**params, "status": status, "body": encoded}
+            self.session.connection().exec_driver_sql(idempotency.STORE_RESPONSE, stored_params)
+            self.session.commit()
+        except BaseException:
+            self.session.rollback()  # first: the release waits for no lock of ours
+            from_thread.run(self._release, self.key, token)
+            raise
+        self.response.status_code = status
+        return body
+
+    async def _claim(self, key: str, token: str, now: datetime) -> idempotency.Outcome | None:
+        async with self.database.connection() as connection:
+            claimed = await idempotency.authenticate_and_claim(
+                connection, None, self.tenant_id, key, self.fingerprint, token, now
+            )
+        return claimed.stored
+
+    async def _release(self, key: str, token: str) -> None:
+        """The work's own error is what the caller must see: should the database be unreachable for the
+        release too, the claim stays unfinished and unlocked, and a retry takes it over."""
+        try:
+            async with self.database.connection() as connection:
+                await idempotency.release(connection, self.tenant_id, key, token)
+        except psycopg.Error as error:  # not its text: it may carry the statement's parameters
+            log.warning("could not release idempotency key %r (%s)", key, type(error).__name__)
 
 
 def _unquoted(key: str | None) -> str | None:
@@ -149,7 +198,7 @@ async def get_idempotency(
 ) -> Idempotency:
     sent = await get_sent_key(request, idempotency_key)
     key, fingerprint = (None, "") if sent is None else (sent.key, sent.fingerprint)
-    return Idempotency(session, tenant_id, key, fingerprint, response)
+    return Idempotency(session, request.app.state.runtime.aio, tenant_id, key, fingerprint, response)
 
 
 @dataclass(frozen=True)
@@ -167,7 +216,7 @@ async def get_sent_key(
     ] = None,
 ) -> SentKey | None:
     """The request's key and fingerprint, or None without a key: for the async paths, which claim the key
-    themselves (pokna.idempotency.aio), and for `get_idempotency`."""
+    themselves (pokna.idempotency.service), and for `get_idempotency`."""
     key = _unquoted(idempotency_key)
     if key is None:
         return None

@@ -99,7 +99,7 @@ EVERY_OPERATION: list[ProblemDoc] = [INTERNAL_ERROR, PAYLOAD_TOO_LARGE, REQUEST_
 """Problems any request can meet, whatever the route: add to this list, never per route."""
 
 STORED = (DATABASE_UNAVAILABLE,)
-"""An operation that reads or writes the database: an outage answers 503 (`pokna.db.outage`)."""
+"""An operation that reads or writes the database: an outage answers 503 (`pokna.db.sqlstates`)."""
 
 BY_MECHANISM: list[ProblemDoc] = [*EVERY_OPERATION, DATABASE_UNAVAILABLE, DUPLICATE_KEY, TOO_MANY_REQUESTS]
 """Problems answered by one mechanism around every operation that has it (the handlers, an outage, the

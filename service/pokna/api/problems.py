@@ -16,8 +16,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from pokna.db.outage import unavailable_reason
-from pokna.errors import DatabaseUnavailable, PoknaError, WalletHeld
+from pokna.db.sqlstates import refusal
+from pokna.errors import DatabaseUnavailable, PoknaError
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("pokna.api")
@@ -202,19 +202,20 @@ async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
-    """A database that cannot serve now is a 503 the client may retry; any other database error is a bug.
-    Logged without the exception's text, which carries the statement and its parameters."""
-    refused = getattr(exc, "orig", exc)
-    if getattr(refused, "sqlstate", None) == WalletHeld.sqlstate:  # a beacon roll's hold, whichever path
-        diag = getattr(refused, "diag", None)
-        return await _on_domain_error(
-            request, WalletHeld(str(getattr(diag, "message_primary", "") or refused))
-        )
-    reason = unavailable_reason(exc)
-    if reason is None:
+    """A database error that means something to a client (a held wallet, a database that cannot serve now:
+    `pokna.db.sqlstates.refusal`) is answered as that; any other is a bug. Logged without the exception's
+    text, which carries the statement and its parameters."""
+    refused = refusal(exc)
+    if refused is None:
         return await _on_unhandled(request, exc)
-    log.warning("database unavailable: %s (%s)", reason, type(exc).__name__, extra={"path": request.url.path})
-    return await _on_domain_error(request, DatabaseUnavailable(f"{reason}; nothing was committed"))
+    if isinstance(refused, DatabaseUnavailable):
+        log.warning(
+            "database unavailable: %s (%s)",
+            refused.detail,
+            type(exc).__name__,
+            extra={"path": request.url.path},
+        )
+    return await _on_domain_error(request, refused)
 
 
 def _retry_after_seconds(request: Request) -> int:

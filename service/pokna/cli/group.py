@@ -11,6 +11,20 @@ one error style.
   does (importing pydantic alone costs `pokna roll` a tenth of a second); other types go to Typer.
 - **Errors**: everything a command raises that `pokna.cli.errors.describe` knows becomes one line,
   `error: ...`, on stderr; Click's usage errors become one line too, exit 2.
+
+Which of this is a supported hook, and which is not (Typer 0.29, issue 35 asked):
+- The lazy part is Click's documented lazy group ("Lazily Loading Subcommands": a `Group` whose
+  `list_commands` and `get_command` import on demand, here with `format_commands` listing the table's
+  summaries), on `TyperGroup`, which Typer documents as the class to pass as `cls`. Only `resolve_command`'s
+  "Did you mean" calls a private method, Typer's `_click_resolve_command`.
+- The help labels and the parsing have no supported hook. Typer 0.29 parses every parameter, `int` and `str`
+  too, through pydantic (`typer._coercion`), labels values `<int range>` and `<str>`, and words a bad value
+  in pydantic's terms ("Input should be a valid integer, unable to parse string as an integer"); it offers
+  no setting for any of it. `_PlainValue`, `_Argument` and `_Option` therefore override private parts of
+  Typer (`RuntimeParam`, `_TyperParameter.get_runtime_param`, `display_type_rich`, `_usage_display_name`),
+  and tests/cli (`test_cli_group.py`, `test_cli_mistakes.py`) hold the help and the wording, so a Typer
+  upgrade that moves them fails there. The way out is to declare the commands with Click itself (then
+  all of this is Click's public API), which rewrites every command module: not done in issue 35.
 """
 
 from __future__ import annotations

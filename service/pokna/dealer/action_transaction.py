@@ -46,7 +46,7 @@ from pokna.dealer.writes import (
     StaleBalances,
 )
 from pokna.errors import NotFound, WalletHeld
-from pokna.idempotency import aio as idempotency
+from pokna.idempotency import service as idempotency
 
 OpenRevenueAccount = Callable[[str, str, int], Awaitable[str]]
 """The tenant's revenue sub-account of a currency and chain (a game's rake: its game's chain), opened if it

@@ -1,7 +1,7 @@
 """Creating a game on the async path (POST /v1/games): three round trips, no thread, no ORM.
 
 1. Authenticate the API key, and claim the Idempotency-Key if one was sent, in one autocommit statement
-   (pokna.idempotency.aio).
+   (pokna.idempotency.service).
 2. BEGIN, hold the claim, and read the seats' wallets (pokna.ledger.accounts_aio) and, when the request
    names no rake or no fairness mode, the tenant's defaults (pokna.tenants.settings): one pipeline.
 3. Checked and built in Python with the synchronous path's own functions (pokna.dealer.creating: the same
@@ -39,7 +39,7 @@ from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.store_postgres import encode_rows, insert_game_statements
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GAME_WRITE
-from pokna.idempotency import aio as idempotency
+from pokna.idempotency import service as idempotency
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, OPEN_ACCOUNT, new_account, summaries
 from pokna.ledger.model import AccountKind
 from pokna.outbox import Gathered

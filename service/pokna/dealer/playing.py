@@ -1,7 +1,7 @@
 """A player's action on the async path: three round trips, no thread, no ORM.
 
 1. Authenticate the API key and claim the Idempotency-Key, in one autocommit statement
-   (pokna.idempotency.aio). Without a key there is nothing to claim, and the key is checked by the next
+   (pokna.idempotency.service). Without a key there is nothing to claim, and the key is checked by the next
    round trip instead.
 2. BEGIN, hold the claim (or authenticate) and lock the game with its seats and balances: three statements
    in one pipeline, one round trip.
@@ -12,7 +12,7 @@
 
 The lock of step 2 also reads what a proof signs when the game's next step may end it
 (pokna.dealer.action_lock), so the action that ends a game costs no more. The rare paths cost more and say
-so: a key seen before (pokna.idempotency.aio.claim_existing), a game ended by a chain of passed deadlines the
+so: a key seen before (pokna.idempotency.service.claim_existing), a game ended by a chain of passed deadlines the
 lock did not foresee (its recorded events and rolls are read then), a first rake (the revenue account is
 opened), a wallet that moved after the read (the action is decided again from step 2).
 """
@@ -50,7 +50,7 @@ from pokna.dealer.writes import (
 )
 from pokna.drand import BeaconRelays, BeaconUnavailable
 from pokna.errors import PoknaError
-from pokna.idempotency import aio as idempotency
+from pokna.idempotency import service as idempotency
 from pokna.service_keys import ServiceKeys
 
 __all__ = ["Caller", "Keyed", "Played", "play", "revenue_account_opener"]

@@ -1,55 +1,58 @@
-"""Exactly-once requests under an idempotency key, safe across any number of stateless processes.
+"""Exactly-once requests under an idempotency key, safe across any number of stateless processes: the one
+implementation, as driver statements on a psycopg connection, for every POST that takes an Idempotency-Key.
 
-All of it runs on the caller's one session (for HTTP, the request's), in three transactions:
+1. The key is claimed in autocommit (a record keyed by tenant and key, carrying a fresh claim token), so
+   that a concurrent retry finds it before the work is done: same request still running ->
+   `IdempotencyRequestInProgress`; different request -> `IdempotencyKeyReused`; the same request finished
+   -> its stored answer, replayed. This is the one commit that cannot wait for the end of the request: a
+   claim nobody else can see does not stop a retry from doing the work a second time.
+2. The work's transaction first locks the claim and checks the token is still ours (`HOLD`,
+   `held_claim`), keeps that lock to the end, and stores the answer on the claim before its COMMIT: the
+   answer is stored exactly when the work's effects are committed. (The hot paths store it in their last
+   call, pokna.dealer.writes and pokna.ledger.moving; the kernel's adapter, pokna.api.idempotency, with
+   `STORE_RESPONSE`.)
+3. If the work or its commit fails, the transaction is rolled back and the claim released (`release`),
+   so the client may retry.
 
-1. `claim` the key in a short transaction of its own (a record keyed by tenant and key, carrying a fresh
-   claim token) and commit it, so that a concurrent retry finds it before the work is done: same request
-   still running -> `IdempotencyRequestInProgress`; different request -> `IdempotencyKeyReused`.
-   This is the one commit that cannot wait for the end of the request: a claim nobody else can see does
-   not stop a retry from doing the work a second time.
-2. Do the work: first lock the claim and check the token is still ours (`hold`), keep that lock to the
-   end, and `store_response` on the claim in the same transaction, which is committed here as well. The
-   response is stored exactly when the work's effects are committed.
-3. If the work or its commit fails, roll back and `release` the claim: nothing was committed, so the
-   client may retry. Committing here rather than leaving it to whoever opened the session is what lets a
-   commit that fails (a deferred constraint, a lost connection) release the claim too.
+A claim is live exactly while its holder's transaction holds the record locked (step 2): a row lock, which
+dies with the holder: a killed process, a lost connection or a restarted database ends its transaction and
+frees the lock at once. So a retry that finds an unfinished claim it can lock takes it over at once, with a
+new token; there is no wall-clock lease to wait out. A retry that cannot lock it (NOWAIT) is told the
+request is in progress. Between the claim and the hold a live request holds no lock: a retry arriving in
+that moment takes over, and the first request, its token no longer matching, is refused with
+`IdempotencyRequestInProgress` and does nothing, so the work is still done once. The claim records when the
+first attempt began; a retry that takes over an interrupted attempt is told when (`held_claim`), so the
+work can act as of then (a game's turn deadline does not run out on a seat whose action was in flight when
+the service failed). Records are kept for 24 hours; `purge_expired` (`pokna sweep`) deletes them after.
 
-A claim is live exactly while its holder's transaction holds the record locked (step 2): a row lock,
-which dies with the holder: a killed process, a lost connection or a
-restarted database ends its transaction and frees the lock at once. So a retry that finds an unfinished
-claim it can lock takes it over at once, with a new token; there is no wall-clock lease to wait out. A
-retry that cannot lock it (NOWAIT) is told the request is in progress. Between the claim's commit and `hold` a
-live request holds no lock: a retry arriving in that moment takes over, and the first request, its token
-no longer matching, is refused with `IdempotencyRequestInProgress` and does nothing, so the work is still
-done once. The claim records when the first attempt began; a retry that takes over an interrupted attempt
-is told when (`Attempt.interrupted_at`), so the work can act as of then (a game's turn deadline does not
-run out on a seat whose action was in flight when the service failed). Records are kept for 24 hours;
-`purge_expired` (`pokna sweep`) deletes them after.
+Round trips: the request's first authenticates its API key and claims the key on the tenant's rows
+(`authenticate_and_claim`); a key seen before takes the slow path (`claim_existing`). Two statements, not
+one that does both: on Citus a statement whose tenant comes from `api_key` (a reference table) at run time
+cannot be routed to the tenant's worker (docs/scaling.md). They still go in one round trip: an API key's
+tenant never changes, so the process remembers it (`TENANTS`, a routing hint and nothing more) and
+pipelines the key's check with the claim under the tenant it remembers. The check in the same round trip
+is what authenticates: a revoked key's claim is undone and refused. A key the process has not seen yet
+costs one round trip more, once.
+
+(Until issue 35 a synchronous twin on the ORM session did the same for the routes whose work is ORM;
+they now claim and release through this module too, pokna.api.idempotency.)
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+import psycopg
+from psycopg import AsyncConnection
 from sqlalchemy.orm import Session
 
-from pokna.db.models.idempotency import IdempotencyRecord
-from pokna.db.types import utc_now
-from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
-from pokna.idempotency import repository
+from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress, Unauthorized
 
 RETENTION = timedelta(hours=24)
 IN_PROGRESS = "the first request with this key is still being processed"
 _CLAIM_ATTEMPTS = 3
-
-log = logging.getLogger("pokna.idempotency")
 
 
 @dataclass(frozen=True)
@@ -63,140 +66,216 @@ class KeyedRequest:
 @dataclass(frozen=True)
 class Outcome:
     status: int
-    body: Any
-    """JSON-ready: what was sent the first time, and what every replay sends again."""
+    body: str
+    """The answer's JSON text as stored: what was sent the first time, and what every replay sends again."""
     replayed: bool
 
 
+AUTHENTICATE = "SELECT tenant_id FROM api_key WHERE secret_sha256 = %(secret_sha256)s AND revoked_at IS NULL"
+
+_CLAIM = (
+    "WITH claimed AS (INSERT INTO idempotency_record "
+    "(tenant_id, key, request_fingerprint, claim_token, created_at, expires_at) "
+    "VALUES (%(tenant_id)s, %(key)s, %(fingerprint)s, %(token)s, %(now)s, %(expires_at)s) "
+    "ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key) "
+    # A key seen before (committed before this statement began): its record, so that a replay of a
+    # stored answer needs no second round trip.
+    "SELECT EXISTS (SELECT 1 FROM claimed), seen.request_fingerprint, seen.response_status, "
+    "seen.response_body, seen.expires_at FROM (SELECT 1) AS one LEFT JOIN idempotency_record AS seen "
+    "ON seen.tenant_id = %(tenant_id)s AND seen.key = %(key)s"
+)
+"""The key claimed for a known tenant, or its record: every table it touches is filtered by the tenant as a
+bound value, so on Citus it is one statement on the tenant's worker (a tenant read from `api_key` in the
+same statement would be known only when it runs: the claim went through the coordinator and the read of
+the record asked every shard)."""
+_INSERT_CLAIM = (
+    "INSERT INTO idempotency_record (tenant_id, key, request_fingerprint, claim_token, created_at, expires_at) "
+    "VALUES (%(tenant_id)s, %(key)s, %(fingerprint)s, %(token)s, %(now)s, %(expires_at)s) "
+    "ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key"
+)
+_LOCKED_RECORD = (
+    "SELECT request_fingerprint, response_status, response_body, expires_at FROM idempotency_record "
+    "WHERE tenant_id = %(tenant_id)s AND key = %(key)s FOR UPDATE NOWAIT"
+)
+_DELETE_RECORD = "DELETE FROM idempotency_record WHERE tenant_id = %(tenant_id)s AND key = %(key)s"
+_TAKE_OVER = (
+    "UPDATE idempotency_record SET claim_token = %(token)s, locked_until = NULL "
+    "WHERE tenant_id = %(tenant_id)s AND key = %(key)s"
+)
+HOLD = (
+    "SELECT claim_token, created_at FROM idempotency_record "
+    "WHERE tenant_id = %(tenant_id)s AND key = %(key)s FOR UPDATE"
+)
+_RELEASE = (
+    "DELETE FROM idempotency_record WHERE tenant_id = %(tenant_id)s AND key = %(key)s "
+    "AND claim_token = %(token)s AND response_status IS NULL"
+)
+STORE_RESPONSE = (
+    "UPDATE idempotency_record SET response_status = %(status)s, response_body = %(body)s, locked_until = NULL "
+    "WHERE tenant_id = %(tenant_id)s AND key = %(key)s"
+)
+"""The answer stored on the claim, in the work's transaction (which holds the claim: `HOLD`)."""
+_PURGE_EXPIRED = "DELETE FROM idempotency_record WHERE expires_at <= %(now)s AND tenant_id = %(tenant_id)s"
+
+
+class KeyTenants:
+    """The tenant of each API key this process has authenticated, by the key's digest: which shard a
+    request's statements go to, known before the key is checked again (an API key belongs to one tenant
+    for good; revoking it changes whether it authenticates, which every request still checks)."""
+
+    LIMIT = 100_000
+
+    def __init__(self) -> None:
+        self._tenants: dict[str, str] = {}
+
+    def get(self, digest: str) -> str | None:
+        return self._tenants.get(digest)
+
+    def remember(self, digest: str, tenant_id: str) -> None:
+        if len(self._tenants) >= self.LIMIT:
+            self._tenants.clear()
+        self._tenants[digest] = tenant_id
+
+    def forget(self, digest: str) -> None:
+        self._tenants.pop(digest, None)
+
+
+TENANTS = KeyTenants()
+
+
 @dataclass(frozen=True)
-class Attempt:
-    interrupted_at: datetime | None
-    """When an earlier attempt under this key began that the service failed to finish (its process died,
-    its connection or the database went away), or None when this is the first attempt."""
+class Claimed:
+    tenant_id: str
+    stored: Outcome | None
+    """The outcome of the time this request already ran (replay it), or None: the key is ours."""
 
 
-Work = Callable[[Session, Attempt], tuple[int, Any]]
-"""The request's effects on the session; returns the status and a JSON-ready body."""
+def claim_values(key: str, fingerprint: str, token: str, now: datetime) -> dict[str, Any]:
+    return {"key": key, "fingerprint": fingerprint, "token": token, "now": now, "expires_at": now + RETENTION}
 
 
-def run_once(session: Session, request: KeyedRequest, work: Work) -> Outcome:
-    """Do `work` once for `request`, or give back the outcome of the time it was done."""
-    token = secrets.token_hex(16)
-    started_at = utc_now()
-    stored = claim(session, request, token)
-    if stored is not None:
-        return stored
-    try:
-        first_at = hold(session, request, token)
-        status, body = work(session, Attempt(interrupted_at=first_at if first_at < started_at else None))
-        store_response(session, request, status, body)
-        session.commit()
-    except BaseException:
-        session.rollback()
-        _release_after_failure(session, request, token)
-        raise
-    return Outcome(status=status, body=body, replayed=False)
+async def authenticate_and_claim(
+    connection: AsyncConnection[Any],
+    secret_sha256: str | None,
+    tenant_id: str | None,
+    key: str,
+    fingerprint: str,
+    token: str,
+    now: datetime,
+) -> Claimed:
+    """Autocommit: the caller's tenant (by its API key's digest, unless already known), and the key claimed
+    for `token` (or its record) on that tenant's rows; one round trip when the key's tenant is known."""
+    values = {**claim_values(key, fingerprint, token, now), "tenant_id": tenant_id}
+    if tenant_id is not None:
+        row = await (await connection.execute(_CLAIM, values)).fetchone()
+    else:
+        assert secret_sha256 is not None
+        values["tenant_id"] = TENANTS.get(secret_sha256)
+        if values["tenant_id"] is None:
+            values["tenant_id"] = await authenticate(connection, secret_sha256)
+            row = await (await connection.execute(_CLAIM, values)).fetchone()
+        else:
+            async with connection.pipeline():  # both sent, and answered, when the block ends
+                checked = await connection.execute(AUTHENTICATE, {"secret_sha256": secret_sha256})
+                claim = await connection.execute(_CLAIM, values)
+            row = await claim.fetchone()
+            found = await checked.fetchone()
+            if found is None or found[0] != values["tenant_id"]:
+                # Revoked (or, were a key's tenant ever to change, another tenant's): undo the claim made
+                # under the remembered tenant, then refuse, or claim again under the tenant the key names.
+                await release(connection, values["tenant_id"], key, token)
+                values["tenant_id"] = authenticated(secret_sha256, found)
+                row = await (await connection.execute(_CLAIM, values)).fetchone()
+        tenant_id = values["tenant_id"]
+    assert row is not None
+    assert tenant_id is not None
+    claimed, seen_fingerprint, status, body, expires_at = row
+    if claimed:
+        return Claimed(tenant_id, None)
+    request = KeyedRequest(tenant_id=tenant_id, key=key, fingerprint=fingerprint)
+    if status is not None and body is not None and expires_at > now:  # finished: it never changes again
+        if seen_fingerprint != fingerprint:
+            raise _reused()
+        return Claimed(tenant_id, Outcome(status=status, body=body, replayed=True))
+    return Claimed(tenant_id, await claim_existing(connection, request, token, now))
 
 
-def claim(session: Session, request: KeyedRequest, token: str) -> Outcome | None:
-    """Claim the key for `token` and commit; or the stored outcome when the same request already ran."""
+async def claim_existing(
+    connection: AsyncConnection[Any], request: KeyedRequest, token: str, now: datetime
+) -> Outcome | None:
+    """A key seen before, read under a lock (NOWAIT): expired (deleted and claimed afresh), another
+    request's (reused), finished (replayed), or unfinished and nobody's (taken over)."""
+    values = {"tenant_id": request.tenant_id, **claim_values(request.key, request.fingerprint, token, now)}
     for _attempt in range(_CLAIM_ATTEMPTS):
         try:
-            stored = _claim_in(session, request, token, utc_now())
-            session.commit()
-            return stored
-        except IntegrityError:
-            session.rollback()
-            continue  # a concurrent request inserted the same key first: read what it stored
-        except OperationalError as error:
-            session.rollback()
-            if repository.lock_not_available(error):  # the first request is running and holds its claim
-                raise IdempotencyRequestInProgress(IN_PROGRESS) from None
-            raise
+            async with connection.transaction():
+                record = await (await connection.execute(_LOCKED_RECORD, values)).fetchone()
+                if record is not None and record[3] <= now:
+                    await connection.execute(_DELETE_RECORD, values)
+                    record = None
+                if record is None:
+                    if await (await connection.execute(_INSERT_CLAIM, values)).fetchone() is None:
+                        continue  # a concurrent request inserted the same key first: read what it stored
+                    return None
+                fingerprint, status, body, _ = record
+                if fingerprint != request.fingerprint:
+                    raise _reused()
+                if status is not None and body is not None:
+                    return Outcome(status=status, body=body, replayed=True)  # the stored JSON text
+                # Unfinished, and locked by us: nobody is working on it (its holder died, or is between its
+                # claim and its hold, where taking over is safe too). The first attempt's moment stays.
+                await connection.execute(_TAKE_OVER, values)
+                return None
+        except psycopg.errors.LockNotAvailable:
+            raise IdempotencyRequestInProgress(IN_PROGRESS) from None
     raise IdempotencyRequestInProgress(IN_PROGRESS)
 
 
-def _claim_in(session: Session, request: KeyedRequest, token: str, now: datetime) -> Outcome | None:
-    # The usual case, a new key, in one statement; a key seen before is read under a lock (NOWAIT).
-    claim_values = {
-        "tenant_id": request.tenant_id,
-        "key": request.key,
-        "request_fingerprint": request.fingerprint,
-        "claim_token": token,
-        "created_at": now,
-        "expires_at": now + RETENTION,
-    }
-    if repository.insert_claim(session, claim_values):
-        return None
-    record = repository.locked_record(session, request.tenant_id, request.key, nowait=True)
-    if record is not None and record.expires_at <= now:
-        repository.delete_record(session, record)
-        record = None
-    if record is None:
-        repository.add_record(
-            session,
-            IdempotencyRecord(
-                tenant_id=request.tenant_id,
-                key=request.key,
-                request_fingerprint=request.fingerprint,
-                claim_token=token,
-                created_at=now,
-                locked_until=None,
-                expires_at=now + RETENTION,
-            ),
-        )
-        return None
-    if record.request_fingerprint != request.fingerprint:
-        raise IdempotencyKeyReused(
-            "this Idempotency-Key was used with a different request; use a new key for a new request",
-            invalid_params=[
-                {"name": "header.Idempotency-Key", "reason": "reused", "pointer": "/Idempotency-Key"}
-            ],
-        )
-    if record.response_status is not None and record.response_body is not None:
-        return Outcome(status=record.response_status, body=json.loads(record.response_body), replayed=True)
-    # Unfinished, and locked by us: nobody is working on it (its holder died, or is between its claim
-    # and `hold`, where taking over is safe too). The first attempt's moment stays on the record.
-    record.claim_token = token
-    record.locked_until = None
-    session.flush()
-    return None
+async def authenticate(connection: AsyncConnection[Any], secret_sha256: str) -> str:
+    """The tenant of a live API key (Unauthorized for any other), in one autocommit statement."""
+    row = await (await connection.execute(AUTHENTICATE, {"secret_sha256": secret_sha256})).fetchone()
+    return authenticated(secret_sha256, row)
 
 
-def hold(session: Session, request: KeyedRequest, token: str) -> datetime:
-    """Lock the claim until the work's transaction ends; refuse if a retry has taken it over. Returns
-    when the first attempt under this key began."""
-    held = repository.held_claim(session, request.tenant_id, request.key)
-    if held is None or held[0] != token:
+def authenticated(secret_sha256: str, row: tuple[str] | None) -> str:
+    """AUTHENTICATE's row: the key's tenant, remembered (TENANTS), or Unauthorized."""
+    if row is None:
+        TENANTS.forget(secret_sha256)
+        raise Unauthorized("unknown or revoked API key")
+    tenant_id: str = row[0]
+    TENANTS.remember(secret_sha256, tenant_id)
+    return tenant_id
+
+
+def _reused() -> IdempotencyKeyReused:
+    return IdempotencyKeyReused(
+        "this Idempotency-Key was used with a different request; use a new key for a new request",
+        invalid_params=[
+            {"name": "header.Idempotency-Key", "reason": "reused", "pointer": "/Idempotency-Key"}
+        ],
+    )
+
+
+def held_claim(row: tuple[str, datetime] | None, token: str) -> datetime:
+    """HOLD's row checked against our token; when the first attempt under the key began."""
+    if row is None or row[0] != token:
         raise IdempotencyRequestInProgress("a retry with this key took over; it is being processed")
-    first_at: datetime = held[1]
-    return first_at
+    return row[1]
 
 
-def store_response(session: Session, request: KeyedRequest, status: int, body: Any) -> None:
-    """ASCII-escaped JSON, so any text the body holds (even NUL) fits a PostgreSQL text column. The
-    claim is held (locked) by this transaction."""
-    encoded = json.dumps(body, separators=(",", ":"))
-    repository.store_response(session, request.tenant_id, request.key, status, encoded)
-
-
-def release(session: Session, request: KeyedRequest, token: str) -> None:
-    """Free a claim this token holds and never completed, so the client may retry."""
-    repository.delete_unfinished_claim(session, request.tenant_id, request.key, token)
-
-
-def _release_after_failure(session: Session, request: KeyedRequest, token: str) -> None:
-    """The work's own error is what the caller must see; should the release fail as well (the database
-    went away), the claim stays unfinished and unlocked, and a retry takes it over."""
+async def release(connection: AsyncConnection[Any], tenant_id: str, key: str, token: str) -> None:
+    """Free a claim this token holds and never completed, so the client may retry. Should the release fail
+    (the database went away), the claim stays unfinished and unlocked, and a retry takes it over."""
     try:
-        release(session, request, token)
-        session.commit()
-    except SQLAlchemyError as error:  # not its text: it carries the statement's parameters
-        session.rollback()
-        log.warning("could not release idempotency key %r (%s)", request.key, type(error).__name__)
+        if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            await connection.rollback()
+        await connection.execute(_RELEASE, {"tenant_id": tenant_id, "key": key, "token": token})
+    except psycopg.Error:
+        pass
 
 
-def purge_expired(session: Session, now: datetime, tenant_id: str | None = None) -> int:
-    """Delete records past their retention (the tenant's only, when one is named: `pokna sweep` goes
-    tenant by tenant); returns how many."""
-    return repository.delete_expired(session, now, tenant_id)
+def purge_expired(session: Session, now: datetime, tenant_id: str) -> int:
+    """Delete the tenant's records past their retention; returns how many. On the session of `pokna
+    sweep`, which goes tenant by tenant in one synchronous unit of work per step (pokna.sweep)."""
+    deleted = session.connection().exec_driver_sql(_PURGE_EXPIRED, {"now": now, "tenant_id": tenant_id})
+    return deleted.rowcount or 0

@@ -13,7 +13,6 @@ from pokna.ledger.accounts import (
     AccountSummary,
     account_summaries,
     balance_of,
-    find_account,
     funding_account,
     get_account,
     house_account,
@@ -24,7 +23,6 @@ from pokna.ledger.accounts import (
     system_external_id,
 )
 from pokna.ledger.audit_reads import (
-    JournalSpan,
     JournalSpans,
     checkpoints_between,
     journal_span,
@@ -40,12 +38,10 @@ from pokna.ledger.checkpoint import (
 )
 from pokna.ledger.errors import (
     AccountExists,
-    AccountNotFound,
     AmountOutOfRange,
     InsufficientFunds,
     InvalidAccount,
     InvalidPostings,
-    LedgerError,
     TenantNotFound,
     TransactionNotFound,
     UnbalancedTransaction,
@@ -60,42 +56,34 @@ from pokna.ledger.export import (
 from pokna.ledger.holding import GameAccounts, hold_wallets, hold_wallets_now
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.reads import (
-    AccountBalance,
     AccountEntry,
     TrialBalance,
     get_transaction,
     transactions_of,
     trial_balance,
 )
-from pokna.ledger.reconcile import BalanceDifference, ReconcileReport, reconcile
+from pokna.ledger.reconcile import reconcile
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
-from pokna_verify.ledger.check import AuditReport, Finding, verify_export
+from pokna_verify.ledger.check import AuditReport, verify_export
 from pokna_verify.ledger.scan import verify_export_stream
 
 __all__ = [
     "LEDGER_CHAINS",
-    "AccountBalance",
     "AccountEntry",
     "AccountExists",
     "AccountKind",
-    "AccountNotFound",
     "AccountSummary",
     "AccountTransfer",
     "AmountOutOfRange",
     "AuditReport",
-    "BalanceDifference",
     "Checkpoint",
-    "Finding",
     "GameAccounts",
     "InsufficientFunds",
     "InvalidAccount",
     "InvalidPostings",
-    "JournalSpan",
     "JournalSpans",
-    "LedgerError",
     "PostedTransaction",
     "Posting",
-    "ReconcileReport",
     "TenantNotFound",
     "TransactionKind",
     "TransactionNotFound",
@@ -112,7 +100,6 @@ __all__ = [
     "export_jsonl",
     "export_jsonl_ranges",
     "export_lines",
-    "find_account",
     "funding_account",
     "get_account",
     "get_transaction",

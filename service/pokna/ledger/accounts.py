@@ -2,6 +2,11 @@
 
 An account is answered as the session's ORM `Account`, read when asked for: its balance is written by the
 database's posting trigger only. Other domains read accounts only through account_summaries.
+
+On the ORM because its callers are: opening a wallet (`POST /v1/accounts`, whose work is on the request's
+session, as `pokna` commands and the tests open them), a table's synchronous game creation, and the reads.
+The async paths' statements (a game's seats and pot, a system account opened on first use) are
+accounts_aio.py's.
 """
 
 from __future__ import annotations
@@ -158,13 +163,6 @@ def get_account(session: Session, account_id: str, *, tenant_id: str | None = No
     account = repository.get_account(session, account_id, tenant_id)
     if account is None:
         raise AccountNotFound(f"no account {account_id}", account_id=account_id)
-    return account
-
-
-def find_account(session: Session, *, tenant_id: str, kind: AccountKind | str, external_id: str) -> Account:
-    account = repository.find_account(session, tenant_id, _account_kind(kind).value, external_id)
-    if account is None:
-        raise AccountNotFound(f"no {kind} account for {external_id!r}", external_id=external_id)
     return account
 
 

@@ -1,6 +1,10 @@
 """Accounts on the async paths (psycopg): the driver statements behind accounts.py's `account_summaries`
 and `open_account`, for a caller that pipelines them with its own work (pokna.dealer.creating_aio: a new
-game reads its seats' wallets and opens its pot in the round trips it already makes)."""
+game reads its seats' wallets and opens its pot in the round trips it already makes), and a system
+account opened on first use (`open_system_account`: a deposit's funding sub-account, a rake's revenue one).
+
+accounts.py keeps the ORM's: opening a wallet (`POST /v1/accounts`, whose work is on the request's session,
+as `pokna tenants` and the tests open them), and the reads of an account and of the system accounts."""
 
 from __future__ import annotations
 
@@ -8,8 +12,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from pokna.db.types import new_id
-from pokna.ledger.accounts import AccountSummary
+from psycopg import AsyncConnection
+
+from pokna.db.types import new_id, utc_now
+from pokna.ledger.accounts import AccountSummary, system_external_id
 from pokna.ledger.model import AccountKind, check_currency
 
 ACCOUNT_SUMMARIES = (
@@ -24,6 +30,12 @@ OPEN_ACCOUNT = (
 )
 """A new account with balance 0, whose id and external id nobody has used: it fails (and with it the
 caller's transaction) where accounts.open_account would have answered AccountExists."""
+
+_OPEN_SYSTEM_ACCOUNT = OPEN_ACCOUNT + " ON CONFLICT (tenant_id, kind, external_id) DO NOTHING"
+_SYSTEM_ACCOUNT = (
+    "SELECT id FROM account "
+    "WHERE tenant_id = %(tenant_id)s AND kind = %(kind)s AND external_id = %(external_id)s"
+)
 
 
 def summaries(rows: Iterable[tuple[str, str, str, int]]) -> dict[str, AccountSummary]:
@@ -46,3 +58,23 @@ def new_account(
         "external_id": external_id,
         "created_at": now,
     }
+
+
+async def open_system_account(
+    connection: AsyncConnection[Any], tenant_id: str, kind: AccountKind, currency: str, chain: int
+) -> str:
+    """The id of the tenant's system account of `kind`, `currency` and `chain` (accounts.py's
+    `funding_account`, `revenue_account`), opened if it is not yet: in the caller's transaction, on its
+    connection, two statements in one round trip, once per tenant, kind, currency and chain.
+
+    Race-free under READ COMMITTED: a concurrent first use that inserted it first makes the insert wait
+    for that transaction and then do nothing, and the read after it, a statement of its own, sees the
+    account whichever transaction opened it. The tenant is the caller's, authenticated already."""
+    values = new_account(tenant_id, kind, currency, system_external_id(currency, chain), utc_now())
+    async with connection.pipeline():
+        await connection.execute(_OPEN_SYSTEM_ACCOUNT, values)
+        found = await connection.execute(_SYSTEM_ACCOUNT, values)
+    row = await found.fetchone()
+    assert row is not None
+    account_id: str = row[0]
+    return account_id

@@ -67,25 +67,6 @@ def _grouped(session: Session, tenant_id: str, ranges: list[SeqRange]) -> Iterat
         yield group
 
 
-def transaction_line(tenant_id: str, group: list[Row[Any]]) -> dict[str, Any]:
-    first = group[0]
-    return {
-        "chain": first.chain,
-        "seq": first.seq,
-        "id": first.id,
-        "tenant_id": tenant_id,
-        "kind": first.kind,
-        "reference": first.reference,
-        "metadata": first.metadata,
-        "created_at": format_timestamp(first.created_at),
-        "postings": [
-            {"account_id": row.account_id, "amount": row.amount, "currency": row.currency} for row in group
-        ],
-        "prev_hash": first.prev_hash,
-        "hash": first.hash,
-    }
-
-
 def export_jsonl(
     session: Session,
     tenant_id: str,

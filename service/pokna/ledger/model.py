@@ -48,10 +48,6 @@ class AccountKind(StrEnum):
     EXTERNAL_FUNDING = "external_funding"
     REVENUE = "revenue"
 
-    @property
-    def may_go_negative(self) -> bool:
-        return self in (AccountKind.HOUSE, AccountKind.EXTERNAL_FUNDING, AccountKind.REVENUE)
-
 
 class TransactionKind(StrEnum):
     DEPOSIT = "deposit"

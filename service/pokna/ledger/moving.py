@@ -1,13 +1,15 @@
 """Deposits and withdrawals on the async path: four round trips, no thread, no ORM.
 
 1. Authenticate the API key, then claim the Idempotency-Key (required here) on the tenant's rows, autocommit
-   (pokna.idempotency.aio); a key seen before replays the stored answer.
+   (pokna.idempotency.service); a key seen before replays the stored answer.
 2. BEGIN, hold the claim, and read the wallet with its tenant's funding sub-account (of the wallet's chain) in its currency:
    one pipeline, one round trip.
 3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
    is), then one ledger_move() call (service/pokna/sql/ledger_move.sql) with COMMIT behind it: it posts
    through ledger_post(), records the announcement and stores the answer, both sent as format() templates
    of the seq, the hashes and the balance only the ledger's lock can tell, and returns the answer's bytes.
+   The first money in a currency on a chain opens the tenant's funding sub-account there first, in the same
+   transaction (`pokna.ledger.accounts_aio.open_system_account`: one round trip more, once).
 
 The one way money enters and leaves a wallet, for the API and the tests alike: a wallet of the caller's
 tenant, a player wallet, an amount in range; InsufficientFunds (and nothing posted) for a withdrawal past
@@ -19,23 +21,21 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 import psycopg
 from psycopg import AsyncConnection
-from sqlalchemy import Engine
-from sqlalchemy.orm import sessionmaker
-from starlette.concurrency import run_in_threadpool
 
 from pokna import metrics
-from pokna.db.engine import unit_of_work
+from pokna.db import sqlstates
 from pokna.db.types import utc_now
 from pokna.errors import InvalidRequest, WalletHeld
-from pokna.idempotency import aio as idempotency
-from pokna.ledger.accounts import funding_account, sub_account_suffix
+from pokna.idempotency import service as idempotency
+from pokna.ledger.accounts import sub_account_suffix
+from pokna.ledger.accounts_aio import open_system_account
 from pokna.ledger.announcements import announce_funding
 from pokna.ledger.drafts import draft_of, posted, unchained
 from pokna.ledger.errors import AccountNotFound, AmountOutOfRange, InsufficientFunds, InvalidPostings
@@ -46,9 +46,6 @@ from pokna.outbox import Gathered
 from pokna_verify.ledger.chain import chain_for
 
 LEDGER_MOVE = "SELECT ledger_move(%s, %s::json)"
-REFUSED = "PK402"
-"""ledger_move()'s SQLSTATE when ledger_post() refused (a withdrawal past the balance, a balance out of
-range): nothing was written."""
 
 _WALLET_AND_FUNDING = (
     "SELECT wallet.kind, wallet.currency, (SELECT funding.id FROM account AS funding "
@@ -58,10 +55,6 @@ _WALLET_AND_FUNDING = (
 )
 """The wallet's kind and currency, and the id of the tenant's funding sub-account in that currency of the
 chain the wallet's deposits go on (`sub_account`: accounts.system_external_id's suffix), if it is open."""
-
-OpenFundingAccount = Callable[[str, str, int], Awaitable[str]]
-"""The tenant's funding sub-account of a currency and chain, opened if it is not yet (once per tenant,
-currency and chain)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +79,6 @@ async def move(
     key: str,
     fingerprint: str,
     movement: Movement,
-    open_funding_account: OpenFundingAccount,
 ) -> Moved:
     token = secrets.token_hex(16)
     claimed = await idempotency.authenticate_and_claim(
@@ -95,7 +87,7 @@ async def move(
     if claimed.stored is not None:
         return Moved(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True)
     try:
-        body = await _post(connection, claimed.tenant_id, key, token, movement, open_funding_account)
+        body = await _post(connection, claimed.tenant_id, key, token, movement)
     except BaseException:
         await idempotency.release(connection, claimed.tenant_id, key, token)
         raise
@@ -108,7 +100,6 @@ async def _post(
     key: str,
     token: str,
     movement: Movement,
-    open_funding_account: OpenFundingAccount,
 ) -> str:
     kind = TransactionKind.DEPOSIT if movement.kind == "deposit" else TransactionKind.WITHDRAWAL
     signed = movement.amount if kind is TransactionKind.DEPOSIT else -movement.amount
@@ -135,8 +126,10 @@ async def _post(
                     raise InvalidRequest(
                         f"{movement.kind}s go to player wallets, not a {wallet_kind}", field="path.account_id"
                     )
-                if funding_id is None:
-                    funding_id = await open_funding_account(tenant_id, currency, chain)
+                if funding_id is None:  # the first money on this chain in this currency
+                    funding_id = await open_system_account(
+                        connection, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain
+                    )
                 document = _document(tenant_id, key, kind, signed, movement, currency, funding_id, chain)
                 started = time.perf_counter()
                 answer = await connection.execute(LEDGER_MOVE, (tenant_id, document))
@@ -145,13 +138,13 @@ async def _post(
                 await connection.execute("ROLLBACK", prepare=False)
                 raise
     except psycopg.Error as error:
-        if error.sqlstate == REFUSED:
+        # ledger_post() refused (nothing was written), or a beacon roll holds the wallet.
+        if error.sqlstate == sqlstates.LEDGER_REFUSED:
             await _rolled_back(connection)
-            raise _refusal(error) from None
-        # A beacon roll's hold: service/pokna/sql/ledger_refuse_held_debit.sql.
-        if error.sqlstate == WalletHeld.sqlstate:
+            raise _refusal(sqlstates.detail_of(error)) from None
+        if isinstance(refused := sqlstates.refusal(error), WalletHeld):
             await _rolled_back(connection)
-            raise WalletHeld(str(error.diag.message_primary or error)) from None
+            raise refused from None
         await connection.close()
         raise
     row = await answer.fetchone()
@@ -219,9 +212,9 @@ def _timestamp(value: object) -> str:
     return value.isoformat()
 
 
-def _refusal(error: psycopg.Error) -> Exception:
-    """ledger_post()'s refusal, as the ledger's typed error."""
-    detail = json.loads(error.diag.message_detail or "{}")
+def _refusal(detail: Mapping[str, Any]) -> Exception:
+    """ledger_post()'s refusal (`pokna.db.sqlstates.LEDGER_REFUSED`, its reason in the error's detail), as
+    the ledger's typed error."""
     status, account_id = detail.get("status"), str(detail.get("account_id"))
     if status == "insufficient_funds":
         return InsufficientFunds(account_id, int(detail["balance"]), int(detail["change"]))
@@ -239,17 +232,3 @@ def _refusal(error: psycopg.Error) -> Exception:
 async def _rolled_back(connection: AsyncConnection[Any]) -> None:
     if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         await connection.execute("ROLLBACK", prepare=False)
-
-
-def funding_account_opener(engine: Engine) -> OpenFundingAccount:
-    """Opens a funding sub-account in a transaction of its own, in the thread pool (once per tenant,
-    currency and chain, the first time money moves in it)."""
-
-    def open_in_thread(tenant_id: str, currency: str, chain: int) -> str:
-        with unit_of_work(sessionmaker(bind=engine, expire_on_commit=False)) as session:
-            return funding_account(session, tenant_id, currency, chain).id
-
-    async def open_account(tenant_id: str, currency: str, chain: int) -> str:
-        return await run_in_threadpool(open_in_thread, tenant_id, currency, chain)
-
-    return open_account

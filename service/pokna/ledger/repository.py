@@ -124,15 +124,6 @@ def lock_head(session: Session, tenant_id: str, chain: int) -> tuple[int, str] |
     return None if row is None else (int(row.last_seq), str(row.last_hash))
 
 
-def read_head(session: Session, tenant_id: str, chain: int = 0) -> tuple[int, str]:
-    row = session.execute(
-        select(_head.c.last_seq, _head.c.last_hash).where(
-            _head.c.tenant_id == tenant_id, _head.c.chain == chain
-        )
-    ).first()
-    return (0, GENESIS_HASH) if row is None else (int(row.last_seq), str(row.last_hash))
-
-
 def read_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
     """Every chain's (seq, hash) that has a transaction, by chain; chain 0 always (genesis if empty)."""
     rows = session.execute(

@@ -30,7 +30,7 @@ from pokna.api.problem_docs import (
     problems,
 )
 from pokna.errors import InvalidRequest
-from pokna.idempotency.aio import authenticate
+from pokna.idempotency.service import authenticate
 from pokna.ledger import AccountKind, TransactionNotFound, moving
 from pokna.ledger.problem_docs import (
     ACCOUNT_EXISTS,
@@ -121,7 +121,6 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
         account_id: AccountId,
         body: MoneyMovement,
         request: Request,
-        runtime: RuntimeDep,
         api_key_digest: ApiKeyDigestDep,
         sent_key: RequiredSentKeyDep,
     ) -> Response:
@@ -138,7 +137,6 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
                 sent_key.key,
                 sent_key.fingerprint,
                 movement,
-                moving.funding_account_opener(runtime.engine),
             )
         headers = {REPLAYED_HEADER: "true"} if moved.replayed else None
         return Response(moved.body, status_code=moved.status, media_type="application/json", headers=headers)

@@ -8,7 +8,7 @@ These models are the documented contract, with its examples.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Literal
 
 from fastapi import Query
 from pydantic import (
@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from pokna.api.fields import SEQ_MAX, Amount, Currency, NoNul
+from pokna.db.models.ledger import Account
 from pokna.ledger import (
     AccountEntry,
     AccountKind,
@@ -45,23 +46,6 @@ ToSeqParam = Annotated[
 ]
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=200), NoNul]
-
-
-class LedgerAccount(Protocol):
-    """What an answer reads of the ledger's account (whatever type the ledger keeps it in)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def external_id(self) -> str | None: ...
-    @property
-    def currency(self) -> str: ...
-    @property
-    def balance(self) -> int: ...
-    @property
-    def created_at(self) -> datetime: ...
 
 
 class AccountCreate(BaseModel):
@@ -97,7 +81,7 @@ class AccountOut(BaseModel):
     created_at: datetime
 
     @classmethod
-    def of(cls, account: LedgerAccount) -> AccountOut:
+    def of(cls, account: Account) -> AccountOut:
         return cls(
             id=account.id,
             object="account",

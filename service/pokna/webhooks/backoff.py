@@ -23,9 +23,3 @@ def wait_after(
 ) -> timedelta:
     stretch = 1 + (rng or random).uniform(0, JITTER)
     return timedelta(seconds=nominal_wait(attempts_made, initial_seconds, max_seconds) * stretch)
-
-
-def retry_span(attempt_limit: int, initial_seconds: float, max_seconds: float) -> timedelta:
-    """The shortest time from a delivery's first attempt to its last."""
-    waits = (nominal_wait(n, initial_seconds, max_seconds) for n in range(1, attempt_limit))
-    return timedelta(seconds=sum(waits))

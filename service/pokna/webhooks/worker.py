@@ -23,7 +23,7 @@ from typing import TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.db.outage import unavailable_reason
+from pokna.db.sqlstates import unavailable_reason
 from pokna.db.types import utc_now
 from pokna.tenants import service as tenants
 from pokna.webhooks import repository

@@ -32,7 +32,6 @@ from pokna.db.types import UTCDateTime, utc_now
 # Bounds shared with the migration's CHECK constraints (pokna.ledger.model re-exports them).
 MAX_POSTING_AMOUNT = 10**15
 MAX_ABS_BALANCE = 10**18
-NON_NEGATIVE_KINDS = ("player_wallet", "game_pot")
 ACCOUNT_KINDS = ("player_wallet", "game_pot", "house", "external_funding", "revenue")
 
 

@@ -29,7 +29,6 @@ from pokna.db.base import Base
 from pokna.db.types import UTCDateTime
 
 SEQ = BigInteger()  # an autoincrementing 64-bit key
-DELIVERY_STATUSES = ("pending", "sending", "delivered", "failed")
 
 
 class WebhookEvent(Base):

@@ -1,0 +1,127 @@
+"""Every SQLSTATE Pokna reacts to, named once, and what a database error means: the one place.
+
+A database error reaches the service in two wrappings: psycopg's own (`psycopg.Error`, the async paths on
+the driver) and SQLAlchemy's around it (`DBAPIError.orig`, the ORM's sessions). `sqlstate_of` reads the
+code from either, so no caller looks inside an error itself.
+
+Pokna's own codes (class PK, raised by the functions in service/pokna/sql/):
+- `LEDGER_REFUSED` (PK402): ledger_move() when ledger_post() refused a deposit or withdrawal; the
+  reason, as JSON in the error's detail (`detail_of`), becomes the ledger's typed error
+  (pokna.ledger.moving). Nothing was written.
+- `STALE_BALANCES` (PK409): game_write() when a wallet moved after the game was read; the dealer decides
+  again (pokna.dealer.writes). Not an error a client sees.
+- `WALLET_HELD` (PK423): money would leave a wallet a waiting beacon roll holds (ledger_refuse_held_debit.sql),
+  on any path: `refusal` answers WalletHeld.
+- `ROUND_TOO_NEAR` (PK425): beacon_roll_write() when an acceptance would commit within 50 ms of its round's
+  due time; the dealer decides again once the round is due. Not an error a client sees.
+PostgreSQL's:
+- `LOCK_NOT_AVAILABLE` (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running).
+- the outages (`unavailable_reason`): the database cannot serve now, whatever the request was; a 503
+  `database_unavailable` with Retry-After (pokna.api.problems), never a 500.
+
+`refusal(error)` is the typed error a database error means wherever it is met (WalletHeld,
+DatabaseUnavailable), or None: the HTTP handler, the async paths and the synchronous ones all ask it.
+What only one domain can say (a ledger refusal's reason, a stale read) that domain says, keyed by the code
+named here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+from sqlalchemy import exc
+
+from pokna.errors import DatabaseUnavailable, PoknaError, WalletHeld
+
+LEDGER_REFUSED = "PK402"
+STALE_BALANCES = "PK409"
+WALLET_HELD = "PK423"
+ROUND_TOO_NEAR = "PK425"
+LOCK_NOT_AVAILABLE = "55P03"
+
+# SQLSTATE classes and codes that say the server cannot do the work now, whatever the request was.
+_UNAVAILABLE_CLASSES = ("08",)  # connection exception
+_UNAVAILABLE_STATES = {
+    "25006": "the database is read-only (a standby, or the primary was demoted)",
+    "53300": "the database has no connection slot free",
+    "53400": "the database hit a configured limit",
+    "57014": "the statement ran past the configured statement timeout",
+    "57P01": "the database is shutting down",
+    "57P02": "the database crashed",
+    "57P03": "the database is starting up or shutting down",
+    "57P05": "the database closed an idle session",
+    "58030": "the database hit an I/O error",
+}
+
+
+def driver_error(error: BaseException) -> BaseException:
+    """psycopg's error under SQLAlchemy's wrapping (or `error` itself)."""
+    original = getattr(error, "orig", None)
+    return original if isinstance(original, BaseException) else error
+
+
+def sqlstate_of(error: BaseException) -> str | None:
+    """The SQLSTATE the server answered with, whichever wrapping; None when it said nothing (a connection
+    that failed first, an error that is not the database's)."""
+    sqlstate = getattr(driver_error(error), "sqlstate", None)
+    return sqlstate if isinstance(sqlstate, str) and sqlstate else None
+
+
+def message_of(error: BaseException) -> str:
+    """The server's primary message (what a RAISE in service/pokna/sql/ says), never the statement."""
+    original = driver_error(error)
+    diag = getattr(original, "diag", None)
+    return str(getattr(diag, "message_primary", None) or original)
+
+
+def detail_of(error: BaseException) -> dict[str, Any]:
+    """The JSON a function in service/pokna/sql/ put in its error's DETAIL (empty when none)."""
+    diag = getattr(driver_error(error), "diag", None)
+    detail = getattr(diag, "message_detail", None)
+    found = json.loads(detail) if detail else {}
+    return found if isinstance(found, dict) else {}
+
+
+def refusal(error: BaseException) -> PoknaError | None:
+    """The typed error a database error means on any path, or None (then it is the caller's to name, or a
+    bug)."""
+    if sqlstate_of(error) == WALLET_HELD:
+        return WalletHeld(message_of(error))
+    reason = unavailable_reason(error)
+    if reason is not None:
+        return DatabaseUnavailable(f"{reason}; nothing was committed")
+    return None
+
+
+def unavailable_reason(error: BaseException) -> str | None:
+    """Why the database cannot serve the request now, or None when `error` is not that (a bug, a
+    constraint, bad SQL): one short sentence, never the statement or its parameters.
+
+    From PostgreSQL's SQLSTATE where there is one, and for a connection that failed before the server said
+    anything (psycopg raises `OperationalError` with no SQLSTATE), from the error's class."""
+    if isinstance(error, exc.TimeoutError):
+        return "no database connection became free within the configured pool wait"
+    if isinstance(error, psycopg.Error):  # the async paths use the driver without SQLAlchemy
+        return _driver_reason(error, error)
+    if isinstance(error, exc.DisconnectionError):
+        return "the connection to the database was lost"
+    if not isinstance(error, exc.DBAPIError):
+        return None
+    if error.connection_invalidated:
+        return "the connection to the database was lost"
+    return _driver_reason(error.orig, error)
+
+
+def _driver_reason(original: BaseException | None, error: BaseException) -> str | None:
+    sqlstate = getattr(original, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate:
+        if sqlstate[:2] in _UNAVAILABLE_CLASSES:
+            return "the connection to the database failed"
+        return _UNAVAILABLE_STATES.get(sqlstate)
+    if isinstance(
+        error, exc.OperationalError | exc.InterfaceError | psycopg.OperationalError | psycopg.InterfaceError
+    ):
+        return "cannot reach the database"  # refused, unreachable, closed: before the server said anything
+    return None
