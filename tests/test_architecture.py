@@ -210,3 +210,62 @@ def test_the_verifier_imports_only_itself_the_standard_library_and_what_its_chec
             assert top in VERIFIER_MAY_IMPORT or top in sys.stdlib_module_names, (
                 f"{source.relative_to(ROOT)} imports {name}: pokna-verify installs without the service's libraries"
             )
+
+
+def _module_imports(source: Path) -> set[str]:
+    """The `pokna` modules a file imports, at any depth (function-local and TYPE_CHECKING imports count):
+    `from pokna.x import y` names the module `pokna.x.y` when there is one, else `pokna.x`."""
+    modules = {_module_name(other) for other in SOURCES}
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module != "pokna" and not node.module.startswith("pokna."):
+                continue
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in modules else node.module)
+    return found & modules
+
+
+def _cycle_through(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path that ends where it starts, or None (depth-first, three colours)."""
+    done: set[str] = set()
+    for root in sorted(graph):
+        if root in done:
+            continue
+        path: list[str] = []
+        on_path: set[str] = set()
+        stack: list[tuple[str, list[str]]] = [(root, sorted(graph[root]))]
+        path.append(root)
+        on_path.add(root)
+        while stack:
+            node, targets = stack[-1]
+            if not targets:
+                stack.pop()
+                path.pop()
+                on_path.discard(node)
+                done.add(node)
+                continue
+            target = targets.pop()
+            if target in on_path:
+                return [*path[path.index(target) :], target]
+            if target not in done:
+                stack.append((target, sorted(graph.get(target, ()))))
+                path.append(target)
+                on_path.add(target)
+    return None
+
+
+def test_no_import_cycle_anywhere_in_the_service() -> None:
+    """A module that needs one that needs it back is one module cut in two, or a layer upside down; a
+    function-local import that breaks the cycle at run time hides it, so those count here too."""
+    graph = {_module_name(source): _module_imports(source) - {_module_name(source)} for source in SOURCES}
+    cycle = _cycle_through(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle_through({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle_through({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a", "c"}}) is None

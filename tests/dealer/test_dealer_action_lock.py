@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from pokna.dealer.action_lock import may_end
+from pokna.dealer.locked import may_end
 from pokna_verify.game import (
     Action,
     Cancel,

@@ -35,7 +35,7 @@ from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.ledger import chain_for, open_account
 from pokna.runtime import Runtime
-from support.acting import act
+from support.acting import act, create_game
 from support.money import Teller, new_teller
 
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
@@ -64,11 +64,8 @@ def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> Seated:
             await teller.deposit(wallet, amount)
 
     teller.run(fund())
-    with unit_of_work(sessions) as session:
-        view = games.create_game(
-            session, runtime.keys, CLOCK, teller.tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5)
-        )
-    return Seated(teller.tenant_id, view.id, wallets, teller)
+    view = create_game(runtime, CLOCK, teller.tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5))
+    return Seated(teller.tenant_id, view["id"], wallets, teller)
 
 
 def test_every_session_gets_the_postgresql_game_store(sessions: sessionmaker[Session]) -> None:
@@ -81,7 +78,7 @@ def _play_to_the_end(
 ) -> GameOut:
     """Start, roll, split, claim: the shortest way to the end, through the service."""
     with sessions() as session:
-        game = games.read_game(session, runtime.keys, CLOCK, tenant_id, game_id)
+        game = games.read_game(session, CLOCK, tenant_id, game_id)
     while game.turn is not None:
         account, allowed = game.turn.account_ids[0], game.turn.allowed_actions
         request: PlayerRequest

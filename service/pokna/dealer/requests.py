@@ -187,7 +187,7 @@ class _Act(BaseModel):
 
 
 class SetClientSeedAction(_Act):
-    # Not a rules step: the dealer records the seed before the start (pokna.dealer.acting).
+    # Not a rules step: the dealer records the seed before the start (pokna.dealer.decision).
     type: Literal["set_client_seed"]
     account_id: AccountId
     client_seed: ClientSeed

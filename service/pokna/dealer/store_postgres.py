@@ -187,7 +187,7 @@ class PostgresGameStore(GameQueries):
 def insert_game_statements(
     game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
 ) -> list[tuple[str, dict[str, Any]]]:
-    """The statements that insert a new game (the async creation pipelines them: pokna.dealer.creating_aio)."""
+    """The statements that insert a new game (the async creation pipelines them: pokna.dealer.creating)."""
     params = {
         "game": encode_rows(game_row(game)),
         "seats": encode_rows([seat_row(game.tenant_id, game.id, seat) for seat in seats]),
@@ -263,3 +263,11 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=_iso_timestamp)
 def _timestamp(value: str) -> datetime:
     """PostgreSQL writes a timestamptz into JSON as ISO 8601 with the session's offset."""
     return datetime.fromisoformat(value).astimezone(UTC)
+
+
+DEADLINE_AND_ROUND = (
+    "SELECT turn_deadline_at, (pending_roll ->> 'beacon_round')::bigint FROM game "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(game_id)s"
+)
+"""A game's deadline and the beacon round its waiting roll needs, read without a lock: whether a touch
+(the sweep's) has anything to apply, and which round to fetch before it locks the game."""

@@ -1,4 +1,9 @@
-"""Tables: a fixed seat order played round after round, the title of Vigo passing clockwise."""
+"""Tables: a fixed seat order played round after round, the title of Vigo passing clockwise.
+
+A round is dealt in the table's own transaction (the request's session, under the table's row lock, so
+rounds are dealt one at a time and `rounds_played` moves with the game it counts): the new game's records
+are pokna.dealer.creating's, written through the game store. A previous round whose deadline passed is
+caught up first, on the async path (`DeadlinePassed`, as a read: pokna.dealer.reading)."""
 
 from __future__ import annotations
 
@@ -6,15 +11,28 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from pokna import ledger
 from pokna.db.models.game import GameTable
 from pokna.db.types import new_id
-from pokna.dealer.creating import NewGame, check_seating, create_game
-from pokna.dealer.deadlines import Clock, apply_due_timeouts
+from pokna.dealer.announcements import announce_created
+from pokna.dealer.clock import Clock
+from pokna.dealer.creating import (
+    NewGame,
+    chain_for,
+    check_distinct,
+    new_game_records,
+    seated,
+    seated_balances,
+)
 from pokna.dealer.errors import RoundInProgress
 from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
+from pokna.dealer.reading import DeadlinePassed
 from pokna.dealer.schemas import GameOut, TableOut, TableRoundOut, TableTotalOut
 from pokna.dealer.store import game_store
+from pokna.dealer.view import game_out
+from pokna.outbox import SessionOutbox
 from pokna.service_keys import ServiceKeys
+from pokna.tenants.settings import default_fairness_mode
 from pokna_verify.fairness.beacon import BeaconChain
 from pokna_verify.game import round_seating, state_from_dict
 
@@ -63,34 +81,63 @@ def deal_round(
     table_id: str,
     *,
     beacon_chain: BeaconChain | None = None,
+    caught_up: bool = False,
 ) -> GameOut:
     """The next round's game, with the Vigo title passed clockwise. One round at a time. Its fairness
-    mode is the tenant's default (`beacon_chain` as in create_game)."""
+    mode is the tenant's default (`beacon_chain` as in pokna.dealer.creating.create_game).
+    DeadlinePassed when the previous round's deadline has passed, unless it was `caught_up` already:
+    whoever touches a game after its deadline applies it, dealing the next round included."""
     store = game_store(session)
     table = store.get_table(session, tenant_id, table_id, for_update=True)
     rounds = store.games_of_table(session, table.tenant_id, table.id)
-    # Whoever touches a game after its deadline applies it, dealing the next round included.
-    if (
-        rounds
-        and rounds[-1].status in ("open", "in_progress")
-        and apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id).timeouts
-    ):
-        rounds[-1] = store.get_game(session, tenant_id, rounds[-1].id)
-    if rounds and rounds[-1].status in ("open", "in_progress"):
-        raise RoundInProgress(f"round {rounds[-1].round_number} ({rounds[-1].id}) has not ended")
-    game = create_game(
+    last = rounds[-1] if rounds else None
+    if last is not None and last.status in ("open", "in_progress"):
+        deadline = last.turn_deadline_at
+        if not caught_up and last.pending_roll is None and deadline is not None and deadline <= clock.now:
+            raise DeadlinePassed(tenant_id, last.id)
+        raise RoundInProgress(f"round {last.round_number} ({last.id}) has not ended")
+    terms = _new_game_for_round(table, table.rounds_played)
+    account_ids, fields = seated(terms)
+    balances = check_seating(session, tenant_id, account_ids, terms.currency, fields)
+    rake = terms.rake or rake_terms_for(session, tenant_id, None)
+    config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+    chain = chain_for(default_fairness_mode(session, tenant_id), beacon_chain)
+    game_id = new_id("game")
+    pot = ledger.open_account(
         session,
+        tenant_id=tenant_id,
+        kind=ledger.AccountKind.GAME_POT,
+        currency=terms.currency,
+        external_id=game_id,
+    )
+    game, seats, events = new_game_records(
         keys,
         clock,
         tenant_id,
-        _new_game_for_round(table, table.rounds_played),
+        terms,
+        config,
+        chain,
+        game_id,
+        pot.id,
         table_id=table.id,
         round_number=table.rounds_played + 1,
-        beacon_chain=beacon_chain,
     )
+    store.insert_game(session, game, seats, events)
+    announce_created(SessionOutbox(session), game, seats, balances)
     table.rounds_played += 1
     store.save_table(session, table)
-    return game
+    return game_out(game, seats, balances)
+
+
+def check_seating(
+    session: Session, tenant_id: str, account_ids: list[str], currency: str, fields: list[str]
+) -> dict[str, int]:
+    """Each seat a distinct player wallet of this tenant, in the game's currency; `fields` name them.
+    The wallets' balances, by account id."""
+    check_distinct(account_ids, fields)
+    return seated_balances(
+        ledger.account_summaries(session, tenant_id, account_ids), account_ids, currency, fields
+    )
 
 
 def _new_game_for_round(table: GameTable, round_index: int) -> NewGame:
