@@ -229,43 +229,74 @@ def _module_imports(source: Path) -> set[str]:
     return found & modules
 
 
-def _cycle_through(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle of the graph as a path that ends where it starts, or None (depth-first, three colours)."""
-    done: set[str] = set()
+def _tangles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The graph's strongly connected components of more than one module: each a set of modules every one
+    of which imports, directly or not, every other (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
     for root in sorted(graph):
-        if root in done:
+        if root in index:
             continue
-        path: list[str] = []
-        on_path: set[str] = set()
-        stack: list[tuple[str, list[str]]] = [(root, sorted(graph[root]))]
-        path.append(root)
-        on_path.add(root)
-        while stack:
-            node, targets = stack[-1]
-            if not targets:
-                stack.pop()
-                path.pop()
-                on_path.discard(node)
-                done.add(node)
+        work: list[tuple[str, list[str]]] = [(root, sorted(graph.get(root, ())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            if targets:
+                target = targets.pop()
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, sorted(graph.get(target, ()))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
                 continue
-            target = targets.pop()
-            if target in on_path:
-                return [*path[path.index(target) :], target]
-            if target not in done:
-                stack.append((target, sorted(graph.get(target, ()))))
-                path.append(target)
-                on_path.add(target)
-    return None
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+# Cycles outside the dealer that issue 35's other items take apart (Click's documented lazy group for the
+# command's table; "audit" in one place for the audit commands; the CLI's errors with them). Each must
+# still exist (the list only shrinks), and no other may appear.
+KNOWN_TANGLES = [
+    {"pokna.cli.app", "pokna.cli.group"},
+    {"pokna.cli.audit", "pokna.cli.audit_report", "pokna.cli.ledger"},
+    {"pokna.cli.command_session", "pokna.cli.database_errors", "pokna.cli.errors"},
+]
 
 
 def test_no_import_cycle_anywhere_in_the_service() -> None:
     """A module that needs one that needs it back is one module cut in two, or a layer upside down; a
     function-local import that breaks the cycle at run time hides it, so those count here too."""
     graph = {_module_name(source): _module_imports(source) - {_module_name(source)} for source in SOURCES}
-    cycle = _cycle_through(graph)
-    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+    tangles = _tangles(graph)
+    new = [sorted(tangle) for tangle in tangles if tangle not in KNOWN_TANGLES]
+    assert not new, f"modules that import each other (directly or not): {new}"
+    gone = [sorted(tangle) for tangle in KNOWN_TANGLES if tangle not in tangles]
+    assert not gone, f"no longer a cycle, strike it from KNOWN_TANGLES: {gone}"
 
 
-def test_the_cycle_finder_finds_a_cycle() -> None:
-    assert _cycle_through({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
-    assert _cycle_through({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a", "c"}}) is None
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert _tangles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a", "e"}, "e": {"d"}}) == [
+        {"a", "b", "c"},
+        {"d", "e"},
+    ]
+    assert _tangles({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a", "c"}}) == []
+    assert _tangles({"a": {"b"}, "b": {"a", "c"}, "c": {"b", "d"}, "d": set()}) == [{"a", "b", "c"}]
