@@ -26,10 +26,17 @@ from pokna import ledger
 from pokna.db.engine import make_sessionmaker, unit_of_work
 from pokna.dealer.answer import status_for
 from pokna.dealer.beacon_rolls import RollPending
-from pokna.dealer.clock import Clock
 from pokna.dealer.decision import Decision, Intent, decide
 from pokna.dealer.game_queries import PROOF_EVENTS
-from pokna.dealer.locked import LOCK_FOR_ACTION, LockedGame, NeedsRead, Recorded, locked_game, split_locked
+from pokna.dealer.locked import (
+    LOCK_FOR_ACTION,
+    Clock,
+    LockedGame,
+    NeedsRead,
+    Recorded,
+    locked_game,
+    split_locked,
+)
 from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.store_postgres import RECORDED_FOR_PROOF, locked_records, recorded_records
 from pokna.dealer.writes import (

@@ -30,8 +30,8 @@ from pokna.db.types import new_id, utc_now
 from pokna.dealer.action_transaction import Caller, Keyed
 from pokna.dealer.announcements import announce_created
 from pokna.dealer.answer import CREATED, Played
-from pokna.dealer.clock import Clock
 from pokna.dealer.links import new_public_token
+from pokna.dealer.locked import Clock
 from pokna.dealer.proof_signing import signed_terms
 from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord

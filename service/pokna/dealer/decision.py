@@ -3,14 +3,20 @@
 `decide` takes the game as locked (pokna.dealer.locked.LockedGame) and what is asked of it (`Intent`),
 and returns the `Decision`: every write gathered (pokna.dealer.writes.GameWrites) and the answer. Nothing
 here does I/O; a decision that needs a read the lock did not make raises NeedsRead, and
-pokna.dealer.action_transaction makes it and decides again. The parts: the deadlines that passed
-(pokna.dealer.deadlines), the beacon draw (pokna.dealer.beacon_rolls), the rules step
+pokna.dealer.action_transaction makes it and decides again. The parts: the deadlines that passed (here,
+`apply_passed_deadlines`), the beacon draw (pokna.dealer.beacon_rolls), the rules step
 (pokna.dealer.rules_step); the answer's shape is pokna.dealer.answer's.
+
+Deadlines: every waiting turn has one, and an open game has one for its start. They apply lazily
+(whoever touches a game first after a deadline makes it happen: an action, a read, a table's next round)
+and in bulk (`pokna sweep` lists the due games and applies each), each at its own deadline, so an
+abandoned game catches up in one touch exactly as if someone had been watching it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pokna.dealer.announcements import announce_client_seed_set
@@ -25,7 +31,6 @@ from pokna.dealer.beacon_rolls import (
     refuse_while_pending,
     release,
 )
-from pokna.dealer.deadlines import apply_passed_deadlines
 from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.locked import LockedGame
 from pokna.dealer.records import SeatRecord
@@ -36,7 +41,8 @@ from pokna.dealer.writes import GameWrites
 from pokna.errors import InvalidRequest, PoknaError
 from pokna_verify.fairness.beacon import BeaconRound, verify_round
 from pokna_verify.fairness.protocol import client_seed_problem
-from pokna_verify.game import state_from_dict
+from pokna_verify.game import Timeout, state_from_dict, turn
+from pokna_verify.game.events import TimedOut
 
 
 @dataclass(frozen=True)
@@ -182,3 +188,42 @@ def _set_client_seed(locked: LockedGame, writes: GameWrites, request: SetClientS
     )
     writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=[seat])
     writes.shown = announce_client_seed_set(writes, game, seats, locked.balances, now)
+
+
+def apply_passed_deadlines(locked: LockedGame, writes: GameWrites, until: datetime) -> list[dict[str, Any]]:
+    """On the game as locked: each deadline passed by `until`, its default action stamped at that
+    deadline. What was applied, one entry per deadline: when, in which phase, on behalf of which seats,
+    and which action."""
+    game, seats = locked.game, locked.seats
+    applied: list[dict[str, Any]] = []
+    # A beacon-mode roll accepted and waiting is not a turn that can time out: the sweep resolves it when
+    # its round arrives (pokna.dealer.beacon_rolls), and the next turn's clock starts then.
+    while game.pending_roll is None and game.turn_deadline_at is not None and game.turn_deadline_at <= until:
+        deadline = game.turn_deadline_at
+        chain = chain_of(game)
+        state = state_from_dict(game.state)
+        if chain is not None and draws_rolls(locked, state, Timeout()):
+            # Beacon mode: the default roll is accepted now (not at the deadline, whose round may be out).
+            accept(locked, writes, chain, state, Timeout())
+            applied.append(
+                {
+                    "deadline_at": deadline.isoformat().replace("+00:00", "Z"),
+                    "phase": state.phase.value,
+                    "account_ids": [seats[seat].account_id for seat in turn(state).seats],
+                    "applied": "roll",
+                    "beacon_round": writes.accepted_round,
+                }
+            )
+            break
+        result = apply_step(locked, writes, Timeout(), deadline)
+        for event in result.events:
+            if isinstance(event, TimedOut):
+                applied.append(
+                    {
+                        "deadline_at": deadline.isoformat().replace("+00:00", "Z"),
+                        "phase": event.phase.value,
+                        "account_ids": [seats[seat].account_id for seat in event.seats],
+                        "applied": event.default_action,
+                    }
+                )
+    return applied

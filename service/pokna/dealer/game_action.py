@@ -34,8 +34,8 @@ from pokna.db.types import utc_now
 from pokna.dealer.action_transaction import Caller, Claim, Dealer, Keyed, Written, run
 from pokna.dealer.answer import Played
 from pokna.dealer.beacon_rolls import RollPending
-from pokna.dealer.clock import Clock
 from pokna.dealer.decision import Act, CatchUp, Resolve
+from pokna.dealer.locked import Clock
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.store_postgres import DEADLINE_AND_ROUND
 from pokna.dealer.writes import StaleBalances

@@ -1,7 +1,7 @@
 """The game as locked: the one value every decision is made on (pokna.dealer.decision).
 
 `LockedGame` holds what the lock's round trip read (the game row, its seats in order, their wallets'
-balances) and what a decision needs beside it (the service's keys, the clock); a rules step changes it in
+balances) and what a decision needs beside it (the service's keys, the `Clock`); a rules step changes it in
 place as it gathers its writes (pokna.dealer.writes). It is read by one statement, `LOCK_FOR_ACTION`, which
 pokna.dealer.action_transaction sends pipelined behind BEGIN.
 
@@ -23,10 +23,10 @@ events and rolls too, as every step bumps the version in the transaction that re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
-from pokna.dealer.clock import Clock
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
@@ -38,6 +38,35 @@ from pokna.dealer.store_postgres import (
 )
 from pokna.dealer.view import game_out
 from pokna.service_keys import ServiceKeys
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The moment a request or a sweep acts at, and how long an open game waits for its start."""
+
+    now: datetime
+    open_game_ttl: timedelta
+    interrupted_at: datetime | None = None
+    """For a retried action: when its first attempt began, which the service failed to finish."""
+
+    def resuming(self, interrupted_at: datetime | None) -> Clock:
+        """The clock of a retried action whose first attempt began at `interrupted_at` (None: not one)."""
+        return replace(self, interrupted_at=interrupted_at)
+
+    def for_deadlines(self) -> Clock:
+        """The moment up to which deadlines apply before an action. A seat whose action was in flight
+        when the service failed did not let its turn run out: deadlines that passed after the first
+        attempt began (during the outage, or while the client waited to retry) are not applied before
+        the retried action; it is decided as if it had arrived then, and stamped now."""
+        if self.interrupted_at is None or self.interrupted_at >= self.now:
+            return self
+        return replace(self, now=self.interrupted_at)
+
+    def restarted(self, now: datetime) -> Clock:
+        """The clock of a decision made later in the same request (a beacon roll resolved after its wait):
+        timed from `now`, no longer a retry's."""
+        return replace(self, now=now, interrupted_at=None)
+
 
 Recorded = tuple[list[EventRecord], list[RollRecord]]
 """A game's recorded events (of PROOF_EVENTS' kinds) and rolls, in order: what its proof signs."""

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from pokna import ledger
-from pokna.dealer.clock import Clock
-from pokna.dealer.records import GameRecord
+from pokna.dealer.locked import Clock
+from pokna.dealer.records import GameRecord, OverdueGames
 from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut
 from pokna.dealer.store import game_store
 from pokna.dealer.view import event_out, game_out, proof_out
@@ -38,6 +39,19 @@ def as_of(session: Session, clock: Clock | None, tenant_id: str, game_id: str) -
     if clock is not None and game.pending_roll is None and deadline is not None and deadline <= clock.now:
         raise DeadlinePassed(tenant_id, game_id)
     return game
+
+
+def due_games(session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
+    """(tenant id, game id) of up to `limit` of the tenant's games with a deadline passed at `now`, the
+    longest overdue first: what `pokna sweep` applies, each with pokna.dealer.game_action.apply_due in a
+    transaction of its own."""
+    return game_store(session).due_games(session, tenant_id, now, limit)
+
+
+def overdue_games(session: Session, now: datetime) -> OverdueGames:
+    """What `pokna sweep` (or the next request touching each game) has still to apply at `now`, across
+    tenants: for `/metrics`, where an operator sees the sweeper stopped or the beacon's relays gone."""
+    return game_store(session).overdue_games(session, now)
 
 
 def read_game(session: Session, clock: Clock | None, tenant_id: str, game_id: str) -> GameOut:

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 from pokna.dealer.action_transaction import Caller, Dealer, Keyed
 from pokna.dealer.answer import Played
-from pokna.dealer.clock import Clock
 from pokna.dealer.creating import NewGame, create_game
-from pokna.dealer.deadlines import due_games, overdue_games
 from pokna.dealer.fairness_link import fairness_link
 from pokna.dealer.game_action import DueApplied, act, apply_due, catch_up
+from pokna.dealer.locked import Clock
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import (
     AuditedGame,
     DeadlinePassed,
+    due_games,
     game_events,
     game_proof,
     games_for_audit,
+    overdue_games,
     read_game,
 )
 from pokna.dealer.records import OverdueGames

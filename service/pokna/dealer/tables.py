@@ -15,7 +15,6 @@ from pokna import ledger
 from pokna.db.models.game import GameTable
 from pokna.db.types import new_id
 from pokna.dealer.announcements import announce_created
-from pokna.dealer.clock import Clock
 from pokna.dealer.creating import (
     NewGame,
     chain_for,
@@ -25,6 +24,7 @@ from pokna.dealer.creating import (
     seated_balances,
 )
 from pokna.dealer.errors import RoundInProgress
+from pokna.dealer.locked import Clock
 from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
 from pokna.dealer.reading import DeadlinePassed
 from pokna.dealer.schemas import GameOut, TableOut, TableRoundOut, TableTotalOut
