@@ -138,7 +138,7 @@ async def _create(
                 bps, cap, mode = await _one(defaults) if defaults is not None else (0, None, None)
                 rake = terms.rake or RakeTerms(bps, cap)
                 config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
-                chain = chain_for(terms.fairness_mode or mode, beacon_chain)
+                chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
                 game_id = new_id("game")
                 pot = new_account(tenant_id, AccountKind.GAME_POT, terms.currency, game_id, utc_now())
                 game, seats, events = new_game_records(
@@ -279,7 +279,7 @@ def check_labels(labels: Sequence[str] | None, seat_count: int) -> None:
         seen[label.casefold()] = index
 
 
-def chain_for(mode: str, beacon_chain: BeaconChain | None) -> BeaconChain | None:
+def beacon_chain_for(mode: str, beacon_chain: BeaconChain | None) -> BeaconChain | None:
     """The chain a new game of this fairness mode (the request's, or the tenant's default) commits to:
     none in the default mode."""
     if mode != "beacon":

@@ -17,7 +17,7 @@ from pokna.db.types import new_id
 from pokna.dealer.announcements import announce_created
 from pokna.dealer.creating import (
     NewGame,
-    chain_for,
+    beacon_chain_for,
     check_distinct,
     new_game_records,
     seated,
@@ -101,7 +101,7 @@ def deal_round(
     balances = check_seating(session, tenant_id, account_ids, terms.currency, fields)
     rake = terms.rake or rake_terms_for(session, tenant_id, None)
     config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
-    chain = chain_for(default_fairness_mode(session, tenant_id), beacon_chain)
+    chain = beacon_chain_for(default_fairness_mode(session, tenant_id), beacon_chain)
     game_id = new_id("game")
     pot = ledger.open_account(
         session,
