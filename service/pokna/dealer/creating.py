@@ -17,7 +17,8 @@ created in the table's own transaction, from the same records (pokna.dealer.tabl
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -67,7 +68,9 @@ class NewGame:
 
 
 @dataclass(frozen=True)
-class _Claimed:
+class Claimed:
+    """The Idempotency-Key a creation claimed, and its token (pokna.idempotency.aio)."""
+
     key: str
     token: str
 
@@ -83,21 +86,38 @@ async def create_game(
 ) -> Played:
     """The new game's answer (201). `beacon_chain`: the drand chain this service plays beacon-mode
     games against, committed to in the receipt of such a game."""
+    async with claiming(connection, caller, keyed) as (tenant_id, claim, replay):
+        if replay is not None:
+            return replay
+        return await _create(connection, keys, clock, tenant_id, claim, terms, beacon_chain)
+
+
+@asynccontextmanager
+async def claiming(
+    connection: AsyncConnection[Any], caller: Caller, keyed: Keyed | None
+) -> AsyncIterator[tuple[str, Claimed | None, Played | None]]:
+    """Round trip 1 of a creation: the caller's tenant, the Idempotency-Key claimed if one was sent, and
+    the stored answer instead if the key was answered before. A block that fails releases the claim."""
     if keyed is None:
         tenant_id = caller.tenant_id
         if tenant_id is None:
             assert caller.api_key_digest is not None
             tenant_id = await idempotency.authenticate(connection, caller.api_key_digest)
-        return await _create(connection, keys, clock, tenant_id, None, terms, beacon_chain)
+        yield tenant_id, None, None
+        return
     token = secrets.token_hex(16)
     claimed = await idempotency.authenticate_and_claim(
         connection, caller.api_key_digest, caller.tenant_id, keyed.key, keyed.fingerprint, token, utc_now()
     )
     if claimed.stored is not None:
-        return Played(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True)
+        yield (
+            claimed.tenant_id,
+            None,
+            Played(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True),
+        )
+        return
     try:
-        claim = _Claimed(keyed.key, token)
-        return await _create(connection, keys, clock, claimed.tenant_id, claim, terms, beacon_chain)
+        yield claimed.tenant_id, Claimed(keyed.key, token), None
     except BaseException:
         await idempotency.release(connection, claimed.tenant_id, keyed.key, token)
         raise
@@ -108,7 +128,7 @@ async def _create(
     keys: ServiceKeys,
     clock: Clock,
     tenant_id: str,
-    claim: _Claimed | None,
+    claim: Claimed | None,
     terms: NewGame,
     beacon_chain: BeaconChain | None,
 ) -> Played:
@@ -139,20 +159,9 @@ async def _create(
                 rake = terms.rake or RakeTerms(bps, cap)
                 config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
                 chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
-                game_id = new_id("game")
-                pot = new_account(tenant_id, AccountKind.GAME_POT, terms.currency, game_id, utc_now())
-                game, seats, events = new_game_records(
-                    keys, clock, tenant_id, terms, config, chain, game_id, pot["id"]
+                body = await write_new_game(
+                    connection, keys, clock, tenant_id, claim, NewRecords(terms, config, chain), balances
                 )
-                outbox = Gathered()
-                announce_created(outbox, game, seats, balances)
-                body = game_out(game, seats, balances).model_dump_json()
-                stored = None if claim is None else {"key": claim.key, "status": CREATED, "body": body}
-                await connection.execute(OPEN_ACCOUNT, pot)
-                for statement, params in insert_game_statements(game, seats, events):
-                    await connection.execute(statement, params)
-                write = {"steps": [], "outbox": outbox.rows, "answer": stored}
-                await connection.execute(GAME_WRITE, (tenant_id, encode_rows(write)))
                 await connection.execute("COMMIT", prepare=False)
             except BaseException:
                 await connection.execute("ROLLBACK", prepare=False)
@@ -161,6 +170,57 @@ async def _create(
         await connection.close()
         raise
     return Played(CREATED, body.encode(), replayed=False)
+
+
+@dataclass(frozen=True)
+class NewRecords:
+    """What a new game's records are made from, once its terms are checked and its defaults read: a table's
+    round adds its place (pokna.dealer.tables.deal_round)."""
+
+    terms: NewGame
+    config: GameConfig
+    chain: BeaconChain | None
+    table_id: str | None = None
+    round_number: int | None = None
+
+
+async def write_new_game(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    claim: Claimed | None,
+    new: NewRecords,
+    balances: dict[str, int],
+) -> str:
+    """The new game decided (its config checked, its records built) and its writes queued in the caller's
+    pipeline, before its COMMIT: the pot account, the game, its seats, first event and link, and
+    game_write() with no step for the announcement and the stored answer. The answer's JSON."""
+    terms = new.terms
+    game_id = new_id("game")
+    pot = new_account(tenant_id, AccountKind.GAME_POT, terms.currency, game_id, utc_now())
+    game, seats, events = new_game_records(
+        keys,
+        clock,
+        tenant_id,
+        terms,
+        new.config,
+        new.chain,
+        game_id,
+        pot["id"],
+        table_id=new.table_id,
+        round_number=new.round_number,
+    )
+    outbox = Gathered()
+    announce_created(outbox, game, seats, balances)
+    body = game_out(game, seats, balances).model_dump_json()
+    stored = None if claim is None else {"key": claim.key, "status": CREATED, "body": body}
+    await connection.execute(OPEN_ACCOUNT, pot)
+    for statement, params in insert_game_statements(game, seats, events):
+        await connection.execute(statement, params)
+    write = {"steps": [], "outbox": outbox.rows, "answer": stored}
+    await connection.execute(GAME_WRITE, (tenant_id, encode_rows(write)))
+    return body
 
 
 async def _one(cursor: psycopg.AsyncCursor[Any]) -> tuple[Any, ...]:

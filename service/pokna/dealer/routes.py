@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
-from pokna.api.deps import RuntimeDep, SessionDep, driver_connection, runtime_of
+from pokna.api.deps import SessionDep, driver_connection, runtime_of
 from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
 from pokna.api.pagination import EventPageDep, Page
@@ -291,26 +291,22 @@ def get_table(table_id: TableId, tenant_id: TenantDep, session: SessionDep) -> T
 async def deal_round(
     table_id: TableId,
     request: Request,
-    runtime: RuntimeDep,
-    tenant_id: TenantDep,
+    api_key_digest: ApiKeyDigestDep,
     clock: ClockDep,
-    idempotency: IdempotencyDep,
-) -> GameOut:
-    """A previous round whose deadline passed is caught up first (`_caught_up`), its claim released and
-    taken again after."""
-
-    def deal(now: dealer.Clock | None) -> GameOut:
-        def work(session: Session) -> tuple[int, GameOut]:
-            return 201, dealer.deal_round(
-                session,
-                runtime.keys,
-                clock,
-                tenant_id,
-                table_id,
-                beacon_chain=runtime.beacon.chain,
-                caught_up=now is None,
-            )
-
-        return idempotency.run(work, GameOut)
-
-    return await _caught_up(request, clock, deal)
+    sent_key: SentKeyDep,
+) -> Response:
+    """Async, on the driver, as a new game is (pokna.dealer.tables.deal_round): the answer is sent as the
+    bytes built once, which are also what a retry under the same key gets back."""
+    runtime = runtime_of(request)
+    keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
+    async with driver_connection(request) as connection:
+        dealt = await dealer.deal_round(
+            connection,
+            _dealer(request),
+            clock,
+            dealer.Caller(api_key_digest=api_key_digest),
+            keyed,
+            table_id,
+            runtime.beacon.chain,
+        )
+    return _sent(dealt)

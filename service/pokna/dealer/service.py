@@ -1,10 +1,11 @@
 """The dealer's one way in: every game write and read the HTTP layer, the CLI, the sweep and the tests call.
 
-Writes are async, on the driver, each one transaction cut the same way (the game as locked -> a decision
--> the writes): creating (creating.py), acting, resolving a beacon roll and applying passed deadlines
-(game_action.py, through action_transaction.py and decision.py). Reads (reading.py), the public fairness
-link (fairness_link.py) and tables (tables.py) work in the caller's session (they flush, never commit);
-storage behind pokna.dealer.store.
+A game's writes are async, on the driver, each one transaction cut the same way (what is read under the
+lock -> a decision -> the writes): creating (creating.py) and a table's round (tables.py), acting,
+resolving a beacon roll and applying passed deadlines (game_action.py, through action_transaction.py and
+decision.py). Reads (reading.py), the public fairness link (fairness_link.py) and a table's creation and
+reads (tables.py) work in the caller's session (they flush, never commit); storage behind
+pokna.dealer.store.
 """
 
 from __future__ import annotations

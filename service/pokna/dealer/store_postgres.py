@@ -271,3 +271,21 @@ DEADLINE_AND_ROUND = (
 )
 """A game's deadline and the beacon round its waiting roll needs, read without a lock: whether a touch
 (the sweep's) has anything to apply, and which round to fetch before it locks the game."""
+
+TABLE_FOR_ROUND = (
+    "SELECT account_ids, stake, challenge_raise, currency, turn_timeout_seconds, rake_bps, rake_cap, "
+    "rounds_played FROM game_table WHERE tenant_id = %(tenant_id)s AND id = %(table_id)s FOR NO KEY UPDATE"
+)
+"""A table locked for its next round: one round at a time."""
+
+LAST_ROUND = (
+    "SELECT id, status, turn_deadline_at, pending_roll IS NOT NULL, round_number FROM game "
+    "WHERE tenant_id = %(tenant_id)s AND table_id = %(table_id)s ORDER BY round_number DESC LIMIT 1"
+)
+"""The table's last round, read by a statement of its own after TABLE_FOR_ROUND in the same pipeline: its
+snapshot is taken once the table's lock is held, so it sees a round another request dealt meanwhile."""
+
+TABLE_ROUND_DEALT = (
+    "UPDATE game_table SET rounds_played = rounds_played + 1 "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(table_id)s"
+)
