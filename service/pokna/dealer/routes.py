@@ -51,8 +51,8 @@ Read = TypeVar("Read")
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]
 
-# Deadlines apply lazily: whoever touches a game first after a deadline makes it happen. An action does
-# so in its own transaction; a read (or a table's next round) finds it (DeadlinePassed) and `_caught_up`
+# Deadlines apply lazily: whoever touches a game first after a deadline makes it happen. An action and a
+# table's next round do so in their own transactions; a read finds it (DeadlinePassed), and `_caught_up`
 # applies it on the same async path first, then reads again.
 
 
@@ -64,9 +64,10 @@ def _dealer(request: Request) -> dealer.Dealer:
 async def _caught_up(
     request: Request, clock: dealer.Clock, read: Callable[[dealer.Clock | None], Read]
 ) -> Read:
-    """`read` (in the thread pool, on the request's session), after the deadline it found passed is
-    applied (pokna.dealer.game_action.catch_up, on one of the runtime's async connections: a rare path,
-    outside the database gate, whose place the request holds already), then read again as committed."""
+    """`read` as of `clock` (in the thread pool, on the request's session); if it finds a deadline passed,
+    that is applied first (pokna.dealer.game_action.catch_up, on one of the runtime's async connections:
+    a rare path, outside the database gate, whose place the request holds already), then read again as
+    committed (`None`: no deadline check)."""
     try:
         return await run_in_threadpool(read, clock)
     except dealer.DeadlinePassed as passed:
@@ -133,7 +134,9 @@ async def create_game(
 async def get_game(
     game_id: GameId, request: Request, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
 ) -> GameOut:
-    return await _caught_up(request, clock, lambda now: dealer.read_game(session, now, tenant_id, game_id))
+    return await _caught_up(
+        request, clock, lambda as_of: dealer.read_game(session, as_of, tenant_id, game_id)
+    )
 
 
 @router.post(
@@ -216,9 +219,9 @@ async def game_events(
     clock: ClockDep,
     session: SessionDep,
 ) -> Page[GameEventOut]:
-    def read(now: dealer.Clock | None) -> Page[GameEventOut]:
+    def read(as_of: dealer.Clock | None) -> Page[GameEventOut]:
         return dealer.game_events(
-            session, now, tenant_id, game_id, limit=page.limit, starting_after=page.starting_after
+            session, as_of, tenant_id, game_id, limit=page.limit, starting_after=page.starting_after
         )
 
     return await _caught_up(request, clock, read)
@@ -236,7 +239,9 @@ async def game_events(
 async def game_proof(
     game_id: GameId, request: Request, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
 ) -> GameProofOut:
-    return await _caught_up(request, clock, lambda now: dealer.game_proof(session, now, tenant_id, game_id))
+    return await _caught_up(
+        request, clock, lambda as_of: dealer.game_proof(session, as_of, tenant_id, game_id)
+    )
 
 
 @router.post(
