@@ -186,8 +186,7 @@ async def apply_due(
     game_id: str,
     beacon: BeaconRelays | None = None,
 ) -> DueApplied:
-    """Every deadline of the game that has passed by `clock.now`, applied (`pokna sweep`, a table's next
-    round). A beacon-mode game whose accepted roll nobody waited for is resolved instead, if its round is
+    """Every deadline of the game that has passed by `clock.now`, applied (`pokna sweep`). A beacon-mode game whose accepted roll nobody waited for is resolved instead, if its round is
     served (asked before the lock)."""
     row = await (
         await connection.execute(DEADLINE_AND_ROUND, {"tenant_id": tenant_id, "game_id": game_id})
@@ -215,8 +214,8 @@ async def apply_due(
 async def catch_up(
     connection: AsyncConnection[Any], dealer: Dealer, clock: Clock, tenant_id: str, game_id: str
 ) -> None:
-    """The deadlines a read found passed, applied before it reads again (pokna.dealer.reading): the read's
-    answer is the game as of `clock.now`. A game whose seat's wallet a waiting beacon roll of another game
+    """The deadlines a read (or a table's next round) found passed, applied before it reads again
+    (pokna.dealer.reading.DeadlinePassed): its answer is the game as of `clock.now`. A game whose seat's wallet a waiting beacon roll of another game
     holds is caught up after that roll resolves."""
     try:
         await run(connection, dealer, clock, Caller(tenant_id=tenant_id), None, game_id, CatchUp())
