@@ -32,7 +32,9 @@ one tenant with every posting on chain 0, as before 0014, for the before/after i
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -41,14 +43,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from games_support import migrated_cluster
-from sqlalchemy import text
+from psycopg import AsyncConnection
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.aio import conninfo_of
+from pokna.db.engine import Waits, make_engine, make_sessionmaker, unit_of_work
 from pokna.dealer import service as dealer
 from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS
 from pokna.ledger import chain_for, funding_account, open_account
-from pokna.service_keys import load_service_keys
+from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
 from pokna.tenants.service import create_tenant, issue_api_key
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
@@ -110,7 +114,7 @@ def _script(
     deposit: bool = False,
     function: str = "game_write",
 ) -> str:
-    """`pipelined`: game_write() and COMMIT in one pipeline, as pokna.dealer.playing sends them. `posting`:
+    """`pipelined`: game_write() and COMMIT in one pipeline, as pokna.dealer.action_transaction sends them. `posting`:
     instead of the action, one autocommit ledger_post() of the step's transfer. The client row is
     `client_id + :base` (pgbench's `-D base=N`, always given). `deposit`: the posting moves 1 between the
     client's wallet and its tenant's external-funding account (a deposit, then a withdrawal), as deposits do."""
@@ -171,6 +175,23 @@ def _script(
     return "\n".join(parts)
 
 
+async def _create_games(
+    engine: Engine, keys: ServiceKeys, clock: dealer.Clock, placed: list[str], seats_of: list[list[str]]
+) -> list[str]:
+    connection = await AsyncConnection.connect(conninfo_of(engine, Waits()), autocommit=True)
+    try:
+        game_ids = []
+        for tenant_id, wallets in zip(placed, seats_of, strict=True):
+            terms = dealer.NewGame(wallets[0], wallets[1:], stake=5)
+            created = await dealer.create_game(
+                connection, keys, clock, dealer.Caller(tenant_id=tenant_id), None, terms
+            )
+            game_ids.append(json.loads(created.body)["id"])
+        return game_ids
+    finally:
+        await connection.close()
+
+
 def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_too: bool = False) -> None:
     """Clients 0 .. clients-1 spread round-robin over `tenants`; with `one_tenant_too`, clients `clients` ..
     2*clients-1 as well, all in one more tenant. Every wallet is funded as its tenant's app funds it
@@ -190,29 +211,32 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
             placed += [alone] * clients
         for tenant_id in dict.fromkeys(placed):
             api_keys[tenant_id] = issue_api_key(session, tenant_id).secret
-        for client, tenant_id in enumerate(placed):
-            wallets = [
+        seats_of = [
+            [
                 open_account(
                     session, tenant_id=tenant_id, kind="player_wallet", external_id=f"c{client}s{seat}"
                 ).id
                 for seat in range(3)
             ]
+            for client, tenant_id in enumerate(placed)
+        ]
+    # Games are created as clients create them (pokna.dealer.creating, the async path POST /v1/games takes).
+    game_ids = asyncio.run(_create_games(engine, keys, clock, placed, seats_of))
+    with unit_of_work(sessions) as session:
+        for client, (tenant_id, wallets, game_id) in enumerate(zip(placed, seats_of, game_ids, strict=True)):
             wallets_of.setdefault(tenant_id, []).extend(wallets)
-            game = dealer.create_game(
-                session, keys, clock, tenant_id, dealer.NewGame(wallets[0], wallets[1:], stake=5)
-            )
             session.execute(
                 text("INSERT INTO bench_pgbench_client VALUES (:c, :t, :g, :a, :b, :chain, :f)"),
                 # The chain the product posts a game's transfers on (`--one-chain-too` sets 0 for a phase).
                 {
                     "c": client,
                     "t": tenant_id,
-                    "g": game.id,
+                    "g": game_id,
                     "a": wallets[1],
                     "b": wallets[2],
-                    "chain": chain_for(game.id),
+                    "chain": chain_for(game_id),
                     # The other side of a deposit: the funding sub-account of the chain it posts on.
-                    "f": funding_account(session, tenant_id, chain=chain_for(game.id)).id,
+                    "f": funding_account(session, tenant_id, chain=chain_for(game_id)).id,
                 },
             )
         if one_tenant_too:

@@ -19,7 +19,7 @@ from pokna.app import create_app
 from pokna.db.models.game import Game
 from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import utc_now
-from pokna.dealer.deadlines import Clock
+from pokna.dealer.locked import Clock
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna.sweep import sweep

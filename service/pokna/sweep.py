@@ -2,19 +2,26 @@
 touching a game would do lazily, done in bulk), expired idempotency records, ledger checkpoints, and
 webhook events whose deliveries are all finished, once older than the retention.
 
-It asks each domain through its public functions and runs no query of its own.
+It asks each domain through its public functions and runs no query of its own. A game's deadlines are
+applied as any request applies them, each game in a transaction of its own on the dealer's async path
+(pokna.dealer.game_action.apply_due), on one connection of the sweep's own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from psycopg import AsyncConnection
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
-from pokna.dealer.service import Clock, apply_due_timeouts, due_games
+from pokna.db.aio import conninfo_of
+from pokna.db.engine import Waits, unit_of_work
+from pokna.dealer.service import Clock, Dealer, apply_due, due_games
 from pokna.dealer.writes import StaleBalances
 from pokna.drand import BeaconRelays
 from pokna.errors import PoknaError
@@ -57,15 +64,10 @@ def sweep(
         with unit_of_work(sessions) as session:
             due = due_games(session, tenant_id, clock.now, batch)
         games += len(due)
-        for _, game_id in due:
-            try:
-                with unit_of_work(sessions) as session:
-                    applied = apply_due_timeouts(session, keys, clock, tenant_id, game_id, beacon)
-            except (PoknaError, StaleBalances):  # one game that cannot move now holds back no other
-                log.warning("sweep: game %s skipped", game_id, exc_info=True)
-                continue
-            timeouts += applied.timeouts
-            rolls += applied.rolls_resolved
+        if due:
+            applied = asyncio.run(_apply_due(sessions, keys, clock, tenant_id, due, beacon))
+            timeouts += applied[0]
+            rolls += applied[1]
         with unit_of_work(sessions) as session:
             purged += purge_expired(session, clock.now, tenant_id)
         while True:
@@ -84,3 +86,33 @@ def sweep(
         checkpoints_taken=checkpoints,
         webhook_events_purged=webhook_events,
     )
+
+
+async def _apply_due(
+    sessions: sessionmaker[Session],
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    due: Sequence[tuple[str, str]],
+    beacon: BeaconRelays | None,
+) -> tuple[int, int]:
+    """The tenant's due games, each applied in a transaction of its own: (timeouts, rolls resolved)."""
+    engine = sessions.kw["bind"]
+    assert isinstance(engine, Engine)
+    dealer = Dealer(keys, engine)
+    timeouts = rolls = 0
+    connection = await AsyncConnection.connect(conninfo_of(engine, Waits()), autocommit=True)
+    try:
+        for _, game_id in due:
+            if connection.closed:  # a server error closes it (pokna.dealer.action_transaction)
+                connection = await AsyncConnection.connect(conninfo_of(engine, Waits()), autocommit=True)
+            try:
+                applied = await apply_due(connection, dealer, clock, tenant_id, game_id, beacon)
+            except (PoknaError, StaleBalances):  # one game that cannot move now holds back no other
+                log.warning("sweep: game %s skipped", game_id, exc_info=True)
+                continue
+            timeouts += applied.timeouts
+            rolls += applied.rolls_resolved
+    finally:
+        await connection.close()
+    return timeouts, rolls

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 import pokna.cli.ledger
-import pokna.dealer.stepping
+import pokna.dealer.rules_step
 from pokna import ledger
 from pokna.db.models.ledger import Account
 from pokna_verify.bundle.check import CHECKS, verify_bundle
@@ -300,7 +300,7 @@ def test_a_range_bundle_of_a_game_in_play_across_the_chains_upgrade_is_valid(
         return 0
 
     with monkeypatch.context() as before_the_upgrade:
-        before_the_upgrade.setattr(pokna.dealer.stepping, "chain_for", before_chains)
+        before_the_upgrade.setattr(pokna.dealer.rules_step, "chain_for", before_chains)
         before_the_upgrade.setattr(ledger, "chain_for", before_chains)
         game = api.ok(api.act(game["id"], obliging(game)))  # the start: every seat's stake into the pot
         assert game["status"] not in FINAL

@@ -20,7 +20,8 @@ from pokna.db.models.ledger import JournalTransaction
 from pokna.dealer import service as games
 from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
-from pokna.dealer.game_queries import GameQueries
+from pokna.dealer.game_queries import PROOF_EVENTS, GameQueries
+from pokna.dealer.locked import LOCK_FOR_ACTION, LockedGame, locked_game, split_locked
 from pokna.dealer.records import EventRecord, RollRecord
 from pokna.dealer.requests import (
     ClaimAction,
@@ -33,9 +34,10 @@ from pokna.dealer.requests import (
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import PostgresGameStore
-from pokna.ledger import chain_for, open_account
+from pokna.errors import NotFound
+from pokna.ledger import account_summaries, chain_for, open_account
 from pokna.runtime import Runtime
-from support.acting import act
+from support.acting import act, create_game
 from support.money import Teller, new_teller
 
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
@@ -64,11 +66,8 @@ def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> Seated:
             await teller.deposit(wallet, amount)
 
     teller.run(fund())
-    with unit_of_work(sessions) as session:
-        view = games.create_game(
-            session, runtime.keys, CLOCK, teller.tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5)
-        )
-    return Seated(teller.tenant_id, view.id, wallets, teller)
+    view = create_game(runtime, CLOCK, teller.tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5))
+    return Seated(teller.tenant_id, view["id"], wallets, teller)
 
 
 def test_every_session_gets_the_postgresql_game_store(sessions: sessionmaker[Session]) -> None:
@@ -81,7 +80,7 @@ def _play_to_the_end(
 ) -> GameOut:
     """Start, roll, split, claim: the shortest way to the end, through the service."""
     with sessions() as session:
-        game = games.read_game(session, runtime.keys, CLOCK, tenant_id, game_id)
+        game = games.read_game(session, CLOCK, tenant_id, game_id)
     while game.turn is not None:
         account, allowed = game.turn.account_ids[0], game.turn.allowed_actions
         request: PlayerRequest
@@ -104,7 +103,9 @@ def test_the_proofs_one_query_reads_what_the_plain_queries_do(
     teller.run(teller.deposit(wallets[2], 5))
     assert _play_to_the_end(sessions, runtime, tenant_id, game_id).status == "settled"
     with sessions() as session:
-        events, rolls = PostgresGameStore().recorded_for_proof(session, tenant_id, game_id)
+        params = {"tenant_id": tenant_id, "game_id": game_id, "kinds": list(PROOF_EVENTS)}
+        row = session.connection().exec_driver_sql(store_postgres.RECORDED_FOR_PROOF, params).one()
+        events, rolls = store_postgres.recorded_records(*row)
         # The same rows through the ORM's plain selects: what the one JSON query must reproduce.
         plain_events = [
             EventRecord(row.seq, row.kind, row.payload, row.occurred_at)
@@ -128,41 +129,59 @@ def test_the_proofs_one_query_reads_what_the_plain_queries_do(
     assert all(roll.rolled_at.tzinfo is not None for roll in rolls)
 
 
-def test_lock_game_and_seats_reads_what_the_plain_reads_do(
-    sessions: sessionmaker[Session], runtime: Runtime
-) -> None:
+def _locked(session: Session, runtime: Runtime, tenant_id: str, game_id: str) -> LockedGame | None:
+    """The game as the action's lock statement reads it (pokna.dealer.locked, what every game write decides
+    on), run on the session's connection; None when its seats changed while the lock was awaited."""
+    params = {"tenant_id": tenant_id, "game_id": game_id}
+    row = session.connection().exec_driver_sql(LOCK_FOR_ACTION, params).one_or_none()
+    if row is None:
+        raise NotFound(f"no game {game_id}")
+    return locked_game(split_locked(tuple(row))[0], runtime.keys, CLOCK)
+
+
+def _plain_balances(session: Session, tenant_id: str, account_ids: list[str]) -> dict[str, int]:
+    wallets = account_summaries(session, tenant_id, account_ids)
+    return {account_id: wallets[account_id].balance for account_id in account_ids}
+
+
+def test_the_lock_reads_what_the_plain_reads_do(sessions: sessionmaker[Session], runtime: Runtime) -> None:
     tenant_id, game_id, wallets, _ = _new_game(sessions, runtime)
     act(
         runtime, CLOCK, tenant_id, game_id,
         SetClientSeedAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba"),
     )  # fmt: skip
     with unit_of_work(sessions) as session:
-        game, seats, balances = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
+        locked = _locked(session, runtime, tenant_id, game_id)
+    assert locked is not None
     plain = GameQueries()
     with sessions() as session:
-        assert game == plain.get_game(session, tenant_id, game_id)
-        assert (seats, balances) == plain.seats_and_balances(session, tenant_id, game_id)
-    assert [seat.account_id for seat in seats] == wallets
-    assert seats[1].client_seed == "jabba"
-    assert seats[1].client_seed_source == "player"
-    assert balances == dict(zip(wallets, (50, 7, 0), strict=True))
+        assert locked.game == plain.get_game(session, tenant_id, game_id)
+        assert locked.seats == plain.seats_of(session, tenant_id, game_id)
+        assert locked.balances == _plain_balances(session, tenant_id, wallets)
+    assert [seat.account_id for seat in locked.seats] == wallets
+    assert locked.seats[1].client_seed == "jabba"
+    assert locked.seats[1].client_seed_source == "player"
+    assert locked.balances == dict(zip(wallets, (50, 7, 0), strict=True))
 
 
-def test_lock_game_and_seats_of_another_tenant_is_not_found(
+def test_the_lock_of_another_tenant_s_game_finds_nothing(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
     _, game_id, _, _ = _new_game(sessions, runtime)
-    with sessions() as session, pytest.raises(Exception, match="no game"):
-        game_store(session).lock_game_and_seats(session, "ten_other", game_id)
+    with sessions() as session, pytest.raises(NotFound, match="no game"):
+        _locked(session, runtime, "ten_other", game_id)
 
 
 def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
-    tenant_id, game_id, _, _ = _new_game(sessions, runtime)
+    """The lock's own statement sees seats as of before it waited, so it gives none when the game moved on
+    meanwhile (the version it saw is not the one it locked), and the action locks again: decided on the
+    seat as changed."""
+    tenant_id, game_id, wallets, _ = _new_game(sessions, runtime)
     holder = sessions()
     # What setting a client seed does under the game's lock: the seat changes and the version moves on.
-    game_store(holder).lock_game_and_seats(holder, tenant_id, game_id)
+    assert _locked(holder, runtime, tenant_id, game_id) is not None
     holder.execute(
         text(
             "UPDATE game_seat SET client_seed = 'bib-fortuna', client_seed_source = 'player' "
@@ -172,24 +191,29 @@ def test_seats_changed_while_waiting_for_the_lock_are_read_fresh(
     )
     holder.execute(text("UPDATE game SET version = version + 1 WHERE id = :game_id"), {"game_id": game_id})
     # (the holder now has the game locked and a seat changed, uncommitted)
-    seen: list[str | None] = []
+    seen: list[GameOut | BaseException] = []
     waiter_started = threading.Event()
 
     def wait_for_the_lock() -> None:
-        with unit_of_work(sessions) as session:
-            waiter_started.set()
-            _, seats, _ = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
-            seen.append(seats[2].client_seed)
+        waiter_started.set()
+        action = SetClientSeedAction(type="set_client_seed", account_id=wallets[1], client_seed="jabba")
+        try:
+            seen.append(act(runtime, CLOCK, tenant_id, game_id, action))
+        except BaseException as error:
+            seen.append(error)
 
     waiter = threading.Thread(target=wait_for_the_lock)
     waiter.start()
     waiter_started.wait(10)
-    waiter.join(0.5)
+    _backend_waiting_for_a_lock(sessions, "SELECT json_build_array(game.id")  # the lock (its text's start)
     assert waiter.is_alive(), "the waiter should be blocked on the game's row lock"
     holder.commit()
     holder.close()
-    waiter.join(10)
-    assert seen == ["bib-fortuna"]
+    waiter.join(30)
+    [answer] = seen
+    assert isinstance(answer, GameOut), answer
+    assert [seat.client_seed for seat in answer.seats] == [None, "jabba", "bib-fortuna"]
+    assert answer.version == 3  # created at 1, the holder's change, then this action
 
 
 @pytest.mark.parametrize(
@@ -246,7 +270,8 @@ def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
     balances = {wallets[0]: 50, wallets[1]: {"withdraw": 2, "deposit": 12}[move], wallets[2]: 5}
     with sessions() as session:
         posted = session.scalar(select(func.count()).where(JournalTransaction.reference == game_id))
-        game, _, held = game_store(session).lock_game_and_seats(session, tenant_id, game_id)
+        game = game_store(session).get_game(session, tenant_id, game_id)
+        held = _plain_balances(session, tenant_id, wallets)
     if outcome == "cannot_pay":
         refusal = answers[0]
         assert isinstance(refusal, ActionRefused), refusal

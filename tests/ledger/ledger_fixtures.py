@@ -53,5 +53,5 @@ def on_chain_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     deposit or withdrawal is drafted (its wallet's) and where a game step's transfers are (its game's, and
     its revenue sub-account's, and the lost race's locks). Exports across several chains are
     tests/ledger/test_ledger_export_chains.py's."""
-    for module in ("pokna.ledger.moving", "pokna.dealer.stepping", "pokna.dealer.writes", "pokna.ledger"):
+    for module in ("pokna.ledger.moving", "pokna.dealer.rules_step", "pokna.ledger"):
         monkeypatch.setattr(f"{module}.chain_for", lambda _key: 0)

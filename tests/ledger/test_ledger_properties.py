@@ -75,9 +75,7 @@ def test_random_money_moves_keep_the_books_sound(
 
     with unit_of_work(sessions) as session:
         for game in played:  # each transfer the rules called for, posted once, and nothing else for the game
-            proof = games.game_proof(session, runtime.keys, CLOCK, tenant_id, game["id"]).model_dump(
-                mode="json"
-            )
+            proof = games.game_proof(session, CLOCK, tenant_id, game["id"]).model_dump(mode="json")
             kinds = session.scalars(
                 text(
                     "SELECT kind FROM journal_transaction WHERE tenant_id = :t AND reference = :g ORDER BY seq"

@@ -1,5 +1,6 @@
-"""A game action through the dealer's one way in (pokna.dealer.playing.play, the async path the API
-serves), for tests that act below HTTP: on the runtime's async connections, for a tenant already known."""
+"""Games created and acted on through the dealer's one way in (pokna.dealer.creating.create_game and
+pokna.dealer.game_action.act, the async path the API serves), for tests below HTTP: on the runtime's async
+connections, for a tenant already known."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from psycopg import AsyncConnection
 from pydantic import TypeAdapter
 
 from pokna.dealer import service as games
-from pokna.dealer.creating_aio import create_game
 from pokna.dealer.requests import GameAction
 from pokna.dealer.schemas import GameActionOut
 from pokna.runtime import Runtime
+
+
+def dealer_of(runtime: Runtime) -> games.Dealer:
+    return games.Dealer(runtime.keys, runtime.engine)
 
 
 def act(
@@ -23,18 +27,32 @@ def act(
 ) -> GameActionOut:
     async def play() -> games.Played:
         async with runtime.aio.connection() as connection:
-            return await games.play(
+            return await games.act(
                 connection,
-                runtime.keys,
+                dealer_of(runtime),
                 clock,
                 games.Caller(tenant_id=tenant_id),
                 None,
                 game_id,
                 request,
-                games.revenue_account_opener(runtime.engine),
             )
 
     return GameActionOut.model_validate_json(asyncio.run(play()).body)
+
+
+def create_game(runtime: Runtime, clock: games.Clock, tenant_id: str, terms: games.NewGame) -> dict[str, Any]:
+    """A new game (what POST /v1/games answers), from synchronous test code."""
+    return asyncio.run(create_game_now(runtime, clock, tenant_id, terms))
+
+
+def apply_due(runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> games.DueApplied:
+    """The game's passed deadlines applied, as the sweep applies them (pokna.dealer.game_action.apply_due)."""
+
+    async def apply() -> games.DueApplied:
+        async with runtime.aio.connection() as connection:
+            return await games.apply_due(connection, dealer_of(runtime), clock, tenant_id, game_id)
+
+    return asyncio.run(apply())
 
 
 # --- whole games below HTTP, for tests that play many at once ----------------------------------------------
@@ -49,12 +67,12 @@ async def create_game_now(
     terms: games.NewGame,
     connection: AsyncConnection[Any] | None = None,
 ) -> dict[str, Any]:
-    """A new game through the dealer's async creation (pokna.dealer.creating_aio, what POST /v1/games
-    calls), answered as the route answers it."""
+    """A new game through the dealer's creation (pokna.dealer.creating, what POST /v1/games calls),
+    answered as the route answers it."""
     if connection is None:
         async with runtime.aio.connection() as own:
             return await create_game_now(runtime, clock, tenant_id, terms, own)
-    created = await create_game(
+    created = await games.create_game(
         connection, runtime.keys, clock, games.Caller(tenant_id=tenant_id), None, terms
     )
     assert created.status == 201, created.body
@@ -76,20 +94,13 @@ async def play_now(
     if connection is None:
         async with runtime.aio.connection() as own:
             return await play_now(runtime, clock, tenant_id, game, policy, own, max_steps)
-    opener = games.revenue_account_opener(runtime.engine)
+    dealer = dealer_of(runtime)
     for _ in range(max_steps):
         if game["status"] in ("settled", "cancelled"):
             return game
         request = _ACTIONS.validate_python(policy(game))
-        played = await games.play(
-            connection,
-            runtime.keys,
-            clock,
-            games.Caller(tenant_id=tenant_id),
-            None,
-            game["id"],
-            request,
-            opener,
+        played = await games.act(
+            connection, dealer, clock, games.Caller(tenant_id=tenant_id), None, game["id"], request
         )
         assert played.status == 200, played.body
         game = json.loads(played.body)

@@ -1,114 +1,127 @@
-"""One transaction of a game request on the async path: lock, decide, write (pokna.dealer.playing runs it).
+"""One transaction of a game request, from BEGIN to COMMIT: lock and read, decide, write.
 
-BEGIN, the hold of the request's claim (or the key's check) and the game's lock statement go in one
-pipelined round trip; the decision is made in Python on the locked rows; what it gathered (a beacon
-acceptance or release, game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved after
-the read makes game_write() refuse (PK409) and the request is decided again, the last time on balances
-read under the ledger's locks; a wallet a waiting beacon roll holds is refused (PK423, 409 wallet_held).
+BEGIN, the hold of the request's claim (or the key's check) and the game's lock statement
+(pokna.dealer.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on in
+Python (pokna.dealer.decision.decide, no I/O); what the decision gathered (a beacon acceptance or release,
+game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved after the read makes
+game_write() refuse and the request is decided again, the last time on balances read under the ledger's
+locks; a wallet a waiting beacon roll holds is refused (409 wallet_held): pokna.dealer.writes.refusal_of.
+Actions, beacon resolutions and deadlines (a read's touch, the sweep) all run here
+(pokna.dealer.game_action); a new game has its own transaction (pokna.dealer.creating).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
 from sqlalchemy import Engine
-from sqlalchemy.orm import sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from pokna import ledger
-from pokna.db.engine import unit_of_work
-from pokna.dealer.action_lock import LOCK_FOR_ACTION, split_locked
+from pokna.db.engine import make_sessionmaker, unit_of_work
+from pokna.dealer.answer import status_for
 from pokna.dealer.beacon_rolls import RollPending
-from pokna.dealer.deadlines import Clock
+from pokna.dealer.decision import Decision, Intent, decide
 from pokna.dealer.game_queries import PROOF_EVENTS
+from pokna.dealer.locked import (
+    LOCK_FOR_ACTION,
+    Clock,
+    LockedGame,
+    NeedsRead,
+    Recorded,
+    locked_game,
+    split_locked,
+)
 from pokna.dealer.rake import revenue_account_id
-from pokna.dealer.records import GameRecord, SeatRecord
-from pokna.dealer.schemas import GameActionOut
 from pokna.dealer.store_postgres import RECORDED_FOR_PROOF, locked_records, recorded_records
 from pokna.dealer.writes import (
     BEACON_ROLL_WRITE,
     DECIDE_ATTEMPTS,
     GAME_WRITE,
-    HELD_WALLET,
-    ROUND_TOO_NEAR,
     ROUND_TOO_NEAR_WAIT_SECONDS,
-    STALE_BALANCES,
     GameWrites,
-    NeedsRead,
-    Prefetched,
-    Recorded,
+    RoundTooNear,
     StaleBalances,
+    refusal_of,
 )
-from pokna.errors import NotFound, WalletHeld
+from pokna.errors import NotFound
 from pokna.idempotency import service as idempotency
-
-OpenRevenueAccount = Callable[[str, str, int], Awaitable[str]]
-"""The tenant's revenue sub-account of a currency and chain (a game's rake: its game's chain), opened if it
-is not yet (rare: the chain's first rake)."""
+from pokna.service_keys import ServiceKeys
 
 
 @dataclass(frozen=True)
 class Caller:
     """Who acts: an API key's digest (checked by the action's first statement), or a tenant already known
-    (a command, a test)."""
+    (a command, the sweep, a test)."""
 
     api_key_digest: str | None = None
     tenant_id: str | None = None
 
 
 @dataclass(frozen=True)
-class Played:
-    status: int
-    body: bytes
-    """The answer's JSON, as sent the first time and on every replay."""
-    replayed: bool
-    waiting_round: int | None = None
-    """Beacon mode: the drand round an action accepted by this request waits for (202 until resolved)."""
-    tenant_id: str | None = None
+class Keyed:
+    """The request's Idempotency-Key and the fingerprint of what it was sent with."""
 
-
-Decide = Callable[[GameWrites, Clock, GameRecord, list[SeatRecord], dict[str, int]], GameActionOut | None]
-"""A request's decision on the locked game, by the clock the lock's round trip settled (a retried key acts
-as of its first attempt's deadlines)."""
+    key: str
+    fingerprint: str
 
 
 @dataclass(frozen=True)
 class Claim:
+    """The request's Idempotency-Key, claimed in round trip 1 (pokna.idempotency.aio)."""
+
     tenant_id: str
     key: str
     token: str
     started_at: Any
 
 
-async def decide_and_write(
+@dataclass(frozen=True)
+class Dealer:
+    """What every decision and write of the dealer's needs beside the request: the service's keys, and
+    the engine a rake's first posting on a chain opens the tenant's revenue account on (the ledger's ORM
+    function, in the thread pool: once per tenant, currency and chain)."""
+
+    keys: ServiceKeys
+    engine: Engine
+
+
+@dataclass(frozen=True)
+class Written:
+    """A decision, written and committed: the tenant it was decided for, and its answer's status and JSON
+    (None when there was nothing to answer)."""
+
+    tenant_id: str
+    decision: Decision
+    status: int
+    body: str | None
+
+
+async def run(
     connection: AsyncConnection[Any],
+    dealer: Dealer,
     clock: Clock,
     caller: Caller,
     claim: Claim | None,
     game_id: str,
-    decide: Decide,
-    open_revenue_account: OpenRevenueAccount,
-    answer_key: str | None,
-) -> Played | None:
+    intent: Intent,
+    answer_key: str | None = None,
+) -> Written | None:
+    """`intent` decided on the game and written, in one transaction, decided again (up to DECIDE_ATTEMPTS
+    times) while a seated wallet keeps moving under it. None when the decision found nothing to write
+    and nothing to answer. `answer_key`: the Idempotency-Key its answer is stored under."""
     for attempt in range(DECIDE_ATTEMPTS):
         try:
             return await _attempt_once(
-                connection,
-                clock,
-                caller,
-                claim,
-                game_id,
-                decide,
-                open_revenue_account,
-                answer_key,
-                held=attempt > 0,
+                connection, dealer, clock, caller, claim, game_id, intent, answer_key, held=attempt > 0
             )
+        except RoundTooNear:
+            await asyncio.sleep(ROUND_TOO_NEAR_WAIT_SECONDS)
         except StaleBalances:
             continue
     raise StaleBalances(f"game {game_id}: wallets kept moving over {DECIDE_ATTEMPTS} attempts")
@@ -116,19 +129,18 @@ async def decide_and_write(
 
 async def _attempt_once(
     connection: AsyncConnection[Any],
+    dealer: Dealer,
     clock: Clock,
     caller: Caller,
     claim: Claim | None,
     game_id: str,
-    decide: Decide,
-    open_revenue_account: OpenRevenueAccount,
+    intent: Intent,
     answer_key: str | None,
     *,
     held: bool,
-) -> Played | None:
+) -> Written | None:
     """One decision, in one transaction of two round trips. `held`: after a lost race, the balances are
-    read under the ledger's locks (pokna.ledger.holding), so this decision is the last. None when `decide`
-    found nothing to do (a beacon roll someone else resolved).
+    read under the ledger's locks (pokna.ledger.holding), so this decision is the last.
 
     BEGIN and COMMIT are sent as statements of the pipeline (psycopg's `transaction()` would wait for
     BEGIN on its own, and a pipeline's exit always syncs): BEGIN with the first reads, then one sync;
@@ -144,29 +156,20 @@ async def _attempt_once(
                 row = await lock.fetchone()
                 if row is None:
                     raise NotFound(f"no game {game_id}")
-                locked, recorded = split_locked(row)
+                locked_row, recorded = split_locked(row)
                 held_balances = None
                 if held:
-                    game, seats, _ = locked_records(*locked)
-                    held_balances = await ledger.hold_wallets(
-                        connection,
-                        tenant_id,
-                        ledger.GameAccounts(
-                            ledger.chain_for(game_id),
-                            game.currency,
-                            game.pot_account_id,
-                            [seat.account_id for seat in seats or ()],
-                        ),
-                    )
+                    held_balances = await _held_balances(connection, tenant_id, game_id, locked_row)
                 try:
-                    writes, answer = await _decided(
+                    decision = await _decided(
                         connection,
+                        dealer,
+                        clock,
                         tenant_id,
-                        locked,
+                        locked_row,
                         recorded,
                         held_balances,
-                        lambda w, g, s, b: decide(w, clock, g, s, b),
-                        open_revenue_account,
+                        intent,
                         answer_key,
                     )
                 except RollPending as pending:
@@ -179,12 +182,13 @@ async def _attempt_once(
                         # or held wallet) must surface as itself, not behind a roll_pending that never was.
                         await pipeline.sync()
                     raise
-                if answer is None:
+                writes = decision.writes
+                if decision.answer is None and not writes:
                     await connection.execute("ROLLBACK", prepare=False)
                     return None
-                body = answer.model_dump_json()
-                status = 200 if writes.accepted_round is None else 202
-                stored = writes.stored(status, body)
+                status = status_for(writes.accepted_round)
+                body = None if decision.answer is None else decision.answer.model_dump_json()
+                stored = None if body is None else writes.stored(status, body)
                 started = time.perf_counter()
                 await _send(connection, writes, stored)
                 await connection.execute("COMMIT", prepare=False)
@@ -194,21 +198,29 @@ async def _attempt_once(
                     await connection.execute("ROLLBACK", prepare=False)
                 raise
     except psycopg.Error as error:
-        if error.sqlstate == STALE_BALANCES:
-            await _rolled_back(connection)
-            raise StaleBalances(str(error)) from None
-        if error.sqlstate == ROUND_TOO_NEAR:
-            await _rolled_back(connection)
-            await asyncio.sleep(ROUND_TOO_NEAR_WAIT_SECONDS)
-            raise StaleBalances(str(error)) from None
-        if error.sqlstate == HELD_WALLET:
-            await _rolled_back(connection)
-            raise WalletHeld(_held_detail(error)) from None
-        await connection.close()
-        raise
+        refusal = refusal_of(error)
+        if refusal is None:
+            await connection.close()
+            raise
+        await _rolled_back(connection)
+        raise refusal from None
     writes.written(time.perf_counter() - started)
-    return Played(
-        status, body.encode(), replayed=False, waiting_round=writes.accepted_round, tenant_id=tenant_id
+    return Written(tenant_id, decision, status, body)
+
+
+async def _held_balances(
+    connection: AsyncConnection[Any], tenant_id: str, game_id: str, locked_row: tuple[Any, ...]
+) -> dict[str, int]:
+    game, seats, _ = locked_records(*locked_row)
+    return await ledger.hold_wallets(
+        connection,
+        tenant_id,
+        ledger.GameAccounts(
+            ledger.chain_for(game_id),
+            game.currency,
+            game.pot_account_id,
+            [seat.account_id for seat in seats or ()],
+        ),
     )
 
 
@@ -264,40 +276,57 @@ async def _lock(
 
 async def _decided(
     connection: AsyncConnection[Any],
+    dealer: Dealer,
+    clock: Clock,
     tenant_id: str,
-    locked: tuple[Any, ...],
+    locked_row: tuple[Any, ...],
     recorded: Recorded | None,
     held_balances: dict[str, int] | None,
-    decide: Callable[[GameWrites, GameRecord, list[SeatRecord], dict[str, int]], GameActionOut | None],
-    open_revenue_account: OpenRevenueAccount,
+    intent: Intent,
     answer_key: str | None,
-) -> tuple[GameWrites, GameActionOut | None]:
-    """The request decided on the locked game (LOCK_FOR_ACTION's row), and what it writes. A decision
-    that needs a read not yet made is made again, on records built afresh from the row, once the read is
-    made (the rules are pure; nothing was written)."""
-    prefetched = Prefetched(recorded=recorded)
+) -> Decision:
+    """The intent decided on the game as locked (LOCK_FOR_ACTION's row). A decision that needs a read not
+    yet made is made again, on the game built afresh from the row, once the read is made (the rules are
+    pure; nothing was written)."""
+    revenue_account: str | None = None
     while True:
-        game, seats, balances = locked_records(*locked)
-        if seats is None:
+        locked = locked_game(
+            locked_row,
+            dealer.keys,
+            clock,
+            balances=held_balances,
+            recorded=recorded,
+            revenue_account=revenue_account,
+        )
+        if locked is None:
             raise StaleBalances("the seats changed while the game's lock was awaited")
-        writes = GameWrites(tenant_id, prefetched, answer_key=answer_key)
         try:
-            answer = decide(writes, game, seats, dict(held_balances or balances))
-            return writes, answer
+            return decide(locked, intent, answer_key)
         except NeedsRead as need:
             if need.what == "recorded":
-                params = {"tenant_id": tenant_id, "game_id": game.id, "kinds": list(PROOF_EVENTS)}
-                row = await (await connection.execute(RECORDED_FOR_PROOF, params)).fetchone()
-                assert row is not None
-                prefetched.recorded = recorded_records(*row)
+                recorded = await _recorded(connection, tenant_id, locked)
             else:
-                prefetched.revenue_account = await open_revenue_account(
-                    tenant_id, game.currency, ledger.chain_for(game.id)
-                )
+                revenue_account = await _revenue_account(dealer, tenant_id, locked)
 
 
-def _held_detail(error: psycopg.Error) -> str:
-    return str(error.diag.message_primary or error)
+async def _recorded(connection: AsyncConnection[Any], tenant_id: str, locked: LockedGame) -> Recorded:
+    params = {"tenant_id": tenant_id, "game_id": locked.game.id, "kinds": list(PROOF_EVENTS)}
+    row = await (await connection.execute(RECORDED_FOR_PROOF, params)).fetchone()
+    assert row is not None
+    return recorded_records(*row)
+
+
+async def _revenue_account(dealer: Dealer, tenant_id: str, locked: LockedGame) -> str:
+    """Opened in a transaction of its own, in the thread pool (an opened account that the action then
+    does not use is harmless, and is used next time)."""
+
+    def open_in_thread() -> str:
+        with unit_of_work(make_sessionmaker(dealer.engine)) as session:
+            return revenue_account_id(
+                session, tenant_id, locked.game.currency, ledger.chain_for(locked.game.id)
+            )
+
+    return await run_in_threadpool(open_in_thread)
 
 
 async def _rolled_back(connection: AsyncConnection[Any]) -> None:
@@ -309,18 +338,3 @@ async def _rolled_back(connection: AsyncConnection[Any]) -> None:
     the connection instead, and its prepared statements with it."""
     if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         await connection.execute("ROLLBACK", prepare=False)
-
-
-def revenue_account_opener(engine: Engine) -> OpenRevenueAccount:
-    """Opens a revenue sub-account in a transaction of its own, in the thread pool (once per tenant,
-    currency and chain: an opened account that the action then does not use is harmless, and is used next
-    time)."""
-
-    def open_in_thread(tenant_id: str, currency: str, chain: int) -> str:
-        with unit_of_work(sessionmaker(bind=engine, expire_on_commit=False)) as session:
-            return revenue_account_id(session, tenant_id, currency, chain)
-
-    async def open_account(tenant_id: str, currency: str, chain: int) -> str:
-        return await run_in_threadpool(open_in_thread, tenant_id, currency, chain)
-
-    return open_account

@@ -14,29 +14,27 @@ emptying a wallet. When the round arrives (verified against the chain's key by p
 resolved: the same rules step, on the balances it was accepted with, each roll
 HMAC(server_seed, f"{client_seed}:{randomness}:{nonce}:0") (pokna_verify.fairness.beacon.beacon_roll).
 
-The waiting is the shell's (pokna.dealer.playing waits for the round after the acceptance committed;
-`pokna sweep` resolves what nobody waited for); this module decides, under the lock, and reads no clock
-or network itself.
+The waiting is the shell's (pokna.dealer.game_action waits for the round after the acceptance committed;
+`pokna sweep` resolves what nobody waited for); this module decides, on the game as locked, and reads no
+network itself (an acceptance reads the time: see `accept`).
 """
 
 from __future__ import annotations
 
 import calendar
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from pokna.db.types import utc_now
 from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.errors import ActionRefused
+from pokna.dealer.locked import LockedGame
 from pokna.dealer.records import GameRecord, SeatRecord
+from pokna.dealer.rules_step import fix_client_seeds, number_events
 from pokna.dealer.schemas import GameOut
-from pokna.dealer.view import game_out
 from pokna.dealer.writes import GameWrites
 from pokna.errors import Conflict
-from pokna.service_keys import ServiceKeys
-from pokna_verify.fairness.beacon import BeaconChain, BeaconRound, format_timestamp_ms
+from pokna_verify.fairness.beacon import BeaconChain, format_timestamp_ms
 from pokna_verify.fairness.beacon_acceptance import build_roll_acceptance
 from pokna_verify.fairness.json_reader import JsonReader
 from pokna_verify.game import Action, GameError, GameState, Phase, action_from_dict, action_to_dict, step
@@ -57,18 +55,6 @@ class RollPending(Conflict):
     tenant_id: str | None = None  # the shell's, to resolve the roll if its round is due
 
 
-@dataclass(frozen=True, slots=True)
-class BeaconDraw:
-    """What a resolution rolls with: the round, when the action was accepted, and the seats' balances then."""
-
-    beacon_round: BeaconRound
-    accepted_at: str
-    balances: Mapping[int, int]
-
-    def roll_beacon(self) -> dict[str, Any]:
-        return self.beacon_round.to_json()
-
-
 def chain_of(game: GameRecord) -> BeaconChain | None:
     """The drand chain a beacon-mode game committed to in its receipt; None in the default mode."""
     chain = game.receipt.get("beacon_chain")
@@ -79,14 +65,15 @@ def pending_round(game: GameRecord) -> int | None:
     return None if game.pending_roll is None else int(game.pending_roll["beacon_round"])
 
 
-def refuse_while_pending(game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int]) -> None:
+def refuse_while_pending(locked: LockedGame) -> None:
+    game = locked.game
     if game.pending_roll is not None:
         raise RollPending(
             f"the game's accepted {game.pending_roll['action']['action']} waits for drand round "
             f"{game.pending_roll['beacon_round']} (due {game.pending_roll['acceptance']['round_due_at']}); "
             "nothing else is accepted until it resolves",
             beacon_round=game.pending_roll["beacon_round"],
-            game=game_out(game, seats, balances),
+            game=locked.shown(),
         )
 
 
@@ -98,33 +85,20 @@ def _stop_at_roll(nonce: int) -> int:
     raise _Draws
 
 
-def draws_rolls(
-    game: GameRecord,
-    seats: Sequence[SeatRecord],
-    balances: Mapping[str, int],
-    state: GameState,
-    action: Action,
-) -> bool:
+def draws_rolls(locked: LockedGame, state: GameState, action: Action) -> bool:
     """Whether the rules accept `action` and it rolls. A refusal raises as the step itself would: every
     refusal is decided before the first roll (the rules check the action, then play it)."""
     try:
-        step(state, action, balances=_by_seat(seats, balances), roll_face=_stop_at_roll)
+        step(state, action, balances=_by_seat(locked.seats, locked.balances), roll_face=_stop_at_roll)
     except _Draws:
         return True
     except GameError as error:
-        raise ActionRefused(error, game_out(game, seats, balances)) from error
+        raise ActionRefused(error, locked.shown()) from error
     return False
 
 
 def accept(
-    writes: GameWrites,
-    keys: ServiceKeys,
-    chain: BeaconChain,
-    game: GameRecord,
-    seats: Sequence[SeatRecord],
-    balances: Mapping[str, int],
-    state: GameState,
-    action: Action,
+    locked: LockedGame, writes: GameWrites, chain: BeaconChain, state: GameState, action: Action
 ) -> GameOut:
     """Record the drawing `action` as accepted now, waiting for its round; the game as shown then.
 
@@ -133,8 +107,7 @@ def accept(
     be the first after the acceptance as it is committed. beacon_roll_write('accept') refuses (as a moved
     wallet, so the request is decided again) if the round would be due before the acceptance commits, and
     checks the seats' balances under their row locks against the ones recorded here."""
-    from pokna.dealer.stepping import fix_client_seeds, number_events  # stepping rolls what this accepts
-
+    game, seats, balances, keys = locked.game, locked.seats, locked.balances, locked.keys
     moment = utc_now()
     accepted_at = format_timestamp_ms(_epoch_ms(moment))
     acceptance = build_roll_acceptance(
@@ -201,9 +174,10 @@ def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:
     return action_from_dict(pending["action"]), str(pending["accepted_at"]), balances
 
 
-def release(writes: GameWrites, game: GameRecord, seats: Sequence[SeatRecord]) -> None:
+def release(locked: LockedGame, writes: GameWrites) -> None:
     """The waiting roll resolves: the wallets' hold goes before the resolution posts (same transaction),
     and the resolution's answer is stored under the key of the request that accepted it."""
+    game, seats = locked.game, locked.seats
     assert game.pending_roll is not None
     writes.beacon_phase(game.id, "release", {"account_ids": [seat.account_id for seat in seats]})
     writes.answer_key = game.pending_roll.get("answer_key")

@@ -1,30 +1,52 @@
-"""Creating games: the seats checked against the ledger's wallets, the stake against the rules, the server
-seed drawn and sealed, and the commitment signed before anyone can choose a client seed or roll."""
+"""Creating a game (POST /v1/games): the seats checked against the ledger's wallets, the stake against the
+rules, the server seed drawn and sealed, and the commitment signed before anyone can choose a client seed
+or roll. Three round trips, no thread, no ORM, cut as an action is (pokna.dealer.action_transaction):
+
+1. Authenticate the API key, and claim the Idempotency-Key if one was sent, in one autocommit statement
+   (pokna.idempotency.aio).
+2. BEGIN, hold the claim, and read the seats' wallets (pokna.ledger.accounts_aio) and, when the request
+   names no rake or no fairness mode, the tenant's defaults (pokna.tenants.settings): one pipeline.
+3. Decided in Python (the checks, in the order the request's fields come, and `new_game_records`), the
+   answer built once; then one pipeline: the pot account, the game with its seats, first event and public
+   link, game_write() with no step for the announcement and the stored answer, and COMMIT.
+
+The answer's bytes are what is sent and what a retry under the same key gets back. A table's round is
+created in the table's own transaction, from the same records (pokna.dealer.tables).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import secrets
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy.orm import Session
+import psycopg
+from psycopg import AsyncConnection
 
 from pokna import ledger
-from pokna.db.types import new_id
+from pokna.db.types import new_id, utc_now
+from pokna.dealer.action_transaction import Caller, Keyed
 from pokna.dealer.announcements import announce_created
-from pokna.dealer.deadlines import Clock
+from pokna.dealer.answer import CREATED, Played
 from pokna.dealer.links import new_public_token
+from pokna.dealer.locked import Clock
 from pokna.dealer.proof_signing import signed_terms
-from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
+from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
-from pokna.dealer.schemas import GameOut
-from pokna.dealer.stepping import number_events
-from pokna.dealer.store import game_store
+from pokna.dealer.rules_step import number_events
+from pokna.dealer.store_postgres import encode_rows, insert_game_statements
 from pokna.dealer.view import game_out
+from pokna.dealer.writes import GAME_WRITE
 from pokna.errors import InvalidRequest
-from pokna.outbox import SessionOutbox
+from pokna.idempotency import service as idempotency
+from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, OPEN_ACCOUNT, new_account, summaries
+from pokna.ledger.model import AccountKind
+from pokna.outbox import Gathered
 from pokna.service_keys import ServiceKeys
-from pokna.tenants.settings import default_fairness_mode
+from pokna.tenants.settings import GAME_DEFAULTS
 from pokna_verify.fairness.beacon import BeaconChain
 from pokna_verify.fairness.protocol import generate_server_seed, server_seed_hash
 from pokna_verify.fairness.receipt import build_commitment_receipt
@@ -45,48 +67,166 @@ class NewGame:
     fairness_mode: str | None = None  # "stake" or "beacon"; None: the tenant's default
 
 
-def create_game(
-    session: Session,
+@dataclass(frozen=True)
+class Claimed:
+    """The Idempotency-Key a creation claimed, and its token (pokna.idempotency.aio)."""
+
+    key: str
+    token: str
+
+
+async def create_game(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    caller: Caller,
+    keyed: Keyed | None,
+    terms: NewGame,
+    beacon_chain: BeaconChain | None = None,
+) -> Played:
+    """The new game's answer (201). `beacon_chain`: the drand chain this service plays beacon-mode
+    games against, committed to in the receipt of such a game."""
+    async with claiming(connection, caller, keyed) as (tenant_id, claim, replay):
+        if replay is not None:
+            return replay
+        return await _create(connection, keys, clock, tenant_id, claim, terms, beacon_chain)
+
+
+@asynccontextmanager
+async def claiming(
+    connection: AsyncConnection[Any], caller: Caller, keyed: Keyed | None
+) -> AsyncIterator[tuple[str, Claimed | None, Played | None]]:
+    """Round trip 1 of a creation: the caller's tenant, the Idempotency-Key claimed if one was sent, and
+    the stored answer instead if the key was answered before. A block that fails releases the claim."""
+    if keyed is None:
+        tenant_id = caller.tenant_id
+        if tenant_id is None:
+            assert caller.api_key_digest is not None
+            tenant_id = await idempotency.authenticate(connection, caller.api_key_digest)
+        yield tenant_id, None, None
+        return
+    token = secrets.token_hex(16)
+    claimed = await idempotency.authenticate_and_claim(
+        connection, caller.api_key_digest, caller.tenant_id, keyed.key, keyed.fingerprint, token, utc_now()
+    )
+    if claimed.stored is not None:
+        yield (
+            claimed.tenant_id,
+            None,
+            Played(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True),
+        )
+        return
+    try:
+        yield claimed.tenant_id, Claimed(keyed.key, token), None
+    except BaseException:
+        await idempotency.release(connection, claimed.tenant_id, keyed.key, token)
+        raise
+
+
+async def _create(
+    connection: AsyncConnection[Any],
     keys: ServiceKeys,
     clock: Clock,
     tenant_id: str,
+    claim: Claimed | None,
     terms: NewGame,
-    *,
-    table_id: str | None = None,
-    round_number: int | None = None,
-    beacon_chain: BeaconChain | None = None,
-) -> GameOut:
-    """The new game as a client sees it, with its signed commitment. `beacon_chain`: the drand chain this
-    service plays beacon-mode games against, committed to in the receipt of such a game."""
+    beacon_chain: BeaconChain | None,
+) -> Played:
     account_ids, fields = seated(terms)
-    balances = check_seating(session, tenant_id, account_ids, terms.currency, fields)
-    check_labels(terms.seat_labels, len(account_ids))
-    rake = rake_terms_for(session, tenant_id, terms.rake)
-    config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
-    chain = chain_for(terms.fairness_mode or default_fairness_mode(session, tenant_id), beacon_chain)
+    check_distinct(account_ids, fields)
+    try:
+        async with connection.pipeline() as pipeline:
+            await connection.execute("BEGIN", prepare=False)
+            try:
+                hold = None
+                if claim is not None:
+                    hold = await connection.execute(
+                        idempotency.HOLD, {"tenant_id": tenant_id, "key": claim.key}
+                    )
+                accounts = await connection.execute(
+                    ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": account_ids}
+                )
+                defaults = None
+                if terms.rake is None or terms.fairness_mode is None:
+                    defaults = await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
+                await pipeline.sync()
+                if hold is not None and claim is not None:
+                    idempotency.held_claim(await hold.fetchone(), claim.token)
+                found = summaries(await accounts.fetchall())
+                balances = seated_balances(found, account_ids, terms.currency, fields)
+                check_labels(terms.seat_labels, len(account_ids))
+                bps, cap, mode = await _one(defaults) if defaults is not None else (0, None, None)
+                rake = terms.rake or RakeTerms(bps, cap)
+                config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+                chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
+                body = await write_new_game(
+                    connection, keys, clock, tenant_id, claim, NewRecords(terms, config, chain), balances
+                )
+                await connection.execute("COMMIT", prepare=False)
+            except BaseException:
+                await connection.execute("ROLLBACK", prepare=False)
+                raise
+    except psycopg.Error:
+        await connection.close()
+        raise
+    return Played(CREATED, body.encode(), replayed=False)
+
+
+@dataclass(frozen=True)
+class NewRecords:
+    """What a new game's records are made from, once its terms are checked and its defaults read: a table's
+    round adds its place (pokna.dealer.tables.deal_round)."""
+
+    terms: NewGame
+    config: GameConfig
+    chain: BeaconChain | None
+    table_id: str | None = None
+    round_number: int | None = None
+
+
+async def write_new_game(
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    tenant_id: str,
+    claim: Claimed | None,
+    new: NewRecords,
+    balances: dict[str, int],
+) -> str:
+    """The new game decided (its config checked, its records built) and its writes queued in the caller's
+    pipeline, before its COMMIT: the pot account, the game, its seats, first event and link, and
+    game_write() with no step for the announcement and the stored answer. The answer's JSON."""
+    terms = new.terms
     game_id = new_id("game")
-    pot = ledger.open_account(
-        session,
-        tenant_id=tenant_id,
-        kind=ledger.AccountKind.GAME_POT,
-        currency=terms.currency,
-        external_id=game_id,
-    )
+    pot = new_account(tenant_id, AccountKind.GAME_POT, terms.currency, game_id, utc_now())
     game, seats, events = new_game_records(
         keys,
         clock,
         tenant_id,
         terms,
-        config,
-        chain,
+        new.config,
+        new.chain,
         game_id,
-        pot.id,
-        table_id=table_id,
-        round_number=round_number,
+        pot["id"],
+        table_id=new.table_id,
+        round_number=new.round_number,
     )
-    game_store(session).insert_game(session, game, seats, events)
-    announce_created(SessionOutbox(session), game, seats, balances)
-    return game_out(game, seats, balances)
+    outbox = Gathered()
+    announce_created(outbox, game, seats, balances)
+    body = game_out(game, seats, balances).model_dump_json()
+    stored = None if claim is None else {"key": claim.key, "status": CREATED, "body": body}
+    await connection.execute(OPEN_ACCOUNT, pot)
+    for statement, params in insert_game_statements(game, seats, events):
+        await connection.execute(statement, params)
+    write = {"steps": [], "outbox": outbox.rows, "answer": stored}
+    await connection.execute(GAME_WRITE, (tenant_id, encode_rows(write)))
+    return body
+
+
+async def _one(cursor: psycopg.AsyncCursor[Any]) -> tuple[Any, ...]:
+    row = await cursor.fetchone()
+    assert row is not None, "an authenticated caller's tenant exists"
+    return tuple(row)
 
 
 def seated(terms: NewGame) -> tuple[list[str], list[str]]:
@@ -110,7 +250,7 @@ def new_game_records(
     round_number: int | None = None,
 ) -> tuple[GameRecord, list[SeatRecord], list[EventRecord]]:
     """The new game's row, seats and first event, its server seed drawn and sealed and its commitment
-    signed: pure but for the seed's randomness (the synchronous and the async creation share it)."""
+    signed: pure but for the seed's randomness (a table's round shares it: pokna.dealer.tables)."""
     account_ids = [terms.vigo_account_id, *terms.player_account_ids]
     server_seed = generate_server_seed()
     commitment = server_seed_hash(server_seed)
@@ -150,17 +290,6 @@ def new_game_records(
     seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
     events = number_events(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
     return game, seats, events
-
-
-def check_seating(
-    session: Session, tenant_id: str, account_ids: list[str], currency: str, fields: list[str]
-) -> dict[str, int]:
-    """Each seat a distinct player wallet of this tenant, in the game's currency; `fields` name them.
-    The wallets' balances, by account id."""
-    check_distinct(account_ids, fields)
-    return seated_balances(
-        ledger.account_summaries(session, tenant_id, account_ids), account_ids, currency, fields
-    )
 
 
 def check_distinct(account_ids: list[str], fields: list[str]) -> None:
@@ -210,7 +339,7 @@ def check_labels(labels: Sequence[str] | None, seat_count: int) -> None:
         seen[label.casefold()] = index
 
 
-def chain_for(mode: str, beacon_chain: BeaconChain | None) -> BeaconChain | None:
+def beacon_chain_for(mode: str, beacon_chain: BeaconChain | None) -> BeaconChain | None:
     """The chain a new game of this fairness mode (the request's, or the tenant's default) commits to:
     none in the default mode."""
     if mode != "beacon":

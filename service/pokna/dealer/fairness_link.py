@@ -35,7 +35,7 @@ def fairness_link(session: Session, token: str) -> FairnessLinkOut:
     whenever they like, and every reader of a busy link would queue on the game's lock. What the link
     shows instead is the committed state, which is everything that has been decided: a deadline's default
     action is fixed by the rules and stamped at the deadline itself whenever it is applied
-    (`pokna.dealer.deadlines`), so applying it later changes nothing a player can check."""
+    (`pokna.dealer.decision.apply_passed_deadlines`), so applying it later changes nothing a player can check."""
     if not is_token_shaped(token):
         raise NotFound("no such fairness link")
     store = game_store(session)

@@ -14,7 +14,6 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, func, select
 from sqlalchemy.orm import Session
 
-from pokna import ledger
 from pokna.db.models.game import Game, GameEvent, GameLink, GameSeat, GameTable
 from pokna.dealer.records import (
     ACTION_EVENT,
@@ -63,24 +62,6 @@ class GameQueries:
     def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
         rows = session.execute(select(_game).where(_game.c.tenant_id == tenant_id, _game.c.id.in_(game_ids)))
         return [GameRecord(**row._mapping) for row in rows]
-
-    def turn_deadline(self, session: Session, tenant_id: str, game_id: str) -> datetime | None:
-        row = session.execute(
-            select(_game.c.turn_deadline_at).where(_game.c.id == game_id, _game.c.tenant_id == tenant_id)
-        ).one_or_none()
-        if row is None:
-            raise NotFound(f"no game {game_id}")
-        deadline: datetime | None = row.turn_deadline_at
-        return deadline
-
-    def seats_and_balances(
-        self, session: Session, tenant_id: str, game_id: str
-    ) -> tuple[list[SeatRecord], dict[str, int]]:
-        """The seats in order and their wallets' balances, through the ledger's public reading of accounts
-        (without a lock: see ledger.holds)."""
-        seats = self.seats_of(session, tenant_id, game_id)
-        accounts = ledger.account_summaries(session, tenant_id, [seat.account_id for seat in seats])
-        return seats, {seat.account_id: accounts[seat.account_id].balance for seat in seats}
 
     def seats_of(self, session: Session, tenant_id: str, game_id: str) -> list[SeatRecord]:
         rows = session.execute(
@@ -168,9 +149,6 @@ class GameQueries:
 
     def insert_table(self, session: Session, table: GameTable) -> None:
         session.add(table)
-        session.flush()
-
-    def save_table(self, session: Session, table: GameTable) -> None:
         session.flush()
 
     def games_of_table(self, session: Session, tenant_id: str, table_id: str) -> list[GameRecord]:

@@ -31,7 +31,8 @@ from pokna.dealer.schemas import (
     TableTotalOut,
     TurnOut,
 )
-from pokna_verify import game as rules
+from pokna_verify.game import actions as rules
+from pokna_verify.game.model import VoteChoice
 
 __all__ = [
     "ActionRollOut",
@@ -187,7 +188,7 @@ class _Act(BaseModel):
 
 
 class SetClientSeedAction(_Act):
-    # Not a rules step: the dealer records the seed before the start (pokna.dealer.acting).
+    # Not a rules step: the dealer records the seed before the start (pokna.dealer.decision).
     type: Literal["set_client_seed"]
     account_id: AccountId
     client_seed: ClientSeed
@@ -231,7 +232,7 @@ class VoteAction(_Act):
     choice: Literal["split", "roll_again"]
 
     def engine_action(self, seat_of: SeatOf) -> rules.Action:
-        return rules.Vote(seat_of(self.account_id), rules.VoteChoice(self.choice))
+        return rules.Vote(seat_of(self.account_id), VoteChoice(self.choice))
 
 
 class CancelAction(_Act):

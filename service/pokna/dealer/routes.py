@@ -1,24 +1,27 @@
 """Games and tables over REST. Thin: parse, call the dealer's service, answer what it returns.
 
-Reads get the request's session (SessionDep), writes theirs from `idempotency.run`; either commits once
-the service is done. Every answer is the dealer's documented model (pokna.dealer.schemas)."""
+A game's writes (create, act, a passed deadline a read or a table's round finds) are async, on the
+driver (pokna.dealer.game_action, pokna.dealer.creating). Reads get the request's session (SessionDep),
+tables theirs from `idempotency.run`; either commits once the service is done. Every answer is the
+dealer's documented model (pokna.dealer.schemas)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Body, Path, Request, Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
-from pokna.api.deps import RuntimeDep, SessionDep, driver_connection, runtime_of
+from pokna.api.deps import SessionDep, driver_connection, runtime_of
 from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
 from pokna.dealer import service as dealer
 from pokna.dealer.clock_dep import ClockDep
-from pokna.dealer.creating_aio import create_game as create_game_now
 from pokna.dealer.problem_docs import (
     ACTION_REFUSALS,
     BAD_SEATING,
@@ -43,12 +46,34 @@ from pokna.dealer.requests import (
 )
 
 router = APIRouter(prefix="/v1")
+Read = TypeVar("Read")
 
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]
 
-# Deadlines apply lazily: whoever touches a game first after a deadline makes it happen. The dealer's
-# read and act functions do so themselves, in the request's transaction.
+# Deadlines apply lazily: whoever touches a game first after a deadline makes it happen. An action and a
+# table's next round do so in their own transactions; a read finds it (DeadlinePassed), and `_caught_up`
+# applies it on the same async path first, then reads again.
+
+
+def _dealer(request: Request) -> dealer.Dealer:
+    runtime = runtime_of(request)
+    return dealer.Dealer(runtime.keys, runtime.engine)
+
+
+async def _caught_up(
+    request: Request, clock: dealer.Clock, read: Callable[[dealer.Clock | None], Read]
+) -> Read:
+    """`read` as of `clock` (in the thread pool, on the request's session); if it finds a deadline passed,
+    that is applied first (pokna.dealer.game_action.catch_up, on one of the runtime's async connections:
+    a rare path, outside the database gate, whose place the request holds already), then read again as
+    committed (`None`: no deadline check)."""
+    try:
+        return await run_in_threadpool(read, clock)
+    except dealer.DeadlinePassed as passed:
+        async with runtime_of(request).aio.connection() as connection:
+            await dealer.catch_up(connection, _dealer(request), clock, passed.tenant_id, passed.game_id)
+    return await run_in_threadpool(read, None)
 
 
 @router.post(
@@ -69,7 +94,7 @@ async def create_game(
     clock: ClockDep,
     sent_key: SentKeyDep,
 ) -> Response:
-    """Async, on the driver: three round trips and no thread (pokna.dealer.creating_aio); the answer is
+    """Async, on the driver: three round trips and no thread (pokna.dealer.creating); the answer is
     sent as the bytes built once, which are also what a retry under the same key gets back."""
     runtime = runtime_of(request)
     terms = dealer.NewGame(
@@ -85,7 +110,7 @@ async def create_game(
     )
     keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
     async with driver_connection(request) as connection:
-        created = await create_game_now(
+        created = await dealer.create_game(
             connection,
             runtime.keys,
             clock,
@@ -106,10 +131,12 @@ async def create_game(
     "applied (its default action) before the game is read.",
     responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND),
 )
-def get_game(
-    game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
+async def get_game(
+    game_id: GameId, request: Request, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
 ) -> GameOut:
-    return dealer.read_game(session, runtime.keys, clock, tenant_id, game_id)
+    return await _caught_up(
+        request, clock, lambda as_of: dealer.read_game(session, as_of, tenant_id, game_id)
+    )
 
 
 @router.post(
@@ -152,21 +179,20 @@ async def act(
     clock: ClockDep,
     sent_key: SentKeyDep,
 ) -> Response:
-    """Async, on the driver: three round trips and no thread (pokna.dealer.playing). The answer is sent as
+    """Async, on the driver: three round trips and no thread (pokna.dealer.game_action). The answer is sent as
     the bytes the dealer built once, which are also what a retry under the same key gets back. The
     runtime is read from the app, not through `RuntimeDep`: one dependency fewer to solve (issue 24)."""
     runtime = runtime_of(request)
     keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
     async with driver_connection(request) as connection:
-        played = await dealer.play(
+        played = await dealer.act(
             connection,
-            runtime.keys,
+            _dealer(request),
             clock,
             dealer.Caller(api_key_digest=api_key_digest),
             keyed,
             game_id,
             action,
-            dealer.revenue_account_opener(runtime.engine),
             runtime.beacon,
         )
     return _sent(played)
@@ -185,23 +211,20 @@ def _sent(played: dealer.Played) -> Response:
     description="The game's history, oldest first, paged with `limit` and `starting_after`.",
     responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND),  # its cursor is a number: 422 by its schema
 )
-def game_events(
+async def game_events(
     game_id: GameId,
     page: EventPageDep,
-    runtime: RuntimeDep,
+    request: Request,
     tenant_id: TenantDep,
     clock: ClockDep,
     session: SessionDep,
 ) -> Page[GameEventOut]:
-    return dealer.game_events(
-        session,
-        runtime.keys,
-        clock,
-        tenant_id,
-        game_id,
-        limit=page.limit,
-        starting_after=page.starting_after,
-    )
+    def read(as_of: dealer.Clock | None) -> Page[GameEventOut]:
+        return dealer.game_events(
+            session, as_of, tenant_id, game_id, limit=page.limit, starting_after=page.starting_after
+        )
+
+    return await _caught_up(request, clock, read)
 
 
 @router.get(
@@ -213,10 +236,12 @@ def game_events(
     "browser verifier check it offline against the published keys (`/v1/fairness/keys`).",
     responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND),
 )
-def game_proof(
-    game_id: GameId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
+async def game_proof(
+    game_id: GameId, request: Request, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
 ) -> GameProofOut:
-    return dealer.game_proof(session, runtime.keys, clock, tenant_id, game_id)
+    return await _caught_up(
+        request, clock, lambda as_of: dealer.game_proof(session, as_of, tenant_id, game_id)
+    )
 
 
 @router.post(
@@ -268,12 +293,25 @@ def get_table(table_id: TableId, tenant_id: TenantDep, session: SessionDep) -> T
     description="Refused (409 `round_in_progress`) until the previous round has ended.",
     responses=problems(KEYED, IDEMPOTENT, TABLE_NOT_FOUND, ROUND_IN_PROGRESS),
 )
-def deal_round(
-    table_id: TableId, runtime: RuntimeDep, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
-) -> GameOut:
-    def work(session: Session) -> tuple[int, GameOut]:
-        return 201, dealer.deal_round(
-            session, runtime.keys, clock, tenant_id, table_id, beacon_chain=runtime.beacon.chain
+async def deal_round(
+    table_id: TableId,
+    request: Request,
+    api_key_digest: ApiKeyDigestDep,
+    clock: ClockDep,
+    sent_key: SentKeyDep,
+) -> Response:
+    """Async, on the driver, as a new game is (pokna.dealer.tables.deal_round): the answer is sent as the
+    bytes built once, which are also what a retry under the same key gets back."""
+    runtime = runtime_of(request)
+    keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
+    async with driver_connection(request) as connection:
+        dealt = await dealer.deal_round(
+            connection,
+            _dealer(request),
+            clock,
+            dealer.Caller(api_key_digest=api_key_digest),
+            keyed,
+            table_id,
+            runtime.beacon.chain,
         )
-
-    return idempotency.run(work, GameOut)
+    return _sent(dealt)

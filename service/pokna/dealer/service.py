@@ -1,27 +1,43 @@
-"""The dealer's one way in: every game write and read the HTTP layer, the CLI and the tests call.
+"""The dealer's one way in: every game write and read the HTTP layer, the CLI, the sweep and the tests call.
 
-Each function works in the caller's transaction (it flushes, never commits) and answers a typed thing:
-the documented answer (pokna.dealer.schemas) or, for the sweep, plain counts and ids. Where the work
-lives: creating (creating.py), acting (acting.py), one rules step persisted (stepping.py), deadlines
-(deadlines.py), reading (reading.py), the public fairness link (fairness_link.py), tables (tables.py); storage behind pokna.dealer.store.
+A game's writes are async, on the driver, each one transaction cut the same way (what is read under the
+lock -> a decision -> the writes): creating (creating.py) and a table's round (tables.py), acting,
+resolving a beacon roll and applying passed deadlines (game_action.py, through action_transaction.py and
+decision.py). Reads (reading.py), the public fairness link (fairness_link.py) and a table's creation and
+reads (tables.py) work in the caller's session (they flush, never commit); storage behind
+pokna.dealer.store.
 """
 
 from __future__ import annotations
 
-from pokna.dealer.creating import NewGame, check_seating, create_game
-from pokna.dealer.deadlines import Clock, apply_due_timeouts, due_games, overdue_games
+from pokna.dealer.action_transaction import Caller, Dealer, Keyed
+from pokna.dealer.answer import Played
+from pokna.dealer.creating import NewGame, create_game
 from pokna.dealer.fairness_link import fairness_link
-from pokna.dealer.playing import Caller, Keyed, Played, play, revenue_account_opener
+from pokna.dealer.game_action import DueApplied, act, apply_due, catch_up
+from pokna.dealer.locked import Clock
 from pokna.dealer.rake import RakeTerms
-from pokna.dealer.reading import AuditedGame, game_events, game_proof, games_for_audit, read_game
+from pokna.dealer.reading import (
+    AuditedGame,
+    DeadlinePassed,
+    due_games,
+    game_events,
+    game_proof,
+    games_for_audit,
+    overdue_games,
+    read_game,
+)
 from pokna.dealer.records import OverdueGames
 from pokna.dealer.requests import PlayerRequest
-from pokna.dealer.tables import NewTable, create_table, deal_round, read_table
+from pokna.dealer.tables import NewTable, check_seating, create_table, deal_round, read_table
 
 __all__ = [
     "AuditedGame",
     "Caller",
     "Clock",
+    "DeadlinePassed",
+    "Dealer",
+    "DueApplied",
     "Keyed",
     "NewGame",
     "NewTable",
@@ -29,7 +45,9 @@ __all__ = [
     "Played",
     "PlayerRequest",
     "RakeTerms",
-    "apply_due_timeouts",
+    "act",
+    "apply_due",
+    "catch_up",
     "check_seating",
     "create_game",
     "create_table",
@@ -40,8 +58,6 @@ __all__ = [
     "game_proof",
     "games_for_audit",
     "overdue_games",
-    "play",
     "read_game",
     "read_table",
-    "revenue_account_opener",
 ]

@@ -35,20 +35,6 @@ class GameStore(Protocol):
         tenant from `game_link`, then the game by tenant and token."""
         ...
 
-    def turn_deadline(self, session: Session, tenant_id: str, game_id: str) -> datetime | None:
-        """The game's pending deadline, read without a lock; NotFound like get_game, so a lazy deadline
-        check never hides an unknown game."""
-        ...
-
-    def lock_game_and_seats(
-        self, session: Session, tenant_id: str, game_id: str
-    ) -> tuple[GameRecord, list[SeatRecord], dict[str, int]]:
-        """The game under its row lock (FOR NO KEY UPDATE: inserting its events and rolls takes KEY SHARE on
-        it), its seats in order, and their wallets' balances by account, read without the ledger's lock
-        (the ledger checks them again as expected balances when money moves). The lock is held until the
-        caller's transaction ends; the seats are as current as the locked game row."""
-        ...
-
     def seats_of(self, session: Session, tenant_id: str, game_id: str) -> list[SeatRecord]: ...
 
     def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
@@ -59,12 +45,6 @@ class GameStore(Protocol):
         self, session: Session, tenant_id: str, game_ids: Sequence[str]
     ) -> dict[str, list[SeatRecord]]:
         """Each game's seats in order, in one query."""
-        ...
-
-    def insert_game(
-        self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
-    ) -> None:
-        """A new game with its seats and first events."""
         ...
 
     def save_step(
@@ -80,12 +60,6 @@ class GameStore(Protocol):
         """A step's events, rolls, game row (its mutable columns) and the client seeds it fixed (`seeded`).
         The caller holds the game's lock; should the row not be at `previous_version` all the same, this
         raises (RuntimeError) and the caller's transaction must roll back."""
-        ...
-
-    def recorded_for_proof(
-        self, session: Session, tenant_id: str, game_id: str
-    ) -> tuple[list[EventRecord], list[RollRecord]]:
-        """What a proof is built from: the action and money events, and the rolls, in order."""
         ...
 
     def event_page(
@@ -108,10 +82,6 @@ class GameStore(Protocol):
         ...
 
     def insert_table(self, session: Session, table: GameTable) -> None: ...
-
-    def save_table(self, session: Session, table: GameTable) -> None:
-        """Write back what changed on a table read with get_table (its rounds played)."""
-        ...
 
     def games_of_table(self, session: Session, tenant_id: str, table_id: str) -> list[GameRecord]:
         """The table's games, round by round."""

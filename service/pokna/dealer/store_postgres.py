@@ -24,7 +24,6 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pokna.dealer.game_queries import (
-    PROOF_EVENTS,
     GameQueries,
     changed_under_lock,
     event_rows,
@@ -41,7 +40,6 @@ from pokna.dealer.records import (
     RollRecord,
     SeatRecord,
 )
-from pokna.errors import NotFound
 
 _SEAT_COLUMNS = ("tenant_id", "game_id", "seat", "account_id", "client_seed", "client_seed_source")
 _EVENT_COLUMNS = ("tenant_id", "game_id", "seq", "kind", "payload", "occurred_at")
@@ -66,7 +64,19 @@ def _insert(table: str, columns: Sequence[str], parameter: str, *, one: bool = F
 
 
 # The game row as one array in GameRecord's order, the version the statement's snapshot saw, and the
-# seats with their wallets' balances (see PostgresGameStore.lock_game_and_seats for why both versions).
+# seats with their wallets' balances, in one round trip (pokna.dealer.locked.LOCK_FOR_ACTION extends it).
+#
+# The one deliberate exception to reading another domain only through its public functions: this statement
+# reads the seats' `account.balance` itself, because a separate pokna.ledger.account_summaries call would be
+# one more round trip while the game's lock is held, on every action. It reads the column the ledger keeps,
+# without the ledger's lock, exactly what account_summaries would read; the ledger checks it again when
+# money moves (expected balances).
+#
+# A statement's snapshot is taken before it waits for the row lock, so seats read by the same statement may
+# predate a change committed while it waited; the locked game row itself is the latest. Every seat change
+# bumps the game's version, so when the locked version is the one the snapshot saw, the seats read are
+# current; otherwise `locked_records` gives no seats and the transaction locks again (only when two requests
+# raced).
 LOCK_GAME_AND_SEATS = (
     f"SELECT json_build_array({_names('game', GAME_COLUMNS)}), "  # noqa: S608
     "(SELECT seen.version FROM game AS seen WHERE seen.tenant_id = %(tenant_id)s AND seen.id = %(game_id)s), "
@@ -120,37 +130,6 @@ RECORDED_FOR_PROOF = (
 class PostgresGameStore(GameQueries):
     """pokna.dealer.store.GameStore: what an action runs in one round trip each, on the shared reads."""
 
-    def lock_game_and_seats(
-        self, session: Session, tenant_id: str, game_id: str
-    ) -> tuple[GameRecord, list[SeatRecord], dict[str, int]]:
-        """The lock, the seats and their balances in one round trip.
-
-        The one deliberate exception to reading another domain only through its public functions: this
-        statement reads the seats' `account.balance` itself, because a separate
-        pokna.ledger.account_summaries call would be one more round trip while the game's lock is held,
-        on every action. It reads the column the ledger keeps, without the ledger's lock, exactly what
-        account_summaries would read; the ledger checks it again when money moves (expected balances).
-
-        A statement's snapshot is taken before it waits for the row lock, so seats read by the same
-        statement may predate a change committed while it waited; the locked game row itself is the
-        latest. Every seat change bumps the game's version, so when the locked version is the one the
-        snapshot saw, the seats read are current; otherwise they are read again (only when two requests
-        raced)."""
-        row = _execute(session, LOCK_GAME_AND_SEATS, {"game_id": game_id, "tenant_id": tenant_id})
-        locked = row.one_or_none()
-        if locked is None:
-            raise NotFound(f"no game {game_id}")
-        game, seats, balances = locked_records(*locked)
-        if seats is None:
-            return (game, *self.seats_and_balances(session, tenant_id, game.id))
-        return game, seats, balances
-
-    def insert_game(
-        self, session: Session, game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
-    ) -> None:
-        for statement, params in insert_game_statements(game, seats, events):
-            _execute(session, statement, params)
-
     def save_step(
         self,
         session: Session,
@@ -177,17 +156,11 @@ class PostgresGameStore(GameQueries):
         if _execute(session, statement, params).scalar_one() != 1:
             raise changed_under_lock(game.id, previous_version)
 
-    def recorded_for_proof(
-        self, session: Session, tenant_id: str, game_id: str
-    ) -> tuple[list[EventRecord], list[RollRecord]]:
-        params = {"tenant_id": tenant_id, "game_id": game_id, "kinds": list(PROOF_EVENTS)}
-        return recorded_records(*_execute(session, RECORDED_FOR_PROOF, params).one())
-
 
 def insert_game_statements(
     game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
 ) -> list[tuple[str, dict[str, Any]]]:
-    """The statements that insert a new game (the async creation pipelines them: pokna.dealer.creating_aio)."""
+    """The statements that insert a new game (the async creation pipelines them: pokna.dealer.creating)."""
     params = {
         "game": encode_rows(game_row(game)),
         "seats": encode_rows([seat_row(game.tenant_id, game.id, seat) for seat in seats]),
@@ -263,3 +236,29 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=_iso_timestamp)
 def _timestamp(value: str) -> datetime:
     """PostgreSQL writes a timestamptz into JSON as ISO 8601 with the session's offset."""
     return datetime.fromisoformat(value).astimezone(UTC)
+
+
+DEADLINE_AND_ROUND = (
+    "SELECT turn_deadline_at, (pending_roll ->> 'beacon_round')::bigint FROM game "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(game_id)s"
+)
+"""A game's deadline and the beacon round its waiting roll needs, read without a lock: whether a touch
+(the sweep's) has anything to apply, and which round to fetch before it locks the game."""
+
+TABLE_FOR_ROUND = (
+    "SELECT account_ids, stake, challenge_raise, currency, turn_timeout_seconds, rake_bps, rake_cap, "
+    "rounds_played FROM game_table WHERE tenant_id = %(tenant_id)s AND id = %(table_id)s FOR NO KEY UPDATE"
+)
+"""A table locked for its next round: one round at a time."""
+
+LAST_ROUND = (
+    "SELECT id, status, turn_deadline_at, pending_roll IS NOT NULL, round_number FROM game "
+    "WHERE tenant_id = %(tenant_id)s AND table_id = %(table_id)s ORDER BY round_number DESC LIMIT 1"
+)
+"""The table's last round, read by a statement of its own after TABLE_FOR_ROUND in the same pipeline: its
+snapshot is taken once the table's lock is held, so it sees a round another request dealt meanwhile."""
+
+TABLE_ROUND_DEALT = (
+    "UPDATE game_table SET rounds_played = rounds_played + 1 "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(table_id)s"
+)

@@ -1,20 +1,47 @@
-"""Tables: a fixed seat order played round after round, the title of Vigo passing clockwise."""
+"""Tables: a fixed seat order played round after round, the title of Vigo passing clockwise.
+
+A round is a new game, created as any is (pokna.dealer.creating, async on the driver), in a transaction
+that also locks the table (so rounds are dealt one at a time) and counts the round (`rounds_played` moves
+with the game it counts). A table itself is created and read in the request's session."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import psycopg
+from psycopg import AsyncConnection
 from sqlalchemy.orm import Session
 
+from pokna import ledger
 from pokna.db.models.game import GameTable
 from pokna.db.types import new_id
-from pokna.dealer.creating import NewGame, check_seating, create_game
-from pokna.dealer.deadlines import Clock, apply_due_timeouts
+from pokna.dealer.action_transaction import Caller, Dealer, Keyed
+from pokna.dealer.answer import CREATED, Played
+from pokna.dealer.creating import (
+    Claimed,
+    NewGame,
+    NewRecords,
+    beacon_chain_for,
+    check_distinct,
+    claiming,
+    seated,
+    seated_balances,
+    write_new_game,
+)
 from pokna.dealer.errors import RoundInProgress
+from pokna.dealer.game_action import catch_up
+from pokna.dealer.locked import Clock
 from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
-from pokna.dealer.schemas import GameOut, TableOut, TableRoundOut, TableTotalOut
+from pokna.dealer.reading import DeadlinePassed
+from pokna.dealer.schemas import TableOut, TableRoundOut, TableTotalOut
 from pokna.dealer.store import game_store
+from pokna.dealer.store_postgres import LAST_ROUND, TABLE_FOR_ROUND, TABLE_ROUND_DEALT
+from pokna.errors import NotFound
+from pokna.idempotency import service as idempotency
+from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, summaries
 from pokna.service_keys import ServiceKeys
+from pokna.tenants.settings import GAME_DEFAULTS
 from pokna_verify.fairness.beacon import BeaconChain
 from pokna_verify.game import round_seating, state_from_dict
 
@@ -55,54 +82,146 @@ def read_table(session: Session, tenant_id: str, table_id: str) -> TableOut:
     return _table_out(session, game_store(session).get_table(session, tenant_id, table_id))
 
 
-def deal_round(
-    session: Session,
-    keys: ServiceKeys,
+async def deal_round(
+    connection: AsyncConnection[Any],
+    dealer: Dealer,
     clock: Clock,
-    tenant_id: str,
+    caller: Caller,
+    keyed: Keyed | None,
     table_id: str,
-    *,
     beacon_chain: BeaconChain | None = None,
-) -> GameOut:
-    """The next round's game, with the Vigo title passed clockwise. One round at a time. Its fairness
-    mode is the tenant's default (`beacon_chain` as in create_game)."""
-    store = game_store(session)
-    table = store.get_table(session, tenant_id, table_id, for_update=True)
-    rounds = store.games_of_table(session, table.tenant_id, table.id)
-    # Whoever touches a game after its deadline applies it, dealing the next round included.
-    if (
-        rounds
-        and rounds[-1].status in ("open", "in_progress")
-        and apply_due_timeouts(session, keys, clock, tenant_id, rounds[-1].id).timeouts
-    ):
-        rounds[-1] = store.get_game(session, tenant_id, rounds[-1].id)
-    if rounds and rounds[-1].status in ("open", "in_progress"):
-        raise RoundInProgress(f"round {rounds[-1].round_number} ({rounds[-1].id}) has not ended")
-    game = create_game(
-        session,
-        keys,
-        clock,
-        tenant_id,
-        _new_game_for_round(table, table.rounds_played),
-        table_id=table.id,
-        round_number=table.rounds_played + 1,
-        beacon_chain=beacon_chain,
+) -> Played:
+    """The next round's game (201), with the Vigo title passed clockwise, created as any game is
+    (pokna.dealer.creating) in the table's transaction. One round at a time. Its fairness mode is the
+    tenant's default (`beacon_chain` as in pokna.dealer.creating.create_game). Whoever touches a game after
+    its deadline applies it, dealing the next round included: a previous round's passed deadline is applied
+    first (pokna.dealer.game_action.catch_up), then the round is dealt, under the same claim."""
+    async with claiming(connection, caller, keyed) as (tenant_id, claim, replay):
+        if replay is not None:
+            return replay
+        round_ = _Round(tenant_id, table_id, claim, beacon_chain)
+        try:
+            return await _deal(connection, dealer.keys, clock, round_, caught_up=False)
+        except DeadlinePassed as passed:
+            await catch_up(connection, dealer, clock, tenant_id, passed.game_id)
+        return await _deal(connection, dealer.keys, clock, round_, caught_up=True)
+
+
+@dataclass(frozen=True)
+class _Round:
+    tenant_id: str
+    table_id: str
+    claim: Claimed | None
+    beacon_chain: BeaconChain | None
+
+
+async def _deal(
+    connection: AsyncConnection[Any], keys: ServiceKeys, clock: Clock, round_: _Round, *, caught_up: bool
+) -> Played:
+    """BEGIN, the claim's hold, the table's lock, its last round and the tenant's defaults; the seats'
+    wallets; then the new game's writes (pokna.dealer.creating.write_new_game), the table's count and
+    COMMIT: three round trips after the claim's."""
+    tenant_id, claim = round_.tenant_id, round_.claim
+    params = {"tenant_id": tenant_id, "table_id": round_.table_id}
+    try:
+        async with connection.pipeline() as pipeline:
+            await connection.execute("BEGIN", prepare=False)
+            try:
+                hold = None
+                if claim is not None:
+                    hold = await connection.execute(
+                        idempotency.HOLD, {"tenant_id": tenant_id, "key": claim.key}
+                    )
+                table = await connection.execute(TABLE_FOR_ROUND, params)
+                last = await connection.execute(LAST_ROUND, params)
+                defaults = await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
+                await pipeline.sync()
+                if hold is not None and claim is not None:
+                    idempotency.held_claim(await hold.fetchone(), claim.token)
+                row = await table.fetchone()
+                if row is None:
+                    raise NotFound(f"no table {round_.table_id}")
+                _check_last_round(await last.fetchone(), tenant_id, clock, caught_up=caught_up)
+                account_ids, stake, challenge_raise, currency, timeout, rake_bps, rake_cap, played = row
+                terms = _new_game_for_round(
+                    account_ids,
+                    stake,
+                    challenge_raise,
+                    currency,
+                    timeout,
+                    RakeTerms(rake_bps, rake_cap),
+                    played,
+                )
+                _, _, mode = tuple(await defaults.fetchone() or (0, None, None))
+                seats, fields = seated(terms)
+                check_distinct(seats, fields)
+                accounts = await connection.execute(
+                    ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": seats}
+                )
+                await pipeline.sync()
+                balances = seated_balances(
+                    summaries(await accounts.fetchall()), seats, terms.currency, fields
+                )
+                assert terms.rake is not None
+                config = game_config(
+                    terms.stake, terms.challenge_raise, len(terms.player_account_ids), terms.rake
+                )
+                chain = beacon_chain_for(mode, round_.beacon_chain)
+                new = NewRecords(terms, config, chain, table_id=round_.table_id, round_number=played + 1)
+                body = await write_new_game(connection, keys, clock, tenant_id, claim, new, balances)
+                await connection.execute(TABLE_ROUND_DEALT, params)
+                await connection.execute("COMMIT", prepare=False)
+            except BaseException:
+                await connection.execute("ROLLBACK", prepare=False)
+                raise
+    except psycopg.Error:
+        await connection.close()
+        raise
+    return Played(CREATED, body.encode(), replayed=False)
+
+
+def _check_last_round(last: tuple[Any, ...] | None, tenant_id: str, clock: Clock, *, caught_up: bool) -> None:
+    """The previous round must have ended; DeadlinePassed if it has not but its deadline has passed (and it
+    was not caught up already)."""
+    if last is None:
+        return
+    game_id, status, deadline_at, pending, round_number = last
+    if status not in ("open", "in_progress"):
+        return
+    if not caught_up and not pending and deadline_at is not None and deadline_at <= clock.now:
+        raise DeadlinePassed(tenant_id, game_id)
+    raise RoundInProgress(f"round {round_number} ({game_id}) has not ended")
+
+
+def check_seating(
+    session: Session, tenant_id: str, account_ids: list[str], currency: str, fields: list[str]
+) -> dict[str, int]:
+    """Each seat a distinct player wallet of this tenant, in the game's currency; `fields` name them.
+    The wallets' balances, by account id."""
+    check_distinct(account_ids, fields)
+    return seated_balances(
+        ledger.account_summaries(session, tenant_id, account_ids), account_ids, currency, fields
     )
-    table.rounds_played += 1
-    store.save_table(session, table)
-    return game
 
 
-def _new_game_for_round(table: GameTable, round_index: int) -> NewGame:
-    order = [table.account_ids[position] for position in round_seating(len(table.account_ids), round_index)]
+def _new_game_for_round(
+    account_ids: list[str],
+    stake: int,
+    challenge_raise: int,
+    currency: str,
+    turn_timeout_seconds: int,
+    rake: RakeTerms,
+    round_index: int,
+) -> NewGame:
+    order = [account_ids[position] for position in round_seating(len(account_ids), round_index)]
     return NewGame(
         vigo_account_id=order[0],
         player_account_ids=order[1:],
-        stake=table.stake,
-        challenge_raise=table.challenge_raise,
-        currency=table.currency,
-        turn_timeout_seconds=table.turn_timeout_seconds,
-        rake=RakeTerms(table.rake_bps, table.rake_cap),
+        stake=stake,
+        challenge_raise=challenge_raise,
+        currency=currency,
+        turn_timeout_seconds=turn_timeout_seconds,
+        rake=rake,
     )
 
 

@@ -1,111 +1,71 @@
-"""What one game request writes, gathered while the rules decide, then written by one call.
+"""What one decision writes, gathered while the rules decide, then written by one call.
 
-Under the game's lock the dealer decides everything in Python: each rules step (deadlines that passed,
-then the action), its money moves as the ledger's posting document, the step's game row, events and rolls,
-the webhook announcements, and the request's stored answer. `GameWrites` keeps them in order and
-`document` hands them to the PL/pgSQL function game_write() (service/pokna/sql/game_write.sql),
-which posts, writes and records them in one round trip, or raises and writes nothing.
-
-The two reads a step may need while deciding come through `GameReads`: the events and rolls recorded so
-far, to sign the proof of a game that ends, and the tenant's revenue account, for a rake. A synchronous
-caller reads them at once (`SessionReads`); the async action path cannot, so its reads are prefetched and
-a step that needs one it has not got raises `NeedsRead`, and the action is decided again once it is read
-(nothing has been written: the rules are pure).
+Under the game's lock the dealer decides everything in Python (pokna.dealer.decision): each rules step
+(deadlines that passed, then the action), its money moves as the ledger's posting document, the step's
+game row, events and rolls, the webhook announcements, and the request's stored answer. `GameWrites` keeps
+them in order and `document` hands them to the PL/pgSQL function game_write()
+(service/pokna/sql/game_write.sql), which posts, writes and records them in one round trip, or raises and
+writes nothing. pokna.dealer.action_transaction sends it; `refusal_of` is the dealer's one reading of
+what game_write() and beacon_roll_write() refuse with.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from pydantic import BaseModel
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
+import psycopg
 
 from pokna import metrics
+from pokna.db import sqlstates
 from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_values, roll_rows, seat_row
-from pokna.dealer.rake import revenue_account_id
+from pokna.dealer.locked import Recorded
 from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
-from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import encode_rows
 from pokna.errors import WalletHeld
-from pokna.ledger import GameAccounts, TransferBatch, chain_for, hold_wallets_now
+from pokna.ledger import TransferBatch
 from pokna.outbox import Event, Gathered
 
 GAME_WRITE = "SELECT game_write(%s, %s::json)"
 BEACON_ROLL_WRITE = "SELECT beacon_roll_write(%s, %s, %s, %s::jsonb)"
 """A beacon-mode game's acceptance, release and rolls' rounds (service/pokna/sql/beacon_roll_write.sql)."""
-ROUND_TOO_NEAR = "PK425"
-"""beacon_roll_write()'s SQLSTATE when a beacon acceptance would commit within 50 ms of its round's due time:
-decided again once that round is due, naming the next one."""
 ROUND_TOO_NEAR_WAIT_SECONDS = 0.06
-HELD_WALLET = "PK423"
-"""The database's SQLSTATE when money would leave a wallet a waiting beacon roll holds (its trigger:
-service/pokna/sql/ledger_refuse_held_debit.sql)."""
-STALE_BALANCES = "PK409"
-"""game_write()'s SQLSTATE when ledger_post() refused: a wallet moved after the game was read."""
+"""How long an acceptance refused as too near its round's due time (sqlstates.ROUND_TOO_NEAR) waits before
+it is decided again."""
 
-Recorded = tuple[list[EventRecord], list[RollRecord]]
-
-
-class GameReads(Protocol):
-    def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded: ...
-
-    def revenue_account_id(self, tenant_id: str, currency: str, chain: int) -> str:
-        """The tenant's revenue sub-account of `currency` and `chain` (a game's rake: its game's chain)."""
-        ...
-
-
-class NeedsRead(Exception):
-    """A step needs a read the caller has not made yet; decide again once it is made."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(what)
-        self.what = what
+DECIDE_ATTEMPTS = 5
+"""How many times a request is decided again when a wallet keeps moving under it (each time it lost a race
+with another posting to a seated wallet, which a deposit or another game can be)."""
 
 
 class StaleBalances(Exception):
-    """game_write() refused: a wallet's balance moved after the game was read. Nothing was written; the
-    request is decided again on a fresh read."""
+    """game_write() refused: a wallet's balance moved after the game was read (or the seats changed while
+    the lock was awaited). Nothing was written; the request is decided again on a fresh read."""
 
 
-@dataclass
-class Prefetched:
-    """The reads of the async path, made before deciding (or after a NeedsRead)."""
-
-    recorded: Recorded | None = None
-    revenue_account: str | None = None
-
-    def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded:
-        if self.recorded is None:
-            raise NeedsRead("recorded")
-        return self.recorded
-
-    def revenue_account_id(self, tenant_id: str, currency: str, chain: int) -> str:
-        """Read for the one game being decided (so for its chain)."""
-        if self.revenue_account is None:
-            raise NeedsRead("revenue_account")
-        return self.revenue_account
+class RoundTooNear(StaleBalances):
+    """beacon_roll_write() refused an acceptance too near its round's due time: decided again once that
+    round is due (ROUND_TOO_NEAR_WAIT_SECONDS), naming the next one."""
 
 
-@dataclass
-class SessionReads:
-    session: Session
-
-    def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded:
-        return game_store(self.session).recorded_for_proof(self.session, tenant_id, game_id)
-
-    def revenue_account_id(self, tenant_id: str, currency: str, chain: int) -> str:
-        return revenue_account_id(self.session, tenant_id, currency, chain)
+def refusal_of(error: psycopg.Error) -> Exception | None:
+    """What the database's refusal of a decision's writes means to the dealer, or None for any other
+    error (an outage among them: the connection is dropped and the error answers 503 where every path's
+    does). Stale balances and a round too near are decided again; a held wallet is refused."""
+    if error.sqlstate == sqlstates.STALE_BALANCES:
+        return StaleBalances(str(error))
+    if error.sqlstate == sqlstates.ROUND_TOO_NEAR:
+        return RoundTooNear(str(error))
+    if error.sqlstate == sqlstates.WALLET_HELD:
+        return WalletHeld(sqlstates.message_of(error))
+    return None
 
 
 @dataclass
 class GameWrites:
     tenant_id: str
-    reads: GameReads
     steps: list[dict[str, Any]] = field(default_factory=list)
     outbox: Gathered = field(default_factory=Gathered)
     transactions: int = 0
@@ -134,9 +94,10 @@ class GameWrites:
     def beacon_calls(self, calls: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:
         return [(self.tenant_id, game_id, phase, document) for game_id, phase, document in calls]
 
-    def recorded_for_proof(self, tenant_id: str, game_id: str) -> Recorded:
-        """Everything recorded so far, including the steps gathered here and not yet written."""
-        events, rolls = self.reads.recorded_for_proof(tenant_id, game_id)
+    def recorded_for_proof(self, game_id: str, recorded: Recorded) -> Recorded:
+        """Everything recorded so far (`recorded`, as read), with the steps gathered here and not yet
+        written."""
+        events, rolls = recorded
         pending_events, pending_rolls = self._pending.get(game_id, ([], []))
         return (
             [*events, *(event for event in pending_events if event.kind in PROOF_EVENTS)],
@@ -226,75 +187,3 @@ def locking_all_first(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {**first, "batch": {**first["batch"], "accounts": every}},
         *steps[posting[0] + 1 :],
     ]
-
-
-def write_now(session: Session, writes: GameWrites, stored: Mapping[str, Any] | None = None) -> None:
-    """game_write() on the session's connection (the synchronous callers: reads that catch up a deadline,
-    the sweep, a client seed)."""
-    if not writes:
-        return
-    started = time.perf_counter()
-    try:
-        connection = session.connection()
-        for call in writes.beacon_calls(writes.before):
-            connection.exec_driver_sql(BEACON_ROLL_WRITE, call)
-        connection.exec_driver_sql(GAME_WRITE, (writes.tenant_id, writes.document(stored)))
-        for call in writes.beacon_calls(writes.after):
-            connection.exec_driver_sql(BEACON_ROLL_WRITE, call)
-    except DBAPIError as error:
-        sqlstate = getattr(error.orig, "sqlstate", None)
-        if sqlstate == STALE_BALANCES:
-            raise StaleBalances(str(error.orig)) from None
-        if sqlstate == ROUND_TOO_NEAR:
-            time.sleep(ROUND_TOO_NEAR_WAIT_SECONDS)
-            raise StaleBalances(str(error.orig)) from None
-        if sqlstate == HELD_WALLET:
-            diag = getattr(error.orig, "diag", None)
-            raise WalletHeld(str(getattr(diag, "message_primary", "") or error.orig)) from None
-        raise
-    writes.written(time.perf_counter() - started)
-
-
-DECIDE_ATTEMPTS = 5
-"""How many times a request is decided again when a wallet keeps moving under it (each time it lost a race
-with another posting to a seated wallet, which a deposit or another game can be)."""
-
-Decision = TypeVar("Decision")
-
-
-def decide_under_lock(
-    session: Session,
-    tenant_id: str,
-    game_id: str,
-    decide: Callable[[GameWrites, GameRecord, list[SeatRecord], dict[str, int]], Decision],
-) -> Decision:
-    """Lock the game, `decide` on it and write what it gathered, in a savepoint of the session's
-    transaction: a refusal (an error `decide` raises) or a stale balance writes nothing, and a stale balance
-    is decided again on a fresh read. The synchronous path: reads that catch up a deadline, the sweep."""
-    store = game_store(session)
-    for attempt in range(DECIDE_ATTEMPTS):
-        try:
-            with session.begin_nested():
-                game, seats, balances = store.lock_game_and_seats(session, tenant_id, game_id)
-                if attempt:  # lost a race: this time on balances under the ledger's locks
-                    balances = hold_wallets_now(
-                        session,
-                        tenant_id,
-                        GameAccounts(
-                            chain_for(game_id),
-                            game.currency,
-                            game.pot_account_id,
-                            [s.account_id for s in seats],
-                        ),
-                    )
-                writes = GameWrites(tenant_id, SessionReads(session))
-                decision = decide(writes, game, seats, balances)
-                stored = None
-                if isinstance(decision, BaseModel):  # an answer, stored under the key that awaits it
-                    status = 200 if writes.accepted_round is None else 202
-                    stored = writes.stored(status, decision.model_dump_json())
-                write_now(session, writes, stored)
-                return decision
-        except StaleBalances:
-            continue
-    raise StaleBalances(f"game {game_id}: wallets kept moving over {DECIDE_ATTEMPTS} attempts")

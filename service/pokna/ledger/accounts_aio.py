@@ -1,5 +1,5 @@
 """Accounts on the async paths (psycopg): the driver statements behind accounts.py's `account_summaries`
-and `open_account`, for a caller that pipelines them with its own work (pokna.dealer.creating_aio: a new
+and `open_account`, for a caller that pipelines them with its own work (pokna.dealer.creating: a new
 game reads its seats' wallets and opens its pot in the round trips it already makes), and a system
 account opened on first use (`open_system_account`: a deposit's funding sub-account, a rake's revenue one).
 

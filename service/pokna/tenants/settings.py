@@ -16,7 +16,7 @@ BPS_PER_WHOLE = 10_000
 
 GAME_DEFAULTS = "SELECT rake_bps, rake_cap, fairness_mode FROM tenant WHERE id = %(tenant_id)s"
 """`rake_defaults` and `default_fairness_mode` as one driver statement, for the async paths
-(pokna.dealer.creating_aio)."""
+(pokna.dealer.creating)."""
 
 
 class DefaultRakeOut(BaseModel):

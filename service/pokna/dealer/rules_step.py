@@ -1,27 +1,28 @@
 """One rules step, decided: the heart of every action and every timeout.
 
-Under the game's lock (the caller holds it): run the pure rules step on the wallets' balances, turn its
+On the game as locked (pokna.dealer.locked.LockedGame): run the pure rules step on the wallets' balances, turn its
 money moves into the ledger's posting document (with those balances as expected: if one moved meanwhile,
-game_write() refuses and the caller decides again on a fresh read), sign the proof if the game ended, and
-gather the new state, the rolls, the events and the announcements in the caller's `GameWrites`, which one
-call writes (pokna.dealer.writes).
+game_write() refuses and the request is decided again on a fresh read), sign the proof if the game ended,
+and gather the new state, the rolls, the events and the announcements in the decision's `GameWrites`,
+which one call writes (pokna.dealer.writes). A beacon-mode step rolls with its round (`BeaconDraw`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pokna import ledger
 from pokna.dealer.announcements import announce_step
 from pokna.dealer.errors import ActionRefused
+from pokna.dealer.locked import LockedGame
 from pokna.dealer.proof_signing import sign_proof
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.view import game_out, status_of
 from pokna.dealer.writes import GameWrites
-from pokna.service_keys import ServiceKeys
-from pokna_verify.fairness.beacon import beacon_roll
+from pokna_verify.fairness.beacon import BeaconRound, beacon_roll
 from pokna_verify.fairness.proof_replay import balance_cap, recorded_balances
 from pokna_verify.fairness.protocol import game_client_seed, generate_client_seed, roll
 from pokna_verify.fairness.seed_vault import open_server_seed
@@ -45,27 +46,30 @@ from pokna_verify.game.events import Rolled
 from pokna_verify.game.transfers import party_to_json
 from pokna_verify.ledger.chain import chain_for
 
-if TYPE_CHECKING:  # deadlines.py applies its timeouts through apply_step
-    from pokna.dealer.beacon_rolls import BeaconDraw
-    from pokna.dealer.deadlines import Clock
+
+@dataclass(frozen=True, slots=True)
+class BeaconDraw:
+    """What a beacon-mode resolution rolls with: the round, when the action was accepted, and the seats'
+    balances then (pokna.dealer.beacon_rolls)."""
+
+    beacon_round: BeaconRound
+    accepted_at: str
+    balances: Mapping[int, int]
 
 
 def apply_step(
+    locked: LockedGame,
     writes: GameWrites,
-    keys: ServiceKeys,
-    clock: Clock,
-    game: GameRecord,
-    seats: Sequence[SeatRecord],
-    balances: dict[str, int],
     action: Action,
     moment: datetime,
     *,
     beacon: BeaconDraw | None = None,
 ) -> StepResult:
     """One rules step, gathered in `writes`: postings, events, rolls, the game row, its announcements.
-    `balances` (by account) were read without the ledger's lock; they are kept up to date with what this
-    step posts. With `beacon` the step resolves a beacon-mode action accepted earlier: its rolls use the
-    round, and the rules decide on the balances it was accepted with (pokna.dealer.beacon_rolls)."""
+    The locked balances (by account) were read without the ledger's lock; they are kept up to date with
+    what this step posts. With `beacon` the step resolves a beacon-mode action accepted earlier: its rolls
+    use the round, and the rules decide on the balances it was accepted with (pokna.dealer.beacon_rolls)."""
+    game, seats, balances, keys = locked.game, locked.seats, locked.balances, locked.keys
     state = state_from_dict(game.state)
     previous_version = game.version
     starting = state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout)
@@ -95,7 +99,7 @@ def apply_step(
     # balances as expected: if one moved meanwhile, game_write() writes nothing and raises, and the caller
     # decides the request again on a fresh read.
     seat_balances, result = apply_rules(balances)
-    money, batch = _post_transfers(writes, game, seats, balances, result)
+    money, batch = _post_transfers(locked, result)
     config = state.config
     cap = balance_cap(config.stake, config.challenge_raise, config.player_count)
     entries: list[tuple[str, dict[str, Any]]] = [
@@ -120,11 +124,11 @@ def apply_step(
     entries += money
     seeded = _seat_client_seeds(game, seats, client_seeds) if starting else []
     events = number_events(game, moment, entries)
-    seeded += _advance(keys, clock, game, seats, state, result.state, moment)
+    seeded += _advance(locked, state, result.state, moment)
     if result.state.is_over:
         writes.finished.append(result.state.outcome.reason.value if result.state.outcome else "cancelled")
     if result.state.is_over:
-        recorded_events, recorded_rolls = writes.recorded_for_proof(game.tenant_id, game.id)
+        recorded_events, recorded_rolls = writes.recorded_for_proof(game.id, locked.recorded_for_proof())
         game.proof = sign_proof(
             game,
             result.state,
@@ -172,14 +176,11 @@ def _seat_client_seeds(
 
 
 def _post_transfers(
-    writes: GameWrites,
-    game: GameRecord,
-    seats: Sequence[SeatRecord],
-    balances: dict[str, int],
-    result: StepResult,
+    locked: LockedGame, result: StepResult
 ) -> tuple[list[tuple[str, dict[str, Any]]], ledger.TransferBatch | None]:
     """The step's money moves as the ledger's posting document, and their money events (each event's
     ledger seq is added when it is posted)."""
+    game, seats, balances = locked.game, locked.seats, locked.balances
     if not result.transfers:
         return [], None
     account_of: dict[Party, str] = {seat.seat: seat.account_id for seat in seats}
@@ -188,7 +189,7 @@ def _post_transfers(
     if any(transfer.payee is REVENUE for transfer in result.transfers):
         # The revenue sub-account of the chain the transfers go on: rakes of games on different chains
         # lock different revenue accounts.
-        account_of[REVENUE] = writes.reads.revenue_account_id(game.tenant_id, game.currency, chain)
+        account_of[REVENUE] = locked.revenue_account_id()
 
     def account(party: Party) -> str:
         return account_of[party]
@@ -229,17 +230,10 @@ def _post_transfers(
     ], batch
 
 
-def _advance(
-    keys: ServiceKeys,
-    clock: Clock,
-    game: GameRecord,
-    seats: Sequence[SeatRecord],
-    before: GameState,
-    after: GameState,
-    moment: datetime,
-) -> list[SeatRecord]:
+def _advance(locked: LockedGame, before: GameState, after: GameState, moment: datetime) -> list[SeatRecord]:
     """The game row after a step; a finished game reveals its seed. Returns the seats whose client
     seeds it fixed (a game cancelled before its start)."""
+    game, seats, keys, clock = locked.game, locked.seats, locked.keys, locked.clock
     seeded: list[SeatRecord] = []
     game.state = state_to_dict(after)
     game.version += 1
