@@ -290,25 +290,12 @@ def _tangles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-# Cycles outside the dealer that issue 35's other items take apart (Click's documented lazy group for the
-# command's table; "audit" in one place for the audit commands; the CLI's errors with them). Each must
-# still exist (the list only shrinks), and no other may appear.
-KNOWN_TANGLES = [
-    {"pokna.cli.app", "pokna.cli.group"},
-    {"pokna.cli.audit", "pokna.cli.audit_report", "pokna.cli.ledger"},
-    {"pokna.cli.command_session", "pokna.cli.database_errors", "pokna.cli.errors"},
-]
-
-
 def test_no_import_cycle_anywhere_in_the_service() -> None:
     """A module that needs one that needs it back is one module cut in two, or a layer upside down; a
     function-local import that breaks the cycle at run time hides it, so those count here too."""
     graph = {_module_name(source): _module_imports(source) - {_module_name(source)} for source in SOURCES}
     tangles = _tangles(graph)
-    new = [sorted(tangle) for tangle in tangles if tangle not in KNOWN_TANGLES]
-    assert not new, f"modules that import each other (directly or not): {new}"
-    gone = [sorted(tangle) for tangle in KNOWN_TANGLES if tangle not in tangles]
-    assert not gone, f"no longer a cycle, strike it from KNOWN_TANGLES: {gone}"
+    assert not tangles, f"modules that import each other (directly or not): {[sorted(t) for t in tangles]}"
 
 
 def test_the_cycle_finder_finds_cycles() -> None:

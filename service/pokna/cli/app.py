@@ -4,18 +4,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, NamedTuple
+from typing import Annotated
 
 import typer
 
 from pokna import __version__
-from pokna.cli.group import PoknaGroup
-
-
-class LazyCommand(NamedTuple):
-    module: str
-    summary: str  # its short help, shown by `pokna --help` without importing the module
-
+from pokna.cli.group import LazyCommand, root_group
 
 COMMANDS: dict[str, LazyCommand] = {
     "roll": LazyCommand(
@@ -36,7 +30,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "pokna.cli.db", "Database schema: upgrade, downgrade, current; stop the embedded PostgreSQL."
     ),
     "ledger": LazyCommand("pokna.cli.ledger", "The double-entry ledger: export, reconcile, checkpoint."),
-    "audit": LazyCommand("pokna.cli.ledger", "Offline audits: ledger exports and audit bundles."),
+    "audit": LazyCommand(
+        "pokna.cli.audit",
+        "Offline audits: ledger exports and audit bundles.",
+        also=("pokna.cli.audit_report",),
+    ),
     "tenants": LazyCommand("pokna.cli.tenants", "Tenants (integrating apps) and their API keys."),
     "webhooks": LazyCommand("pokna.cli.webhooks", "Webhooks: the worker that delivers them."),
     "secrets": LazyCommand(
@@ -48,12 +46,16 @@ COMMANDS: dict[str, LazyCommand] = {
 app = typer.Typer(
     name="pokna",
     help="Pokna: the provably fair Huttese dice game of Vigo's Favor, as a service.",
-    cls=PoknaGroup,
+    cls=root_group(COMMANDS, lambda: _root()),
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+def _root() -> typer.Typer:
+    return app
 
 
 def _print_version(value: bool) -> None:

@@ -13,10 +13,14 @@ from typing import Annotated
 
 import typer
 
-from pokna.cli.ledger import PROGRESS_OPTION, audit_app, output_file
+from pokna.cli.app import app
+from pokna.cli.ledger import PROGRESS_OPTION, output_file
 from pokna_verify.cli import usage
 from pokna_verify.cli.progress import StderrProgress
 from pokna_verify.ledger.chain import LEDGER_CHAINS
+
+audit_app = typer.Typer(help="Offline audits: ledger exports and audit bundles.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
 
 
 @audit_app.command("verify", help=f"{usage.AUDIT_SUMMARY}\n\n{usage.AUDIT_EXIT_CODES}")

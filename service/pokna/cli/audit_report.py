@@ -19,8 +19,8 @@ from typing import Annotated
 
 import typer
 
-from pokna.cli.audit import utc
-from pokna.cli.ledger import PROGRESS_OPTION, audit_app
+from pokna.cli.audit import audit_app, utc
+from pokna.cli.ledger import PROGRESS_OPTION
 from pokna_verify.bundle.records import is_bundle
 from pokna_verify.bundle.report import Verdict
 from pokna_verify.cli import usage

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from pokna.cli.command_session import configured_database_url
+from pokna.cli.database_url import configured_database_url
 from pokna.cli.errors import first_line
 from pokna.db import migrate
 from pokna.db.engine import make_engine

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_session import configured_database_url
+from pokna.cli.database_url import configured_database_url
 from pokna.cli.errors import CommandError
 from pokna.db import embedded, migrate
 from pokna.db.engine import make_engine

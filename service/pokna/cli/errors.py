@@ -36,12 +36,18 @@ def _is(error: BaseException, module: str, name: str) -> bool:
     return cls is not None and isinstance(error, cls)
 
 
+def is_database_error(error: BaseException) -> bool:
+    return _is(error, "sqlalchemy.exc", "DBAPIError")
+
+
 def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text.strip())
 
 
 def describe(error: BaseException) -> tuple[str, int] | None:
-    """The one line (without `error: `) and the exit code for `error`, or None if it is a bug."""
+    """The one line (without `error: `) and the exit code for `error`, or None if it is a bug. A database
+    error is the root group's to describe (`is_database_error`, pokna.cli.database_errors: it imports
+    Alembic, so only that path pays for it)."""
     if isinstance(error, CommandError):
         return str(error), error.exit_code
     if _is(error, "pokna.settings", "SettingsError") or _is(error, "pokna.service_keys", "ServiceKeyError"):
@@ -62,10 +68,6 @@ def describe(error: BaseException) -> tuple[str, int] | None:
             "(e.g. postgresql+psycopg://pokna:secret@db:5432/pokna, or unset for the embedded PostgreSQL in POKNA_DATA_DIR)",
             EXIT_FAILURE,
         )
-    if _is(error, "sqlalchemy.exc", "DBAPIError"):
-        from pokna.cli.database_errors import describe_database_error
-
-        return describe_database_error(error), EXIT_FAILURE
     if isinstance(error, OSError) and error.filename is not None:
         return (
             f"cannot use {error.filename}: {error.strerror or error} "

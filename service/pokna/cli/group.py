@@ -1,7 +1,7 @@
 """The `pokna` command group: sub-commands imported only when run (or their help shown), plain help, and
 one error style.
 
-- **Lazy**: `pokna.cli.app.COMMANDS` names each sub-command's module and summary. `pokna --help` lists
+- **Lazy**: `pokna.cli.app.COMMANDS` (a table of `LazyCommand`) names each sub-command's module and summary. `pokna --help` lists
   the summaries without importing anything; `pokna roll` imports `pokna.cli.roll` alone, so it never
   pays for SQLAlchemy, Alembic or FastAPI. A module registers its commands on the one Typer app as it is
   imported; the group then builds the Click command for it.
@@ -33,11 +33,11 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 import typer
 import typer.main
@@ -45,7 +45,7 @@ from typer import _click
 from typer._coercion import RuntimeParam
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption, _TyperParameter
 
-from pokna.cli.errors import EXIT_FAILURE, TRACEBACK_ENV, describe, unexpected
+from pokna.cli.errors import EXIT_FAILURE, TRACEBACK_ENV, describe, is_database_error, unexpected
 
 # Typer's type labels (`<int range>`) as Click names a value in help (`INTEGER`).
 _TYPE_NAMES = {
@@ -191,30 +191,36 @@ def _one_line(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+class LazyCommand(NamedTuple):
+    module: str  # registers the command on the root's Typer app when imported
+    summary: str  # its short help, shown by `pokna --help` without importing the module
+    also: tuple[str, ...] = ()  # modules that add the group's other sub-commands
+
+
 class PoknaGroup(_PlainHelpOption, TyperGroup):
-    """The root of `pokna`. Its commands come from `pokna.cli.app.COMMANDS`, imported on first use."""
+    """The root of `pokna`: its commands come from a table of `LazyCommand`s, each imported on first use
+    and built from the root's Typer app (`root_group` binds both)."""
+
+    table: ClassVar[Mapping[str, LazyCommand]] = {}
+    typer_app: ClassVar[Callable[[], typer.Typer]]
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
-        from pokna.cli.app import COMMANDS
-
-        return list(COMMANDS)
+        return list(self.table)
 
     def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
-        from pokna.cli.app import COMMANDS, app
-
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            importlib.import_module(COMMANDS[cmd_name].module)
-            built = typer.main.get_group(app).commands.get(cmd_name)
+        lazy = self.table.get(cmd_name)
+        if cmd_name not in self.commands and lazy is not None:
+            for module in (lazy.module, *lazy.also):
+                importlib.import_module(module)
+            built = typer.main.get_group(type(self).typer_app()).commands.get(cmd_name)
             if built is not None:
                 self.commands[cmd_name] = polish(built)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         """The summaries from the table: listing the commands imports none of them."""
-        from pokna.cli.app import COMMANDS
-
         with formatter.section("Commands"):
-            formatter.write_dl([(name, command.summary) for name, command in COMMANDS.items()])
+            formatter.write_dl([(name, command.summary) for name, command in self.table.items()])
 
     def resolve_command(
         self, ctx: _click.Context, args: list[str]
@@ -257,6 +263,10 @@ class PoknaGroup(_PlainHelpOption, TyperGroup):
             code = _report("aborted", EXIT_FAILURE)
         except Exception as error:
             described = describe(error)
+            if is_database_error(error):
+                from pokna.cli.database_errors import describe_database_error
+
+                described = describe_database_error(error), EXIT_FAILURE
             if described is None:
                 if os.environ.get(TRACEBACK_ENV) == "1":
                     raise
@@ -268,12 +278,18 @@ class PoknaGroup(_PlainHelpOption, TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+def root_group(table: Mapping[str, LazyCommand], typer_app: Callable[[], typer.Typer]) -> type[PoknaGroup]:
+    """The root group's class for `typer.Typer(cls=...)`: the command table, and the Typer app the commands
+    register on (a function, as the app is made with this class)."""
+    return type("PoknaGroup", (PoknaGroup,), {"table": table, "typer_app": staticmethod(typer_app)})
+
+
 def _leave_started_clusters(succeeded: bool) -> None:
     """A command that started the embedded PostgreSQL for itself said so or stopped it (only a command that
     reached a database imported the module that knows)."""
-    session = sys.modules.get("pokna.cli.command_session")
-    if session is not None:
-        session.leave_started_clusters(succeeded)
+    database = sys.modules.get("pokna.cli.database_url")
+    if database is not None:
+        database.leave_started_clusters(succeeded)
 
 
 def _usage_line(error: _click.exceptions.UsageError) -> str:

@@ -1,5 +1,5 @@
-"""`pokna ledger ...` (export, reconcile, checkpoint), and the `pokna audit` group its neighbours fill
-(pokna.cli.audit, pokna.cli.audit_report).
+"""`pokna ledger ...` (export, reconcile, checkpoint); its output file and progress option serve `pokna
+audit` too (pokna.cli.audit, pokna.cli.audit_report).
 
 The shell around pokna.ledger: it opens the database and prints; every judgement is the package's. The
 offline check of what `ledger export` writes is `pokna audit verify`, which is `pokna-verify audit`
@@ -34,9 +34,7 @@ from pokna_verify.cli.progress import StderrProgress
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_label
 
 ledger_app = typer.Typer(help="The double-entry ledger: export, reconcile, checkpoint.", no_args_is_help=True)
-audit_app = typer.Typer(help="Offline audits: ledger exports and audit bundles.", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
-app.add_typer(audit_app, name="audit")
 
 
 @contextmanager
@@ -137,8 +135,3 @@ def checkpoint_command(
         document = checkpoint_document(take_checkpoint(session, tenant, signing_key))
     with output_file(output) as handle:
         handle.write(json.dumps(document, indent=2) + "\n")
-
-
-# `pokna audit ...` lives in pokna.cli.audit and pokna.cli.audit_report, on audit_app above.
-import pokna.cli.audit  # noqa: E402
-import pokna.cli.audit_report  # noqa: E402, F401
