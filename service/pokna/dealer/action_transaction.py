@@ -73,7 +73,7 @@ class Keyed:
 
 @dataclass(frozen=True)
 class Claim:
-    """The request's Idempotency-Key, claimed in round trip 1 (pokna.idempotency.aio)."""
+    """The request's Idempotency-Key, claimed in round trip 1 (pokna.idempotency.service)."""
 
     tenant_id: str
     key: str

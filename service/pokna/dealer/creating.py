@@ -3,7 +3,7 @@ rules, the server seed drawn and sealed, and the commitment signed before anyone
 or roll. Three round trips, no thread, no ORM, cut as an action is (pokna.dealer.action_transaction):
 
 1. Authenticate the API key, and claim the Idempotency-Key if one was sent, in one autocommit statement
-   (pokna.idempotency.aio).
+   (pokna.idempotency.service).
 2. BEGIN, hold the claim, and read the seats' wallets (pokna.ledger.accounts_aio) and, when the request
    names no rake or no fairness mode, the tenant's defaults (pokna.tenants.settings): one pipeline.
 3. Decided in Python (the checks, in the order the request's fields come, and `new_game_records`), the
@@ -69,7 +69,7 @@ class NewGame:
 
 @dataclass(frozen=True)
 class Claimed:
-    """The Idempotency-Key a creation claimed, and its token (pokna.idempotency.aio)."""
+    """The Idempotency-Key a creation claimed, and its token (pokna.idempotency.service)."""
 
     key: str
     token: str

@@ -5,13 +5,13 @@ pokna.dealer.action_transaction (lock and read, decide, write), with what comes 
 A player's action (`act`), in three round trips, no thread, no ORM:
 
 1. Authenticate the API key and claim the Idempotency-Key, in one autocommit statement
-   (pokna.idempotency.aio). Without a key there is nothing to claim, and the key is checked by the next
+   (pokna.idempotency.service). Without a key there is nothing to claim, and the key is checked by the next
    round trip instead.
 2. BEGIN, hold the claim (or authenticate) and lock the game with its seats and balances: one pipeline.
 3. Decide in Python, build the answer once, and send everything it writes as one game_write() call with
    COMMIT behind it in the same pipeline. The answer's bytes are what is sent and stored for replay.
 
-The rare paths cost more and say so: a key seen before (pokna.idempotency.aio.claim_existing), a game
+The rare paths cost more and say so: a key seen before (pokna.idempotency.service.claim_existing), a game
 ended by a chain of passed deadlines the lock did not foresee, a first rake (the revenue account is
 opened), a wallet that moved after the read (decided again from step 2), and in beacon mode the wait for
 the round after the acceptance committed, then its resolution in a transaction of its own.
