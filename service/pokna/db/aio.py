@@ -42,6 +42,7 @@ from sqlalchemy import Engine, event
 
 from pokna.db.backend import driver_parameters
 from pokna.db.engine import Waits
+from pokna.db.watchdog import WATCHDOG
 
 Pool = AsyncConnectionPool[AsyncConnection[Any]]
 
@@ -55,24 +56,15 @@ came back waiting for its next turn."""
 def conninfo_of(engine: Engine, waits: Waits) -> str:
     """The engine's database as a libpq connection string: the same hosts, user and options the engine
     connects with, and the same waits."""
-    params = driver_parameters(engine)
-    params["connect_timeout"] = waits.connect
-    options = [
-        f"-c {name}={seconds * 1000}"
-        for name, seconds in (
-            ("statement_timeout", waits.statement),
-            ("idle_in_transaction_session_timeout", waits.idle_in_transaction),
-        )
-        if seconds is not None
-    ]
-    if options:
-        params["options"] = " ".join(options)
-    return make_conninfo("", **params)
+    return make_conninfo("", **{**driver_parameters(engine), **waits.libpq_parameters()})
 
 
 class AsyncDatabase:
-    def __init__(self, conninfo: str, min_size: int, max_size: int, connect_seconds: float) -> None:
+    def __init__(
+        self, conninfo: str, min_size: int, max_size: int, connect_seconds: float, answer: float | None = None
+    ) -> None:
         self._conninfo = conninfo
+        self._answer = answer
         self._min_size = min_size
         self._max_size = max_size
         self._connect_seconds = connect_seconds
@@ -84,7 +76,7 @@ class AsyncDatabase:
     def for_engine(cls, engine: Engine, waits: Waits, size: int, overflow: int) -> AsyncDatabase:
         """`size` connections kept open, up to `overflow` more under load (the engine's own pool sizes)."""
         hosts = len(str(driver_parameters(engine).get("host", "")).split(","))
-        database = cls(conninfo_of(engine, waits), size, size + overflow, waits.connect * hosts)
+        database = cls(conninfo_of(engine, waits), size, size + overflow, waits.connect * hosts, waits.answer)
         # One lifecycle with the engine's own connections: disposing of the engine (to pick up a changed
         # server setting, after a failover) lets go of these too, at the next checkout, in the pool's loop.
         event.listen(engine, "engine_disposed", lambda _engine: database.drain_soon())
@@ -97,6 +89,7 @@ class AsyncDatabase:
         pool: Pool = AsyncConnectionPool(
             self._conninfo,
             kwargs={"autocommit": True},
+            configure=self._watch,
             min_size=self._min_size,
             max_size=self._max_size,
             timeout=self._connect_seconds,
@@ -120,6 +113,7 @@ class AsyncDatabase:
         pool = self._pool
         if pool is None or self._loop is not asyncio.get_running_loop():
             connection = await AsyncConnection.connect(self._conninfo, autocommit=True)
+            await self._watch(connection)
             try:
                 yield connection
             finally:
@@ -132,6 +126,11 @@ class AsyncDatabase:
             # Shielded: a cancelled request still gives its connection back whole, or the pool would
             # count it as taken for ever.
             await asyncio.shield(_give_back(pool, connection))
+
+    async def _watch(self, connection: AsyncConnection[Any]) -> None:
+        """Each new connection is abandoned if a statement of its goes unanswered (pokna.db.watchdog)."""
+        if self._answer is not None:
+            WATCHDOG.watch(connection, self._answer)
 
     def drain_soon(self) -> None:
         """Let go of every pooled connection at the next checkout (callable from any thread)."""

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.backend import require_postgresql
+from pokna.db.watchdog import ANSWER_GRACE_SECONDS, WATCHDOG
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,47 @@ class Waits:
     statement: int | None = None
     idle_in_transaction: int | None = None
 
+    @property
+    def answer(self) -> float | None:
+        """The client's own bound on a statement (pokna.db.watchdog): the server's timeout and a grace, so
+        a server that stops answering cannot hold a request longer than one that answers."""
+        return None if self.statement is None else self.statement + ANSWER_GRACE_SECONDS
+
+    def libpq_parameters(self) -> dict[str, str | int]:
+        """Every connection's options, for SQLAlchemy's engine and psycopg's pool alike (the one place).
+
+        The server's timeouts as `options`; `connect_timeout` per host; TCP keepalives, so a pooled
+        connection whose peer vanished (power lost, a partition) is found within about a minute while
+        idle; and `tcp_user_timeout`, so one that vanished while a statement was on its way fails once
+        that statement's bytes go unacknowledged for as long as a statement may run. (A server that is
+        stopped while its host still acknowledges is the watchdog's.) libpq ignores the TCP options on a
+        Unix socket."""
+        parameters: dict[str, str | int] = {
+            "connect_timeout": self.connect,
+            "keepalives": 1,
+            "keepalives_idle": KEEPALIVE_IDLE_SECONDS,
+            "keepalives_interval": KEEPALIVE_INTERVAL_SECONDS,
+            "keepalives_count": KEEPALIVE_COUNT,
+        }
+        if self.answer is not None:
+            parameters["tcp_user_timeout"] = int(self.answer * 1000)
+        options = [
+            f"-c {name}={seconds * 1000}"
+            for name, seconds in (
+                ("statement_timeout", self.statement),
+                ("idle_in_transaction_session_timeout", self.idle_in_transaction),
+            )
+            if seconds is not None
+        ]
+        if options:
+            parameters["options"] = " ".join(options)
+        return parameters
+
+
+KEEPALIVE_IDLE_SECONDS = 30
+KEEPALIVE_INTERVAL_SECONDS = 10
+KEEPALIVE_COUNT = 3
+
 
 def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
     require_postgresql(url)
@@ -42,23 +84,14 @@ def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
     # metadata, a key's hash, a sealed seed. Errors are logged, so they never carry the values.
     kwargs.setdefault("hide_parameters", True)
     kwargs.setdefault("pool_timeout", waits.pool)
-    connect_args: dict[str, Any] = {"connect_timeout": waits.connect}
-    options = [
-        f"-c {name}={seconds * 1000}"
-        for name, seconds in (
-            ("statement_timeout", waits.statement),
-            ("idle_in_transaction_session_timeout", waits.idle_in_transaction),
-        )
-        if seconds is not None
-    ]
-    if options:
-        connect_args["options"] = " ".join(options)
-    connect_args.update(kwargs.pop("connect_args", {}))
+    connect_args: dict[str, Any] = {**waits.libpq_parameters(), **kwargs.pop("connect_args", {})}
     if not hasattr(select, "poll"):  # no poll(2) on this platform: ping each checkout instead
         kwargs.setdefault("pool_pre_ping", True)
     engine = create_engine(url, connect_args=connect_args, **kwargs)
     if not kwargs.get("pool_pre_ping"):
         event.listen(engine, "checkout", _drop_if_the_server_hung_up)
+    if (answer := waits.answer) is not None:
+        event.listen(engine, "connect", lambda connection, _record: WATCHDOG.watch(connection, answer))
     return engine
 
 

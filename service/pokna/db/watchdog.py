@@ -1,0 +1,158 @@
+"""The client's own bound on a statement: a connection whose statement has had no answer for longer than its
+limit is abandoned, whether or not the server is there to enforce anything.
+
+Why: `statement_timeout` is the server's. A PostgreSQL that stops answering (frozen, a host that lost
+power, a network partition) enforces nothing, and until TCP gives up (about 15 minutes on Linux) a request
+waiting on it would wait too, holding its place at the database gate, as would `/readyz` (issue 46, M1).
+libpq's keepalives and `tcp_user_timeout` (pokna.db.engine, `Waits.libpq_parameters`) find a peer that
+vanished from the network, but not a server process that is stopped while its host's kernel still
+acknowledges every packet. So one thread per process looks at every watched connection twice a second,
+and one that has been busy with a statement (libpq's transaction status ACTIVE: sent, not yet answered)
+at every look for longer than its limit has its socket shut down. The thread waiting on it (or the event
+loop) then sees the connection closed, the statement fails with an `OperationalError`, and the request
+is answered 503 `database_unavailable` like any lost connection; its transaction never committed.
+
+The limit is the statement timeout plus `ANSWER_GRACE_SECONDS`, the time a live server takes to deliver
+its own cancellation: a slow statement on a live server is still ended by the server, never here.
+Connections without a statement timeout (the commands: an export may run long) are not watched.
+
+The first connection of an outage found waiting `WARN_AFTER_SECONDS` is logged (`database unavailable`),
+so an operator sees a frozen database while it lasts, not only after it resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg.pq import TransactionStatus
+
+ANSWER_GRACE_SECONDS = 2.0
+"""Beyond the statement timeout: the server's own cancellation arrives well within it when it is alive."""
+
+WARN_AFTER_SECONDS = 5.0
+"""A statement waiting this long (a lock wait, or a server that stopped answering) is logged, once an outage."""
+
+TICK_SECONDS = 0.5
+
+log = logging.getLogger("pokna.db")
+
+
+@dataclass
+class _Watched:
+    connection: Any  # a psycopg Connection or AsyncConnection
+    limit: float
+    inode: int
+    busy_since: float | None = None
+
+
+class StatementWatchdog:
+    def __init__(self, tick: float = TICK_SECONDS) -> None:
+        self._tick = tick
+        self._lock = threading.Lock()
+        self._watched: dict[int, _Watched] = {}
+        self._pid: int | None = None
+        self._warned = False
+        self._abandoned = 0
+
+    def watch(self, connection: Any, limit: float) -> None:
+        """From now until it closes, `connection` (psycopg, sync or async) is abandoned when a statement
+        of its goes unanswered for `limit` seconds."""
+        try:
+            inode = os.fstat(connection.pgconn.socket).st_ino
+        except Exception:  # closed already, or no socket: nothing to watch
+            return
+        with self._lock:
+            if self._pid != os.getpid():  # first use, or a forked worker: the thread is not ours
+                self._watched.clear()
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="pokna-statement-watchdog", daemon=True).start()
+            self._watched[id(connection)] = _Watched(connection, limit, inode)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self._tick)
+            try:
+                self.look(time.monotonic())
+            except Exception:  # never let the watchdog die: log it and look again
+                log.exception("the statement watchdog failed a look")
+
+    def look(self, now: float) -> None:
+        """One look at every watched connection (the thread's tick; tests call it with their own clock)."""
+        with self._lock:
+            watched = list(self._watched.items())
+        stuck = False
+        for key, entry in watched:
+            status = _status(entry.connection)
+            if status is None:
+                with self._lock:
+                    self._watched.pop(key, None)
+                continue
+            if status != TransactionStatus.ACTIVE:
+                entry.busy_since = None
+                continue
+            if entry.busy_since is None:
+                entry.busy_since = now
+                continue
+            waited = now - entry.busy_since
+            if waited >= min(WARN_AFTER_SECONDS, entry.limit):
+                stuck = True
+                if not self._warned:
+                    self._warned = True
+                    log.warning(
+                        "database unavailable: a statement has had no answer from PostgreSQL for %.0f s "
+                        "(a lock wait, or the server stopped answering); it is abandoned at %.0f s",
+                        waited,
+                        entry.limit,
+                    )
+            if waited >= entry.limit and _shut_down(entry):
+                self._abandoned += 1
+                if self._abandoned == 1:
+                    log.warning(
+                        "database unavailable: no answer from PostgreSQL to a statement for %.0f s; its "
+                        "connection was abandoned and its request answered 503",
+                        waited,
+                    )
+                with self._lock:
+                    self._watched.pop(key, None)
+        if not stuck and self._warned:
+            if self._abandoned:
+                log.warning("database answering again: %d connections were abandoned", self._abandoned)
+            self._warned, self._abandoned = False, 0
+
+
+def _status(connection: Any) -> TransactionStatus | None:
+    """None once the connection is closed (it is then forgotten)."""
+    try:
+        if connection.closed:
+            return None
+        return TransactionStatus(connection.pgconn.transaction_status)
+    except Exception:
+        return None
+
+
+def _shut_down(entry: _Watched) -> bool:
+    """Shut the connection's socket down, so whoever waits on it wakes to a closed connection. The socket
+    is checked to be the one watched (its inode): the owner may have closed it since the look, and its
+    descriptor's number may already belong to another socket."""
+    try:
+        duplicate = os.dup(entry.connection.pgconn.socket)
+    except Exception:
+        return False
+    with socket.socket(fileno=duplicate) as sock:
+        if os.fstat(sock.fileno()).st_ino != entry.inode:
+            return False
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            return False
+    return True
+
+
+WATCHDOG = StatementWatchdog()
+"""The process's one watchdog: every engine and pool with a statement timeout registers its connections."""

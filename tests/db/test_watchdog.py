@@ -1,0 +1,170 @@
+"""A server that stops answering cannot hold a statement longer than the client's own bound
+(pokna.db.watchdog), on both roads to the database, while a live server's slow statement is still ended by
+the server's own timeout. The server process serving the connection is really stopped (SIGSTOP), as a
+frozen host or a partition looks to the client."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from psycopg.pq import TransactionStatus
+from sqlalchemy import Engine, exc, text
+
+from pokna.db.aio import AsyncDatabase
+from pokna.db.engine import Waits, make_engine
+from pokna.db.watchdog import TICK_SECONDS, StatementWatchdog
+
+WAITS = Waits(connect=2, statement=1)
+ANSWER = WAITS.answer or 0.0
+BOUND = ANSWER + 2 * TICK_SECONDS + 3  # the limit, the looks around it, and a loaded machine's slack
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def answered_within(seconds: float, statement: Callable[[], object]) -> tuple[float, BaseException | None]:
+    """How long `statement` took and what it raised, run aside so that a statement that never ends fails
+    the test (once `seconds` have passed) rather than hanging it: the server is resumed on the way out."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            statement()
+        except BaseException as error:
+            errors.append(error)
+
+    started = time.monotonic()
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"no answer within {seconds} s: the statement waits for the server"
+    return time.monotonic() - started, errors[0] if errors else None
+
+
+@pytest.fixture
+def watched_engine(empty_database_url: str) -> Iterator[Engine]:
+    engine = make_engine(empty_database_url, WAITS, pool_size=1, max_overflow=0)
+    yield engine
+    engine.dispose()
+
+
+def test_a_frozen_server_is_abandoned_on_the_sessions_road(
+    watched_engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    with watched_engine.connect() as connection:
+        backend = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        connection.commit()
+        with caplog.at_level(logging.WARNING, "pokna.db"), stopped(backend):
+            waited, error = answered_within(BOUND, lambda: connection.execute(text("SELECT 1")))
+    assert isinstance(error, exc.OperationalError)
+    assert waited >= ANSWER
+    assert any("database unavailable" in record.message for record in caplog.records)
+    with watched_engine.connect() as connection:  # the pool replaced it: the database serves again
+        assert connection.execute(text("SELECT 1")).scalar_one() == 1
+
+
+def test_a_live_servers_slow_statement_is_ended_by_the_server_not_the_client(watched_engine: Engine) -> None:
+    with watched_engine.connect() as connection, pytest.raises(exc.OperationalError) as raised:
+        connection.execute(text("SELECT pg_sleep(10)"))
+    assert isinstance(raised.value.orig, psycopg.errors.QueryCanceled)  # statement_timeout, 57014
+
+
+def test_a_frozen_server_is_abandoned_on_the_hot_paths_road(empty_database_url: str) -> None:
+    engine = make_engine(empty_database_url, WAITS)
+    database = AsyncDatabase.for_engine(engine, WAITS, size=1, overflow=0)
+    frozen: list[int] = []
+
+    async def select_on_a_frozen_server() -> float:
+        async with database.opened(), database.connection() as connection:
+            row = await (await connection.execute("SELECT pg_backend_pid()")).fetchone()
+            assert row is not None
+            frozen.append(row[0])
+            os.kill(row[0], signal.SIGSTOP)
+            started = time.monotonic()
+            with pytest.raises(psycopg.OperationalError):
+                await connection.execute("SELECT 1")
+            return time.monotonic() - started
+
+    waited: list[float] = []
+    try:
+        _, error = answered_within(BOUND, lambda: waited.append(asyncio.run(select_on_a_frozen_server())))
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        engine.dispose()
+    assert error is None
+    assert waited[0] >= ANSWER
+
+
+class _Driver:
+    """What the watchdog reads of a psycopg connection, over a real socket pair: its status is the test's."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.closed = False
+        self.socket = sock.fileno()
+        self.transaction_status = TransactionStatus.IDLE
+
+    @property
+    def pgconn(self) -> _Driver:
+        return self
+
+
+@pytest.mark.parametrize(
+    ("statuses", "abandoned"),
+    [
+        ("AAAAA", True),  # one statement unanswered at every look, past the limit
+        ("AAAA", False),  # busy for 3 s of a 3.5 s limit: not yet
+        ("AAIAAIAAIAAI", False),  # answered between looks: a stream of statements, not a stuck one
+        ("IITTTTTTT", False),  # idle inside a transaction is the server's to end, not the watchdog's
+        ("AAAIAAAAA", True),  # the count starts again after an answer
+    ],
+)
+def test_only_a_statement_unanswered_at_every_look_past_its_limit_is_abandoned(
+    statuses: str, abandoned: bool
+) -> None:
+    codes = {"A": TransactionStatus.ACTIVE, "I": TransactionStatus.IDLE, "T": TransactionStatus.INTRANS}
+    watchdog = StatementWatchdog(tick=3600)  # looked at by hand, one look a second of the test's clock
+    ours, server = socket.socketpair()
+    with ours, server:
+        driver = _Driver(ours)
+        watchdog.watch(driver, 3.5)
+        for moment, status in enumerate(statuses):
+            driver.transaction_status = codes[status]
+            watchdog.look(float(moment))
+        ours.settimeout(0.5)
+        try:
+            received = ours.recv(1)  # b"" once shut down; nothing to read (a timeout) while it is not
+        except TimeoutError:
+            received = None
+    assert (received == b"") == abandoned
+
+
+def test_a_closed_connection_is_forgotten() -> None:
+    watchdog = StatementWatchdog(tick=3600)
+    ours, server = socket.socketpair()
+    with ours, server:
+        driver = _Driver(ours)
+        watchdog.watch(driver, 1.0)
+        driver.transaction_status = TransactionStatus.ACTIVE
+        watchdog.look(0.0)
+        driver.closed = True
+        watchdog.look(5.0)
+        ours.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            ours.recv(1)  # never shut down: the socket may be another connection's by now
