@@ -16,8 +16,9 @@ import pokna.cli.ledger
 import pokna.dealer.rules_step
 from pokna import ledger
 from pokna.db.models.ledger import Account
-from pokna_verify.bundle.check import CHECKS, verify_bundle
+from pokna_verify.bundle.check import CHECKS
 from pokna_verify.bundle.report import Verdict
+from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.ledger.chain import chain_for
 from support.audit_bundles import lines_of, play_books, records
 from support.game_play import FINAL, Api, new_tenant_key, obliging, play
