@@ -295,22 +295,3 @@ def oldest_unsigned_at(session: Session) -> datetime | None:
     None when every chain's head is signed."""
     oldest: datetime | None = session.execute(_OLDEST_UNSIGNED).scalar_one()
     return oldest
-
-
-def checkpoints_between(session: Session, tenant_id: str, first_seq: int, last_seq: int) -> list[Row[Any]]:
-    """Oldest first."""
-    return list(
-        session.execute(
-            select(
-                _checkpoint.c.id,
-                _checkpoint.c.tenant_id,
-                _checkpoint.c.seq,
-                _checkpoint.c.hash,
-                _checkpoint.c.created_at,
-                _checkpoint.c.key_id,
-                _checkpoint.c.signature,
-            )
-            .where(_checkpoint.c.tenant_id == tenant_id, _checkpoint.c.seq.between(first_seq, last_seq))
-            .order_by(_checkpoint.c.seq, _checkpoint.c.created_at)
-        )
-    )
