@@ -17,6 +17,7 @@ cannot drift.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -359,3 +360,53 @@ def test_the_cycle_finder_finds_cycles() -> None:
     ]
     assert _tangles({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a", "c"}}) == []
     assert _tangles({"a": {"b"}, "b": {"a", "c"}, "c": {"b", "d"}, "d": set()}) == [{"a", "b", "c"}]
+
+
+@functools.cache
+def _document_types() -> frozenset[str]:
+    """Names that look like modules and are documents' types (`pokna.audit.bundle`, a bundle's header):
+    spelled as strings in the code."""
+    return frozenset(
+        node.value
+        for source in EVERY_SOURCE
+        for node in ast.walk(ast.parse(source.read_text()))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"pokna(\.\w+)+", node.value)
+    )
+
+
+_NAMED_IN_BACKTICKS = re.compile(r"`((?:pokna|pokna_verify)(?:\.[A-Za-z_]+)+)(?::([A-Za-z_][A-Za-z_.]*))?`")
+
+
+def _exists(dotted: str) -> bool:
+    """`pokna.dealer.store` or `pokna.outbox.Gathered.record`: the longest module prefix, then attributes."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("source", EVERY_SOURCE, ids=_shown)
+def test_docstrings_name_real_modules(source: Path) -> None:
+    """A module a docstring names in backticks (`pokna.dealer.store`, `pokna.dealer.locked:may_end`) exists,
+    as the walk's references must: a rename that leaves the old name in a docstring fails here."""
+    for node in ast.walk(ast.parse(source.read_text())):
+        if not isinstance(node, (ast.Module, *_DEFINITIONS)):
+            continue
+        for dotted, attribute in _NAMED_IN_BACKTICKS.findall(ast.get_docstring(node) or ""):
+            name = f"{dotted}.{attribute}" if attribute else dotted
+            assert name in _document_types() or _exists(name), (
+                f"{_shown(source)}: its docstring names `{name}`, which does not exist"
+            )
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
