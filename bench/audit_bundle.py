@@ -25,7 +25,7 @@ from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.migrate import upgrade
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna_verify.bundle.check import verify_bundle
+from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.fairness.protocol import roll
 from support.game_play import Api, new_tenant_key, play, random_policy
 

@@ -1,16 +1,23 @@
-"""docs/architecture.md is the map of the shell; these tests hold the code to it, so the two cannot drift.
+"""docs/architecture.md is the map of the shell and of its core; these tests hold the code to it, so the two
+cannot drift.
 
-- The layer table there says which parts of `pokna` each part may import; every import in the service is
-  checked against it, and the table itself must list lower layers first (no import may point back up).
-- The walk of one game action names functions as `module:function`; each must exist.
+- The layer tables there say which parts of `pokna` (under "Layers") and of `pokna_verify` (under "The
+  core") each part may import; every import in either package is checked against its table, and each
+  table itself must list lower layers first (no import may point back up).
+- No module of either package imports, directly or not, one that imports it back (function-local and
+  TYPE_CHECKING imports count: one that breaks a cycle at run time only hides it); no module is over
+  400 lines.
+- The walk of one game action names functions as `module:function`; each must exist, as must every module
+  a docstring names in backticks (`pokna.dealer.store`).
 - Rules the issue set for the shell: the database is chosen in one place; no route touches a session;
   routes (the kernel's, the assembly's and every domain's `routes.py` / `*_routes.py`) reach the domains
-  through their services, never their tables, repositories or stores; no module is over 400 lines.
+  through their services, never their tables, repositories or stores.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -21,8 +28,13 @@ import pokna
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(pokna.__file__).parent
+VERIFIER = ROOT / "verifier" / "pokna_verify"
 DOC = ROOT / "docs" / "architecture.md"
 SOURCES = sorted(PACKAGE.rglob("*.py"))
+VERIFIER_SOURCES = sorted(VERIFIER.rglob("*.py"))
+EVERY_SOURCE = SOURCES + VERIFIER_SOURCES
+# Each package, the heading of its layer table in docs/architecture.md, and its sources.
+PACKAGES = {"pokna": ("## Layers", SOURCES), "pokna_verify": ("## The core", VERIFIER_SOURCES)}
 MAX_LINES = 400
 # The one module that reads which database a URL or engine speaks (and refuses any but PostgreSQL).
 CHOOSES_THE_DATABASE = {"db/backend.py"}
@@ -32,36 +44,68 @@ def _relative(source: Path) -> str:
     return source.relative_to(PACKAGE).as_posix()
 
 
+def _shown(source: Path) -> str:
+    return source.relative_to(ROOT).as_posix()
+
+
 def _part_of(module: str) -> str:
-    """`pokna.ledger.moving` -> `ledger`; `pokna.runtime` -> `runtime`."""
+    """`pokna.ledger.moving` -> `ledger`; `pokna.runtime` -> `runtime`; `pokna_verify.bundle.scan` -> `bundle`."""
     return module.split(".")[1] if module.count(".") >= 1 else module
 
 
 def _module_name(source: Path) -> str:
-    parts = ["pokna", *source.relative_to(PACKAGE).with_suffix("").parts]
+    root = VERIFIER if source.is_relative_to(VERIFIER) else PACKAGE
+    parts = [root.name, *source.relative_to(root).with_suffix("").parts]
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _pokna_imports(source: Path) -> set[str]:
-    """Every `pokna.*` module the file imports, at any depth (function-local imports count too)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(source.read_text())):
+def _is_entry(module: str) -> bool:
+    """The package itself and `python -m`'s module: above every part, in no row of a table."""
+    return "." not in module or module.endswith(".__main__")
+
+
+def _imports(source: Path) -> list[tuple[str, list[str]]]:
+    return _imports_in(source.read_text(), _module_name(source), source.name == "__init__.py")
+
+
+def _imports_in(text: str, module: str, is_package: bool) -> list[tuple[str, list[str]]]:
+    """Every import of a module's text, at any depth (function-local and TYPE_CHECKING imports count), as
+    (module, names taken from it): `import a.b` is ("a.b", []); a relative import is resolved."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.startswith("pokna."))
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "pokna":  # `from pokna import ledger`; `__version__` is the package's own
-                found.update(f"pokna.{alias.name}" for alias in node.names if not alias.name.startswith("__"))
-            elif node.module.startswith("pokna."):
-                found.add(node.module)
+            found.extend((alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            found.append(
+                (".".join([*base, *filter(None, [node.module])]), [alias.name for alias in node.names])
+            )
     return found
 
 
-def _layer_table() -> list[tuple[list[str], set[str]]]:
-    """Rows of the table under '## Layers': (parts named in the first column, parts they may import)."""
+def _package_imports(source: Path, package: str) -> set[str]:
+    """Every `package.*` module the file imports: `from pokna import ledger` names `pokna.ledger`
+    (`__version__` is the package's own)."""
+    found: set[str] = set()
+    for module, names in _imports(source):
+        if module == package:
+            found.update(f"{package}.{name}" for name in names if not name.startswith("__"))
+        elif module.startswith(f"{package}."):
+            found.add(module)
+    return found
+
+
+def _pokna_imports(source: Path) -> set[str]:
+    return _package_imports(source, "pokna")
+
+
+def _layer_table(heading: str = "## Layers") -> list[tuple[list[str], set[str]]]:
+    """Rows of the table under `heading`: (parts named in the first column, parts they may import)."""
     text = DOC.read_text()
-    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -73,11 +117,13 @@ def _layer_table() -> list[tuple[list[str], set[str]]]:
     return rows
 
 
-def test_the_layer_table_lists_every_part_once_lower_layers_first() -> None:
-    rows = _layer_table()
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_layer_table_lists_every_part_once_lower_layers_first(package: str) -> None:
+    heading, sources = PACKAGES[package]
+    rows = _layer_table(heading)
     named = [part for parts, _ in rows for part in parts]
-    assert len(named) == len(set(named)), "a part appears twice in the layer table"
-    actual = {_part_of(_module_name(source)) for source in SOURCES if _module_name(source) != "pokna"}
+    assert len(named) == len(set(named)), f"a part appears twice in {package}'s layer table"
+    actual = {_part_of(_module_name(source)) for source in sources if not _is_entry(_module_name(source))}
     assert set(named) == actual, f"table vs code: missing {actual - set(named)}, extra {set(named) - actual}"
     above: set[str] = set()
     for parts, may_import in rows:
@@ -85,17 +131,18 @@ def test_the_layer_table_lists_every_part_once_lower_layers_first() -> None:
         above.update(parts)
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=_relative)
+@pytest.mark.parametrize("source", EVERY_SOURCE, ids=_shown)
 def test_imports_follow_the_layer_table(source: Path) -> None:
-    allowed = {part: may_import for parts, may_import in _layer_table() for part in parts}
     module = _module_name(source)
-    if module == "pokna":
+    if _is_entry(module):
         return
+    package = module.split(".")[0]
+    allowed = {part: may_import for parts, may_import in _layer_table(PACKAGES[package][0]) for part in parts}
     part = _part_of(module)
-    for imported in _pokna_imports(source):
+    for imported in _package_imports(source, package):
         target = _part_of(imported)
         assert target == part or target in allowed[part], (
-            f"{_relative(source)} imports {imported}: docs/architecture.md does not let `{part}` import `{target}`"
+            f"{_shown(source)} imports {imported}: docs/architecture.md does not let `{part}` import `{target}`"
         )
 
 
@@ -110,10 +157,10 @@ def test_the_walk_of_a_game_action_names_real_functions() -> None:
             found = getattr(found, name)
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=_relative)
+@pytest.mark.parametrize("source", EVERY_SOURCE, ids=_shown)
 def test_no_module_is_longer_than_one_sitting(source: Path) -> None:
     lines = len(source.read_text().splitlines())
-    assert lines <= MAX_LINES, f"{_relative(source)} has {lines} lines; split it by meaning"
+    assert lines <= MAX_LINES, f"{_shown(source)} has {lines} lines; split it by meaning"
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=_relative)
@@ -205,7 +252,6 @@ def test_routes_reach_domains_through_their_services(source: Path) -> None:
         assert not last.startswith(("repository", "store")), f"{source.name} imports {imported}"
 
 
-VERIFIER = ROOT / "verifier" / "pokna_verify"
 # What the checks need, and nothing of the service's: no web framework, ORM, driver or PostgreSQL.
 VERIFIER_MAY_IMPORT = {"pokna_verify", "cryptography", "py_arkworks_bls12381"}
 
@@ -230,20 +276,14 @@ def test_the_verifier_imports_only_itself_the_standard_library_and_what_its_chec
             )
 
 
-def _module_imports(source: Path) -> set[str]:
-    """The `pokna` modules a file imports, at any depth (function-local and TYPE_CHECKING imports count):
-    `from pokna.x import y` names the module `pokna.x.y` when there is one, else `pokna.x`."""
-    modules = {_module_name(other) for other in SOURCES}
+def _module_imports(source: Path, modules: set[str]) -> set[str]:
+    """The modules of `modules` a file imports, at any depth (function-local and TYPE_CHECKING imports
+    count): `from pokna.x import y` names the module `pokna.x.y` when there is one, else `pokna.x`."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name in modules)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module != "pokna" and not node.module.startswith("pokna."):
-                continue
-            for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                found.add(submodule if submodule in modules else node.module)
+    for module, names in _imports(source):
+        found.update(
+            f"{module}.{name}" if f"{module}.{name}" in modules else module for name in names or [""]
+        )
     return found & modules
 
 
@@ -290,12 +330,27 @@ def _tangles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def test_no_import_cycle_anywhere_in_the_service() -> None:
+def test_no_import_cycle_anywhere_in_the_service_or_the_verifier() -> None:
     """A module that needs one that needs it back is one module cut in two, or a layer upside down; a
     function-local import that breaks the cycle at run time hides it, so those count here too."""
-    graph = {_module_name(source): _module_imports(source) - {_module_name(source)} for source in SOURCES}
+    modules = {_module_name(source) for source in EVERY_SOURCE}
+    graph = {
+        _module_name(source): _module_imports(source, modules) - {_module_name(source)}
+        for source in EVERY_SOURCE
+    }
     tangles = _tangles(graph)
     assert not tangles, f"modules that import each other (directly or not): {[sorted(t) for t in tangles]}"
+
+
+def test_function_local_and_relative_imports_count() -> None:
+    text = "def late() -> None:\n    from pokna_verify.bundle.scan import scan\n    from . import lines\n"
+    assert _imports_in(text, "pokna_verify.bundle.check", is_package=False) == [
+        ("pokna_verify.bundle.scan", ["scan"]),
+        ("pokna_verify.bundle", ["lines"]),
+    ]
+    assert _imports_in("from .. import game", "pokna_verify.fairness", is_package=True) == [
+        ("pokna_verify", ["game"])
+    ]
 
 
 def test_the_cycle_finder_finds_cycles() -> None:
@@ -305,3 +360,53 @@ def test_the_cycle_finder_finds_cycles() -> None:
     ]
     assert _tangles({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a", "c"}}) == []
     assert _tangles({"a": {"b"}, "b": {"a", "c"}, "c": {"b", "d"}, "d": set()}) == [{"a", "b", "c"}]
+
+
+@functools.cache
+def _document_types() -> frozenset[str]:
+    """Names that look like modules and are documents' types (`pokna.audit.bundle`, a bundle's header):
+    spelled as strings in the code."""
+    return frozenset(
+        node.value
+        for source in EVERY_SOURCE
+        for node in ast.walk(ast.parse(source.read_text()))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"pokna(\.\w+)+", node.value)
+    )
+
+
+_NAMED_IN_BACKTICKS = re.compile(r"`((?:pokna|pokna_verify)(?:\.[A-Za-z_]+)+)(?::([A-Za-z_][A-Za-z_.]*))?`")
+
+
+def _exists(dotted: str) -> bool:
+    """`pokna.dealer.store` or `pokna.outbox.Gathered.record`: the longest module prefix, then attributes."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("source", EVERY_SOURCE, ids=_shown)
+def test_docstrings_name_real_modules(source: Path) -> None:
+    """A module a docstring names in backticks (`pokna.dealer.store`, `pokna.dealer.locked:may_end`) exists,
+    as the walk's references must: a rename that leaves the old name in a docstring fails here."""
+    for node in ast.walk(ast.parse(source.read_text())):
+        if not isinstance(node, (ast.Module, *_DEFINITIONS)):
+            continue
+        for dotted, attribute in _NAMED_IN_BACKTICKS.findall(ast.get_docstring(node) or ""):
+            name = f"{dotted}.{attribute}" if attribute else dotted
+            assert name in _document_types() or _exists(name), (
+                f"{_shown(source)}: its docstring names `{name}`, which does not exist"
+            )
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

@@ -14,7 +14,6 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from pokna.api.problem_docs import documented_codes
 from pokna.app import create_app
 from pokna.app.openapi_document import UNCONNECTED_DATABASE_URL, openapi_document, render_openapi
 from pokna.ledger import InvalidAccount
@@ -25,6 +24,7 @@ from pokna_verify.fairness.beacon import BEACON_PROTOCOL
 from pokna_verify.fairness.protocol import PROTOCOL
 from pokna_verify.game import ActionName, Phase
 from pokna_verify.game.events import EventKind
+from support.problem_check import documented_codes
 
 COMMITTED = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
 

@@ -16,11 +16,13 @@ import pokna.cli.ledger
 import pokna.dealer.rules_step
 from pokna import ledger
 from pokna.db.models.ledger import Account
-from pokna_verify.bundle.check import CHECKS, verify_bundle
+from pokna_verify.bundle.check import CHECKS
 from pokna_verify.bundle.report import Verdict
+from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.ledger.chain import chain_for
 from support.audit_bundles import lines_of, play_books, records
 from support.game_play import FINAL, Api, new_tenant_key, obliging, play
+from support.ledger_reads import system_balance
 from support.verify_cli import VerifyCli
 
 runner = CliRunner()
@@ -252,10 +254,8 @@ def test_deposits_and_rakes_post_against_the_sub_account_of_their_chain_and_the_
             account.id: (account.kind, account.external_id)
             for account in session.scalars(select(Account).where(Account.tenant_id == tenant_id))
         }
-        assert ledger.system_balance(session, tenant_id, "external_funding") == -(4 * 400 - 7)
-        assert (
-            ledger.system_balance(session, tenant_id, "revenue") == report.kind_changes["revenue"]["CREDIT"]
-        )
+        assert system_balance(session, tenant_id, "external_funding") == -(4 * 400 - 7)
+        assert system_balance(session, tenant_id, "revenue") == report.kind_changes["revenue"]["CREDIT"]
     funding_used, revenue_used = set(), set()
     for document in documents:
         if document.get("kind") in ("deposit", "withdrawal"):

@@ -16,7 +16,6 @@ from pokna.ledger import chain_for, export_jsonl
 from pokna.ledger import repository as ledger_repository
 from pokna.ledger.checkpoint import take_checkpoint
 from pokna.runtime import Runtime
-from pokna_verify.bundle.check import verify_bundle
 from pokna_verify.bundle.records import (
     CHECKPOINT,
     HEADER,
@@ -26,6 +25,7 @@ from pokna_verify.bundle.records import (
     transaction_record_text,
 )
 from pokna_verify.bundle.report import Verdict
+from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.crypto.signing import generate_signing_key, sign_document
 from pokna_verify.fairness.keyring import KeyRing
 from pokna_verify.ledger.chain import GENESIS_HASH, line_hash

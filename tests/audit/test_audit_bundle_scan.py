@@ -19,9 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from test_audit_bundle_tampering import _changed, _get, _leaves, _set
 
 from pokna_verify.bundle import scan as bundle_scan
-from pokna_verify.bundle.check import verify_bundle
 from pokna_verify.bundle.report import Verdict
-from pokna_verify.bundle.scan import verify_bundle_stream
+from pokna_verify.bundle.scan import verify_bundle, verify_bundle_stream
 from pokna_verify.fairness.keyring import KeyRing
 from support.audit_bundles import lines_of, play_books, records
 

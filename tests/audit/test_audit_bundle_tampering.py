@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna_verify.bundle.check import verify_bundle
 from pokna_verify.bundle.report import BundleReport, Verdict
+from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.fairness.keyring import KeyRing
 from pokna_verify.ledger.chain import chain_label, line_hash
 from support.audit_bundles import lines_of, play_books, records

@@ -36,7 +36,7 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
     migrate.upgrade(empty_database_url)
     engine = make_engine(empty_database_url)
     try:
-        assert migrate.is_at_head(engine)
+        assert migrate.current_revision(engine) == migrate.head_revision()
         tables_at_head = set(inspect(engine).get_table_names())
         assert {"tenant", "api_key", "alembic_version"} <= tables_at_head
         migrate.downgrade(empty_database_url, "base")

@@ -180,7 +180,7 @@ def test_two_replicas_starting_on_an_empty_database_at_once_both_migrate(empty_d
             replica.join(timeout=60)
         assert not replica.is_alive()
         assert second_error == []
-        assert migrate.is_at_head(engine)
+        assert migrate.current_revision(engine) == migrate.head_revision()
     finally:
         engine.dispose()
 

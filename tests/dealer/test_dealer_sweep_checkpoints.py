@@ -13,6 +13,7 @@ from pokna.dealer.service import Clock
 from pokna.ledger.checkpoint import list_checkpoints
 from pokna.runtime import Runtime
 from pokna.sweep import sweep
+from support.ledger_reads import get_transaction
 from support.tenant_api import new_tenant
 
 
@@ -33,7 +34,7 @@ def test_sweep_checkpoints_moved_heads_only(
         # Deposits go on their wallet's chain: each checkpoint signs that chain's head.
         chain = ledger.chain_for(wallet)
         assert [checkpoint.heads for checkpoint in list_checkpoints(session, busy.tenant_id)] == [
-            [{"chain": chain, "seq": seq, "hash": ledger.get_transaction(session, txn).hash}]
+            [{"chain": chain, "seq": seq, "hash": get_transaction(session, txn).hash}]
             for seq, txn in ((2, second["id"]), (1, first["id"]))
         ]
         assert list_checkpoints(session, idle.tenant_id) == []

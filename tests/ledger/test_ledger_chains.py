@@ -23,8 +23,7 @@ from pokna.ledger import (
     GameAccounts,
     checkpoint_document,
     funding_account,
-    hold_wallets_now,
-    house_account,
+    hold_wallets,
     open_account,
     revenue_account,
     take_checkpoint,
@@ -37,6 +36,7 @@ from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.crypto.signing import generate_signing_key
 from pokna_verify.ledger.chain import GENESIS_HASH, chain_for, format_timestamp
+from support.ledger_reads import house_account
 from support.money import Teller, new_teller
 from support.tenant_api import TenantApi
 
@@ -288,17 +288,21 @@ def test_a_lost_race_holds_every_account_its_step_may_post_to(
 
     teller.run(deposits())
     game = GameAccounts(chain, "CREDIT", pot, wallets)
-    with unit_of_work(sessions) as session:
-        assert hold_wallets_now(session, tenant_id, game) == dict.fromkeys(wallets, 7)
-        with engine.connect() as other:
-            other.execute(text("SET lock_timeout = '100ms'"))
-            for account_id in (*wallets, pot, revenue):
-                with pytest.raises(OperationalError, match="lock timeout"):
-                    other.execute(
-                        text("SELECT 1 FROM account WHERE id = :id FOR NO KEY UPDATE"), {"id": account_id}
-                    )
-                other.rollback()
+
+    async def hold_and_look() -> None:
+        async with teller.database.connection() as connection, connection.transaction():
+            assert await hold_wallets(connection, tenant_id, game) == dict.fromkeys(wallets, 7)
+            with engine.connect() as other:
                 other.execute(text("SET lock_timeout = '100ms'"))
-            held = text("SELECT id FROM account WHERE id = :id FOR NO KEY UPDATE")
-            assert other.execute(held, {"id": elsewhere}).scalar_one() == elsewhere
-            other.rollback()
+                for account_id in (*wallets, pot, revenue):
+                    with pytest.raises(OperationalError, match="lock timeout"):
+                        other.execute(
+                            text("SELECT 1 FROM account WHERE id = :id FOR NO KEY UPDATE"), {"id": account_id}
+                        )
+                    other.rollback()
+                    other.execute(text("SET lock_timeout = '100ms'"))
+                held = text("SELECT id FROM account WHERE id = :id FOR NO KEY UPDATE")
+                assert other.execute(held, {"id": elsewhere}).scalar_one() == elsewhere
+                other.rollback()
+
+    teller.run(hold_and_look())

@@ -22,12 +22,10 @@ from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
 from pokna.ledger import (
     AmountOutOfRange,
     InsufficientFunds,
-    balance_of,
     export_jsonl,
     funding_account,
     open_account,
     reconcile,
-    system_balance,
     verify_export,
 )
 from pokna.ledger.model import MAX_ABS_BALANCE
@@ -35,6 +33,7 @@ from pokna.runtime import Runtime
 from pokna_verify.ledger.chain import chain_for
 from support.acting import create_game_now, play_now
 from support.game_play import obliging
+from support.ledger_reads import balance_of, system_balance
 from support.money import Teller, new_teller
 
 pytest_plugins = ["ledger_fixtures"]

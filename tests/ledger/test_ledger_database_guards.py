@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
     funding_account,
-    house_account,
     reconcile,
     take_checkpoint,
 )
 from pokna_verify.crypto.signing import generate_signing_key
+from support.ledger_reads import house_account
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

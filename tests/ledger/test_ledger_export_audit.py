@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.ledger import (
-    balance_of,
     books_repository,
     checkpoint_document,
     export_csv,
@@ -44,6 +43,7 @@ from pokna_verify.ledger.chain import document_hash, format_timestamp, line_hash
 from pokna_verify.ledger.check import AuditReport
 from pokna_verify.ledger.scan import verify_export_stream
 from support.json_strategies import json_like, tricky_text
+from support.ledger_reads import balance_of
 from support.money import Teller
 from support.portable_export import transaction_line
 from support.tenant_api import TenantApi

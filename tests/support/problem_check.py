@@ -23,7 +23,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pokna.api.problem_docs import BY_MECHANISM, PROBLEM_JSON, documented_codes
+from pokna.api.problem_docs import BY_MECHANISM, PROBLEM_JSON
 
 
 @dataclass
@@ -122,3 +122,12 @@ def never_produced(directory: Path, document: dict[str, Any]) -> list[str]:
                 if (method, route, status, code) not in seen:
                     missing.append(f"{method.upper()} {route} {status} {code}")
     return missing
+
+
+def documented_codes(operation: dict[str, Any]) -> set[tuple[int, str]]:
+    """(status, code) of every problem an operation of the OpenAPI document declares."""
+    found: set[tuple[int, str]] = set()
+    for status, response in operation.get("responses", {}).items():
+        examples = response.get("content", {}).get(PROBLEM_JSON, {}).get("examples", {})
+        found.update((int(status), example["value"]["code"]) for example in examples.values())
+    return found

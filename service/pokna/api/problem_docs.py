@@ -166,12 +166,3 @@ def problems(*documented: ProblemDoc | tuple[ProblemDoc, ...]) -> dict[int | str
             },
         }
     return responses
-
-
-def documented_codes(operation: dict[str, Any]) -> set[tuple[int, str]]:
-    """(status, code) of every problem an operation of the OpenAPI document declares."""
-    found: set[tuple[int, str]] = set()
-    for status, response in operation.get("responses", {}).items():
-        examples = response.get("content", {}).get(PROBLEM_JSON, {}).get("examples", {})
-        found.update((int(status), example["value"]["code"]) for example in examples.values())
-    return found

@@ -1,7 +1,7 @@
 """The events Pokna sends, documented in the OpenAPI document's `webhooks` section (OpenAPI 3.1).
 
 Each entry is what Pokna POSTs to an endpoint: the Standard Webhooks headers and the event's body (its
-model is the one `pokna.outbox.record` writes). Any 2xx answer ends the delivery; anything else, a timeout
+model is the one `pokna.outbox.Gathered` records). Any 2xx answer ends the delivery; anything else, a timeout
 or a reset is retried with backoff.
 """
 

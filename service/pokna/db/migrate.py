@@ -65,7 +65,3 @@ def schema_revision(session: Session) -> str | None:
     except SQLAlchemyError:
         session.rollback()
         raise
-
-
-def is_at_head(engine: Engine) -> bool:
-    return current_revision(engine) == head_revision()

@@ -172,11 +172,6 @@ class GameQueries:
 # --- rows, as the action's statements send them --------------------------------------------------------------
 
 
-def changed_under_lock(game_id: str, previous_version: int) -> RuntimeError:
-    """The version guard is belt and braces: the caller holds the game's lock, so this never happens."""
-    return RuntimeError(f"game {game_id} changed under its row lock (version {previous_version})")
-
-
 def game_row(game: GameRecord) -> dict[str, Any]:
     return {name: getattr(game, name) for name in GAME_COLUMNS}
 

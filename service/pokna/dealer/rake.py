@@ -60,7 +60,3 @@ def game_config(stake: int, challenge_raise: int | None, player_count: int, rake
 def revenue_account_id(session: Session, tenant_id: str, currency: str, chain: int) -> str:
     """The revenue sub-account a rake of a game on `chain` (chain_for(game id)) is posted to."""
     return ledger.revenue_account(session, tenant_id, currency, chain).id
-
-
-def rake_of(config: GameConfig) -> RakeTerms:
-    return RakeTerms(config.rake_bps, config.rake_cap)

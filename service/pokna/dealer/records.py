@@ -2,8 +2,8 @@
 
 An action is one short critical section under the game's row lock, so the shell stays thin: the ORM's
 identity map and change tracking cost more than the rules step itself. The service changes a
-GameRecord in place and the game store's `save_step` (pokna.dealer.store) writes its mutable columns
-back, with the step's events and rolls (one statement on PostgreSQL).
+GameRecord in place and the game's writes (pokna.dealer.writes.GameWrites.save_step) send its mutable
+columns back, with the step's events and rolls, in the one call to game_write().
 """
 
 from __future__ import annotations

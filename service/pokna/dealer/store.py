@@ -18,7 +18,7 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import GameTable
-from pokna.dealer.records import EventRecord, GameRecord, OverdueGames, RollRecord, SeatRecord
+from pokna.dealer.records import EventRecord, GameRecord, OverdueGames, SeatRecord
 from pokna.dealer.store_postgres import PostgresGameStore
 
 
@@ -45,21 +45,6 @@ class GameStore(Protocol):
         self, session: Session, tenant_id: str, game_ids: Sequence[str]
     ) -> dict[str, list[SeatRecord]]:
         """Each game's seats in order, in one query."""
-        ...
-
-    def save_step(
-        self,
-        session: Session,
-        game: GameRecord,
-        *,
-        previous_version: int,
-        events: Sequence[EventRecord],
-        rolls: Sequence[RollRecord],
-        seeded: Sequence[SeatRecord] = (),
-    ) -> None:
-        """A step's events, rolls, game row (its mutable columns) and the client seeds it fixed (`seeded`).
-        The caller holds the game's lock; should the row not be at `previous_version` all the same, this
-        raises (RuntimeError) and the caller's transaction must roll back."""
         ...
 
     def event_page(

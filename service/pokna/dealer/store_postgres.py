@@ -21,20 +21,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from pokna.dealer.game_queries import (
     GameQueries,
-    changed_under_lock,
     event_rows,
     game_row,
-    mutable_game_values,
-    roll_rows,
     seat_row,
 )
 from pokna.dealer.records import (
     GAME_COLUMNS,
-    MUTABLE_GAME_COLUMNS,
     EventRecord,
     GameRecord,
     RollRecord,
@@ -43,7 +37,6 @@ from pokna.dealer.records import (
 
 _SEAT_COLUMNS = ("tenant_id", "game_id", "seat", "account_id", "client_seed", "client_seed_source")
 _EVENT_COLUMNS = ("tenant_id", "game_id", "seq", "kind", "payload", "occurred_at")
-_ROLL_COLUMNS = ("tenant_id", "game_id", "nonce", "seat", "purpose", "face", "color", "rolled_at")
 _GAME_TIMESTAMPS = ("turn_deadline_at", "created_at", "started_at", "ended_at")
 _GAME_TIMESTAMP_INDEXES = tuple(GAME_COLUMNS.index(name) for name in _GAME_TIMESTAMPS)
 
@@ -87,27 +80,7 @@ LOCK_GAME_AND_SEATS = (
     "FROM game WHERE game.id = %(game_id)s AND game.tenant_id = %(tenant_id)s FOR NO KEY UPDATE OF game"
 )
 
-_ASSIGNMENTS = ", ".join(f"{name} = saved.{name}" for name in MUTABLE_GAME_COLUMNS)
-_SAVED_GAME = (
-    f"saved_game AS (UPDATE game SET {_ASSIGNMENTS} FROM {_rows('game', 'game', one=True)} AS saved "  # noqa: S608
-    "WHERE game.tenant_id = %(tenant_id)s AND game.id = %(game_id)s AND game.version = %(previous_version)s "
-    "RETURNING game.id)"
-)
-_SEEDED_SEAT = (
-    "seeded_seat AS (UPDATE game_seat SET client_seed = seeded.client_seed, "  # noqa: S608
-    f"client_seed_source = seeded.client_seed_source FROM {_rows('game_seat', 'seats')} AS seeded "
-    "WHERE game_seat.tenant_id = %(tenant_id)s AND game_seat.game_id = %(game_id)s "
-    "AND game_seat.seat = seeded.seat)"
-)
 _NEW_EVENT = _insert("game_event", _EVENT_COLUMNS, "events")
-_NEW_ROLL = _insert("game_roll", _ROLL_COLUMNS, "rolls")
-_SAVE_STEP = f"WITH {_SAVED_GAME}, {_NEW_EVENT}, {_NEW_ROLL} SELECT count(*) FROM saved_game"  # noqa: S608
-# Client seeds are fixed at most once per game (at its start, or at a cancel before it): a statement
-# of its own, so that every other step does not plan and run an empty UPDATE.
-_SAVE_STEP_AND_SEEDS = (
-    f"WITH {_SAVED_GAME}, {_SEEDED_SEAT}, {_NEW_EVENT}, {_NEW_ROLL} SELECT count(*) FROM saved_game"  # noqa: S608
-)
-
 _INSERT_GAME = (
     f"WITH {_insert('game', GAME_COLUMNS, 'game', one=True)}, {_insert('game_seat', _SEAT_COLUMNS, 'seats')}, "
     f"{_NEW_EVENT} SELECT 1"
@@ -129,32 +102,6 @@ RECORDED_FOR_PROOF = (
 
 class PostgresGameStore(GameQueries):
     """pokna.dealer.store.GameStore: what an action runs in one round trip each, on the shared reads."""
-
-    def save_step(
-        self,
-        session: Session,
-        game: GameRecord,
-        *,
-        previous_version: int,
-        events: Sequence[EventRecord],
-        rolls: Sequence[RollRecord],
-        seeded: Sequence[SeatRecord] = (),
-    ) -> None:
-        """One statement: the action holds the game's lock until commit, so every round trip saved
-        shortens that critical section. Should the game row not be at `previous_version`, it is untouched
-        but the statement's other parts have run: the raise makes the caller roll back."""
-        params = {
-            "tenant_id": game.tenant_id,
-            "game_id": game.id,
-            "previous_version": previous_version,
-            "game": encode_rows(mutable_game_values(game)),
-            "seats": encode_rows([seat_row(game.tenant_id, game.id, seat) for seat in seeded]),
-            "events": encode_rows(event_rows(game.tenant_id, game.id, events)),
-            "rolls": encode_rows(roll_rows(game.tenant_id, game.id, rolls)),
-        }
-        statement = _SAVE_STEP_AND_SEEDS if seeded else _SAVE_STEP
-        if _execute(session, statement, params).scalar_one() != 1:
-            raise changed_under_lock(game.id, previous_version)
 
 
 def insert_game_statements(
@@ -204,10 +151,6 @@ def locked_records(
         [SeatRecord(seat, account_id, seed, source) for seat, account_id, seed, source, _ in seat_rows],
         {account_id: int(balance) for _, account_id, _, _, balance in seat_rows},
     )
-
-
-def _execute(session: Session, statement: str, params: dict[str, Any]) -> Any:
-    return session.connection().exec_driver_sql(statement, params)
 
 
 def encode_rows(rows: Any) -> str:

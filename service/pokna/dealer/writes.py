@@ -146,7 +146,7 @@ class GameWrites:
         pending_rolls.extend(rolls)
 
     def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
-        """The outbox's `record`, gathered: written by game_write() with the step that announces it."""
+        """The outbox's `Gathered.record`: written by game_write() with the step that announces it."""
         return self.outbox.record(tenant_id, ordering_key, event)
 
     def stored(self, status: int, body: str) -> dict[str, Any] | None:

@@ -12,14 +12,10 @@ packages import from here, not from the modules behind it:
 from pokna.ledger.accounts import (
     AccountSummary,
     account_summaries,
-    balance_of,
     funding_account,
     get_account,
-    house_account,
     open_account,
     revenue_account,
-    system_accounts,
-    system_balance,
     system_external_id,
 )
 from pokna.ledger.audit_reads import (
@@ -53,12 +49,11 @@ from pokna.ledger.export import (
     export_jsonl_ranges,
     export_lines,
 )
-from pokna.ledger.holding import GameAccounts, hold_wallets, hold_wallets_now
+from pokna.ledger.holding import GameAccounts, hold_wallets
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.reads import (
     AccountEntry,
     TrialBalance,
-    get_transaction,
     transactions_of,
     trial_balance,
 )
@@ -91,7 +86,6 @@ __all__ = [
     "TrialBalance",
     "UnbalancedTransaction",
     "account_summaries",
-    "balance_of",
     "chain_for",
     "checkpoint_document",
     "checkpoints_between",
@@ -102,18 +96,13 @@ __all__ = [
     "export_lines",
     "funding_account",
     "get_account",
-    "get_transaction",
     "hold_wallets",
-    "hold_wallets_now",
-    "house_account",
     "journal_span",
     "list_checkpoints",
     "oldest_unsigned_at",
     "open_account",
     "reconcile",
     "revenue_account",
-    "system_accounts",
-    "system_balance",
     "system_external_id",
     "take_checkpoint",
     "transactions_of",

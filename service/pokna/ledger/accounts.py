@@ -89,34 +89,12 @@ def funding_account(
     return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain)
 
 
-def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
-    return _system_account(session, tenant_id, AccountKind.HOUSE, currency, 0)
-
-
 def revenue_account(
     session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
 ) -> Account:
     """Where the operator's rake is posted: one per tenant, currency and chain, like the funding account (a
     game's rake goes to its chain's: chain_for(game id))."""
     return _system_account(session, tenant_id, AccountKind.REVENUE, currency, chain)
-
-
-def system_accounts(
-    session: Session, tenant_id: str, kind: AccountKind | str, currency: str = DEFAULT_CURRENCY
-) -> list[Account]:
-    """The tenant's system accounts of `kind` in `currency`, one per chain that has used one (chain 0's
-    first, then by chain)."""
-    account_kind = _account_kind(kind)
-    check_currency(currency)
-    found = repository.system_accounts(session, tenant_id, account_kind.value, currency)
-    return sorted(found, key=lambda account: sub_account_chain(account.external_id, currency))
-
-
-def system_balance(
-    session: Session, tenant_id: str, kind: AccountKind | str, currency: str = DEFAULT_CURRENCY
-) -> int:
-    """The tenant's funding (or revenue, or house) balance in `currency`: the sum of its sub-accounts."""
-    return sum(account.balance for account in system_accounts(session, tenant_id, kind, currency))
 
 
 PER_CHAIN_KINDS = frozenset({AccountKind.EXTERNAL_FUNDING.value, AccountKind.REVENUE.value})
@@ -164,14 +142,6 @@ def get_account(session: Session, account_id: str, *, tenant_id: str | None = No
     if account is None:
         raise AccountNotFound(f"no account {account_id}", account_id=account_id)
     return account
-
-
-def balance_of(session: Session, account_id: str, *, tenant_id: str | None = None) -> int:
-    """With `tenant_id`, another tenant's account is not found."""
-    balance = repository.account_balance(session, account_id, tenant_id)
-    if balance is None:
-        raise AccountNotFound(f"no account {account_id}", account_id=account_id)
-    return balance
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from psycopg import AsyncConnection
-from sqlalchemy.orm import Session
 
-from pokna.ledger import repository
 from pokna.ledger.accounts import system_external_id
 
 # The head is created as ledger_post() creates it on a chain's first posting, so that there is a row to lock:
@@ -75,13 +73,6 @@ async def hold_wallets(
         await connection.execute(_HOLD_HEAD, params)
         rows = await (await connection.execute(_HOLD_ACCOUNTS, params)).fetchall()
     return _wallets(game, rows)
-
-
-def hold_wallets_now(session: Session, tenant_id: str, game: GameAccounts) -> dict[str, int]:
-    """`hold_wallets` on the session's connection."""
-    session.connection().exec_driver_sql(_CREATE_HEAD, game.params(tenant_id))
-    repository.lock_head(session, tenant_id, game.chain)
-    return _wallets(game, session.connection().exec_driver_sql(_HOLD_ACCOUNTS, game.params(tenant_id)))
 
 
 def _wallets(game: GameAccounts, rows: Iterable[Any]) -> dict[str, int]:

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from pokna.ledger import repository
 from pokna.ledger.accounts import PER_CHAIN_KINDS, get_account, sub_account_chain
 from pokna.ledger.errors import InvalidPostings, TransactionNotFound
-from pokna.ledger.model import DEFAULT_CURRENCY, PostedTransaction
+from pokna.ledger.model import DEFAULT_CURRENCY
 from pokna.paging import Page, page_of
 
 MAX_PAGE = 500
@@ -69,15 +69,6 @@ def transactions_of(
         for row in rows
     ]
     return page_of(entries, limit, lambda entry: entry.transaction_id)
-
-
-def get_transaction(
-    session: Session, transaction_id: str, *, tenant_id: str | None = None
-) -> PostedTransaction:
-    transaction = repository.get_transaction(session, transaction_id, tenant_id)
-    if transaction is None:
-        raise TransactionNotFound(f"no journal transaction {transaction_id}", transaction_id=transaction_id)
-    return transaction
 
 
 @dataclass(frozen=True)

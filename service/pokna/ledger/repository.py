@@ -11,11 +11,10 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Row, Table, and_, bindparam, insert, select, text, tuple_
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
 from pokna.db.models.tenant import Tenant
-from pokna.ledger.model import PostedTransaction, Posting
 from pokna_verify.ledger.chain import GENESIS_HASH
 
 _account = cast(Table, Account.__table__)
@@ -75,24 +74,6 @@ def find_account(session: Session, tenant_id: str, kind: str, external_id: str) 
     ).one_or_none()
 
 
-def system_accounts(session: Session, tenant_id: str, kind: str, currency: str) -> list[Account]:
-    return list(
-        session.scalars(
-            select(Account).where(
-                Account.tenant_id == tenant_id, Account.kind == kind, Account.currency == currency
-            )
-        )
-    )
-
-
-def account_balance(session: Session, account_id: str, tenant_id: str | None = None) -> int | None:
-    statement = select(_account.c.balance).where(_account.c.id == account_id)
-    if tenant_id is not None:
-        statement = statement.where(_account.c.tenant_id == tenant_id)
-    value = session.execute(statement).scalar()
-    return None if value is None else int(value)
-
-
 def account_summaries(session: Session, tenant_id: str, account_ids: Iterable[str]) -> list[Row[Any]]:
     """Id, kind, currency and balance of the tenant's accounts among `account_ids`, read without a lock."""
     return list(
@@ -114,16 +95,6 @@ def tenant_accounts(session: Session, tenant_id: str, currency: str | None = Non
 # --- the chain head and the journal --------------------------------------------------------------------
 
 
-def lock_head(session: Session, tenant_id: str, chain: int) -> tuple[int, str] | None:
-    """Lock the head of one of the tenant's chains (FOR UPDATE), held until the transaction ends."""
-    row = session.execute(
-        select(_head.c.last_seq, _head.c.last_hash)
-        .where(_head.c.tenant_id == tenant_id, _head.c.chain == chain)
-        .with_for_update()
-    ).first()
-    return None if row is None else (int(row.last_seq), str(row.last_hash))
-
-
 def read_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
     """Every chain's (seq, hash) that has a transaction, by chain; chain 0 always (genesis if empty)."""
     rows = session.execute(
@@ -133,38 +104,6 @@ def read_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
     )
     heads = {int(row.chain): (int(row.last_seq), str(row.last_hash)) for row in rows}
     return {0: heads.pop(0, (0, GENESIS_HASH))} | heads
-
-
-def get_transaction(
-    session: Session, transaction_id: str, tenant_id: str | None = None
-) -> PostedTransaction | None:
-    statement = (
-        select(JournalTransaction)
-        .where(JournalTransaction.id == transaction_id)
-        .options(selectinload(JournalTransaction.postings))
-    )
-    if tenant_id is not None:
-        statement = statement.where(JournalTransaction.tenant_id == tenant_id)
-    row = session.scalars(statement).one_or_none()
-    return None if row is None else _posted(row)
-
-
-def _posted(row: JournalTransaction) -> PostedTransaction:
-    return PostedTransaction(
-        id=row.id,
-        tenant_id=row.tenant_id,
-        seq=row.seq,
-        kind=row.kind,
-        reference=row.reference,
-        metadata=row.metadata_,
-        postings=tuple(
-            Posting(posting.account_id, posting.amount, posting.currency) for posting in row.postings
-        ),
-        prev_hash=row.prev_hash,
-        hash=row.hash,
-        created_at=row.created_at,
-        chain=row.chain,
-    )
 
 
 def _posting_of_transaction() -> Any:
@@ -295,22 +234,3 @@ def oldest_unsigned_at(session: Session) -> datetime | None:
     None when every chain's head is signed."""
     oldest: datetime | None = session.execute(_OLDEST_UNSIGNED).scalar_one()
     return oldest
-
-
-def checkpoints_between(session: Session, tenant_id: str, first_seq: int, last_seq: int) -> list[Row[Any]]:
-    """Oldest first."""
-    return list(
-        session.execute(
-            select(
-                _checkpoint.c.id,
-                _checkpoint.c.tenant_id,
-                _checkpoint.c.seq,
-                _checkpoint.c.hash,
-                _checkpoint.c.created_at,
-                _checkpoint.c.key_id,
-                _checkpoint.c.signature,
-            )
-            .where(_checkpoint.c.tenant_id == tenant_id, _checkpoint.c.seq.between(first_seq, last_seq))
-            .order_by(_checkpoint.c.seq, _checkpoint.c.created_at)
-        )
-    )

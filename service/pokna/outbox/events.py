@@ -2,7 +2,8 @@
 
 The body follows Standard Webhooks: `{"type", "timestamp", "data"}`; the message id travels in the
 `webhook-id` header (the same on every retry). These models are the documented payloads (the OpenAPI
-document's `webhooks` section) and the only way an event is written (`pokna.outbox.record`).
+document's `webhooks` section) and what every event row holds (`pokna.outbox.Gathered` gathers them; the
+change's one call, game_write() or ledger_move(), writes them).
 """
 
 from __future__ import annotations

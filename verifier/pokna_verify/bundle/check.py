@@ -3,14 +3,16 @@ docs/audit.md). Memory holds the accounts, the games still open in the range and
 in flight, never the bundle.
 
 Each line is read once (pokna_verify.bundle.lines.read_line): JSON, and for a game record its proof, parsed and checked
-(pokna_verify.bundle.proofs). pokna_verify.bundle.scan does that on every core for a large bundle and hands the
-records here in order; BundleAudit.take then runs every check that needs the records before it.
+(pokna_verify.bundle.proofs). pokna_verify.bundle.scan does that (on every core for a large bundle) and hands the
+records here in order; BundleAudit.take then runs every check that needs the records before it. The scan
+calls this module, never the other way round: verify_bundle is there.
 
 The ledger's own rules (chains, seqs, balance, currencies) are pokna_verify.ledger.check's; which chains and
 seqs the bundle holds, with their end links, is checked here against the signed header (per chain since
 format 2; a format 1 bundle, written before there were chains, is all chain 0); every proof is checked
 as pokna_verify.fairness checks it; the money is matched by pokna_verify.bundle.money and explained by
-pokna_verify.bundle.journal. Signatures (header, proofs, checkpoints) are checked against the published key ring
+pokna_verify.bundle.journal; the signed checkpoints are placed by pokna_verify.bundle.checkpoints.
+Signatures (header, proofs, checkpoints) are checked against the published key ring
 the auditor brings; without one, against the ring inside the bundle, which the report says. A beacon-mode
 proof's drand rounds are checked against quicknet and any chain the auditor trusts too (never one the
 bundle names: whoever holds a chain's key chooses its rounds).
@@ -18,9 +20,10 @@ bundle names: whoever holds a chain's key chooses its rounds).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pokna_verify.bundle.checkpoints import Checkpoints
 from pokna_verify.bundle.journal import Journal
 from pokna_verify.bundle.lines import read_line
 from pokna_verify.bundle.play_tally import PlayTally
@@ -35,8 +38,6 @@ from pokna_verify.bundle.records import (
     HEADER,
     KEY_RING,
     TRANSACTION,
-    checkpoint_pins,
-    checkpoint_place,
 )
 from pokna_verify.bundle.report import BundleReport
 from pokna_verify.bundle.span import Span, signed_chains, span_problems, where
@@ -92,10 +93,8 @@ class BundleAudit:
         self.ranges: dict[int, tuple[int, int]] = {}
         self.spans: dict[int, Span] = {}
         self.last: tuple[int, int, str] | None = None  # the last transaction's chain, seq and hash
-        # Heads a checkpoint pins further on in the bundle: (chain, seq) -> (its line, hash, name).
-        self.pinned: dict[tuple[int, int], list[tuple[int, str, str]]] = {}
+        self.checkpoints = Checkpoints(self.report)
         self.ended = False
-        self.last_checkpoint: tuple[int, int, str] | None = None
         self.count: dict[str, int] = {}
         self.lines = 0
 
@@ -241,69 +240,20 @@ class BundleAudit:
         span.last_seq, span.last_hash = seq, hash_
         span.transactions += 1
         self.last = (chain, seq, hash_)
-        for pinned_on, pinned_hash, name in self.pinned.pop((chain, seq), ()):
-            if pinned_hash != hash_:
-                self.report.found(
-                    pinned_on,
-                    CHECKPOINT,
-                    name,
-                    f"{where(chain, seq)}: the hash differs from the signed checkpoint (history rewritten)",
-                )
+        self.checkpoints.on_transaction(chain, seq, hash_)
         self.journal.on_transaction(number, line)
         if self.play is not None:
             self.play.transaction(line, self.journal.closed)
 
     def _on_checkpoint(self, number: int, record: dict[str, Any]) -> None:
-        """Right after the transaction of the first head it pins inside the signed range (in chain order),
-        with that transaction's hash; every other head it pins inside the range is checked when its
-        transaction comes (the chains come in ascending order)."""
-        seq = record.get("seq")
-        found = self.report.found
-        pins = checkpoint_pins(record)
-        place = checkpoint_place(pins, self.ranges) if pins is not None else None
-        target = place if place is not None else (0, seq if isinstance(seq, int) else -1)
-        name = where(target[0], seq if place is None else target[1])
-        if record.get("tenant_id") != self.report.tenant_id:
-            found(
-                number, CHECKPOINT, name, f"signed for tenant {record.get('tenant_id')!r}, not the bundle's"
-            )
-        if pins is None:
-            found(
-                number,
-                CHECKPOINT,
-                name,
-                "not a checkpoint: seq and hash, and heads as [{chain, seq, hash}] ascending by chain "
-                "with chain 0's equal to them",
-            )
-        if self.last is None or target != self.last[:2]:
-            after = "the start" if self.last is None else where(*self.last[:2])
-            found(number, CHECKPOINT, name, f"a checkpoint of {name} placed after {after}, not after its seq")
-        elif pins is not None and (target[0], target[1], self.last[2]) not in pins:
-            found(
-                number,
-                CHECKPOINT,
-                name,
-                f"{name}: the hash differs from the signed checkpoint (history rewritten)",
-            )
-        elif pins is not None:
-            for chain, pinned_seq, pinned_hash in pins:
-                span = self.ranges.get(chain)
-                if chain > target[0] and span is not None and span[0] <= pinned_seq <= span[1]:
-                    self.pinned.setdefault((chain, pinned_seq), []).append((number, pinned_hash, name))
-        if self.journal.pending_accounts or self.journal.pending_game is not None:
-            found(
-                number,
-                CHECKPOINT,
-                name,
-                "a checkpoint after an account or game record: it belongs right after the transaction at its seq",
-            )
-        problem = self._signature_problem(record)
-        if problem is not None:
-            found(number, CHECKPOINT, name, f"checkpoint signature: {problem}")
-        order = (target[0], target[1], str(record.get("created_at")))
-        if self.last_checkpoint is not None and order < self.last_checkpoint:
-            found(number, CHECKPOINT, name, "checkpoints come oldest first")
-        self.last_checkpoint = order
+        self.checkpoints.on_checkpoint(
+            number,
+            record,
+            ranges=self.ranges,
+            last=self.last,
+            after_other_records=bool(self.journal.pending_accounts) or self.journal.pending_game is not None,
+            signature_problem=self._signature_problem(record),
+        )
 
     def _on_end(self, number: int, record: dict[str, Any]) -> None:
         self.ended = True
@@ -352,14 +302,7 @@ class BundleAudit:
             report.found(2, KEY_RING, None, "the bundle has no key ring (it belongs on line 2)")
         if not self.ended:
             report.found(self.lines or None, END, None, "the bundle has no trailer: it was cut short")
-        for (chain, seq), pins in sorted(self.pinned.items()):
-            for pinned_on, _hash, name in pins:
-                report.found(
-                    pinned_on,
-                    CHECKPOINT,
-                    name,
-                    f"it pins {where(chain, seq)}, which the bundle does not hold",
-                )
+        self.checkpoints.finish()
         self.journal.finish()
         ledger = self.ledger.finish()
         for finding in ledger.findings:
@@ -374,24 +317,3 @@ class BundleAudit:
         """The header's signed range against what the bundle holds: nothing cut off, nothing added."""
         for problem in span_problems(header, self.format, self.report.chains, self.spans):
             self.report.found(1, HEADER, None, problem)
-
-
-def verify_bundle(
-    lines: Iterable[str | bytes],
-    *,
-    keys: KeyRing | None = None,
-    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
-    processes: int = 1,
-    progress: Progress | None = None,
-    play: PlayTally | None = None,
-) -> BundleReport:
-    """Lines of a bundle, checked here (processes=1) or on that many processes
-    (pokna_verify.bundle.scan.verify_bundle_stream reads a file; this takes any lines). `beacon_chains`: every
-    drand chain a beacon-mode proof may name (quicknet unless the auditor trusts more, as tests do). `play`:
-    a period report's sums (pokna_verify.bundle.play_tally), kept in the same pass."""
-    from pokna_verify.bundle.scan import scan_lines
-
-    audit = BundleAudit(
-        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress, play=play
-    )
-    return scan_lines(audit, lines)

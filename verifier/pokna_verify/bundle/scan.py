@@ -1,5 +1,6 @@
-"""Checking an audit bundle on every core: blocks of whole lines read and judged by worker processes,
-taken in order by pokna_verify.bundle.check.BundleAudit.
+"""Checking an audit bundle (verify_bundle: any lines; verify_bundle_stream: a file or a pipe), on every
+core: blocks of whole lines read and judged by worker processes, taken in order by
+pokna_verify.bundle.check.BundleAudit.
 
 Nearly all the work needs nothing but the line itself: reading its JSON, and for a game record parsing its
 proof and checking it (commitment, rolls, signature, rules replay), and for a transaction recomputing its
@@ -107,7 +108,22 @@ def take_block(audit: BundleAudit, block: ReadBlock) -> None:
         audit.ledger_taken = False
 
 
-def scan_lines(audit: BundleAudit, lines: Iterable[str | bytes]) -> BundleReport:
+def verify_bundle(
+    lines: Iterable[str | bytes],
+    *,
+    keys: KeyRing | None = None,
+    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
+    processes: int = 1,
+    progress: Progress | None = None,
+    play: PlayTally | None = None,
+) -> BundleReport:
+    """Lines of a bundle, checked here (processes=1) or on that many processes (verify_bundle_stream reads
+    a file; this takes any lines). `beacon_chains`: every drand chain a beacon-mode proof may name
+    (quicknet unless the auditor trusts more, as tests do). `play`: a period report's sums
+    (pokna_verify.bundle.play_tally), kept in the same pass."""
+    audit = BundleAudit(
+        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress, play=play
+    )
     numbered = enumerate(lines, start=1)
     for number, raw in itertools.islice(numbered, _OPENING_LINES):
         audit.feed(number, raw)

@@ -1,6 +1,7 @@
 """Webhooks' tables: the outbox of events, the tenants' endpoints and each event's delivery to each endpoint.
 
-An event row is written in the same transaction as the change it describes (pokna.outbox.record), so it
+An event row is written in the same transaction as the change it describes (gathered by
+pokna.outbox.Gathered, written by game_write() or ledger_move() with the change), so it
 exists exactly when the change does. The worker fans each event out into one delivery per endpoint that
 wants it (pokna.webhooks.dispatch) and sends them (pokna.webhooks.sending). The schema is
 migrations/versions/0007_webhooks.py.
