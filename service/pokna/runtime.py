@@ -22,6 +22,9 @@ MONITORING_STATEMENT_SECONDS = 2
 """Each statement of a backlog read (five, each normally milliseconds on an index): together within
 Prometheus's default scrape timeout (10 s). A slow read costs a scrape its backlog gauges, never the scrape."""
 
+MONITORING_CONNECTIONS = 2
+"""One for the backlog read of `/metrics`, one for `/readyz`."""
+
 
 class Runtime:
     def __init__(self, settings: Settings, engine: Engine) -> None:
@@ -53,15 +56,18 @@ class Runtime:
 
     @cached_property
     def monitoring_sessions(self) -> sessionmaker[Session]:
-        """Sessions on a connection of their own (a pool of one beside the requests' pool, read only by
+        """Sessions on connections of their own (a pool of two beside the requests' pool, read only by
         convention, statements cut at MONITORING_STATEMENT_SECONDS), for `/metrics`' reads of the backlog
-        (pokna.app.backlog): the requests' connections are the database gate's places, and a scrape must
-        neither take one from a request nor wait behind the requests when every place is taken."""
+        (pokna.backlog) and `/readyz` (pokna.api.health), one each: the requests' connections are the
+        database gate's places, and a scrape or a probe must neither take one from a request nor wait
+        behind the requests when every place is taken."""
         waits = Waits(
-            connect=self.settings.database_connect_timeout_seconds, statement=MONITORING_STATEMENT_SECONDS
+            pool=MONITORING_STATEMENT_SECONDS,
+            connect=self.settings.database_connect_timeout_seconds,
+            statement=MONITORING_STATEMENT_SECONDS,
         )
         url = self.engine.url.render_as_string(hide_password=False)
-        return make_sessionmaker(make_engine(url, waits, pool_size=1, max_overflow=0))
+        return make_sessionmaker(make_engine(url, waits, pool_size=MONITORING_CONNECTIONS, max_overflow=0))
 
     @cached_property
     def beacon(self) -> BeaconRelays:

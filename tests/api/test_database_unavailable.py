@@ -73,7 +73,9 @@ def test_no_free_connection_is_503_and_the_key_stays_retryable(tight: tuple[Tena
     with tight_runtime.engine.connect() as hog:  # the sessions' pool's only connection, taken
         hog.execute(text("SELECT 1"))
         _unavailable(tight_api.post("/v1/accounts", body, headers=keyed))
-        _unavailable(tight_api.get("/readyz"))
+        # Readiness is the database's, on a connection of its own: a full pool is the gate's queue
+        # (pokna_db_gate_*), not a reason to take every instance out of rotation under load.
+        assert tight_api.get("/readyz").status_code == 200
         moved = tight_api.post(
             f"/v1/accounts/{wallet}/deposits", {"amount": 9}, headers={"Idempotency-Key": "d"}
         )

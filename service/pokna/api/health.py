@@ -2,18 +2,25 @@ from __future__ import annotations
 
 from typing import Literal
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.deps import RuntimeDep, SessionDep
+from pokna.api.deps import RuntimeDep
 from pokna.api.problem_docs import DATABASE_UNAVAILABLE, SCHEMA_OUT_OF_DATE, problems
 from pokna.api.problems import problem_response
 from pokna.db.backend import accepts_writes
+from pokna.db.engine import unit_of_work
 from pokna.db.migrate import head_revision, schema_revision
 from pokna.errors import DatabaseUnavailable
 
 router = APIRouter(tags=["health"])
+
+READINESS_SECONDS = 3.0
+"""The longest `/readyz` takes: under a load balancer's usual probe timeout (5 s)."""
 
 
 class Health(BaseModel):
@@ -54,14 +61,27 @@ def healthz() -> Health:
     "/readyz",
     response_model=Readiness,
     summary="The database is reachable and its schema is at the head migration",
-    description="Readiness: route traffic here only while this answers 200.",
+    description="Readiness: route traffic here only while this answers 200. It answers within "
+    f"{READINESS_SECONDS:g} s whatever the database does (a 503 if it has not answered by then).",
     responses=problems(DATABASE_UNAVAILABLE, SCHEMA_OUT_OF_DATE),
 )
-def readyz(request: Request, runtime: RuntimeDep, session: SessionDep) -> Readiness | JSONResponse:
-    """A database that cannot serve (down, unreachable, out of connections) is the 503 every route
-    answers then, `database_unavailable` with `Retry-After`, from the one handler (`pokna.api.problems`)."""
-    revision = schema_revision(session)
-    if not accepts_writes(session):
+async def readyz(request: Request, runtime: RuntimeDep) -> Readiness | JSONResponse:
+    """A database that cannot serve (down, unreachable, read-only, not answering) is the 503 every route
+    answers then, `database_unavailable` with `Retry-After`, from the one handler (`pokna.api.problems`).
+
+    On the runtime's monitoring connections, not a request's: readiness is the database's, so a probe
+    neither waits at the database gate behind a burst nor takes a place from it. The read runs aside and
+    the probe is answered at READINESS_SECONDS whether or not it has finished: a load balancer's check
+    sees "not ready" while a frozen database holds the read (the watchdog, pokna.db.watchdog, ends that
+    read soon after)."""
+    try:
+        with anyio.fail_after(READINESS_SECONDS):
+            revision, writable = await anyio.to_thread.run_sync(
+                _read_readiness, runtime.monitoring_sessions, abandon_on_cancel=True
+            )
+    except TimeoutError:
+        raise DatabaseUnavailable(f"the database did not answer within {READINESS_SECONDS:g} s") from None
+    if not writable:
         raise DatabaseUnavailable("the database is read-only (a standby, or the primary was demoted)")
     head = head_revision()
     if revision != head:
@@ -78,3 +98,8 @@ def readyz(request: Request, runtime: RuntimeDep, session: SessionDep) -> Readin
         embedded=runtime.settings.embedded_database,
         schema_revision=revision,
     )
+
+
+def _read_readiness(sessions: sessionmaker[Session]) -> tuple[str | None, bool]:
+    with unit_of_work(sessions) as session:
+        return schema_revision(session), accepts_writes(session)

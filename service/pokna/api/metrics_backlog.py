@@ -6,7 +6,7 @@ deliver`), and a process that stopped counts nothing. So they are read from the 
 `/metrics` is rendered, at most once per `BACKLOG_REUSE_SECONDS` per process, by a reader the app's
 assembly hands in (pokna.backlog asks each domain; this kernel knows none). Every API process reads the
 same database, so every one reports the same values: aggregate them with `max`, never `sum`
-(deploy/prometheus/). When the read fails, `pokna_backlog_up` is 0 and the other gauges are left out rather
+(deploy/prometheus/). When the read fails, or has not answered within SCRAPE_WAIT_SECONDS, `pokna_backlog_up` is 0 and the other gauges are left out rather
 than reported stale.
 """
 
@@ -26,16 +26,27 @@ BACKLOG_REUSE_SECONDS = 10.0
 """A read is reported again for this long: Prometheus scrapes every 15 s or so, and several scrapers (or
 a flood of scrapes) then cost the database one read per process every 10 s."""
 
+SCRAPE_WAIT_SECONDS = 3.0
+"""The longest a scrape waits for a read under way: well within Prometheus's scrape timeout (10 s)."""
+
 log = logging.getLogger("pokna.api")
 
 
 class BacklogGauges:
-    """A prometheus-client collector over the latest read; `exposition()` renders it."""
+    """A prometheus-client collector over the latest read; `exposition()` renders it.
+
+    A read runs aside, in a thread of its own, and a scrape waits for it at most SCRAPE_WAIT_SECONDS: a
+    database that stops answering costs a scrape its backlog gauges (`pokna_backlog_up` 0), never the
+    scrape (issue 46, M1). One read at a time; a read still running when the next scrape comes is waited
+    for again, not doubled. A failing read is logged once when the reads start failing and once when they
+    succeed again, not at every scrape of an outage."""
 
     def __init__(self, read: Callable[[], Backlog]) -> None:
         self._read = read
-        self._reading = threading.Lock()
+        self._state = threading.Lock()  # held for bookkeeping only, never across a read
         self._latest: tuple[float, Backlog | None, float] | None = None
+        self._reader: threading.Thread | None = None
+        self._failing = False
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(self)
 
@@ -44,17 +55,38 @@ class BacklogGauges:
 
     def _current(self) -> tuple[Backlog | None, float]:
         """The latest read and how long it took, read afresh when older than BACKLOG_REUSE_SECONDS."""
-        with self._reading:
-            now = time.monotonic()
-            if self._latest is None or now - self._latest[0] >= BACKLOG_REUSE_SECONDS:
-                started = time.perf_counter()
-                try:
-                    backlog: Backlog | None = self._read()
-                except Exception:
-                    log.warning("the backlog gauges of /metrics could not be read", exc_info=True)
-                    backlog = None
-                self._latest = (now, backlog, time.perf_counter() - started)
+        with self._state:
+            latest, reader = self._latest, self._reader
+            if reader is None and (latest is None or time.monotonic() - latest[0] >= BACKLOG_REUSE_SECONDS):
+                reader = self._reader = threading.Thread(
+                    target=self._read_aside, name="pokna-backlog-read", daemon=True
+                )
+                reader.start()
+        if reader is not None:
+            started = time.perf_counter()
+            reader.join(SCRAPE_WAIT_SECONDS)
+            if reader.is_alive():  # the database is slow or not answering: this scrape goes without
+                return None, time.perf_counter() - started
+        with self._state:
+            assert self._latest is not None
             return self._latest[1], self._latest[2]
+
+    def _read_aside(self) -> None:
+        started = time.perf_counter()
+        try:
+            backlog: Backlog | None = self._read()
+        except Exception as error:
+            backlog = None
+            if not self._failing:
+                log.warning("the backlog gauges of /metrics could not be read: %s", _summary(error))
+            self._failing = True
+        else:
+            if self._failing:
+                log.info("the backlog gauges of /metrics are read again")
+            self._failing = False
+        with self._state:
+            self._latest = (time.monotonic(), backlog, time.perf_counter() - started)
+            self._reader = None
 
     def collect(self) -> Iterator[Metric]:
         backlog, seconds = self._current()
@@ -110,3 +142,9 @@ class BacklogGauges:
 def _late(count_name: str, seconds_name: str, what: str, late: Late) -> Iterator[Metric]:
     yield GaugeMetricFamily(count_name, f"{what}.", late.count)
     yield GaugeMetricFamily(seconds_name, f"{what}: how long past it the oldest is.", late.oldest_seconds)
+
+
+def _summary(error: BaseException) -> str:
+    """The error's kind and its first line: what an operator needs from a log line, not a traceback."""
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
