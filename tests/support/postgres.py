@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +99,30 @@ class Cluster:
         for pid in [postmaster, *map(int, children)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+    def server_processes(self) -> list[int]:
+        """The postmaster first, then every server process under it."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(postmaster)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        return [postmaster, *map(int, children)]
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Every server process stopped (SIGSTOP) for the block, then resumed: a server that stops
+        answering while its host still acknowledges every packet, as a hung host or a long stall looks."""
+        stopped = []
+        try:
+            for pid in self.server_processes():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+            yield
+        finally:
+            for pid in stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def promote(self) -> None:
         result = self.pg_ctl("-w", "-t", "60", "promote")
