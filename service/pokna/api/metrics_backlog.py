@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
+from pokna.db.sqlstates import unavailable_reason
 from pokna.metrics.backlog import Backlog, Late
 
 BACKLOG_REUSE_SECONDS = 10.0
@@ -36,6 +37,7 @@ class BacklogGauges:
         self._read = read
         self._reading = threading.Lock()
         self._latest: tuple[float, Backlog | None, float] | None = None
+        self._failing = False
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(self)
 
@@ -50,11 +52,34 @@ class BacklogGauges:
                 started = time.perf_counter()
                 try:
                     backlog: Backlog | None = self._read()
-                except Exception:
-                    log.warning("the backlog gauges of /metrics could not be read", exc_info=True)
+                except Exception as error:
+                    self._failed(error)
                     backlog = None
+                else:
+                    self._recovered()
                 self._latest = (now, backlog, time.perf_counter() - started)
             return self._latest[1], self._latest[2]
+
+    def _failed(self, error: Exception) -> None:
+        """One line when the reads start failing, none while they go on failing: in an outage each worker
+        read (and logged the whole traceback of) the same refusal every `BACKLOG_REUSE_SECONDS` (issue 46,
+        L6). An outage is `pokna.db.sqlstates`' sentence, never the error's text (the statement); anything
+        else is a bug, and keeps its traceback."""
+        if self._failing:
+            return
+        self._failing = True
+        reason = unavailable_reason(error)
+        log.warning(
+            "the backlog gauges of /metrics cannot be read: %s (%s); said once until they can again",
+            reason or "an unexpected error",
+            type(error).__name__,
+            exc_info=reason is None,
+        )
+
+    def _recovered(self) -> None:
+        if self._failing:
+            self._failing = False
+            log.info("the backlog gauges of /metrics are read again")
 
     def collect(self) -> Iterator[Metric]:
         backlog, seconds = self._current()
