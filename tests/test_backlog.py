@@ -6,6 +6,7 @@ against them. A beacon-mode roll past its deadline, and the wallets it holds: te
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api import metrics, metrics_backlog
 from pokna.app import create_app
+from pokna.db import migrate
 from pokna.db.models.game import Game
 from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import utc_now
@@ -25,6 +27,7 @@ from pokna.settings import Environment, Settings
 from pokna.sweep import sweep
 from pokna.webhooks.dispatch import dispatch_events
 from pokna.webhooks.policy import DeliveryPolicy
+from support.postgres import start_cluster
 from support.scrapes import Samples, scrape, value
 from support.tenant_api import new_tenant
 
@@ -124,3 +127,34 @@ def test_a_database_out_of_reach_leaves_the_backlog_gauges_out_not_the_scrape(tm
     assert value(samples, "pokna_backlog_up") == 0
     assert not [name for name, _ in samples if name in GAUGES or name.startswith("pokna_webhook_backlog")]
     assert ("pokna_db_gate_places", frozenset()) in samples  # the process's own metrics still answer
+
+
+def test_a_database_outage_is_one_warning_line_and_its_end_one_info_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 46, L6: each worker logged the read's whole traceback (~8 KB) at every read while the database
+    was down. Now an outage is one line when the reads start failing, and one when they succeed again."""
+    cluster = start_cluster()
+    try:
+        migrate.upgrade(cluster.url)
+        settings = Settings(
+            env=Environment.TEST,
+            data_dir=tmp_path / "data",
+            database_url=cluster.url,
+            database_connect_timeout_seconds=1,
+        )
+        with TestClient(create_app(settings)) as client, caplog.at_level(logging.INFO, "pokna.api"):
+            assert value(scrape(client), "pokna_backlog_up") == 1
+            for outage in range(2):
+                cluster.halt()
+                for _ in range(3):
+                    assert value(scrape(client), "pokna_backlog_up") == 0
+                cluster.restart()
+                assert value(scrape(client), "pokna_backlog_up") == 1
+                assert value(scrape(client), "pokna_backlog_up") == 1
+                said = [r for r in caplog.records if r.name == "pokna.api" and "backlog" in r.getMessage()]
+                assert [r.levelno for r in said] == [logging.WARNING, logging.INFO] * (outage + 1), said
+                assert all(r.exc_info is None and "\n" not in r.getMessage() for r in said)
+                assert "cannot reach the database" in said[-2].getMessage()
+    finally:
+        cluster.stop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import statistics
 import subprocess
 import sys
@@ -177,3 +178,22 @@ def test_no_party_holds_more_than_half_the_places() -> None:
         await third
 
     asyncio.run(scenario())
+
+
+def test_a_wait_that_runs_out_is_logged_as_the_runbook_says(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 46, L6: a request that waited its turn and got its 503 logged nothing, while the runbook
+    (docs/operations.md, PoknaServiceUnavailable) tells the operator that the `database unavailable: ...`
+    lines name the cause."""
+
+    async def scenario() -> None:
+        gate = DatabaseGate(places=1, wait_seconds=0.05)
+        await gate.enter(b"a")
+        with pytest.raises(DatabaseUnavailable) as refused:
+            await gate.enter(b"b")
+        assert "nothing was committed" in refused.value.detail
+
+    with caplog.at_level(logging.WARNING, "pokna.api"):
+        asyncio.run(scenario())
+    [line] = [record.getMessage() for record in caplog.records if record.name == "pokna.api"]
+    assert line.startswith("database unavailable: no database connection came free within 0.05 s"), line
+    assert "database gate: its 1 place held by requests still running" in line, line

@@ -170,3 +170,18 @@ def test_the_period_and_its_mistakes(played: tuple[Path, Path], tmp_path: Path) 
     not_a_bundle = report(export, keys, tmp_path)
     assert not_a_bundle.exit_code == 2
     assert "not an audit bundle" in not_a_bundle.output
+
+    # Issue 46, L6: a full disk is no bug in pokna, and no INVALID bundle (exit 1): it is output the command
+    # cannot use, named with the OS's reason, like any unusable input (exit 2).
+    for option in ("--html", "--json"):
+        written = {
+            "--html": str(tmp_path / "r.html"),
+            "--json": str(tmp_path / "r.json"),
+            option: "/dev/full",
+        }
+        full = runner.invoke(
+            app, ["audit", "report", str(bundle), "--keys", str(keys), *sum(written.items(), ())]
+        )
+        assert full.exit_code == 2, full.output
+        assert "error: cannot write /dev/full: No space left on device" in full.output, full.output
+        assert "bug" not in full.output

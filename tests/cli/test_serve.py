@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -114,3 +116,70 @@ def test_a_one_off_command_says_it_left_the_cluster_running_and_a_failed_one_sto
         assert not cluster.is_running()
     finally:
         cluster.stop()
+
+
+def _living_members(group: int) -> list[int]:
+    """The processes of a process group that still run (a zombie has ended; its parent has yet to reap it)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def _serving(port: int, env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    with log.open("wb") as output:
+        return subprocess.Popen(
+            [POKNA, "serve", "--port", str(port), *extra],
+            env={**os.environ, **env},
+            stdout=output,
+            stderr=output,
+            start_new_session=True,  # its own process group: everything it starts, found and ended by it
+        )
+
+
+def _answers(base: str, process: subprocess.Popen[bytes], log: Path) -> bool:
+    for _ in range(300):  # 60 s at most
+        assert process.poll() is None, log.read_text()
+        try:
+            return _get(f"{base}/healthz") == (200, {"status": "ok"})
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"pokna serve did not answer within 60 s:\n{log.read_text()}")
+
+
+def test_the_workers_of_a_killed_supervisor_end_and_the_port_serves_again(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    """Issue 46, L5: SIGKILL of the supervisor left its two workers serving on the port, orphaned, so the
+    next `pokna serve` was refused ("port … already in use") until someone found and killed them."""
+    port = free_port()
+    env = {"POKNA_DATABASE_URL": empty_database_url, "POKNA_DATA_DIR": str(tmp_path / "data")}
+    first = _serving(port, env, tmp_path / "first.log", "--workers", "2")
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        assert _answers(f"http://127.0.0.1:{port}", first, tmp_path / "first.log")
+        assert len(_living_members(first.pid)) >= 3  # the supervisor and its two workers
+        first.kill()
+        first.wait(timeout=10)
+        for _ in range(150):  # 30 s at most
+            if not _living_members(first.pid):
+                break
+            time.sleep(0.2)
+        assert _living_members(first.pid) == [], "the killed supervisor's workers are still running"
+
+        second = _serving(port, env, tmp_path / "second.log", "--workers", "2")
+        assert _answers(f"http://127.0.0.1:{port}", second, tmp_path / "second.log")
+        second.terminate()
+        assert second.wait(timeout=30) == 0, (tmp_path / "second.log").read_text()
+        assert _living_members(second.pid) == []  # SIGTERM stays clean
+    finally:
+        for process in (first, second):
+            if process is not None:
+                if _living_members(process.pid):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)

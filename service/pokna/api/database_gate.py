@@ -23,12 +23,15 @@ The wait is bounded like the pool's own (`POKNA_DATABASE_POOL_TIMEOUT_SECONDS`):
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict, deque
 
 from pokna import metrics
 from pokna.errors import DatabaseUnavailable
 from pokna.settings import Settings
+
+log = logging.getLogger("pokna.api")
 
 
 class DatabaseGate:
@@ -75,13 +78,29 @@ class DatabaseGate:
                 self._forget(party, turn)
             if isinstance(error, TimeoutError):
                 metrics.db_gate_waited(time.perf_counter() - started, timed_out=True)
-                raise DatabaseUnavailable(
+                refused = DatabaseUnavailable(
                     f"no database connection came free within {self.wait_seconds:g} s "
                     "(every one is in use); nothing was committed"
-                ) from None
+                )
+                self._log_timeout(refused)
+                raise refused from None
             raise
         metrics.db_gate_waiting(-1)
         metrics.db_gate_waited(time.perf_counter() - started, timed_out=False)
+
+    def _log_timeout(self, refused: DatabaseUnavailable) -> None:
+        """The line the runbook sends the operator to (docs/operations.md, PoknaServiceUnavailable), as
+        `pokna.api.problems` writes it for a database that refused: the places are held by requests that
+        are slow to finish (a slow or frozen database, lock waits, the beacon's relays)."""
+        waiting = sum(len(queue) for queue in self._waiting.values())
+        log.warning(
+            "database unavailable: %s (database gate: its %d place%s held by requests still running, "
+            "%d more waiting)",
+            refused.detail,
+            self.places,
+            "" if self.places == 1 else "s",
+            waiting,
+        )
 
     def leave(self, party: bytes) -> None:
         """Gives the party's place to the next waiting party in turn that holds less than its share (that

@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
+from pokna.api.written_numbers import WholeDouble
+
 MAX_AMOUNT = 10**12
 # The ranges of the columns an integer input is compared with. A number the database cannot hold is bad
 # input (422 naming it), so every integer the API takes declares a maximum no larger than its column's,
@@ -42,7 +44,11 @@ NoNul = AfterValidator(_refuse_nul)
 def _whole_number(value: Any) -> Any:
     """JSON Schema's `integer`, which the document says, is a number without a fractional part however it
     is written: 10, 10.0 and 1e1 are all ten to every validator and generated client, so here too (issue 37,
-    item 5). A fraction, a string, `true` or null stays refused (422 naming the field)."""
+    item 5). A fraction, a string, `true` or null stays refused (422 naming the field), and so does a fraction
+    a double rounds to whole (`0.99999999999999999`): a body's number is judged as written
+    (`pokna.api.written_numbers`; issue 46, L4)."""
+    if isinstance(value, WholeDouble):
+        return value if value.exact is None else value.exact
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value

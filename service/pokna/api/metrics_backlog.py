@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
+from pokna.db.sqlstates import unavailable_reason
 from pokna.metrics.backlog import Backlog, Late
 
 BACKLOG_REUSE_SECONDS = 10.0
@@ -76,17 +77,34 @@ class BacklogGauges:
         try:
             backlog: Backlog | None = self._read()
         except Exception as error:
+            self._failed(error)
             backlog = None
-            if not self._failing:
-                log.warning("the backlog gauges of /metrics could not be read: %s", _summary(error))
-            self._failing = True
         else:
-            if self._failing:
-                log.info("the backlog gauges of /metrics are read again")
-            self._failing = False
+            self._recovered()
         with self._state:
             self._latest = (time.monotonic(), backlog, time.perf_counter() - started)
             self._reader = None
+
+    def _failed(self, error: Exception) -> None:
+        """One line when the reads start failing, none while they go on failing: in an outage each worker
+        read (and logged the whole traceback of) the same refusal every `BACKLOG_REUSE_SECONDS` (issue 46,
+        L6). An outage is `pokna.db.sqlstates`' sentence, never the error's text (the statement); anything
+        else is a bug, and keeps its traceback."""
+        if self._failing:
+            return
+        self._failing = True
+        reason = unavailable_reason(error)
+        log.warning(
+            "the backlog gauges of /metrics cannot be read: %s (%s); said once until they can again",
+            reason or "an unexpected error",
+            type(error).__name__,
+            exc_info=reason is None,
+        )
+
+    def _recovered(self) -> None:
+        if self._failing:
+            self._failing = False
+            log.info("the backlog gauges of /metrics are read again")
 
     def collect(self) -> Iterator[Metric]:
         backlog, seconds = self._current()
@@ -142,9 +160,3 @@ class BacklogGauges:
 def _late(count_name: str, seconds_name: str, what: str, late: Late) -> Iterator[Metric]:
     yield GaugeMetricFamily(count_name, f"{what}.", late.count)
     yield GaugeMetricFamily(seconds_name, f"{what}: how long past it the oldest is.", late.oldest_seconds)
-
-
-def _summary(error: BaseException) -> str:
-    """The error's kind and its first line: what an operator needs from a log line, not a traceback."""
-    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__

@@ -3,7 +3,7 @@ made in the same pass that verifies the bundle (pokna_verify.bundle.scan with po
 
 An INVALID bundle gets no report: the findings are printed as `pokna audit verify` prints them, nothing is
 written, exit 1. A bundle with games still in play is reported without them (they are counted on the page).
-Answers: 0 report written, 1 INVALID, 2 unusable input or a wrong option.
+Answers: 0 report written, 1 INVALID, 2 unusable input, a file it cannot write or a wrong option.
 
 SciPy and Matplotlib are imported only here, once the bundle is verified: `pokna audit verify` never pays
 for them, nor do the worker processes that read the bundle.
@@ -119,9 +119,9 @@ def report_command(
     from pokna.report_page.page import render_page
 
     document = period_document(tally, bundle, source=source.name, settled_from=start, settled_to=end)
-    html.write_text(render_page(document), encoding="utf-8")
+    _write(html, render_page(document), "--html")
     if json_file is not None:
-        json_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        _write(json_file, json.dumps(document, indent=2) + "\n", "--json")
     testing = document["testing"]
     written = f"{html}" + (f" and {json_file}" if json_file is not None else "")
     typer.echo(
@@ -142,3 +142,19 @@ def report_command(
         if table["rake"]["flagged"]:
             off = table["rake"]["games_off_terms"]
             typer.echo(f"  FLAGGED  {table['name']}: the rake of {off} game(s) differs from the terms")
+
+
+def _write(path: Path, text: str, option: str) -> None:
+    """A file the command cannot write (a full disk, a missing directory, no permission) is output it cannot
+    use, as unusable as a bad input and answered the same (exit 2, naming it and the OS's reason): not a
+    bug in pokna, and not an INVALID bundle (exit 1) (issue 46, L6)."""
+    from pokna.cli.errors import CommandError
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CommandError(
+            f"cannot write {path}: {error.strerror or error}",
+            f"give {option} a file on a disk with room, in a directory you may write to",
+            exit_code=EXIT_UNUSABLE,
+        ) from None

@@ -21,6 +21,7 @@ from pokna.logs import configure_logging
 from pokna.metrics import shared_by_workers
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
+from pokna.supervision import supervising
 
 log = logging.getLogger("pokna.serve")
 
@@ -113,7 +114,8 @@ def _run(config: uvicorn.Config, sock: socket.socket) -> None:
         # response waits ~40 ms for the client's delayed ACK (bench/README.md). Linux passes the listening
         # socket's TCP_NODELAY on to the connections it accepts.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        Multiprocess(config, sockets=[sock]).run()
+        with supervising():  # the workers end with this process, even one killed outright
+            Multiprocess(config, sockets=[sock]).run()
     else:
         uvicorn.Server(config).run(sockets=[sock])
 

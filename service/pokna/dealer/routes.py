@@ -20,6 +20,7 @@ from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
+from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.dealer import service as dealer
 from pokna.dealer.clock_dep import ClockDep
 from pokna.dealer.problem_docs import (
@@ -45,7 +46,7 @@ from pokna.dealer.requests import (
     TableOut,
 )
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=WrittenNumbersRoute)
 Read = TypeVar("Read")
 
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]

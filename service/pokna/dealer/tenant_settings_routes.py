@@ -13,6 +13,7 @@ from pokna.api.deps import SessionDep
 from pokna.api.fields import RakeTermsIn
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, problems
+from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.tenants.settings import (
     TenantSettingsOut,
     set_default_fairness_mode,
@@ -20,7 +21,7 @@ from pokna.tenants.settings import (
     tenant_settings,
 )
 
-router = APIRouter(prefix="/v1", tags=["tenant"])
+router = APIRouter(prefix="/v1", tags=["tenant"], route_class=WrittenNumbersRoute)
 
 
 class TenantSettingsUpdate(BaseModel):

@@ -29,6 +29,7 @@ from pokna.api.problem_docs import (
     VALIDATION,
     problems,
 )
+from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.errors import InvalidRequest
 from pokna.idempotency.service import authenticate
 from pokna.ledger import AccountKind, TransactionNotFound, moving
@@ -53,7 +54,7 @@ from pokna.ledger.schemas import (
     TrialBalanceOut,
 )
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=WrittenNumbersRoute)
 
 AccountId = Annotated[str, Path(max_length=40, description="The account's id (`acct_...`)."), NoNul]
 EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}

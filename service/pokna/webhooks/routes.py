@@ -14,6 +14,7 @@ from pokna.api.fields import NoNul
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import BAD_CURSOR, IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
+from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.db.types import utc_now
 from pokna.webhooks import service as webhooks
 from pokna.webhooks.problem_docs import (
@@ -31,7 +32,7 @@ from pokna.webhooks.schemas import (
     WebhookEndpointSecretOut,
 )
 
-router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
+router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"], route_class=WrittenNumbersRoute)
 
 EndpointId = Annotated[str, Path(max_length=40, description="The endpoint's id (`whep_...`)."), NoNul]
 DeliveryId = Annotated[str, Path(max_length=40, description="The delivery's id (`whdl_...`)."), NoNul]
