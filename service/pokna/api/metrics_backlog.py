@@ -98,7 +98,7 @@ class BacklogGauges:
             "the backlog gauges of /metrics cannot be read: %s (%s); said once until they can again",
             reason or "an unexpected error",
             type(error).__name__,
-            exc_info=reason is None,
+            exc_info=True if reason is None else None,
         )
 
     def _recovered(self) -> None:
