@@ -31,7 +31,7 @@ pytestmark = pytest.mark.xdist_group("faults")
 __all__ = ["durable_primary"]  # the fixture
 
 STATEMENT, POOL, CONNECT = 3, 5, 2
-FREEZE_SECONDS = 20.0
+FREEZE_SECONDS = 25.0
 SLACK = 3.0  # a loaded two-core machine's scheduling
 REQUEST_BOUND = POOL + CONNECT + STATEMENT + ANSWER_GRACE_SECONDS + TICK_SECONDS + CONNECT + SLACK
 """docs/operations.md: the gate's wait, a connection, the statement's answer bound, and the one fresh
@@ -88,20 +88,22 @@ def test_a_frozen_database_under_load(durable_primary: Cluster, tmp_path: Path) 
         prober.join(timeout=120)
         assert not load.failures, load.failures
 
-        during = [
+        # Every attempt the freeze met, those already holding a connection when it began included, that
+        # had the whole bound to be answered before the database resumed.
+        met = [
             (request.kind, attempt)
             for request in load.requests
             for attempt in request.attempts
-            if frozen_at <= attempt.sent_at <= thawed_at - REQUEST_BOUND
+            if attempt.answered_at >= frozen_at and attempt.sent_at <= thawed_at - REQUEST_BOUND
         ]
-        assert during, "no request was sent while the database was frozen"
+        assert len(met) >= 8, met  # each client met it
         slow = [
-            (kind, attempt.status, round(attempt.answered_at - attempt.sent_at, 1))
-            for kind, attempt in during
-            if attempt.status is None or attempt.answered_at - attempt.sent_at > REQUEST_BOUND
+            (kind, attempt.status, round(attempt.answered_at - max(attempt.sent_at, frozen_at), 1))
+            for kind, attempt in met
+            if attempt.status is None or attempt.answered_at - max(attempt.sent_at, frozen_at) > REQUEST_BOUND
         ]
         assert not slow, slow  # each answered, and in time: not when the freeze ended
-        assert {attempt.status for _, attempt in during} <= {503}  # a frozen database serves nothing
+        assert {attempt.status for _, attempt in met if attempt.sent_at >= frozen_at} == {503}
         assert "database unavailable" in log_while_frozen  # the operator sees it while it lasts
 
         ready = [
@@ -121,9 +123,8 @@ def test_a_frozen_database_under_load(durable_primary: Cluster, tmp_path: Path) 
         assert all(probe.status == 200 for probe in scrapes)
         assert max(probe.seconds for probe in scrapes) <= SCRAPE_WAIT_SECONDS + SLACK
         assert any("pokna_backlog_up 0.0" in probe.body for probe in scrapes)
-        after = [probe for probe in probes if probe.path == "/readyz" and probe.sent_at > thawed_at + 10]
-        assert after
-        assert after[-1].status == 200  # ready again by itself
+        with httpx.Client(timeout=30) as http:  # ready again by itself, no restart
+            assert http.get(server.base + "/readyz").status_code == 200
 
         engine = make_engine(url)
         try:
