@@ -24,8 +24,12 @@ from sqlalchemy import create_engine, text
 
 from pokna.app import create_app
 from pokna.db.engine import make_engine
+from pokna.ledger import verify_export
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna_verify.bundle.check import verify_bundle
+from pokna_verify.bundle.report import Verdict
+from support.audit_bundles import play_books
 from support.game_play import Api, Game, obliging
 from support.tenant_api import api_key_on
 
@@ -178,3 +182,29 @@ def _creations(api: Api, body: dict[str, object], commits: TwoPhaseCommits) -> l
         games.append(game)
     assert places == {True, False}, places
     return games
+
+
+def test_the_export_and_the_audit_bundle_ask_one_shard_per_statement(
+    single_shard_url: str, tmp_path: Path
+) -> None:
+    """Every statement of the ledger export and the audit bundle names the bound tenant (issue 45: the
+    export's postings named the journal row's `t.tenant_id`, and each page asked all 32 shards): in this
+    database a statement over several shards is refused, so a fan-out answers 500 here."""
+    settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=single_shard_url)
+    engine = make_engine(single_shard_url)
+    runtime = Runtime.from_settings(settings, engine=engine)
+    try:
+        with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
+            books = play_books(client, runtime.sessions, games=3)
+            exported = books.api.get("/v1/ledger/export", format="jsonl")
+            assert exported.status_code == 200, exported.text
+            report = verify_export(exported.text.splitlines())
+            assert report.valid, report.findings
+            assert len(exported.text.splitlines()) > 3
+            bundle = books.bundle()
+    finally:
+        engine.dispose()
+    checked = verify_bundle(bundle, keys=books.key_ring)
+    assert checked.findings == [], checked.to_json()
+    assert checked.verdict is Verdict.VALID
+    assert checked.transactions > 3
