@@ -69,6 +69,7 @@ class Player:
         # Every write answered as done: a deposit's transaction, a game's version as its answer gave it.
         self.deposit_ids: list[str] = []
         self.versions: dict[str, int] = {}
+        self.internal_errors: list[str] = []  # a move is routine maintenance: 503 at worst, never 500
 
     def keyed(self, path: str, body: dict[str, Any]) -> Response:
         key = f"k-{uuid4()}"
@@ -79,6 +80,8 @@ class Player:
                 answer = None
             if answer is not None and answer.status_code < 500 and answer.status_code != 409:
                 return answer
+            if answer is not None and answer.status_code == 500:
+                self.internal_errors.append(answer.text)
             self.retries += 1
             time.sleep(0.1)
         raise AssertionError(f"{path} never answered: {answer and answer.text}")
@@ -178,6 +181,7 @@ def test_a_tenant_moved_to_the_other_worker_while_it_plays_loses_and_doubles_not
         thread.join(timeout=300)
         assert not thread.is_alive(), "the player never finished"
         assert not failures, failures
+        assert not player.internal_errors, player.internal_errors
         assert moved_during_play, player.games
         assert len(player.games) >= during + GAMES_AFTER_THE_MOVE
         assert _placement(admin, tenant_id)[1:] == (target_node, target_port)
