@@ -192,6 +192,26 @@ def citus_cluster() -> Iterator[CitusCluster]:
     cluster.stop()
 
 
+@pytest.fixture(scope="module")
+def durable_citus_cluster() -> Iterator[CitusCluster]:
+    """A coordinator and two workers that commit synchronously, as production runs, for a module of tests of
+    what a shard move or a crash keeps (tests/support/citus.py); stopped when the module ends."""
+    if reason := os.environ.get(CITUS_UNAVAILABLE_ENV):
+        pytest.skip(f"!!! Citus unavailable: {reason}")
+    if reason := os.environ.get(PG_UNAVAILABLE_ENV):
+        pytest.skip(f"PostgreSQL unavailable: {reason}")
+    cluster = start_citus(durable=True)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def durable_citus_database_url(durable_citus_cluster: CitusCluster) -> Iterator[str]:
+    """`citus_database_url`'s database, on the durable cluster."""
+    with distributed_database(durable_citus_cluster) as url:
+        yield url
+
+
 @pytest.fixture
 def citus_database_url(citus_cluster: CitusCluster) -> Iterator[str]:
     """A fresh database on the Citus cluster, set up as docs/scaling.md says: the extension on every node,

@@ -25,6 +25,7 @@ from pokna.db.sqlstates import unavailable_reason
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support.api_checks import assert_problem
+from support.game_play import obliging
 from support.tenant_api import TenantApi, new_tenant
 
 RETRY_AFTER = 3
@@ -161,3 +162,55 @@ def test_work_past_the_statement_timeout_is_503_and_its_claim_is_released(
     assert applied.status_code == 201, applied.text
     assert "idempotent-replayed" not in applied.headers
     assert tight_api.balance(wallet) == 1 + 8
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "message"),
+    [
+        ("XX000", "cannot execute a distributed query from a query on a shard"),
+        ("40001", "shard for the given value does not exist"),
+    ],
+)
+def test_a_shard_moving_under_a_request_is_503_and_the_key_stays_retryable(
+    tight: tuple[TenantApi, Runtime], database_url: str, sqlstate: str, message: str
+) -> None:
+    """Citus's errors of a shard move's switch-over (pokna.db.sqlstates.SHARD_MOVING), raised by a real
+    trigger where Citus raises them, under the delegated functions' writes: a keyed deposit (ledger_move())
+    and a keyed game action (game_write()). Each answers 503 with Retry-After, and its retry under the same
+    key, once the shard is where the metadata says, is applied once."""
+    tight_api, _runtime = tight
+    wallets = [tight_api.wallet(balance=20) for _ in range(3)]
+    body = {"vigo_account_id": wallets[0], "player_account_ids": wallets[1:], "stake": 3}
+    created = tight_api.post("/v1/games", body)
+    assert created.status_code == 201, created.text
+    game = created.json()
+    deposit, action = f"/v1/accounts/{wallets[0]}/deposits", f"/v1/games/{game['id']}/actions"
+    keys = {deposit: {"Idempotency-Key": "moving-1"}, action: {"Idempotency-Key": "moving-2"}}
+    bodies = {deposit: {"amount": 5}, action: obliging(game)}
+    admin = make_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(
+                text(
+                    "CREATE FUNCTION shard_moved_away() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                    f"RAISE EXCEPTION USING MESSAGE = '{message}', ERRCODE = '{sqlstate}'; END $$"
+                )
+            )
+            for table in ("journal_transaction", "game_event"):
+                connection.execute(
+                    text(
+                        f"CREATE TRIGGER shard_moved_away BEFORE INSERT ON {table} "
+                        "FOR EACH ROW EXECUTE FUNCTION shard_moved_away()"
+                    )
+                )
+        for path in (deposit, action):
+            _unavailable(tight_api.post(path, bodies[path], headers=keys[path]))
+        with admin.connect() as connection:
+            connection.execute(text("DROP FUNCTION shard_moved_away() CASCADE"))
+    finally:
+        admin.dispose()
+    for path in (deposit, action):
+        applied = tight_api.post(path, bodies[path], headers=keys[path])
+        assert applied.status_code in (200, 201), applied.text
+        assert "idempotent-replayed" not in applied.headers
+    assert tight_api.balance(wallets[0]) == 20 + 5

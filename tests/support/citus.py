@@ -11,6 +11,13 @@ once.
 The three servers are throwaway clusters made like the suite's own (`support.postgres`), from the copied
 binaries, with Citus preloaded; the workers are registered in each database the tests create
 (`CitusCluster.new_database`), as docs/scaling.md tells an operator to do.
+
+Like the suite's own servers they commit asynchronously (`synchronous_commit=off`: fast, and nothing here
+outlives a crash). A test of what a shard move or a crash keeps starts a cluster of its own with
+`durable=True` (every node `synchronous_commit=on`, as production runs): Citus's logical shard move waits
+for the new placement to reach `pg_current_wal_lsn()`, the WAL *write* position, which an asynchronous commit
+may not have reached yet, so on fast nodes a move loses acknowledged writes that production would keep
+(docs/scaling.md, "Moving a tenant").
 """
 
 from __future__ import annotations
@@ -178,12 +185,13 @@ def _execute(url: str, *statements: str) -> None:
         engine.dispose()
 
 
-def start_citus(workers: int = 2) -> CitusCluster:
+def start_citus(workers: int = 2, *, durable: bool = False) -> CitusCluster:
+    """`durable`: every node commits synchronously (`support.postgres.Cluster.durable`)."""
     bindir = citus_bindir()
     nodes: list[Cluster] = []
     try:
         for _ in range(1 + workers):
-            nodes.append(start_cluster(extra_options=SERVER_OPTIONS, bindir=bindir))
+            nodes.append(start_cluster(durable=durable, extra_options=SERVER_OPTIONS, bindir=bindir))
     except BaseException:
         for node in nodes:
             node.stop()
@@ -192,8 +200,8 @@ def start_citus(workers: int = 2) -> CitusCluster:
 
 
 @contextlib.contextmanager
-def running_citus() -> Iterator[CitusCluster]:
-    cluster = start_citus()
+def running_citus(*, durable: bool = False) -> Iterator[CitusCluster]:
+    cluster = start_citus(durable=durable)
     try:
         yield cluster
     finally:

@@ -18,6 +18,10 @@ PostgreSQL's:
 - `LOCK_NOT_AVAILABLE` (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running).
 - the outages (`unavailable_reason`): the database cannot serve now, whatever the request was; a 503
   `database_unavailable` with Retry-After (pokna.api.problems), never a 500.
+Citus's, met while a tenant's shards move to another worker (`SHARD_MOVING`, docs/scaling.md "Moving a
+tenant"): a statement routed by the metadata of a moment ago, refused on the node where the shard no longer
+is. Known by code and message together, since one of them is XX000, PostgreSQL's code for any internal
+error: also a 503 with Retry-After; the retry is routed to the shard's new place.
 
 `refusal(error)` is the typed error a database error means wherever it is met (WalletHeld,
 DatabaseUnavailable), or None: the HTTP handler, the async paths and the synchronous ones all ask it.
@@ -53,6 +57,15 @@ _UNAVAILABLE_STATES = {
     "57P03": "the database is starting up or shutting down",
     "57P05": "the database closed an idle session",
     "58030": "the database hit an I/O error",
+}
+
+# (SQLSTATE, primary message) of Citus 14's errors a shard move causes for a moment, nothing else.
+SHARD_MOVING = {
+    # multi_executor.c, EnsureTaskExecutionAllowed: a function call delegated to the shard's old worker ran
+    # its statements after the switch-over, when the shard was another worker's (no errcode: XX000).
+    ("XX000", "cannot execute a distributed query from a query on a shard"),
+    # citus_custom_scan.c, EnsureAnchorShardsInJobExist: a statement planned before a shard was replaced.
+    ("40001", "shard for the given value does not exist"),
 }
 
 
@@ -119,6 +132,8 @@ def _driver_reason(original: BaseException | None, error: BaseException) -> str 
     if isinstance(sqlstate, str) and sqlstate:
         if sqlstate[:2] in _UNAVAILABLE_CLASSES:
             return "the connection to the database failed"
+        if (sqlstate, getattr(getattr(original, "diag", None), "message_primary", None)) in SHARD_MOVING:
+            return "the tenant's data was moving to another database node"
         return _UNAVAILABLE_STATES.get(sqlstate)
     if isinstance(
         error, exc.OperationalError | exc.InterfaceError | psycopg.OperationalError | psycopg.InterfaceError

@@ -2,11 +2,12 @@
 the game's lock, made one round trip each (the lock and its reads, the step's write, the new game, the proof's
 events and rolls). The shorter that critical section, the more actions a game and the ledger take.
 
-Each is one statement with a fixed text whatever the row counts, so psycopg prepares it once per
-connection; it is sent as that driver text, so SQLAlchemy has nothing to compile per call.
+Each is one statement with a fixed text whatever the row counts (but a new game's, below), so psycopg
+prepares it once per connection; it is sent as that driver text, so SQLAlchemy has nothing to compile per call.
 
 Rows travel as JSON both ways, adapted by the C JSON codec instead of one parameter or one column per
-field. A write sends a table's rows as one parameter that json_populate_record(set) expands into the
+field, but for a new game's (one parameter per value, for Citus: `insert_game_statements`). A step's
+write sends a table's rows as one parameter that json_populate_record(set) expands into the
 table's own row type: a JSON null becomes SQL NULL and a nested value lands in a json column as the
 encoder wrote it (no string in it may hold U+0000: see _encode).
 A read returns a record as a JSON array, its timestamps as ISO 8601 text.
@@ -45,17 +46,6 @@ def _names(table: str, columns: Sequence[str]) -> str:
     return ", ".join(f"{table}.{name}" for name in columns)
 
 
-def _rows(table: str, parameter: str, *, one: bool = False) -> str:
-    expand = "json_populate_record" if one else "json_populate_recordset"
-    return f"{expand}(NULL::{table}, CAST(%({parameter})s AS json))"
-
-
-def _insert(table: str, columns: Sequence[str], parameter: str, *, one: bool = False) -> str:
-    names = ", ".join(columns)
-    source = _rows(table, parameter, one=one)
-    return f"new_{table} AS (INSERT INTO {table} ({names}) SELECT {names} FROM {source})"  # noqa: S608
-
-
 # The game row as one array in GameRecord's order, the version the statement's snapshot saw, and the
 # seats with their wallets' balances, in one round trip (pokna.dealer.locked.LOCK_FOR_ACTION extends it).
 #
@@ -80,14 +70,47 @@ LOCK_GAME_AND_SEATS = (
     "FROM game WHERE game.id = %(game_id)s AND game.tenant_id = %(tenant_id)s FOR NO KEY UPDATE OF game"
 )
 
-_NEW_EVENT = _insert("game_event", _EVENT_COLUMNS, "events")
-_INSERT_GAME = (
-    f"WITH {_insert('game', GAME_COLUMNS, 'game', one=True)}, {_insert('game_seat', _SEAT_COLUMNS, 'seats')}, "
-    f"{_NEW_EVENT} SELECT 1"
-)
+
+# A new game's rows go in as `INSERT ... VALUES`, every value bound, the tenant's one parameter shared by
+# all rows: Citus routes such a statement straight to the tenant's shard. An `INSERT ... SELECT` from a JSON
+# document (as a step's events and rolls are written by `game_write()`) is run by Citus as a COPY into the shard, and a
+# COPY always commits in two phases: every creation did, even one whose public link is on the tenant's own
+# worker (issue 45). The seats' and events' statements have one text per row count (two to a few seats, one
+# event), each prepared once per connection.
+_JSON_COLUMNS = frozenset({"state", "receipt", "proof", "pending_roll", "payload"})
+
+
+def _value(column: str, row: int | None) -> str:
+    if column == "tenant_id":
+        return "%(tenant_id)s"
+    name = column if row is None else f"{column}_{row}"
+    return f"CAST(%({name})s AS json)" if column in _JSON_COLUMNS else f"%({name})s"
+
+
+def _insert_values(table: str, columns: Sequence[str], rows: int | None) -> str:
+    """`rows` None: one row, its parameters named as its columns; else `rows` rows, `{column}_{row}`."""
+    names = ", ".join(columns)
+    tuples = ", ".join(
+        f"({', '.join(_value(column, row) for column in columns)})"
+        for row in ([None] if rows is None else range(rows))
+    )
+    return f"INSERT INTO {table} ({names}) VALUES {tuples}"  # noqa: S608
+
+
+def _bound(values: dict[str, Any], row: int | None = None) -> dict[str, Any]:
+    """A row's values as the parameters of `_insert_values`: JSON columns as their encoded text."""
+    suffix = "" if row is None else f"_{row}"
+    return {
+        f"{column}{suffix}": encode_rows(value) if column in _JSON_COLUMNS and value is not None else value
+        for column, value in values.items()
+        if column != "tenant_id"
+    }
+
+
+_INSERT_GAME = _insert_values("game", GAME_COLUMNS, None)
 
 # Which tenant a public link belongs to: on Citus distributed by the token (pokna.db.distribution), so a
-# statement of its own, apart from _INSERT_GAME, which touches the tenant's shard alone.
+# statement of its own, apart from the game's, which touch the tenant's shard alone.
 _INSERT_GAME_LINK = "INSERT INTO game_link (public_token, tenant_id) VALUES (%(public_token)s, %(tenant_id)s)"
 
 RECORDED_FOR_PROOF = (
@@ -108,12 +131,18 @@ def insert_game_statements(
     game: GameRecord, seats: Sequence[SeatRecord], events: Sequence[EventRecord]
 ) -> list[tuple[str, dict[str, Any]]]:
     """The statements that insert a new game (the async creation pipelines them: pokna.dealer.creating)."""
-    params = {
-        "game": encode_rows(game_row(game)),
-        "seats": encode_rows([seat_row(game.tenant_id, game.id, seat) for seat in seats]),
-        "events": encode_rows(event_rows(game.tenant_id, game.id, events)),
-    }
-    statements = [(_INSERT_GAME, params)]
+    tenant = {"tenant_id": game.tenant_id}
+    seat_params, event_params = dict(tenant), dict(tenant)
+    for row, seat in enumerate(seats):
+        seat_params.update(_bound(seat_row(game.tenant_id, game.id, seat), row))
+    for row, event in enumerate(event_rows(game.tenant_id, game.id, events)):
+        event_params.update(_bound(event, row))
+    statements = [
+        (_INSERT_GAME, {**tenant, **_bound(game_row(game))}),
+        (_insert_values("game_seat", _SEAT_COLUMNS, len(seats)), seat_params),
+    ]
+    if events:
+        statements.append((_insert_values("game_event", _EVENT_COLUMNS, len(events)), event_params))
     if game.public_token is not None:
         statements.append(
             (_INSERT_GAME_LINK, {"public_token": game.public_token, "tenant_id": game.tenant_id})

@@ -67,7 +67,7 @@ _JSONL_ROWS = """
         to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), t.prev_hash, t.hash,
         ARRAY(
             SELECT unnest(ARRAY[p.account_id, p.amount::text, p.currency])
-            FROM posting AS p WHERE p.tenant_id = t.tenant_id AND p.transaction_id = t.id ORDER BY p.leg
+            FROM posting AS p WHERE p.tenant_id = %(tenant_id)s AND p.transaction_id = t.id ORDER BY p.leg
         )
     FROM journal_transaction AS t
     WHERE t.tenant_id = %(tenant_id)s AND t.chain = %(chain)s AND t.seq BETWEEN %(first)s AND %(last)s
