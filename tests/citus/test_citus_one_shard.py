@@ -27,7 +27,7 @@ from pokna.db.engine import make_engine
 from pokna.ledger import verify_export
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna_verify.bundle.check import verify_bundle
+from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.bundle.report import Verdict
 from support.audit_bundles import play_books
 from support.game_play import Api, Game, obliging
