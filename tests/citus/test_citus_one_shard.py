@@ -27,8 +27,8 @@ from pokna.db.engine import make_engine
 from pokna.ledger import verify_export
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.bundle.report import Verdict
+from pokna_verify.bundle.scan import verify_bundle
 from support.audit_bundles import play_books
 from support.game_play import Api, Game, obliging
 from support.tenant_api import api_key_on
