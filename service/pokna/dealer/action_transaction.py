@@ -52,6 +52,7 @@ from pokna.dealer.writes import (
 from pokna.errors import NotFound
 from pokna.idempotency import service as idempotency
 from pokna.service_keys import ServiceKeys
+from pokna.tenants import authentication
 
 
 @dataclass(frozen=True)
@@ -258,17 +259,16 @@ async def _lock(
         return caller.tenant_id, clock, lock
     # The lock names its tenant as a bound value (on Citus a tenant read from `api_key` in the same
     # statement would not route it to one shard, and a lock over several is refused): the tenant this
-    # process remembers for the key, checked by the key's own statement in the same round trip; a key not
-    # seen yet is checked first, one round trip more (docs/scaling.md).
-    digest = caller.api_key_digest
-    assert digest is not None
-    remembered = idempotency.TENANTS.get(digest)
-    checked = await connection.execute(idempotency.AUTHENTICATE, {"secret_sha256": digest})
-    if remembered is not None:
-        lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": remembered})
+    # process remembers for the key, beside the key's check (pokna.tenants.authentication). A revoked key
+    # is refused before anything is decided, and the ROLLBACK releases the lock taken under it.
+    assert caller.api_key_digest is not None
+    key_check = await authentication.check(connection, caller.api_key_digest)
+    if key_check.remembered is not None:
+        params = {"game_id": game_id, "tenant_id": key_check.remembered}
+        lock = await connection.execute(LOCK_FOR_ACTION, params)
     await pipeline.sync()
-    tenant_id = idempotency.authenticated(digest, await checked.fetchone())
-    if remembered != tenant_id:  # not remembered yet (or, were a key's tenant ever to change, stale)
+    tenant_id = await key_check.tenant()
+    if tenant_id != key_check.remembered:  # not remembered yet: one round trip more, once
         lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": tenant_id})
         await pipeline.sync()
     return tenant_id, clock, lock

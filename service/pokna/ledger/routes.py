@@ -30,7 +30,6 @@ from pokna.api.problem_docs import (
     problems,
 )
 from pokna.errors import InvalidRequest
-from pokna.idempotency.service import authenticate
 from pokna.ledger import AccountKind, TransactionNotFound, moving
 from pokna.ledger.problem_docs import (
     ACCOUNT_EXISTS,
@@ -52,6 +51,7 @@ from pokna.ledger.schemas import (
     ToSeqParam,
     TrialBalanceOut,
 )
+from pokna.tenants.authentication import authenticate
 
 router = APIRouter(prefix="/v1")
 
