@@ -2,10 +2,9 @@
 process keeps, and the rule that memory obeys.
 
 A key is looked up by its SHA-256 (`key_digest`; only the digest is stored) among the keys not revoked,
-against the database, on every request: a key revoked a moment ago is refused by the next request in
-every process. The session routes check it as their first statement (`authenticate_on_session`); the
-async paths on their own connection (`authenticate`), or in the same round trip as the statements that
-need its tenant (`check`, then `KeyCheck.tenant`).
+in the database, on every request: a key revoked a moment ago is refused by the next request in every
+process. The session routes check it as their first statement (`authenticate_on_session`); the async
+paths on their connection (`authenticate`), or beside the statements that need its tenant (`check`).
 
 That last form is why the process remembers each key's tenant: on Citus a statement is routed by a tenant
 bound as a value (docs/scaling.md), so the claim of an Idempotency-Key or the lock of a game is sent under
@@ -36,38 +35,21 @@ def key_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class KeyTenants:
-    """The tenant of each key this process has authenticated, by the key's digest: bounded, as a key
-    nobody sends again is never forgotten otherwise."""
-
-    LIMIT = 100_000
-
-    def __init__(self) -> None:
-        self._tenants: dict[str, str] = {}
-
-    def get(self, digest: str) -> str | None:
-        return self._tenants.get(digest)
-
-    def remember(self, digest: str, tenant_id: str) -> None:
-        if len(self._tenants) >= self.LIMIT:
-            self._tenants.clear()
-        self._tenants[digest] = tenant_id
-
-    def forget(self, digest: str) -> None:
-        self._tenants.pop(digest, None)
-
-
-_REMEMBERED = KeyTenants()
+_REMEMBERED: dict[str, str] = {}
+"""The tenant of each key this process has authenticated, by the key's digest (a routing hint only)."""
+_REMEMBERED_AT_MOST = 100_000
 
 
 def _authenticated(digest: str, row: Any) -> str:
     """The check's row: the key's tenant, remembered, or Unauthorized (unknown and revoked keys look
     the same to the caller)."""
     if row is None:
-        _REMEMBERED.forget(digest)
+        _REMEMBERED.pop(digest, None)
         raise Unauthorized("unknown or revoked API key")
+    if len(_REMEMBERED) >= _REMEMBERED_AT_MOST:  # bounded: a key nobody sends again is never forgotten
+        _REMEMBERED.clear()
     tenant_id: str = row[0]
-    _REMEMBERED.remember(digest, tenant_id)
+    _REMEMBERED[digest] = tenant_id
     return tenant_id
 
 
