@@ -99,7 +99,7 @@ async def _apply_due(
     """The tenant's due games, each applied in a transaction of its own: (timeouts, rolls resolved)."""
     engine = sessions.kw["bind"]
     assert isinstance(engine, Engine)
-    dealer = Dealer(keys, engine)
+    dealer = Dealer(keys)
     timeouts = rolls = 0
     connection = await AsyncConnection.connect(conninfo_of(engine, Waits()), autocommit=True)
     try:

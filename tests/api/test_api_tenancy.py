@@ -144,14 +144,15 @@ def test_a_revoked_key_is_401_and_replays_nothing(
         "/v1/games", {"vigo_account_id": wallet, "player_account_ids": [api.wallet(5)], "stake": 1}
     )
     assert game.status_code == 201, game.text
-    # The process now knows the key's tenant (pokna.idempotency.service.TENANTS): it is a routing hint only.
+    # The process now knows the key's tenant (pokna.tenants.authentication): it is a routing hint only.
     key_id = _key_id(sessions, api.tenant_id, exclude=spare.key_id)
     with sessions.begin() as session:
         tenants.revoke_api_key(session, key_id)
     before = database_state(sessions)
     for response in (
-        api.get(f"/v1/accounts/{wallet}"),
+        # First: the process still remembers the key's tenant, and a stored answer is there to replay.
         api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, headers={"Idempotency-Key": "dep-1"}),
+        api.get(f"/v1/accounts/{wallet}"),
         api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}),
         api.post(f"/v1/games/{game.json()['id']}/actions", {"type": "cancel"}),
         api.post(

@@ -25,7 +25,7 @@ from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import Account, JournalTransaction
-from pokna.tenants.service import authenticate
+from pokna.tenants.authentication import authenticate_on_session, key_digest
 from support.game_play import (
     CONFLICT_CODES,
     FINAL,
@@ -90,7 +90,7 @@ class Table:
 def table(live: Live) -> Iterator[Table]:
     key = new_tenant_key(live.sessions)
     with live.sessions() as session:
-        tenant_id = authenticate(session, key)
+        tenant_id = authenticate_on_session(session, key_digest(key))
     clients = [live.client() for _ in range(THREADS)]
     try:
         apis = [Api(client, key) for client in clients]

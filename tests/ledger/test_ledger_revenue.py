@@ -4,6 +4,7 @@ still balances."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -21,11 +22,13 @@ from pokna.ledger import (
     export_beancount,
     export_csv,
     export_jsonl,
-    revenue_account,
     trial_balance,
     verify_export,
 )
+from pokna.ledger.accounts_aio import open_system_account
+from pokna.runtime import Runtime
 from support.game_play import Api, obliging, play
+from support.ledger_reads import revenue_account
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
@@ -48,13 +51,29 @@ def _raked_game(
     return revenue, game["rake_taken"]
 
 
-def test_one_revenue_account_per_tenant_and_currency(sessions: sessionmaker[Session], tenant_id: str) -> None:
+def test_one_revenue_account_per_tenant_currency_and_chain(
+    runtime: Runtime, sessions: sessionmaker[Session], tenant_id: str
+) -> None:
+    """Opened as a first rake opens it (in the action's transaction, on its connection), once."""
+
+    async def opened() -> list[str]:
+        async with runtime.aio.connection() as connection:
+            return [
+                await open_system_account(connection, tenant_id, AccountKind.REVENUE, currency, chain)
+                for currency, chain in (("CREDIT", 3), ("CREDIT", 3), ("EUR", 3), ("CREDIT", 4))
+            ]
+
+    first, again, euro, other_chain = asyncio.run(opened())
+    assert first == again
+    assert len({first, euro, other_chain}) == 3
     with unit_of_work(sessions) as session:
-        first = revenue_account(session, tenant_id)
-        assert (first.kind, first.currency, first.balance) == (AccountKind.REVENUE, "CREDIT", 0)
-    with unit_of_work(sessions) as session:
-        assert revenue_account(session, tenant_id).id == first.id
-        assert revenue_account(session, tenant_id, "EUR").id != first.id
+        account = revenue_account(session, tenant_id, chain=3)
+        assert (account.id, account.kind, account.currency, account.balance) == (
+            first,
+            AccountKind.REVENUE,
+            "CREDIT",
+            0,
+        )
 
 
 def test_the_rake_is_revenue_in_every_export(

@@ -19,7 +19,7 @@ from pokna.runtime import Runtime
 
 
 def dealer_of(runtime: Runtime) -> games.Dealer:
-    return games.Dealer(runtime.keys, runtime.engine)
+    return games.Dealer(runtime.keys)
 
 
 def act(

@@ -21,6 +21,14 @@ def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURR
     return accounts._system_account(session, tenant_id, AccountKind.HOUSE, currency, 0)
 
 
+def revenue_account(
+    session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
+) -> Account:
+    """The tenant's revenue account of `chain`, created on demand as a rake's first posting opens it
+    (pokna.ledger.accounts_aio.open_system_account)."""
+    return accounts._system_account(session, tenant_id, AccountKind.REVENUE, currency, chain)
+
+
 def system_accounts(
     session: Session, tenant_id: str, kind: AccountKind | str, currency: str = DEFAULT_CURRENCY
 ) -> list[Account]:

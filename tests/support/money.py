@@ -27,6 +27,7 @@ from pokna.db.engine import Waits, make_engine
 from pokna.ledger import moving
 from pokna.runtime import Runtime
 from pokna.tenants import service as tenants
+from pokna.tenants.authentication import key_digest
 
 T = TypeVar("T")
 
@@ -93,7 +94,7 @@ class Teller:
             body["metadata"] = dict(metadata)
         moved = await moving.move(
             connection,
-            tenants.key_digest(self.api_key),
+            key_digest(self.api_key),
             key or f"move-{uuid4()}",
             request_fingerprint("POST", path, json.dumps(body).encode()),
             moving.Movement(kind, account_id, amount, reference, metadata),

@@ -1,4 +1,6 @@
-"""Bearer API keys. Every route that touches a tenant's data depends on `TenantDep`."""
+"""Bearer API keys. Every route that touches a tenant's data depends on `TenantDep` (a session route) or
+`ApiKeyDigestDep` (an async path, which checks the key in its own first round trip); both check it through
+pokna.tenants.authentication."""
 
 from __future__ import annotations
 
@@ -9,31 +11,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from pokna.api.deps import SessionDep, first_read
 from pokna.errors import Unauthorized
-from pokna.tenants.service import authenticate, key_digest
+from pokna.tenants.authentication import authenticate_on_session, key_digest
 
 _bearer = HTTPBearer(
     auto_error=False, description="`Authorization: Bearer <API key>` from `pokna tenants create`."
 )
-
-
-def get_tenant_id(
-    request: Request,
-    session: SessionDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> str:
-    """Reads through the request's own session: no second connection, and the read ends with the
-    request's COMMIT (a ROLLBACK would make psycopg discard its prepared statements). It is the request's
-    first statement, so a connection found dead there is replaced and the read done again."""
-    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
-        raise Unauthorized("send `Authorization: Bearer <API key>`")
-    secret = credentials.credentials
-    tenant_id = first_read(session, lambda session: authenticate(session, secret))
-    # The edge's rate limits count this key's requests against its own bucket from now on.
-    request.state.api_key_authenticated = True
-    return tenant_id
-
-
-TenantDep = Annotated[str, Depends(get_tenant_id)]
 
 
 async def get_api_key_digest(
@@ -47,3 +29,16 @@ async def get_api_key_digest(
 
 
 ApiKeyDigestDep = Annotated[str, Depends(get_api_key_digest)]
+
+
+def get_tenant_id(request: Request, session: SessionDep, digest: ApiKeyDigestDep) -> str:
+    """Reads through the request's own session: no second connection, and the read ends with the
+    request's COMMIT (a ROLLBACK would make psycopg discard its prepared statements). It is the request's
+    first statement, so a connection found dead there is replaced and the read done again."""
+    tenant_id = first_read(session, lambda session: authenticate_on_session(session, digest))
+    # The edge's rate limits count this key's requests against its own bucket from now on.
+    request.state.api_key_authenticated = True
+    return tenant_id
+
+
+TenantDep = Annotated[str, Depends(get_tenant_id)]

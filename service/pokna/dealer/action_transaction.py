@@ -19,11 +19,8 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
-from sqlalchemy import Engine
-from starlette.concurrency import run_in_threadpool
 
 from pokna import ledger
-from pokna.db.engine import make_sessionmaker, unit_of_work
 from pokna.dealer.answer import status_for
 from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.decision import Decision, Intent, decide
@@ -37,7 +34,6 @@ from pokna.dealer.locked import (
     locked_game,
     split_locked,
 )
-from pokna.dealer.rake import revenue_account_id
 from pokna.dealer.store_postgres import RECORDED_FOR_PROOF, locked_records, recorded_records
 from pokna.dealer.writes import (
     BEACON_ROLL_WRITE,
@@ -51,7 +47,9 @@ from pokna.dealer.writes import (
 )
 from pokna.errors import NotFound
 from pokna.idempotency import service as idempotency
+from pokna.ledger.accounts_aio import open_system_account
 from pokna.service_keys import ServiceKeys
+from pokna.tenants import authentication
 
 
 @dataclass(frozen=True)
@@ -83,12 +81,9 @@ class Claim:
 
 @dataclass(frozen=True)
 class Dealer:
-    """What every decision and write of the dealer's needs beside the request: the service's keys, and
-    the engine a rake's first posting on a chain opens the tenant's revenue account on (the ledger's ORM
-    function, in the thread pool: once per tenant, currency and chain)."""
+    """What every decision and write of the dealer's needs beside the request: the service's keys."""
 
     keys: ServiceKeys
-    engine: Engine
 
 
 @dataclass(frozen=True)
@@ -157,9 +152,9 @@ async def _attempt_once(
                 if row is None:
                     raise NotFound(f"no game {game_id}")
                 locked_row, recorded = split_locked(row)
-                held_balances = None
+                held_accounts = None
                 if held:
-                    held_balances = await _held_balances(connection, tenant_id, game_id, locked_row)
+                    held_accounts = await _held_accounts(connection, tenant_id, game_id, locked_row)
                 try:
                     decision = await _decided(
                         connection,
@@ -168,7 +163,7 @@ async def _attempt_once(
                         tenant_id,
                         locked_row,
                         recorded,
-                        held_balances,
+                        held_accounts,
                         intent,
                         answer_key,
                     )
@@ -208,11 +203,17 @@ async def _attempt_once(
     return Written(tenant_id, decision, status, body)
 
 
-async def _held_balances(
+async def _held_accounts(
     connection: AsyncConnection[Any], tenant_id: str, game_id: str, locked_row: tuple[Any, ...]
-) -> dict[str, int]:
+) -> tuple[dict[str, int], str | None]:
+    """The wallets' balances read under the ledger's locks, and a raking game's revenue account, opened
+    first if it is not yet: opened after the head of the chain is held, it could wait for a concurrent
+    first rake's opening, uncommitted, whose posting waits for that head."""
     game, seats, _ = locked_records(*locked_row)
-    return await ledger.hold_wallets(
+    revenue = None
+    if game.state["config"].get("rake_bps"):
+        revenue = await _revenue_account(connection, tenant_id, game.id, game.currency)
+    balances = await ledger.hold_wallets(
         connection,
         tenant_id,
         ledger.GameAccounts(
@@ -222,6 +223,7 @@ async def _held_balances(
             [seat.account_id for seat in seats or ()],
         ),
     )
+    return balances, revenue
 
 
 async def _send(connection: AsyncConnection[Any], writes: GameWrites, stored: dict[str, Any] | None) -> None:
@@ -258,17 +260,16 @@ async def _lock(
         return caller.tenant_id, clock, lock
     # The lock names its tenant as a bound value (on Citus a tenant read from `api_key` in the same
     # statement would not route it to one shard, and a lock over several is refused): the tenant this
-    # process remembers for the key, checked by the key's own statement in the same round trip; a key not
-    # seen yet is checked first, one round trip more (docs/scaling.md).
-    digest = caller.api_key_digest
-    assert digest is not None
-    remembered = idempotency.TENANTS.get(digest)
-    checked = await connection.execute(idempotency.AUTHENTICATE, {"secret_sha256": digest})
-    if remembered is not None:
-        lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": remembered})
+    # process remembers for the key, beside the key's check (pokna.tenants.authentication). A revoked key
+    # is refused before anything is decided, and the ROLLBACK releases the lock taken under it.
+    assert caller.api_key_digest is not None
+    key_check = await authentication.check(connection, caller.api_key_digest)
+    if key_check.remembered is not None:
+        params = {"game_id": game_id, "tenant_id": key_check.remembered}
+        lock = await connection.execute(LOCK_FOR_ACTION, params)
     await pipeline.sync()
-    tenant_id = idempotency.authenticated(digest, await checked.fetchone())
-    if remembered != tenant_id:  # not remembered yet (or, were a key's tenant ever to change, stale)
+    tenant_id = await key_check.tenant()
+    if tenant_id != key_check.remembered:  # not remembered yet: one round trip more, once
         lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": tenant_id})
         await pipeline.sync()
     return tenant_id, clock, lock
@@ -281,14 +282,14 @@ async def _decided(
     tenant_id: str,
     locked_row: tuple[Any, ...],
     recorded: Recorded | None,
-    held_balances: dict[str, int] | None,
+    held: tuple[dict[str, int], str | None] | None,
     intent: Intent,
     answer_key: str | None,
 ) -> Decision:
     """The intent decided on the game as locked (LOCK_FOR_ACTION's row). A decision that needs a read not
     yet made is made again, on the game built afresh from the row, once the read is made (the rules are
     pure; nothing was written)."""
-    revenue_account: str | None = None
+    held_balances, revenue_account = held or (None, None)
     while True:
         locked = locked_game(
             locked_row,
@@ -306,7 +307,8 @@ async def _decided(
             if need.what == "recorded":
                 recorded = await _recorded(connection, tenant_id, locked)
             else:
-                revenue_account = await _revenue_account(dealer, tenant_id, locked)
+                game = locked.game
+                revenue_account = await _revenue_account(connection, tenant_id, game.id, game.currency)
 
 
 async def _recorded(connection: AsyncConnection[Any], tenant_id: str, locked: LockedGame) -> Recorded:
@@ -316,17 +318,13 @@ async def _recorded(connection: AsyncConnection[Any], tenant_id: str, locked: Lo
     return recorded_records(*row)
 
 
-async def _revenue_account(dealer: Dealer, tenant_id: str, locked: LockedGame) -> str:
-    """Opened in a transaction of its own, in the thread pool (an opened account that the action then
-    does not use is harmless, and is used next time)."""
-
-    def open_in_thread() -> str:
-        with unit_of_work(make_sessionmaker(dealer.engine)) as session:
-            return revenue_account_id(
-                session, tenant_id, locked.game.currency, ledger.chain_for(locked.game.id)
-            )
-
-    return await run_in_threadpool(open_in_thread)
+async def _revenue_account(
+    connection: AsyncConnection[Any], tenant_id: str, game_id: str, currency: str
+) -> str:
+    """The revenue account of the game's currency and chain, opened in the action's transaction if it is
+    not yet (once per tenant, currency and chain; a concurrent first rake's waits for this one's COMMIT)."""
+    kind = ledger.AccountKind.REVENUE
+    return await open_system_account(connection, tenant_id, kind, currency, ledger.chain_for(game_id))
 
 
 async def _rolled_back(connection: AsyncConnection[Any]) -> None:

@@ -46,6 +46,7 @@ from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, OPEN_ACCOUNT, new_accou
 from pokna.ledger.model import AccountKind
 from pokna.outbox import Gathered
 from pokna.service_keys import ServiceKeys
+from pokna.tenants import authentication
 from pokna.tenants.settings import GAME_DEFAULTS
 from pokna_verify.fairness.beacon import BeaconChain
 from pokna_verify.fairness.protocol import generate_server_seed, server_seed_hash
@@ -102,7 +103,7 @@ async def claiming(
         tenant_id = caller.tenant_id
         if tenant_id is None:
             assert caller.api_key_digest is not None
-            tenant_id = await idempotency.authenticate(connection, caller.api_key_digest)
+            tenant_id = await authentication.authenticate(connection, caller.api_key_digest)
         yield tenant_id, None, None
         return
     token = secrets.token_hex(16)

@@ -12,8 +12,8 @@ A player's action (`act`), in three round trips, no thread, no ORM:
    COMMIT behind it in the same pipeline. The answer's bytes are what is sent and stored for replay.
 
 The rare paths cost more and say so: a key seen before (pokna.idempotency.service.claim_existing), a game
-ended by a chain of passed deadlines the lock did not foresee, a first rake (the revenue account is
-opened), a wallet that moved after the read (decided again from step 2), and in beacon mode the wait for
+ended by a chain of passed deadlines the lock did not foresee, a step that rakes (the revenue account is
+read, and opened the first time), a wallet that moved after the read (decided again from step 2), and in beacon mode the wait for
 the round after the acceptance committed, then its resolution in a transaction of its own.
 """
 

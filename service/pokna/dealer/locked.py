@@ -13,8 +13,8 @@ game's state says one step can end the game (`MAY_END`: rules knowledge, held to
 tests/dealer/test_dealer_action_lock.py, which plays every path of small games through the pure engine).
 A step the predicate missed is still right, one round trip dearer: the decision asks for the read
 (`NeedsRead`) and the transaction makes it, then decides again. That happens on a request that applies a
-chain of passed deadlines. The same goes for the tenant's revenue account, read (or opened) only when a
-step rakes and the game's chain has none yet.
+chain of passed deadlines. The same goes for the tenant's revenue account of the game's chain, read (and
+opened, the first time) when a step rakes.
 
 The recorded rows are read under the game's lock, consistent with the seats: a statement's subqueries see
 its snapshot, and the seats' check (the version the snapshot saw against the version locked) covers

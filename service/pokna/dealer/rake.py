@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from pokna import ledger
 from pokna.dealer.schemas import RakeOut
 from pokna.errors import InvalidRequest
 from pokna.tenants.settings import rake_defaults
@@ -55,8 +54,3 @@ def game_config(stake: int, challenge_raise: int | None, player_count: int, rake
         field = str(error.details.get("field", ""))
         field = {"rake_bps": "rake.bps", "rake_cap": "rake.cap"}.get(field, field)
         raise InvalidRequest(error.message, field=f"body.{field}" if field else "body") from error
-
-
-def revenue_account_id(session: Session, tenant_id: str, currency: str, chain: int) -> str:
-    """The revenue sub-account a rake of a game on `chain` (chain_for(game id)) is posted to."""
-    return ledger.revenue_account(session, tenant_id, currency, chain).id

@@ -59,7 +59,7 @@ TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_.
 
 def _dealer(request: Request) -> dealer.Dealer:
     runtime = runtime_of(request)
-    return dealer.Dealer(runtime.keys, runtime.engine)
+    return dealer.Dealer(runtime.keys)
 
 
 async def _caught_up(

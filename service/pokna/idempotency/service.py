@@ -28,11 +28,9 @@ the service failed). Records are kept for 24 hours; `purge_expired` (`pokna swee
 Round trips: the request's first authenticates its API key and claims the key on the tenant's rows
 (`authenticate_and_claim`); a key seen before takes the slow path (`claim_existing`). Two statements, not
 one that does both: on Citus a statement whose tenant comes from `api_key` (a reference table) at run time
-cannot be routed to the tenant's worker (docs/scaling.md). They still go in one round trip: an API key's
-tenant never changes, so the process remembers it (`TENANTS`, a routing hint and nothing more) and
-pipelines the key's check with the claim under the tenant it remembers. The check in the same round trip
-is what authenticates: a revoked key's claim is undone and refused. A key the process has not seen yet
-costs one round trip more, once.
+cannot be routed to the tenant's worker (docs/scaling.md). They still go in one round trip, the claim under
+the tenant the process remembers for the key, the key's check beside it: pokna.tenants.authentication
+owns the check, the memory and its rule (a revoked key's claim is undone and refused).
 
 (Until issue 35 a synchronous twin on the ORM session did the same for the routes whose work is ORM;
 they now claim and release through this module too, pokna.api.idempotency.)
@@ -48,7 +46,8 @@ import psycopg
 from psycopg import AsyncConnection
 from sqlalchemy.orm import Session
 
-from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress, Unauthorized
+from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
+from pokna.tenants import authentication
 
 RETENTION = timedelta(hours=24)
 IN_PROGRESS = "the first request with this key is still being processed"
@@ -70,8 +69,6 @@ class Outcome:
     """The answer's JSON text as stored: what was sent the first time, and what every replay sends again."""
     replayed: bool
 
-
-AUTHENTICATE = "SELECT tenant_id FROM api_key WHERE secret_sha256 = %(secret_sha256)s AND revoked_at IS NULL"
 
 _CLAIM = (
     "WITH claimed AS (INSERT INTO idempotency_record "
@@ -118,31 +115,6 @@ STORE_RESPONSE = (
 _PURGE_EXPIRED = "DELETE FROM idempotency_record WHERE expires_at <= %(now)s AND tenant_id = %(tenant_id)s"
 
 
-class KeyTenants:
-    """The tenant of each API key this process has authenticated, by the key's digest: which shard a
-    request's statements go to, known before the key is checked again (an API key belongs to one tenant
-    for good; revoking it changes whether it authenticates, which every request still checks)."""
-
-    LIMIT = 100_000
-
-    def __init__(self) -> None:
-        self._tenants: dict[str, str] = {}
-
-    def get(self, digest: str) -> str | None:
-        return self._tenants.get(digest)
-
-    def remember(self, digest: str, tenant_id: str) -> None:
-        if len(self._tenants) >= self.LIMIT:
-            self._tenants.clear()
-        self._tenants[digest] = tenant_id
-
-    def forget(self, digest: str) -> None:
-        self._tenants.pop(digest, None)
-
-
-TENANTS = KeyTenants()
-
-
 @dataclass(frozen=True)
 class Claimed:
     tenant_id: str
@@ -170,23 +142,18 @@ async def authenticate_and_claim(
         row = await (await connection.execute(_CLAIM, values)).fetchone()
     else:
         assert secret_sha256 is not None
-        values["tenant_id"] = TENANTS.get(secret_sha256)
-        if values["tenant_id"] is None:
-            values["tenant_id"] = await authenticate(connection, secret_sha256)
-            row = await (await connection.execute(_CLAIM, values)).fetchone()
-        else:
-            async with connection.pipeline():  # both sent, and answered, when the block ends
-                checked = await connection.execute(AUTHENTICATE, {"secret_sha256": secret_sha256})
-                claim = await connection.execute(_CLAIM, values)
-            row = await claim.fetchone()
-            found = await checked.fetchone()
-            if found is None or found[0] != values["tenant_id"]:
-                # Revoked (or, were a key's tenant ever to change, another tenant's): undo the claim made
-                # under the remembered tenant, then refuse, or claim again under the tenant the key names.
-                await release(connection, values["tenant_id"], key, token)
-                values["tenant_id"] = authenticated(secret_sha256, found)
-                row = await (await connection.execute(_CLAIM, values)).fetchone()
-        tenant_id = values["tenant_id"]
+
+        async def unclaim(remembered: str) -> None:  # claimed under a tenant the key is not (or no longer) of
+            await release(connection, remembered, key, token)
+
+        async with connection.pipeline():  # both sent, and answered, when the block ends
+            key_check = await authentication.check(connection, secret_sha256)
+            if key_check.remembered is not None:
+                claim = await connection.execute(_CLAIM, {**values, "tenant_id": key_check.remembered})
+        tenant_id = await key_check.tenant(unclaim)
+        if tenant_id != key_check.remembered:
+            claim = await connection.execute(_CLAIM, {**values, "tenant_id": tenant_id})
+        row = await claim.fetchone()
     assert row is not None
     assert tenant_id is not None
     claimed, seen_fingerprint, status, body, expires_at = row
@@ -229,22 +196,6 @@ async def claim_existing(
         except psycopg.errors.LockNotAvailable:
             raise IdempotencyRequestInProgress(IN_PROGRESS) from None
     raise IdempotencyRequestInProgress(IN_PROGRESS)
-
-
-async def authenticate(connection: AsyncConnection[Any], secret_sha256: str) -> str:
-    """The tenant of a live API key (Unauthorized for any other), in one autocommit statement."""
-    row = await (await connection.execute(AUTHENTICATE, {"secret_sha256": secret_sha256})).fetchone()
-    return authenticated(secret_sha256, row)
-
-
-def authenticated(secret_sha256: str, row: tuple[str] | None) -> str:
-    """AUTHENTICATE's row: the key's tenant, remembered (TENANTS), or Unauthorized."""
-    if row is None:
-        TENANTS.forget(secret_sha256)
-        raise Unauthorized("unknown or revoked API key")
-    tenant_id: str = row[0]
-    TENANTS.remember(secret_sha256, tenant_id)
-    return tenant_id
 
 
 def _reused() -> IdempotencyKeyReused:

@@ -15,7 +15,6 @@ from pokna.ledger.accounts import (
     funding_account,
     get_account,
     open_account,
-    revenue_account,
     system_external_id,
 )
 from pokna.ledger.audit_reads import (
@@ -102,7 +101,6 @@ __all__ = [
     "oldest_unsigned_at",
     "open_account",
     "reconcile",
-    "revenue_account",
     "system_external_id",
     "take_checkpoint",
     "transactions_of",

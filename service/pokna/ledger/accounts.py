@@ -89,16 +89,9 @@ def funding_account(
     return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain)
 
 
-def revenue_account(
-    session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
-) -> Account:
-    """Where the operator's rake is posted: one per tenant, currency and chain, like the funding account (a
-    game's rake goes to its chain's: chain_for(game id))."""
-    return _system_account(session, tenant_id, AccountKind.REVENUE, currency, chain)
-
-
 PER_CHAIN_KINDS = frozenset({AccountKind.EXTERNAL_FUNDING.value, AccountKind.REVENUE.value})
-"""The system accounts kept one per chain (`funding_account`, `revenue_account`); the house's is one."""
+"""The system accounts kept one per chain (the funding account, and the revenue account a game's rake is
+posted to, chain_for(game id)'s); the house's is one."""
 
 
 def sub_account_chain(external_id: str | None, currency: str) -> int:

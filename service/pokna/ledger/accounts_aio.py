@@ -64,7 +64,7 @@ async def open_system_account(
     connection: AsyncConnection[Any], tenant_id: str, kind: AccountKind, currency: str, chain: int
 ) -> str:
     """The id of the tenant's system account of `kind`, `currency` and `chain` (accounts.py's
-    `funding_account`, `revenue_account`), opened if it is not yet: in the caller's transaction, on its
+    `funding_account`; a rake's revenue account), opened if it is not yet: in the caller's transaction, on its
     connection, two statements in one round trip, once per tenant, kind, currency and chain.
 
     Race-free under READ COMMITTED: a concurrent first use that inserted it first makes the insert wait

@@ -31,7 +31,6 @@ from pokna.api.problem_docs import (
 )
 from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.errors import InvalidRequest
-from pokna.idempotency.service import authenticate
 from pokna.ledger import AccountKind, TransactionNotFound, moving
 from pokna.ledger.problem_docs import (
     ACCOUNT_EXISTS,
@@ -53,6 +52,7 @@ from pokna.ledger.schemas import (
     ToSeqParam,
     TrialBalanceOut,
 )
+from pokna.tenants.authentication import authenticate
 
 router = APIRouter(prefix="/v1", route_class=WrittenNumbersRoute)
 

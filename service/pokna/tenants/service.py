@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 
@@ -10,8 +9,9 @@ from sqlalchemy.orm import Session
 
 from pokna.db.models.tenant import ApiKey, Tenant
 from pokna.db.types import new_id, utc_now
-from pokna.errors import NotFound, Unauthorized
+from pokna.errors import NotFound
 from pokna.tenants import repository
+from pokna.tenants.authentication import key_digest
 
 KEY_PREFIX = "pk_"
 
@@ -21,11 +21,6 @@ class IssuedKey:
     key_id: str
     tenant_id: str
     secret: str
-
-
-def key_digest(secret: str) -> str:
-    """How an API key is stored and looked up: its SHA-256, in hex."""
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def create_tenant(session: Session, name: str) -> Tenant:
@@ -76,11 +71,3 @@ def revoke_api_key(session: Session, key_id: str) -> ApiKey:
         key.revoked_at = utc_now()
         session.flush()
     return key
-
-
-def authenticate(session: Session, secret: str) -> str:
-    """The tenant id a live key belongs to. Unknown and revoked keys look the same to the caller."""
-    tenant_id = repository.live_key_tenant(session, key_digest(secret))
-    if tenant_id is None:
-        raise Unauthorized("unknown or revoked API key")
-    return tenant_id

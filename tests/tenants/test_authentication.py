@@ -1,0 +1,86 @@
+"""pokna.tenants.authentication is the one place an API key is checked: the statement is spelled nowhere
+else in the service, and the process's memory of a key's tenant never lets a revoked key through. (Over
+HTTP, on every kind of route: tests/api/test_api_tenancy.py.)"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+import pokna
+from pokna.errors import Unauthorized
+from pokna.runtime import Runtime
+from pokna.tenants import authentication, service
+
+PACKAGE = Path(pokna.__file__).parent
+THE_PLACE = PACKAGE / "tenants" / "authentication.py"
+_READS_API_KEY = re.compile(r"\b(FROM|JOIN)\s+api_key\b", re.IGNORECASE)
+
+
+def _looks_a_key_up(node: ast.AST) -> bool:
+    """SQL that reads `api_key`, or a comparison or filter on a key's digest (ORM or Core)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return bool(_READS_API_KEY.search(node.value))
+    if isinstance(node, ast.Compare):
+        sides = [node.left, *node.comparators]
+        return any(isinstance(side, ast.Attribute) and side.attr == "secret_sha256" for side in sides)
+    if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id == "ApiKey"):
+        return any(keyword.arg == "secret_sha256" for keyword in node.keywords)  # a new key's row aside
+    return False
+
+
+@pytest.mark.parametrize(
+    "source", sorted(PACKAGE.rglob("*.py")), ids=lambda source: source.relative_to(PACKAGE).as_posix()
+)
+def test_a_key_is_looked_up_in_one_place(source: Path) -> None:
+    if source == THE_PLACE:
+        return
+    found = [
+        getattr(node, "lineno", 0)
+        for node in ast.walk(ast.parse(source.read_text()))
+        if _looks_a_key_up(node)
+    ]
+    assert not found, (
+        f"{source.relative_to(PACKAGE)} looks an API key up (lines {found}): check it through "
+        "pokna.tenants.authentication"
+    )
+
+
+def test_the_place_is_found_by_the_check() -> None:
+    assert any(_looks_a_key_up(node) for node in ast.walk(ast.parse(THE_PLACE.read_text())))
+
+
+def test_a_remembered_tenant_never_authenticates_a_revoked_key(
+    runtime: Runtime, sessions: sessionmaker[Session]
+) -> None:
+    with sessions.begin() as session:
+        tenant_id = service.create_tenant(session, "Maz's Castle").id
+        issued = service.issue_api_key(session, tenant_id)
+    digest = authentication.key_digest(issued.secret)
+    undone: list[str] = []
+
+    async def undo(remembered: str) -> None:
+        undone.append(remembered)
+
+    async def checked() -> tuple[str | None, str]:
+        async with runtime.aio.connection() as connection:
+            async with connection.pipeline():
+                key_check = await authentication.check(connection, digest)
+            return key_check.remembered, await key_check.tenant(undo)
+
+    assert asyncio.run(checked()) == (None, tenant_id)  # not remembered yet: checked on its own
+    assert asyncio.run(checked()) == (tenant_id, tenant_id)  # remembered, and checked beside it
+    assert undone == []
+    with sessions.begin() as session:
+        service.revoke_api_key(session, issued.key_id)
+    with pytest.raises(Unauthorized):
+        asyncio.run(checked())
+    assert undone == [tenant_id]  # what was sent under the remembered tenant is taken back first
+    with pytest.raises(Unauthorized):  # and the key is forgotten: nothing is sent under a tenant for it
+        asyncio.run(checked())
+    assert undone == [tenant_id]
