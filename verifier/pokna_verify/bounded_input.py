@@ -48,14 +48,18 @@ def loads(
     """json.loads(text) within the limits, or InputLimitError; not JSON raises what json.loads raises.
     A `parse_int` or `parse_float` given bounds a number's length itself, through `bounded_int` or
     `bounded_float` (a hook wrapped in another would cost a call per number of every line)."""
-    try:
-        value = json.loads(
-            text,
+    if isinstance(text, bytes):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    decoder = _DECODER
+    if parse_int is not None or parse_float is not None or parse_constant is not None:
+        decoder = json.JSONDecoder(
             object_pairs_hook=_one_of_each,
             parse_int=parse_int or bounded_int,
             parse_float=parse_float or bounded_float,
             parse_constant=parse_constant,
         )
+    try:
+        value = decoder.decode(text)
     except RecursionError:  # the C decoder's own guard, far past MAX_DEPTH: a hostile nesting
         raise InputLimitError(_too_deep()) from None
     except _RepeatedKey as repeated:
@@ -175,6 +179,10 @@ def _refuse_long(number: str) -> None:
         raise InputLimitError(
             f"a number of {digits:,} digits, more than the {MAX_NUMBER_DIGITS} the verifiers read"
         )
+
+
+# One decoder for every line: json.loads(text, **hooks) would build one (and its scanner) per call.
+_DECODER = json.JSONDecoder(object_pairs_hook=_one_of_each, parse_int=bounded_int, parse_float=bounded_float)
 
 
 def _too_deep() -> str:
