@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 import pokna.cli.audit_report  # noqa: F401  (registers `audit report`)
 from pokna.cli.app import app
+from pokna_verify.bundle import scan as bundle_scan
 from pokna_verify.ledger import scan as audit_scan
 from support.audit_bundles import play_books
 from support.hostile_inputs import DEEP_ARRAY, HUGE_NUMBER
@@ -73,7 +74,12 @@ def test_a_large_export_read_by_worker_processes_names_the_line_past_the_limit(
     "case", ["a posting's amount twice", "a line nested 100,000 deep", "a number of 5,000 digits"]
 )
 def test_a_bundle_line_past_a_limit_or_naming_a_key_twice_is_unusable_in_every_audit_command(
-    verify_cli: VerifyCli, client: TestClient, sessions: sessionmaker[Session], tmp_path: Path, case: str
+    verify_cli: VerifyCli,
+    client: TestClient,
+    sessions: sessionmaker[Session],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
 ) -> None:
     books = play_books(client, sessions, games=3)
     lines = books.bundle()
@@ -103,6 +109,12 @@ def test_a_bundle_line_past_a_limit_or_naming_a_key_twice_is_unusable_in_every_a
     bundle.write_text("".join([*lines[:index], line, *lines[index + 1 :]]))
     said = f"UNUSABLE INPUT: {bundle}: line {index + 1}: {reason}"
     ran = verify_cli("audit", "verify", str(bundle), "--keys", str(keys))
+    assert ran.exit_code == 2, ran.output[-3000:]
+    assert one_line(ran) == said
+    # Blocks of a few lines and a pool from the first: the line is read by a worker process, which raises.
+    monkeypatch.setattr(bundle_scan, "_BLOCK_BYTES", 1500)
+    monkeypatch.setattr(bundle_scan, "_POOL_AFTER_BLOCKS", 1)
+    ran = verify_cli("audit", "verify", str(bundle), "--keys", str(keys), "--processes", "3")
     assert ran.exit_code == 2, ran.output[-3000:]
     assert one_line(ran) == said
     html = tmp_path / "report.html"
