@@ -35,6 +35,7 @@ from pokna.ledger import (
 )
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.export import _grouped
+from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.crypto.errors import NotCanonicalizableError
 from pokna_verify.crypto.signing import generate_signing_key
 from pokna_verify.ledger import check as audit
@@ -750,11 +751,11 @@ def test_the_session_answers_between_any_two_lines_of_an_export(
     assert [json.loads(line)["seq"] for line in whole] == list(range(1, 31))
 
 
-def test_a_line_python_cannot_read_is_a_finding_not_a_crash(tmp_path: Path) -> None:
-    """An integer of 5,000 digits is valid JSON that json.loads refuses (int_max_str_digits)."""
+def test_a_number_past_the_limit_is_unusable_input_naming_its_line_not_a_crash(tmp_path: Path) -> None:
+    """An integer of 5,000 digits is valid JSON that json.loads refuses (int_max_str_digits) and no verifier
+    reads (pokna_verify.bounded_input): nothing was judged, so it is no finding but unusable input."""
     lines = _generated_export(20)
     lines[10] = lines[10].replace('"seq":', '"seq":' + "9" * 5000 + ',"was":', 1)
     data = "".join(lines).encode()
-    report = verify_export(io.BytesIO(data))
-    assert not report.valid
-    assert [finding.line for finding in report.findings if "cannot be read" in finding.problem] == [11]
+    with pytest.raises(InputLimitError, match=r"^line 11: a number of 5,000 digits, more than the 100"):
+        verify_export(io.BytesIO(data))

@@ -21,12 +21,13 @@ import typer
 
 from pokna.cli.audit import audit_app, utc
 from pokna.cli.ledger import PROGRESS_OPTION
+from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.bundle.records import is_bundle
 from pokna_verify.bundle.report import Verdict
 from pokna_verify.cli import usage
 from pokna_verify.cli.audit_answers import answer_bundle
 from pokna_verify.cli.audit_run import cores, read_keys
-from pokna_verify.cli.audit_stream import open_source, rewound
+from pokna_verify.cli.audit_stream import first_line, named, open_source, rewound
 from pokna_verify.cli.beacon_chains import trusted_chains
 from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
 from pokna_verify.cli.input_files import UnusableInputError
@@ -86,7 +87,7 @@ def report_command(
         ring = read_keys(keys)
         chains = trusted_chains(beacon_chain or [])
         with open_source(source) as opened:
-            first = opened.readline()
+            first = first_line(opened)
             if not is_bundle(first):
                 raise UnusableInputError(
                     f"{source} is not an audit bundle (its first line is no pokna.audit.bundle header): "
@@ -106,8 +107,9 @@ def report_command(
                 shown.done()
         if bundle.transactions == 0 and bundle.verdict is not Verdict.INVALID:
             raise UnusableInputError(f"the bundle {source} holds no transactions: there is nothing to report")
-    except (UnusableInputError, FairnessError, CryptoError) as error:
-        typer.echo(f"UNUSABLE INPUT: {error}", err=True)
+    except (UnusableInputError, InputLimitError, FairnessError, CryptoError) as error:
+        said = f"{named(source)}: {error}" if isinstance(error, InputLimitError) else str(error)
+        typer.echo(f"UNUSABLE INPUT: {said}", err=True)
         raise typer.Exit(EXIT_UNUSABLE) from error
     if bundle.verdict is Verdict.INVALID:
         typer.echo(

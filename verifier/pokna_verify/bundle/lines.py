@@ -4,10 +4,10 @@ pokna_verify.bundle.scan read lines with it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pokna_verify.bounded_input import InputLimitError, loads, on_line
 from pokna_verify.bundle.proofs import GameProof, read_game_proof
 from pokna_verify.bundle.records import GAME
 from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
@@ -28,7 +28,8 @@ def read_line(
     beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
 ) -> ReadLine | None:
     """The line read as JSON, and a game record's proof checked (its drand rounds against `beacon_chains`);
-    None for a blank line. Pure: a worker process reads its lines with this too."""
+    None for a blank line; InputLimitError naming the line when it is past a limit. Pure: a worker process
+    reads its lines with this too."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     if not text.strip():
         return None
@@ -37,9 +38,11 @@ def read_line(
         if _GAME_MARK in text:  # likely a game record: note whether its proof's signed bytes need a look
             record, plain = loads_noting_plain(text)
         else:
-            record = json.loads(text)
+            record = loads(text)
     except ValueError as error:
         return number, None, f"line {number} is not JSON: {error}", None
+    except InputLimitError as error:  # not a finding: nothing was judged (pokna_verify.bounded_input)
+        raise on_line(number, error) from None
     proof = None
     if isinstance(record, dict) and record.get("type") == GAME:
         proof = read_game_proof(record.get("proof"), proof_keys(), plain=plain, beacon_chains=beacon_chains)

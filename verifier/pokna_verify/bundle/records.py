@@ -19,9 +19,9 @@ checker reads both.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
+from pokna_verify.bounded_input import InputLimitError, loads, on_line
 from pokna_verify.ledger.check import CHECKPOINT_TYPE
 
 FORMAT_VERSION: Final = 2
@@ -120,9 +120,11 @@ def end_record(counts: dict[str, int]) -> dict[str, Any]:
 def is_bundle(first_line: bytes) -> bool:
     """A bundle opens with its header; a plain ledger export with a transaction."""
     try:
-        record = json.loads(first_line)
+        record = loads(first_line)
     except ValueError:
         return False
+    except InputLimitError as error:
+        raise on_line(1, error) from None
     return isinstance(record, dict) and record.get("type") == HEADER
 
 

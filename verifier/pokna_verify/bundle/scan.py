@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from sys import intern
 from typing import Any, BinaryIO
 
+from pokna_verify.bounded_input import finish_line, next_line
 from pokna_verify.bundle.check import BundleAudit, Progress
 from pokna_verify.bundle.lines import ReadLine, read_line
 from pokna_verify.bundle.play_tally import PlayTally
@@ -150,7 +151,7 @@ def verify_bundle_stream(
         published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress, play=play
     )
     number = 0
-    while number < _OPENING_LINES and (raw := stream.readline()):
+    while number < _OPENING_LINES and (raw := next_line(stream, number + 1)):
         number += 1
         audit.feed(number, raw)
     fileno = _regular_file(stream) if _context().get_start_method() == "fork" else None
@@ -159,8 +160,9 @@ def verify_bundle_stream(
     def blocks() -> Iterator[_Block]:
         nonlocal number, offset
         while data := stream.read(_BLOCK_BYTES):
-            if not data.endswith(b"\n"):
-                data += stream.readline()
+            if not data.endswith(b"\n"):  # the line is finished, within MAX_LINE_BYTES
+                started = len(data) - data.rfind(b"\n") - 1
+                data += finish_line(stream, started, number + 1 + data.count(b"\n"))
             yield _Block(number + 1, None, data, offset)
             number += data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
             offset += len(data)

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.bundle.records import is_bundle
 from pokna_verify.bundle.report import Verdict
 from pokna_verify.bundle.scan import verify_bundle_stream
 from pokna_verify.cli.audit_answers import answer_bundle, answer_export
-from pokna_verify.cli.audit_stream import ProgressReader, open_source, rewound
+from pokna_verify.cli.audit_stream import ProgressReader, first_line, named, open_source, rewound
 from pokna_verify.cli.beacon_chains import trusted_chains
 from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
 from pokna_verify.cli.input_files import (
@@ -50,7 +51,7 @@ def run_audit(
         ring = read_keys(keys)
         chains = trusted_chains(beacon_chains)
         with open_source(source) as opened:
-            first = opened.readline()
+            first = first_line(opened)
             if not first.strip():
                 raise UnusableInputError(f"{source} is empty: there is nothing to verify")
             stream = rewound(opened, first)
@@ -88,13 +89,19 @@ def run_audit(
                 raise UnusableInputError(
                     f"the export {source} holds no transactions: there is nothing to verify"
                 )
+    except InputLimitError as error:  # a line past a limit: named with the file it is in
+        return _unusable(f"{named(source)}: {error}", as_json)
     except (UnusableInputError, UnusableCheckpoint, FairnessError, CryptoError) as error:
-        if as_json:
-            print(json.dumps({"valid": None, "error": str(error)}))
-        else:
-            print(f"UNUSABLE INPUT: {error}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        return _unusable(str(error), as_json)
     return answer_export(source, report, as_json)
+
+
+def _unusable(said: str, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"valid": None, "error": said}))
+    else:
+        print(f"UNUSABLE INPUT: {said}", file=sys.stderr)
+    return EXIT_UNUSABLE
 
 
 def read_keys(source: str | None) -> KeyRing | None:

@@ -1,5 +1,6 @@
 """The file `pokna-verify audit` reads (and `pokna audit verify`, `pokna audit report`): a path or stdin, its
-first line read to know what it is, then the whole of it again from the start, even from a pipe."""
+first line read to know what it is, then the whole of it again from the start, even from a pipe. Every line
+is read within pokna_verify.bounded_input.MAX_LINE_BYTES; a file may hold any number of them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pokna_verify.bounded_input import next_line
 from pokna_verify.cli.input_files import UnusableInputError
 from pokna_verify.cli.progress import StderrProgress
 
@@ -25,6 +27,15 @@ def open_source(path: Path) -> Iterator[Any]:
         raise UnusableInputError(f"cannot read the export {path}: {error.strerror or error}") from error
     with handle:
         yield handle
+
+
+def named(path: Path) -> str:
+    """The input as a message names it."""
+    return "stdin" if str(path) == "-" else str(path)
+
+
+def first_line(stream: BinaryIO) -> bytes:
+    return next_line(stream, 1)
 
 
 def rewound(stream: BinaryIO, first: bytes) -> BinaryIO:

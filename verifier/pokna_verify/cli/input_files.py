@@ -5,19 +5,15 @@ user gave us nothing we could judge."""
 from __future__ import annotations
 
 import http.client
-import json
 import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from pokna_verify.bounded_input import MAX_DOCUMENT_BYTES, InputLimitError, describe_bytes, loads
+from pokna_verify.cli.url_fetch import FETCH_TIMEOUT_SECONDS, Answer, DeadlinePassed, get
 from pokna_verify.crypto.signing import load_public_key_pem, public_key_from_b64url
-
-FETCH_TIMEOUT_SECONDS = 10.0
-# A proof is a few kilobytes; an answer this large is not one, and is not read into memory.
-MAX_FETCHED_BYTES = 16 * 1024 * 1024
 
 
 class UnusableInputError(Exception):
@@ -28,12 +24,28 @@ def is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
 
 
-def read_json_object(path: Path, what: str) -> dict[str, Any]:
+def read_document(path: Path, what: str) -> bytes:
+    """The file's bytes, up to MAX_DOCUMENT_BYTES: a FIFO or a device (/dev/zero) is read no further."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as handle:
+            data = handle.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as error:
         raise UnusableInputError(f"cannot read the {what} file {path}: {error.strerror or error}") from error
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise UnusableInputError(
+            f"the {what} file {path} is larger than {describe_bytes(MAX_DOCUMENT_BYTES)}, the most the "
+            "verifiers read of one document"
+        )
+    return data
+
+
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    data = read_document(path, what)
+    try:
+        document = loads(data.decode("utf-8"))
+    except InputLimitError as error:
+        raise UnusableInputError(f"the {what} file {path}: {error}") from None
+    except ValueError as error:  # not UTF-8, or not JSON
         raise UnusableInputError(f"the {what} file {path} is not JSON: {error}") from error
     if not isinstance(document, dict):
         raise UnusableInputError(f"the {what} file {path} holds JSON but not an object")
@@ -46,12 +58,9 @@ def fetch_json_object(url: str, what: str, *, not_found: str | None = None) -> d
     if not is_url(url):
         raise UnusableInputError(f"the {what} URL {url} is not http(s)")
     try:
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310 (checked)
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310
-            body = response.read(MAX_FETCHED_BYTES + 1)
-            content_type = response.headers.get_content_type()
-    except urllib.error.HTTPError as error:
-        raise UnusableInputError(_http_error_message(url, what, error, not_found)) from error
+        answer = get(url, accept="application/json", max_bytes=MAX_DOCUMENT_BYTES)
+    except DeadlinePassed as error:
+        raise UnusableInputError(f"cannot fetch the {what} from {url}: {error}") from None
     except TimeoutError as error:
         raise UnusableInputError(
             f"cannot fetch the {what} from {url}: no answer within {FETCH_TIMEOUT_SECONDS:g} s"
@@ -65,12 +74,21 @@ def fetch_json_object(url: str, what: str, *, not_found: str | None = None) -> d
         raise UnusableInputError(
             f"cannot fetch the {what} from {url}: {error or type(error).__name__}"
         ) from error
-    if len(body) > MAX_FETCHED_BYTES:
-        raise UnusableInputError(f"{url} answered more than {MAX_FETCHED_BYTES} bytes: not a {what}")
+    if not answer.ok:
+        raise UnusableInputError(_http_error_message(url, what, answer, not_found))
+    if len(answer.body) > MAX_DOCUMENT_BYTES:
+        raise UnusableInputError(
+            f"{url} answered more than {describe_bytes(MAX_DOCUMENT_BYTES)}, the most the verifiers read of "
+            f"one document: not a {what}"
+        )
     try:
-        document = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UnusableInputError(f"{url} did not answer with JSON ({content_type}): not a {what}") from error
+        document = loads(answer.body.decode("utf-8"))
+    except InputLimitError as error:
+        raise UnusableInputError(f"the {what} from {url}: {error}") from None
+    except ValueError as error:
+        raise UnusableInputError(
+            f"{url} did not answer with JSON ({answer.content_type}): not a {what}"
+        ) from error
     if not isinstance(document, dict):
         raise UnusableInputError(f"{url} answered JSON but not an object: not a {what}")
     return document
@@ -83,30 +101,25 @@ def read_json_source(source: str, what: str, *, not_found: str | None = None) ->
     return read_json_object(Path(source), what)
 
 
-def _http_error_message(url: str, what: str, error: urllib.error.HTTPError, not_found: str | None) -> str:
+def _http_error_message(url: str, what: str, answer: Answer, not_found: str | None) -> str:
     """The status, plus the problem+json `detail` (or `title`) when the server sent one."""
-    said = f"HTTP {error.code}"
+    said = f"HTTP {answer.status}"
     try:
-        problem = json.loads(error.read(64 * 1024).decode("utf-8"))
-    except (OSError, ValueError, http.client.HTTPException):
+        problem = loads(answer.body.decode("utf-8"))
+    except (ValueError, InputLimitError):
         problem = None
     if isinstance(problem, dict):
         explained = problem.get("detail") or problem.get("title")
         if isinstance(explained, str) and explained:
             said = f"{said}: {' '.join(explained.split())[:200]}"
-    if error.code == 404 and not_found is not None:
+    if answer.status == 404 and not_found is not None:
         return f"{not_found}: {url} answered {said}"
     return f"cannot fetch the {what} from {url}: it answered {said}"
 
 
 def read_public_key(path: Path) -> Ed25519PublicKey:
     """PEM, or the base64url of the raw 32 bytes as GET /v1/fairness/keys publishes it."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise UnusableInputError(
-            f"cannot read the public key file {path}: {error.strerror or error}"
-        ) from error
+    data = read_document(path, "public key")
     if b"-----BEGIN" in data:
         return load_public_key_pem(data)
     return public_key_from_b64url(data.decode("ascii", "replace").strip())

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.cli.beacon_chains import trusted_chains
 from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
 from pokna_verify.cli.input_files import UnusableInputError
@@ -49,7 +50,7 @@ def run_proof(
             report = revealed_report(subject.kind, subject.proof, evidence)
         else:
             report = unrevealed_report(subject, evidence)
-    except (UnusableInputError, FairnessError, CryptoError) as error:
+    except (UnusableInputError, InputLimitError, FairnessError, CryptoError) as error:
         if as_json:
             print(json.dumps({"verdict": str(Verdict.UNUSABLE), "valid": None, "error": str(error)}))
         else:

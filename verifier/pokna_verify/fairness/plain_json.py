@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pokna_verify.bounded_input import bounded_float, bounded_int, loads
 from pokna_verify.crypto.canonical_json import MAX_SAFE_INTEGER
 from pokna_verify.crypto.signing import SIGNATURE_FIELD
 
@@ -22,15 +23,20 @@ _encode_sorted = json.JSONEncoder(
 ).encode
 
 
+_SAFE_DIGITS = len(str(MAX_SAFE_INTEGER))  # 16: a number of 15 digits (or 14 and a sign) is safe
+
+
 def loads_noting_plain(text: str) -> tuple[Any, bool]:
-    """json.loads(text), and whether the value is plain: in the domain where sorted compact JSON is its
-    RFC 8785 form. Raises what json.loads raises."""
+    """json.loads(text) within the verifiers' limits (pokna_verify.bounded_input.loads), and whether the value
+    is plain: in the domain where sorted compact JSON is its RFC 8785 form. Raises what that raises."""
     # ASCII text without \u escapes reads as ASCII strings and keys only (the other escapes are ASCII).
     plain = text.isascii() and "\\u" not in text
 
     def parse_int(digits: str) -> int:
         nonlocal plain
-        value = int(digits)
+        if len(digits) < _SAFE_DIGITS:  # nearly every number: within +-(2**53 - 1) by its length alone
+            return int(digits)
+        value = bounded_int(digits)
         if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             plain = False
         return value
@@ -38,14 +44,14 @@ def loads_noting_plain(text: str) -> tuple[Any, bool]:
     def parse_float(digits: str) -> float:
         nonlocal plain
         plain = False
-        return float(digits)
+        return bounded_float(digits)
 
     def parse_constant(name: str) -> float:  # NaN, Infinity, -Infinity
         nonlocal plain
         plain = False
         return float(name)
 
-    value = json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
+    value = loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
     return value, plain
 
 

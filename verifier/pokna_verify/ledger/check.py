@@ -21,6 +21,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from pokna_verify.bounded_input import InputLimitError, loads, on_line
 from pokna_verify.crypto.errors import NotCanonicalizableError
 from pokna_verify.ledger.chain import GENESIS_HASH, LEDGER_CHAINS, chain_label, line_hash
 from pokna_verify.ledger.checkpoint_check import (
@@ -98,11 +99,13 @@ class ExportAudit:
         report = self.report
         where = f"after {chain_label(*self.last)}" if self.last is not None else "at the start"
         try:
-            line = json.loads(text)
+            line = loads(text)
+        except InputLimitError as error:  # not a finding: nothing was judged (pokna_verify.bounded_input)
+            raise on_line(number, error) from None
         except json.JSONDecodeError as error:
             report.findings.append(Finding(number, None, f"line {number} ({where}) is not JSON: {error.msg}"))
             return None
-        except ValueError as error:  # valid JSON Python refuses to read, e.g. an integer of over 4,300 digits
+        except ValueError as error:  # any other refusal of the decoder's
             report.findings.append(Finding(number, None, f"line {number} ({where}) cannot be read: {error}"))
             return None
         problem = shape_problem(line)

@@ -5,7 +5,6 @@ and what a worker checks in one block. The rules, and every finding's wording, s
 from __future__ import annotations
 
 import itertools
-import json
 import multiprocessing
 import os
 import signal
@@ -20,6 +19,7 @@ from typing import Any, BinaryIO
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from pokna_verify.bounded_input import InputLimitError, finish_line, loads
 from pokna_verify.crypto.errors import NotCanonicalizableError
 from pokna_verify.ledger.chain import line_hash
 from pokna_verify.ledger.check import AuditReport, BlockSummary, ChainSpan, ExportAudit, shape_problem
@@ -125,11 +125,15 @@ def _regular_file(stream: BinaryIO) -> int | None:
 
 
 def _blocks(stream: BinaryIO) -> Iterator[bytes]:
-    """Whole lines, about _BLOCK_BYTES at a time."""
+    """Whole lines, about _BLOCK_BYTES at a time; none longer than MAX_LINE_BYTES (pokna_verify.bounded_input)
+    is read."""
+    number = 1  # of the block's first line
     while block := stream.read(_BLOCK_BYTES):
         if not block.endswith(b"\n"):
-            block += stream.readline()
+            started = len(block) - block.rfind(b"\n") - 1
+            block += finish_line(stream, started, number + block.count(b"\n"))
         yield block
+        number += _line_count(block)
 
 
 def _block_lines(block: bytes) -> list[bytes]:
@@ -183,8 +187,8 @@ def _summarize_block(block: bytes, pinned_seqs: Mapping[int, int] | None) -> Blo
         if not text.strip():
             continue
         try:
-            lines.append(json.loads(text))
-        except ValueError:  # not JSON, or JSON Python refuses to read: the line-by-line check says which
+            lines.append(loads(text))
+        except (ValueError, InputLimitError):  # not JSON, or past a limit: the line-by-line check says which
             return None
     return summarize_lines(lines, pinned_seqs)
 

@@ -1,0 +1,204 @@
+"""What an outside probe fed `pokna-verify proof` and `pokna verify` (issue 46): JSON nested 100,000 deep as
+the proof (a file or a URL), `--keys`, `--receipt` and `--beacon-chain`; a number of 5,000 digits; a key named
+twice; /dev/zero and an endless FIFO; a server that trickles its answer. Each is unusable input: exit 2 and
+one line naming the input and the limit (pokna_verify.bounded_input), never a traceback or a verdict.
+
+The in-process runs go through both command lines (the `verify_cli` fixture); the endless inputs run each
+command as its own process with 1 GiB of address space (support.hostile_inputs.run_bounded), so a verifier
+that reads them whole fails fast instead of eating the machine. Audit exports and bundles:
+tests/cli/test_audit_hostile_inputs.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fairness_samples import KEY_RING, sample_proof, sample_receipt
+
+from support.hostile_inputs import (
+    COMMANDS,
+    DEEP_ARRAY,
+    HUGE_NUMBER,
+    POKNA,
+    endless_fifo,
+    hostile_server,
+    run_bounded,
+)
+from support.verify_cli import Ran, VerifyCli
+
+TOO_DEEP = "JSON nested deeper than 64 levels, the most the verifiers read"
+TOO_LARGE = "larger than 16 MiB (16,777,216 bytes)"
+
+
+@pytest.fixture
+def evidence(tmp_path: Path) -> dict[str, Path]:
+    """A proof that verifies (exit 0) with its keys and receipt, and a file nested 100,000 deep."""
+    files = {
+        "proof": (tmp_path / "proof.json", json.dumps(sample_proof())),
+        "keys": (tmp_path / "keys.json", json.dumps(KEY_RING.to_json())),
+        "receipt": (tmp_path / "receipt.json", json.dumps(sample_receipt())),
+        "deep": (tmp_path / "deep.json", DEEP_ARRAY),
+    }
+    for path, text in files.values():
+        path.write_text(text)
+    return {name: path for name, (path, _) in files.items()}
+
+
+def one_line(ran: Ran) -> str:
+    """What the command said: one line, no traceback."""
+    lines = [line for line in ran.output.splitlines() if line.strip()]
+    assert len(lines) == 1, ran.output[-3000:]
+    return lines[0]
+
+
+def test_the_sample_proof_verifies(verify_cli: VerifyCli, evidence: dict[str, Path]) -> None:
+    ran = verify_cli(
+        "verify",
+        str(evidence["proof"]),
+        "--keys",
+        str(evidence["keys"]),
+        "--receipt",
+        str(evidence["receipt"]),
+    )
+    assert ran.exit_code == 0, ran.output
+
+
+def test_a_proof_nested_100000_deep_is_unusable_naming_the_file_and_the_limit(
+    verify_cli: VerifyCli, evidence: dict[str, Path]
+) -> None:
+    ran = verify_cli("verify", str(evidence["deep"]))
+    assert ran.exit_code == 2, ran.output[-3000:]
+    said = one_line(ran)
+    assert said == f"UNUSABLE INPUT: the proof file {evidence['deep']}: {TOO_DEEP}"
+
+
+@pytest.mark.parametrize(
+    ("option", "what"), [("--keys", "key ring"), ("--receipt", "receipt"), ("--beacon-chain", "beacon chain")]
+)
+def test_each_option_naming_a_file_is_read_within_the_limits(
+    verify_cli: VerifyCli, evidence: dict[str, Path], option: str, what: str
+) -> None:
+    ran = verify_cli("verify", str(evidence["proof"]), option, str(evidence["deep"]))
+    assert ran.exit_code == 2, ran.output[-3000:]
+    said = one_line(ran)
+    assert said == f"UNUSABLE INPUT: the {what} file {evidence['deep']}: {TOO_DEEP}"
+
+
+def test_a_proof_url_and_a_key_ring_url_nested_100000_deep(
+    verify_cli: VerifyCli, evidence: dict[str, Path]
+) -> None:
+    with hostile_server({"/proof": DEEP_ARRAY.encode(), "/keys": DEEP_ARRAY.encode()}) as server:
+        ran = verify_cli("verify", server.url("/proof"))
+        assert ran.exit_code == 2, ran.output[-3000:]
+        said = one_line(ran)
+        assert said == f"UNUSABLE INPUT: the proof from {server.url('/proof')}: {TOO_DEEP}"
+
+        ran = verify_cli("verify", str(evidence["proof"]), "--keys", server.url("/keys"))
+        assert ran.exit_code == 2, ran.output[-3000:]
+        said = one_line(ran)
+        assert said == f"UNUSABLE INPUT: the key ring from {server.url('/keys')}: {TOO_DEEP}"
+
+
+def test_a_proof_with_a_5000_digit_integer_is_unusable_naming_the_limit(
+    verify_cli: VerifyCli, evidence: dict[str, Path]
+) -> None:
+    proof = evidence["proof"]
+    proof.write_text(proof.read_text().replace('"nonce": 0', f'"nonce": {HUGE_NUMBER}', 1))
+    assert HUGE_NUMBER in proof.read_text()
+    ran = verify_cli("verify", str(proof), "--keys", str(evidence["keys"]))
+    assert ran.exit_code == 2, ran.output[-3000:]
+    said = one_line(ran)
+    assert said == (
+        f"UNUSABLE INPUT: the proof file {proof}: a number of 5,000 digits, more than the 100 the verifiers read"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "first"), [("server_seed", "0" * 64), ("outcome", {"kind": "settled", "winners": [0]})]
+)
+def test_a_proof_naming_a_key_twice_is_unusable_though_its_last_values_verify(
+    verify_cli: VerifyCli, evidence: dict[str, Path], key: str, first: Any
+) -> None:
+    """The last of two equal keys is what json.loads keeps, and the genuine proof's: a reader that keeps the
+    first (a proxy, a log, an auditor's own tool) sees another seed or outcome. Such a proof is refused."""
+    proof = evidence["proof"]
+    genuine = proof.read_text()
+    twice = "{" + json.dumps(key) + ": " + json.dumps(first) + ", " + genuine[1:]
+    assert json.loads(twice) == json.loads(genuine)
+    proof.write_text(twice)
+    ran = verify_cli(
+        "verify", str(proof), "--keys", str(evidence["keys"]), "--receipt", str(evidence["receipt"])
+    )
+    assert ran.exit_code == 2, ran.output[-3000:]
+    said = one_line(ran)
+    assert (
+        f'the proof file {proof}: the key "{key}" appears more than once in one object (at /{key})' in said
+    ), said
+
+
+def test_a_url_that_trickles_its_answer_is_given_up_at_the_deadline(
+    verify_cli: VerifyCli, evidence: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte every half second never trips the socket's 10 s timeout; the whole fetch's deadline does
+    (2 s here, 30 s as shipped). The server gives up after 12 s, so without a deadline this ends too."""
+    monkeypatch.setattr("pokna_verify.cli.url_fetch.FETCH_DEADLINE_SECONDS", 2.0)
+    with hostile_server({}, drip_seconds=0.5, lifetime_seconds=12) as server:
+        drip = server.url("/drip")
+        for argv in (("verify", drip), ("verify", str(evidence["proof"]), "--keys", drip)):
+            ran = verify_cli(*argv)
+            assert ran.exit_code == 2, ran.output[-3000:]
+            said = one_line(ran)
+            assert f"from {drip}: no whole answer within 2 s, the limit for one fetch" in said, said
+
+
+# --- endless inputs, each command its own process with 1 GiB of address space ------------------------------
+
+
+@pytest.mark.parametrize("entry_point", sorted(COMMANDS))
+def test_dev_zero_and_an_endless_fifo_are_read_no_further_than_the_limit(
+    entry_point: str, evidence: dict[str, Path], tmp_path: Path
+) -> None:
+    proof_command, audit_command = COMMANDS[entry_point]
+    proof = str(evidence["proof"])
+    for argv, named in (
+        ([*proof_command, "/dev/zero"], "the proof file /dev/zero"),
+        ([*proof_command, proof, "--keys", "/dev/zero"], "the key ring file /dev/zero"),
+        ([*proof_command, proof, "--receipt", "/dev/zero"], "the receipt file /dev/zero"),
+        ([*proof_command, proof, "--beacon-chain", "/dev/zero"], "the beacon chain file /dev/zero"),
+    ):
+        ran = run_bounded(argv)
+        assert ran.exit_code == 2, ran.stderr[-3000:]
+        assert (
+            ran.stderr.strip()
+            == f"UNUSABLE INPUT: {named} is {TOO_LARGE}, the most the verifiers read of one document"
+        )
+
+    ran = run_bounded([*audit_command, "/dev/zero"])
+    assert ran.exit_code == 2, ran.stderr[-3000:]
+    assert ran.stderr.strip() == (
+        "UNUSABLE INPUT: /dev/zero: line 1 is longer than 16 MiB (16,777,216 bytes), the most the verifiers read "
+        "of one line"
+    )
+    ran = run_bounded([*audit_command, "-"], stdin=Path("/dev/zero"))
+    assert ran.exit_code == 2, ran.stderr[-3000:]
+    assert ran.stderr.strip().startswith("UNUSABLE INPUT: stdin: line 1 is longer than 16 MiB"), ran.stderr
+
+    with endless_fifo(tmp_path / "proof.fifo") as fifo:
+        ran = run_bounded([*proof_command, str(fifo)])
+    assert ran.exit_code == 2, ran.stderr[-3000:]
+    assert f"the proof file {fifo} is {TOO_LARGE}" in ran.stderr, ran.stderr
+    with endless_fifo(tmp_path / "export.fifo", chunk=b'{"seq": 1}' * 6000) as fifo:
+        ran = run_bounded([*audit_command, str(fifo)])
+    assert ran.exit_code == 2, ran.stderr[-3000:]
+    assert f"{fifo}: line 1 is longer than 16 MiB" in ran.stderr, ran.stderr
+
+
+def test_pokna_audit_report_reads_stdin_within_the_limit(tmp_path: Path) -> None:
+    ran = run_bounded(
+        [POKNA, "audit", "report", "-", "--html", str(tmp_path / "report.html")], stdin=Path("/dev/zero")
+    )
+    assert ran.exit_code == 2, ran.stderr[-3000:]
+    assert ran.stderr.strip().startswith("UNUSABLE INPUT: stdin: line 1 is longer than 16 MiB"), ran.stderr
+    assert not (tmp_path / "report.html").exists()

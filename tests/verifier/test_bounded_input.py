@@ -1,0 +1,105 @@
+"""pokna_verify.bounded_input at its edges: what it reads is what json.loads reads, exactly up to each limit
+and not a byte past it; brackets and digits inside strings count for nothing; a line is read no further
+than its limit. What the commands say of each refusal: test_fairness_hostile_inputs.py,
+tests/cli/test_audit_hostile_inputs.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pokna_verify import bounded_input
+from pokna_verify.bounded_input import (
+    MAX_DEPTH,
+    MAX_NUMBER_DIGITS,
+    InputLimitError,
+    deeper_than,
+    duplicate_key,
+    finish_line,
+    loads,
+    next_line,
+)
+from support.json_strategies import json_like
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def _same(left: Any, right: Any) -> bool:
+    if isinstance(left, float) and isinstance(right, float) and math.isnan(left):
+        return math.isnan(right)
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_same(left[key], right[key]) for key in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(_same, left, right))
+    return type(left) is type(right) and left == right
+
+
+@given(json_like(max_leaves=40), st.integers(0, 3))
+def test_what_the_service_could_write_reads_as_json_loads_reads_it(value: Any, indent: int) -> None:
+    text = json.dumps(value, indent=indent or None)
+    assert _same(loads(text), json.loads(text))
+    assert deeper_than(text, _depth(value)) is False
+    if _depth(value) > 0:
+        assert deeper_than(text, _depth(value) - 1) is True
+
+
+@pytest.mark.parametrize("opening", ["[", '{"a":'])
+def test_nesting_is_read_to_the_limit_and_no_deeper(opening: str) -> None:
+    closing = "]" if opening == "[" else "}"
+    at_the_limit = opening * MAX_DEPTH + "1" + closing * MAX_DEPTH
+    assert _depth(loads(at_the_limit)) == MAX_DEPTH
+    with pytest.raises(InputLimitError, match=f"^JSON nested deeper than {MAX_DEPTH} levels"):
+        loads("[" + at_the_limit + "]")
+    with pytest.raises(InputLimitError, match=f"^JSON nested deeper than {MAX_DEPTH} levels"):
+        loads("[" * 100_000 + "]" * 100_000)
+
+
+def test_brackets_and_digits_inside_strings_count_for_nothing() -> None:
+    text = json.dumps({"note": "[{" * 500 + '\\"]' + "9" * 5000, "items": [[1], [2]]})
+    assert loads(text) == json.loads(text)
+
+
+def test_numbers_are_read_to_the_limit_and_no_longer() -> None:
+    widest = "9" * MAX_NUMBER_DIGITS
+    fraction = "0." + widest[1:]  # a float's digits count too
+    assert loads(f"[{widest}, -{widest}, {fraction}]") == [int(widest), -int(widest), float(fraction)]
+    for number in ("9" * (MAX_NUMBER_DIGITS + 1), "1." + "0" * MAX_NUMBER_DIGITS, "9" * 5000):
+        with pytest.raises(InputLimitError, match=r"^a number of [0-9,]+ digits, more than the 100"):
+            loads(f'{{"amount": {number}}}')
+
+
+def test_a_key_named_twice_at_any_depth_is_refused_naming_where() -> None:
+    assert loads('{"a": {"b": 1}, "b": {"a": 2}}') == {"a": {"b": 1}, "b": {"a": 2}}
+    with pytest.raises(
+        InputLimitError,
+        match=r'^the key "amount" appears more than once in one object \(at /postings/1/amount\)',
+    ):
+        loads('{"postings": [{"amount": 1}, {"amount": 999, "amount": 5}]}')
+    assert duplicate_key('{"a/b": {"~": 1, "~": 2}}') == ("a/b", "~")
+    assert duplicate_key('{"a": 1}') is None
+
+
+def test_a_line_is_read_to_the_limit_and_no_further(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bounded_input, "MAX_LINE_BYTES", 8)
+    stream = io.BytesIO(b"12345678\n123456789\nrest")
+    assert next_line(stream, 1) == b"12345678\n"
+    with pytest.raises(InputLimitError, match=r"^line 2 is longer than 8 bytes"):
+        next_line(stream, 2)
+    assert stream.tell() == 18  # nine bytes of line 2 read: one past the limit, not its newline
+    partial = io.BytesIO(b"5678\nnext")
+    assert finish_line(partial, 4, 7) == b"5678\n"  # 8 bytes in all: at the limit
+    with pytest.raises(InputLimitError, match=r"^line 9 is longer"):
+        finish_line(io.BytesIO(b"56789"), 4, 9)
+    assert finish_line(io.BytesIO(b"5678"), 4, 3) == b"5678"  # the file's end, at the limit
