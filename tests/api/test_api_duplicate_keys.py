@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.api.unambiguous_json import duplicate_key
+from pokna_verify.bounded_input import duplicate_key
 from support.api_checks import assert_names_field, assert_problem, database_state
 from support.json_strategies import json_like
 from support.tenant_api import new_tenant
