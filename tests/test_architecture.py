@@ -181,7 +181,8 @@ OWN_TABLES = {
     "idempotency": {"idempotency"},
     "outbox": {"webhook"},  # inserts its events; the webhooks part reads and delivers them
     "webhooks": {"webhook"},
-    "db": {"base", "ledger", "tenant", "game", "idempotency", "webhook"},
+    "public_log": {"game_log"},
+    "db": {"base", "ledger", "tenant", "game", "game_log", "idempotency", "webhook"},
 }
 
 
