@@ -160,7 +160,7 @@ SESSION_OWNERS = {"api/deps.py"}
 
 def test_every_domain_s_routes_are_on_the_edge() -> None:
     domains_with_routes = {_part_of(_module_name(source)) for source in EDGE_SOURCES} - {"api", "app"}
-    assert domains_with_routes == {"bundles", "dealer", "ledger", "webhooks"}
+    assert domains_with_routes == {"bundles", "dealer", "ledger", "public_log", "webhooks"}
 
 
 @pytest.mark.parametrize("source", EDGE_SOURCES, ids=_relative)
