@@ -20,6 +20,7 @@ ALLOWED = {
     "collections",
     "cryptography",
     "dataclasses",
+    "enum",
     "hashlib",
     "hmac",
     "re",
