@@ -47,6 +47,14 @@ def games_awaiting_log(session: Session, tenant_id: str, limit: int) -> list[Fin
     ]
 
 
+def any_game_awaiting_log(session: Session, tenant_id: str) -> bool:
+    """One probe of the partial index: a pass skips a tenant with nothing to log without taking its lock."""
+    probe = select(_game.c.id).where(
+        _game.c.tenant_id == tenant_id, _game.c.log_index.is_(None), _game.c.status.in_(FINISHED)
+    )
+    return session.execute(probe.limit(1)).first() is not None
+
+
 def mark_logged(session: Session, tenant_id: str, leaf_indexes: Mapping[str, int]) -> None:
     if not leaf_indexes:
         return

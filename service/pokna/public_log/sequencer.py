@@ -21,7 +21,7 @@ from datetime import datetime
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy.orm import Session
 
-from pokna.dealer.log_feed import games_awaiting_log, mark_logged
+from pokna.dealer.log_feed import any_game_awaiting_log, games_awaiting_log, mark_logged
 from pokna.ledger import read_heads
 from pokna.public_log import store
 from pokna_verify.tlog.checkpoint import Checkpoint, ledger_head_lines
@@ -48,6 +48,8 @@ def append_finished_games(
     session: Session, tenant_id: str, signer: LogSigner, now: datetime, batch: int = BATCH
 ) -> int | None:
     """How many games this pass appended to the tenant's log; None if another process holds the log."""
+    if not any_game_awaiting_log(session, tenant_id):
+        return 0
     size = store.lock_log(session, tenant_id, now)
     if size is None:
         return None
