@@ -58,10 +58,11 @@ def checkpoint_of_size(session: Session, tenant_id: str, tree_size: int) -> str:
     return checkpoint.note
 
 
-def _size_within(session: Session, tenant_id: str, tree_size: int, field: str) -> None:
-    size = store.log_size(session, tenant_id)
-    if tree_size > size:
-        raise InvalidRequest(f"the log holds {size} games; no tree of {tree_size} is signed yet", field=field)
+def _size_within(log_size: int, tree_size: int, field: str) -> None:
+    if tree_size > log_size:
+        raise InvalidRequest(
+            f"the log holds {log_size} games; no tree of {tree_size} is signed yet", field=field
+        )
 
 
 def inclusion(session: Session, tenant_id: str, game_id: str, tree_size: int | None) -> Inclusion:
@@ -70,8 +71,9 @@ def inclusion(session: Session, tenant_id: str, game_id: str, tree_size: int | N
         raise NotFound(
             f"game {game_id} is not in tenant {tenant_id}'s public log (not finished or not logged yet)"
         )
-    size = store.log_size(session, tenant_id) if tree_size is None else tree_size
-    _size_within(session, tenant_id, size, "query.tree_size")
+    log_size = store.log_size(session, tenant_id)
+    size = log_size if tree_size is None else tree_size
+    _size_within(log_size, size, "query.tree_size")
     if leaf.leaf_index >= size:
         raise InvalidRequest(
             f"game {game_id} is leaf {leaf.leaf_index}, logged after the tree of {size} games",
@@ -93,7 +95,7 @@ def inclusion(session: Session, tenant_id: str, game_id: str, tree_size: int | N
 def consistency(session: Session, tenant_id: str, first: int, second: int) -> Consistency:
     if first > second:
         raise InvalidRequest(f"the first size ({first}) is after the second ({second})", field="query.first")
-    _size_within(session, tenant_id, second, "query.second")
+    _size_within(store.log_size(session, tenant_id), second, "query.second")
     ranges = consistency_ranges(first, second)
     hashes = store.read_nodes(
         session, tenant_id, nodes_for(ranges) | set(frontier(first)) | set(frontier(second))
