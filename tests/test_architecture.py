@@ -207,7 +207,7 @@ SESSION_OWNERS = {"api/deps.py"}
 
 def test_every_domain_s_routes_are_on_the_edge() -> None:
     domains_with_routes = {_part_of(_module_name(source)) for source in EDGE_SOURCES} - {"api", "app"}
-    assert domains_with_routes == {"bundles", "dealer", "ledger", "webhooks"}
+    assert domains_with_routes == {"bundles", "dealer", "ledger", "public_log", "webhooks"}
 
 
 @pytest.mark.parametrize("source", EDGE_SOURCES, ids=_relative)
@@ -228,7 +228,8 @@ OWN_TABLES = {
     "idempotency": {"idempotency"},
     "outbox": {"webhook"},  # inserts its events; the webhooks part reads and delivers them
     "webhooks": {"webhook"},
-    "db": {"base", "ledger", "tenant", "game", "idempotency", "webhook"},
+    "public_log": {"game_log"},
+    "db": {"base", "ledger", "tenant", "game", "game_log", "idempotency", "webhook"},
 }
 
 

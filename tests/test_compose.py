@@ -193,7 +193,7 @@ def test_the_sweeper_is_its_own_service_after_migrations() -> None:
 
 def test_services_without_http_do_not_inherit_the_image_healthcheck() -> None:
     services = _compose()["services"]
-    for name in ("migrate", "sweeper", "webhooks"):
+    for name in ("migrate", "sweeper", "webhooks", "sequencer"):
         assert services[name]["healthcheck"] == {"disable": True}, name
 
 
@@ -207,6 +207,16 @@ def test_the_webhooks_worker_is_its_own_scalable_service_after_migrations() -> N
     assert "ports" not in worker
 
 
+def test_the_public_logs_sequencer_is_its_own_service_after_migrations() -> None:
+    services = _compose()["services"]
+    sequencer = services["sequencer"]
+    assert _compose_argvs()["sequencer"] == [["log", "sequence"]]
+    assert sequencer["environment"] == services["api"]["environment"]
+    assert sequencer["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert sequencer["restart"] == "unless-stopped"
+    assert "ports" not in sequencer
+
+
 def _pokna_services() -> dict[str, dict[str, Any]]:
     return {name: service for name, service in _compose()["services"].items() if service.get("build") == "."}
 
@@ -215,7 +225,7 @@ def test_every_setting_in_dot_env_reaches_every_pokna_container() -> None:
     """Settings an operator puts in .env (docs/operations.md tells them to) must not be silently ignored:
     only the variables named under `environment` reached the containers before."""
     services = _pokna_services()
-    assert set(services) == {"migrate", "api", "sweeper", "webhooks"}
+    assert set(services) == {"migrate", "api", "sweeper", "webhooks", "sequencer"}
     for name, service in services.items():
         env_files = service.get("env_file")
         assert (env_files if isinstance(env_files, list) else [env_files]) == [".env"], name

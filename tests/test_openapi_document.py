@@ -312,6 +312,10 @@ def test_operations_that_need_no_key_say_so() -> None:
         "GET /v1/fairness/keys",
         "GET /v1/fairness/proofs/{token}",
         "GET /verify",
+        "GET /v1/logs/{tenant_id}/checkpoint",
+        "GET /v1/logs/{tenant_id}/checkpoints/{tree_size}",
+        "GET /v1/logs/{tenant_id}/games/{game_id}/inclusion",
+        "GET /v1/logs/{tenant_id}/consistency",
     }
     assert all(item["post"]["security"] == [] for item in document["webhooks"].values())
 

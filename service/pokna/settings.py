@@ -181,6 +181,13 @@ class Settings(BaseSettings):
         default="127.0.0.0/8,::1/128",
         description="Client addresses `GET /metrics` answers (comma-separated networks); others get 403.",
     )
+    public_log_origin: str = Field(
+        default="pokna.invalid/games",
+        pattern=r"^[^\s+]+[^\s+/]$",
+        description="The public game logs' origin: each tenant's log is `<this>/<tenant id>`, the first line of "
+        "its checkpoints and the name its signatures are under. Set it to this deployment's host and path "
+        "(no scheme, no spaces, no '+') before the first game is logged: witnesses pin it.",
+    )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
     )

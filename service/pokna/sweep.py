@@ -27,6 +27,8 @@ from pokna.drand import BeaconRelays
 from pokna.errors import PoknaError
 from pokna.idempotency.service import purge_expired
 from pokna.ledger.checkpoint import checkpoint_moved_heads
+from pokna.public_log.sequencer import LogSigner
+from pokna.public_log.worker import sequence_all
 from pokna.service_keys import ServiceKeys
 from pokna.tenants import service as tenants
 from pokna.webhooks.service import purge_finished_events
@@ -43,6 +45,7 @@ class SweepReport:
     idempotency_records_purged: int
     checkpoints_taken: int
     webhook_events_purged: int
+    games_logged: int = 0
 
 
 def sweep(
@@ -52,11 +55,14 @@ def sweep(
     batch: int = 500,
     webhook_retention: timedelta = WEBHOOK_RETENTION,
     beacon: BeaconRelays | None = None,
+    log_signer: LogSigner | None = None,
 ) -> SweepReport:
     """Tenant by tenant, so that every statement runs where one tenant's rows are (docs/scaling.md); each
     game in its own transaction, so one stuck game cannot hold back the rest. `batch` bounds each
     tenant's games per sweep. `beacon`: the relays a beacon-mode game's waiting roll reads its round from
-    (without them, such rolls wait for the next sweep that has them, or the next action on the game)."""
+    (without them, such rolls wait for the next sweep that has them, or the next action on the game).
+    `log_signer`: with it, a pass of the public log's sequencer too (its own worker runs it every second;
+    the sweep's pass keeps the logs growing where only the sweep runs)."""
     with unit_of_work(sessions) as session:
         tenant_ids = tenants.tenant_ids(session)
     games = timeouts = rolls = purged = webhook_events = 0
@@ -78,6 +84,7 @@ def sweep(
                 break
     with unit_of_work(sessions) as session:
         checkpoints = checkpoint_moved_heads(session, keys.signing_key)
+    logged = 0 if log_signer is None else sequence_all(sessions, log_signer, lambda: clock.now)
     return SweepReport(
         games=games,
         timeouts=timeouts,
@@ -85,6 +92,7 @@ def sweep(
         idempotency_records_purged=purged,
         checkpoints_taken=checkpoints,
         webhook_events_purged=webhook_events,
+        games_logged=logged,
     )
 
 

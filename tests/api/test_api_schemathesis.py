@@ -65,6 +65,8 @@ def _seed(
         "game_id": game.json()["id"],
         "table_id": table.json()["id"],
         "token": token,
+        "tenant_id": api.tenant_id,  # the public log's: empty here, so its reads answer their documented 404
+        "tree_size": "1",
     }
     return api.headers, ids
 

@@ -137,6 +137,14 @@ NO_DATABASE = [
     usage("serve", "--port", "70000", says="70000 is not between 1 and 65535"),
     usage("serve", "--workers", "many", says="'many' is not a whole number"),
     usage("sweep", "--all", says="No such option: --all"),
+    usage("log", "sequence", "--batch", "0", says="'--batch': 0 is not at least 1"),
+    failure(
+        "log",
+        "sequence",
+        "--once",
+        env={"POKNA_PUBLIC_LOG_ORIGIN": "a+b"},
+        says=("POKNA_PUBLIC_LOG_ORIGIN='a+b'",),
+    ),
     usage("webhooks", "deliver", "--poll-seconds", "0", says="'--poll-seconds': Input should be greater"),
     failure(
         "webhooks",

@@ -74,7 +74,7 @@ def _shell_lines(text: str) -> list[str]:
 
 
 def _documented_invocations() -> list[list[str]]:
-    """Every `pokna-verify proof|audit ...` line of a shell block in the READMEs and docs/ (the synopses with
+    """Every `pokna-verify proof|audit|log ...` line of a shell block in the READMEs and docs/ (the synopses with
     SOURCE and FILE aside), its optional parts (`[--json]`) left out and its comment dropped."""
     return [
         shlex.split(re.sub(r"\s\[[^\]]*\]", "", line), comments=True)[1:]
@@ -86,7 +86,7 @@ def _documented_invocations() -> list[list[str]]:
 
 def test_every_documented_invocation_is_one_the_command_line_accepts() -> None:
     invocations = _documented_invocations()
-    assert {argv[0] for argv in invocations} == {"proof", "audit"}, invocations
+    assert {argv[0] for argv in invocations} == {"proof", "audit", "log"}, invocations
     parser = command_line()
     for argv in invocations:
         try:

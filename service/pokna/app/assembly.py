@@ -32,6 +32,7 @@ from pokna.dealer import link_routes as fairness
 from pokna.dealer import routes as games
 from pokna.dealer import tenant_settings_routes as tenant_settings
 from pokna.ledger import routes as accounts
+from pokna.public_log import routes as public_log
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
 from pokna.webhooks import routes as webhooks
@@ -57,6 +58,11 @@ TAGS = [
     },
     {"name": "tables", "description": "A fixed seat order dealing round after round."},
     {"name": "fairness", "description": "Public keys, public fairness links and the browser verifier."},
+    {
+        "name": "public log",
+        "description": "Every finished game in its tenant's append-only public log: signed checkpoints, "
+        "inclusion and consistency proofs (RFC 9162, C2SP tlog-checkpoint). No API key.",
+    },
     {
         "name": "audit",
         "description": "The auditor's bundle: ledger, proofs, checkpoints and keys, to verify offline.",
@@ -100,6 +106,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(accounts.router)
     app.include_router(games.router)
     app.include_router(fairness.router)
+    app.include_router(public_log.router)
     app.include_router(audit.router)
     app.include_router(metrics.router)
     app.include_router(tenant_settings.router)

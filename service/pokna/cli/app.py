@@ -24,7 +24,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "sweep": LazyCommand(
         "pokna.cli.sweep",
         "Time out every passed turn, cancel games never started, purge old idempotency keys and delivered "
-        "webhook events, sign moved ledger heads.",
+        "webhook events, sign moved ledger heads, log finished games.",
     ),
     "db": LazyCommand(
         "pokna.cli.db", "Database schema: upgrade, downgrade, current; stop the embedded PostgreSQL."
@@ -35,6 +35,7 @@ COMMANDS: dict[str, LazyCommand] = {
         "Offline audits: ledger exports and audit bundles.",
         also=("pokna.cli.audit_report",),
     ),
+    "log": LazyCommand("pokna.cli.public_log", "The public logs of finished games: the sequencer."),
     "tenants": LazyCommand("pokna.cli.tenants", "Tenants (integrating apps) and their API keys."),
     "webhooks": LazyCommand("pokna.cli.webhooks", "Webhooks: the worker that delivers them."),
     "secrets": LazyCommand(

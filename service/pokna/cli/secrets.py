@@ -27,7 +27,7 @@ from pokna_verify.fairness.seed_vault import generate_vault_key
 SIGNING_KEY_VARIABLE = "POKNA_SIGNING_KEY"
 SEED_KEY_VARIABLE = "POKNA_SEED_ENCRYPTION_KEY"
 # The services of docker-compose.yml that load the keys (every one that runs with POKNA_ENV=production).
-COMPOSE_SERVICES = ("migrate", "api", "sweeper", "webhooks")
+COMPOSE_SERVICES = ("migrate", "api", "sweeper", "webhooks", "sequencer")
 
 secrets_app = typer.Typer(
     help="Production secrets: generate them, and publish a retiring key.", no_args_is_help=True

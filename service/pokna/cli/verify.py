@@ -25,6 +25,8 @@ def verify_command(
     public_key: Annotated[Path | None, typer.Option(help=usage.PROOF_PUBLIC_KEY)] = None,
     keys: Annotated[str | None, typer.Option(help=usage.PROOF_KEYS)] = None,
     receipt: Annotated[Path | None, typer.Option(help=usage.PROOF_RECEIPT)] = None,
+    log: Annotated[str | None, typer.Option(metavar="URL", help=usage.PROOF_LOG)] = None,
+    state: Annotated[Path | None, typer.Option(metavar="FILE", help=usage.PROOF_STATE)] = None,
     beacon_chain: Annotated[list[Path] | None, typer.Option(metavar="FILE", help=usage.BEACON_CHAIN)] = None,
     as_json: Annotated[bool, typer.Option("--json", help=usage.JSON)] = False,
 ) -> None:
@@ -39,5 +41,7 @@ def verify_command(
             receipt=receipt,
             beacon_chains=beacon_chain or [],
             as_json=as_json,
+            log=log,
+            state=state,
         )
     )

@@ -41,6 +41,8 @@ class GameRecord:
     ended_at: datetime | None
     pending_roll: dict[str, Any] | None = None
     """Beacon mode: the drawing action accepted and waiting for its round (pokna.dealer.beacon_rolls)."""
+    log_index: int | None = None
+    """The game's leaf in its tenant's public log, once logged (pokna.public_log); no action writes it."""
 
 
 GAME_COLUMNS = tuple(field.name for field in fields(GameRecord))

@@ -57,6 +57,7 @@ from pokna.ledger.reads import (
     trial_balance,
 )
 from pokna.ledger.reconcile import reconcile
+from pokna.ledger.repository import read_heads
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
 from pokna_verify.ledger.check import AuditReport, verify_export
 from pokna_verify.ledger.scan import verify_export_stream
@@ -100,6 +101,7 @@ __all__ = [
     "list_checkpoints",
     "oldest_unsigned_at",
     "open_account",
+    "read_heads",
     "reconcile",
     "system_external_id",
     "take_checkpoint",

@@ -1,4 +1,4 @@
-"""The `pokna-verify` command line, read by argparse: its two commands, `proof` and `audit`, their options in
+"""The `pokna-verify` command line, read by argparse: its commands, `proof`, `audit` and `log watch`, their options in
 the words the service's `pokna verify` and `pokna audit verify` show (pokna_verify.cli.usage), and the run
 of the one that was asked for.
 
@@ -36,7 +36,13 @@ def run(argv: Sequence[str] | None = None) -> int:
             receipt=arguments.receipt,
             beacon_chains=arguments.beacon_chain,
             as_json=arguments.as_json,
+            log=arguments.log,
+            state=arguments.state,
         )
+    if arguments.command == "log" and arguments.log_command == "watch":
+        from pokna_verify.cli.log_watch import run_log_watch
+
+        return run_log_watch(arguments.url, arguments.state, keys=arguments.keys, as_json=arguments.as_json)
     if arguments.command == "audit":
         from pokna_verify.cli.audit_run import run_audit
 
@@ -57,7 +63,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 def command_line() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     parser.add_argument("--version", action=_PrintVersion, help="Print the version and exit.")
-    commands = parser.add_subparsers(dest="command", metavar="{proof,audit}")
+    commands = parser.add_subparsers(dest="command", metavar="{proof,audit,log}")
 
     proof = commands.add_parser(
         "proof",
@@ -69,6 +75,8 @@ def command_line() -> argparse.ArgumentParser:
     proof.add_argument("--public-key", metavar="FILE", type=Path, help=usage.PROOF_PUBLIC_KEY)
     proof.add_argument("--keys", metavar="FILE|URL", help=usage.PROOF_KEYS)
     proof.add_argument("--receipt", metavar="FILE", type=Path, help=usage.PROOF_RECEIPT)
+    proof.add_argument("--log", metavar="URL", help=usage.PROOF_LOG)
+    proof.add_argument("--state", metavar="FILE", type=Path, help=usage.PROOF_STATE)
     _beacon_chain_and_json(proof)
 
     audit = commands.add_parser(
@@ -83,6 +91,18 @@ def command_line() -> argparse.ArgumentParser:
     audit.add_argument("--processes", metavar="N", type=_at_least_one, help=usage.PROCESSES)
     audit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help=usage.PROGRESS)
     _beacon_chain_and_json(audit)
+
+    log = commands.add_parser("log", help=usage.LOG_SUMMARY, description=usage.LOG_SUMMARY)
+    log_commands = log.add_subparsers(dest="log_command", metavar="{watch}")
+    watch = log_commands.add_parser(
+        "watch",
+        help=usage.LOG_WATCH_SUMMARY,
+        description=f"{usage.LOG_WATCH_SUMMARY} {usage.LOG_WATCH_EXIT_CODES}",
+    )
+    watch.add_argument("url", metavar="URL", help=usage.LOG_URL)
+    watch.add_argument("--state", metavar="FILE", type=Path, required=True, help=usage.LOG_STATE)
+    watch.add_argument("--keys", metavar="FILE|URL", help=usage.LOG_KEYS)
+    watch.add_argument("--json", dest="as_json", action="store_true", help=usage.JSON)
     return parser
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.cli.beacon_chains import trusted_chains
-from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
+from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_UNUSABLE
 from pokna_verify.cli.input_files import UnusableInputError
+from pokna_verify.cli.log_inclusion import check_log_inclusion
 from pokna_verify.cli.proof_inputs import gather_evidence, read_subject
 from pokna_verify.cli.proof_report import (
     EXIT_CODES,
@@ -37,6 +38,8 @@ def run_proof(
     receipt: Path | None,
     as_json: bool,
     beacon_chains: Sequence[Path] = (),
+    log: str | None = None,
+    state: Path | None = None,
 ) -> int:
     try:
         if public_key is not None and keys is not None:
@@ -57,8 +60,20 @@ def run_proof(
             print(f"UNUSABLE INPUT: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
     verdict = verdict_of(subject, report)
+    logged = (
+        None
+        if log is None or subject.proof is None
+        else check_log_inclusion(subject.proof, log, evidence.keys, state)
+    )
     if as_json:
-        print(json.dumps(json_report(source, read_from, subject, evidence, report, verdict), indent=2))
+        document = json_report(source, read_from, subject, evidence, report, verdict)
+        if logged is not None:
+            document["public_log"] = logged.to_json()
+        print(json.dumps(document, indent=2))
     else:
         print_report(source, read_from, subject, evidence, report, verdict)
+        if logged is not None:
+            print(f"public log: {logged.status.replace('_', ' ').upper()}: {logged.detail}")
+    if logged is not None and logged.status == "failed":
+        return EXIT_INVALID
     return EXIT_CODES[verdict]

@@ -25,6 +25,26 @@ PROOF_KEYS = (
     "Without it (or --public-key), a link URL's own keys_url is fetched, and said so."
 )
 PROOF_RECEIPT = "The commitment receipt you were given when the game was created; wins over the link's."
+PROOF_LOG = (
+    "The game's tenant's public log (https://host/v1/logs/TENANT): also check that this very proof is in it, "
+    "in its latest signed checkpoint. A game not logged yet is said, and fails nothing."
+)
+PROOF_STATE = (
+    "With --log: judge the log's checkpoint against the one kept in FILE (as `log watch`) and keep it."
+)
+
+LOG_SUMMARY = "Witness a tenant's public log of finished games."
+LOG_WATCH_SUMMARY = "Check the log's latest checkpoint extends the one kept in --state, and keep it."
+LOG_WATCH_EXIT_CODES = (
+    "Exit codes: 0 the same history (or the first checkpoint seen, now kept); 1 a fork, a rollback or a bad "
+    "signature (the state file is left as it was); 2 unusable input."
+)
+LOG_URL = "The log: https://host/v1/logs/TENANT (or its /checkpoint)."
+LOG_STATE = "The witness's state file (JSON; made if missing): the last checkpoint accepted of each log."
+LOG_KEYS = (
+    "The key ring to check checkpoints with: a saved GET /v1/fairness/keys file, or its URL. "
+    "Default: the log's host's /v1/fairness/keys."
+)
 
 AUDIT_SUMMARY = (
     "Verify a ledger export or an audit bundle offline; a bundle is recognized by its first record."

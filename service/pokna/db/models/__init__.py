@@ -1,6 +1,7 @@
 """Every table, imported here so Alembic's autogenerate and `alembic check` see the whole schema."""
 
 from pokna.db.models.game import Game, GameEvent, GameLink, GameRoll, GameSeat, GameTable
+from pokna.db.models.game_log import GameLog, GameLogCheckpoint, GameLogLeaf, GameLogNode
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
 from pokna.db.models.tenant import ApiKey, Tenant
@@ -12,6 +13,10 @@ __all__ = [
     "Game",
     "GameEvent",
     "GameLink",
+    "GameLog",
+    "GameLogCheckpoint",
+    "GameLogLeaf",
+    "GameLogNode",
     "GameRoll",
     "GameSeat",
     "GameTable",

@@ -9,6 +9,7 @@ from sqlalchemy import (
     CheckConstraint,
     ForeignKey,
     ForeignKeyConstraint,
+    Index,
     Integer,
     String,
     UniqueConstraint,
@@ -52,6 +53,14 @@ class Game(Base):
         ForeignKeyConstraint(["pot_account_id", "tenant_id"], ["account.id", "account.tenant_id"]),
         # Unique per tenant; which tenant a token belongs to is GameLink's (a reference table).
         UniqueConstraint("public_token", "tenant_id"),
+        # What the public log's sequencer reads: the finished games it has not appended yet.
+        Index(
+            "ix_game_awaiting_log",
+            "tenant_id",
+            "ended_at",
+            "id",
+            postgresql_where=text("log_index IS NULL AND status IN ('settled', 'cancelled')"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -81,6 +90,8 @@ class Game(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # A beacon-mode drawing action accepted and waiting for its round (migrations/versions/0013_beacon_rolls.py).
     pending_roll: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The game's leaf in its tenant's public log, once the sequencer appended it (0018_game_log.py).
+    log_index: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class GameSeat(Base):

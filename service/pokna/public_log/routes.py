@@ -1,0 +1,93 @@
+"""The public logs' read API: no API key, like the fairness links. A log is public by design: what it
+shows of a game is its id, its pot account, its status and the hash of its proof, never a seed or a
+balance. A checkpoint or proof at a given size never changes, so those answers are cacheable forever."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
+
+from pokna.api.deps import SessionDep
+from pokna.api.problem_docs import VALIDATION, problems
+from pokna.public_log import reads
+from pokna.public_log.problem_docs import CHECKPOINT_NOT_FOUND, GAME_NOT_LOGGED, LOG_EMPTY, SIZE_TOO_LARGE
+from pokna.public_log.schemas import EXAMPLE_CHECKPOINT, ConsistencyOut, InclusionOut
+
+router = APIRouter(tags=["public log"])
+NOTE_MEDIA = "text/plain; charset=utf-8"
+IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
+LATEST = {"Cache-Control": "public, max-age=1"}
+TenantId = Annotated[str, Path(description="The tenant whose log it is (the last part of its origin).")]
+TreeSize = Annotated[int, Path(ge=1, description="A tree size the log signed a checkpoint of.")]
+CHECKPOINT_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The checkpoint as a C2SP signed note (tlog-checkpoint): origin, size, root hash, "
+        "one `ledger <chain> <seq> <hash>` line per ledger chain, a blank line, the service's signature.",
+        "content": {"text/plain": {"schema": {"type": "string"}, "example": EXAMPLE_CHECKPOINT}},
+    }
+}
+
+
+@router.get(
+    "/v1/logs/{tenant_id}/checkpoint",
+    response_class=Response,
+    summary="The latest signed checkpoint of a tenant's public log of finished games",
+    description="No API key. Witnesses keep it (`pokna-verify log watch`) and ask the next one's consistency "
+    "with it. The key name is the origin; check it with the service's Ed25519 key (`/v1/fairness/keys`).",
+    responses={**CHECKPOINT_RESPONSE, **problems(LOG_EMPTY)},
+)
+def latest_checkpoint(tenant_id: TenantId, session: SessionDep) -> Response:
+    return Response(reads.latest_checkpoint(session, tenant_id), media_type=NOTE_MEDIA, headers=LATEST)
+
+
+@router.get(
+    "/v1/logs/{tenant_id}/checkpoints/{tree_size}",
+    response_class=Response,
+    summary="The checkpoint a tenant's public log signed at one size",
+    description="No API key. Every checkpoint stays servable: one a player or witness kept can be fetched again.",
+    responses={**CHECKPOINT_RESPONSE, **problems(CHECKPOINT_NOT_FOUND, VALIDATION)},
+)
+def checkpoint(tenant_id: TenantId, tree_size: TreeSize, session: SessionDep) -> Response:
+    note = reads.checkpoint_of_size(session, tenant_id, tree_size)
+    return Response(note, media_type=NOTE_MEDIA, headers=IMMUTABLE)
+
+
+@router.get(
+    "/v1/logs/{tenant_id}/games/{game_id}/inclusion",
+    response_model=InclusionOut,
+    summary="Proof that a finished game is in its tenant's public log",
+    description="No API key. The RFC 9162 audit path from the game's leaf to the root of the tree of "
+    "`tree_size` games (default: the log's size now). Check it against a checkpoint of that size.",
+    responses=problems(GAME_NOT_LOGGED, SIZE_TOO_LARGE, VALIDATION),
+)
+def inclusion(
+    tenant_id: TenantId,
+    game_id: Annotated[str, Path(description="The game's id.")],
+    session: SessionDep,
+    response: Response,
+    tree_size: Annotated[int | None, Query(ge=1, description="The tree size to prove inclusion in.")] = None,
+) -> InclusionOut:
+    if tree_size is not None:
+        response.headers.update(IMMUTABLE)
+    return InclusionOut.of(reads.inclusion(session, tenant_id, game_id, tree_size))
+
+
+@router.get(
+    "/v1/logs/{tenant_id}/consistency",
+    response_model=ConsistencyOut,
+    summary="Proof that a tenant's public log at one size is the start of it at a later size",
+    description="No API key. The RFC 9162 consistency proof between the trees of `first` and `second` games: "
+    "what a witness checks before it trusts a newer checkpoint. None exists from a later to an earlier size.",
+    responses=problems(SIZE_TOO_LARGE, VALIDATION),
+)
+def consistency(
+    tenant_id: TenantId,
+    session: SessionDep,
+    response: Response,
+    first: Annotated[int, Query(ge=1, description="The earlier tree size.")],
+    second: Annotated[int, Query(ge=1, description="The later tree size.")],
+) -> ConsistencyOut:
+    response.headers.update(IMMUTABLE)
+    return ConsistencyOut.of(reads.consistency(session, tenant_id, first, second))

@@ -1,0 +1,83 @@
+"""The sequencer: appends a tenant's finished games to its public log in batches and signs a checkpoint.
+
+Off the request path: a game's last action only sets its status and proof, as before; this worker (each
+second, `pokna log sequence`, and once per `pokna sweep`) finds the games finished and not yet logged
+(pokna.dealer.log_feed), oldest first, and in one transaction per tenant appends them, marks them and signs
+the new size. Several processes may run it: each takes the tenant's log row `FOR UPDATE SKIP LOCKED`, so one
+appends while the others skip that tenant, and a leaf index is never given twice.
+
+The longest a game waits for its leaf (CT's "maximum merge delay"): a game that finished before a pass
+began is logged by that pass when its tenant has at most `batch` games waiting, so with a pass every
+`interval` seconds it waits at most `interval` plus one pass. A larger backlog drains oldest first, `batch`
+games a pass: the game then waits ceil(waiting / batch) passes. tests/public_log/test_public_log_sequencer.py
+holds both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy.orm import Session
+
+from pokna.dealer.log_feed import any_game_awaiting_log, games_awaiting_log, mark_logged
+from pokna.ledger import read_heads
+from pokna.public_log import store
+from pokna_verify.tlog.checkpoint import Checkpoint, ledger_head_lines
+from pokna_verify.tlog.game_leaf import game_leaf_entry
+from pokna_verify.tlog.note import sign_note
+from pokna_verify.tlog.tree import appended_nodes, frontier, root_hash
+
+BATCH = 1000
+"""Games one pass appends to one tenant's log: about two node rows and one leaf a game, one transaction."""
+
+
+@dataclass(frozen=True)
+class LogSigner:
+    """Who signs the logs: the service's Ed25519 key, under each tenant log's origin as its key name."""
+
+    origin_prefix: str
+    signing_key: Ed25519PrivateKey
+
+    def origin(self, tenant_id: str) -> str:
+        return f"{self.origin_prefix}/{tenant_id}"
+
+
+def append_finished_games(
+    session: Session, tenant_id: str, signer: LogSigner, now: datetime, batch: int = BATCH
+) -> int | None:
+    """How many games this pass appended to the tenant's log; None if another process holds the log."""
+    if not any_game_awaiting_log(session, tenant_id):
+        return 0
+    size = store.lock_log(session, tenant_id, now)
+    if size is None:
+        return None
+    games = games_awaiting_log(session, tenant_id, batch)
+    if not games:
+        return 0
+    entries = [
+        game_leaf_entry(game.proof, status=game.status, pot_account_id=game.pot_account_id) for game in games
+    ]
+    stored = store.read_nodes(session, tenant_id, frontier(size))
+    made = appended_nodes(size, entries, stored)
+    new_size = size + len(entries)
+    store.insert_nodes(session, tenant_id, made)
+    store.insert_leaves(
+        session,
+        tenant_id,
+        [
+            store.StoredLeaf(size + offset, game.game_id, entry.decode())
+            for offset, (game, entry) in enumerate(zip(games, entries, strict=True))
+        ],
+        now,
+    )
+    mark_logged(session, tenant_id, {game.game_id: size + offset for offset, game in enumerate(games)})
+    root = root_hash(new_size, {**stored, **made})
+    checkpoint = Checkpoint(
+        signer.origin(tenant_id), new_size, root, ledger_head_lines(read_heads(session, tenant_id))
+    )
+    note = sign_note(checkpoint.to_text(), checkpoint.origin, signer.signing_key)
+    store.insert_checkpoint(session, tenant_id, store.StoredCheckpoint(new_size, root, note, now))
+    store.set_size(session, tenant_id, new_size, now)
+    return len(entries)

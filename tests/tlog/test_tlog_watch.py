@@ -1,0 +1,130 @@
+"""`pokna-verify log watch` as a witness, against a stand-in log on 127.0.0.1 whose histories the test
+chooses: it keeps the first checkpoint, accepts one that extends it, and exits 1 on a fork (two witnesses
+shown two histories; a rewritten past; a corrupted proof), a rollback (of the games or of the books) or a
+bad signature, each time leaving the state file as it was."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from pokna_verify.cli import main
+from support.log_stand_in import History, StandInLog, serving
+
+
+def entries(count: int, fork_at: int | None = None) -> list[bytes]:
+    return [
+        json.dumps({"game_id": f"game_{i}", "fork": i == fork_at}, sort_keys=True).encode()
+        for i in range(count)
+    ]
+
+
+HEADS = {0: (10, "aa" * 32)}
+
+
+@pytest.fixture
+def log() -> Iterator[StandInLog]:
+    with serving(StandInLog(Ed25519PrivateKey.generate(), History(entries(12), 5, dict(HEADS)))) as stand_in:
+        yield stand_in
+
+
+def watch(log: StandInLog, state: Path, *extra: str) -> tuple[int, dict[str, object]]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["log", "watch", log.url, "--state", str(state), "--json", *extra])
+    return code, json.loads(out.getvalue())
+
+
+def kept_size(state: Path) -> int:
+    (entry,) = json.loads(state.read_text())["logs"].values()
+    return int(entry["checkpoint"].split("\n")[1])
+
+
+def test_the_first_checkpoint_is_kept_and_a_grown_log_is_accepted(log: StandInLog, tmp_path: Path) -> None:
+    state = tmp_path / "witness.json"
+    assert watch(log, state) == (
+        0,
+        {
+            "verdict": "first",
+            "consistent": True,
+            "detail": watch_detail(log, 5),
+            "origin": log.origin,
+            "size": 5,
+            "kept_size": None,
+        },
+    )
+    assert kept_size(state) == 5
+    assert watch(log, state)[1]["verdict"] == "same"
+    log.history = History(entries(12), 9, {0: (14, "bb" * 32)})
+    code, said = watch(log, state)
+    assert (code, said["verdict"], said["kept_size"], said["size"]) == (0, "extended", 5, 9)
+    assert kept_size(state) == 9
+
+
+def watch_detail(log: StandInLog, size: int) -> str:
+    return f"first checkpoint of {log.origin}: {size} games"
+
+
+def test_two_witnesses_shown_two_histories_catch_the_fork(log: StandInLog, tmp_path: Path) -> None:
+    """The log shows witness A one history and witness B another of the same size; when either is later
+    shown the other's (or compares notes by running with the other's state), no proof joins them."""
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert watch(log, first)[0] == 0
+    log.history = History(entries(12, fork_at=2), 5, dict(HEADS))
+    assert watch(log, second)[0] == 0  # B alone cannot tell: it has nothing to compare with
+    assert watch(log, first)[1]["verdict"] == "fork"  # same size, another root
+    log.history = History(entries(12), 8, dict(HEADS))  # the honest history goes on
+    assert watch(log, first)[0] == 0
+    before = second.read_text()
+    code, said = watch(log, second)
+    assert (code, said["verdict"]) == (1, "fork")
+    assert "does not extend" in str(said["detail"])
+    assert second.read_text() == before, "the evidence of the fork is kept"
+
+
+def test_a_rollback_of_the_games_or_of_the_books_exits_1(log: StandInLog, tmp_path: Path) -> None:
+    state = tmp_path / "witness.json"
+    log.history = History(entries(12), 9, dict(HEADS))
+    assert watch(log, state)[0] == 0
+    log.history = History(entries(12), 6, dict(HEADS))
+    assert watch(log, state)[:1] == (1,)
+    assert watch(log, state)[1]["verdict"] == "rollback"
+    log.history = History(entries(12), 10, {0: (9, "cc" * 32)})
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (1, "rollback")
+    assert "the books went back" in str(said["detail"])
+    assert kept_size(state) == 9
+
+
+def test_a_corrupted_consistency_proof_or_a_bad_signature_exits_1(log: StandInLog, tmp_path: Path) -> None:
+    state = tmp_path / "witness.json"
+    assert watch(log, state)[0] == 0
+    log.history = History(entries(12), 11, dict(HEADS))
+    log.corrupt_proofs = True
+    assert watch(log, state)[1]["verdict"] == "fork"
+    log.corrupt_proofs = False
+    honest_key = log.key
+    log.key = Ed25519PrivateKey.generate()  # serves a note signed by a key its published ring does not hold
+    keys = tmp_path / "keys.json"
+    from pokna_verify.fairness.keyring import KeyRing
+
+    keys.write_text(json.dumps(KeyRing.of(honest_key.public_key()).to_json()))
+    code, said = watch(log, state, "--keys", str(keys))
+    assert (code, said["verdict"]) == (1, "bad_signature")
+    assert kept_size(state) == 5
+
+
+def test_unusable_input_exits_2(log: StandInLog, tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(["log", "watch", f"{log.base}/v1/nothing", "--state", str(tmp_path / "s.json")]) == 2
+    assert "is not a log's address" in err.getvalue()
+    state = tmp_path / "broken.json"
+    state.write_text("[]")
+    assert watch(log, state)[0] == 2

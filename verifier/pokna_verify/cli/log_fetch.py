@@ -1,0 +1,101 @@
+"""Reading a public log over HTTP: its checkpoints (signed notes, text) and its proofs (JSON).
+
+Apart from input_files' fetching because a log answers 404 for something that is not an error to the
+caller (a game not logged yet), and because its answers are small: anything past MAX_LOG_BYTES is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import http.client
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from pokna_verify.cli.input_files import UnusableInputError, is_url
+
+FETCH_TIMEOUT_SECONDS = 10.0
+MAX_LOG_BYTES = 1024 * 1024
+LOG_PATH = "/v1/logs/"
+
+
+class NotThere(UnusableInputError):
+    """The log answered 404: what was asked is not in it (yet)."""
+
+
+def log_base(url: str) -> str:
+    """`https://host/v1/logs/TENANT`, from it or from any of its addresses (its `/checkpoint`, ...)."""
+    if not is_url(url):
+        raise UnusableInputError(f"{url!r} is not an http(s) URL of a log (https://host{LOG_PATH}TENANT)")
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path
+    if LOG_PATH not in path:
+        raise UnusableInputError(f"{url} is not a log's address: it has no {LOG_PATH}TENANT")
+    tenant = path.split(LOG_PATH, 1)[1].split("/", 1)[0]
+    if not tenant:
+        raise UnusableInputError(f"{url} names no log: {LOG_PATH} is followed by nothing")
+    return f"{parts.scheme}://{parts.netloc}{path.split(LOG_PATH, 1)[0]}{LOG_PATH}{tenant}"
+
+
+def keys_url_of(log_url: str) -> str:
+    parts = urllib.parse.urlsplit(log_url)
+    return f"{parts.scheme}://{parts.netloc}/v1/fairness/keys"
+
+
+def fetch(url: str, what: str, accept: str) -> bytes:
+    try:
+        request = urllib.request.Request(url, headers={"Accept": accept})  # noqa: S310 (http(s) checked)
+        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310
+            body: bytes = response.read(MAX_LOG_BYTES + 1)
+    except urllib.error.HTTPError as error:
+        said = _problem_of(error)
+        if error.code == 404:
+            raise NotThere(f"{url} answered HTTP 404{said}") from error
+        raise UnusableInputError(
+            f"cannot fetch the {what} from {url}: it answered HTTP {error.code}{said}"
+        ) from error
+    except (OSError, http.client.HTTPException, ValueError) as error:
+        reason = getattr(error, "reason", None) or error or type(error).__name__
+        raise UnusableInputError(f"cannot fetch the {what} from {url}: {reason}") from error
+    if len(body) > MAX_LOG_BYTES:
+        raise UnusableInputError(f"{url} answered more than {MAX_LOG_BYTES} bytes: not a {what}")
+    return body
+
+
+def fetch_text(url: str, what: str) -> str:
+    try:
+        return fetch(url, what, "text/plain").decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UnusableInputError(f"{url} did not answer UTF-8 text: not a {what}") from error
+
+
+def fetch_json(url: str, what: str) -> dict[str, Any]:
+    try:
+        document = json.loads(fetch(url, what, "application/json").decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UnusableInputError(f"{url} did not answer JSON: not a {what}") from error
+    if not isinstance(document, dict):
+        raise UnusableInputError(f"{url} answered JSON but not an object: not a {what}")
+    return document
+
+
+def hashes_of(document: dict[str, Any], field: str, url: str) -> list[bytes]:
+    values = document.get(field)
+    if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
+        raise UnusableInputError(f"{url}: {field} is not a list of base64 hashes")
+    try:
+        return [base64.b64decode(value, validate=True) for value in values]
+    except (binascii.Error, ValueError) as error:
+        raise UnusableInputError(f"{url}: {field} holds something that is not base64") from error
+
+
+def _problem_of(error: urllib.error.HTTPError) -> str:
+    try:
+        problem = json.loads(error.read(64 * 1024).decode("utf-8"))
+    except (OSError, ValueError, http.client.HTTPException):
+        return ""
+    explained = problem.get("detail") if isinstance(problem, dict) else None
+    return f": {' '.join(explained.split())[:200]}" if isinstance(explained, str) and explained else ""

@@ -1,0 +1,156 @@
+"""`pokna-verify proof --log URL`: is this game in its tenant's public log, in a checkpoint the log signed?
+
+The game's leaf is rebuilt from the proof being verified (pokna_verify.tlog.game_leaf: its id and the hash of
+the whole signed proof), so a proof that differs by one byte from the logged one is not found in the log;
+its path is checked against the root of the latest checkpoint, whose signature is checked first. A game not
+logged yet is said plainly and fails nothing: logging follows a game's end by about a second. With
+`--state FILE` that checkpoint is also judged against the one kept there, as `log watch` does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from pokna_verify.cli.input_files import UnusableInputError
+from pokna_verify.cli.log_fetch import NotThere, fetch_json, fetch_text, hashes_of, keys_url_of, log_base
+from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
+from pokna_verify.cli.log_watch import open_checkpoint
+from pokna_verify.cli.proof_inputs import read_key_ring
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.tlog.errors import LogError
+from pokna_verify.tlog.game_leaf import LEAF_KIND, game_leaf_entry
+from pokna_verify.tlog.hashing import leaf_hash
+from pokna_verify.tlog.verify import verify_inclusion
+from pokna_verify.tlog.witness import judge, needs_consistency_proof
+
+Status = Literal["included", "not_logged", "failed", "unusable"]
+
+
+@dataclass(frozen=True)
+class LogInclusion:
+    status: Status
+    detail: str
+    origin: str | None = None
+    leaf_index: int | None = None
+    tree_size: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "detail": self.detail,
+            "origin": self.origin,
+            "game_number": None if self.leaf_index is None else self.leaf_index + 1,
+            "tree_size": self.tree_size,
+        }
+
+
+def check_log_inclusion(
+    proof: Mapping[str, Any], log_url: str, keys: KeyRing | Ed25519PublicKey | None, state: Path | None
+) -> LogInclusion:
+    try:
+        return _check(proof, log_url, keys, state)
+    except (UnusableInputError, CryptoError, LogError) as error:
+        return LogInclusion("unusable", f"the public log could not be checked: {error}")
+
+
+def _check(
+    proof: Mapping[str, Any], log_url: str, keys: KeyRing | Ed25519PublicKey | None, state: Path | None
+) -> LogInclusion:
+    base = log_base(log_url)
+    if isinstance(keys, Ed25519PublicKey):
+        ring = KeyRing.of(keys)
+    else:
+        ring = keys if keys is not None else read_key_ring(keys_url_of(base))
+    note = fetch_text(f"{base}/checkpoint", "checkpoint")
+    checkpoint = open_checkpoint(note, ring)
+    game_id = str(proof.get("game_id"))
+    asked = f"{base}/games/{game_id}/inclusion?tree_size={checkpoint.size}"
+    try:
+        answer = fetch_json(asked, "inclusion proof")
+    except NotThere:
+        return LogInclusion(
+            "not_logged",
+            f"game {game_id} is not in {checkpoint.origin}'s public log yet (its latest checkpoint holds "
+            f"{checkpoint.size} games): games are logged about a second after they end; check again later",
+            checkpoint.origin,
+            tree_size=checkpoint.size,
+        )
+    entry, leaf_index = answer.get("entry"), answer.get("leaf_index")
+    if not isinstance(entry, str) or not isinstance(leaf_index, int):
+        raise UnusableInputError(f"{asked} did not answer an entry and a leaf index")
+    expected = _entry_for(proof, entry)
+    if entry.encode() != expected:
+        return LogInclusion(
+            "failed",
+            f"{checkpoint.origin} logged another proof for game {game_id} than this one: {entry[:200]}",
+            checkpoint.origin,
+            leaf_index,
+            checkpoint.size,
+        )
+    path = hashes_of(answer, "inclusion_path", asked)
+    try:
+        verify_inclusion(leaf_hash(expected), leaf_index, checkpoint.size, path, checkpoint.root_hash)
+    except LogError as error:
+        return LogInclusion(
+            "failed",
+            f"the log's inclusion proof fails: {error}",
+            checkpoint.origin,
+            leaf_index,
+            checkpoint.size,
+        )
+    included = LogInclusion(
+        "included",
+        f"game #{leaf_index + 1} of {checkpoint.origin}'s public log, proven in its signed checkpoint of "
+        f"{checkpoint.size} games",
+        checkpoint.origin,
+        leaf_index,
+        checkpoint.size,
+    )
+    return included if state is None else _witnessed(included, base, note, checkpoint_state=state)
+
+
+def _entry_for(proof: Mapping[str, Any], served: str) -> bytes:
+    """The leaf this proof makes, with the status and pot account the log says (the proof does not carry
+    them); the proof's own id and hash are what must match."""
+    try:
+        claimed = json.loads(served)
+    except ValueError:
+        claimed = None
+    if not isinstance(claimed, dict) or claimed.get("leaf") != LEAF_KIND:
+        raise UnusableInputError(f"the log's entry is not a {LEAF_KIND} leaf: {served[:200]}")
+    status, pot = claimed.get("status"), claimed.get("pot_account_id")
+    if not isinstance(status, str) or not isinstance(pot, str):
+        raise UnusableInputError(f"the log's entry names no status and pot account: {served[:200]}")
+    try:
+        return game_leaf_entry(proof, status=status, pot_account_id=pot)
+    except (ValueError, KeyError) as error:
+        raise UnusableInputError(f"no leaf can be made of this proof: {error}") from error
+
+
+def _witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state: Path) -> LogInclusion:
+    """The checkpoint the game was proven in, judged against the one kept in the state file and kept."""
+    notes = read_state(checkpoint_state)
+    origin = note.split("\n", 1)[0]
+    kept = kept_checkpoint(notes, origin, checkpoint_state)
+    latest = kept_checkpoint({origin: note}, origin, checkpoint_state)
+    assert latest is not None
+    path: list[bytes] = []
+    if kept is not None and needs_consistency_proof(kept, latest):
+        asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
+        path = hashes_of(fetch_json(asked, "consistency proof"), "consistency_path", asked)
+    witnessed = judge(kept, latest, path)
+    if not witnessed.judgement.consistent:
+        return LogInclusion(
+            "failed", witnessed.detail, included.origin, included.leaf_index, included.tree_size
+        )
+    if kept is None or latest.size > kept.size:
+        notes[origin] = note
+        write_state(checkpoint_state, notes)
+    return included

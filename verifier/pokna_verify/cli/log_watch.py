@@ -1,0 +1,76 @@
+"""`pokna-verify log watch URL --state FILE`: one witness step over a tenant's public log.
+
+Fetch the latest checkpoint, check its signature with the operator's published keys (or `--keys`), and
+judge it against the one kept in FILE (pokna_verify.tlog.witness), asking the log for the consistency proof
+between the two sizes. A fork or a rollback exits 1 and leaves FILE as it was, so the evidence stays; a
+checkpoint that extends the kept one replaces it. Run it from cron; compare state files with other witnesses
+by running it with theirs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_UNUSABLE, EXIT_VALID
+from pokna_verify.cli.input_files import UnusableInputError
+from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, keys_url_of, log_base
+from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
+from pokna_verify.cli.proof_inputs import read_key_ring
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
+from pokna_verify.tlog.errors import LogError, MalformedNoteError, SignatureError
+from pokna_verify.tlog.note import NoteVerifier, open_note
+from pokna_verify.tlog.witness import Judgement, judge, needs_consistency_proof
+
+
+def open_checkpoint(note: str, ring: KeyRing) -> Checkpoint:
+    """The checkpoint a note holds, once a key of `ring` verified it under the note's own origin."""
+    origin = note.split("\n", 1)[0]
+    verifiers = [NoteVerifier(origin, key.public_key) for key in ring.keys]
+    return parse_checkpoint(open_note(note, verifiers).text)
+
+
+def run_log_watch(url: str, state: Path, *, keys: str | None, as_json: bool) -> int:
+    try:
+        base = log_base(url)
+        ring = read_key_ring(keys if keys is not None else keys_url_of(base))
+        note = fetch_text(f"{base}/checkpoint", "checkpoint")
+        notes = read_state(state)
+        try:
+            latest = open_checkpoint(note, ring)
+        except SignatureError as error:
+            return _said(as_json, "bad_signature", f"{base}/checkpoint: {error}", EXIT_INVALID)
+        kept = kept_checkpoint(notes, latest.origin, state)
+        path: list[bytes] = []
+        if kept is not None and needs_consistency_proof(kept, latest):
+            asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
+            path = hashes_of(fetch_json(asked, "consistency proof"), "consistency_path", asked)
+        witnessed = judge(kept, latest, path)
+    except (UnusableInputError, CryptoError, MalformedNoteError, LogError) as error:
+        return _said(as_json, "unusable", str(error), EXIT_UNUSABLE)
+    if witnessed.judgement in (Judgement.FIRST, Judgement.EXTENDED):
+        notes[latest.origin] = note
+        try:
+            write_state(state, notes)
+        except UnusableInputError as error:
+            return _said(as_json, "unusable", str(error), EXIT_UNUSABLE)
+    code = EXIT_VALID if witnessed.judgement.consistent else EXIT_INVALID
+    extra = {"origin": latest.origin, "size": latest.size, "kept_size": None if kept is None else kept.size}
+    return _said(as_json, str(witnessed.judgement), witnessed.detail, code, extra)
+
+
+def _said(as_json: bool, verdict: str, detail: str, code: int, extra: dict[str, object] | None = None) -> int:
+    if as_json:
+        print(
+            json.dumps(
+                {"verdict": verdict, "consistent": code == EXIT_VALID, "detail": detail, **(extra or {})}
+            )
+        )
+    elif code == EXIT_UNUSABLE:
+        print(f"UNUSABLE INPUT: {detail}", file=sys.stderr)
+    else:
+        print(f"{verdict.upper().replace('_', ' ')}: {detail}")
+    return code
