@@ -128,9 +128,8 @@ class Budget:
         return {name: int(value) for name, value in (line.split() for line in lines)}
 
     def pids(self) -> list[int]:
-        if not self.folders:
-            return []
-        return [int(pid) for pid in (self.folders[0] / "cgroup.procs").read_text().split()]
+        procs = [folder / "cgroup.procs" for folder in self.folders[:1] if folder.exists()]
+        return [int(pid) for path in procs for pid in path.read_text().split()]
 
     def remove(self) -> list[str]:
         """Remove the cgroup once its processes are gone (a stopped server's backends take a moment);
@@ -144,6 +143,8 @@ class Budget:
         problems = []
         for folder in reversed(self.folders):
             for _attempt in range(50):
+                if not folder.exists():
+                    break
                 try:
                     folder.rmdir()
                     break
