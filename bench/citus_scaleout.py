@@ -90,7 +90,7 @@ def parse_arguments() -> argparse.Namespace:
         "--weight",
         type=int,
         default=4,
-        help="each node's cgroup weighs as this many processes against the machine's others (cpu.shares)",
+        help="each node's cgroup, and the APIs', weighs as this many processes against the machine's others",
     )
     parser.add_argument("--api-workers", type=int, default=2, help="uvicorn processes per API")
     parser.add_argument("--seed", type=int, default=1)
@@ -205,8 +205,8 @@ def measure(options: argparse.Namespace, names: list[str], stack: ExitStack) -> 
     coordinator.budget.limit(options.coordinator_cpus)
     for worker in workers:
         worker.budget.limit(options.worker_cpus)
-    for node in nodes:
-        node.budget.weigh(options.weight)
+    for budget in [api, *(node.budget for node in nodes)]:
+        budget.weigh(options.weight)
     for shape in shapes:
         phase(shape, nodes, api, options.warmup)
     phases = []
