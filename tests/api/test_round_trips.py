@@ -137,3 +137,27 @@ def test_creating_a_game_is_three_round_trips(
         assert replay.status_code == 201
         assert replay.content == first.content
         assert replay.headers["Idempotent-Replayed"] == "true"
+
+
+def test_reading_a_game_is_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The key's check and the read, pipelined: a game, a page of its events, its proof."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    game = _game(api)
+    reads = [
+        f"/v1/games/{game['id']}",
+        f"/v1/games/{game['id']}/events?limit=2",
+        f"/v1/games/{game['id']}/proof",
+    ]
+    for _warm_up in range(6):
+        for path in reads:
+            assert api.get(path).status_code == 200
+    trips = {}
+    for path in reads:
+        wire.take()
+        answer = api.get(path)
+        assert answer.status_code == 200, answer.text
+        trips[path.split("/")[-1].split("?")[0]] = wire.take()
+    assert trips == {game["id"]: 1, "events": 1, "proof": 1}
