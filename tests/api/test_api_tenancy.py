@@ -168,6 +168,27 @@ def test_a_revoked_key_is_401_and_replays_nothing(
     assert still.balance(wallet) == 15
 
 
+@pytest.mark.parametrize("read", ["", "/events", "/proof"], ids=["game", "events", "proof"])
+def test_a_game_read_under_a_revoked_keys_remembered_tenant_is_401(
+    client: TestClient, sessions: sessionmaker[Session], read: str
+) -> None:
+    """A game's read is sent under the tenant the process remembers for the key, beside the key's check
+    (pokna.dealer.reading): what it read is not answered when the check finds the key revoked."""
+    api = new_tenant(client, sessions)
+    with sessions.begin() as session:
+        spare = tenants.issue_api_key(session, api.tenant_id)
+    wallet = api.wallet(10)
+    game = api.post(
+        "/v1/games", {"vigo_account_id": wallet, "player_account_ids": [api.wallet()], "stake": 1}
+    )
+    path = f"/v1/games/{game.json()['id']}{read}"
+    assert api.get(path).status_code == 200  # the process now remembers the key's tenant
+    with sessions.begin() as session:
+        tenants.revoke_api_key(session, _key_id(sessions, api.tenant_id, exclude=spare.key_id))
+    assert_problem(api.get(path), 401, "unauthorized")
+    assert TenantApi(client, api.tenant_id, spare.secret).get(path).status_code == 200
+
+
 def _key_id(sessions: sessionmaker[Session], tenant_id: str, *, exclude: str) -> str:
     with sessions() as session:
         (key,) = [key for key in tenants.list_api_keys(session, tenant_id) if key.id != exclude]

@@ -1,6 +1,6 @@
 """The hot paths' round trips to PostgreSQL, counted on the wire (issue 24): a game action is at most three
-(two without an Idempotency-Key), a keyed deposit or withdrawal three, whatever else happens in the
-request. The app reaches the database through a counting proxy (tests/support/wire.py), so every driver,
+(two without an Idempotency-Key), a keyed deposit or withdrawal three, a game read one, whatever else
+happens in the request. The app reaches the database through a counting proxy (tests/support/wire.py), so every driver,
 every pipeline and every implicit BEGIN or COMMIT counts.
 
 Counted once the connections are warm: psycopg prepares a statement the fifth time a connection runs it,
@@ -10,6 +10,7 @@ connection, at start); the app keeps one connection per pool here, so the warm-u
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.app import create_app
 from pokna.db.engine import make_engine
+from pokna.db.types import utc_now
+from pokna.dealer.clock_dep import get_clock
+from pokna.dealer.locked import Clock
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support.tenant_api import TenantApi, money_key, new_tenant
@@ -137,3 +141,46 @@ def test_creating_a_game_is_three_round_trips(
         assert replay.status_code == 201
         assert replay.content == first.content
         assert replay.headers["Idempotent-Replayed"] == "true"
+
+
+def test_reading_a_game_is_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The key's check and the read, pipelined: a game, a page of its events, its proof."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    game = _game(api)
+    reads = [
+        f"/v1/games/{game['id']}",
+        f"/v1/games/{game['id']}/events?limit=2",
+        f"/v1/games/{game['id']}/proof",
+    ]
+    for _warm_up in range(6):
+        for path in reads:
+            assert api.get(path).status_code == 200
+    trips = {}
+    for path in reads:
+        wire.take()
+        answer = api.get(path)
+        assert answer.status_code == 200, answer.text
+        trips[path.split("/")[-1].split("?")[0]] = wire.take()
+    assert trips == {game["id"]: 1, "events": 1, "proof": 1}
+
+
+def test_reading_a_game_past_its_deadline_catches_it_up_on_the_same_connection(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The key's check and the read; the catch-up's transaction (BEGIN and the lock, then the write and
+    COMMIT); the read again: four round trips, on the one connection the request holds."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    late = Clock(now=utc_now() + timedelta(days=1), open_game_ttl=timedelta(minutes=10))
+    games = [_game(api) for _ in range(6)]
+    client.app.dependency_overrides[get_clock] = lambda: late  # type: ignore[attr-defined]
+    for game in games[:-1]:  # warm: each passed deadline caught up by a read
+        assert api.get(f"/v1/games/{game['id']}").json()["status"] == "cancelled"
+    wire.take()
+    answer = api.get(f"/v1/games/{games[-1]['id']}")
+    trips = wire.take()
+    assert answer.json()["status"] == "cancelled", answer.text  # never started: cancelled at its TTL
+    assert trips == 4

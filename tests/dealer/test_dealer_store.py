@@ -15,14 +15,14 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.db.models.game import GameEvent, GameRoll
+from pokna.db.models.game import Game, GameEvent, GameRoll
 from pokna.db.models.ledger import JournalTransaction
 from pokna.dealer import service as games
 from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.game_queries import PROOF_EVENTS, GameQueries
 from pokna.dealer.locked import LOCK_FOR_ACTION, LockedGame, locked_game, split_locked
-from pokna.dealer.records import EventRecord, RollRecord
+from pokna.dealer.records import EventRecord, GameRecord, RollRecord
 from pokna.dealer.requests import (
     ClaimAction,
     PlayerRequest,
@@ -37,7 +37,7 @@ from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.errors import NotFound
 from pokna.ledger import account_summaries, chain_for, open_account
 from pokna.runtime import Runtime
-from support.acting import act, create_game
+from support.acting import act, create_game, read_game
 from support.money import Teller, new_teller
 
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
@@ -79,8 +79,7 @@ def _play_to_the_end(
     sessions: sessionmaker[Session], runtime: Runtime, tenant_id: str, game_id: str
 ) -> GameOut:
     """Start, roll, split, claim: the shortest way to the end, through the service."""
-    with sessions() as session:
-        game = games.read_game(session, CLOCK, tenant_id, game_id)
+    game = read_game(runtime, CLOCK, tenant_id, game_id)
     while game.turn is not None:
         account, allowed = game.turn.account_ids[0], game.turn.allowed_actions
         request: PlayerRequest
@@ -139,6 +138,12 @@ def _locked(session: Session, runtime: Runtime, tenant_id: str, game_id: str) ->
     return locked_game(split_locked(tuple(row))[0], runtime.keys, CLOCK)
 
 
+def _plain_game(session: Session, tenant_id: str, game_id: str) -> GameRecord:
+    """The game's row through a plain Core select, no lock."""
+    row = session.execute(select(Game.__table__).where(Game.tenant_id == tenant_id, Game.id == game_id)).one()
+    return GameRecord(**row._mapping)
+
+
 def _plain_balances(session: Session, tenant_id: str, account_ids: list[str]) -> dict[str, int]:
     wallets = account_summaries(session, tenant_id, account_ids)
     return {account_id: wallets[account_id].balance for account_id in account_ids}
@@ -155,7 +160,7 @@ def test_the_lock_reads_what_the_plain_reads_do(sessions: sessionmaker[Session],
     assert locked is not None
     plain = GameQueries()
     with sessions() as session:
-        assert locked.game == plain.get_game(session, tenant_id, game_id)
+        assert locked.game == _plain_game(session, tenant_id, game_id)
         assert locked.seats == plain.seats_of(session, tenant_id, game_id)
         assert locked.balances == _plain_balances(session, tenant_id, wallets)
     assert [seat.account_id for seat in locked.seats] == wallets
@@ -270,7 +275,7 @@ def test_a_step_decided_on_stale_balances_is_decided_again_on_the_held_ones(
     balances = {wallets[0]: 50, wallets[1]: {"withdraw": 2, "deposit": 12}[move], wallets[2]: 5}
     with sessions() as session:
         posted = session.scalar(select(func.count()).where(JournalTransaction.reference == game_id))
-        game = game_store(session).get_game(session, tenant_id, game_id)
+        game = _plain_game(session, tenant_id, game_id)
         held = _plain_balances(session, tenant_id, wallets)
     if outcome == "cannot_pay":
         refusal = answers[0]

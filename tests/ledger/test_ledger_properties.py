@@ -29,7 +29,7 @@ from pokna.ledger import (
     verify_export,
 )
 from pokna.runtime import Runtime
-from support.acting import create_game_now, play_now
+from support.acting import create_game_now, play_now, read_proof
 from support.game_play import obliging
 from support.money import Teller, new_teller
 
@@ -75,7 +75,7 @@ def test_random_money_moves_keep_the_books_sound(
 
     with unit_of_work(sessions) as session:
         for game in played:  # each transfer the rules called for, posted once, and nothing else for the game
-            proof = games.game_proof(session, CLOCK, tenant_id, game["id"]).model_dump(mode="json")
+            proof = read_proof(runtime, CLOCK, tenant_id, game["id"]).model_dump(mode="json")
             kinds = session.scalars(
                 text(
                     "SELECT kind FROM journal_transaction WHERE tenant_id = :t AND reference = :g ORDER BY seq"

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from pokna.dealer import service as games
 from pokna.dealer.requests import GameAction
-from pokna.dealer.schemas import GameActionOut
+from pokna.dealer.schemas import GameActionOut, GameOut, GameProofOut
 from pokna.runtime import Runtime
 
 
@@ -53,6 +53,28 @@ def apply_due(runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str
             return await games.apply_due(connection, dealer_of(runtime), clock, tenant_id, game_id)
 
     return asyncio.run(apply())
+
+
+def read_game(runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> GameOut:
+    """The game as GET /v1/games/{id} reads it (pokna.dealer.reading), a passed deadline applied first."""
+
+    async def read() -> GameOut:
+        async with runtime.aio.connection() as connection:
+            caller = games.Caller(tenant_id=tenant_id)
+            return await games.read_game(connection, dealer_of(runtime), clock, caller, game_id)
+
+    return asyncio.run(read())
+
+
+def read_proof(runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> GameProofOut:
+    """The game's proof as GET /v1/games/{id}/proof reads it (pokna.dealer.reading)."""
+
+    async def read() -> GameProofOut:
+        async with runtime.aio.connection() as connection:
+            caller = games.Caller(tenant_id=tenant_id)
+            return await games.game_proof(connection, dealer_of(runtime), clock, caller, game_id)
+
+    return asyncio.run(read())
 
 
 # --- whole games below HTTP, for tests that play many at once ----------------------------------------------

@@ -214,8 +214,8 @@ async def apply_due(
 async def catch_up(
     connection: AsyncConnection[Any], dealer: Dealer, clock: Clock, tenant_id: str, game_id: str
 ) -> None:
-    """The deadlines a read (or a table's next round) found passed, applied before it reads again
-    (pokna.dealer.reading.DeadlinePassed): its answer is the game as of `clock.now`. A game whose seat's wallet a waiting beacon roll of another game
+    """The deadlines a read (pokna.dealer.reading) or a table's next round found passed, applied before it
+    reads again: its answer is the game as of `clock.now`. A game whose seat's wallet a waiting beacon roll of another game
     holds is caught up after that roll resolves."""
     try:
         await run(connection, dealer, clock, Caller(tenant_id=tenant_id), None, game_id, CatchUp())

@@ -14,7 +14,7 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, func, select
 from sqlalchemy.orm import Session
 
-from pokna.db.models.game import Game, GameEvent, GameLink, GameSeat, GameTable
+from pokna.db.models.game import Game, GameLink, GameSeat, GameTable
 from pokna.dealer.records import (
     ACTION_EVENT,
     GAME_COLUMNS,
@@ -30,19 +30,14 @@ from pokna.errors import NotFound
 
 _game = cast(Table, Game.__table__)
 _seat = cast(Table, GameSeat.__table__)
-_event = cast(Table, GameEvent.__table__)
 _link = cast(Table, GameLink.__table__)
 
 _SEAT_COLUMNS = (_seat.c.seat, _seat.c.account_id, _seat.c.client_seed, _seat.c.client_seed_source)
-_EVENT_COLUMNS = (_event.c.seq, _event.c.kind, _event.c.payload, _event.c.occurred_at)
 PROOF_EVENTS = (ACTION_EVENT, MONEY_EVENT)
 
 
 class GameQueries:
     """The part of pokna.dealer.store.GameStore that no action runs under its lock."""
-
-    def get_game(self, session: Session, tenant_id: str, game_id: str) -> GameRecord:
-        return self._game(session, tenant_id, game_id, for_update=False)
 
     def game_by_public_token(self, session: Session, token: str) -> GameRecord:
         """Two statements: the link's tenant from `game_link` (on Citus, distributed by the token: one
@@ -85,17 +80,6 @@ class GameQueries:
                 SeatRecord(row.seat, row.account_id, row.client_seed, row.client_seed_source)
             )
         return seats
-
-    def event_page(
-        self, session: Session, tenant_id: str, game_id: str, after_seq: int, limit: int
-    ) -> list[EventRecord]:
-        rows = session.execute(
-            select(*_EVENT_COLUMNS)
-            .where(_event.c.tenant_id == tenant_id, _event.c.game_id == game_id, _event.c.seq > after_seq)
-            .order_by(_event.c.seq)
-            .limit(limit)
-        )
-        return [EventRecord(*row) for row in rows]
 
     def due_games(self, session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
         query = (
@@ -158,15 +142,6 @@ class GameQueries:
             .order_by(_game.c.round_number)
         )
         return [GameRecord(**row._mapping) for row in rows]
-
-    def _game(self, session: Session, tenant_id: str, game_id: str, *, for_update: bool) -> GameRecord:
-        query = select(_game).where(_game.c.id == game_id, _game.c.tenant_id == tenant_id)
-        if for_update:
-            query = query.with_for_update(key_share=True)
-        row = session.execute(query).one_or_none()
-        if row is None:
-            raise NotFound(f"no game {game_id}")
-        return GameRecord(**row._mapping)
 
 
 # --- rows, as the action's statements send them --------------------------------------------------------------

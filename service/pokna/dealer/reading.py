@@ -1,7 +1,15 @@
-"""Reading games. A read is also a touch: a deadline passed since the last one is applied first, so what a
-client reads is the game as of now. The read finds it (`DeadlinePassed`, raised before anything is
-read further), its route applies it on the async path every write takes (pokna.dealer.game_action.catch_up),
-then reads again, as committed."""
+"""Reading games: the game (GET /v1/games/{id}), a page of its events, its proof; async, on the one
+connection the request holds, no session and no thread.
+
+A read is also a touch: a deadline passed since the last one is applied first, so what a client reads is
+the game as of now. The read finds it in what it read, applies it on the same connection as every write
+does (pokna.dealer.game_action.catch_up), then reads again, as committed.
+
+The API key's check and the read go in one round trip: the read is sent under the tenant the process
+remembers for the key, beside its check (pokna.tenants.authentication), and only a key not remembered
+yet costs one round trip more, once. A read writes nothing, so nothing read under a wrong tenant needs
+undoing: it is read again under the key's own, or the key is refused.
+"""
 
 from __future__ import annotations
 
@@ -10,35 +18,91 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from psycopg import AsyncConnection
 from sqlalchemy.orm import Session
 
-from pokna import ledger
+from pokna.dealer.action_transaction import Caller, Dealer
+from pokna.dealer.game_action import catch_up
 from pokna.dealer.locked import Clock
-from pokna.dealer.records import GameRecord, OverdueGames
+from pokna.dealer.records import OverdueGames
 from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut
 from pokna.dealer.store import game_store
+from pokna.dealer.store_postgres import GameRead, fetched_read, queue_read
 from pokna.dealer.view import event_out, game_out, proof_out
-from pokna.errors import InvalidRequest
 from pokna.paging import Page, page_of
+from pokna.tenants import authentication
 
 
-class DeadlinePassed(Exception):
-    """The game read has a deadline passed at the clock's `now`: catch it up, then read it again."""
-
-    def __init__(self, tenant_id: str, game_id: str) -> None:
-        super().__init__(f"game {game_id} has a deadline passed")
-        self.tenant_id = tenant_id
-        self.game_id = game_id
+async def read_game(
+    connection: AsyncConnection[Any], dealer: Dealer, clock: Clock, caller: Caller, game_id: str
+) -> GameOut:
+    read = await _as_of(connection, dealer, clock, caller, game_id, None)
+    return game_out(read.game, read.seats, read.balances)
 
 
-def as_of(session: Session, clock: Clock | None, tenant_id: str, game_id: str) -> GameRecord:
-    """The game as committed, one query and no lock; DeadlinePassed if one of its deadlines has passed by
-    `clock.now` (None: as committed, caught up or not). A waiting beacon roll is not a deadline to apply."""
-    game = game_store(session).get_game(session, tenant_id, game_id)
-    deadline = game.turn_deadline_at
-    if clock is not None and game.pending_roll is None and deadline is not None and deadline <= clock.now:
-        raise DeadlinePassed(tenant_id, game_id)
-    return game
+async def game_events(
+    connection: AsyncConnection[Any],
+    dealer: Dealer,
+    clock: Clock,
+    caller: Caller,
+    game_id: str,
+    *,
+    limit: int,
+    after: int,
+) -> Page[GameEventOut]:
+    """The game's events in order, `limit` at a time; the cursor is the last event's `seq`."""
+    read = await _as_of(connection, dealer, clock, caller, game_id, (after, limit + 1))
+    return page_of([event_out(event) for event in read.events], limit, lambda event: str(event.root.seq))
+
+
+async def game_proof(
+    connection: AsyncConnection[Any], dealer: Dealer, clock: Clock, caller: Caller, game_id: str
+) -> GameProofOut:
+    """The signed proof once the game is over; before that, only the signed commitment."""
+    read = await _as_of(connection, dealer, clock, caller, game_id, None)
+    return proof_out(read.game)
+
+
+async def _as_of(
+    connection: AsyncConnection[Any],
+    dealer: Dealer,
+    clock: Clock,
+    caller: Caller,
+    game_id: str,
+    page: tuple[int, int] | None,
+) -> GameRead:
+    """The game (and `page` of its events) as of `clock.now`: as committed, or, if one of its deadlines
+    has passed by then, once that is applied. A waiting beacon roll is not a deadline to apply."""
+    tenant_id, read = await _first_read(connection, caller, game_id, page)
+    deadline = read.game.turn_deadline_at
+    if read.game.pending_roll is not None or deadline is None or deadline > clock.now:
+        return read
+    await catch_up(connection, dealer, clock, tenant_id, game_id)
+    return await _read(connection, tenant_id, game_id, page)
+
+
+async def _first_read(
+    connection: AsyncConnection[Any], caller: Caller, game_id: str, page: tuple[int, int] | None
+) -> tuple[str, GameRead]:
+    if caller.tenant_id is not None:
+        return caller.tenant_id, await _read(connection, caller.tenant_id, game_id, page)
+    assert caller.api_key_digest is not None
+    async with connection.pipeline():  # its exit syncs: the one round trip
+        key_check = await authentication.check(connection, caller.api_key_digest)
+        remembered = key_check.remembered
+        queued = None if remembered is None else await queue_read(connection, remembered, game_id, page)
+    tenant_id = await key_check.tenant()
+    if queued is None or tenant_id != remembered:  # not remembered yet: one round trip more, once
+        return tenant_id, await _read(connection, tenant_id, game_id, page)
+    return tenant_id, await fetched_read(queued)
+
+
+async def _read(
+    connection: AsyncConnection[Any], tenant_id: str, game_id: str, page: tuple[int, int] | None
+) -> GameRead:
+    async with connection.pipeline():
+        queued = await queue_read(connection, tenant_id, game_id, page)
+    return await fetched_read(queued)
 
 
 def due_games(session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
@@ -52,38 +116,6 @@ def overdue_games(session: Session, now: datetime) -> OverdueGames:
     """What `pokna sweep` (or the next request touching each game) has still to apply at `now`, across
     tenants: for `/metrics`, where an operator sees the sweeper stopped or the beacon's relays gone."""
     return game_store(session).overdue_games(session, now)
-
-
-def read_game(session: Session, clock: Clock | None, tenant_id: str, game_id: str) -> GameOut:
-    game = as_of(session, clock, tenant_id, game_id)
-    seats = game_store(session).seats_of(session, tenant_id, game.id)
-    wallets = ledger.account_summaries(session, tenant_id, [seat.account_id for seat in seats])
-    return game_out(game, seats, {account_id: wallet.balance for account_id, wallet in wallets.items()})
-
-
-def game_events(
-    session: Session,
-    clock: Clock | None,
-    tenant_id: str,
-    game_id: str,
-    *,
-    limit: int,
-    starting_after: str | None,
-) -> Page[GameEventOut]:
-    """The game's events in order, `limit` at a time; the cursor is the last event's `seq`."""
-    game = as_of(session, clock, tenant_id, game_id)
-    try:
-        after = int(starting_after) if starting_after else 0
-    except ValueError:
-        raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
-    events = game_store(session).event_page(session, tenant_id, game.id, after, limit + 1)
-    return page_of([event_out(event) for event in events], limit, lambda event: str(event.root.seq))
-
-
-def game_proof(session: Session, clock: Clock | None, tenant_id: str, game_id: str) -> GameProofOut:
-    """The signed proof once the game is over; before that, only the signed commitment."""
-    game = as_of(session, clock, tenant_id, game_id)
-    return proof_out(game)
 
 
 @dataclass(frozen=True)

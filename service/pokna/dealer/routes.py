@@ -1,18 +1,17 @@
 """Games and tables over REST. Thin: parse, call the dealer's service, answer what it returns.
 
-A game's writes (create, act, a passed deadline a read or a table's round finds) are async, on the
-driver (pokna.dealer.game_action, pokna.dealer.creating). Reads get the request's session (SessionDep),
-tables theirs from `idempotency.run`; either commits once the service is done. Every answer is the
+A game's writes (create, act, a passed deadline a read or a table's round finds) and its reads are async,
+on the driver (pokna.dealer.game_action, pokna.dealer.creating, pokna.dealer.reading), each on one
+connection. A table's reads get the request's session (SessionDep), its creation its own from
+`idempotency.run`; either commits once the service is done. Every answer is the
 dealer's documented model (pokna.dealer.schemas)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Request, Response
 from sqlalchemy.orm import Session
-from starlette.concurrency import run_in_threadpool
 
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
 from pokna.api.deps import SessionDep, driver_connection, runtime_of
@@ -47,34 +46,18 @@ from pokna.dealer.requests import (
 )
 
 router = APIRouter(prefix="/v1", route_class=WrittenNumbersRoute)
-Read = TypeVar("Read")
 
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]
 
 # Deadlines apply lazily: whoever touches a game first after a deadline makes it happen. An action and a
-# table's next round do so in their own transactions; a read finds it (DeadlinePassed), and `_caught_up`
-# applies it on the same async path first, then reads again.
+# table's next round do so in their own transactions, a read (pokna.dealer.reading) on its connection
+# before it reads again.
 
 
 def _dealer(request: Request) -> dealer.Dealer:
     runtime = runtime_of(request)
     return dealer.Dealer(runtime.keys)
-
-
-async def _caught_up(
-    request: Request, clock: dealer.Clock, read: Callable[[dealer.Clock | None], Read]
-) -> Read:
-    """`read` as of `clock` (in the thread pool, on the request's session); if it finds a deadline passed,
-    that is applied first (pokna.dealer.game_action.catch_up, on one of the runtime's async connections:
-    a rare path, outside the database gate, whose place the request holds already), then read again as
-    committed (`None`: no deadline check)."""
-    try:
-        return await run_in_threadpool(read, clock)
-    except dealer.DeadlinePassed as passed:
-        async with runtime_of(request).aio.connection() as connection:
-            await dealer.catch_up(connection, _dealer(request), clock, passed.tenant_id, passed.game_id)
-    return await run_in_threadpool(read, None)
 
 
 @router.post(
@@ -133,11 +116,12 @@ async def create_game(
     responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND),
 )
 async def get_game(
-    game_id: GameId, request: Request, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
+    game_id: GameId, request: Request, api_key_digest: ApiKeyDigestDep, clock: ClockDep
 ) -> GameOut:
-    return await _caught_up(
-        request, clock, lambda as_of: dealer.read_game(session, as_of, tenant_id, game_id)
-    )
+    """Async, on one connection: the key's check and the read in one round trip (pokna.dealer.reading)."""
+    async with driver_connection(request) as connection:
+        caller = dealer.Caller(api_key_digest=api_key_digest)
+        return await dealer.read_game(connection, _dealer(request), clock, caller, game_id)
 
 
 @router.post(
@@ -216,16 +200,15 @@ async def game_events(
     game_id: GameId,
     page: EventPageDep,
     request: Request,
-    tenant_id: TenantDep,
+    api_key_digest: ApiKeyDigestDep,
     clock: ClockDep,
-    session: SessionDep,
 ) -> Page[GameEventOut]:
-    def read(as_of: dealer.Clock | None) -> Page[GameEventOut]:
-        return dealer.game_events(
-            session, as_of, tenant_id, game_id, limit=page.limit, starting_after=page.starting_after
+    after = int(page.starting_after) if page.starting_after else 0  # a number, by its schema
+    async with driver_connection(request) as connection:
+        caller = dealer.Caller(api_key_digest=api_key_digest)
+        return await dealer.game_events(
+            connection, _dealer(request), clock, caller, game_id, limit=page.limit, after=after
         )
-
-    return await _caught_up(request, clock, read)
 
 
 @router.get(
@@ -238,11 +221,11 @@ async def game_events(
     responses=problems(KEYED, VALIDATION, GAME_NOT_FOUND),
 )
 async def game_proof(
-    game_id: GameId, request: Request, tenant_id: TenantDep, clock: ClockDep, session: SessionDep
+    game_id: GameId, request: Request, api_key_digest: ApiKeyDigestDep, clock: ClockDep
 ) -> GameProofOut:
-    return await _caught_up(
-        request, clock, lambda as_of: dealer.game_proof(session, as_of, tenant_id, game_id)
-    )
+    async with driver_connection(request) as connection:
+        caller = dealer.Caller(api_key_digest=api_key_digest)
+        return await dealer.game_proof(connection, _dealer(request), clock, caller, game_id)
 
 
 @router.post(

@@ -18,17 +18,12 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import GameTable
-from pokna.dealer.records import EventRecord, GameRecord, OverdueGames, SeatRecord
+from pokna.dealer.records import GameRecord, OverdueGames, SeatRecord
 from pokna.dealer.store_postgres import PostgresGameStore
 
 
 class GameStore(Protocol):
     """A game's persistence. Stateless: one instance serves every session of its engine."""
-
-    def get_game(self, session: Session, tenant_id: str, game_id: str) -> GameRecord:
-        """The game as committed, without a lock. Another tenant's game is exactly as absent as a game that
-        does not exist (NotFound)."""
-        ...
 
     def game_by_public_token(self, session: Session, token: str) -> GameRecord:
         """The game whose public fairness link carries `token`, whatever its tenant (NotFound if none): the
@@ -46,10 +41,6 @@ class GameStore(Protocol):
     ) -> dict[str, list[SeatRecord]]:
         """Each game's seats in order, in one query."""
         ...
-
-    def event_page(
-        self, session: Session, tenant_id: str, game_id: str, after_seq: int, limit: int
-    ) -> list[EventRecord]: ...
 
     def due_games(self, session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
         """(tenant id, game id) of the tenant's games whose deadline has passed at `now`, the longest

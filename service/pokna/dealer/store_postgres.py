@@ -19,8 +19,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from psycopg import AsyncConnection, AsyncCursor
 
 from pokna.dealer.game_queries import (
     GameQueries,
@@ -35,6 +38,7 @@ from pokna.dealer.records import (
     RollRecord,
     SeatRecord,
 )
+from pokna.errors import NotFound
 
 _SEAT_COLUMNS = ("tenant_id", "game_id", "seat", "account_id", "client_seed", "client_seed_source")
 _EVENT_COLUMNS = ("tenant_id", "game_id", "seq", "kind", "payload", "occurred_at")
@@ -69,6 +73,66 @@ LOCK_GAME_AND_SEATS = (
     "WHERE game_seat.tenant_id = %(tenant_id)s AND game_seat.game_id = %(game_id)s) "
     "FROM game WHERE game.id = %(game_id)s AND game.tenant_id = %(tenant_id)s FOR NO KEY UPDATE OF game"
 )
+
+
+GAME_AND_SEATS = LOCK_GAME_AND_SEATS.removesuffix(" FOR NO KEY UPDATE OF game")
+"""The same row without the lock: what a read of the game (GET) answers from, as committed. One snapshot,
+so the version seen is the game's and the seats always come with it."""
+
+EVENT_PAGE = (
+    "SELECT seq, kind, payload, occurred_at FROM game_event "
+    "WHERE tenant_id = %(tenant_id)s AND game_id = %(game_id)s AND seq > %(after)s ORDER BY seq LIMIT %(limit)s"
+)
+
+
+@dataclass(frozen=True)
+class GameRead:
+    """A game as a read finds it: its row, its seats with their wallets' balances, and the page of its
+    events the read asked for (else none)."""
+
+    game: GameRecord
+    seats: list[SeatRecord]
+    balances: dict[str, int]
+    events: list[EventRecord]
+
+
+@dataclass(frozen=True)
+class QueuedRead:
+    """A read's statements, sent (in the caller's pipeline, maybe) and not yet fetched."""
+
+    game_id: str
+    game: AsyncCursor[Any]
+    events: AsyncCursor[Any] | None
+
+
+async def queue_read(
+    connection: AsyncConnection[Any], tenant_id: str, game_id: str, page: tuple[int, int] | None
+) -> QueuedRead:
+    """The game with its seats and, if `page` (after which `seq`, how many) is given, that page of its
+    events: one round trip, or none more in the caller's pipeline."""
+    params = {"tenant_id": tenant_id, "game_id": game_id}
+    game = await connection.execute(GAME_AND_SEATS, params)
+    if page is None:
+        return QueuedRead(game_id, game, None)
+    after, limit = page
+    events = await connection.execute(EVENT_PAGE, {**params, "after": after, "limit": limit})
+    return QueuedRead(game_id, game, events)
+
+
+async def fetched_read(queued: QueuedRead) -> GameRead:
+    """`queued`'s rows as records, once sent; another tenant's game is as absent as none (NotFound)."""
+    row = await queued.game.fetchone()
+    if row is None:
+        raise NotFound(f"no game {queued.game_id}")
+    game, seats, balances = locked_records(*row)
+    assert seats is not None, "one statement, one snapshot: its seats are the game's"
+    events = [] if queued.events is None else await queued.events.fetchall()
+    return GameRead(
+        game,
+        seats,
+        balances,
+        [EventRecord(seq, kind, payload, at.astimezone(UTC)) for seq, kind, payload, at in events],
+    )
 
 
 # A new game's rows go in as `INSERT ... VALUES`, every value bound, the tenant's one parameter shared by

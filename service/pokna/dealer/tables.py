@@ -33,7 +33,6 @@ from pokna.dealer.errors import RoundInProgress
 from pokna.dealer.game_action import catch_up
 from pokna.dealer.locked import Clock
 from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
-from pokna.dealer.reading import DeadlinePassed
 from pokna.dealer.schemas import TableOut, TableRoundOut, TableTotalOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import LAST_ROUND, TABLE_FOR_ROUND, TABLE_ROUND_DEALT
@@ -105,6 +104,15 @@ async def deal_round(
         except DeadlinePassed as passed:
             await catch_up(connection, dealer, clock, tenant_id, passed.game_id)
         return await _deal(connection, dealer.keys, clock, round_, caught_up=True)
+
+
+class DeadlinePassed(Exception):
+    """The table's previous round has a deadline passed at the clock's `now`: catch it up, then deal."""
+
+    def __init__(self, tenant_id: str, game_id: str) -> None:
+        super().__init__(f"game {game_id} has a deadline passed")
+        self.tenant_id = tenant_id
+        self.game_id = game_id
 
 
 @dataclass(frozen=True)
