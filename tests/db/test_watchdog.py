@@ -168,3 +168,35 @@ def test_a_closed_connection_is_forgotten() -> None:
         ours.settimeout(0.2)
         with pytest.raises(TimeoutError):
             ours.recv(1)  # never shut down: the socket may be another connection's by now
+
+
+def test_a_stream_of_answered_statements_is_never_abandoned(watched_engine: Engine) -> None:
+    """Each statement answered in 20 ms, back to back for longer than the limit: every look finds the
+    connection busy (the looking thread runs while the owner waits on its socket), but each statement is
+    new. Before statements stamped their connection, this cut a healthy connection at the limit."""
+    deadline = time.monotonic() + ANSWER + 2
+    with watched_engine.connect() as connection:
+        while time.monotonic() < deadline:
+            connection.execute(text("SELECT pg_sleep(0.02)"))
+        assert connection.execute(text("SELECT 2")).scalar_one() == 2
+
+
+def test_a_stream_of_answered_pipelines_is_never_abandoned(empty_database_url: str) -> None:
+    engine = make_engine(empty_database_url, WAITS)
+    database = AsyncDatabase.for_engine(engine, WAITS, size=1, overflow=0)
+
+    async def pipelines_for(seconds: float) -> int:
+        deadline, sent = time.monotonic() + seconds, 0
+        async with database.opened(), database.connection() as connection:
+            while time.monotonic() < deadline:
+                async with connection.pipeline():
+                    await connection.execute("SELECT pg_sleep(0.01)")
+                    await connection.execute("SELECT pg_sleep(0.01)")
+                sent += 2
+            await connection.execute("SELECT 1")
+        return sent
+
+    try:
+        assert asyncio.run(pipelines_for(ANSWER + 2)) > 0
+    finally:
+        engine.dispose()

@@ -42,7 +42,7 @@ from sqlalchemy import Engine, event
 
 from pokna.db.backend import driver_parameters
 from pokna.db.engine import Waits
-from pokna.db.watchdog import WATCHDOG
+from pokna.db.watchdog import watch_async
 
 Pool = AsyncConnectionPool[AsyncConnection[Any]]
 
@@ -130,7 +130,7 @@ class AsyncDatabase:
     async def _watch(self, connection: AsyncConnection[Any]) -> None:
         """Each new connection is abandoned if a statement of its goes unanswered (pokna.db.watchdog)."""
         if self._answer is not None:
-            WATCHDOG.watch(connection, self._answer)
+            watch_async(connection, self._answer)
 
     def drain_soon(self) -> None:
         """Let go of every pooled connection at the next checkout (callable from any thread)."""

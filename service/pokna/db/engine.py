@@ -16,7 +16,7 @@ from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.backend import require_postgresql
-from pokna.db.watchdog import ANSWER_GRACE_SECONDS, WATCHDOG
+from pokna.db.watchdog import ANSWER_GRACE_SECONDS, watch
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def make_engine(url: str, waits: Waits | None = None, **kwargs: Any) -> Engine:
     if not kwargs.get("pool_pre_ping"):
         event.listen(engine, "checkout", _drop_if_the_server_hung_up)
     if (answer := waits.answer) is not None:
-        event.listen(engine, "connect", lambda connection, _record: WATCHDOG.watch(connection, answer))
+        event.listen(engine, "connect", lambda connection, _record: watch(connection, answer))
     return engine
 
 

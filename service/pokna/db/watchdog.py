@@ -6,11 +6,20 @@ power, a network partition) enforces nothing, and until TCP gives up (about 15 m
 waiting on it would wait too, holding its place at the database gate, as would `/readyz` (issue 46, M1).
 libpq's keepalives and `tcp_user_timeout` (pokna.db.engine, `Waits.libpq_parameters`) find a peer that
 vanished from the network, but not a server process that is stopped while its host's kernel still
-acknowledges every packet. So one thread per process looks at every watched connection twice a second,
-and one that has been busy with a statement (libpq's transaction status ACTIVE: sent, not yet answered)
-at every look for longer than its limit has its socket shut down. The thread waiting on it (or the event
-loop) then sees the connection closed, the statement fails with an `OperationalError`, and the request
-is answered 503 `database_unavailable` like any lost connection; its transaction never committed.
+acknowledges every packet. So one thread per process looks at every watched connection twice a second.
+
+What it measures is the age of the statement in flight, not how long a connection has looked busy: every
+statement stamps its connection as it is sent (the cursors below, installed on every watched connection;
+a pipeline's statements as they are queued), and a look that finds the connection not busy (libpq's
+transaction status anything but ACTIVE) clears the stamp. A connection busy at a look with no stamp (a
+COMMIT, a server-side cursor's FETCH: sent by psycopg itself) is stamped then. Sampling alone cannot tell
+one unanswered statement from a stream of answered ones: the looking thread runs when the owner waits on
+its socket, so a busy connection is seen busy at nearly every look (the review of issue 46's fix cut
+healthy connections that way under load). A connection whose statement has waited longer than its limit
+has its socket shut down. The thread waiting on it (or the event loop) then sees the connection closed,
+the statement fails with an `OperationalError`, and the request is answered 503 `database_unavailable`
+like any lost connection. A COMMIT cut that way may have committed before the server froze: a request
+with an Idempotency-Key is replayed, not applied twice, when retried.
 
 The limit is the statement timeout plus `ANSWER_GRACE_SECONDS`, the time a live server takes to deliver
 its own cancellation: a slow statement on a live server is still ended by the server, never here.
@@ -27,9 +36,11 @@ import os
 import socket
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg.pq import TransactionStatus
 
 ANSWER_GRACE_SECONDS = 2.0
@@ -45,10 +56,10 @@ log = logging.getLogger("pokna.db")
 
 @dataclass
 class _Watched:
-    connection: Any  # a psycopg Connection or AsyncConnection
+    connection: weakref.ref[Any]  # a psycopg Connection or AsyncConnection, not kept alive by the watch
     limit: float
     inode: int
-    busy_since: float | None = None
+    sent_at: float | None = None
 
 
 class StatementWatchdog:
@@ -59,6 +70,14 @@ class StatementWatchdog:
         self._pid: int | None = None
         self._warned = False
         self._abandoned = 0
+        os.register_at_fork(after_in_child=self._forget_the_parent)
+
+    def _forget_the_parent(self) -> None:
+        """A forked child has none of its parent's threads, and may have been forked while one of them
+        held the lock: a new lock, no connections, and the next watch starts a thread of the child's."""
+        self._lock = threading.Lock()
+        self._watched = {}
+        self._pid = None
 
     def watch(self, connection: Any, limit: float) -> None:
         """From now until it closes, `connection` (psycopg, sync or async) is abandoned when a statement
@@ -68,11 +87,17 @@ class StatementWatchdog:
         except Exception:  # closed already, or no socket: nothing to watch
             return
         with self._lock:
-            if self._pid != os.getpid():  # first use, or a forked worker: the thread is not ours
+            if self._pid != os.getpid():  # first use in this process
                 self._watched.clear()
                 self._pid = os.getpid()
                 threading.Thread(target=self._run, name="pokna-statement-watchdog", daemon=True).start()
-            self._watched[id(connection)] = _Watched(connection, limit, inode)
+            self._watched[id(connection)] = _Watched(weakref.ref(connection), limit, inode)
+
+    def sending(self, connection: Any) -> None:
+        """A statement of `connection`'s is on its way: its answer is waited for from now."""
+        entry = self._watched.get(id(connection))
+        if entry is not None and entry.connection() is connection:
+            entry.sent_at = time.monotonic()
 
     def _run(self) -> None:
         while True:
@@ -88,18 +113,19 @@ class StatementWatchdog:
             watched = list(self._watched.items())
         stuck = False
         for key, entry in watched:
-            status = _status(entry.connection)
-            if status is None:
+            connection = entry.connection()
+            status = None if connection is None else _status(connection)
+            if connection is None or status is None:
                 with self._lock:
                     self._watched.pop(key, None)
                 continue
             if status != TransactionStatus.ACTIVE:
-                entry.busy_since = None
+                entry.sent_at = None  # answered: nothing is waited for
                 continue
-            if entry.busy_since is None:
-                entry.busy_since = now
+            if entry.sent_at is None:  # busy with what psycopg sent itself (COMMIT, FETCH): from now
+                entry.sent_at = now
                 continue
-            waited = now - entry.busy_since
+            waited = now - entry.sent_at
             if waited >= min(WARN_AFTER_SECONDS, entry.limit):
                 stuck = True
                 if not self._warned:
@@ -110,7 +136,7 @@ class StatementWatchdog:
                         waited,
                         entry.limit,
                     )
-            if waited >= entry.limit and _shut_down(entry):
+            if waited >= entry.limit and _shut_down(connection, entry.inode):
                 self._abandoned += 1
                 if self._abandoned == 1:
                     log.warning(
@@ -136,22 +162,81 @@ def _status(connection: Any) -> TransactionStatus | None:
         return None
 
 
-def _shut_down(entry: _Watched) -> bool:
+def _shut_down(connection: Any, inode: int) -> bool:
     """Shut the connection's socket down, so whoever waits on it wakes to a closed connection. The socket
-    is checked to be the one watched (its inode): the owner may have closed it since the look, and its
-    descriptor's number may already belong to another socket."""
+    is checked to be the one watched (its inode) before anything is done with it: the owner may have
+    closed it since the look, and its descriptor's number may already belong to something else."""
     try:
-        duplicate = os.dup(entry.connection.pgconn.socket)
+        duplicate = os.dup(connection.pgconn.socket)
     except Exception:
         return False
-    with socket.socket(fileno=duplicate) as sock:
-        if os.fstat(sock.fileno()).st_ino != entry.inode:
+    try:
+        if os.fstat(duplicate).st_ino != inode:
             return False
-        try:
+        with socket.socket(fileno=duplicate) as sock:
+            duplicate = -1  # the socket object closes it
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            return False
+    except OSError:
+        return False
+    finally:
+        if duplicate >= 0:
+            os.close(duplicate)
     return True
+
+
+class StampingCursor(psycopg.Cursor[Any]):
+    """Every statement stamps its connection as it is sent (StatementWatchdog.sending)."""
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        WATCHDOG.sending(self.connection)
+        return super().execute(*args, **kwargs)
+
+    def executemany(self, *args: Any, **kwargs: Any) -> None:
+        WATCHDOG.sending(self.connection)
+        super().executemany(*args, **kwargs)
+
+
+class StampingServerCursor(psycopg.ServerCursor[Any]):
+    """A server-side cursor's FETCHes stamp its connection too (an export streamed by `yield_per`)."""
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        WATCHDOG.sending(self.connection)
+        return super().execute(*args, **kwargs)
+
+    def fetchmany(self, size: int = 0) -> list[Any]:
+        WATCHDOG.sending(self.connection)
+        return super().fetchmany(size)
+
+    def fetchone(self) -> Any:
+        WATCHDOG.sending(self.connection)
+        return super().fetchone()
+
+    def fetchall(self) -> list[Any]:
+        WATCHDOG.sending(self.connection)
+        return super().fetchall()
+
+
+class StampingAsyncCursor(psycopg.AsyncCursor[Any]):
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        WATCHDOG.sending(self.connection)
+        return await super().execute(*args, **kwargs)
+
+    async def executemany(self, *args: Any, **kwargs: Any) -> None:
+        WATCHDOG.sending(self.connection)
+        await super().executemany(*args, **kwargs)
+
+
+def watch(connection: psycopg.Connection[Any], limit: float) -> None:
+    """A connection of SQLAlchemy's engine: its statements stamped, then watched."""
+    connection.cursor_factory = StampingCursor
+    connection.server_cursor_factory = StampingServerCursor
+    WATCHDOG.watch(connection, limit)
+
+
+def watch_async(connection: psycopg.AsyncConnection[Any], limit: float) -> None:
+    """A connection of the hot paths' pool: its statements stamped, then watched."""
+    connection.cursor_factory = StampingAsyncCursor
+    WATCHDOG.watch(connection, limit)
 
 
 WATCHDOG = StatementWatchdog()
