@@ -120,12 +120,17 @@ def describe_bytes(size: int) -> str:
     return f"{size // MIB} MiB ({size:,} bytes)" if size % MIB == 0 else f"{size:,} bytes"
 
 
+def _nothing(_literal: str) -> None:
+    return None
+
+
 def duplicate_key(text: str | bytes) -> tuple[str | int, ...] | None:
     """Where the first repeated key is (the key last), or None when no object names a key twice or `text` is
-    not JSON the limits allow: the same walk as the service's (pokna.api.unambiguous_json)."""
-    try:
-        document = json.loads(text, object_pairs_hook=_Members, parse_int=bounded_int)
-    except (ValueError, RecursionError, InputLimitError):
+    not JSON at all: the same walk as the service's edge (pokna.api.unambiguous_json). Numbers and depth are
+    other checks' limits: a repeated key is found beside a number of any size."""
+    try:  # only the keys matter: numbers of any size are read as nothing, so a huge one cannot hide a key
+        document = json.loads(text, object_pairs_hook=_Members, parse_int=_nothing, parse_float=_nothing)
+    except (ValueError, RecursionError):
         return None
     pending: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
     while pending:
