@@ -74,16 +74,17 @@ class BacklogGauges:
 
     def _read_aside(self) -> None:
         started = time.perf_counter()
+        backlog: Backlog | None = None
         try:
-            backlog: Backlog | None = self._read()
+            backlog = self._read()
         except Exception as error:
             self._failed(error)
-            backlog = None
         else:
             self._recovered()
-        with self._state:
-            self._latest = (time.monotonic(), backlog, time.perf_counter() - started)
-            self._reader = None
+        finally:  # whatever ended the read, the next scrape may start another
+            with self._state:
+                self._latest = (time.monotonic(), backlog, time.perf_counter() - started)
+                self._reader = None
 
     def _failed(self, error: Exception) -> None:
         """One line when the reads start failing, none while they go on failing: in an outage each worker

@@ -36,21 +36,21 @@ def games_awaiting_log(session: Session, tenant_id: str, limit: int) -> list[Fin
             _game.c.tenant_id == tenant_id,
             _game.c.log_index.is_(None),
             _game.c.status.in_(FINISHED),
+            _game.c.proof.is_not(None),  # filtered before the LIMIT: a batch of such games never stalls a log
         )
         .order_by(_game.c.ended_at, _game.c.id)
         .limit(limit)
     )
-    return [
-        FinishedGame(row.id, row.status, row.pot_account_id, row.proof, row.ended_at)
-        for row in rows
-        if row.proof is not None  # a finished game always has its proof; one without cannot be logged
-    ]
+    return [FinishedGame(row.id, row.status, row.pot_account_id, row.proof, row.ended_at) for row in rows]
 
 
 def any_game_awaiting_log(session: Session, tenant_id: str) -> bool:
     """One probe of the partial index: a pass skips a tenant with nothing to log without taking its lock."""
     probe = select(_game.c.id).where(
-        _game.c.tenant_id == tenant_id, _game.c.log_index.is_(None), _game.c.status.in_(FINISHED)
+        _game.c.tenant_id == tenant_id,
+        _game.c.log_index.is_(None),
+        _game.c.status.in_(FINISHED),
+        _game.c.proof.is_not(None),
     )
     return session.execute(probe.limit(1)).first() is not None
 

@@ -61,6 +61,8 @@ def judge(kept: Checkpoint | None, latest: Checkpoint, consistency_path: Sequenc
         return Witnessed(
             Judgement.FORK, f"{latest.origin} shows two different trees of {latest.size} games: a fork"
         )
+    if kept.size == 0:  # the empty tree is a prefix of every tree (RFC 9162 §2.1.4: nothing to prove)
+        return Witnessed(Judgement.EXTENDED, f"{latest.origin}: 0 -> {latest.size} games, the same history")
     try:
         verify_consistency(kept.size, latest.size, kept.root_hash, latest.root_hash, consistency_path)
     except ProofError as error:
