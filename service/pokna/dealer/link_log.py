@@ -12,7 +12,7 @@ the public log (pokna.public_log.game_links) fills this member in, which the dea
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
@@ -23,7 +23,7 @@ _LOG_URL = Field(
 )
 EXAMPLE_LOG_URL = "/v1/logs/tnt_0c1d2e3f"
 _ORIGIN = "pokna.example/games/tnt_0c1d2e3f"
-EXAMPLE_LOGGED = {
+EXAMPLE_LOGGED: dict[str, Any] = {
     "status": "logged",
     "log_url": EXAMPLE_LOG_URL,
     "origin": _ORIGIN,
