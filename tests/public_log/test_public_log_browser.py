@@ -92,7 +92,9 @@ def test_the_page_shows_and_checks_the_games_place_in_the_public_log(
         first = base64.b64decode(link["public_log"]["inclusion_path"][0])
         link["public_log"]["inclusion_path"][0] = base64.b64encode(bytes([first[0] ^ 1]) + first[1:]).decode()
         browser.evaluate(f"document.querySelector('#proof-json').value = {json.dumps(json.dumps(link))}")
-        browser.evaluate("document.body.dataset.ready = 'false'; document.querySelector('#paste-button').click()")
+        browser.evaluate(
+            "document.body.dataset.ready = 'false'; document.querySelector('#paste-button').click()"
+        )
         browser.wait_ready()
         tampered: dict[str, Any] = browser.evaluate(PAGE_STATE)
         _shot(browser, tmp_path, "public-log-tampered.png")

@@ -17,8 +17,9 @@ import {
   seatLabels,
 } from "./story.js";
 
-// The checks and, beside them, the game's place in the public log (judged apart: not logged yet fails nothing).
-const allChecks = (report) => (report.publicLog ? [...report.checks, report.publicLog] : report.checks);
+// The checks and, beside them, the game's place in the public log once it was checked (judged apart; not
+// logged yet, or not checkable here, is said under the verdict and fails nothing).
+const allChecks = (report) => (report.publicLog && report.publicLog.status !== "not run" ? [...report.checks, report.publicLog] : report.checks);
 
 function renderChecks(report) {
   const list = $("#checks");
