@@ -40,6 +40,10 @@ COLUMN_MAXIMUM = {
     "body.expected_version": INTEGER_MAX,  # game.version
     "body.rake.bps": INTEGER_MAX,  # game/tenant rake_bps
     "body.rake.cap": BIGINT_MAX,  # game/tenant rake_cap
+    "path.tree_size": BIGINT_MAX,  # game_log.size, game_log_checkpoint.tree_size
+    "query.tree_size": BIGINT_MAX,
+    "query.first": BIGINT_MAX,
+    "query.second": BIGINT_MAX,
 }
 
 EDGES = [
@@ -157,6 +161,12 @@ class Saloon:
         def query(path: str) -> Callable[[str, int], Any]:
             return lambda name, value: api.get(path, params={name.removeprefix("query."): value})
 
+        def public(path: str, base: dict[str, int]) -> Callable[[str, int], Any]:
+            """A route that takes no key (a tenant's public log)."""
+            return lambda name, value: api.client.get(
+                path, params={**base, name.removeprefix("query."): value}
+            )
+
         return {
             ("POST", "/v1/accounts/{account_id}/deposits"): body(
                 lambda sent: api.post(f"/v1/accounts/{self.vigo}/deposits", sent, headers=money_key()),
@@ -181,6 +191,16 @@ class Saloon:
                 f"/v1/webhooks/endpoints/{self.endpoint_id}/deliveries"
             ),
             ("POST", "/v1/tables"): body(lambda sent: api.post("/v1/tables", sent), table),
+            ("GET", "/v1/logs/{tenant_id}/checkpoints/{tree_size}"): lambda _name, value: api.client.get(
+                f"/v1/logs/{api.tenant_id}/checkpoints/{value}"
+            ),
+            ("GET", "/v1/logs/{tenant_id}/games/{game_id}/inclusion"): public(
+                f"/v1/logs/{api.tenant_id}/games/{self.game_id}/inclusion", {}
+            ),
+            # `second` as large as a size can be, so that no `first` the schema allows comes after it.
+            ("GET", "/v1/logs/{tenant_id}/consistency"): public(
+                f"/v1/logs/{api.tenant_id}/consistency", {"first": 1, "second": BIGINT_MAX}
+            ),
             ("PUT", "/v1/tenant/settings"): body(
                 lambda sent: api.client.put("/v1/tenant/settings", json=sent, headers=api.headers), rake
             ),

@@ -16,7 +16,8 @@ from pokna.tenants import service as tenants
 from support.api_checks import assert_problem, database_state
 from support.tenant_api import TenantApi, money_key, new_tenant
 
-# The public fairness link is opened by its token, not a key (tests/dealer/test_dealer_fairness_link.py).
+# The public fairness link is opened by its token, not a key (tests/dealer/test_dealer_fairness_link.py);
+# a tenant's public log is public by design (tests/public_log/test_public_log_api.py).
 # `/metrics` counts across tenants, so no tenant's key fits it: it is kept off the public listener instead.
 PUBLIC_PATHS = {
     "/healthz",
@@ -24,6 +25,10 @@ PUBLIC_PATHS = {
     "/readyz",
     "/v1/fairness/keys",
     "/v1/fairness/proofs/{token}",
+    "/v1/logs/{tenant_id}/checkpoint",
+    "/v1/logs/{tenant_id}/checkpoints/{tree_size}",
+    "/v1/logs/{tenant_id}/consistency",
+    "/v1/logs/{tenant_id}/games/{game_id}/inclusion",
     "/verify",
     "/verify.js",
 }
@@ -101,6 +106,7 @@ def test_public_routes_need_no_key(client: TestClient) -> None:
     assert client.get("/v1/fairness/keys").status_code == 200
     assert client.get("/v1/fairness/proofs/no-such-token-of-32-characters").status_code == 404
     assert client.get("/healthz").status_code == 200
+    assert client.get("/v1/logs/tnt_nonesuch/checkpoint").status_code == 404  # no key asked: no such log
 
 
 @pytest.mark.parametrize(

@@ -10,4 +10,5 @@ CHECKPOINT_NOT_FOUND = of(NotFound, "tenant tnt_0c1d2e3f's public log signed no 
 GAME_NOT_LOGGED = of(
     NotFound, "game game_0c1d2e3f is not in tenant tnt_0c1d2e3f's public log (not finished or not logged yet)"
 )
-SIZE_TOO_LARGE = of(InvalidRequest, "the log holds 7 games; no tree of 9 is signed yet")
+SIZE_TOO_LARGE = of(NotFound, "the log holds 7 games; no tree of 9 is signed yet")
+SIZES_BACKWARDS = of(InvalidRequest, "the first size (7) is after the second (4)")

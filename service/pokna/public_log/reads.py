@@ -58,11 +58,11 @@ def checkpoint_of_size(session: Session, tenant_id: str, tree_size: int) -> str:
     return checkpoint.note
 
 
-def _size_within(log_size: int, tree_size: int, field: str) -> None:
+def _size_within(log_size: int, tree_size: int) -> None:
+    """A tree the log has not grown to is not there (yet): a 404 like a checkpoint never signed, not a
+    malformed request. The size may be one the log will reach."""
     if tree_size > log_size:
-        raise InvalidRequest(
-            f"the log holds {log_size} games; no tree of {tree_size} is signed yet", field=field
-        )
+        raise NotFound(f"the log holds {log_size} games; no tree of {tree_size} is signed yet")
 
 
 def inclusion(session: Session, tenant_id: str, game_id: str, tree_size: int | None) -> Inclusion:
@@ -73,12 +73,9 @@ def inclusion(session: Session, tenant_id: str, game_id: str, tree_size: int | N
         )
     log_size = store.log_size(session, tenant_id)
     size = log_size if tree_size is None else tree_size
-    _size_within(log_size, size, "query.tree_size")
+    _size_within(log_size, size)
     if leaf.leaf_index >= size:
-        raise InvalidRequest(
-            f"game {game_id} is leaf {leaf.leaf_index}, logged after the tree of {size} games",
-            field="query.tree_size",
-        )
+        raise NotFound(f"game {game_id} is leaf {leaf.leaf_index}, logged after the tree of {size} games")
     ranges = inclusion_ranges(leaf.leaf_index, size)
     hashes = store.read_nodes(session, tenant_id, nodes_for(ranges) | set(frontier(size)))
     return Inclusion(
@@ -95,7 +92,7 @@ def inclusion(session: Session, tenant_id: str, game_id: str, tree_size: int | N
 def consistency(session: Session, tenant_id: str, first: int, second: int) -> Consistency:
     if first > second:
         raise InvalidRequest(f"the first size ({first}) is after the second ({second})", field="query.first")
-    _size_within(store.log_size(session, tenant_id), second, "query.second")
+    _size_within(store.log_size(session, tenant_id), second)
     ranges = consistency_ranges(first, second)
     hashes = store.read_nodes(
         session, tenant_id, nodes_for(ranges) | set(frontier(first)) | set(frontier(second))

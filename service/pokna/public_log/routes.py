@@ -12,7 +12,13 @@ from fastapi.responses import Response
 from pokna.api.deps import SessionDep
 from pokna.api.problem_docs import VALIDATION, problems
 from pokna.public_log import reads
-from pokna.public_log.problem_docs import CHECKPOINT_NOT_FOUND, GAME_NOT_LOGGED, LOG_EMPTY, SIZE_TOO_LARGE
+from pokna.public_log.problem_docs import (
+    CHECKPOINT_NOT_FOUND,
+    GAME_NOT_LOGGED,
+    LOG_EMPTY,
+    SIZE_TOO_LARGE,
+    SIZES_BACKWARDS,
+)
 from pokna.public_log.schemas import EXAMPLE_CHECKPOINT, ConsistencyOut, InclusionOut
 
 router = APIRouter(tags=["public log"])
@@ -20,7 +26,11 @@ NOTE_MEDIA = "text/plain; charset=utf-8"
 IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
 LATEST = {"Cache-Control": "public, max-age=1"}
 TenantId = Annotated[str, Path(description="The tenant whose log it is (the last part of its origin).")]
-TreeSize = Annotated[int, Path(ge=1, description="A tree size the log signed a checkpoint of.")]
+LARGEST_SIZE = 2**63 - 1
+"""A log's size is a PostgreSQL bigint (`game_log.size`)."""
+TreeSize = Annotated[
+    int, Path(ge=1, le=LARGEST_SIZE, description="A tree size the log signed a checkpoint of.")
+]
 CHECKPOINT_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The checkpoint as a C2SP signed note (tlog-checkpoint): origin, size, root hash, "
@@ -67,7 +77,9 @@ def inclusion(
     game_id: Annotated[str, Path(description="The game's id.")],
     session: SessionDep,
     response: Response,
-    tree_size: Annotated[int | None, Query(ge=1, description="The tree size to prove inclusion in.")] = None,
+    tree_size: Annotated[
+        int | None, Query(ge=1, le=LARGEST_SIZE, description="The tree size to prove inclusion in.")
+    ] = None,
 ) -> InclusionOut:
     if tree_size is not None:
         response.headers.update(IMMUTABLE)
@@ -80,14 +92,14 @@ def inclusion(
     summary="Proof that a tenant's public log at one size is the start of it at a later size",
     description="No API key. The RFC 9162 consistency proof between the trees of `first` and `second` games: "
     "what a witness checks before it trusts a newer checkpoint. None exists from a later to an earlier size.",
-    responses=problems(SIZE_TOO_LARGE, VALIDATION),
+    responses=problems(SIZE_TOO_LARGE, SIZES_BACKWARDS, VALIDATION),
 )
 def consistency(
     tenant_id: TenantId,
     session: SessionDep,
     response: Response,
-    first: Annotated[int, Query(ge=1, description="The earlier tree size.")],
-    second: Annotated[int, Query(ge=1, description="The later tree size.")],
+    first: Annotated[int, Query(ge=1, le=LARGEST_SIZE, description="The earlier tree size.")],
+    second: Annotated[int, Query(ge=1, le=LARGEST_SIZE, description="The later tree size.")],
 ) -> ConsistencyOut:
     response.headers.update(IMMUTABLE)
     return ConsistencyOut.of(reads.consistency(session, tenant_id, first, second))
