@@ -65,6 +65,10 @@ def test_the_link_alone_proves_the_game_is_game_n_of_its_log(
         f"public log: INCLUDED: game #2 of {origin}'s public log, proven in its signed checkpoint of 2"
         in said
     )
+    state = tmp_path / "witness.json"
+    code, said = verifier("proof", str(link), "--keys", str(keys), "--state", str(state))
+    assert code == 0, said
+    assert json.loads(state.read_text())["logs"][origin]["checkpoint"] == document["public_log"]["checkpoint"]
 
     place = document["public_log"]
     first = base64.b64decode(place["inclusion_path"][0])
