@@ -14,12 +14,15 @@ import pytest
 from fairness_samples import sample_proof
 from test_fairness_browser_replay import _decide, play_random_game
 
+from pokna.dealer.link_log import EXAMPLE_LOGGED
 from pokna.dealer.schemas import CommitmentReceiptOut, FairnessLinkOut, GameEventOut, SignedProofOut
 from pokna_verify.crypto.canonical_json import canonicalize
 from pokna_verify.game import GameConfig, new_game, step
 from pokna_verify.game.actions import action_to_dict
 
 GAMES = range(0, 1000, 7)
+NOT_LOGGED = {"status": "pending", "log_url": "/v1/logs/tnt_0c1d2e3f"}
+LOGGED = EXAMPLE_LOGGED
 
 
 def _answered(model: Any, document: dict[str, Any]) -> bytes:
@@ -28,11 +31,12 @@ def _answered(model: Any, document: dict[str, Any]) -> bytes:
 
 @pytest.mark.parametrize("index", GAMES)
 def test_signed_documents_come_out_as_they_went_in(index: int) -> None:
-    link = play_random_game(index).link
+    link = {**play_random_game(index).link, "public_log": LOGGED if index % 2 else NOT_LOGGED}
     assert _answered(SignedProofOut, link["proof"]) == canonicalize(link["proof"])
     assert _answered(CommitmentReceiptOut, link["commitment"]) == canonicalize(link["commitment"])
     assert _answered(FairnessLinkOut, link) == canonicalize(link)
     pending = {**link, "status": "in_progress", "revealed": False, "proof": None}
+    del pending["public_log"]  # only a finished game has a place in the public log
     assert _answered(FairnessLinkOut, pending) == canonicalize(pending)
 
 

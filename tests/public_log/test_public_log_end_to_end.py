@@ -63,9 +63,12 @@ def test_a_played_game_is_found_in_the_log_by_the_players_and_the_witnesss_comma
         link = f"{server.base}/verify?proof={api.game(str(second['id']))['fairness']['public_url'].rsplit('/', 1)[-1]}"
         code, said = verifier("proof", link, "--log", log_url)  # ended, not logged yet
         assert code == 0, said
-        assert "public log: NOT LOGGED: game" in said
+        assert "public log: NOT LOGGED YET: game" in said
         subprocess.run(sequencer, env=run_env, capture_output=True, timeout=120, check=True)
         code, said = verifier("proof", link, "--log", log_url, "--state", str(state))
+        assert code == 0, said
+        assert f"public log: INCLUDED: game #2 of {ORIGIN}/{tenant_id}'s public log" in said
+        code, said = verifier("proof", link)  # no --log: the link carries its place in the log
         assert code == 0, said
         assert f"public log: INCLUDED: game #2 of {ORIGIN}/{tenant_id}'s public log" in said
         code, said = verifier("log", "watch", log_url, "--state", str(state))

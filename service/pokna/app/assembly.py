@@ -32,6 +32,7 @@ from pokna.dealer import link_routes as fairness
 from pokna.dealer import routes as games
 from pokna.dealer import tenant_settings_routes as tenant_settings
 from pokna.ledger import routes as accounts
+from pokna.public_log import link_routes as public_link
 from pokna.public_log import routes as public_log
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
@@ -105,6 +106,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(health.router)
     app.include_router(accounts.router)
     app.include_router(games.router)
+    app.include_router(public_link.router)
     app.include_router(fairness.router)
     app.include_router(public_log.router)
     app.include_router(audit.router)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from pokna.dealer.link_log import PlaceInLog
 from pokna.dealer.links import KEYS_PATH, is_token_shaped
 from pokna.dealer.proof_schemas import CommitmentReceiptOut, SignedProofOut
 from pokna.dealer.schemas import (
@@ -24,7 +25,7 @@ from pokna.dealer.store import game_store
 from pokna.errors import NotFound
 
 
-def fairness_link(session: Session, token: str) -> FairnessLinkOut:
+def fairness_link(session: Session, token: str, place_in_log: PlaceInLog) -> FairnessLinkOut:
     """The game as last decided, read and never written: a deadline that has passed since is not applied
     here, so the link may show a turn whose deadline has run out, until `pokna sweep` (every minute under
     Compose) or the tenant's next read or action applies it; an abandoned game reveals its proof then.
@@ -35,7 +36,9 @@ def fairness_link(session: Session, token: str) -> FairnessLinkOut:
     whenever they like, and every reader of a busy link would queue on the game's lock. What the link
     shows instead is the committed state, which is everything that has been decided: a deadline's default
     action is fixed by the rules and stamped at the deadline itself whenever it is applied
-    (`pokna.dealer.decision.apply_passed_deadlines`), so applying it later changes nothing a player can check."""
+    (`pokna.dealer.decision.apply_passed_deadlines`), so applying it later changes nothing a player can check.
+
+    `place_in_log` gives a finished game's place in its tenant's public log (pokna.dealer.link_log)."""
     if not is_token_shaped(token):
         raise NotFound("no such fairness link")
     store = game_store(session)
@@ -74,5 +77,6 @@ def fairness_link(session: Session, token: str) -> FairnessLinkOut:
             client_seeds=client_seeds,
             proof=SignedProofOut.model_validate(game.proof),
             keys_url=KEYS_PATH,
+            public_log=place_in_log(session, game.tenant_id, game.id, game.log_index),
         )
     )

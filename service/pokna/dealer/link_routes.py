@@ -5,17 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Annotated, Literal
+from typing import Literal
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from pokna.api.deps import RuntimeDep, SessionDep
-from pokna.api.problem_docs import STORED, problems
-from pokna.dealer import service as dealer
-from pokna.dealer.problem_docs import LINK_NOT_FOUND
-from pokna.dealer.requests import FairnessLinkOut
+from pokna.api.deps import RuntimeDep
+from pokna.api.problem_docs import problems
 from pokna_verify.fairness.keyring import KeyRing
 
 router = APIRouter(tags=["fairness"])
@@ -64,26 +61,6 @@ class KeyRingOut(BaseModel):
 )
 def fairness_keys(runtime: RuntimeDep) -> KeyRingOut:
     return KeyRingOut.of(runtime.keys.key_ring)
-
-
-@router.get(
-    "/v1/fairness/proofs/{token}",
-    response_model=FairnessLinkOut,
-    summary="A game's public fairness link: its commitment and seeds, and its proof once it has ended",
-    description="No API key: the token in the path is the capability. The integrating app hands the link "
-    "(the game's `fairness.public_url`) to its players. It serves the signed commitment receipt, the seats' "
-    "account ids and client seeds (with who chose each) and the status from the game's creation on, and the "
-    "signed proof, which reveals the server seed, once the game has settled or been cancelled; never a "
-    "balance, never another game. It only reads: a turn deadline passed since the game was last touched "
-    "is applied by the sweep or the tenant's next read, not by the link. An unknown or malformed token is "
-    "the same 404.",
-    responses=problems(LINK_NOT_FOUND, STORED),
-)
-def fairness_link(
-    token: Annotated[str, Path(description="The link's token (from `fairness.public_url`).")],
-    session: SessionDep,
-) -> FairnessLinkOut:
-    return dealer.fairness_link(session, token)
 
 
 def _static(name: str) -> str:

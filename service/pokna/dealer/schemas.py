@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from pokna.dealer.event_schemas import GameEventOut as GameEventOut
+from pokna.dealer.link_log import LinkPublicLogOut
 from pokna.dealer.proof_schemas import CommitmentReceiptOut as CommitmentReceiptOut
 from pokna.dealer.proof_schemas import ProtocolName, RollAcceptanceOut
 from pokna.dealer.proof_schemas import SignedProofOut as SignedProofOut
@@ -285,6 +286,11 @@ class FairnessLinkRevealedOut(BaseModel):
     client_seeds: list[LinkClientSeedOut]
     proof: SignedProofOut = Field(description="The signed proof.")
     keys_url: str = _KEYS_URL
+    public_log: LinkPublicLogOut = Field(
+        description="Where the game is in its tenant's public log: `pending` until the sequencer appends it, "
+        "then its leaf and inclusion proof against a signed checkpoint (included). Beside the proof, not "
+        "in it: the proof was signed before the game was logged; the checkpoint's own signature covers this."
+    )
 
 
 def _without_discriminator(schema: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from pokna_verify.cli.log_watch import open_checkpoint
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.tlog.checkpoint import Checkpoint
 from pokna_verify.tlog.errors import LogError
 from pokna_verify.tlog.game_leaf import LEAF_KIND, game_leaf_entry
 from pokna_verify.tlog.hashing import leaf_hash
@@ -85,7 +86,7 @@ def _check(
     entry, leaf_index = answer.get("entry"), answer.get("leaf_index")
     if not isinstance(entry, str) or not isinstance(leaf_index, int):
         raise UnusableInputError(f"{asked} did not answer an entry and a leaf index")
-    expected = _entry_for(proof, entry)
+    expected = entry_for(proof, entry)
     if entry.encode() != expected:
         return LogInclusion(
             "failed",
@@ -95,8 +96,17 @@ def _check(
             checkpoint.size,
         )
     path = hashes_of(answer, "inclusion_path", asked)
+    included = proven_in(checkpoint, expected, leaf_index, path)
+    if state is None or included.status != "included":
+        return included
+    return witnessed(included, base, note, checkpoint_state=state)
+
+
+def proven_in(checkpoint: Checkpoint, entry: bytes, leaf_index: int, path: list[bytes]) -> LogInclusion:
+    """The verdict on one audit path: `entry` (rebuilt from the proof) is leaf `leaf_index` of the signed
+    `checkpoint`'s tree, or the path fails."""
     try:
-        verify_inclusion(leaf_hash(expected), leaf_index, checkpoint.size, path, checkpoint.root_hash)
+        verify_inclusion(leaf_hash(entry), leaf_index, checkpoint.size, path, checkpoint.root_hash)
     except LogError as error:
         return LogInclusion(
             "failed",
@@ -105,7 +115,7 @@ def _check(
             leaf_index,
             checkpoint.size,
         )
-    included = LogInclusion(
+    return LogInclusion(
         "included",
         f"game #{leaf_index + 1} of {checkpoint.origin}'s public log, proven in its signed checkpoint of "
         f"{checkpoint.size} games",
@@ -113,10 +123,9 @@ def _check(
         leaf_index,
         checkpoint.size,
     )
-    return included if state is None else _witnessed(included, base, note, checkpoint_state=state)
 
 
-def _entry_for(proof: Mapping[str, Any], served: str) -> bytes:
+def entry_for(proof: Mapping[str, Any], served: str) -> bytes:
     """The leaf this proof makes, with the status and pot account the log says (the proof does not carry
     them); the proof's own id and hash are what must match."""
     try:
@@ -134,7 +143,7 @@ def _entry_for(proof: Mapping[str, Any], served: str) -> bytes:
         raise UnusableInputError(f"no leaf can be made of this proof: {error}") from error
 
 
-def _witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state: Path) -> LogInclusion:
+def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state: Path) -> LogInclusion:
     """The checkpoint the game was proven in, judged against the one kept in the state file and kept."""
     notes = read_state(checkpoint_state)
     origin = note.split("\n", 1)[0]

@@ -48,6 +48,7 @@ class Subject:
     served_receipt: Mapping[str, Any] | None
     client_seeds: list[Any] | None
     keys_url: str | None
+    public_log: Mapping[str, Any] | None = None  # a link's place in the public log (not signed: checked)
 
     @property
     def revealed(self) -> bool:
@@ -114,6 +115,7 @@ def _link_subject(document: Mapping[str, Any]) -> Subject:
         raise UnusableInputError("the link says the game is not revealed yet but carries a proof")
     client_seeds = document.get("client_seeds")
     keys_url = document.get("keys_url")
+    public_log = document.get("public_log")
     return Subject(
         "link",
         str(document.get("game_id")),
@@ -122,6 +124,7 @@ def _link_subject(document: Mapping[str, Any]) -> Subject:
         _receipt_or_none(document.get("commitment"), "the link's commitment"),
         client_seeds if isinstance(client_seeds, list) else None,
         keys_url if isinstance(keys_url, str) else None,
+        public_log if isinstance(public_log, Mapping) else None,
     )
 
 

@@ -13,6 +13,7 @@ from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.cli.beacon_chains import trusted_chains
 from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_UNUSABLE
 from pokna_verify.cli.input_files import UnusableInputError
+from pokna_verify.cli.log_carried import check_carried_inclusion
 from pokna_verify.cli.log_inclusion import check_log_inclusion
 from pokna_verify.cli.proof_inputs import gather_evidence, read_subject
 from pokna_verify.cli.proof_report import (
@@ -27,6 +28,8 @@ from pokna_verify.cli.proof_report import (
 from pokna_verify.cli.proof_source import where_to_read
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
+
+LABELS = {"included": "INCLUDED", "not_logged": "NOT LOGGED YET", "failed": "FAILED", "unusable": "UNUSABLE"}
 
 
 def run_proof(
@@ -60,11 +63,11 @@ def run_proof(
             print(f"UNUSABLE INPUT: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
     verdict = verdict_of(subject, report)
-    logged = (
-        None
-        if log is None or subject.proof is None
-        else check_log_inclusion(subject.proof, log, evidence.keys, state)
-    )
+    logged = None
+    if subject.proof is not None and log is not None:
+        logged = check_log_inclusion(subject.proof, log, evidence.keys, state)
+    elif subject.proof is not None and subject.public_log is not None:
+        logged = check_carried_inclusion(subject.proof, subject.public_log, evidence.keys, state, read_from)
     if as_json:
         document = json_report(source, read_from, subject, evidence, report, verdict)
         if logged is not None:
@@ -73,7 +76,7 @@ def run_proof(
     else:
         print_report(source, read_from, subject, evidence, report, verdict)
         if logged is not None:
-            print(f"public log: {logged.status.replace('_', ' ').upper()}: {logged.detail}")
+            print(f"public log: {LABELS[logged.status]}: {logged.detail}")
     if logged is not None and logged.status == "failed":
         return EXIT_INVALID
     return EXIT_CODES[verdict]

@@ -27,10 +27,12 @@ PROOF_KEYS = (
 PROOF_RECEIPT = "The commitment receipt you were given when the game was created; wins over the link's."
 PROOF_LOG = (
     "The game's tenant's public log (https://host/v1/logs/TENANT): also check that this very proof is in it, "
-    "in its latest signed checkpoint. A game not logged yet is said, and fails nothing."
+    "in its latest signed checkpoint. Without it, a link that carries the game's place in the log "
+    "(`public_log`) is checked offline. A game not logged yet is said, and fails nothing."
 )
 PROOF_STATE = (
-    "With --log: judge the log's checkpoint against the one kept in FILE (as `log watch`) and keep it."
+    "Judge the log's checkpoint (from --log, or the one the link carries) against the one kept in FILE "
+    "(as `log watch`) and keep it."
 )
 
 LOG_SUMMARY = "Witness a tenant's public log of finished games."

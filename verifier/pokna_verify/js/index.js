@@ -23,3 +23,4 @@ export {
 } from "./protocol.js";
 export { QUICKNET, chainFromDrandInfo, firstRoundAfter, isBeaconProof, roundProblem, roundPublishedAt } from "./beacon.js";
 export { canonicalize, isInteger, isObject } from "./json.js";
+export { LEAF_KIND, b64Decode, checkPublicLog, gameLeafEntry, inclusionProblem, leafHash, nodeHash, noteKeyHash, openNote, parseCheckpoint } from "./tlog.js";

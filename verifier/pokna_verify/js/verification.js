@@ -6,6 +6,7 @@ import { checkClientSeed, checkClientSeedFormat, checkCommitment, checkNonces, c
 import { MalformedProof, PROOF_DOCUMENT, checkShape, readDocument } from "./documents.js";
 import { checkReplay, replayRules } from "./replay.js";
 import { checkCommitmentReceipt, checkReceipt, checkSignature } from "./signatures.js";
+import { checkPublicLog } from "./tlog.js";
 
 export const CHECK_ORDER = ["protocol", "commitment", "client_seed_format", "client_seed", "seats", "nonces", "rolls", "signature", "receipt", "replay"];
 
@@ -63,12 +64,14 @@ export async function verifyDocument(value, options = {}) {
     await checkReceipt(proof, receipt, keys),
     checkReplay(proof, report.replay),
   ];
+  // Beside the checks, as beside the proof in the link: not logged yet fails nothing and leaves the verdict.
+  if (given.link && given.link.public_log !== undefined) report.publicLog = await checkPublicLog(proof, given.link.public_log, options.keyRing || null);
   report.verdict = verdictOf(report);
   return report;
 }
 
 export function verdictOf(report) {
-  const failed = report.checks.filter((c) => c.status === "fail").map((c) => c.name);
+  const failed = [...report.checks, report.publicLog].filter((c) => c && c.status === "fail").map((c) => c.name);
   const skipped = report.checks.filter((c) => c.status === "not run").map((c) => c.name);
   if (failed.length) return { state: "invalid", text: "INVALID", detail: `failed: ${failed.join(", ")}` };
   if (report.mode === "unrevealed") {

@@ -17,10 +17,14 @@ import {
   seatLabels,
 } from "./story.js";
 
+// The checks and, beside them, the game's place in the public log once it was checked (judged apart; not
+// logged yet, or not checkable here, is said under the verdict and fails nothing).
+const allChecks = (report) => (report.publicLog && report.publicLog.status !== "not run" ? [...report.checks, report.publicLog] : report.checks);
+
 function renderChecks(report) {
   const list = $("#checks");
   list.replaceChildren();
-  for (const c of report.checks) {
+  for (const c of allChecks(report)) {
     list.append(
       el(
         "li",
@@ -48,7 +52,18 @@ const CHECK_LABEL = {
   signature: "The proof is signed by a published key",
   receipt: "The commitment receipt matches and is signed by a published key",
   replay: "Rules replay: every transfer and the outcome follow from the decisions and rolls",
+  public_log: "The game is in this table's public log, under a checkpoint signed by a published key",
 };
+
+// "game #N of this table's public log", said where the verdict is, or why it cannot be said yet.
+function publicLogLine(result) {
+  const attributes = { id: "public-log", "data-status": result.status };
+  if (result.status === "pass") {
+    return el("p", attributes, el("strong", {}, `Game #${result.gameNumber} of this table's public log`), `, proven in its checkpoint of ${result.treeSize} games, signed by a published key. Log: `, mono(result.origin));
+  }
+  if (result.status === "fail") return el("p", attributes, el("strong", {}, "Public log check FAILED: "), mono(result.message));
+  return el("p", attributes, el("strong", {}, "Public log: "), result.message);
+}
 
 // Points a failing check at the row of the story it blames.
 function whereLink(c, report) {
@@ -93,10 +108,11 @@ function renderSummary(report) {
       parts.push(el("p", {}, el("strong", {}, "Who gained what, as recorded: ")), el("ul", { id: "gains" }, ...netResults(proof).map((row) => el("li", { "data-seat": row.seat }, sayGain(row, stake)))));
     }
   }
+  if (report.publicLog) parts.push(publicLogLine(report.publicLog));
   $("#summary").replaceChildren(...parts);
   const problems = $("#verdict-problems");
   problems.replaceChildren();
-  const failed = report.checks.filter((c) => c.status === "fail");
+  const failed = allChecks(report).filter((c) => c.status === "fail");
   const skipped = report.checks.filter((c) => c.status === "not run");
   for (const c of failed) {
     problems.append(el("li", { "data-check": c.name }, el("strong", {}, `${CHECK_LABEL[c.name] || c.name}: `), mono(c.message), " ", whereLink(c, report)));

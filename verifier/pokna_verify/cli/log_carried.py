@@ -1,0 +1,99 @@
+"""`pokna-verify proof LINK` without `--log`: the inclusion the link carries, checked offline.
+
+A finished game's link carries its place in the public log (`public_log`, beside the signed proof: the proof
+was signed before the game was logged, so its signature does not cover this). Nothing in it is taken on the
+link's word: the checkpoint is a signed note, checked with the keys that check the proof under the log's
+origin; the leaf is rebuilt from the proof being verified and must be the entry the link shows; and the
+audit path must lead from it to the checkpoint's root. `pending` (not logged yet) is said and fails nothing.
+With `--state FILE` the checkpoint is judged against the one kept there, asking the log (at the link's
+`log_url`) for the consistency proof between the two.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from pokna_verify.cli.input_files import UnusableInputError, is_url
+from pokna_verify.cli.log_inclusion import LogInclusion, entry_for, proven_in, witnessed
+from pokna_verify.cli.log_watch import open_checkpoint
+from pokna_verify.crypto.errors import CryptoError
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.tlog.errors import LogError, SignatureError
+
+
+def check_carried_inclusion(
+    proof: Mapping[str, Any],
+    place: Mapping[str, Any],
+    keys: KeyRing | Ed25519PublicKey | None,
+    state: Path | None,
+    link_url: str,
+) -> LogInclusion:
+    try:
+        return _check(proof, place, keys, state, link_url)
+    except (UnusableInputError, CryptoError, LogError) as error:
+        return LogInclusion(
+            "unusable", f"the public log place the link carries could not be checked: {error}"
+        )
+
+
+def _check(
+    proof: Mapping[str, Any],
+    place: Mapping[str, Any],
+    keys: KeyRing | Ed25519PublicKey | None,
+    state: Path | None,
+    link_url: str,
+) -> LogInclusion:
+    game_id = str(proof.get("game_id"))
+    log_url = place.get("log_url")
+    if place.get("status") == "pending":
+        return LogInclusion(
+            "not_logged",
+            f"game {game_id} is not in its tenant's public log yet (the link says pending): games are logged "
+            "about a second after they end; check again later",
+        )
+    if place.get("status") != "logged":
+        raise UnusableInputError(f"the link's public_log status is {str(place.get('status'))[:40]!r}")
+    if keys is None:
+        raise UnusableInputError("no keys to check the checkpoint's signature with")
+    ring = KeyRing.of(keys) if isinstance(keys, Ed25519PublicKey) else keys
+    note, entry, leaf_index = place.get("checkpoint"), place.get("entry"), place.get("leaf_index")
+    if not isinstance(note, str) or not isinstance(entry, str) or not isinstance(leaf_index, int):
+        raise UnusableInputError("the link's public_log lacks its checkpoint, entry or leaf index")
+    try:
+        checkpoint = open_checkpoint(note, ring)
+    except SignatureError as error:  # a checkpoint the link carries that no key signed: tampered with
+        return LogInclusion("failed", f"the checkpoint the link carries is not signed: {error}")
+    expected = entry_for(proof, entry)
+    if entry.encode() != expected:
+        return LogInclusion(
+            "failed",
+            f"{checkpoint.origin} logged another proof for game {game_id} than this one: {entry[:200]}",
+            checkpoint.origin,
+            leaf_index,
+            checkpoint.size,
+        )
+    included = proven_in(checkpoint, expected, leaf_index, _hashes(place.get("inclusion_path")))
+    if state is None or included.status != "included":
+        return included
+    if not isinstance(log_url, str):
+        raise UnusableInputError("the link's public_log names no log_url to ask for consistency")
+    base = urllib.parse.urljoin(link_url, log_url) if is_url(link_url) else log_url
+    return witnessed(included, base.rstrip("/"), note, checkpoint_state=state)
+
+
+def _hashes(values: object) -> list[bytes]:
+    if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
+        raise UnusableInputError("the link's inclusion_path is not a list of base64 hashes")
+    try:
+        return [base64.b64decode(value, validate=True) for value in values]
+    except (binascii.Error, ValueError) as error:
+        raise UnusableInputError(
+            f"the link's inclusion_path holds a hash that is not base64: {error}"
+        ) from error
