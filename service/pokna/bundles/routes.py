@@ -31,7 +31,10 @@ router = APIRouter(prefix="/v1", tags=["audit"])
     "chain; `from_seq` and `to_seq` are positions on `chain`, and refused without it (422 naming `chain`: a "
     "seq is a position on one chain); with neither, every chain. Give each "
     "end by seq or by time (not both); times select on each chain; an open end is the start of the books "
-    "or the chain's head now.",
+    "or the chain's head now. A bundle of the whole books (none of those) also carries the tenant's latest "
+    "public log checkpoint and every leaf up to it, so the auditor checks that every logged game is in the "
+    "books and every finished game of the books is logged; `log_since` adds the proof that it extends the "
+    "checkpoint of the previous bundle.",
     responses={
         200: {
             "content": {
@@ -59,6 +62,16 @@ def audit_bundle(
     to_time: Annotated[
         Moment | None, Query(description="To the last transaction written at or before this time.")
     ] = None,
+    log_since: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            description="The size of the public log checkpoint your previous bundle carried: this bundle "
+            "then carries the consistency proof from it to its own checkpoint. Only for a bundle of the "
+            "whole books (no chain, seq or time range), the one kind that carries the log.",
+            examples=[128],
+        ),
+    ] = None,
 ) -> StreamingResponse:
     # The request's session outlives this return: its dependency closes it after the response is sent.
     chunks = bundles.open_bundle(
@@ -66,7 +79,12 @@ def audit_bundle(
         runtime.keys,
         tenant_id,
         bundles.BundleRange(
-            from_seq=from_seq, to_seq=to_seq, from_time=from_time, to_time=to_time, chain=chain
+            from_seq=from_seq,
+            to_seq=to_seq,
+            from_time=from_time,
+            to_time=to_time,
+            chain=chain,
+            log_since=log_since,
         ),
     )
     return StreamingResponse(

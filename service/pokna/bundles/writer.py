@@ -1,6 +1,7 @@
 """Writing an audit bundle: the tenant's journal over a range (per hash chain, in (chain, seq) order), streamed, with the proof of every game it
-moves money for, the signed checkpoints inside the range, the key ring, and a signed header and a
-trailer (the record layout: pokna_verify.bundle.records).
+moves money for, the signed checkpoints inside the range, the key ring, a signed header and a trailer,
+and for a bundle of the whole books the public log's checkpoint and leaves (the record layout:
+pokna_verify.bundle.records; the log's part: pokna.bundles.log_part).
 
 Streamed in batches of transactions: a batch's new accounts and games are read in one query each and
 written just before the first transaction that needs them, so memory holds one batch and the ids already
@@ -22,9 +23,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pokna import ledger
+from pokna.bundles.log_part import LogPart, leaf_batches, log_part
 from pokna.db.types import utc_now
 from pokna.dealer import service as dealer
 from pokna.service_keys import ServiceKeys
+from pokna_verify.bundle.public_log import LOG_CHECKPOINT, LOG_LEAF
 from pokna_verify.bundle.records import (
     CHECKPOINT,
     GAME,
@@ -56,12 +59,21 @@ class BundleRange:
     from_time: datetime | None = None
     to_time: datetime | None = None
     chain: int | None = None
+    log_since: int | None = None  # the previous bundle's log checkpoint size: carry the proof from it
+
+    @property
+    def whole_books(self) -> bool:
+        return self.chain is None and not any(
+            end is not None for end in (self.from_seq, self.to_seq, self.from_time, self.to_time)
+        )
 
 
 def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: BundleRange) -> Iterator[str]:
     """Resolve the range now (TenantNotFound, InvalidRequest naming the field) and return the bundle as
     chunks of whole lines (each line ending in a newline), read through the same session. Between two
-    chunks the session is idle: its transaction may be ended there."""
+    chunks the session is idle: its transaction may be ended there. The public log's checkpoint is read
+    first, so the journal's range ends at or after the heads it signs (pokna.bundles.log_part)."""
+    log = log_part(session, tenant_id, whole_books=span.whole_books, since=span.log_since)
     journal = ledger.journal_span(
         session,
         tenant_id,
@@ -95,22 +107,39 @@ def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: Bundl
         ),
         keys.signing_key,
     )
-    return _lines(session, keys, tenant_id, journal, header)
+    return _lines(session, keys, tenant_id, journal, header, log)
 
 
 def _lines(
-    session: Session, keys: ServiceKeys, tenant_id: str, journal: ledger.JournalSpans, header: dict[str, Any]
+    session: Session,
+    keys: ServiceKeys,
+    tenant_id: str,
+    journal: ledger.JournalSpans,
+    header: dict[str, Any],
+    log: LogPart | None,
 ) -> Iterator[str]:
     yield _encode(header) + "\n"
     yield _encode({"type": KEY_RING, **keys.key_ring.to_json()}) + "\n"
     counts: dict[str, int] = {}
+    seen_games: set[str] = set()
+    if log is not None:
+        counts[LOG_CHECKPOINT] = 1
+        yield _encode(log.record) + "\n"
     if not journal.empty:
-        yield from _body(session, tenant_id, journal, counts)
-    yield _encode(end_record(counts)) + "\n"
+        yield from _body(session, tenant_id, journal, counts, seen_games)
+    if log is not None:
+        for batch in leaf_batches(session, tenant_id, log.size, seen_games):
+            counts[LOG_LEAF] = counts.get(LOG_LEAF, 0) + len(batch)
+            yield "".join(_encode(leaf) + "\n" for leaf in batch)
+    yield _encode(end_record(counts, (LOG_CHECKPOINT, LOG_LEAF) if log is not None else ())) + "\n"
 
 
 def _body(
-    session: Session, tenant_id: str, journal: ledger.JournalSpans, counts: dict[str, int]
+    session: Session,
+    tenant_id: str,
+    journal: ledger.JournalSpans,
+    counts: dict[str, int],
+    seen_games: set[str],
 ) -> Iterator[str]:
     # Each checkpoint right after the transaction of the first head it pins inside the range, oldest first.
     checkpoints: dict[tuple[int, int], list[dict[str, Any]]] = {}
@@ -122,7 +151,6 @@ def _body(
         if place is not None:
             checkpoints.setdefault(place, []).append(document)
     seen_accounts: set[str] = set()
-    seen_games: set[str] = set()
     lines = ledger.export_jsonl_ranges(session, tenant_id, journal.ranges())
     batch: list[tuple[str, dict[str, Any]]] = []
     for text in lines:

@@ -32,6 +32,9 @@ def verify_command(
     beacon_chain: Annotated[
         list[Path] | None, typer.Option("--beacon-chain", metavar="FILE", help=usage.BEACON_CHAIN)
     ] = None,
+    previous_checkpoint: Annotated[
+        Path | None, typer.Option("--previous-checkpoint", help=usage.AUDIT_PREVIOUS_CHECKPOINT)
+    ] = None,
     processes: Annotated[int | None, typer.Option("--processes", min=1, help=usage.PROCESSES)] = None,
     progress: Annotated[bool | None, PROGRESS_OPTION] = None,
     as_json: Annotated[bool, typer.Option("--json", help=usage.JSON)] = False,
@@ -45,6 +48,7 @@ def verify_command(
             checkpoint=checkpoint,
             public_key=public_key,
             beacon_chains=beacon_chain or [],
+            previous_checkpoint=previous_checkpoint,
             processes=processes,
             progress=progress,
             as_json=as_json,
@@ -72,6 +76,12 @@ def bundle_command(
     to_time: Annotated[
         datetime | None, typer.Option("--to-time", help="To the last transaction at or before (UTC).")
     ] = None,
+    log_since: Annotated[
+        int | None,
+        typer.Option(
+            "--log-since", min=1, help="The previous bundle's public log size: carry the proof from it."
+        ),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
     ] = None,
@@ -86,7 +96,7 @@ def bundle_command(
     from pokna.service_keys import load_service_keys
     from pokna.settings import get_settings
 
-    span = BundleRange(from_seq, to_seq, utc(from_time), utc(to_time), chain)
+    span = BundleRange(from_seq, to_seq, utc(from_time), utc(to_time), chain, log_since)
     keys = load_service_keys(get_settings())
     with command_session() as session:
         require_tenant(session, tenant)

@@ -133,3 +133,13 @@ def checkpoint_at(session: Session, tenant_id: str, tree_size: int | None = None
     if row is None:
         return None
     return StoredCheckpoint(int(row.tree_size), bytes(row.root_hash), row.note, row.created_at)
+
+
+def leaves_between(session: Session, tenant_id: str, start: int, end: int) -> list[StoredLeaf]:
+    """Leaves [start, end) in index order: what an audit bundle carries of the log, a batch at a time."""
+    rows = session.execute(
+        select(_leaf.c.leaf_index, _leaf.c.game_id, _leaf.c.entry)
+        .where(_leaf.c.tenant_id == tenant_id, _leaf.c.leaf_index >= start, _leaf.c.leaf_index < end)
+        .order_by(_leaf.c.leaf_index)
+    )
+    return [StoredLeaf(int(row.leaf_index), row.game_id, row.entry) for row in rows]

@@ -28,6 +28,7 @@ from pokna_verify.bundle.journal import Journal
 from pokna_verify.bundle.lines import read_line
 from pokna_verify.bundle.play_tally import PlayTally
 from pokna_verify.bundle.proofs import GameProof
+from pokna_verify.bundle.public_log import LOG_CHECKPOINT, LOG_LEAF, PublicLog
 from pokna_verify.bundle.records import (
     ACCOUNT,
     CHECKPOINT,
@@ -56,6 +57,7 @@ CHECKS = (
     "proofs",
     "money followed the dice",
     "explained",
+    "public log",
 )
 _PROGRESS_EVERY = 20_000
 
@@ -73,8 +75,10 @@ class BundleAudit:
         processes: int = 1,
         progress: Progress | None = None,
         play: PlayTally | None = None,
+        previous_checkpoint: str | None = None,
     ) -> None:
         self.report = BundleReport(processes=processes, beacon_chains=tuple(beacon_chains))
+        self.log = PublicLog(self.report, previous_checkpoint)
         self.play = play
         self.beacon_chains = tuple(beacon_chains)
         self.published = published_keys
@@ -209,7 +213,11 @@ class BundleAudit:
 
     def _on_game(self, number: int, record: dict[str, Any], proof: GameProof | None) -> None:
         self.keys_for_proofs()
-        if self.journal.on_game(number, record, proof) and proof is not None:
+        sound = self.journal.on_game(number, record, proof)
+        game_id = record.get("game_id")
+        if isinstance(game_id, str):
+            self.log.on_game(number, game_id, proof.log_leaf if proof is not None else None)
+        if sound and proof is not None:
             self.report.rolls += proof.rolls
             for problem in proof.problems:
                 self.report.found(number, GAME, record["game_id"], f"proof check {problem}")
@@ -241,6 +249,7 @@ class BundleAudit:
         span.transactions += 1
         self.last = (chain, seq, hash_)
         self.checkpoints.on_transaction(chain, seq, hash_)
+        self.log.on_transaction(chain, seq, hash_, line["metadata"].get("game_id"))
         self.journal.on_transaction(number, line)
         if self.play is not None:
             self.play.transaction(line, self.journal.closed)
@@ -255,10 +264,19 @@ class BundleAudit:
             signature_problem=self._signature_problem(record),
         )
 
+    def _on_log_checkpoint(self, number: int, record: dict[str, Any]) -> None:
+        first = self.ring_line is not None and self.last is None and not self.journal.accounts
+        self.log.on_checkpoint(number, record, self.keys, self.report.tenant_id, first)
+
+    def _on_log_leaf(self, number: int, record: dict[str, Any]) -> None:
+        self.log.on_leaf(number, record, self.keys)
+
     def _on_end(self, number: int, record: dict[str, Any]) -> None:
         self.ended = True
         counted = record.get("records")
-        seen = {name: self.count.get(name, 0) for name in COUNTED}
+        # The log's records are counted by a bundle that carries them (one without keeps format 2's trailer).
+        logged = (LOG_CHECKPOINT, LOG_LEAF) if self.log.present else ()
+        seen = {name: self.count.get(name, 0) for name in (*COUNTED, *logged)}
         if counted != seen:
             self.report.found(number, END, None, f"the trailer counts {counted}, the bundle holds {seen}")
 
@@ -268,6 +286,8 @@ class BundleAudit:
         ACCOUNT: _on_account,
         TRANSACTION: _on_transaction,
         CHECKPOINT: _on_checkpoint,
+        LOG_CHECKPOINT: _on_log_checkpoint,
+        LOG_LEAF: _on_log_leaf,
         END: _on_end,
     }
 
@@ -304,6 +324,7 @@ class BundleAudit:
             report.found(self.lines or None, END, None, "the bundle has no trailer: it was cut short")
         self.checkpoints.finish()
         self.journal.finish()
+        self.log.finish(self.keys, self.ranges)
         ledger = self.ledger.finish()
         for finding in ledger.findings:
             report.found(finding.line, TRANSACTION, where(finding.chain, finding.seq), finding.problem)

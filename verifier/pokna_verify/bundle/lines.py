@@ -5,10 +5,12 @@ pokna_verify.bundle.scan read lines with it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pokna_verify.bounded_input import InputLimitError, loads, on_line
 from pokna_verify.bundle.proofs import GameProof, read_game_proof
+from pokna_verify.bundle.public_log import game_log_leaf
 from pokna_verify.bundle.records import GAME
 from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna_verify.fairness.keyring import KeyRing
@@ -46,6 +48,8 @@ def read_line(
     proof = None
     if isinstance(record, dict) and record.get("type") == GAME:
         proof = read_game_proof(record.get("proof"), proof_keys(), plain=plain, beacon_chains=beacon_chains)
+        if proof is not None and proof.facts is not None:
+            proof = replace(proof, log_leaf=game_log_leaf(record))
         if proof is not None:
             # Read and checked: what the journal still asks of it is only that it was an object, so the
             # proof itself is not carried (nor sent back from a worker).

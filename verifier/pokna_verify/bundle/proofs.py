@@ -40,6 +40,8 @@ class GameProof:
     malformed: str | None
     problems: tuple[str, ...]
     rolls: int
+    # The public log's leaf hash this proof makes for a finished game (pokna_verify.bundle.public_log).
+    log_leaf: bytes | None = None
 
 
 def read_game_proof(

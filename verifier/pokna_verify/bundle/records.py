@@ -11,6 +11,8 @@ A bundle is JSON Lines, one typed record per line, each a JSON object whose `typ
 - `transaction` records: the JSONL ledger export's lines, in (chain, seq) order, with `type` added;
 - checkpoints (`pokna.ledger.checkpoint`, the signed document as is), each just after the transaction of
   the first head it pins (in chain order) inside the bundle's range: checkpoint_place;
+- since format 3, the public log's signed checkpoint (`pokna.log.checkpoint`) right after the key ring,
+  and its leaves (`pokna.log.leaf`) after the journal: pokna_verify.bundle.public_log;
 - the trailer (`end`), last, counting the records of each type before it.
 
 Format 1 (before chains) is format 2 with every transaction on chain 0 and no `chains` in the header: the
@@ -24,8 +26,8 @@ from typing import Any, Final
 from pokna_verify.bounded_input import InputLimitError, loads, on_line
 from pokna_verify.ledger.check import CHECKPOINT_TYPE
 
-FORMAT_VERSION: Final = 2
-FORMATS_READ: Final = (1, 2)
+FORMAT_VERSION: Final = 3  # 3: format 2, and the public log's records when the bundle carries them
+FORMATS_READ: Final = (1, 2, 3)
 HEADER: Final = "pokna.audit.bundle"
 KEY_RING: Final = "pokna.fairness.keys"
 ACCOUNT: Final = "account"
@@ -113,8 +115,9 @@ def transaction_record_text(export_line: str) -> str:
     return '{"type":"transaction",' + export_line[opening + 1 :]
 
 
-def end_record(counts: dict[str, int]) -> dict[str, Any]:
-    return {"type": END, "records": {name: counts.get(name, 0) for name in COUNTED}}
+def end_record(counts: dict[str, int], logged: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`logged`: the public log's record types, counted when the bundle carries them."""
+    return {"type": END, "records": {name: counts.get(name, 0) for name in (*COUNTED, *logged)}}
 
 
 def is_bundle(first_line: bytes) -> bool:

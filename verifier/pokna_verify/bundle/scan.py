@@ -117,13 +117,19 @@ def verify_bundle(
     processes: int = 1,
     progress: Progress | None = None,
     play: PlayTally | None = None,
+    previous_checkpoint: str | None = None,
 ) -> BundleReport:
     """Lines of a bundle, checked here (processes=1) or on that many processes (verify_bundle_stream reads
     a file; this takes any lines). `beacon_chains`: every drand chain a beacon-mode proof may name
     (quicknet unless the auditor trusts more, as tests do). `play`: a period report's sums
     (pokna_verify.bundle.play_tally), kept in the same pass."""
     audit = BundleAudit(
-        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress, play=play
+        published_keys=keys,
+        beacon_chains=beacon_chains,
+        processes=processes,
+        progress=progress,
+        play=play,
+        previous_checkpoint=previous_checkpoint,
     )
     numbered = enumerate(lines, start=1)
     for number, raw in itertools.islice(numbered, _OPENING_LINES):
@@ -144,11 +150,17 @@ def verify_bundle_stream(
     processes: int = 1,
     progress: Progress | None = None,
     play: PlayTally | None = None,
+    previous_checkpoint: str | None = None,
 ) -> BundleReport:
     """verify_bundle of a file or a pipe (read from where it stands), on `processes` processes; `play`: a
     period report's sums, kept in the same pass."""
     audit = BundleAudit(
-        published_keys=keys, beacon_chains=beacon_chains, processes=processes, progress=progress, play=play
+        published_keys=keys,
+        beacon_chains=beacon_chains,
+        processes=processes,
+        progress=progress,
+        play=play,
+        previous_checkpoint=previous_checkpoint,
     )
     number = 0
     while number < _OPENING_LINES and (raw := next_line(stream, number + 1)):

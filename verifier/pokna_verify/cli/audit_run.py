@@ -26,6 +26,7 @@ from pokna_verify.cli.input_files import (
     public_key_argument,
     read_json_object,
     read_json_source,
+    read_previous_checkpoint,
 )
 from pokna_verify.cli.progress import StderrProgress
 from pokna_verify.crypto.errors import CryptoError
@@ -46,9 +47,11 @@ def run_audit(
     processes: int | None,
     progress: bool | None,
     as_json: bool,
+    previous_checkpoint: Path | None = None,
 ) -> int:
     try:
         ring = read_keys(keys)
+        previous = read_previous_checkpoint(previous_checkpoint) if previous_checkpoint else None
         chains = trusted_chains(beacon_chains)
         with open_source(source) as opened:
             first = first_line(opened)
@@ -67,6 +70,7 @@ def run_audit(
                         keys=ring,
                         beacon_chains=chains,
                         processes=processes or cores(),
+                        previous_checkpoint=previous,
                         progress=lambda lines, _: shown.show(f"{lines:,} records read"),
                     )
                 finally:
@@ -76,6 +80,10 @@ def run_audit(
                         f"the bundle {source} holds no transactions: there is nothing to verify"
                     )
                 return answer_bundle(source, bundle, as_json)
+            if previous is not None:
+                raise UnusableInputError(
+                    "--previous-checkpoint checks the public log an audit bundle carries; a ledger export has none"
+                )
             if beacon_chains:
                 raise UnusableInputError(
                     "--beacon-chain checks the beacon-mode games of an audit bundle; a ledger export holds no games"

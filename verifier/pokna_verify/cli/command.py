@@ -52,6 +52,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             checkpoint=arguments.checkpoint,
             public_key=arguments.public_key,
             beacon_chains=arguments.beacon_chain,
+            previous_checkpoint=arguments.previous_checkpoint,
             processes=arguments.processes,
             progress=arguments.progress,
             as_json=arguments.as_json,
@@ -88,6 +89,9 @@ def command_line() -> argparse.ArgumentParser:
     audit.add_argument("--keys", metavar="FILE|URL", help=usage.AUDIT_KEYS)
     audit.add_argument("--checkpoint", metavar="FILE", type=Path, help=usage.AUDIT_CHECKPOINT)
     audit.add_argument("--public-key", metavar="FILE|KEY", help=usage.AUDIT_PUBLIC_KEY)
+    audit.add_argument(
+        "--previous-checkpoint", metavar="FILE", type=Path, help=usage.AUDIT_PREVIOUS_CHECKPOINT
+    )
     audit.add_argument("--processes", metavar="N", type=_at_least_one, help=usage.PROCESSES)
     audit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help=usage.PROGRESS)
     _beacon_chain_and_json(audit)

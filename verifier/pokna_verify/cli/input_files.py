@@ -11,7 +11,14 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from pokna_verify.bounded_input import MAX_DOCUMENT_BYTES, InputLimitError, describe_bytes, loads
+from pokna_verify.bounded_input import (
+    MAX_DOCUMENT_BYTES,
+    InputLimitError,
+    describe_bytes,
+    loads,
+    next_line,
+    on_line,
+)
 from pokna_verify.cli.url_fetch import FETCH_TIMEOUT_SECONDS, Answer, DeadlinePassed, get
 from pokna_verify.crypto.signing import load_public_key_pem, public_key_from_b64url
 
@@ -136,3 +143,29 @@ def public_key_argument(source: str) -> Ed25519PublicKey:
         raise UnusableInputError(
             f"--public-key {source[:60]!r} is neither a readable file nor a base64url Ed25519 public key"
         ) from error
+
+
+def read_previous_checkpoint(path: Path) -> str:
+    """The public log checkpoint an auditor kept from their previous bundle: the signed note's text (as
+    GET /v1/logs/{tenant}/checkpoint answers it), or that previous bundle itself, whose third line holds
+    it (pokna_verify.bundle.public_log); only the bundle's first three lines are read."""
+    try:
+        with path.open("rb") as handle:
+            first = next_line(handle, 1)
+            if not first.lstrip().startswith(b"{"):
+                return read_document(path, "previous checkpoint").decode("utf-8", "replace")
+            opening = [first, next_line(handle, 2), next_line(handle, 3)]
+    except OSError as error:
+        raise UnusableInputError(f"cannot read the previous checkpoint file {path}: {error}") from error
+    for number, line in enumerate(opening, start=1):
+        try:
+            record = loads(line.decode("utf-8", "replace")) if line.strip() else None
+        except ValueError:
+            record = None
+        except InputLimitError as error:
+            raise on_line(number, error) from None
+        if isinstance(record, dict) and record.get("type") == "pokna.log.checkpoint":
+            note = record.get("checkpoint")
+            if isinstance(note, str):
+                return note
+    raise UnusableInputError(f"{path} is neither a signed checkpoint nor a bundle that carries one")

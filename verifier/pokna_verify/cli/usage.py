@@ -60,6 +60,10 @@ AUDIT_SOURCE_METAVAR = "EXPORT.jsonl|BUNDLE.jsonl"
 AUDIT_SOURCE = "A `pokna ledger export` JSONL file or an audit bundle (`pokna audit bundle`), or - for stdin."
 AUDIT_KEYS = "The published key ring: a file of GET /v1/fairness/keys's JSON, or its URL."
 AUDIT_CHECKPOINT = "A signed checkpoint a ledger export must contain."
+AUDIT_PREVIOUS_CHECKPOINT = (
+    "The public log checkpoint of your previous bundle (its signed note, or that bundle itself): the "
+    "bundle's log must extend it."
+)
 AUDIT_PUBLIC_KEY = "The key that signed --checkpoint: a file (PEM or base64url) or the base64url text itself."
 PROCESSES = "Worker processes (default: every core)."
 PROGRESS = "Progress on stderr once past a second (default: when stderr is a terminal)."

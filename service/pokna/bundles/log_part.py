@@ -1,0 +1,88 @@
+"""What an audit bundle carries of the tenant's public log: its latest signed checkpoint, every leaf up to
+it, and, when the auditor names the size of the checkpoint their previous bundle carried, the proof that
+this one extends it (pokna_verify.bundle.public_log checks them; docs/audit.md, "The public log").
+
+The latest checkpoint, read before the journal's range is resolved: its ledger heads are then at or before
+the heads the bundle ends on, so every game it logs has its money inside a bundle of the whole books, and
+it is the checkpoint witnesses most likely keep. Only a bundle of the whole books (every chain, from the
+start, to now) carries it: a range that starts later or ends earlier leaves logged games out by design,
+and completeness cannot be asked of it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pokna.dealer import service as dealer
+from pokna.errors import InvalidRequest
+from pokna.public_log import reads, store
+from pokna_verify.bundle.public_log import log_checkpoint_record, log_leaf_record
+
+LEAF_BATCH = 2000
+"""Leaves read per query and sent per chunk, as the journal's batches are."""
+
+
+@dataclass(frozen=True)
+class LogPart:
+    size: int
+    record: dict[str, Any]
+
+
+def log_part(session: Session, tenant_id: str, *, whole_books: bool, since: int | None) -> LogPart | None:
+    """The log's checkpoint record for the bundle, or None when the bundle carries none (not the whole
+    books, or nothing logged yet). `since`: the previous bundle's checkpoint size (`log_since`), refused
+    naming the field when this bundle cannot carry the proof from it."""
+    field = "query.log_since"
+    if not whole_books:
+        if since is not None:
+            raise InvalidRequest(
+                "only a bundle of the whole books (no chain, seq or time range) carries the public log",
+                field=field,
+            )
+        return None
+    latest = store.checkpoint_at(session, tenant_id)
+    if latest is None:
+        if since is not None:
+            raise InvalidRequest(f"tenant {tenant_id}'s public log holds no game yet", field=field)
+        return None
+    previous = None
+    if since is not None:
+        if not 0 < since <= latest.tree_size:
+            raise InvalidRequest(
+                f"log_since must be a size from 1 to the log's {latest.tree_size} games", field=field
+            )
+        earlier = store.checkpoint_at(session, tenant_id, since)
+        if earlier is None:
+            raise InvalidRequest(f"the log signed no checkpoint of {since} games", field=field)
+        proof = reads.consistency(session, tenant_id, since, latest.tree_size)
+        previous = {
+            "checkpoint": earlier.note,
+            "consistency": [base64.b64encode(value).decode() for value in proof.path],
+        }
+    return LogPart(latest.tree_size, log_checkpoint_record(latest.note, previous))
+
+
+def leaf_batches(
+    session: Session, tenant_id: str, size: int, in_books: Collection[str]
+) -> Iterator[list[dict[str, Any]]]:
+    """The log's leaves [0, size), LEAF_BATCH a batch, each batch read whole before it is handed out.
+    `in_books`: the games the bundle wrote a record for; a logged game not among them moved no money (a
+    game cancelled before its antes), so its leaf carries its proof for the auditor to rebuild it from."""
+    for start in range(0, size, LEAF_BATCH):
+        leaves = store.leaves_between(session, tenant_id, start, min(start + LEAF_BATCH, size))
+        moneyless = dealer.games_for_audit(
+            session, tenant_id, [leaf.game_id for leaf in leaves if leaf.game_id not in in_books]
+        )
+        yield [
+            log_leaf_record(
+                leaf.leaf_index,
+                leaf.entry,
+                moneyless[leaf.game_id].proof if leaf.game_id in moneyless else None,
+            )
+            for leaf in leaves
+        ]

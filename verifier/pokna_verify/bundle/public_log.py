@@ -1,0 +1,391 @@
+"""The bundle against the tenant's public log (docs/audit.md, "The public log"): completeness both ways.
+
+The bundle carries the log's signed checkpoint (right after the key ring) and every leaf up to its size
+(after the journal). The leaves are hashed as they come, into the RFC 9162 root, which must be the signed
+one: a leaf changed, dropped or added does not rebuild it. Each finished game of the bundle rebuilds its
+own leaf from its proof (pokna_verify.tlog.game_leaf); then
+
+- a leaf whose game the bundle does not hold is a game left out of the books shown (the bundle must start
+  at the start of the books for this to be asked: the writer carries the log only then);
+- a finished game of the bundle whose last transfer is at or before the checkpoint's ledger head on its
+  chain ended before the sequencer's pass that signed it, so it must be a leaf: one that is not was kept
+  out of the log;
+- a leaf whose game the bundle holds with another proof, status or pot is a finding too;
+- the checkpoint's ledger heads must be the bundle's transactions at those seqs (the books the log pins);
+- a consistency proof from an earlier checkpoint (the previous bundle's, carried or given by the auditor)
+  must join it to this one: otherwise the log forked between two bundles.
+
+Memory: a leaf hash and a place per game, and the log's frontier (log n hashes), never the leaves.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pokna_verify.bundle.proofs import read_game_proof
+from pokna_verify.bundle.report import BundleReport
+from pokna_verify.bundle.span import where
+from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
+from pokna_verify.tlog.errors import LogError
+from pokna_verify.tlog.game_leaf import FINISHED, game_leaf_entry
+from pokna_verify.tlog.hashing import EMPTY_TREE_HASH, leaf_hash, node_hash
+from pokna_verify.tlog.note import NoteVerifier, open_note
+from pokna_verify.tlog.verify import verify_consistency
+
+LOG_CHECKPOINT = "pokna.log.checkpoint"
+LOG_LEAF = "pokna.log.leaf"
+LOG_FORMAT = 1
+NO_LOG = "no public log record: completeness not checked"
+
+
+def log_checkpoint_record(note: str, previous: dict[str, Any] | None) -> dict[str, Any]:
+    """`previous`: {"checkpoint": the earlier signed note, "consistency": base64 hashes from it to `note`}."""
+    return {"type": LOG_CHECKPOINT, "format": LOG_FORMAT, "checkpoint": note, "previous": previous}
+
+
+def log_leaf_record(index: int, entry: str, proof: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`proof`: only for a game the books hold no record of, since it moved no money (cancelled before
+    its antes): the auditor checks that proof and rebuilds the leaf from it."""
+    record: dict[str, Any] = {"type": LOG_LEAF, "index": index, "entry": entry}
+    if proof is not None:
+        record["proof"] = proof
+    return record
+
+
+def game_log_leaf(record: dict[str, Any]) -> bytes | None:
+    """The leaf hash a finished game's record makes (its proof, status and pot), None for another game;
+    read where the proof is read, since the proof itself is not kept (pokna_verify.bundle.lines)."""
+    status, pot, proof = record.get("status"), record.get("pot_account_id"), record.get("proof")
+    if status not in FINISHED or not isinstance(pot, str) or not isinstance(proof, dict):
+        return None
+    try:
+        return leaf_hash(game_leaf_entry(proof, status=str(status), pot_account_id=pot))
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def open_checkpoint(note: str, ring: KeyRing) -> Checkpoint:
+    """The checkpoint a signed note holds, its signature checked under the note's origin with every key of
+    the ring (LogError when no key signed it or it is not a checkpoint)."""
+    origin = note.split("\n", 1)[0]
+    verifiers = [NoteVerifier(origin, key.public_key) for key in ring.keys]
+    return parse_checkpoint(open_note(note, verifiers).text)
+
+
+class PublicLog:
+    def __init__(self, report: BundleReport, previous: str | None = None) -> None:
+        self.report = report
+        self.previous_given = previous  # the auditor's checkpoint of the previous bundle, as a note
+        self.line: int | None = None
+        self.checkpoint: Checkpoint | None = None
+        self.record: dict[str, Any] | None = None
+        self.leaves = 0
+        self.leaf_line: int | None = None
+        self.frontier: list[tuple[int, bytes]] = []  # (level, hash) of the complete subtrees so far
+        self.logged: dict[str, tuple[int, int, bytes]] = {}  # game -> (leaf index, line, leaf hash)
+        self.games: dict[str, bytes | None] = {}  # every game of the bundle -> its rebuilt leaf hash
+        self.game_lines: dict[str, int] = {}
+        self.last_transfer: dict[str, tuple[int, int]] = {}  # finished game -> its last transfer's place
+        self.head_hashes: dict[int, str] = {}  # chain -> the hash at the checkpoint's head seq, when held
+
+    @property
+    def present(self) -> bool:
+        return self.line is not None
+
+    # --- records ----------------------------------------------------------------------------------------
+
+    def on_checkpoint(
+        self, number: int, record: dict[str, Any], ring: KeyRing | None, tenant_id: object, first: bool
+    ) -> None:
+        found = self.report.found
+        if self.line is not None:
+            found(number, LOG_CHECKPOINT, None, "the log checkpoint appears twice")
+            return
+        self.line = number
+        if not first:
+            found(number, LOG_CHECKPOINT, None, "the log checkpoint belongs right after the key ring")
+        if record.get("format") != LOG_FORMAT or type(record.get("format")) is not int:
+            found(
+                number,
+                LOG_CHECKPOINT,
+                None,
+                f"log record format {record.get('format')!r}; this checker reads 1",
+            )
+            return
+        note = record.get("checkpoint")
+        if not isinstance(note, str) or ring is None:
+            found(number, LOG_CHECKPOINT, None, "no signed checkpoint text, or no key ring to check it with")
+            return
+        try:
+            checkpoint = open_checkpoint(note, ring)
+        except LogError as error:
+            found(number, LOG_CHECKPOINT, None, f"the log checkpoint: {error}")
+            return
+        if not checkpoint.origin.endswith(f"/{tenant_id}"):
+            found(number, LOG_CHECKPOINT, None, f"the log {checkpoint.origin} is not tenant {tenant_id}'s")
+        self.checkpoint, self.record = checkpoint, record
+
+    def on_game(self, number: int, game_id: str, rebuilt: bytes | None) -> None:
+        """`rebuilt`: the leaf hash the game's record makes (game_log_leaf), None if it is not finished."""
+        if not self.present:
+            return
+        self.game_lines[game_id] = number
+        self.games[game_id] = rebuilt
+
+    def on_transaction(self, chain: int, seq: int, hash_: str, game_id: object) -> None:
+        if self.checkpoint is None:
+            return
+        head = self.checkpoint.ledger_heads.get(chain)
+        if head is not None and head[0] == seq:
+            self.head_hashes[chain] = hash_
+        if isinstance(game_id, str) and self.games.get(game_id) is not None:
+            self.last_transfer[game_id] = (chain, seq)
+
+    def on_leaf(self, number: int, record: dict[str, Any], ring: KeyRing | None) -> None:
+        found = self.report.found
+        index, entry = record.get("index"), record.get("entry")
+        self.leaf_line = self.leaf_line or number
+        if index != self.leaves or type(index) is not int or not isinstance(entry, str):
+            found(
+                number,
+                LOG_LEAF,
+                None,
+                f"leaf {index!r} out of order (leaf {self.leaves} was next) or no entry",
+            )
+            return
+        hashed = leaf_hash(entry.encode())
+        self._append(hashed)
+        self.leaves += 1
+        game_id = _game_of(entry)
+        if game_id is None:
+            found(number, LOG_LEAF, None, f"leaf {index}'s entry names no game")
+        elif game_id in self.logged:
+            found(
+                number,
+                LOG_LEAF,
+                game_id,
+                f"game {game_id} is logged twice (leaves {self.logged[game_id][0]} and {index})",
+            )
+        else:
+            self.logged[game_id] = (index, number, hashed)
+            if "proof" in record:
+                self._moneyless(number, game_id, entry, record["proof"], ring)
+
+    def _moneyless(self, number: int, game_id: str, entry: str, proof: object, ring: KeyRing | None) -> None:
+        """A logged game the books hold no record of, with its proof: it must be a checked proof that moved
+        no money, whose leaf is this one; then it is accounted for (counted in the report's games)."""
+        found = self.report.found
+        if game_id in self.games:
+            found(
+                number, LOG_LEAF, game_id, f"a leaf carries a proof of game {game_id}, which the books hold"
+            )
+            return
+        document = json.loads(entry)
+        checked = read_game_proof(proof, ring)
+        rebuilt = game_log_leaf(
+            {
+                "status": document.get("status"),
+                "pot_account_id": document.get("pot_account_id"),
+                "proof": proof,
+            }
+        )
+        problems = list(checked.problems) if checked is not None else ["no proof object"]
+        if checked is not None and checked.facts is None:
+            problems.append(f"malformed: {checked.malformed}")
+        elif checked is not None and checked.facts is not None and checked.facts.transfers:
+            problems.append("it moved money, which the books do not show")
+        if rebuilt is None or rebuilt != leaf_hash(entry.encode()):
+            problems.append("it is not the proof the leaf names")
+        for problem in problems:
+            found(
+                number, LOG_LEAF, game_id, f"game {game_id}, logged without a record in the books: {problem}"
+            )
+        if not problems:
+            self.games[game_id] = rebuilt
+            self.report.games["cancelled"] = self.report.games.get("cancelled", 0) + 1
+
+    def _append(self, hashed: bytes) -> None:
+        level, current = 0, hashed
+        while self.frontier and self.frontier[-1][0] == level:
+            current = node_hash(self.frontier.pop()[1], current)
+            level += 1
+        self.frontier.append((level, current))
+
+    def root(self) -> bytes:
+        if not self.frontier:
+            return EMPTY_TREE_HASH
+        folded = self.frontier[-1][1]
+        for _level, block in reversed(self.frontier[:-1]):
+            folded = node_hash(block, folded)
+        return folded
+
+    # --- the end ----------------------------------------------------------------------------------------
+
+    def finish(self, ring: KeyRing | None, ranges: dict[int, tuple[int, int]]) -> None:
+        if not self.present:
+            self.report.notes.append(NO_LOG)
+            if self.previous_given is not None:
+                self.report.found(
+                    None,
+                    LOG_CHECKPOINT,
+                    None,
+                    "a previous checkpoint was given, but the bundle carries no public log record",
+                )
+            return
+        checkpoint, line = self.checkpoint, self.line
+        if checkpoint is None or line is None:
+            return
+        found = self.report.found
+        if self.leaves != checkpoint.size or not hmac.compare_digest(self.root(), checkpoint.root_hash):
+            found(
+                self.leaf_line or line,
+                LOG_LEAF,
+                None,
+                f"the bundle's {self.leaves} log leaves do not rebuild the signed root of {checkpoint.size} games",
+            )
+        self._heads(line, checkpoint, ranges)
+        self._completeness(checkpoint)
+        self._consistency(line, checkpoint, ring)
+
+    def _heads(self, line: int, checkpoint: Checkpoint, ranges: dict[int, tuple[int, int]]) -> None:
+        for chain, (seq, hash_) in sorted(checkpoint.ledger_heads.items()):
+            span = ranges.get(chain)
+            if span is None or not span[0] <= seq <= span[1]:
+                self.report.found(
+                    line,
+                    LOG_CHECKPOINT,
+                    where(chain, seq),
+                    f"the log's ledger head {where(chain, seq)} is not in the bundle",
+                )
+            elif self.head_hashes.get(chain) != hash_:
+                self.report.found(
+                    line,
+                    LOG_CHECKPOINT,
+                    where(chain, seq),
+                    f"ledger heads mismatch: the log pins {where(chain, seq)} as {hash_[:16]}…, the bundle holds "
+                    f"{(self.head_hashes.get(chain) or 'none')[:16]}…",
+                )
+
+    def _completeness(self, checkpoint: Checkpoint) -> None:
+        found = self.report.found
+        for game_id, (index, number, hashed) in self.logged.items():
+            if game_id not in self.games:
+                found(
+                    number,
+                    LOG_LEAF,
+                    game_id,
+                    f"game {game_id} is logged (leaf {index}) but left out of the bundle",
+                )
+            elif self.games[game_id] is None or not hmac.compare_digest(self.games[game_id] or b"", hashed):
+                found(
+                    number,
+                    LOG_LEAF,
+                    game_id,
+                    f"the log's leaf {index} is not game {game_id}'s proof as the bundle holds it",
+                )
+        heads = checkpoint.ledger_heads
+        for game_id, place in self.last_transfer.items():
+            chain, seq = place
+            if game_id in self.logged or seq > heads.get(chain, (0, ""))[0]:
+                continue
+            found(
+                self.game_lines[game_id],
+                "game",
+                game_id,
+                f"game {game_id} ended at {where(chain, seq)}, before the log's checkpoint of {checkpoint.size} "
+                "games was signed, but is not logged",
+            )
+
+    def _consistency(self, line: int, checkpoint: Checkpoint, ring: KeyRing | None) -> None:
+        previous = (self.record or {}).get("previous")
+        found = self.report.found
+        given = None
+        if self.previous_given is not None and ring is not None:
+            try:
+                given = open_checkpoint(self.previous_given, ring)
+            except LogError as error:
+                found(None, LOG_CHECKPOINT, None, f"the previous checkpoint given: {error}")
+                return
+            if given.origin != checkpoint.origin:
+                found(
+                    None,
+                    LOG_CHECKPOINT,
+                    None,
+                    f"the previous checkpoint is of {given.origin}, not {checkpoint.origin}",
+                )
+                return
+        if previous is None:
+            if given is not None and not (
+                given.size == checkpoint.size and given.root_hash == checkpoint.root_hash
+            ):
+                found(
+                    line,
+                    LOG_CHECKPOINT,
+                    None,
+                    f"no consistency proof from the previous checkpoint of {given.size} games",
+                )
+            return
+        carried, path = _previous(previous, ring)
+        if carried is None or path is None:
+            found(
+                line,
+                LOG_CHECKPOINT,
+                None,
+                "the previous checkpoint or its consistency proof cannot be read or is not signed",
+            )
+            return
+        earlier = given if given is not None else carried
+        if given is not None and (given.size, given.root_hash) != (carried.size, carried.root_hash):
+            found(
+                line,
+                LOG_CHECKPOINT,
+                None,
+                f"the bundle's previous checkpoint ({carried.size} games) is not the one given ({given.size} games)",
+            )
+            return
+        try:
+            verify_consistency(earlier.size, checkpoint.size, earlier.root_hash, checkpoint.root_hash, path)
+        except LogError as error:
+            found(
+                line,
+                LOG_CHECKPOINT,
+                None,
+                f"the log of {checkpoint.size} games does not extend the previous one of {earlier.size}: {error}",
+            )
+            return
+        if given is None:
+            self.report.notes.append(
+                f"the log extends its checkpoint of {carried.size} games carried in the bundle; give the one you "
+                "kept (--previous-checkpoint) to check it against yours"
+            )
+
+
+def _previous(previous: object, ring: KeyRing | None) -> tuple[Checkpoint | None, Sequence[bytes] | None]:
+    if not isinstance(previous, dict) or ring is None:
+        return None, None
+    note, hashes = previous.get("checkpoint"), previous.get("consistency")
+    if (
+        not isinstance(note, str)
+        or not isinstance(hashes, list)
+        or not all(isinstance(h, str) for h in hashes)
+    ):
+        return None, None
+    try:
+        return open_checkpoint(note, ring), [base64.b64decode(h, validate=True) for h in hashes]
+    except (LogError, binascii.Error, ValueError):
+        return None, None
+
+
+def _game_of(entry: str) -> str | None:
+    try:
+        document = json.loads(entry)
+    except ValueError:
+        return None
+    game_id = document.get("game_id") if isinstance(document, dict) else None
+    return game_id if isinstance(game_id, str) else None
