@@ -11,6 +11,11 @@ began is logged by that pass when its tenant has at most `batch` games waiting, 
 `interval` seconds it waits at most `interval` plus one pass. A larger backlog drains oldest first, `batch`
 games a pass: the game then waits ceil(waiting / batch) passes. tests/public_log/test_public_log_sequencer.py
 holds both.
+
+A checkpoint's ledger heads say "every game whose money ends at or before these heads is in this tree"
+(what an auditor checks a bundle against: pokna_verify.bundle.public_log). So they are read before the
+games are, and a pass that may leave games waiting (a full batch) signs the heads of the last pass that
+left none instead: never ahead of the games, and never going back, so witnesses see the books only grow.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from sqlalchemy.orm import Session
 from pokna.dealer.log_feed import any_game_awaiting_log, games_awaiting_log, mark_logged
 from pokna.ledger import read_heads
 from pokna.public_log import store
-from pokna_verify.tlog.checkpoint import Checkpoint, ledger_head_lines
+from pokna_verify.tlog.checkpoint import Checkpoint, ledger_head_lines, parse_checkpoint
 from pokna_verify.tlog.game_leaf import game_leaf_entry
 from pokna_verify.tlog.note import sign_note
 from pokna_verify.tlog.tree import appended_nodes, frontier, root_hash
@@ -53,6 +58,9 @@ def append_finished_games(
     size = store.lock_log(session, tenant_id, now)
     if size is None:
         return None
+    # The heads before the games: every game whose last transfer they include had ended (in the same
+    # commit) before they were read, so the next statement sees it awaiting its leaf.
+    heads = read_heads(session, tenant_id)
     games = games_awaiting_log(session, tenant_id, batch)
     if not games:
         return 0
@@ -74,10 +82,17 @@ def append_finished_games(
     )
     mark_logged(session, tenant_id, {game.game_id: size + offset for offset, game in enumerate(games)})
     root = root_hash(new_size, {**stored, **made})
-    checkpoint = Checkpoint(
-        signer.origin(tenant_id), new_size, root, ledger_head_lines(read_heads(session, tenant_id))
-    )
+    if len(games) >= batch:  # a backlog may remain: sign the heads of the last pass that left none
+        heads = _kept_heads(session, tenant_id)
+    checkpoint = Checkpoint(signer.origin(tenant_id), new_size, root, ledger_head_lines(heads))
     note = sign_note(checkpoint.to_text(), checkpoint.origin, signer.signing_key)
     store.insert_checkpoint(session, tenant_id, store.StoredCheckpoint(new_size, root, note, now))
     store.set_size(session, tenant_id, new_size, now)
     return len(entries)
+
+
+def _kept_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
+    latest = store.checkpoint_at(session, tenant_id)
+    if latest is None:
+        return {}
+    return parse_checkpoint(latest.note.split("\n\n", 1)[0] + "\n").ledger_heads
