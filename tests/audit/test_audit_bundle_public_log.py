@@ -140,6 +140,22 @@ def test_a_tampered_leaf_or_checkpoint_fails(
     assert any("do not rebuild the signed root" in problem for _, _, problem in problems), problems
     assert any(name == entry["game_id"] and "is not game" in problem for _, name, problem in problems)
 
+    # A game cancelled before its antes moved no money: the books hold no record of it, so its leaf
+    # carries its proof. Changed, it is not the logged game's; taken away, the game is left out.
+    documents = records(books.bundle())
+    moneyless = next(d for d in documents if d["type"] == LOG_LEAF and "proof" in d)
+    cancelled = moneyless["proof"]["game_id"]
+    assert cancelled == books.game_ids[1]
+    moneyless["proof"]["outcome"]["x"] = 1
+    problems = _problems(verify_bundle(lines_of(documents), keys=books.key_ring))
+    assert any(
+        name == cancelled and "logged without a record in the books" in problem
+        for _, name, problem in problems
+    ), problems
+    del moneyless["proof"]
+    problems = _problems(verify_bundle(lines_of(documents), keys=books.key_ring))
+    assert any(name == cancelled and "left out" in problem for _, name, problem in problems), problems
+
     documents = records(books.bundle())
     note = documents[2]["checkpoint"]
     lines = note.split("\n")
