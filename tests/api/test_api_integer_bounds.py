@@ -32,6 +32,7 @@ COLUMN_MAXIMUM = {
     "query.starting_after": INTEGER_MAX,  # game_event.seq
     "query.from_seq": BIGINT_MAX,  # journal_transaction.seq
     "query.to_seq": BIGINT_MAX,
+    "query.log_since": BIGINT_MAX,  # game_log_checkpoint.tree_size
     "query.chain": 2**15 - 1,  # journal_transaction.chain, a smallint (the schema allows 0..15)
     "body.amount": BIGINT_MAX,
     "body.stake": BIGINT_MAX,

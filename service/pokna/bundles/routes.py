@@ -66,6 +66,7 @@ def audit_bundle(
         int | None,
         Query(
             ge=1,
+            le=2**63 - 1,  # game_log_checkpoint.tree_size, a bigint
             description="The size of the public log checkpoint your previous bundle carried: this bundle "
             "then carries the consistency proof from it to its own checkpoint. Only for a bundle of the "
             "whole books (no chain, seq or time range), the one kind that carries the log.",
