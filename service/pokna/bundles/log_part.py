@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pokna.dealer import service as dealer
-from pokna.errors import InvalidRequest
+from pokna.errors import InvalidRequest, NotFound
 from pokna.public_log import reads, store
 from pokna_verify.bundle.public_log import log_checkpoint_record, log_leaf_record
 
@@ -35,8 +35,8 @@ class LogPart:
 
 def log_part(session: Session, tenant_id: str, *, whole_books: bool, since: int | None) -> LogPart | None:
     """The log's checkpoint record for the bundle, or None when the bundle carries none (not the whole
-    books, or nothing logged yet). `since`: the previous bundle's checkpoint size (`log_since`), refused
-    naming the field when this bundle cannot carry the proof from it."""
+    books, or nothing logged yet). `since`: the previous bundle's checkpoint size (`log_since`): refused
+    naming the field for a bundle that carries no log, not found when the log signed no such size."""
     field = "query.log_since"
     if not whole_books:
         if since is not None:
@@ -48,17 +48,14 @@ def log_part(session: Session, tenant_id: str, *, whole_books: bool, since: int 
     latest = store.checkpoint_at(session, tenant_id)
     if latest is None:
         if since is not None:
-            raise InvalidRequest(f"tenant {tenant_id}'s public log holds no game yet", field=field)
+            raise NotFound(f"tenant {tenant_id}'s public log holds no game yet")
         return None
     previous = None
     if since is not None:
-        if not 0 < since <= latest.tree_size:
-            raise InvalidRequest(
-                f"log_since must be a size from 1 to the log's {latest.tree_size} games", field=field
-            )
-        earlier = store.checkpoint_at(session, tenant_id, since)
+        # A size the log has not reached is not found, as a checkpoint never signed is (public_log.reads).
+        earlier = store.checkpoint_at(session, tenant_id, since) if since <= latest.tree_size else None
         if earlier is None:
-            raise InvalidRequest(f"the log signed no checkpoint of {since} games", field=field)
+            raise NotFound(f"tenant {tenant_id}'s public log signed no checkpoint of {since} games")
         proof = reads.consistency(session, tenant_id, since, latest.tree_size)
         previous = {
             "checkpoint": earlier.note,
