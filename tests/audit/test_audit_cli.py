@@ -177,3 +177,18 @@ def test_long_commands_show_progress_on_stderr_and_quick_or_piped_ones_do_not(
     quick = runner.invoke(app, [*commands["export"], "--progress"])
     assert quick.exit_code == 0, quick.output
     assert quick.stderr == ""
+
+
+def test_log_since_is_refused_on_a_range_and_not_found_before_the_log_signs_it(
+    cli_env: Path, tenant_id: str, funded: str
+) -> None:
+    """`--log-since N` asks for the proof from the previous bundle's log checkpoint of N games: only a
+    bundle of the whole books carries the log, and this tenant's log has signed nothing yet."""
+    ranged = runner.invoke(
+        app, ["audit", "bundle", "--tenant", tenant_id, "--chain", "0", "--log-since", "1"]
+    )
+    assert ranged.exit_code == 2, ranged.output
+    assert "--log-since: only a bundle of the whole books" in ranged.output
+    unsigned = runner.invoke(app, ["audit", "bundle", "--tenant", tenant_id, "--log-since", "1"])
+    assert unsigned.exit_code == 1, unsigned.output
+    assert "public log holds no game yet" in unsigned.output
