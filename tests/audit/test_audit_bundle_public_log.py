@@ -20,7 +20,7 @@ from pokna.ledger import store_postgresql
 from pokna.public_log.sequencer import LogSigner
 from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
-from pokna_verify.bundle.public_log import LOG_CHECKPOINT, LOG_LEAF, NO_LOG
+from pokna_verify.bundle.log_records import LOG_CHECKPOINT, LOG_LEAF, NO_LOG
 from pokna_verify.bundle.report import BundleReport, Verdict
 from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
@@ -91,6 +91,22 @@ def test_a_bundle_without_a_log_record_verifies_as_before_and_says_so(
     report = verify_bundle(lines_of(documents), keys=books.key_ring)
     assert report.verdict is Verdict.VALID, report.to_json()
     assert NO_LOG in report.notes
+
+
+def test_the_log_cannot_be_taken_out_of_a_bundle_that_carries_it(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    """The signed header names the log's size: without its records (and the trailer counted again) the
+    bundle does not pass for one that never carried them."""
+    books = _logged_books(client, sessions, runtime)
+    documents = [d for d in records(books.bundle()) if d["type"] not in (LOG_CHECKPOINT, LOG_LEAF)]
+    assert documents[0]["log_size"] == len(books.game_ids)
+    for name in (LOG_CHECKPOINT, LOG_LEAF):
+        del documents[-1]["records"][name]
+    report = verify_bundle(lines_of(documents), keys=books.key_ring)
+    assert [(record, problem) for record, _, problem in _problems(report)] == [
+        (LOG_CHECKPOINT, f"the header signs a public log of {len(books.game_ids)} games, not carried")
+    ]
 
 
 def test_a_game_dropped_from_the_bundle_is_named(

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from pokna.dealer import service as dealer
 from pokna.errors import InvalidRequest, NotFound
 from pokna.public_log import reads, store
-from pokna_verify.bundle.public_log import log_checkpoint_record, log_leaf_record
+from pokna_verify.bundle.log_records import log_checkpoint_record, log_leaf_record
 
 LEAF_BATCH = 2000
 """Leaves read per query and sent per chunk, as the journal's batches are."""

@@ -27,7 +27,7 @@ from pokna.bundles.log_part import LogPart, leaf_batches, log_part
 from pokna.db.types import utc_now
 from pokna.dealer import service as dealer
 from pokna.service_keys import ServiceKeys
-from pokna_verify.bundle.public_log import LOG_CHECKPOINT, LOG_LEAF
+from pokna_verify.bundle.log_records import LOG_CHECKPOINT, LOG_LEAF
 from pokna_verify.bundle.records import (
     CHECKPOINT,
     GAME,
@@ -104,6 +104,7 @@ def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: Bundl
             ],
             transactions=journal.transactions,
             created_at=format_timestamp(utc_now()),
+            log_size=log.size if log is not None else None,
         ),
         keys.signing_key,
     )

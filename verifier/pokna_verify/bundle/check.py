@@ -26,9 +26,10 @@ from typing import Any
 from pokna_verify.bundle.checkpoints import Checkpoints
 from pokna_verify.bundle.journal import Journal
 from pokna_verify.bundle.lines import read_line
+from pokna_verify.bundle.log_records import LOG_CHECKPOINT, LOG_LEAF
 from pokna_verify.bundle.play_tally import PlayTally
 from pokna_verify.bundle.proofs import GameProof
-from pokna_verify.bundle.public_log import LOG_CHECKPOINT, LOG_LEAF, PublicLog
+from pokna_verify.bundle.public_log import PublicLog
 from pokna_verify.bundle.records import (
     ACCOUNT,
     CHECKPOINT,
@@ -324,7 +325,8 @@ class BundleAudit:
             report.found(self.lines or None, END, None, "the bundle has no trailer: it was cut short")
         self.checkpoints.finish()
         self.journal.finish()
-        self.log.finish(self.keys, self.ranges)
+        signed_log = self.header.get("log_size") if self.header is not None and self.format == 3 else None
+        self.log.finish(self.keys, self.ranges, signed_log)
         ledger = self.ledger.finish()
         for finding in ledger.findings:
             report.found(finding.line, TRANSACTION, where(finding.chain, finding.seq), finding.problem)

@@ -9,8 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from pokna_verify.bounded_input import InputLimitError, loads, on_line
+from pokna_verify.bundle.log_records import game_log_leaf
 from pokna_verify.bundle.proofs import GameProof, read_game_proof
-from pokna_verify.bundle.public_log import game_log_leaf
 from pokna_verify.bundle.records import GAME
 from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna_verify.fairness.keyring import KeyRing

@@ -66,6 +66,7 @@ def header_document(
     chains: list[dict[str, Any]],
     transactions: int,
     created_at: str,
+    log_size: int | None = None,
 ) -> dict[str, Any]:
     """The header before it is signed (the writer signs it with the service key). The top-level range and
     links are chain 0's (null when the range is of another chain); `chains` lists every chain with a
@@ -80,6 +81,7 @@ def header_document(
         "last_hash": last_hash,
         "chains": chains,
         "transactions": transactions,
+        "log_size": log_size,
         "created_at": created_at,
     }
 
