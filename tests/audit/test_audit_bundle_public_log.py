@@ -156,6 +156,14 @@ def test_a_tampered_leaf_or_checkpoint_fails(
     assert any("do not rebuild the signed root" in problem for _, _, problem in problems), problems
     assert any(name == entry["game_id"] and "is not game" in problem for _, name, problem in problems)
 
+    # The leaves belong after the journal: one moved before it is a finding.
+    documents = records(books.bundle())
+    first_leaf = next(d for d in documents if d["type"] == LOG_LEAF)
+    documents.remove(first_leaf)
+    documents.insert(3, first_leaf)
+    problems = _problems(verify_bundle(lines_of(documents), keys=books.key_ring))
+    assert any("a journal record after the log's leaves" in problem for _, _, problem in problems), problems
+
     # A game cancelled before its antes moved no money: the books hold no record of it, so its leaf
     # carries its proof. Changed, it is not the logged game's; taken away, the game is left out.
     documents = records(books.bundle())

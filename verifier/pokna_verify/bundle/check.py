@@ -250,7 +250,7 @@ class BundleAudit:
         span.transactions += 1
         self.last = (chain, seq, hash_)
         self.checkpoints.on_transaction(chain, seq, hash_)
-        self.log.on_transaction(chain, seq, hash_, line["metadata"].get("game_id"))
+        self.log.on_transaction(number, chain, seq, hash_, line["metadata"].get("game_id"))
         self.journal.on_transaction(number, line)
         if self.play is not None:
             self.play.transaction(line, self.journal.closed)

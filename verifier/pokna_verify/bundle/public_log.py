@@ -102,12 +102,19 @@ class PublicLog:
         """`rebuilt`: the leaf hash the game's record makes (game_log_leaf), None if it is not finished."""
         if not self.present:
             return
+        self._before_leaves(number, "game")
         self.game_lines[game_id] = number
         self.games[game_id] = rebuilt
 
-    def on_transaction(self, chain: int, seq: int, hash_: str, game_id: object) -> None:
+    def _before_leaves(self, number: int, record: str) -> None:
+        """The leaves come after the journal: a leaf's game is then known to be in the books or not."""
+        if self.leaves:
+            self.report.found(number, record, None, "a journal record after the log's leaves")
+
+    def on_transaction(self, number: int, chain: int, seq: int, hash_: str, game_id: object) -> None:
         if self.checkpoint is None:
             return
+        self._before_leaves(number, "transaction")
         head = self.checkpoint.ledger_heads.get(chain)
         if head is not None and head[0] == seq:
             self.head_hashes[chain] = hash_
