@@ -25,6 +25,8 @@ from sqlalchemy import create_engine, text
 from pokna.app import create_app
 from pokna.db.engine import make_engine
 from pokna.ledger import verify_export
+from pokna.public_log.sequencer import LogSigner
+from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.bundle.report import Verdict
@@ -187,7 +189,7 @@ def _creations(api: Api, body: dict[str, object], commits: TwoPhaseCommits) -> l
 def test_the_export_and_the_audit_bundle_ask_one_shard_per_statement(
     single_shard_url: str, tmp_path: Path
 ) -> None:
-    """Every statement of the ledger export and the audit bundle names the bound tenant (issue 45: the
+    """Every statement of the ledger export and the audit bundle (its public log's reads too) names the bound tenant (issue 45: the
     export's postings named the journal row's `t.tenant_id`, and each page asked all 32 shards): in this
     database a statement over several shards is refused, so a fan-out answers 500 here."""
     settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=single_shard_url)
@@ -201,9 +203,12 @@ def test_the_export_and_the_audit_bundle_ask_one_shard_per_statement(
             report = verify_export(exported.text.splitlines())
             assert report.valid, report.findings
             assert len(exported.text.splitlines()) > 3
+            signer = LogSigner("pokna.test/games", runtime.keys.signing_key)
+            assert sequence_all(runtime.sessions, signer) == 3  # the bundle then reads the log too
             bundle = books.bundle()
     finally:
         engine.dispose()
+    assert sum('"type":"pokna.log.leaf"' in line for line in bundle) == 3
     checked = verify_bundle(bundle, keys=books.key_ring)
     assert checked.findings == [], checked.to_json()
     assert checked.verdict is Verdict.VALID
