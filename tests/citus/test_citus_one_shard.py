@@ -189,9 +189,10 @@ def _creations(api: Api, body: dict[str, object], commits: TwoPhaseCommits) -> l
 def test_the_export_and_the_audit_bundle_ask_one_shard_per_statement(
     single_shard_url: str, tmp_path: Path
 ) -> None:
-    """Every statement of the ledger export and the audit bundle (its public log's reads too) names the bound tenant (issue 45: the
-    export's postings named the journal row's `t.tenant_id`, and each page asked all 32 shards): in this
-    database a statement over several shards is refused, so a fan-out answers 500 here."""
+    """Every statement of the ledger export and the audit bundle (its public log's reads too) names the
+    bound tenant (issue 45: the export's postings named the journal row's `t.tenant_id`, and each page
+    asked all 32 shards): in this database a statement over several shards is refused, so a fan-out
+    answers 500 here."""
     settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=single_shard_url)
     engine = make_engine(single_shard_url)
     runtime = Runtime.from_settings(settings, engine=engine)
