@@ -60,6 +60,7 @@ class PublicLog:
         self.game_lines: dict[str, int] = {}
         self.last_transfer: dict[str, tuple[int, int]] = {}  # finished game -> its last transfer's place
         self.head_hashes: dict[int, str] = {}  # chain -> the hash at the checkpoint's head seq, when held
+        self.heads: dict[int, tuple[int, str]] = {}  # the checkpoint's ledger heads, parsed once
 
     @property
     def present(self) -> bool:
@@ -96,7 +97,7 @@ class PublicLog:
             return
         if not checkpoint.origin.endswith(f"/{tenant_id}"):
             found(number, LOG_CHECKPOINT, None, f"the log {checkpoint.origin} is not tenant {tenant_id}'s")
-        self.checkpoint, self.record = checkpoint, record
+        self.checkpoint, self.record, self.heads = checkpoint, record, checkpoint.ledger_heads
 
     def on_game(self, number: int, game_id: str, rebuilt: bytes | None) -> None:
         """`rebuilt`: the leaf hash the game's record makes (game_log_leaf), None if it is not finished."""
@@ -115,7 +116,7 @@ class PublicLog:
         if self.checkpoint is None:
             return
         self._before_leaves(number, "transaction")
-        head = self.checkpoint.ledger_heads.get(chain)
+        head = self.heads.get(chain)
         if head is not None and head[0] == seq:
             self.head_hashes[chain] = hash_
         if isinstance(game_id, str) and self.games.get(game_id) is not None:
