@@ -20,9 +20,10 @@ from pokna.ledger import store_postgresql
 from pokna.public_log.sequencer import LogSigner
 from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
+from pokna_verify.bundle import scan as bundle_scan
 from pokna_verify.bundle.log_records import LOG_CHECKPOINT, LOG_LEAF, NO_LOG
 from pokna_verify.bundle.report import BundleReport, Verdict
-from pokna_verify.bundle.scan import verify_bundle
+from pokna_verify.bundle.scan import verify_bundle, verify_bundle_stream
 from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
 from pokna_verify.tlog.note import sign_note
 from support.audit_bundles import PlayedBooks, lines_of, play_books, records
@@ -214,7 +215,11 @@ def test_ledger_heads_that_are_not_the_bundles_are_named(
 
 
 def test_a_bundle_past_every_batch_verifies_with_the_log(
-    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    client: TestClient,
+    sessions: sessionmaker[Session],
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """Every batch of the writer (journal, export page, leaves) and of the sequencer made tiny, so a few
     games cross each boundary many times; the last pass takes a full batch and so signs the heads of the
@@ -233,6 +238,21 @@ def test_a_bundle_past_every_batch_verifies_with_the_log(
     assert {d["game_id"] for d in documents if d["type"] == "game"} >= set(more)
     report = verify_bundle(lines_of(documents), keys=books.key_ring)
     assert report.verdict is Verdict.VALID, report.to_json()
+
+    # Read on two processes, in blocks of a few lines: the same report, the leaves made in the workers.
+    monkeypatch.setattr(bundle_scan, "_BLOCK_BYTES", 1500)
+    monkeypatch.setattr(bundle_scan, "_POOL_AFTER_BLOCKS", 1)
+    bundle = tmp_path / "bundle.jsonl"
+    bundle.write_text("".join(lines_of(documents)))
+    with bundle.open("rb") as stream:
+        on_two = verify_bundle_stream(stream, keys=books.key_ring, processes=2)
+    assert on_two.to_json() == report.to_json()
+    dropped = [d for d in documents if not (d["type"] == LOG_LEAF and d["index"] == 5)]
+    bundle.write_text("".join(lines_of(dropped)))
+    with bundle.open("rb") as stream:
+        on_two = verify_bundle_stream(stream, keys=books.key_ring, processes=2)
+    assert on_two.to_json() == verify_bundle(lines_of(dropped), keys=books.key_ring).to_json()
+    assert on_two.verdict is Verdict.INVALID
 
 
 def test_the_log_extends_the_previous_bundles_checkpoint(
