@@ -16,7 +16,7 @@ HMAC(server_seed, f"{client_seed}:{randomness}:{nonce}:0") (pokna_verify.fairnes
 
 The waiting is the shell's (pokna.dealer.game_action waits for the round after the acceptance committed;
 `pokna sweep` resolves what nobody waited for); this module decides, on the game as locked, and reads no
-network itself (an acceptance reads the time: see `accept`).
+network, and no clock: an acceptance is stamped with the moment under the lock it is given (see `accept`).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ import calendar
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from pokna.db.types import utc_now
 from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.errors import ActionRefused
-from pokna.dealer.locked import LockedGame
+from pokna.dealer.locked import Env, LockedGame
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.rules_step import fix_client_seeds, number_events
 from pokna.dealer.schemas import GameOut
+from pokna.dealer.view import game_out
 from pokna.dealer.writes import GameWrites
 from pokna.errors import Conflict
 from pokna_verify.fairness.beacon import BeaconChain, format_timestamp_ms
@@ -46,12 +46,11 @@ one period plus POKNA_BEACON_WAIT_MARGIN_SECONDS at most), `pokna sweep` resolve
 
 
 class RollPending(Conflict):
-    """The game has an accepted roll waiting for its drand round: nothing else is accepted until it resolves.
-    `kept` holds what the request decided before (a passed deadline's roll accepted), written all the same."""
+    """The game has an accepted roll waiting for its drand round: nothing else is accepted until it resolves
+    (decided as pokna.dealer.decision.PendingBeaconRound)."""
 
     code = "roll_pending"
     title = "A roll is waiting for its beacon round"
-    kept: GameWrites | None = None
     tenant_id: str | None = None  # the shell's, to resolve the roll if its round is due
 
 
@@ -65,16 +64,17 @@ def pending_round(game: GameRecord) -> int | None:
     return None if game.pending_roll is None else int(game.pending_roll["beacon_round"])
 
 
-def refuse_while_pending(locked: LockedGame) -> None:
+def roll_pending(locked: LockedGame) -> RollPending:
+    """The refusal of anything asked of a game whose accepted roll waits for its round."""
     game = locked.game
-    if game.pending_roll is not None:
-        raise RollPending(
-            f"the game's accepted {game.pending_roll['action']['action']} waits for drand round "
-            f"{game.pending_roll['beacon_round']} (due {game.pending_roll['acceptance']['round_due_at']}); "
-            "nothing else is accepted until it resolves",
-            beacon_round=game.pending_roll["beacon_round"],
-            game=locked.shown(),
-        )
+    assert game.pending_roll is not None
+    return RollPending(
+        f"the game's accepted {game.pending_roll['action']['action']} waits for drand round "
+        f"{game.pending_roll['beacon_round']} (due {game.pending_roll['acceptance']['round_due_at']}); "
+        "nothing else is accepted until it resolves",
+        beacon_round=game.pending_roll["beacon_round"],
+        game=locked.shown(),
+    )
 
 
 class _Draws(Exception):
@@ -98,17 +98,17 @@ def draws_rolls(locked: LockedGame, state: GameState, action: Action) -> bool:
 
 
 def accept(
-    locked: LockedGame, writes: GameWrites, chain: BeaconChain, state: GameState, action: Action
+    locked: LockedGame, writes: GameWrites, chain: BeaconChain, state: GameState, action: Action, env: Env
 ) -> GameOut:
     """Record the drawing `action` as accepted now, waiting for its round; the game as shown then.
 
-    "Now" is read here, under the game's lock, never taken from the request's clock (which was read when the
+    "Now" is `env.now`, read under the game's lock, never taken from the request's clock (which was read when the
     request arrived, or back-dated for a retried key's deadlines, or is a sweep's start): the named round must
     be the first after the acceptance as it is committed. beacon_roll_write('accept') refuses (as a moved
     wallet, so the request is decided again) if the round would be due before the acceptance commits, and
     checks the seats' balances under their row locks against the ones recorded here."""
     game, seats, balances, keys = locked.game, locked.seats, locked.balances, locked.keys
-    moment = utc_now()
+    moment = env.now
     accepted_at = format_timestamp_ms(_epoch_ms(moment))
     acceptance = build_roll_acceptance(
         game_id=game.id,
@@ -119,7 +119,7 @@ def accept(
     )
     # The start fixes the client seeds now, before the round is known: a seed the server chose later could
     # be chosen knowing the round.
-    seeded = fix_client_seeds(game, seats) if state.phase is Phase.OPEN else []
+    seeded = fix_client_seeds(game, seats, env) if state.phase is Phase.OPEN else []
     previous_version = game.version
     game.version += 1
     events = number_events(
@@ -163,7 +163,9 @@ def accept(
         },
     )
     # The version moved: the turn is announced again with it (nothing is allowed until the roll resolves).
-    return announce_client_seed_set(writes, game, seats, balances, moment)
+    shown = game_out(game, seats, balances)
+    announce_client_seed_set(writes, game, shown, moment)
+    return shown
 
 
 def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:

@@ -4,7 +4,10 @@ On the game as locked (pokna.dealer.locked.LockedGame): run the pure rules step 
 money moves into the ledger's posting document (with those balances as expected: if one moved meanwhile,
 game_write() refuses and the request is decided again on a fresh read), sign the proof if the game ended,
 and gather the new state, the rolls, the events and the announcements in the decision's `GameWrites`,
-which one call writes (pokna.dealer.writes). A beacon-mode step rolls with its round (`BeaconDraw`).
+which one call writes (pokna.dealer.writes). A beacon-mode step rolls with its round (`BeaconDraw`). Its
+outcome is a value: `Stepped` (the rules' result and the game as shown after it), or `NeedsRead` when the
+step rakes or ends the game and the lock did not read what that needs; nothing is changed before that is
+known.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from typing import Any
 from pokna import ledger
 from pokna.dealer.announcements import announce_step
 from pokna.dealer.errors import ActionRefused
-from pokna.dealer.locked import LockedGame
+from pokna.dealer.locked import Env, LockedGame, NeedsRead
 from pokna.dealer.proof_signing import sign_proof
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.schemas import GameOut
 from pokna.dealer.view import game_out, status_of
 from pokna.dealer.writes import GameWrites
 from pokna_verify.fairness.beacon import BeaconRound, beacon_roll
@@ -57,14 +61,24 @@ class BeaconDraw:
     balances: Mapping[int, int]
 
 
+@dataclass(frozen=True, slots=True)
+class Stepped:
+    """One rules step decided: what the rules returned, and the game as a client sees it after the step
+    (built once: the step's announcement carries it, and a request's answer is made from its last step's)."""
+
+    result: StepResult
+    shown: GameOut
+
+
 def apply_step(
     locked: LockedGame,
     writes: GameWrites,
     action: Action,
     moment: datetime,
+    env: Env,
     *,
     beacon: BeaconDraw | None = None,
-) -> StepResult:
+) -> Stepped | NeedsRead:
     """One rules step, gathered in `writes`: postings, events, rolls, the game row, its announcements.
     The locked balances (by account) were read without the ledger's lock; they are kept up to date with
     what this step posts. With `beacon` the step resolves a beacon-mode action accepted earlier: its rolls
@@ -73,7 +87,7 @@ def apply_step(
     state = state_from_dict(game.state)
     previous_version = game.version
     starting = state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout)
-    client_seeds = _fixed_client_seeds(seats) if starting else [seat.client_seed for seat in seats]
+    client_seeds = _fixed_client_seeds(seats, env) if starting else [seat.client_seed for seat in seats]
     seeds: list[str] = []  # the server seed and the game's client seed, opened at the first roll
 
     def roll_face(nonce: int) -> int:
@@ -99,7 +113,11 @@ def apply_step(
     # balances as expected: if one moved meanwhile, game_write() writes nothing and raises, and the caller
     # decides the request again on a fresh read.
     seat_balances, result = apply_rules(balances)
-    money, batch = _post_transfers(locked, result)
+    if locked.revenue_account is None and any(t.payee is REVENUE for t in result.transfers):
+        return NeedsRead("revenue_account")
+    if locked.recorded is None and result.state.is_over:
+        return NeedsRead("recorded")
+    money, batch = _post_transfers(locked, result, env)
     config = state.config
     cap = balance_cap(config.stake, config.challenge_raise, config.player_count)
     entries: list[tuple[str, dict[str, Any]]] = [
@@ -124,11 +142,12 @@ def apply_step(
     entries += money
     seeded = _seat_client_seeds(game, seats, client_seeds) if starting else []
     events = number_events(game, moment, entries)
-    seeded += _advance(locked, state, result.state, moment)
+    seeded += _advance(locked, state, result.state, moment, env)
     if result.state.is_over:
         writes.finished.append(result.state.outcome.reason.value if result.state.outcome else "cancelled")
     if result.state.is_over:
-        recorded_events, recorded_rolls = writes.recorded_for_proof(game.id, locked.recorded_for_proof())
+        assert locked.recorded is not None
+        recorded_events, recorded_rolls = writes.recorded_for_proof(game.id, locked.recorded)
         game.proof = sign_proof(
             game,
             result.state,
@@ -146,18 +165,19 @@ def apply_step(
             "rolls",
             {"rolls": [{"nonce": r.nonce, "accepted_at": r.accepted_at, "beacon": r.beacon} for r in rolls]},
         )
-    writes.shown = announce_step(writes, game, seats, balances, state, result.state, action, moment)
-    return result
+    shown = game_out(game, seats, balances)
+    announce_step(writes, game, seats, shown, state, result.state, action, moment)
+    return Stepped(result, shown)
 
 
-def fix_client_seeds(game: GameRecord, seats: Sequence[SeatRecord]) -> list[SeatRecord]:
+def fix_client_seeds(game: GameRecord, seats: Sequence[SeatRecord], env: Env) -> list[SeatRecord]:
     """Fix the seeds now (a beacon-mode start, at its acceptance): the seats given one by the server."""
-    return _seat_client_seeds(game, seats, _fixed_client_seeds(seats))
+    return _seat_client_seeds(game, seats, _fixed_client_seeds(seats, env))
 
 
-def _fixed_client_seeds(seats: Sequence[SeatRecord]) -> list[str | None]:
+def _fixed_client_seeds(seats: Sequence[SeatRecord], env: Env) -> list[str | None]:
     """At the start the seeds are fixed: a seat that never chose one gets a random one from the server."""
-    return [seat.client_seed or generate_client_seed() for seat in seats]
+    return [seat.client_seed or generate_client_seed(env.random_bytes) for seat in seats]
 
 
 def _seat_client_seeds(
@@ -176,7 +196,7 @@ def _seat_client_seeds(
 
 
 def _post_transfers(
-    locked: LockedGame, result: StepResult
+    locked: LockedGame, result: StepResult, env: Env
 ) -> tuple[list[tuple[str, dict[str, Any]]], ledger.TransferBatch | None]:
     """The step's money moves as the ledger's posting document, and their money events (each event's
     ledger seq is added when it is posted)."""
@@ -189,7 +209,8 @@ def _post_transfers(
     if any(transfer.payee is REVENUE for transfer in result.transfers):
         # The revenue sub-account of the chain the transfers go on: rakes of games on different chains
         # lock different revenue accounts.
-        account_of[REVENUE] = locked.revenue_account_id()
+        assert locked.revenue_account is not None  # apply_step asked for it first
+        account_of[REVENUE] = locked.revenue_account
 
     def account(party: Party) -> str:
         return account_of[party]
@@ -206,6 +227,8 @@ def _post_transfers(
         metadata={"game_id": game.id},
         expected_balances={seat.account_id: balances[seat.account_id] for seat in seats},
         chain=chain,
+        ids=env.new_id,
+        now=env.now,
     )
     for account_transfer in account_transfers:
         for account_id, change in (
@@ -230,7 +253,9 @@ def _post_transfers(
     ], batch
 
 
-def _advance(locked: LockedGame, before: GameState, after: GameState, moment: datetime) -> list[SeatRecord]:
+def _advance(
+    locked: LockedGame, before: GameState, after: GameState, moment: datetime, env: Env
+) -> list[SeatRecord]:
     """The game row after a step; a finished game reveals its seed. Returns the seats whose client
     seeds it fixed (a game cancelled before its start)."""
     game, seats, keys, clock = locked.game, locked.seats, locked.keys, locked.clock
@@ -246,7 +271,7 @@ def _advance(locked: LockedGame, before: GameState, after: GameState, moment: da
         if (
             game.game_client_seed is None
         ):  # cancelled before the start: the seeds are fixed now, for the proof
-            seeded = _seat_client_seeds(game, seats, _fixed_client_seeds(seats))
+            seeded = _seat_client_seeds(game, seats, _fixed_client_seeds(seats, env))
         game.revealed_server_seed = open_server_seed(game.sealed_server_seed, keys.seed_key, game.id)
     elif after.phase is Phase.OPEN:
         game.turn_deadline_at = game.created_at + clock.open_game_ttl
