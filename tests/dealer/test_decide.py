@@ -77,8 +77,8 @@ def locked(
     """A new game of two players at stake 10, as the lock would read it, `at` the request's moment."""
     game, seats = _new_game(chain, rake_bps)
     return LockedGame(
-        copy.deepcopy(game),
-        copy.deepcopy(seats),
+        game,
+        tuple(seats),
         dict.fromkeys(ACCOUNTS, 100) if balances is None else balances,
         KEYS,
         Clock(at, TTL),
@@ -94,9 +94,8 @@ def _new_game(chain: BeaconChain | None, rake_bps: int = 0) -> tuple[GameRecord,
     config = GameConfig(stake=10, challenge_raise=10, player_count=2, rake_bps=rake_bps)
     created = Clock(CREATED_AT, TTL)
     game, seats, _ = new_game_records(KEYS, created, "ten_1", terms, config, chain, "game_1", "acct_pot")
-    game.sealed_server_seed = seal_server_seed(SERVER_SEED, KEYS.seed_key, game.id)
-    game.server_seed_hash = server_seed_hash(SERVER_SEED)
-    return game, seats
+    sealed = seal_server_seed(SERVER_SEED, KEYS.seed_key, game.id)
+    return replace(game, sealed_server_seed=sealed, server_seed_hash=server_seed_hash(SERVER_SEED)), seats
 
 
 def played(*requests: PlayerRequest, **options: Any) -> LockedGame:
@@ -105,7 +104,8 @@ def played(*requests: PlayerRequest, **options: Any) -> LockedGame:
     for request in requests:
         decision = decide(game, Act(request), fixed_env(game.clock.now))
         assert isinstance(decision, Written)
-    return game  # changed in place by the steps: the game as written
+        game = decision.locked
+    return game
 
 
 def started(**options: Any) -> LockedGame:
@@ -304,15 +304,14 @@ def test_decide(build: Callable[[], LockedGame], intent: Any, check: Callable[[D
 
 
 def test_a_roll_pending_refuses_the_next_action_and_writes_nothing() -> None:
-    accepted = locked(chain=QUICKNET)
-    assert isinstance(decide(accepted, Act(_start()), fixed_env(accepted.clock.now)), Written)
-    waiting = replace(accepted, game=replace(accepted.game))  # the game as the next request locks it
+    waiting = played(_start(), chain=QUICKNET)
+    assert waiting.game.pending_roll is not None
     decision = decide(
         waiting, Act(RollAction(type="roll", account_id="acct_p1")), fixed_env(waiting.clock.now)
     )
     assert isinstance(decision, PendingBeaconRound)
     assert isinstance(decision.refusal, RollPending)
-    assert decision.refusal.extensions["beacon_round"] == accepted.game.pending_roll["beacon_round"]  # type: ignore[index]
+    assert decision.refusal.extensions["beacon_round"] == waiting.game.pending_roll["beacon_round"]
     assert not decision.kept
     _no_writes(decide(waiting, CatchUp(), fixed_env(waiting.clock.now)))
 
@@ -323,3 +322,17 @@ def test_the_same_env_decides_the_same_bytes() -> None:
     assert isinstance(first, Written)
     assert isinstance(second, Written)
     assert first.writes.document() == second.writes.document()
+
+
+def test_the_game_decided_on_is_not_changed() -> None:
+    """A decision made again after a read (NeedsRead) starts from the same value: decide changes nothing
+    it was given, and the game it returns is a new one."""
+    game = lone_survivor(rake_bps=500)
+    before = copy.deepcopy((game.game, tuple(game.seats), dict(game.balances)))
+    decision = decide(game, Act(ClaimAction(type="claim", account_id="acct_p2")), fixed_env(CREATED_AT))
+    assert decision == NeedsRead("revenue_account")
+    raked = replace(game, revenue_account="acct_revenue")
+    written = decide(raked, Act(ClaimAction(type="claim", account_id="acct_p2")), fixed_env(CREATED_AT))
+    assert isinstance(written, Written)
+    assert (game.game, tuple(game.seats), dict(game.balances)) == before
+    assert (written.locked.game.status, written.locked.balances["acct_p2"]) == ("settled", 100 - 10 + 19)

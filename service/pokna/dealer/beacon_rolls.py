@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import calendar
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from pokna.dealer.announcements import announce_client_seed_set
@@ -99,8 +100,9 @@ def draws_rolls(locked: LockedGame, state: GameState, action: Action) -> bool:
 
 def accept(
     locked: LockedGame, writes: GameWrites, chain: BeaconChain, state: GameState, action: Action, env: Env
-) -> GameOut:
-    """Record the drawing `action` as accepted now, waiting for its round; the game as shown then.
+) -> tuple[LockedGame, GameOut]:
+    """Record the drawing `action` as accepted now, waiting for its round: the game after the acceptance,
+    and as shown then.
 
     "Now" is `env.now`, read under the game's lock, never taken from the request's clock (which was read when the
     request arrived, or back-dated for a retried key's deadlines, or is a sweep's start): the named round must
@@ -119,11 +121,12 @@ def accept(
     )
     # The start fixes the client seeds now, before the round is known: a seed the server chose later could
     # be chosen knowing the round.
-    seeded = fix_client_seeds(game, seats, env) if state.phase is Phase.OPEN else []
+    seeded: list[SeatRecord] = []
+    if state.phase is Phase.OPEN:
+        game, seats, seeded = fix_client_seeds(game, seats, env)
     previous_version = game.version
-    game.version += 1
-    events = number_events(
-        game,
+    game, events = number_events(
+        replace(game, version=game.version + 1),
         moment,
         [
             (
@@ -138,7 +141,7 @@ def accept(
         ],
     )
     by_seat = _by_seat(seats, balances)
-    game.pending_roll = {
+    pending_roll = {
         "action": action_to_dict(action),
         "accepted_at": accepted_at,
         "beacon_round": acceptance["beacon_round"],
@@ -149,14 +152,14 @@ def accept(
         "answer_key": writes.answer_key,
     }
     due = datetime.fromisoformat(acceptance["round_due_at"].replace("Z", "+00:00"))
-    game.turn_deadline_at = due + SWEEP_AFTER_DUE
+    game = replace(game, pending_roll=pending_roll, turn_deadline_at=due + SWEEP_AFTER_DUE)
     writes.accepted_round = int(acceptance["beacon_round"])
     writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=seeded)
     writes.beacon_phase(
         game.id,
         "accept",
         {
-            "pending_roll": game.pending_roll,
+            "pending_roll": pending_roll,
             "account_ids": [seat.account_id for seat in seats],
             "balances": {seat.account_id: balances.get(seat.account_id, 0) for seat in seats},
             "round_due_at": acceptance["round_due_at"],
@@ -165,7 +168,7 @@ def accept(
     # The version moved: the turn is announced again with it (nothing is allowed until the roll resolves).
     shown = game_out(game, seats, balances)
     announce_client_seed_set(writes, game, shown, moment)
-    return shown
+    return replace(locked, game=game, seats=seats), shown
 
 
 def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:
@@ -176,14 +179,15 @@ def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:
     return action_from_dict(pending["action"]), str(pending["accepted_at"]), balances
 
 
-def release(locked: LockedGame, writes: GameWrites) -> None:
+def release(locked: LockedGame, writes: GameWrites) -> LockedGame:
     """The waiting roll resolves: the wallets' hold goes before the resolution posts (same transaction),
-    and the resolution's answer is stored under the key of the request that accepted it."""
+    and the resolution's answer is stored under the key of the request that accepted it. The game with no
+    roll waiting."""
     game, seats = locked.game, locked.seats
     assert game.pending_roll is not None
     writes.beacon_phase(game.id, "release", {"account_ids": [seat.account_id for seat in seats]})
     writes.answer_key = game.pending_roll.get("answer_key")
-    game.pending_roll = None
+    return replace(locked, game=replace(game, pending_roll=None))
 
 
 def _by_seat(seats: Sequence[SeatRecord], balances: Mapping[str, int]) -> dict[int, int]:

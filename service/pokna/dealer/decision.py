@@ -18,7 +18,8 @@ abandoned game catches up in one touch exactly as if someone had been watching i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -79,8 +80,10 @@ Intent = Act | Resolve | CatchUp
 
 @dataclass(frozen=True)
 class Written:
-    """Decided: `writes` to write and commit (none at all: nothing to do), and the answer."""
+    """Decided: `writes` to write and commit (none at all: nothing to do), the game as the decision left
+    it, and the answer."""
 
+    locked: LockedGame
     writes: GameWrites
     answer: GameActionOut | None = None
     """None: nothing to answer (a catch-up; a beacon roll somebody else resolved first)."""
@@ -108,8 +111,8 @@ Decision = Written | PendingBeaconRound | NeedsRead | Refused
 
 
 def decide(locked: LockedGame, intent: Intent, env: Env) -> Decision:
-    """Decided afresh on each call: `locked` is the lock's read, built anew for every decision (a rules
-    step changes it as it gathers its writes)."""
+    """`locked` is never changed: each step makes the game after it (a decision made again after a read
+    starts from the same value)."""
     answer_key = intent.answer_key if isinstance(intent, Act) else None
     writes = GameWrites(locked.game.tenant_id, outbox=Gathered(env.new_id), answer_key=answer_key)
     try:
@@ -120,11 +123,12 @@ def decide(locked: LockedGame, intent: Intent, env: Env) -> Decision:
                 return _resolve(locked, writes, beacon_round, env)
             case CatchUp():
                 if locked.game.pending_roll is not None:
-                    return Written(writes)  # waiting for its round: not a turn that can time out
-                timed_out = apply_passed_deadlines(locked, writes, locked.clock.now, env)
-                if isinstance(timed_out, NeedsRead):
-                    return timed_out
-                return Written(writes, timed_out=tuple(timed_out))
+                    return Written(locked, writes)  # waiting for its round: not a turn that can time out
+                caught_up = apply_passed_deadlines(locked, writes, locked.clock.now, env)
+                if isinstance(caught_up, NeedsRead):
+                    return caught_up
+                after, timed_out = caught_up
+                return Written(after, writes, timed_out=tuple(timed_out))
     except PoknaError as refusal:
         return Refused(refusal)
 
@@ -134,18 +138,20 @@ def _act(locked: LockedGame, writes: GameWrites, request: PlayerRequest, env: En
     first (their rolls are in the game's events, not in this answer)."""
     if locked.game.pending_roll is not None:
         return PendingBeaconRound(roll_pending(locked), writes)
-    timed_out = apply_passed_deadlines(locked, writes, locked.clock.for_deadlines().now, env)
-    if isinstance(timed_out, NeedsRead):
-        return timed_out
+    caught_up = apply_passed_deadlines(locked, writes, locked.clock.for_deadlines().now, env)
+    if isinstance(caught_up, NeedsRead):
+        return caught_up
+    locked, timed_out = caught_up
     try:
         if locked.game.pending_roll is not None:  # a passed deadline's roll was accepted: kept, then refused
             return PendingBeaconRound(_after(timed_out, roll_pending(locked)), writes)
-        answer = _act_now(locked, writes, request, env)
+        acted = _act_now(locked, writes, request, env)
     except PoknaError as refusal:
         return Refused(_after(timed_out, refusal))
-    if isinstance(answer, NeedsRead):
-        return answer
-    return Written(writes, answer, tuple(timed_out))
+    if isinstance(acted, NeedsRead):
+        return acted
+    after, answer = acted
+    return Written(after, writes, answer, tuple(timed_out))
 
 
 def _resolve(locked: LockedGame, writes: GameWrites, beacon_round: BeaconRound, env: Env) -> Decision:
@@ -154,15 +160,15 @@ def _resolve(locked: LockedGame, writes: GameWrites, beacon_round: BeaconRound, 
     game = locked.game
     chain = chain_of(game)
     if chain is None or game.pending_roll is None or pending_round(game) != beacon_round.round:
-        return Written(writes)
+        return Written(locked, writes)
     verify_round(chain, beacon_round)
     action, accepted_at, accepted_balances = pending_action(game)
-    release(locked, writes)
     draw = BeaconDraw(beacon_round, accepted_at, accepted_balances)
-    stepped = apply_step(locked, writes, action, locked.clock.now, env, beacon=draw)
+    stepped = apply_step(release(locked, writes), writes, action, locked.clock.now, env, beacon=draw)
     if isinstance(stepped, NeedsRead):
         return stepped
-    return Written(writes, action_answer(stepped.shown, rolls_out(stepped.result, locked.seats)))
+    answer = action_answer(stepped.shown, rolls_out(stepped.result, locked.seats))
+    return Written(stepped.locked, writes, answer)
 
 
 def _after(timed_out: list[dict[str, Any]], refusal: Refusal) -> Refusal:
@@ -180,9 +186,9 @@ def _after(timed_out: list[dict[str, Any]], refusal: Refusal) -> Refusal:
 
 def _act_now(
     locked: LockedGame, writes: GameWrites, request: PlayerRequest, env: Env
-) -> GameActionOut | NeedsRead:
-    """The answer: the game as the action's step left it (pokna.dealer.view.game_out, built once by the
-    step), with the rolls the action made."""
+) -> tuple[LockedGame, GameActionOut] | NeedsRead:
+    """The game after the action, and the answer: the game as the action's step left it
+    (pokna.dealer.view.game_out, built once by the step), with the rolls the action made."""
     game, seats = locked.game, locked.seats
     if request.expected_version is not None and request.expected_version != game.version:
         raise VersionConflict(
@@ -190,19 +196,21 @@ def _act_now(
             game=locked.shown(),
         )
     if isinstance(request, SetClientSeedAction):
-        return action_answer(_set_client_seed(locked, writes, request), [])
+        after, shown = _set_client_seed(locked, writes, request)
+        return after, action_answer(shown, [])
     action = request.engine_action(lambda account_id: _seat_of(seats, account_id))
     chain = chain_of(game)
     state = state_from_dict(game.state)
     if chain is not None and draws_rolls(locked, state, action):
-        return action_answer(accept(locked, writes, chain, state, action, env), [])
+        after, shown = accept(locked, writes, chain, state, action, env)
+        return after, action_answer(shown, [])
     stepped = apply_step(locked, writes, action, locked.clock.now, env)
     if isinstance(stepped, NeedsRead):
         return stepped
-    return action_answer(stepped.shown, rolls_out(stepped.result, seats))
+    return stepped.locked, action_answer(stepped.shown, rolls_out(stepped.result, seats))
 
 
-def _seat_of(seats: list[SeatRecord], account_id: str | None) -> int:
+def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
     for seat in seats:
         if seat.account_id == account_id:
             return seat.seat
@@ -214,43 +222,49 @@ def _seat_of(seats: list[SeatRecord], account_id: str | None) -> int:
     )
 
 
-def _set_client_seed(locked: LockedGame, writes: GameWrites, request: SetClientSeedAction) -> GameOut:
+def _set_client_seed(
+    locked: LockedGame, writes: GameWrites, request: SetClientSeedAction
+) -> tuple[LockedGame, GameOut]:
     game, seats, now = locked.game, locked.seats, locked.clock.now
     if game.status != "open":
         raise ClientSeedLocked("client seeds can be set only before the game starts", game=locked.shown())
     if (problem := client_seed_problem(request.client_seed)) is not None:
         raise InvalidRequest(problem, field="body.client_seed")
-    seat = seats[_seat_of(seats, request.account_id)]
-    seat.client_seed = request.client_seed
-    seat.client_seed_source = "player"
+    index = _seat_of(seats, request.account_id)
+    seat = replace(seats[index], client_seed=request.client_seed, client_seed_source="player")
     previous_version = game.version
-    game.version += 1
-    events = number_events(
-        game, now, [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})]
+    game, events = number_events(
+        replace(game, version=game.version + 1),
+        now,
+        [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})],
     )
     writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=[seat])
-    shown = locked.shown()
+    after = replace(locked, game=game, seats=(*seats[:index], seat, *seats[index + 1 :]))
+    shown = after.shown()
     announce_client_seed_set(writes, game, shown, now)
-    return shown
+    return after, shown
 
 
 def apply_passed_deadlines(
     locked: LockedGame, writes: GameWrites, until: datetime, env: Env
-) -> list[dict[str, Any]] | NeedsRead:
+) -> tuple[LockedGame, list[dict[str, Any]]] | NeedsRead:
     """On the game as locked: each deadline passed by `until`, its default action stamped at that
-    deadline. What was applied, one entry per deadline: when, in which phase, on behalf of which seats,
-    and which action."""
-    game, seats = locked.game, locked.seats
+    deadline. The game after them, and what was applied, one entry per deadline: when, in which phase,
+    on behalf of which seats, and which action."""
+    seats = locked.seats
     applied: list[dict[str, Any]] = []
     # A beacon-mode roll accepted and waiting is not a turn that can time out: the sweep resolves it when
     # its round arrives (pokna.dealer.beacon_rolls), and the next turn's clock starts then.
-    while game.pending_roll is None and game.turn_deadline_at is not None and game.turn_deadline_at <= until:
+    while True:
+        game = locked.game
         deadline = game.turn_deadline_at
+        if game.pending_roll is not None or deadline is None or deadline > until:
+            return locked, applied
         chain = chain_of(game)
         state = state_from_dict(game.state)
         if chain is not None and draws_rolls(locked, state, Timeout()):
             # Beacon mode: the default roll is accepted now (not at the deadline, whose round may be out).
-            accept(locked, writes, chain, state, Timeout(), env)
+            locked, _ = accept(locked, writes, chain, state, Timeout(), env)
             applied.append(
                 {
                     "deadline_at": deadline.isoformat().replace("+00:00", "Z"),
@@ -260,10 +274,11 @@ def apply_passed_deadlines(
                     "beacon_round": writes.accepted_round,
                 }
             )
-            break
+            return locked, applied
         stepped = apply_step(locked, writes, Timeout(), deadline, env)
         if isinstance(stepped, NeedsRead):
             return stepped
+        locked = stepped.locked
         for event in stepped.result.events:
             if isinstance(event, TimedOut):
                 applied.append(
@@ -274,4 +289,3 @@ def apply_passed_deadlines(
                         "applied": event.default_action,
                     }
                 )
-    return applied

@@ -1,8 +1,8 @@
 """The game as locked: the one value every decision is made on (pokna.dealer.decision).
 
 `LockedGame` holds what the lock's round trip read (the game row, its seats in order, their wallets'
-balances) and what a decision needs beside it (the service's keys, the `Clock`); a rules step changes it in
-place as it gathers its writes (pokna.dealer.writes), so each decision is made on one built afresh. What a
+balances) and what a decision needs beside it (the service's keys, the `Clock`); it is a value, never
+changed: a rules step returns the game after it as a new one (pokna.dealer.rules_step.Stepped). What a
 decision takes from the world (the moment under the lock, ids, randomness) is passed beside it (`Env`). It is read by one statement, `LOCK_FOR_ACTION`, which
 pokna.dealer.action_transaction sends pipelined behind BEGIN.
 
@@ -25,7 +25,7 @@ events and rolls too, as every step bumps the version in the transaction that re
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -102,15 +102,15 @@ class NeedsRead:
     what: Literal["recorded", "revenue_account"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class LockedGame:
     """The game under its row lock, its seats in order, their wallets' balances by account (read without
     the ledger's lock: the ledger checks them again as expected balances when money moves), and what the
-    decision needs beside them. A rules step updates `game`, `seats` and `balances` as it decides."""
+    decision needs beside them. A rules step returns a new one, the game as it left it."""
 
     game: GameRecord
-    seats: list[SeatRecord]
-    balances: dict[str, int]
+    seats: Sequence[SeatRecord]
+    balances: Mapping[str, int]
     keys: ServiceKeys
     clock: Clock
     recorded: Recorded | None = None
