@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
@@ -282,27 +282,28 @@ async def _decided(
     intent: Intent,
 ) -> Decision:
     """The intent decided on the game as locked (LOCK_FOR_ACTION's row), never NeedsRead: a decision that
-    needs a read not yet made is made again, on the game built afresh from the row and with the same
-    `env`, once the read is made (the rules are pure; nothing was written)."""
+    needs a read not yet made is made again on the same game (`decide` changes nothing it is given) and
+    with the same `env`, once the read is made (the rules are pure; nothing was written)."""
     held_balances, revenue_account = held or (None, None)
+    locked = locked_game(
+        locked_row,
+        dealer.keys,
+        clock,
+        balances=held_balances,
+        recorded=recorded,
+        revenue_account=revenue_account,
+    )
+    if locked is None:
+        raise StaleBalances("the seats changed while the game's lock was awaited")
     env = live_env()
     while True:
-        locked = locked_game(
-            locked_row,
-            dealer.keys,
-            clock,
-            balances=held_balances,
-            recorded=recorded,
-            revenue_account=revenue_account,
-        )
-        if locked is None:
-            raise StaleBalances("the seats changed while the game's lock was awaited")
         match decide(locked, intent, env):
             case NeedsRead(what="recorded"):
-                recorded = await _recorded(connection, tenant_id, locked)
+                locked = replace(locked, recorded=await _recorded(connection, tenant_id, locked))
             case NeedsRead(what="revenue_account"):
                 game = locked.game
-                revenue_account = await _revenue_account(connection, tenant_id, game.id, game.currency)
+                revenue = await _revenue_account(connection, tenant_id, game.id, game.currency)
+                locked = replace(locked, revenue_account=revenue)
             case decision:
                 return decision
 
