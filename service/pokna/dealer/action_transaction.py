@@ -2,7 +2,8 @@
 
 BEGIN, the hold of the request's claim (or the key's check) and the game's lock statement
 (pokna.dealer.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on in
-Python (pokna.dealer.decision.decide, no I/O); what the decision gathered (a beacon acceptance or release,
+Python (pokna.dealer.decision.decide, no I/O, its moment, ids and randomness given: `live_env`, read
+under the lock), and the transaction matches on the `Decision` it returns; what the decision gathered (a beacon acceptance or release,
 game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved after the read makes
 game_write() refuse and the request is decided again, the last time on balances read under the ledger's
 locks; a wallet a waiting beacon roll holds is refused (409 wallet_held): pokna.dealer.writes.refusal_of.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
@@ -22,8 +23,7 @@ from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
 
 from pokna import ledger
 from pokna.dealer.answer import status_for
-from pokna.dealer.beacon_rolls import RollPending
-from pokna.dealer.decision import Decision, Intent, decide
+from pokna.dealer.decision import Decision, Intent, PendingBeaconRound, Refused, Written, decide
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.locked import (
     LOCK_FOR_ACTION,
@@ -31,6 +31,7 @@ from pokna.dealer.locked import (
     LockedGame,
     NeedsRead,
     Recorded,
+    live_env,
     locked_game,
     split_locked,
 )
@@ -87,12 +88,12 @@ class Dealer:
 
 
 @dataclass(frozen=True)
-class Written:
+class Committed:
     """A decision, written and committed: the tenant it was decided for, and its answer's status and JSON
     (None when there was nothing to answer)."""
 
     tenant_id: str
-    decision: Decision
+    decision: Written
     status: int
     body: str | None
 
@@ -105,15 +106,14 @@ async def run(
     claim: Claim | None,
     game_id: str,
     intent: Intent,
-    answer_key: str | None = None,
-) -> Written | None:
+) -> Committed | None:
     """`intent` decided on the game and written, in one transaction, decided again (up to DECIDE_ATTEMPTS
     times) while a seated wallet keeps moving under it. None when the decision found nothing to write
-    and nothing to answer. `answer_key`: the Idempotency-Key its answer is stored under."""
+    and nothing to answer."""
     for attempt in range(DECIDE_ATTEMPTS):
         try:
             return await _attempt_once(
-                connection, dealer, clock, caller, claim, game_id, intent, answer_key, held=attempt > 0
+                connection, dealer, clock, caller, claim, game_id, intent, held=attempt > 0
             )
         except RoundTooNear:
             await asyncio.sleep(ROUND_TOO_NEAR_WAIT_SECONDS)
@@ -130,10 +130,9 @@ async def _attempt_once(
     claim: Claim | None,
     game_id: str,
     intent: Intent,
-    answer_key: str | None,
     *,
     held: bool,
-) -> Written | None:
+) -> Committed | None:
     """One decision, in one transaction of two round trips. `held`: after a lost race, the balances are
     read under the ledger's locks (pokna.ledger.holding), so this decision is the last.
 
@@ -155,28 +154,25 @@ async def _attempt_once(
                 held_accounts = None
                 if held:
                     held_accounts = await _held_accounts(connection, tenant_id, game_id, locked_row)
-                try:
-                    decision = await _decided(
-                        connection,
-                        dealer,
-                        clock,
-                        tenant_id,
-                        locked_row,
-                        recorded,
-                        held_accounts,
-                        intent,
-                        answer_key,
-                    )
-                except RollPending as pending:
-                    pending.tenant_id = tenant_id
-                    if pending.kept:  # a passed deadline's roll was accepted before the refusal: keep it
-                        await _send(connection, pending.kept, None)
-                        await connection.execute("COMMIT", prepare=False)
-                        ended = True
-                        # Synced before the refusal is raised: a server error in the kept writes (a moved
-                        # or held wallet) must surface as itself, not behind a roll_pending that never was.
-                        await pipeline.sync()
-                    raise
+                decided = await _decided(
+                    connection, dealer, clock, tenant_id, locked_row, recorded, held_accounts, intent
+                )
+                match decided:
+                    case Written() as decision:
+                        pass
+                    case PendingBeaconRound(refusal=pending, kept=kept):
+                        pending.tenant_id = tenant_id
+                        if kept:  # a passed deadline's roll was accepted before the refusal: keep it
+                            await _send(connection, kept, None)
+                            await connection.execute("COMMIT", prepare=False)
+                            ended = True
+                            # Synced before the refusal is raised: a server error in the kept writes (a
+                            # moved or held wallet) must surface as itself, not behind a roll_pending
+                            # that never was.
+                            await pipeline.sync()
+                        raise pending
+                    case Refused(refusal=refused):
+                        raise refused
                 writes = decision.writes
                 if decision.answer is None and not writes:
                     await connection.execute("ROLLBACK", prepare=False)
@@ -200,7 +196,7 @@ async def _attempt_once(
         await _rolled_back(connection)
         raise refusal from None
     writes.written(time.perf_counter() - started)
-    return Written(tenant_id, decision, status, body)
+    return Committed(tenant_id, decision, status, body)
 
 
 async def _held_accounts(
@@ -284,31 +280,32 @@ async def _decided(
     recorded: Recorded | None,
     held: tuple[dict[str, int], str | None] | None,
     intent: Intent,
-    answer_key: str | None,
 ) -> Decision:
-    """The intent decided on the game as locked (LOCK_FOR_ACTION's row). A decision that needs a read not
-    yet made is made again, on the game built afresh from the row, once the read is made (the rules are
-    pure; nothing was written)."""
+    """The intent decided on the game as locked (LOCK_FOR_ACTION's row), never NeedsRead: a decision that
+    needs a read not yet made is made again on the same game (`decide` changes nothing it is given) and
+    with the same `env`, once the read is made (the rules are pure; nothing was written)."""
     held_balances, revenue_account = held or (None, None)
+    locked = locked_game(
+        locked_row,
+        dealer.keys,
+        clock,
+        balances=held_balances,
+        recorded=recorded,
+        revenue_account=revenue_account,
+    )
+    if locked is None:
+        raise StaleBalances("the seats changed while the game's lock was awaited")
+    env = live_env()
     while True:
-        locked = locked_game(
-            locked_row,
-            dealer.keys,
-            clock,
-            balances=held_balances,
-            recorded=recorded,
-            revenue_account=revenue_account,
-        )
-        if locked is None:
-            raise StaleBalances("the seats changed while the game's lock was awaited")
-        try:
-            return decide(locked, intent, answer_key)
-        except NeedsRead as need:
-            if need.what == "recorded":
-                recorded = await _recorded(connection, tenant_id, locked)
-            else:
+        match decide(locked, intent, env):
+            case NeedsRead(what="recorded"):
+                locked = replace(locked, recorded=await _recorded(connection, tenant_id, locked))
+            case NeedsRead(what="revenue_account"):
                 game = locked.game
-                revenue_account = await _revenue_account(connection, tenant_id, game.id, game.currency)
+                revenue = await _revenue_account(connection, tenant_id, game.id, game.currency)
+                locked = replace(locked, revenue_account=revenue)
+            case decision:
+                return decision
 
 
 async def _recorded(connection: AsyncConnection[Any], tenant_id: str, locked: LockedGame) -> Recorded:

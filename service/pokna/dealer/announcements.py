@@ -48,35 +48,29 @@ def announce_created(
         start_deadline_at=game.turn_deadline_at,
     )
     outbox.record(game.tenant_id, game.id, GameCreated(timestamp=game.created_at, data=data))
-    _announce_turn(outbox, game, seats, balances, game.created_at)
+    _announce_turn(outbox, game, game_out(game, seats, balances), game.created_at)
 
 
-def announce_client_seed_set(
-    outbox: Recorder,
-    game: GameRecord,
-    seats: Sequence[SeatRecord],
-    balances: Mapping[str, int],
-    moment: datetime,
-) -> GameOut:
+def announce_client_seed_set(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:
     """A client seed is no rules step, yet it moves the game's version: the turn is announced again with
     that version, or a receiver acting on the last `game.turn` it had would send a stale
     `expected_version` and be refused with a conflict."""
-    return _announce_turn(outbox, game, seats, balances, moment)
+    _announce_turn(outbox, game, shown, moment)
 
 
 def announce_step(
     outbox: Recorder,
     game: GameRecord,
     seats: Sequence[SeatRecord],
-    balances: Mapping[str, int],
+    shown: GameOut,
     before: GameState,
     after: GameState,
     action: Action,
     moment: datetime,
-) -> GameOut:
+) -> None:
     """The events of one rules step, in the order a watcher would tell them: a timeout, the start, then
-    either the ending or the next turn. `balances` are the seats' wallets after the step: what the next
-    turn offers depends on them."""
+    either the ending or the next turn. `shown` is the game after the step (pokna.dealer.view.game_out,
+    built once by the step): what the next turn offers depends on the seats' wallets after it."""
     if isinstance(action, Timeout):
         waited = turn(before)
         data = GameTurnTimedOutData(
@@ -92,18 +86,12 @@ def announce_step(
         started = GameStartedData(game_id=game.id, version=game.version, pot=after.pot, started_at=moment)
         outbox.record(game.tenant_id, game.id, GameStarted(timestamp=moment, data=started))
     if after.is_over:
-        return _announce_end(outbox, game, seats, balances, moment)
-    return _announce_turn(outbox, game, seats, balances, moment)
+        _announce_end(outbox, game, shown, moment)
+    else:
+        _announce_turn(outbox, game, shown, moment)
 
 
-def _announce_turn(
-    outbox: Recorder,
-    game: GameRecord,
-    seats: Sequence[SeatRecord],
-    balances: Mapping[str, int],
-    moment: datetime,
-) -> GameOut:
-    shown = game_out(game, seats, balances)
+def _announce_turn(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:
     assert shown.turn is not None
     data = GameTurnData(
         game_id=game.id,
@@ -116,17 +104,9 @@ def _announce_turn(
         deadline_at=shown.turn.deadline_at,
     )
     outbox.record(game.tenant_id, game.id, GameTurn(timestamp=moment, data=data))
-    return shown
 
 
-def _announce_end(
-    outbox: Recorder,
-    game: GameRecord,
-    seats: Sequence[SeatRecord],
-    balances: Mapping[str, int],
-    moment: datetime,
-) -> GameOut:
-    shown = game_out(game, seats, balances)
+def _announce_end(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:
     assert shown.outcome is not None
     assert game.ended_at is not None
     data = GameEndedData(
@@ -147,4 +127,3 @@ def _announce_end(
         else GameCancelled(timestamp=moment, data=data)
     )
     outbox.record(game.tenant_id, game.id, ended)
-    return shown

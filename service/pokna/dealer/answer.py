@@ -28,8 +28,8 @@ class Played:
 
 
 def action_answer(shown: GameOut, rolls: list[ActionRollOut]) -> GameActionOut:
-    """The game as the last announcement showed it (pokna.dealer.view.game_out, built once), with the
-    rolls the request's own action made."""
+    """The game as the request's last step left it (pokna.dealer.view.game_out, built once by the step:
+    pokna.dealer.rules_step.Stepped), with the rolls the request's own action made."""
     return GameActionOut.model_construct(**dict(shown), rolls=rolls)
 
 

@@ -16,22 +16,23 @@ HMAC(server_seed, f"{client_seed}:{randomness}:{nonce}:0") (pokna_verify.fairnes
 
 The waiting is the shell's (pokna.dealer.game_action waits for the round after the acceptance committed;
 `pokna sweep` resolves what nobody waited for); this module decides, on the game as locked, and reads no
-network itself (an acceptance reads the time: see `accept`).
+network, and no clock: an acceptance is stamped with the moment under the lock it is given (see `accept`).
 """
 
 from __future__ import annotations
 
 import calendar
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
-from pokna.db.types import utc_now
 from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.errors import ActionRefused
-from pokna.dealer.locked import LockedGame
+from pokna.dealer.locked import Env, LockedGame
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.rules_step import fix_client_seeds, number_events
 from pokna.dealer.schemas import GameOut
+from pokna.dealer.view import game_out
 from pokna.dealer.writes import GameWrites
 from pokna.errors import Conflict
 from pokna_verify.fairness.beacon import BeaconChain, format_timestamp_ms
@@ -46,12 +47,11 @@ one period plus POKNA_BEACON_WAIT_MARGIN_SECONDS at most), `pokna sweep` resolve
 
 
 class RollPending(Conflict):
-    """The game has an accepted roll waiting for its drand round: nothing else is accepted until it resolves.
-    `kept` holds what the request decided before (a passed deadline's roll accepted), written all the same."""
+    """The game has an accepted roll waiting for its drand round: nothing else is accepted until it resolves
+    (decided as pokna.dealer.decision.PendingBeaconRound)."""
 
     code = "roll_pending"
     title = "A roll is waiting for its beacon round"
-    kept: GameWrites | None = None
     tenant_id: str | None = None  # the shell's, to resolve the roll if its round is due
 
 
@@ -65,16 +65,17 @@ def pending_round(game: GameRecord) -> int | None:
     return None if game.pending_roll is None else int(game.pending_roll["beacon_round"])
 
 
-def refuse_while_pending(locked: LockedGame) -> None:
+def roll_pending(locked: LockedGame) -> RollPending:
+    """The refusal of anything asked of a game whose accepted roll waits for its round."""
     game = locked.game
-    if game.pending_roll is not None:
-        raise RollPending(
-            f"the game's accepted {game.pending_roll['action']['action']} waits for drand round "
-            f"{game.pending_roll['beacon_round']} (due {game.pending_roll['acceptance']['round_due_at']}); "
-            "nothing else is accepted until it resolves",
-            beacon_round=game.pending_roll["beacon_round"],
-            game=locked.shown(),
-        )
+    assert game.pending_roll is not None
+    return RollPending(
+        f"the game's accepted {game.pending_roll['action']['action']} waits for drand round "
+        f"{game.pending_roll['beacon_round']} (due {game.pending_roll['acceptance']['round_due_at']}); "
+        "nothing else is accepted until it resolves",
+        beacon_round=game.pending_roll["beacon_round"],
+        game=locked.shown(),
+    )
 
 
 class _Draws(Exception):
@@ -98,17 +99,18 @@ def draws_rolls(locked: LockedGame, state: GameState, action: Action) -> bool:
 
 
 def accept(
-    locked: LockedGame, writes: GameWrites, chain: BeaconChain, state: GameState, action: Action
-) -> GameOut:
-    """Record the drawing `action` as accepted now, waiting for its round; the game as shown then.
+    locked: LockedGame, writes: GameWrites, chain: BeaconChain, state: GameState, action: Action, env: Env
+) -> tuple[LockedGame, GameOut]:
+    """Record the drawing `action` as accepted now, waiting for its round: the game after the acceptance,
+    and as shown then.
 
-    "Now" is read here, under the game's lock, never taken from the request's clock (which was read when the
+    "Now" is `env.now`, read under the game's lock, never taken from the request's clock (which was read when the
     request arrived, or back-dated for a retried key's deadlines, or is a sweep's start): the named round must
     be the first after the acceptance as it is committed. beacon_roll_write('accept') refuses (as a moved
     wallet, so the request is decided again) if the round would be due before the acceptance commits, and
     checks the seats' balances under their row locks against the ones recorded here."""
     game, seats, balances, keys = locked.game, locked.seats, locked.balances, locked.keys
-    moment = utc_now()
+    moment = env.now
     accepted_at = format_timestamp_ms(_epoch_ms(moment))
     acceptance = build_roll_acceptance(
         game_id=game.id,
@@ -119,11 +121,12 @@ def accept(
     )
     # The start fixes the client seeds now, before the round is known: a seed the server chose later could
     # be chosen knowing the round.
-    seeded = fix_client_seeds(game, seats) if state.phase is Phase.OPEN else []
+    seeded: list[SeatRecord] = []
+    if state.phase is Phase.OPEN:
+        game, seats, seeded = fix_client_seeds(game, seats, env)
     previous_version = game.version
-    game.version += 1
-    events = number_events(
-        game,
+    game, events = number_events(
+        replace(game, version=game.version + 1),
         moment,
         [
             (
@@ -138,7 +141,7 @@ def accept(
         ],
     )
     by_seat = _by_seat(seats, balances)
-    game.pending_roll = {
+    pending_roll = {
         "action": action_to_dict(action),
         "accepted_at": accepted_at,
         "beacon_round": acceptance["beacon_round"],
@@ -149,21 +152,23 @@ def accept(
         "answer_key": writes.answer_key,
     }
     due = datetime.fromisoformat(acceptance["round_due_at"].replace("Z", "+00:00"))
-    game.turn_deadline_at = due + SWEEP_AFTER_DUE
+    game = replace(game, pending_roll=pending_roll, turn_deadline_at=due + SWEEP_AFTER_DUE)
     writes.accepted_round = int(acceptance["beacon_round"])
     writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=seeded)
     writes.beacon_phase(
         game.id,
         "accept",
         {
-            "pending_roll": game.pending_roll,
+            "pending_roll": pending_roll,
             "account_ids": [seat.account_id for seat in seats],
             "balances": {seat.account_id: balances.get(seat.account_id, 0) for seat in seats},
             "round_due_at": acceptance["round_due_at"],
         },
     )
     # The version moved: the turn is announced again with it (nothing is allowed until the roll resolves).
-    return announce_client_seed_set(writes, game, seats, balances, moment)
+    shown = game_out(game, seats, balances)
+    announce_client_seed_set(writes, game, shown, moment)
+    return replace(locked, game=game, seats=seats), shown
 
 
 def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:
@@ -174,14 +179,15 @@ def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:
     return action_from_dict(pending["action"]), str(pending["accepted_at"]), balances
 
 
-def release(locked: LockedGame, writes: GameWrites) -> None:
+def release(locked: LockedGame, writes: GameWrites) -> LockedGame:
     """The waiting roll resolves: the wallets' hold goes before the resolution posts (same transaction),
-    and the resolution's answer is stored under the key of the request that accepted it."""
+    and the resolution's answer is stored under the key of the request that accepted it. The game with no
+    roll waiting."""
     game, seats = locked.game, locked.seats
     assert game.pending_roll is not None
     writes.beacon_phase(game.id, "release", {"account_ids": [seat.account_id for seat in seats]})
     writes.answer_key = game.pending_roll.get("answer_key")
-    game.pending_roll = None
+    return replace(locked, game=replace(game, pending_roll=None))
 
 
 def _by_seat(seats: Sequence[SeatRecord], balances: Mapping[str, int]) -> dict[int, int]:

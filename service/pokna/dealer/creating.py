@@ -289,7 +289,7 @@ def new_game_records(
         ended_at=None,
     )
     seats = [SeatRecord(seat, account, None, None) for seat, account in enumerate(account_ids)]
-    events = number_events(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
+    game, events = number_events(game, clock.now, [("game_created", {"server_seed_hash": commitment})])
     return game, seats, events
 
 

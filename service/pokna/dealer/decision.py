@@ -1,11 +1,14 @@
 """Deciding, on the game as locked: what a request, a waiting beacon roll or a passed deadline does.
 
-`decide` takes the game as locked (pokna.dealer.locked.LockedGame) and what is asked of it (`Intent`),
-and returns the `Decision`: every write gathered (pokna.dealer.writes.GameWrites) and the answer. Nothing
-here does I/O; a decision that needs a read the lock did not make raises NeedsRead, and
-pokna.dealer.action_transaction makes it and decides again. The parts: the deadlines that passed (here,
-`apply_passed_deadlines`), the beacon draw (pokna.dealer.beacon_rolls), the rules step
-(pokna.dealer.rules_step); the answer's shape is pokna.dealer.answer's.
+`decide` takes the game as locked (pokna.dealer.locked.LockedGame), what is asked of it (`Intent`) and
+what it takes from the world (pokna.dealer.locked.Env: the moment, the ids, the randomness), and returns
+the `Decision`, a value the transaction (pokna.dealer.action_transaction) matches on: `Written` (every
+write gathered in pokna.dealer.writes.GameWrites, and the answer), `PendingBeaconRound` (refused while
+an accepted roll waits, with what was decided before written all the same), `NeedsRead` (a read the lock
+did not make: the transaction makes it and decides again) or `Refused`. Nothing here does I/O, reads a
+clock or draws anything. The parts: the deadlines that passed (here, `apply_passed_deadlines`), the
+beacon draw (pokna.dealer.beacon_rolls), the rules step (pokna.dealer.rules_step); the answer is made
+from the last step's view (pokna.dealer.answer).
 
 Deadlines: every waiting turn has one, and an open game has one for its start. They apply lazily
 (whoever touches a game first after a deadline makes it happen: an action, a read, a table's next round)
@@ -15,9 +18,10 @@ abandoned game catches up in one touch exactly as if someone had been watching i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.answer import action_answer, rolls_out
@@ -28,34 +32,40 @@ from pokna.dealer.beacon_rolls import (
     draws_rolls,
     pending_action,
     pending_round,
-    refuse_while_pending,
     release,
+    roll_pending,
 )
 from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
-from pokna.dealer.locked import LockedGame
+from pokna.dealer.locked import Env, LockedGame, NeedsRead
 from pokna.dealer.records import SeatRecord
 from pokna.dealer.requests import PlayerRequest, SetClientSeedAction
 from pokna.dealer.rules_step import BeaconDraw, apply_step, number_events
-from pokna.dealer.schemas import ActionRollOut, GameActionOut
+from pokna.dealer.schemas import GameActionOut, GameOut
 from pokna.dealer.writes import GameWrites
 from pokna.errors import InvalidRequest, PoknaError
+from pokna.outbox import Gathered
 from pokna_verify.fairness.beacon import BeaconRound, verify_round
 from pokna_verify.fairness.protocol import client_seed_problem
 from pokna_verify.game import Timeout, state_from_dict, turn
 from pokna_verify.game.events import TimedOut
 
+Refusal = TypeVar("Refusal", bound=PoknaError)
+
 
 @dataclass(frozen=True)
 class Act:
-    """A player's request (or the Vigo's, or a cancel), after any deadline that passed."""
+    """A player's request (or the Vigo's, or a cancel), after any deadline that passed. `answer_key`: the
+    Idempotency-Key its answer is stored under."""
 
     request: PlayerRequest
+    answer_key: str | None = None
 
 
 @dataclass(frozen=True)
 class Resolve:
     """The game's waiting beacon-mode action, with the round it waits for (verified against the game's
-    chain here again)."""
+    chain here again). Its answer is stored under the accepting request's key, recorded with the
+    acceptance."""
 
     beacon_round: BeaconRound
 
@@ -68,99 +78,139 @@ class CatchUp:
 Intent = Act | Resolve | CatchUp
 
 
-@dataclass
-class Decision:
+@dataclass(frozen=True)
+class Written:
+    """Decided: `writes` to write and commit (none at all: nothing to do), the game as the decision left
+    it, and the answer."""
+
+    locked: LockedGame
     writes: GameWrites
     answer: GameActionOut | None = None
     """None: nothing to answer (a catch-up; a beacon roll somebody else resolved first)."""
-    timed_out: list[dict[str, Any]] = field(default_factory=list)
+    timed_out: tuple[dict[str, Any], ...] = ()
     """The passed deadlines applied, one entry each."""
 
 
-def decide(locked: LockedGame, intent: Intent, answer_key: str | None = None) -> Decision:
-    """`answer_key`: the Idempotency-Key the answer is stored under (a resolution's is the accepting
-    request's, recorded with its acceptance)."""
-    writes = GameWrites(locked.game.tenant_id, answer_key=answer_key)
-    if isinstance(intent, Act):
-        return _act(locked, writes, intent.request)
-    if isinstance(intent, Resolve):
-        return Decision(writes, _resolve(locked, writes, intent.beacon_round))
-    if locked.game.pending_roll is not None:
-        return Decision(writes)  # waiting for its round: not a turn that can time out
-    return Decision(writes, timed_out=apply_passed_deadlines(locked, writes, locked.clock.now))
+@dataclass(frozen=True)
+class PendingBeaconRound:
+    """Refused: the game's accepted roll waits for its drand round. `kept`: what was decided before the
+    refusal (a passed deadline's roll accepted), written all the same; often nothing."""
+
+    refusal: RollPending
+    kept: GameWrites
 
 
-def _act(locked: LockedGame, writes: GameWrites, request: PlayerRequest) -> Decision:
+@dataclass(frozen=True)
+class Refused:
+    """Refused (not the player's turn, a stale version, an action the rules refuse...): nothing written."""
+
+    refusal: PoknaError
+
+
+Decision = Written | PendingBeaconRound | NeedsRead | Refused
+
+
+def decide(locked: LockedGame, intent: Intent, env: Env) -> Decision:
+    """`locked` is never changed: each step makes the game after it (a decision made again after a read
+    starts from the same value)."""
+    answer_key = intent.answer_key if isinstance(intent, Act) else None
+    writes = GameWrites(locked.game.tenant_id, outbox=Gathered(env.new_id), answer_key=answer_key)
+    try:
+        match intent:
+            case Act(request=request):
+                return _act(locked, writes, request, env)
+            case Resolve(beacon_round=beacon_round):
+                return _resolve(locked, writes, beacon_round, env)
+            case CatchUp():
+                if locked.game.pending_roll is not None:
+                    return Written(locked, writes)  # waiting for its round: not a turn that can time out
+                caught_up = apply_passed_deadlines(locked, writes, locked.clock.now, env)
+                if isinstance(caught_up, NeedsRead):
+                    return caught_up
+                after, timed_out = caught_up
+                return Written(after, writes, timed_out=tuple(timed_out))
+    except PoknaError as refusal:
+        return Refused(refusal)
+
+
+def _act(locked: LockedGame, writes: GameWrites, request: PlayerRequest, env: Env) -> Decision:
     """The game after the action, with the rolls the action made. Deadlines passed meanwhile are applied
     first (their rolls are in the game's events, not in this answer)."""
     if locked.game.pending_roll is not None:
-        refuse_while_pending(locked)
-    timed_out = apply_passed_deadlines(locked, writes, locked.clock.for_deadlines().now)
+        return PendingBeaconRound(roll_pending(locked), writes)
+    caught_up = apply_passed_deadlines(locked, writes, locked.clock.for_deadlines().now, env)
+    if isinstance(caught_up, NeedsRead):
+        return caught_up
+    locked, timed_out = caught_up
     try:
-        if (
-            locked.game.pending_roll is not None
-        ):  # a passed deadline's roll was accepted: written all the same
-            try:
-                refuse_while_pending(locked)
-            except RollPending as pending:
-                pending.kept = writes
-                raise
-        return Decision(writes, _act_now(locked, writes, request), timed_out)
+        if locked.game.pending_roll is not None:  # a passed deadline's roll was accepted: kept, then refused
+            return PendingBeaconRound(_after(timed_out, roll_pending(locked)), writes)
+        acted = _act_now(locked, writes, request, env)
     except PoknaError as refusal:
-        if timed_out:
-            _say_it_timed_out(refusal, timed_out)
-        raise
+        return Refused(_after(timed_out, refusal))
+    if isinstance(acted, NeedsRead):
+        return acted
+    after, answer = acted
+    return Written(after, writes, answer, tuple(timed_out))
 
 
-def _resolve(locked: LockedGame, writes: GameWrites, beacon_round: BeaconRound) -> GameActionOut | None:
-    """The waiting action resolved with its round; None if it was resolved already (by the sweep, or a
-    request that waited too)."""
+def _resolve(locked: LockedGame, writes: GameWrites, beacon_round: BeaconRound, env: Env) -> Decision:
+    """The waiting action resolved with its round; nothing to answer if it was resolved already (by the
+    sweep, or a request that waited too)."""
     game = locked.game
     chain = chain_of(game)
     if chain is None or game.pending_roll is None or pending_round(game) != beacon_round.round:
-        return None
+        return Written(locked, writes)
     verify_round(chain, beacon_round)
     action, accepted_at, accepted_balances = pending_action(game)
-    release(locked, writes)
     draw = BeaconDraw(beacon_round, accepted_at, accepted_balances)
-    result = apply_step(locked, writes, action, locked.clock.now, beacon=draw)
-    assert writes.shown is not None
-    return action_answer(writes.shown, rolls_out(result, locked.seats))
+    stepped = apply_step(release(locked, writes), writes, action, locked.clock.now, env, beacon=draw)
+    if isinstance(stepped, NeedsRead):
+        return stepped
+    answer = action_answer(stepped.shown, rolls_out(stepped.result, locked.seats))
+    return Written(stepped.locked, writes, answer)
 
 
-def _say_it_timed_out(refusal: PoknaError, timed_out: list[dict[str, Any]]) -> None:
+def _after(timed_out: list[dict[str, Any]], refusal: Refusal) -> Refusal:
     """A refusal that follows a passed deadline says so first: the client acted on a turn that was gone."""
+    if not timed_out:
+        return refusal
     what = "; ".join(
         f"{entry['applied']} for {', '.join(entry['account_ids']) or 'the game'} at {entry['deadline_at']}"
         for entry in timed_out
     )
     refusal.detail = f"the turn timed out before this action (applied: {what}); {refusal.detail}"
     refusal.extensions["timed_out"] = timed_out
+    return refusal
 
 
-def _act_now(locked: LockedGame, writes: GameWrites, request: PlayerRequest) -> GameActionOut:
+def _act_now(
+    locked: LockedGame, writes: GameWrites, request: PlayerRequest, env: Env
+) -> tuple[LockedGame, GameActionOut] | NeedsRead:
+    """The game after the action, and the answer: the game as the action's step left it
+    (pokna.dealer.view.game_out, built once by the step), with the rolls the action made."""
     game, seats = locked.game, locked.seats
     if request.expected_version is not None and request.expected_version != game.version:
         raise VersionConflict(
             f"expected version {request.expected_version}, the game is at {game.version}",
             game=locked.shown(),
         )
-    rolls: list[ActionRollOut] = []
     if isinstance(request, SetClientSeedAction):
-        _set_client_seed(locked, writes, request)
-    else:
-        action = request.engine_action(lambda account_id: _seat_of(seats, account_id))
-        chain = chain_of(game)
-        state = state_from_dict(game.state)
-        if chain is not None and draws_rolls(locked, state, action):
-            return action_answer(accept(locked, writes, chain, state, action), [])
-        result = apply_step(locked, writes, action, locked.clock.now)
-        rolls = rolls_out(result, seats)
-    # The game as the step's announcement showed it, built once: the same inputs, after the last step.
-    return action_answer(writes.shown if writes.shown is not None else locked.shown(), rolls)
+        after, shown = _set_client_seed(locked, writes, request)
+        return after, action_answer(shown, [])
+    action = request.engine_action(lambda account_id: _seat_of(seats, account_id))
+    chain = chain_of(game)
+    state = state_from_dict(game.state)
+    if chain is not None and draws_rolls(locked, state, action):
+        after, shown = accept(locked, writes, chain, state, action, env)
+        return after, action_answer(shown, [])
+    stepped = apply_step(locked, writes, action, locked.clock.now, env)
+    if isinstance(stepped, NeedsRead):
+        return stepped
+    return stepped.locked, action_answer(stepped.shown, rolls_out(stepped.result, seats))
 
 
-def _seat_of(seats: list[SeatRecord], account_id: str | None) -> int:
+def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
     for seat in seats:
         if seat.account_id == account_id:
             return seat.seat
@@ -172,39 +222,49 @@ def _seat_of(seats: list[SeatRecord], account_id: str | None) -> int:
     )
 
 
-def _set_client_seed(locked: LockedGame, writes: GameWrites, request: SetClientSeedAction) -> None:
+def _set_client_seed(
+    locked: LockedGame, writes: GameWrites, request: SetClientSeedAction
+) -> tuple[LockedGame, GameOut]:
     game, seats, now = locked.game, locked.seats, locked.clock.now
     if game.status != "open":
         raise ClientSeedLocked("client seeds can be set only before the game starts", game=locked.shown())
     if (problem := client_seed_problem(request.client_seed)) is not None:
         raise InvalidRequest(problem, field="body.client_seed")
-    seat = seats[_seat_of(seats, request.account_id)]
-    seat.client_seed = request.client_seed
-    seat.client_seed_source = "player"
+    index = _seat_of(seats, request.account_id)
+    seat = replace(seats[index], client_seed=request.client_seed, client_seed_source="player")
     previous_version = game.version
-    game.version += 1
-    events = number_events(
-        game, now, [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})]
+    game, events = number_events(
+        replace(game, version=game.version + 1),
+        now,
+        [("client_seed_set", {"seat": seat.seat, "client_seed": request.client_seed})],
     )
     writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=[seat])
-    writes.shown = announce_client_seed_set(writes, game, seats, locked.balances, now)
+    after = replace(locked, game=game, seats=(*seats[:index], seat, *seats[index + 1 :]))
+    shown = after.shown()
+    announce_client_seed_set(writes, game, shown, now)
+    return after, shown
 
 
-def apply_passed_deadlines(locked: LockedGame, writes: GameWrites, until: datetime) -> list[dict[str, Any]]:
+def apply_passed_deadlines(
+    locked: LockedGame, writes: GameWrites, until: datetime, env: Env
+) -> tuple[LockedGame, list[dict[str, Any]]] | NeedsRead:
     """On the game as locked: each deadline passed by `until`, its default action stamped at that
-    deadline. What was applied, one entry per deadline: when, in which phase, on behalf of which seats,
-    and which action."""
-    game, seats = locked.game, locked.seats
+    deadline. The game after them, and what was applied, one entry per deadline: when, in which phase,
+    on behalf of which seats, and which action."""
+    seats = locked.seats
     applied: list[dict[str, Any]] = []
     # A beacon-mode roll accepted and waiting is not a turn that can time out: the sweep resolves it when
     # its round arrives (pokna.dealer.beacon_rolls), and the next turn's clock starts then.
-    while game.pending_roll is None and game.turn_deadline_at is not None and game.turn_deadline_at <= until:
+    while True:
+        game = locked.game
         deadline = game.turn_deadline_at
+        if game.pending_roll is not None or deadline is None or deadline > until:
+            return locked, applied
         chain = chain_of(game)
         state = state_from_dict(game.state)
         if chain is not None and draws_rolls(locked, state, Timeout()):
             # Beacon mode: the default roll is accepted now (not at the deadline, whose round may be out).
-            accept(locked, writes, chain, state, Timeout())
+            locked, _ = accept(locked, writes, chain, state, Timeout(), env)
             applied.append(
                 {
                     "deadline_at": deadline.isoformat().replace("+00:00", "Z"),
@@ -214,9 +274,12 @@ def apply_passed_deadlines(locked: LockedGame, writes: GameWrites, until: dateti
                     "beacon_round": writes.accepted_round,
                 }
             )
-            break
-        result = apply_step(locked, writes, Timeout(), deadline)
-        for event in result.events:
+            return locked, applied
+        stepped = apply_step(locked, writes, Timeout(), deadline, env)
+        if isinstance(stepped, NeedsRead):
+            return stepped
+        locked = stepped.locked
+        for event in stepped.result.events:
             if isinstance(event, TimedOut):
                 applied.append(
                     {
@@ -226,4 +289,3 @@ def apply_passed_deadlines(locked: LockedGame, writes: GameWrites, until: dateti
                         "applied": event.default_action,
                     }
                 )
-    return applied

@@ -31,7 +31,7 @@ from starlette.concurrency import run_in_threadpool
 
 from pokna import metrics
 from pokna.db.types import utc_now
-from pokna.dealer.action_transaction import Caller, Claim, Dealer, Keyed, Written, run
+from pokna.dealer.action_transaction import Caller, Claim, Committed, Dealer, Keyed, run
 from pokna.dealer.answer import Played
 from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.decision import Act, CatchUp, Resolve
@@ -117,9 +117,8 @@ async def _act_once(
     game_id: str,
     request: PlayerRequest,
 ) -> Played:
-    intent = Act(request)
     if keyed is None:
-        return _played(await run(connection, dealer, clock, caller, None, game_id, intent))
+        return _played(await run(connection, dealer, clock, caller, None, game_id, Act(request)))
     token = secrets.token_hex(16)
     started_at = utc_now()
     claimed = await idempotency.authenticate_and_claim(
@@ -129,7 +128,7 @@ async def _act_once(
         return Played(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True)
     claim = Claim(claimed.tenant_id, keyed.key, token, started_at)
     try:
-        written = await run(connection, dealer, clock, caller, claim, game_id, intent, keyed.key)
+        written = await run(connection, dealer, clock, caller, claim, game_id, Act(request, keyed.key))
     except BaseException:
         await idempotency.release(connection, claim.tenant_id, claim.key, token)
         raise
@@ -160,7 +159,7 @@ async def _await_and_resolve(
     return None if written is None or written.body is None else _played(written)
 
 
-def _played(written: Written | None) -> Played:
+def _played(written: Committed | None) -> Played:
     assert written is not None, "an action always writes"
     assert written.body is not None, "an action always answers"
     return Played(

@@ -1,8 +1,9 @@
 """The game as locked: the one value every decision is made on (pokna.dealer.decision).
 
 `LockedGame` holds what the lock's round trip read (the game row, its seats in order, their wallets'
-balances) and what a decision needs beside it (the service's keys, the `Clock`); a rules step changes it in
-place as it gathers its writes (pokna.dealer.writes). It is read by one statement, `LOCK_FOR_ACTION`, which
+balances) and what a decision needs beside it (the service's keys, the `Clock`); it is a value, never
+changed: a rules step returns the game after it as a new one (pokna.dealer.rules_step.Stepped). What a
+decision takes from the world (the moment under the lock, ids, randomness) is passed beside it (`Env`). It is read by one statement, `LOCK_FOR_ACTION`, which
 pokna.dealer.action_transaction sends pipelined behind BEGIN.
 
 That statement is the game's lock with its seats and balances (LOCK_GAME_AND_SEATS), and, when the game's
@@ -23,10 +24,13 @@ events and rolls too, as every step bumps the version in the transaction that re
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
+from pokna.db.types import new_id, utc_now
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
@@ -72,39 +76,46 @@ Recorded = tuple[list[EventRecord], list[RollRecord]]
 """A game's recorded events (of PROOF_EVENTS' kinds) and rolls, in order: what its proof signs."""
 
 
-class NeedsRead(Exception):
+@dataclass(frozen=True)
+class Env:
+    """What a decision takes from the world, passed in so that `decide` reads no clock and draws nothing
+    itself: `now`, the moment under the game's lock (a beacon acceptance's time, the ledger transactions'
+    created_at; the request's own moments are the `Clock`'s); `new_id`, the ids of journal transactions,
+    postings and outbox messages (pokna.db.types.new_id's shape); `random_bytes`, the randomness of the
+    client seeds the server fixes. `live_env` is the service's; a test passes fixed ones."""
+
+    now: datetime
+    new_id: Callable[[str], str]
+    random_bytes: Callable[[int], bytes]
+
+
+def live_env() -> Env:
+    """The wall clock, read now (under the lock), uuid4 ids and the system's randomness."""
+    return Env(utc_now(), new_id, secrets.token_bytes)
+
+
+@dataclass(frozen=True)
+class NeedsRead:
     """The decision needs a read the lock did not make (`what`: "recorded" or "revenue_account"). Nothing
     was written and the rules are pure: the transaction makes the read and decides again."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(what)
-        self.what = what
+    what: Literal["recorded", "revenue_account"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class LockedGame:
     """The game under its row lock, its seats in order, their wallets' balances by account (read without
     the ledger's lock: the ledger checks them again as expected balances when money moves), and what the
-    decision needs beside them. A rules step updates `game`, `seats` and `balances` as it decides."""
+    decision needs beside them. A rules step returns a new one, the game as it left it."""
 
     game: GameRecord
-    seats: list[SeatRecord]
-    balances: dict[str, int]
+    seats: Sequence[SeatRecord]
+    balances: Mapping[str, int]
     keys: ServiceKeys
     clock: Clock
     recorded: Recorded | None = None
     revenue_account: str | None = None
     """The tenant's revenue sub-account of the game's currency and chain, once read (a rake's payee)."""
-
-    def recorded_for_proof(self) -> Recorded:
-        if self.recorded is None:
-            raise NeedsRead("recorded")
-        return self.recorded
-
-    def revenue_account_id(self) -> str:
-        if self.revenue_account is None:
-            raise NeedsRead("revenue_account")
-        return self.revenue_account
 
     def shown(self) -> GameOut:
         """The game as a client sees it now (pokna.dealer.view.game_out)."""
@@ -164,8 +175,7 @@ def locked_game(
     recorded: Recorded | None = None,
     revenue_account: str | None = None,
 ) -> LockedGame | None:
-    """LOCK_GAME_AND_SEATS's part of the row as the value decided on, built afresh each time (a decision
-    made again starts from the row as read). `balances`: read under the ledger's locks instead (after a
+    """LOCK_GAME_AND_SEATS's part of the row as the value decided on. `balances`: read under the ledger's locks instead (after a
     lost race). None when the seats changed while the lock was awaited: the caller locks again."""
     game, seats, read_balances = locked_records(*locked)
     if seats is None:

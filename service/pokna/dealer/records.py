@@ -1,8 +1,8 @@
 """A game and its seats as the service works on them: plain rows, read and written with Core statements.
 
 An action is one short critical section under the game's row lock, so the shell stays thin: the ORM's
-identity map and change tracking cost more than the rules step itself. The service changes a
-GameRecord in place and the game's writes (pokna.dealer.writes.GameWrites.save_step) send its mutable
+identity map and change tracking cost more than the rules step itself. The records are values: a
+rules step makes the game after it with `dataclasses.replace`, and the game's writes (pokna.dealer.writes.GameWrites.save_step) send its mutable
 columns back, with the step's events and rolls, in the one call to game_write().
 """
 
@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class GameRecord:
     id: str
     tenant_id: str
@@ -62,7 +62,7 @@ MUTABLE_GAME_COLUMNS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SeatRecord:
     seat: int
     account_id: str

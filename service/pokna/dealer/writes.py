@@ -22,7 +22,6 @@ from pokna.db import sqlstates
 from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_values, roll_rows, seat_row
 from pokna.dealer.locked import Recorded
 from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
-from pokna.dealer.schemas import GameOut
 from pokna.dealer.store_postgres import encode_rows
 from pokna.errors import WalletHeld
 from pokna.ledger import TransferBatch
@@ -69,8 +68,6 @@ class GameWrites:
     steps: list[dict[str, Any]] = field(default_factory=list)
     outbox: Gathered = field(default_factory=Gathered)
     transactions: int = 0
-    shown: GameOut | None = None
-    """The game as the last announcement showed it (pokna.dealer.view.game_out): the answer reuses it."""
     finished: list[str] = field(default_factory=list)
     """How each game that ended ended, counted once written (`written`)."""
     _pending: dict[str, Recorded] = field(default_factory=dict)

@@ -10,8 +10,9 @@ step was decided on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pokna.ledger.drafts import account_ids, draft_of, unchained
@@ -38,14 +39,17 @@ def transfer_batch(
     metadata: Mapping[str, Any] | None,
     expected_balances: Mapping[str, int],
     chain: int,
+    ids: Callable[[str], str],
+    now: datetime,
 ) -> TransferBatch:
-    """`chain`: the tenant's hash chain the transfers go on (a game's: chain_for(game id))."""
+    """`chain`: the tenant's hash chain the transfers go on (a game's: chain_for(game id)); `ids` and `now`:
+    the decision's (pokna.ledger.drafts.unchained)."""
     drafts = [draft_of(transfer.kind, transfer.postings(), reference, metadata) for transfer in transfers]
     involved = sorted(account_ids(drafts) | expected_balances.keys())
     currency_of = dict.fromkeys(involved, currency)
     for draft in drafts:
         check_postings(draft.postings, currency_of)
-    written = [unchained(tenant_id, draft, currency_of, chain) for draft in drafts]
+    written = [unchained(tenant_id, draft, currency_of, chain, ids=ids, now=now) for draft in drafts]
     return TransferBatch(
         batch_document(involved, expected_balances, written, chain),
         [row.row["id"] for row in written],

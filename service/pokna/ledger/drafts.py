@@ -8,8 +8,9 @@ it before any lock is taken.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from pokna.db.types import new_id, utc_now
@@ -69,11 +70,21 @@ class Unchained(NamedTuple):
     parts: tuple[bytes, bytes, bytes]
 
 
-def unchained(tenant_id: str, draft: Draft, currency_of: Mapping[str, str], chain: int) -> Unchained:
+def unchained(
+    tenant_id: str,
+    draft: Draft,
+    currency_of: Mapping[str, str],
+    chain: int,
+    *,
+    ids: Callable[[str], str] = new_id,
+    now: datetime | None = None,
+) -> Unchained:
     """Ids and created_at are drawn here, before the lock: created_at follows seq only to within the
-    time a writer waited for the head. `chain`: the tenant's hash chain it goes on (hashed unless 0)."""
-    transaction_id = new_id("txn")
-    created_at = utc_now()
+    time a writer waited for the head. `chain`: the tenant's hash chain it goes on (hashed unless 0).
+    `ids` and `now`: a game decision's own (pokna.dealer.locked.Env), so it is decided without the wall
+    clock or a random source of its own."""
+    transaction_id = ids("txn")
+    created_at = utc_now() if now is None else now
     legs = [
         (posting.account_id, posting.amount, currency_of[posting.account_id]) for posting in draft.postings
     ]
@@ -97,7 +108,7 @@ def unchained(tenant_id: str, draft: Draft, currency_of: Mapping[str, str], chai
         "created_at": created_at,
     }
     posting_rows = [
-        {"id": new_id("pst"), "account_id": account_id, "amount": amount, "currency": currency}
+        {"id": ids("pst"), "account_id": account_id, "amount": amount, "currency": currency}
         for account_id, amount, currency in legs
     ]
     return Unchained(row, posting_rows, parts)

@@ -9,6 +9,7 @@ one always has its event. The webhooks worker (pokna.webhooks) fans the rows out
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from pokna.db.types import new_id
@@ -35,11 +36,13 @@ class Gathered:
     """Events gathered as webhook_event rows, for a request that writes them with its change in one call
     (game_write(), ledger_move())."""
 
-    def __init__(self) -> None:
+    def __init__(self, ids: Callable[[str], str] = new_id) -> None:
+        """`ids`: where message ids come from (a game decision's own: pokna.dealer.locked.Env)."""
         self.rows: list[dict[str, object]] = []
+        self._ids = ids
 
     def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
-        message_id = new_id("msg")
+        message_id = self._ids("msg")
         self.rows.append(
             {
                 "id": message_id,

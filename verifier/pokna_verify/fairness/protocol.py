@@ -6,12 +6,13 @@ four bytes as a base-256 fraction), so any third-party Stake verifier reproduces
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import re
 import secrets
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pokna_verify.fairness.errors import InvalidClientSeedError, InvalidNonceError, InvalidServerSeedError
@@ -91,9 +92,10 @@ def require_client_seed(client_seed: str) -> str:
     return client_seed
 
 
-def generate_client_seed() -> str:
-    """For seats that never chose one. token_urlsafe's alphabet (A-Z a-z 0-9 - _) is inside ours."""
-    return secrets.token_urlsafe(16)
+def generate_client_seed(random_bytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
+    """For seats that never chose one: secrets.token_urlsafe(16), from `random_bytes` (a decision's own
+    source, pokna.dealer.locked.Env). Its alphabet (A-Z a-z 0-9 - _) is inside ours."""
+    return base64.urlsafe_b64encode(random_bytes(16)).rstrip(b"=").decode("ascii")
 
 
 def game_client_seed(client_seeds_in_seat_order: Sequence[str]) -> str:
