@@ -16,13 +16,31 @@ from pokna_verify.cli import usage
 from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
 
 PROG = "pokna-verify"
+KEY_TEXT_OPTION = "--public-key"
+
+
+def _key_text_attached(argv: list[str]) -> list[str]:
+    """`--public-key KEY` with KEY's own text: base64url begins with `-` for one key in 64, which argparse
+    would read as an option (the service's `pokna audit verify`, on click, takes it as it is). Written
+    `--public-key=KEY`, it is the option's value whatever its first character."""
+    attached: list[str] = []
+    values = iter(argv)
+    for word in values:
+        if word == KEY_TEXT_OPTION:
+            following = next(values, None)
+            attached.append(word if following is None else f"{word}={following}")
+        else:
+            attached.append(word)
+    return attached
+
+
 DESCRIPTION = "Check a Pokna game's proof, a ledger export or an audit bundle offline, without running Pokna."
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     parser = command_line()
     try:
-        arguments = parser.parse_args(argv)
+        arguments = parser.parse_args(_key_text_attached(sys.argv[1:] if argv is None else list(argv)))
     except SystemExit as stop:  # --help (0) or a usage mistake (2, said on stderr by argparse)
         return stop.code if isinstance(stop.code, int) else EXIT_UNUSABLE
     if arguments.command == "proof":
