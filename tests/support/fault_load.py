@@ -252,7 +252,12 @@ def check_what_was_kept(load: Load, sessions: sessionmaker[Session], api: Api, t
                     .group_by(JournalTransaction.kind)
                 ).all()
             )
-            assert moves == {"deposit": deposits, "withdrawal": withdrawals}, (bank, moves, deposits, withdrawals)  # each once, however retried
+            assert moves == {"deposit": deposits, "withdrawal": withdrawals}, (
+                bank,
+                moves,
+                deposits,
+                withdrawals,
+            )  # each once, however retried
             assert api.balance(bank) == deposits * DEPOSIT - withdrawals * WITHDRAWAL
         report = verify_export(export_jsonl(session, tenant_id))
     assert report.valid, report.to_json()
