@@ -252,11 +252,13 @@ def check_what_was_kept(load: Load, sessions: sessionmaker[Session], api: Api, t
                     .group_by(JournalTransaction.kind)
                 ).all()
             )
-            assert moves == {"deposit": deposits, "withdrawal": withdrawals}, (
+            # A client the stop reached before its first deposit has none, and none is in the books either.
+            confirmed = {"deposit": deposits, "withdrawal": withdrawals}
+            expected = {kind: count for kind, count in confirmed.items() if count}
+            assert moves == expected, (
                 bank,
                 moves,
-                deposits,
-                withdrawals,
+                expected,
             )  # each once, however retried
             assert api.balance(bank) == deposits * DEPOSIT - withdrawals * WITHDRAWAL
         report = verify_export(export_jsonl(session, tenant_id))
