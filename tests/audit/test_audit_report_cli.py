@@ -123,8 +123,12 @@ def test_a_report_of_games_played_over_http(played: tuple[Path, Path], tmp_path:
             "high": float(Fraction(expected[name])),
         }
         assert side["test"]["p_value"] is not None, side["test"]["not_run"]
-        assert side["interval"]["low"] <= side["rtp"] <= side["interval"]["high"], name
-        assert not side["test"]["flagged"]
+        # The report flags what falls outside the interval, and only that. Whether these 36 random games
+        # fall inside is chance: the report is built to flag about one fair report in a hundred
+        # (pokna.audit.significance), so asserting "never flagged" failed that often (seen in this
+        # round's runs). Fair play unflagged is held with fixed seeds: tests/audit/test_audit_rtp_figures.py.
+        inside = side["interval"]["low"] <= side["rtp"] <= side["interval"]["high"]
+        assert inside == (not side["test"]["flagged"]), (name, side)
         assert (
             f"{100 * side['rtp']:.2f}%" in page if name != "operator" else f"{100 * side['rtp']:.3f}%" in page
         )
