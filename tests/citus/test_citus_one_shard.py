@@ -3,8 +3,8 @@ commit, held on the live Citus cluster (issue 34, docs/scaling.md "Every stateme
 
 The database is set so that Citus refuses, rather than runs, any statement it would split into several
 tasks (`citus.multi_task_query_log_level = error`, on the coordinator and, by Citus's own propagation of
-ALTER DATABASE, on the workers where the delegated functions run their statements), each statement planned
-with its values. Then every request an
+ALTER DATABASE, on the workers where the delegated functions run their statements) or in steps through the
+coordinator (`citus.max_intermediate_result_size = 0`), each statement planned with its values. Then every request an
 integrating app makes on its hot path is made over HTTP: a fan-out statement anywhere on that path answers
 500 and fails the test. `pg_dist_transaction` on the coordinator counts each two-phase commit's
 participants; the requests that must commit on one worker in one phase must not add to it.
@@ -49,6 +49,10 @@ def single_shard_url(citus_database_url: str) -> str:
         # parameter, and Citus plans it over every shard and prunes to one only when it runs (seen here:
         # the refusal above on one-shard statements of game_write() from its sixth call on a connection).
         connection.execute(text(f'ALTER DATABASE "{name}" SET plan_cache_mode = force_custom_plan'))
+        # Nor may a statement be planned in steps whose rows go through the coordinator (a subquery or CTE
+        # Citus cannot send to the shard whole: written to a file there and read back, about a fifth of the
+        # coordinator's CPU on a keyed request while the claim was one such statement).
+        connection.execute(text(f'ALTER DATABASE "{name}" SET citus.max_intermediate_result_size = 0'))
     admin.dispose()
     return citus_database_url
 

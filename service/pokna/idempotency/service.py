@@ -25,9 +25,10 @@ first attempt began; a retry that takes over an interrupted attempt is told when
 work can act as of then (a game's turn deadline does not run out on a seat whose action was in flight when
 the service failed). Records are kept for 24 hours; `purge_expired` (`pokna sweep`) deletes them after.
 
-Round trips: the request's first authenticates its API key and claims the key on the tenant's rows
-(`authenticate_and_claim`); a key seen before takes the slow path (`claim_existing`). Two statements, not
-one that does both: on Citus a statement whose tenant comes from `api_key` (a reference table) at run time
+Round trips: the request's first authenticates its API key, claims the key and reads the record of a key
+seen before, on the tenant's rows (`authenticate_and_claim`), so a finished request replays at once; an
+unfinished one seen before takes the slow path (`claim_existing`). The key's check and the claim are
+separate statements: on Citus a statement whose tenant comes from `api_key` (a reference table) at run time
 cannot be routed to the tenant's worker (docs/scaling.md). They still go in one round trip, the claim under
 the tenant the process remembers for the key, the key's check beside it: pokna.tenants.authentication
 owns the check, the memory and its rule (a revoked key's claim is undone and refused).
@@ -70,26 +71,20 @@ class Outcome:
     replayed: bool
 
 
-_CLAIM = (
-    "WITH claimed AS (INSERT INTO idempotency_record "
-    "(tenant_id, key, request_fingerprint, claim_token, created_at, expires_at) "
-    "VALUES (%(tenant_id)s, %(key)s, %(fingerprint)s, %(token)s, %(now)s, %(expires_at)s) "
-    "ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key) "
-    # A key seen before (committed before this statement began): its record, so that a replay of a
-    # stored answer needs no second round trip.
-    "SELECT EXISTS (SELECT 1 FROM claimed), seen.request_fingerprint, seen.response_status, "
-    "seen.response_body, seen.expires_at FROM (SELECT 1) AS one LEFT JOIN idempotency_record AS seen "
-    "ON seen.tenant_id = %(tenant_id)s AND seen.key = %(key)s"
-)
-"""The key claimed for a known tenant, or its record: every table it touches is filtered by the tenant as a
-bound value, so on Citus it is one statement on the tenant's worker (a tenant read from `api_key` in the
-same statement would be known only when it runs: the claim went through the coordinator and the read of
-the record asked every shard)."""
 _INSERT_CLAIM = (
     "INSERT INTO idempotency_record (tenant_id, key, request_fingerprint, claim_token, created_at, expires_at) "
     "VALUES (%(tenant_id)s, %(key)s, %(fingerprint)s, %(token)s, %(now)s, %(expires_at)s) "
     "ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key"
 )
+_SEEN = (
+    "SELECT request_fingerprint, response_status, response_body, expires_at FROM idempotency_record "
+    "WHERE tenant_id = %(tenant_id)s AND key = %(key)s"
+)
+"""Sent with `_INSERT_CLAIM` in one round trip: a key seen before, so that a replay of a stored answer
+needs no second one. Two statements, each filtered by the tenant as a bound value, and not one statement
+with the insert in a CTE: Citus routes each of these to the tenant's shard alone, but plans an INSERT in
+a CTE recursively (the insert, then the read, each as a subplan whose rows the coordinator writes to a
+file and reads back): three executions and two files per keyed request (issue 45, item 5)."""
 _LOCKED_RECORD = (
     "SELECT request_fingerprint, response_status, response_body, expires_at FROM idempotency_record "
     "WHERE tenant_id = %(tenant_id)s AND key = %(key)s FOR UPDATE NOWAIT"
@@ -137,34 +132,43 @@ async def authenticate_and_claim(
 ) -> Claimed:
     """Autocommit: the caller's tenant (by its API key's digest, unless already known), and the key claimed
     for `token` (or its record) on that tenant's rows; one round trip when the key's tenant is known."""
-    values = {**claim_values(key, fingerprint, token, now), "tenant_id": tenant_id}
+    values = claim_values(key, fingerprint, token, now)
     if tenant_id is not None:
-        row = await (await connection.execute(_CLAIM, values)).fetchone()
+        async with connection.pipeline():
+            claim = await _claim(connection, {**values, "tenant_id": tenant_id})
     else:
         assert secret_sha256 is not None
 
         async def unclaim(remembered: str) -> None:  # claimed under a tenant the key is not (or no longer) of
             await release(connection, remembered, key, token)
 
-        async with connection.pipeline():  # both sent, and answered, when the block ends
+        async with connection.pipeline():  # all sent, and answered, when the block ends
             key_check = await authentication.check(connection, secret_sha256)
             if key_check.remembered is not None:
-                claim = await connection.execute(_CLAIM, {**values, "tenant_id": key_check.remembered})
+                claim = await _claim(connection, {**values, "tenant_id": key_check.remembered})
         tenant_id = await key_check.tenant(unclaim)
         if tenant_id != key_check.remembered:
-            claim = await connection.execute(_CLAIM, {**values, "tenant_id": tenant_id})
-        row = await claim.fetchone()
-    assert row is not None
-    assert tenant_id is not None
-    claimed, seen_fingerprint, status, body, expires_at = row
-    if claimed:
+            async with connection.pipeline():
+                claim = await _claim(connection, {**values, "tenant_id": tenant_id})
+    inserted, seen = claim
+    if await inserted.fetchone() is not None:
         return Claimed(tenant_id, None)
     request = KeyedRequest(tenant_id=tenant_id, key=key, fingerprint=fingerprint)
-    if status is not None and body is not None and expires_at > now:  # finished: it never changes again
-        if seen_fingerprint != fingerprint:
-            raise _reused()
-        return Claimed(tenant_id, Outcome(status=status, body=body, replayed=True))
+    record = await seen.fetchone()
+    if record is not None:
+        seen_fingerprint, status, body, expires_at = record
+        if status is not None and body is not None and expires_at > now:  # finished: it never changes again
+            if seen_fingerprint != fingerprint:
+                raise _reused()
+            return Claimed(tenant_id, Outcome(status=status, body=body, replayed=True))
     return Claimed(tenant_id, await claim_existing(connection, request, token, now))
+
+
+async def _claim(
+    connection: AsyncConnection[Any], values: dict[str, Any]
+) -> tuple[psycopg.AsyncCursor[Any], psycopg.AsyncCursor[Any]]:
+    """The claim's insert and the read of a record seen before, queued in the caller's pipeline."""
+    return await connection.execute(_INSERT_CLAIM, values), await connection.execute(_SEEN, values)
 
 
 async def claim_existing(
