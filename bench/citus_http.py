@@ -69,14 +69,15 @@ class Engine:
 
 
 @contextmanager
-def engines(settings: list[str]) -> Iterator[list[Engine]]:
+def engines(settings: list[str], *, durable: bool) -> Iterator[list[Engine]]:
     """Plain PostgreSQL and Citus, from the same binaries, each with a migrated database; `settings`
-    (`name=value`) set on both databases (on Citus ALTER DATABASE reaches the workers too)."""
+    (`name=value`) set on both databases (on Citus ALTER DATABASE reaches the workers too); `durable`:
+    every server commits synchronously, as production runs (support.postgres.Cluster.durable)."""
     with ExitStack() as stack:
         bindir = citus_bindir()
-        plain = start_cluster(bindir=bindir)
+        plain = start_cluster(bindir=bindir, durable=durable)
         stack.callback(plain.stop)
-        citus = start_citus()
+        citus = start_citus(durable=durable)
         stack.callback(citus.stop)
         citus_url = citus.new_database("pokna_bench")
         migrate.upgrade(plain.url)
@@ -134,12 +135,18 @@ def main() -> int:
     parser.add_argument(
         "--setting", action="append", default=[], help="name=value, set on both databases (experiments)"
     )
+    parser.add_argument(
+        "--durable",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="synchronous_commit=on on every server, as production runs (--no-durable: the test harness's off)",
+    )
     parser.add_argument("--output", type=Path)
     options = parser.parse_args()
     workloads = [name for name in options.workloads.split(",") if name]
 
     with (
-        engines(options.setting) as both,
+        engines(options.setting, durable=options.durable) as both,
         tempfile.TemporaryDirectory(prefix="pokna-citus-bench-") as scratch,
         ExitStack() as stack,
     ):
