@@ -8,9 +8,9 @@ implementation, as driver statements on a psycopg connection, for every POST tha
    claim nobody else can see does not stop a retry from doing the work a second time.
 2. The work's transaction first locks the claim and checks the token is still ours (`HOLD`,
    `held_claim`), keeps that lock to the end, and stores the answer on the claim before its COMMIT: the
-   answer is stored exactly when the work's effects are committed. (The hot paths store it in their last
-   call, pokna.dealer.writes and pokna.ledger.moving; the kernel's adapter, pokna.api.idempotency, with
-   `STORE_RESPONSE`.)
+   answer is stored exactly when the work's effects are committed. (The hot paths, in the keyed
+   transaction of pokna.idempotency.keyed, store it in their last call, pokna.dealer.writes and
+   pokna.ledger.moving; the kernel's adapter, pokna.api.idempotency, with `STORE_RESPONSE`.)
 3. If the work or its commit fails, the transaction is rolled back and the claim released (`release`),
    so the client may retry.
 
