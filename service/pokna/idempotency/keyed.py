@@ -177,11 +177,11 @@ async def transaction(
         if refused is None:
             await connection.close()
             raise
-        await rolled_back(connection)
+        await _rolled_back(connection)
         raise refused(error) from None
 
 
-async def rolled_back(connection: AsyncConnection[Any]) -> None:
+async def _rolled_back(connection: AsyncConnection[Any]) -> None:
     """End a transaction the server refused in (it is left failed, not ended), to go on on the same
     connection. Only a refusal of the writes comes here, after which the pipeline held only COMMIT, never a
     prepared statement (BEGIN, COMMIT and ROLLBACK are sent with `prepare=False`): the statements a
