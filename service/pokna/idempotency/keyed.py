@@ -28,6 +28,7 @@ from psycopg import AsyncConnection, AsyncPipeline
 
 from pokna.db.types import utc_now
 from pokna.idempotency import service as idempotency
+from pokna.idempotency.service import Answer as Answer  # the keyed paths' one answer, named here too
 from pokna.tenants import authentication
 
 T = TypeVar("T")
@@ -61,14 +62,6 @@ class Claim:
     started_at: datetime
 
 
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    body: bytes
-    """The answer's JSON, as sent the first time and on every replay."""
-    replayed: bool
-
-
 async def keyed(
     connection: AsyncConnection[Any],
     caller: Caller,
@@ -90,7 +83,7 @@ async def keyed(
         connection, caller.api_key_digest, caller.tenant_id, sent.key, sent.fingerprint, token, started_at
     )
     if claimed.stored is not None:
-        return Answer(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True)
+        return claimed.stored
     claim = Claim(claimed.tenant_id, sent.key, token, started_at)
     try:
         return await work(Caller(tenant_id=claim.tenant_id), claim)

@@ -63,10 +63,12 @@ class KeyedRequest:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Answer:
+    """A keyed request's answer, the one shape every keyed path returns (pokna.idempotency.keyed)."""
+
     status: int
-    body: str
-    """The answer's JSON text as stored: what was sent the first time, and what every replay sends again."""
+    body: bytes
+    """The answer's JSON, as sent the first time and on every replay."""
     replayed: bool
 
 
@@ -118,7 +120,7 @@ _PURGE_EXPIRED = "DELETE FROM idempotency_record WHERE expires_at <= %(now)s AND
 @dataclass(frozen=True)
 class Claimed:
     tenant_id: str
-    stored: Outcome | None
+    stored: Answer | None
     """The outcome of the time this request already ran (replay it), or None: the key is ours."""
 
 
@@ -163,13 +165,13 @@ async def authenticate_and_claim(
     if status is not None and body is not None and expires_at > now:  # finished: it never changes again
         if seen_fingerprint != fingerprint:
             raise _reused()
-        return Claimed(tenant_id, Outcome(status=status, body=body, replayed=True))
+        return Claimed(tenant_id, Answer(status, body.encode(), replayed=True))
     return Claimed(tenant_id, await claim_existing(connection, request, token, now))
 
 
 async def claim_existing(
     connection: AsyncConnection[Any], request: KeyedRequest, token: str, now: datetime
-) -> Outcome | None:
+) -> Answer | None:
     """A key seen before, read under a lock (NOWAIT): expired (deleted and claimed afresh), another
     request's (reused), finished (replayed), or unfinished and nobody's (taken over)."""
     values = {"tenant_id": request.tenant_id, **claim_values(request.key, request.fingerprint, token, now)}
@@ -188,7 +190,7 @@ async def claim_existing(
                 if fingerprint != request.fingerprint:
                     raise _reused()
                 if status is not None and body is not None:
-                    return Outcome(status=status, body=body, replayed=True)  # the stored JSON text
+                    return Answer(status, body.encode(), replayed=True)  # the stored JSON text
                 # Unfinished, and locked by us: nobody is working on it (its holder died, or is between its
                 # claim and its hold, where taking over is safe too). The first attempt's moment stays.
                 await connection.execute(_TAKE_OVER, values)
