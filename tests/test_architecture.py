@@ -192,6 +192,26 @@ def test_sqlstates_are_named_in_one_place(source: Path) -> None:
             )
 
 
+# The one module that sends BEGIN, COMMIT and ROLLBACK as statements: the keyed transaction.
+SPELLS_THE_TRANSACTION = {"idempotency/keyed.py"}
+_TRANSACTION_STATEMENT = re.compile(r"(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)( [A-Z ]+)?;?")
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=_relative)
+def test_transactions_are_spelled_in_one_place(source: Path) -> None:
+    """A POST's transaction on the driver is opened, committed and rolled back by pokna.idempotency.keyed
+    alone, so the protocol around it (the claim's hold, the release on failure, the refusals) is written
+    once."""
+    if _relative(source) in SPELLS_THE_TRANSACTION:
+        return
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            assert not _TRANSACTION_STATEMENT.fullmatch(node.value.strip()), (
+                f"{_relative(source)} sends {node.value.strip()}: open the transaction with "
+                "pokna.idempotency.keyed.transaction"
+            )
+
+
 # The HTTP edge: the kernel (api/), the assembly (app/) and every domain's routes (`routes.py`, `*_routes.py`).
 EDGE_SOURCES = sorted(
     {

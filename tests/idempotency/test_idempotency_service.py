@@ -41,8 +41,8 @@ def _on_driver(runtime: Runtime, use: Callable[[AsyncConnection[Any]], Awaitable
 
 def _claim(
     runtime: Runtime, tenant_id: str, key: str, token: str, fingerprint: str = FINGERPRINT
-) -> service.Outcome | None:
-    async def claim(connection: AsyncConnection[Any]) -> service.Outcome | None:
+) -> service.Answer | None:
+    async def claim(connection: AsyncConnection[Any]) -> service.Answer | None:
         claimed = await service.authenticate_and_claim(
             connection, None, tenant_id, key, fingerprint, token, utc_now()
         )
@@ -85,7 +85,7 @@ def test_a_finished_request_is_replayed_and_its_key_refused_for_another(
     assert _claim(runtime, tenant_id, "k", "first") is None
     _finish(runtime, tenant_id, "k", "first", body)
     again = _claim(runtime, tenant_id, "k", "second")
-    assert again == service.Outcome(status=201, body=body, replayed=True)
+    assert again == service.Answer(status=201, body=body.encode(), replayed=True)
     with pytest.raises(IdempotencyKeyReused):
         _claim(runtime, tenant_id, "k", "third", fingerprint="0" * 64)
 

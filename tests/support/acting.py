@@ -25,7 +25,7 @@ def dealer_of(runtime: Runtime) -> games.Dealer:
 def act(
     runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str, request: games.PlayerRequest
 ) -> GameActionOut:
-    async def play() -> games.Played:
+    async def play() -> games.Answer:
         async with runtime.aio.connection() as connection:
             return await games.act(
                 connection,

@@ -162,7 +162,7 @@ class Idempotency:
         self.response.status_code = status
         return body
 
-    async def _claim(self, key: str, token: str, now: datetime) -> idempotency.Outcome | None:
+    async def _claim(self, key: str, token: str, now: datetime) -> idempotency.Answer | None:
         async with self.database.connection() as connection:
             claimed = await idempotency.authenticate_and_claim(
                 connection, None, self.tenant_id, key, self.fingerprint, token, now

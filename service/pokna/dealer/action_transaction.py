@@ -1,4 +1,5 @@
-"""One transaction of a game request, from BEGIN to COMMIT: lock and read, decide, write.
+"""One transaction of a game request, from BEGIN to COMMIT: lock and read, decide, write, in the keyed
+transaction (pokna.idempotency.keyed).
 
 BEGIN, the hold of the request's claim (or the key's check) and the game's lock statement
 (pokna.dealer.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on in
@@ -6,7 +7,7 @@ Python (pokna.dealer.decision.decide, no I/O, its moment, ids and randomness giv
 under the lock), and the transaction matches on the `Decision` it returns; what the decision gathered (a beacon acceptance or release,
 game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved after the read makes
 game_write() refuse and the request is decided again, the last time on balances read under the ledger's
-locks; a wallet a waiting beacon roll holds is refused (409 wallet_held): pokna.dealer.writes.refusal_of.
+locks; a wallet a waiting beacon roll holds is refused (409 wallet_held): pokna.dealer.writes.REFUSALS.
 Actions, beacon resolutions and deadlines (a read's touch, the sweep) all run here
 (pokna.dealer.game_action); a new game has its own transaction (pokna.dealer.creating).
 """
@@ -18,8 +19,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-import psycopg
-from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
+from psycopg import AsyncConnection
 
 from pokna import ledger
 from pokna.dealer.answer import status_for
@@ -40,44 +40,16 @@ from pokna.dealer.writes import (
     BEACON_ROLL_WRITE,
     DECIDE_ATTEMPTS,
     GAME_WRITE,
+    REFUSALS,
     ROUND_TOO_NEAR_WAIT_SECONDS,
     GameWrites,
     RoundTooNear,
     StaleBalances,
-    refusal_of,
 )
 from pokna.errors import NotFound
-from pokna.idempotency import service as idempotency
+from pokna.idempotency.keyed import Caller, Claim, transaction
 from pokna.ledger.accounts_aio import open_system_account
 from pokna.service_keys import ServiceKeys
-from pokna.tenants import authentication
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who acts: an API key's digest (checked by the action's first statement), or a tenant already known
-    (a command, the sweep, a test)."""
-
-    api_key_digest: str | None = None
-    tenant_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Keyed:
-    """The request's Idempotency-Key and the fingerprint of what it was sent with."""
-
-    key: str
-    fingerprint: str
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The request's Idempotency-Key, claimed in round trip 1 (pokna.idempotency.service)."""
-
-    tenant_id: str
-    key: str
-    token: str
-    started_at: Any
 
 
 @dataclass(frozen=True)
@@ -133,68 +105,54 @@ async def _attempt_once(
     *,
     held: bool,
 ) -> Committed | None:
-    """One decision, in one transaction of two round trips. `held`: after a lost race, the balances are
-    read under the ledger's locks (pokna.ledger.holding), so this decision is the last.
-
-    BEGIN and COMMIT are sent as statements of the pipeline (psycopg's `transaction()` would wait for
-    BEGIN on its own, and a pipeline's exit always syncs): BEGIN with the first reads, then one sync;
-    game_write() and COMMIT, then the exit's sync. An error rolls back in the same way, or, when the
-    server refused inside the pipeline, after it."""
-    tenant_id = caller.tenant_id
-    try:
-        async with connection.pipeline() as pipeline:
-            await connection.execute("BEGIN", prepare=False)
-            ended = False
-            try:
-                tenant_id, clock, lock = await _lock(connection, pipeline, caller, claim, game_id, clock)
-                row = await lock.fetchone()
-                if row is None:
-                    raise NotFound(f"no game {game_id}")
-                locked_row, recorded = split_locked(row)
-                held_accounts = None
-                if held:
-                    held_accounts = await _held_accounts(connection, tenant_id, game_id, locked_row)
-                decided = await _decided(
-                    connection, dealer, clock, tenant_id, locked_row, recorded, held_accounts, intent
-                )
-                match decided:
-                    case Written() as decision:
-                        pass
-                    case PendingBeaconRound(refusal=pending, kept=kept):
-                        pending.tenant_id = tenant_id
-                        if kept:  # a passed deadline's roll was accepted before the refusal: keep it
-                            await _send(connection, kept, None)
-                            await connection.execute("COMMIT", prepare=False)
-                            ended = True
-                            # Synced before the refusal is raised: a server error in the kept writes (a
-                            # moved or held wallet) must surface as itself, not behind a roll_pending
-                            # that never was.
-                            await pipeline.sync()
-                        raise pending
-                    case Refused(refusal=refused):
-                        raise refused
-                writes = decision.writes
-                if decision.answer is None and not writes:
-                    await connection.execute("ROLLBACK", prepare=False)
-                    return None
-                status = status_for(writes.accepted_round)
-                body = None if decision.answer is None else decision.answer.model_dump_json()
-                stored = None if body is None else writes.stored(status, body)
-                started = time.perf_counter()
-                await _send(connection, writes, stored)
-                await connection.execute("COMMIT", prepare=False)
-                ended = True
-            except BaseException:
-                if not ended:
-                    await connection.execute("ROLLBACK", prepare=False)
-                raise
-    except psycopg.Error as error:
-        refusal = refusal_of(error)
-        if refusal is None:
-            await connection.close()
-            raise
-        await _rolled_back(connection)
-        raise refusal from None
+    """One decision, in one keyed transaction of two round trips (pokna.idempotency.keyed): BEGIN, the
+    claim's hold (or the key's check) and the game's lock; game_write() and COMMIT. `held`: after a lost
+    race, the balances are read under the ledger's locks (pokna.ledger.holding), so this decision is the
+    last."""
+    async with transaction(connection, caller, claim, REFUSALS) as opened:
+        lock = await opened.read(
+            lambda tenant_id: connection.execute(
+                LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": tenant_id}
+            )
+        )
+        tenant_id = opened.tenant
+        if (
+            claim is not None
+        ):  # a retry of an action the service failed to finish acts as of its first attempt
+            clock = clock.resuming(opened.resumed_at)
+        row = await lock.fetchone()
+        if row is None:
+            raise NotFound(f"no game {game_id}")
+        locked_row, recorded = split_locked(row)
+        held_accounts = None
+        if held:
+            held_accounts = await _held_accounts(connection, tenant_id, game_id, locked_row)
+        decided = await _decided(
+            connection, dealer, clock, tenant_id, locked_row, recorded, held_accounts, intent
+        )
+        match decided:
+            case Written() as decision:
+                pass
+            case PendingBeaconRound(refusal=pending, kept=kept):
+                pending.tenant_id = tenant_id
+                if kept:  # a passed deadline's roll was accepted before the refusal: keep it
+                    await _send(connection, kept, None)
+                    await opened.end(commit=True)
+                    # Synced before the refusal is raised: a server error in the kept writes (a moved or
+                    # held wallet) must surface as itself, not behind a roll_pending that never was.
+                    await opened.pipeline.sync()
+                raise pending
+            case Refused(refusal=refused):
+                raise refused
+        writes = decision.writes
+        if decision.answer is None and not writes:
+            await opened.end(commit=False)
+            return None
+        status = status_for(writes.accepted_round)
+        body = None if decision.answer is None else decision.answer.model_dump_json()
+        stored = None if body is None else writes.stored(status, body)
+        started = time.perf_counter()
+        await _send(connection, writes, stored)
     writes.written(time.perf_counter() - started)
     return Committed(tenant_id, decision, status, body)
 
@@ -230,45 +188,6 @@ async def _send(connection: AsyncConnection[Any], writes: GameWrites, stored: di
     await connection.execute(GAME_WRITE, (writes.tenant_id, writes.document(stored)))
     for call in writes.beacon_calls(writes.after):
         await connection.execute(BEACON_ROLL_WRITE, call)
-
-
-async def _lock(
-    connection: AsyncConnection[Any],
-    pipeline: AsyncPipeline,
-    caller: Caller,
-    claim: Claim | None,
-    game_id: str,
-    clock: Clock,
-) -> tuple[str, Clock, AsyncCursor[Any]]:
-    """The caller's tenant, the clock to decide by, and the game's lock statement, its result received:
-    the hold of the claim (or the key's check) and the lock, pipelined behind BEGIN in one round trip."""
-    if claim is not None:
-        hold = await connection.execute(idempotency.HOLD, {"tenant_id": claim.tenant_id, "key": claim.key})
-        lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": claim.tenant_id})
-        await pipeline.sync()
-        first_at = idempotency.held_claim(await hold.fetchone(), claim.token)
-        # A retry of an action the service failed to finish acts as of its first attempt's deadlines.
-        return claim.tenant_id, clock.resuming(first_at if first_at < claim.started_at else None), lock
-    if caller.tenant_id is not None:
-        params = {"game_id": game_id, "tenant_id": caller.tenant_id}
-        lock = await connection.execute(LOCK_FOR_ACTION, params)
-        await pipeline.sync()
-        return caller.tenant_id, clock, lock
-    # The lock names its tenant as a bound value (on Citus a tenant read from `api_key` in the same
-    # statement would not route it to one shard, and a lock over several is refused): the tenant this
-    # process remembers for the key, beside the key's check (pokna.tenants.authentication). A revoked key
-    # is refused before anything is decided, and the ROLLBACK releases the lock taken under it.
-    assert caller.api_key_digest is not None
-    key_check = await authentication.check(connection, caller.api_key_digest)
-    if key_check.remembered is not None:
-        params = {"game_id": game_id, "tenant_id": key_check.remembered}
-        lock = await connection.execute(LOCK_FOR_ACTION, params)
-    await pipeline.sync()
-    tenant_id = await key_check.tenant()
-    if tenant_id != key_check.remembered:  # not remembered yet: one round trip more, once
-        lock = await connection.execute(LOCK_FOR_ACTION, {"game_id": game_id, "tenant_id": tenant_id})
-        await pipeline.sync()
-    return tenant_id, clock, lock
 
 
 async def _decided(
@@ -322,14 +241,3 @@ async def _revenue_account(
     not yet (once per tenant, currency and chain; a concurrent first rake's waits for this one's COMMIT)."""
     kind = ledger.AccountKind.REVENUE
     return await open_system_account(connection, tenant_id, kind, currency, ledger.chain_for(game_id))
-
-
-async def _rolled_back(connection: AsyncConnection[Any]) -> None:
-    """End a transaction the server refused in (it is left failed, not ended), to decide again on the
-    same connection. Only game_write()'s own refusal comes here, after which the pipeline held only COMMIT,
-    which is never a prepared statement (BEGIN, COMMIT and ROLLBACK are sent with `prepare=False`): the
-    statements a pipeline skips after an error are not validated by psycopg, so one it meant to prepare
-    there would be remembered as prepared when the server never saw it. Any other server error closes
-    the connection instead, and its prepared statements with it."""
-    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        await connection.execute("ROLLBACK", prepare=False)

@@ -4,7 +4,6 @@ game_write(), in the transaction that writes the decision) and carried by the an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pokna.dealer.records import SeatRecord
 from pokna.dealer.schemas import ActionRollOut, GameActionOut, GameOut
@@ -14,17 +13,6 @@ from pokna_verify.game.events import Rolled
 CREATED = 201
 ACCEPTED = 202
 """Beacon mode: a drawing action accepted, its round not yet there (pokna.dealer.beacon_rolls)."""
-
-
-@dataclass(frozen=True)
-class Played:
-    status: int
-    body: bytes
-    """The answer's JSON, as sent the first time and on every replay."""
-    replayed: bool
-    waiting_round: int | None = None
-    """Beacon mode: the drand round an action accepted by this request waits for (202 until resolved)."""
-    tenant_id: str | None = None
 
 
 def action_answer(shown: GameOut, rolls: list[ActionRollOut]) -> GameActionOut:

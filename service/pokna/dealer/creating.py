@@ -1,9 +1,8 @@
 """Creating a game (POST /v1/games): the seats checked against the ledger's wallets, the stake against the
 rules, the server seed drawn and sealed, and the commitment signed before anyone can choose a client seed
-or roll. Three round trips, no thread, no ORM, cut as an action is (pokna.dealer.action_transaction):
+or roll. Three round trips, no thread, no ORM, in the keyed transaction (pokna.idempotency.keyed):
 
-1. Authenticate the API key, and claim the Idempotency-Key if one was sent, in one autocommit statement
-   (pokna.idempotency.service).
+1. Authenticate the API key, and claim the Idempotency-Key if one was sent, in one autocommit statement.
 2. BEGIN, hold the claim, and read the seats' wallets (pokna.ledger.accounts_aio) and, when the request
    names no rake or no fairness mode, the tenant's defaults (pokna.tenants.settings): one pipeline.
 3. Decided in Python (the checks, in the order the request's fields come, and `new_game_records`), the
@@ -16,9 +15,7 @@ created in the table's own transaction, from the same records (pokna.dealer.tabl
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,9 +25,8 @@ from psycopg import AsyncConnection
 
 from pokna import ledger
 from pokna.db.types import new_id, utc_now
-from pokna.dealer.action_transaction import Caller, Keyed
 from pokna.dealer.announcements import announce_created
-from pokna.dealer.answer import CREATED, Played
+from pokna.dealer.answer import CREATED
 from pokna.dealer.links import new_public_token
 from pokna.dealer.locked import Clock
 from pokna.dealer.proof_signing import signed_terms
@@ -41,12 +37,11 @@ from pokna.dealer.store_postgres import encode_rows, insert_game_statements
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GAME_WRITE
 from pokna.errors import InvalidRequest
-from pokna.idempotency import service as idempotency
+from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed, transaction
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, OPEN_ACCOUNT, new_account, summaries
 from pokna.ledger.model import AccountKind
 from pokna.outbox import Gathered
 from pokna.service_keys import ServiceKeys
-from pokna.tenants import authentication
 from pokna.tenants.settings import GAME_DEFAULTS
 from pokna_verify.fairness.beacon import BeaconChain
 from pokna_verify.fairness.protocol import generate_server_seed, server_seed_hash
@@ -68,109 +63,56 @@ class NewGame:
     fairness_mode: str | None = None  # "stake" or "beacon"; None: the tenant's default
 
 
-@dataclass(frozen=True)
-class Claimed:
-    """The Idempotency-Key a creation claimed, and its token (pokna.idempotency.service)."""
-
-    key: str
-    token: str
-
-
 async def create_game(
     connection: AsyncConnection[Any],
     keys: ServiceKeys,
     clock: Clock,
     caller: Caller,
-    keyed: Keyed | None,
+    sent: Keyed | None,
     terms: NewGame,
     beacon_chain: BeaconChain | None = None,
-) -> Played:
+) -> Answer:
     """The new game's answer (201). `beacon_chain`: the drand chain this service plays beacon-mode
     games against, committed to in the receipt of such a game."""
-    async with claiming(connection, caller, keyed) as (tenant_id, claim, replay):
-        if replay is not None:
-            return replay
-        return await _create(connection, keys, clock, tenant_id, claim, terms, beacon_chain)
 
+    async def create(caller: Caller, claim: Claim | None) -> Answer:
+        return await _create(connection, keys, clock, caller, claim, terms, beacon_chain)
 
-@asynccontextmanager
-async def claiming(
-    connection: AsyncConnection[Any], caller: Caller, keyed: Keyed | None
-) -> AsyncIterator[tuple[str, Claimed | None, Played | None]]:
-    """Round trip 1 of a creation: the caller's tenant, the Idempotency-Key claimed if one was sent, and
-    the stored answer instead if the key was answered before. A block that fails releases the claim."""
-    if keyed is None:
-        tenant_id = caller.tenant_id
-        if tenant_id is None:
-            assert caller.api_key_digest is not None
-            tenant_id = await authentication.authenticate(connection, caller.api_key_digest)
-        yield tenant_id, None, None
-        return
-    token = secrets.token_hex(16)
-    claimed = await idempotency.authenticate_and_claim(
-        connection, caller.api_key_digest, caller.tenant_id, keyed.key, keyed.fingerprint, token, utc_now()
-    )
-    if claimed.stored is not None:
-        yield (
-            claimed.tenant_id,
-            None,
-            Played(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True),
-        )
-        return
-    try:
-        yield claimed.tenant_id, Claimed(keyed.key, token), None
-    except BaseException:
-        await idempotency.release(connection, claimed.tenant_id, keyed.key, token)
-        raise
+    return await keyed(connection, caller, sent, create)
 
 
 async def _create(
     connection: AsyncConnection[Any],
     keys: ServiceKeys,
     clock: Clock,
-    tenant_id: str,
-    claim: Claimed | None,
+    caller: Caller,
+    claim: Claim | None,
     terms: NewGame,
     beacon_chain: BeaconChain | None,
-) -> Played:
+) -> Answer:
     account_ids, fields = seated(terms)
     check_distinct(account_ids, fields)
-    try:
-        async with connection.pipeline() as pipeline:
-            await connection.execute("BEGIN", prepare=False)
-            try:
-                hold = None
-                if claim is not None:
-                    hold = await connection.execute(
-                        idempotency.HOLD, {"tenant_id": tenant_id, "key": claim.key}
-                    )
-                accounts = await connection.execute(
-                    ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": account_ids}
-                )
-                defaults = None
-                if terms.rake is None or terms.fairness_mode is None:
-                    defaults = await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
-                await pipeline.sync()
-                if hold is not None and claim is not None:
-                    idempotency.held_claim(await hold.fetchone(), claim.token)
-                found = summaries(await accounts.fetchall())
-                balances = seated_balances(found, account_ids, terms.currency, fields)
-                check_labels(terms.seat_labels, len(account_ids))
-                bps, cap, mode = await _one(defaults) if defaults is not None else (0, None, None)
-                rake = terms.rake or RakeTerms(bps, cap)
-                config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
-                chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
-                body = await write_new_game(
-                    connection, keys, clock, tenant_id, claim, NewRecords(terms, config, chain), balances
-                )
-                await connection.execute("COMMIT", prepare=False)
-            except BaseException:
-                await connection.execute("ROLLBACK", prepare=False)
-                raise
-    except psycopg.Error:
-        await connection.close()
-        raise
-    return Played(CREATED, body.encode(), replayed=False)
+
+    async def reads(tenant_id: str) -> tuple[psycopg.AsyncCursor[Any], psycopg.AsyncCursor[Any] | None]:
+        accounts = await connection.execute(
+            ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": account_ids}
+        )
+        if terms.rake is not None and terms.fairness_mode is not None:
+            return accounts, None
+        return accounts, await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
+
+    async with transaction(connection, caller, claim) as opened:
+        accounts, defaults = await opened.read(reads)
+        found = summaries(await accounts.fetchall())
+        balances = seated_balances(found, account_ids, terms.currency, fields)
+        check_labels(terms.seat_labels, len(account_ids))
+        bps, cap, mode = await _one(defaults) if defaults is not None else (0, None, None)
+        rake = terms.rake or RakeTerms(bps, cap)
+        config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+        chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
+        new = NewRecords(terms, config, chain)
+        body = await write_new_game(connection, keys, clock, opened.tenant, claim, new, balances)
+    return Answer(CREATED, body.encode(), replayed=False)
 
 
 @dataclass(frozen=True)
@@ -190,7 +132,7 @@ async def write_new_game(
     keys: ServiceKeys,
     clock: Clock,
     tenant_id: str,
-    claim: Claimed | None,
+    claim: Claim | None,
     new: NewRecords,
     balances: dict[str, int],
 ) -> str:

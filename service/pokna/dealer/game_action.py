@@ -2,10 +2,10 @@
 resolution, the deadlines a read or the sweep finds passed. Each is one transaction of
 pokna.dealer.action_transaction (lock and read, decide, write), with what comes around it here.
 
-A player's action (`act`), in three round trips, no thread, no ORM:
+A player's action (`act`), in three round trips, no thread, no ORM, in the keyed transaction
+(pokna.idempotency.keyed):
 
-1. Authenticate the API key and claim the Idempotency-Key, in one autocommit statement
-   (pokna.idempotency.service). Without a key there is nothing to claim, and the key is checked by the next
+1. Authenticate the API key and claim the Idempotency-Key, in one autocommit statement. Without a key there is nothing to claim, and the key is checked by the next
    round trip instead.
 2. BEGIN, hold the claim (or authenticate) and lock the game with its seats and balances: one pipeline.
 3. Decide in Python, build the answer once, and send everything it writes as one game_write() call with
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +30,8 @@ from starlette.concurrency import run_in_threadpool
 
 from pokna import metrics
 from pokna.db.types import utc_now
-from pokna.dealer.action_transaction import Caller, Claim, Committed, Dealer, Keyed, run
-from pokna.dealer.answer import Played
+from pokna.dealer.action_transaction import Committed, Dealer, run
+from pokna.dealer.answer import ACCEPTED
 from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.decision import Act, CatchUp, Resolve
 from pokna.dealer.locked import Clock
@@ -41,7 +40,7 @@ from pokna.dealer.store_postgres import DEADLINE_AND_ROUND
 from pokna.dealer.writes import StaleBalances
 from pokna.drand import BeaconRelays, BeaconUnavailable
 from pokna.errors import NotFound, PoknaError, WalletHeld
-from pokna.idempotency import service as idempotency
+from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed
 
 log = logging.getLogger("pokna.dealer")
 
@@ -51,20 +50,20 @@ async def act(
     dealer: Dealer,
     clock: Clock,
     caller: Caller,
-    keyed: Keyed | None,
+    sent: Keyed | None,
     game_id: str,
     request: PlayerRequest,
     beacon: BeaconRelays | None = None,
-) -> Played:
+) -> Answer:
     """`beacon`: the relays a beacon-mode game's rounds are read from. Without them a drawing action in
     such a game is accepted and answered 202, and `pokna sweep` resolves it."""
     try:
-        played = await _act_resolving(connection, dealer, clock, caller, keyed, game_id, request, beacon)
+        played = await _act_resolving(connection, dealer, clock, caller, sent, game_id, request, beacon)
     except PoknaError as refusal:
         metrics.game_action(request.type, refusal.code)
         raise
     if not played.replayed:
-        metrics.game_action(request.type, "ok" if played.waiting_round is None else "roll_pending")
+        metrics.game_action(request.type, "roll_pending" if played.status == ACCEPTED else "ok")
     return played
 
 
@@ -73,15 +72,15 @@ async def _act_resolving(
     dealer: Dealer,
     clock: Clock,
     caller: Caller,
-    keyed: Keyed | None,
+    sent: Keyed | None,
     game_id: str,
     request: PlayerRequest,
     beacon: BeaconRelays | None,
-) -> Played:
+) -> Answer:
     """The action; in beacon mode, its round awaited and the action resolved with it. An action that
     finds an earlier accepted roll whose round is due resolves that one first, then is played once more."""
     try:
-        played = await _act_once(connection, dealer, clock, caller, keyed, game_id, request)
+        played = await _act_once(connection, dealer, clock, caller, sent, game_id, request)
     except RollPending as pending:
         if beacon is None or pending.tenant_id is None:
             raise
@@ -91,12 +90,15 @@ async def _act_resolving(
         await _await_and_resolve(connection, dealer, clock, beacon, pending.tenant_id, game_id, round_number)
         # Played again by the clock of now: the wait took time, and the action is accepted after it.
         clock = clock.restarted(utc_now())
-        played = await _act_once(connection, dealer, clock, caller, keyed, game_id, request)
-    if played.waiting_round is None or beacon is None or played.tenant_id is None:
+        played = await _act_once(connection, dealer, clock, caller, sent, game_id, request)
+    if isinstance(played, Answer):  # the key's stored answer
         return played
+    answer, waiting_round = _answered(played), played.decision.writes.accepted_round
+    if waiting_round is None or beacon is None:
+        return answer
     try:
         resolved = await _await_and_resolve(
-            connection, dealer, clock, beacon, played.tenant_id, game_id, played.waiting_round
+            connection, dealer, clock, beacon, played.tenant_id, game_id, waiting_round
         )
     except (PoknaError, StaleBalances, psycopg.Error):
         # The acceptance is committed and stored: its 202 is this request's answer, and the roll resolves
@@ -104,8 +106,8 @@ async def _act_resolving(
         log.warning(
             "a beacon roll accepted in game %s was not resolved by its request", game_id, exc_info=True
         )
-        return played
-    return played if resolved is None else resolved
+        return answer
+    return answer if resolved is None else resolved
 
 
 async def _act_once(
@@ -113,26 +115,20 @@ async def _act_once(
     dealer: Dealer,
     clock: Clock,
     caller: Caller,
-    keyed: Keyed | None,
+    sent: Keyed | None,
     game_id: str,
     request: PlayerRequest,
-) -> Played:
-    if keyed is None:
-        return _played(await run(connection, dealer, clock, caller, None, game_id, Act(request)))
-    token = secrets.token_hex(16)
-    started_at = utc_now()
-    claimed = await idempotency.authenticate_and_claim(
-        connection, caller.api_key_digest, caller.tenant_id, keyed.key, keyed.fingerprint, token, started_at
-    )
-    if claimed.stored is not None:
-        return Played(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True)
-    claim = Claim(claimed.tenant_id, keyed.key, token, started_at)
-    try:
-        written = await run(connection, dealer, clock, caller, claim, game_id, Act(request, keyed.key))
-    except BaseException:
-        await idempotency.release(connection, claim.tenant_id, claim.key, token)
-        raise
-    return _played(written)
+) -> Committed | Answer:
+    """The action written under its claimed key (the key checked in the action's transaction when none
+    was sent), or the key's stored answer."""
+
+    async def play(caller: Caller, claim: Claim | None) -> Committed:
+        intent = Act(request, None if claim is None else claim.key)
+        written = await run(connection, dealer, clock, caller, claim, game_id, intent)
+        assert written is not None, "an action always writes"
+        return written
+
+    return await keyed(connection, caller, sent, play, check_in_transaction=True)
 
 
 async def _await_and_resolve(
@@ -143,7 +139,7 @@ async def _await_and_resolve(
     tenant_id: str,
     game_id: str,
     round_number: int,
-) -> Played | None:
+) -> Answer | None:
     """Wait for the round (in a thread: the relays' client blocks), then resolve the game's waiting action
     in a transaction of its own, its answer stored under the key of the request that accepted it
     (pokna.dealer.beacon_rolls.release). None if the beacon is out (the roll stays pending: the answer is
@@ -156,19 +152,12 @@ async def _await_and_resolve(
     written = await run(
         connection, dealer, clock, Caller(tenant_id=tenant_id), None, game_id, Resolve(beacon_round)
     )
-    return None if written is None or written.body is None else _played(written)
+    return None if written is None or written.body is None else _answered(written)
 
 
-def _played(written: Committed | None) -> Played:
-    assert written is not None, "an action always writes"
+def _answered(written: Committed) -> Answer:
     assert written.body is not None, "an action always answers"
-    return Played(
-        written.status,
-        written.body.encode(),
-        replayed=False,
-        waiting_round=written.decision.writes.accepted_round,
-        tenant_id=written.tenant_id,
-    )
+    return Answer(written.status, written.body.encode(), replayed=False)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from sqlalchemy.orm import Session
 
-from pokna.dealer.action_transaction import Caller, Dealer
+from pokna.dealer.action_transaction import Dealer
 from pokna.dealer.game_action import catch_up
 from pokna.dealer.locked import Clock
 from pokna.dealer.records import OverdueGames
@@ -29,6 +29,7 @@ from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import GameRead, fetched_read, queue_read
 from pokna.dealer.view import event_out, game_out, proof_out
+from pokna.idempotency.keyed import Caller
 from pokna.paging import Page, page_of
 from pokna.tenants import authentication
 

@@ -183,7 +183,7 @@ async def act(
     return _sent(played)
 
 
-def _sent(played: dealer.Played) -> Response:
+def _sent(played: dealer.Answer) -> Response:
     headers = {REPLAYED_HEADER: "true"} if played.replayed else None
     return Response(played.body, status_code=played.status, media_type="application/json", headers=headers)
 

@@ -10,8 +10,7 @@ flush, never commit); storage behind pokna.dealer.store.
 
 from __future__ import annotations
 
-from pokna.dealer.action_transaction import Caller, Dealer, Keyed
-from pokna.dealer.answer import Played
+from pokna.dealer.action_transaction import Dealer
 from pokna.dealer.creating import NewGame, create_game
 from pokna.dealer.fairness_link import fairness_link
 from pokna.dealer.game_action import DueApplied, act, apply_due, catch_up
@@ -29,8 +28,10 @@ from pokna.dealer.reading import (
 from pokna.dealer.records import OverdueGames
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.tables import NewTable, check_seating, create_table, deal_round, read_table
+from pokna.idempotency.keyed import Answer, Caller, Keyed
 
 __all__ = [
+    "Answer",
     "AuditedGame",
     "Caller",
     "Clock",
@@ -40,7 +41,6 @@ __all__ = [
     "NewGame",
     "NewTable",
     "OverdueGames",
-    "Played",
     "PlayerRequest",
     "RakeTerms",
     "act",

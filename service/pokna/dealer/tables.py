@@ -16,15 +16,13 @@ from sqlalchemy.orm import Session
 from pokna import ledger
 from pokna.db.models.game import GameTable
 from pokna.db.types import new_id
-from pokna.dealer.action_transaction import Caller, Dealer, Keyed
-from pokna.dealer.answer import CREATED, Played
+from pokna.dealer.action_transaction import Dealer
+from pokna.dealer.answer import CREATED
 from pokna.dealer.creating import (
-    Claimed,
     NewGame,
     NewRecords,
     beacon_chain_for,
     check_distinct,
-    claiming,
     seated,
     seated_balances,
     write_new_game,
@@ -37,7 +35,7 @@ from pokna.dealer.schemas import TableOut, TableRoundOut, TableTotalOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import LAST_ROUND, TABLE_FOR_ROUND, TABLE_ROUND_DEALT
 from pokna.errors import NotFound
-from pokna.idempotency import service as idempotency
+from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed, transaction
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, summaries
 from pokna.service_keys import ServiceKeys
 from pokna.tenants.settings import GAME_DEFAULTS
@@ -86,24 +84,25 @@ async def deal_round(
     dealer: Dealer,
     clock: Clock,
     caller: Caller,
-    keyed: Keyed | None,
+    sent: Keyed | None,
     table_id: str,
     beacon_chain: BeaconChain | None = None,
-) -> Played:
+) -> Answer:
     """The next round's game (201), with the Vigo title passed clockwise, created as any game is
     (pokna.dealer.creating) in the table's transaction. One round at a time. Its fairness mode is the
     tenant's default (`beacon_chain` as in pokna.dealer.creating.create_game). Whoever touches a game after
     its deadline applies it, dealing the next round included: a previous round's passed deadline is applied
     first (pokna.dealer.game_action.catch_up), then the round is dealt, under the same claim."""
-    async with claiming(connection, caller, keyed) as (tenant_id, claim, replay):
-        if replay is not None:
-            return replay
-        round_ = _Round(tenant_id, table_id, claim, beacon_chain)
+
+    async def deal(caller: Caller, claim: Claim | None) -> Answer:
+        round_ = _Round(table_id, claim, beacon_chain)
         try:
-            return await _deal(connection, dealer.keys, clock, round_, caught_up=False)
+            return await _deal(connection, dealer.keys, clock, caller, round_, caught_up=False)
         except DeadlinePassed as passed:
-            await catch_up(connection, dealer, clock, tenant_id, passed.game_id)
-        return await _deal(connection, dealer.keys, clock, round_, caught_up=True)
+            await catch_up(connection, dealer, clock, passed.tenant_id, passed.game_id)
+        return await _deal(connection, dealer.keys, clock, caller, round_, caught_up=True)
+
+    return await keyed(connection, caller, sent, deal)
 
 
 class DeadlinePassed(Exception):
@@ -117,75 +116,53 @@ class DeadlinePassed(Exception):
 
 @dataclass(frozen=True)
 class _Round:
-    tenant_id: str
     table_id: str
-    claim: Claimed | None
+    claim: Claim | None
     beacon_chain: BeaconChain | None
 
 
 async def _deal(
-    connection: AsyncConnection[Any], keys: ServiceKeys, clock: Clock, round_: _Round, *, caught_up: bool
-) -> Played:
+    connection: AsyncConnection[Any],
+    keys: ServiceKeys,
+    clock: Clock,
+    caller: Caller,
+    round_: _Round,
+    *,
+    caught_up: bool,
+) -> Answer:
     """BEGIN, the claim's hold, the table's lock, its last round and the tenant's defaults; the seats'
     wallets; then the new game's writes (pokna.dealer.creating.write_new_game), the table's count and
     COMMIT: three round trips after the claim's."""
-    tenant_id, claim = round_.tenant_id, round_.claim
-    params = {"tenant_id": tenant_id, "table_id": round_.table_id}
-    try:
-        async with connection.pipeline() as pipeline:
-            await connection.execute("BEGIN", prepare=False)
-            try:
-                hold = None
-                if claim is not None:
-                    hold = await connection.execute(
-                        idempotency.HOLD, {"tenant_id": tenant_id, "key": claim.key}
-                    )
-                table = await connection.execute(TABLE_FOR_ROUND, params)
-                last = await connection.execute(LAST_ROUND, params)
-                defaults = await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
-                await pipeline.sync()
-                if hold is not None and claim is not None:
-                    idempotency.held_claim(await hold.fetchone(), claim.token)
-                row = await table.fetchone()
-                if row is None:
-                    raise NotFound(f"no table {round_.table_id}")
-                _check_last_round(await last.fetchone(), tenant_id, clock, caught_up=caught_up)
-                account_ids, stake, challenge_raise, currency, timeout, rake_bps, rake_cap, played = row
-                terms = _new_game_for_round(
-                    account_ids,
-                    stake,
-                    challenge_raise,
-                    currency,
-                    timeout,
-                    RakeTerms(rake_bps, rake_cap),
-                    played,
-                )
-                _, _, mode = tuple(await defaults.fetchone() or (0, None, None))
-                seats, fields = seated(terms)
-                check_distinct(seats, fields)
-                accounts = await connection.execute(
-                    ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": seats}
-                )
-                await pipeline.sync()
-                balances = seated_balances(
-                    summaries(await accounts.fetchall()), seats, terms.currency, fields
-                )
-                assert terms.rake is not None
-                config = game_config(
-                    terms.stake, terms.challenge_raise, len(terms.player_account_ids), terms.rake
-                )
-                chain = beacon_chain_for(mode, round_.beacon_chain)
-                new = NewRecords(terms, config, chain, table_id=round_.table_id, round_number=played + 1)
-                body = await write_new_game(connection, keys, clock, tenant_id, claim, new, balances)
-                await connection.execute(TABLE_ROUND_DEALT, params)
-                await connection.execute("COMMIT", prepare=False)
-            except BaseException:
-                await connection.execute("ROLLBACK", prepare=False)
-                raise
-    except psycopg.Error:
-        await connection.close()
-        raise
-    return Played(CREATED, body.encode(), replayed=False)
+
+    async def reads(tenant_id: str) -> tuple[psycopg.AsyncCursor[Any], ...]:
+        params = {"tenant_id": tenant_id, "table_id": round_.table_id}
+        table = await connection.execute(TABLE_FOR_ROUND, params)
+        last = await connection.execute(LAST_ROUND, params)
+        return table, last, await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
+
+    async with transaction(connection, caller, round_.claim) as opened:
+        table, last, defaults = await opened.read(reads)
+        tenant_id = opened.tenant
+        row = await table.fetchone()
+        if row is None:
+            raise NotFound(f"no table {round_.table_id}")
+        _check_last_round(await last.fetchone(), tenant_id, clock, caught_up=caught_up)
+        account_ids, stake, challenge_raise, currency, timeout, rake_bps, rake_cap, played = row
+        rake = RakeTerms(rake_bps, rake_cap)
+        terms = _new_game_for_round(account_ids, stake, challenge_raise, currency, timeout, rake, played)
+        _, _, mode = tuple(await defaults.fetchone() or (0, None, None))
+        seats, fields = seated(terms)
+        check_distinct(seats, fields)
+        accounts = await connection.execute(ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": seats})
+        await opened.pipeline.sync()
+        balances = seated_balances(summaries(await accounts.fetchall()), seats, terms.currency, fields)
+        config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+        chain = beacon_chain_for(mode, round_.beacon_chain)
+        new = NewRecords(terms, config, chain, table_id=round_.table_id, round_number=played + 1)
+        body = await write_new_game(connection, keys, clock, tenant_id, round_.claim, new, balances)
+        params = {"tenant_id": tenant_id, "table_id": round_.table_id}
+        await connection.execute(TABLE_ROUND_DEALT, params)
+    return Answer(CREATED, body.encode(), replayed=False)
 
 
 def _check_last_round(last: tuple[Any, ...] | None, tenant_id: str, clock: Clock, *, caught_up: bool) -> None:

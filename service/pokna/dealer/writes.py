@@ -5,7 +5,7 @@ Under the game's lock the dealer decides everything in Python (pokna.dealer.deci
 game row, events and rolls, the webhook announcements, and the request's stored answer. `GameWrites` keeps
 them in order and `document` hands them to the PL/pgSQL function game_write()
 (service/pokna/sql/game_write.sql), which posts, writes and records them in one round trip, or raises and
-writes nothing. pokna.dealer.action_transaction sends it; `refusal_of` is the dealer's one reading of
+writes nothing. pokna.dealer.action_transaction sends it; `REFUSALS` is the dealer's one reading of
 what game_write() and beacon_roll_write() refuse with.
 """
 
@@ -15,8 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg
-
 from pokna import metrics
 from pokna.db import sqlstates
 from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_values, roll_rows, seat_row
@@ -24,6 +22,7 @@ from pokna.dealer.locked import Recorded
 from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.store_postgres import encode_rows
 from pokna.errors import WalletHeld
+from pokna.idempotency.keyed import Refusals
 from pokna.ledger import TransferBatch
 from pokna.outbox import Event, Gathered
 
@@ -49,17 +48,14 @@ class RoundTooNear(StaleBalances):
     round is due (ROUND_TOO_NEAR_WAIT_SECONDS), naming the next one."""
 
 
-def refusal_of(error: psycopg.Error) -> Exception | None:
-    """What the database's refusal of a decision's writes means to the dealer, or None for any other
-    error (an outage among them: the connection is dropped and the error answers 503 where every path's
-    does). Stale balances and a round too near are decided again; a held wallet is refused."""
-    if error.sqlstate == sqlstates.STALE_BALANCES:
-        return StaleBalances(str(error))
-    if error.sqlstate == sqlstates.ROUND_TOO_NEAR:
-        return RoundTooNear(str(error))
-    if error.sqlstate == sqlstates.WALLET_HELD:
-        return WalletHeld(sqlstates.message_of(error))
-    return None
+REFUSALS: Refusals = {
+    sqlstates.STALE_BALANCES: lambda error: StaleBalances(str(error)),
+    sqlstates.ROUND_TOO_NEAR: lambda error: RoundTooNear(str(error)),
+    sqlstates.WALLET_HELD: lambda error: WalletHeld(sqlstates.message_of(error)),
+}
+"""What the database's refusal of a decision's writes means to the dealer (any other error, an outage among
+them, drops the connection and answers 503 where every path's does): stale balances and a round too near
+are decided again; a held wallet is refused."""
 
 
 @dataclass

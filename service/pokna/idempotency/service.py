@@ -8,9 +8,9 @@ implementation, as driver statements on a psycopg connection, for every POST tha
    claim nobody else can see does not stop a retry from doing the work a second time.
 2. The work's transaction first locks the claim and checks the token is still ours (`HOLD`,
    `held_claim`), keeps that lock to the end, and stores the answer on the claim before its COMMIT: the
-   answer is stored exactly when the work's effects are committed. (The hot paths store it in their last
-   call, pokna.dealer.writes and pokna.ledger.moving; the kernel's adapter, pokna.api.idempotency, with
-   `STORE_RESPONSE`.)
+   answer is stored exactly when the work's effects are committed. (The hot paths, in the keyed
+   transaction of pokna.idempotency.keyed, store it in their last call, pokna.dealer.writes and
+   pokna.ledger.moving; the kernel's adapter, pokna.api.idempotency, with `STORE_RESPONSE`.)
 3. If the work or its commit fails, the transaction is rolled back and the claim released (`release`),
    so the client may retry.
 
@@ -64,10 +64,12 @@ class KeyedRequest:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Answer:
+    """A keyed request's answer, the one shape every keyed path returns (pokna.idempotency.keyed)."""
+
     status: int
-    body: str
-    """The answer's JSON text as stored: what was sent the first time, and what every replay sends again."""
+    body: bytes
+    """The answer's JSON, as sent the first time and on every replay."""
     replayed: bool
 
 
@@ -113,7 +115,7 @@ _PURGE_EXPIRED = "DELETE FROM idempotency_record WHERE expires_at <= %(now)s AND
 @dataclass(frozen=True)
 class Claimed:
     tenant_id: str
-    stored: Outcome | None
+    stored: Answer | None
     """The outcome of the time this request already ran (replay it), or None: the key is ours."""
 
 
@@ -160,7 +162,7 @@ async def authenticate_and_claim(
         if status is not None and body is not None and expires_at > now:  # finished: it never changes again
             if seen_fingerprint != fingerprint:
                 raise _reused()
-            return Claimed(tenant_id, Outcome(status=status, body=body, replayed=True))
+            return Claimed(tenant_id, Answer(status, body.encode(), replayed=True))
     return Claimed(tenant_id, await claim_existing(connection, request, token, now))
 
 
@@ -173,7 +175,7 @@ async def _claim(
 
 async def claim_existing(
     connection: AsyncConnection[Any], request: KeyedRequest, token: str, now: datetime
-) -> Outcome | None:
+) -> Answer | None:
     """A key seen before, read under a lock (NOWAIT): expired (deleted and claimed afresh), another
     request's (reused), finished (replayed), or unfinished and nobody's (taken over)."""
     values = {"tenant_id": request.tenant_id, **claim_values(request.key, request.fingerprint, token, now)}
@@ -192,7 +194,7 @@ async def claim_existing(
                 if fingerprint != request.fingerprint:
                     raise _reused()
                 if status is not None and body is not None:
-                    return Outcome(status=status, body=body, replayed=True)  # the stored JSON text
+                    return Answer(status, body.encode(), replayed=True)  # the stored JSON text
                 # Unfinished, and locked by us: nobody is working on it (its holder died, or is between its
                 # claim and its hold, where taking over is safe too). The first attempt's moment stays.
                 await connection.execute(_TAKE_OVER, values)

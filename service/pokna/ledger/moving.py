@@ -1,9 +1,10 @@
-"""Deposits and withdrawals on the async path: four round trips, no thread, no ORM.
+"""Deposits and withdrawals on the async path: three round trips, no thread, no ORM, in the keyed
+transaction (pokna.idempotency.keyed).
 
-1. Authenticate the API key, then claim the Idempotency-Key (required here) on the tenant's rows, autocommit
-   (pokna.idempotency.service); a key seen before replays the stored answer.
-2. BEGIN, hold the claim, and read the wallet with its tenant's funding sub-account (of the wallet's chain) in its currency:
-   one pipeline, one round trip.
+1. Authenticate the API key and claim the Idempotency-Key (required here) on the tenant's rows, autocommit;
+   a key seen before replays the stored answer.
+2. BEGIN, hold the claim, and read the wallet with its tenant's funding sub-account (of the wallet's chain)
+   in its currency: one pipeline, one round trip.
 3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
    is), then one ledger_move() call (service/pokna/sql/ledger_move.sql) with COMMIT behind it: it posts
    through ledger_post(), records the announcement and stores the answer, both sent as format() templates
@@ -31,9 +32,8 @@ from psycopg import AsyncConnection
 
 from pokna import metrics
 from pokna.db import sqlstates
-from pokna.db.types import utc_now
 from pokna.errors import InvalidRequest, WalletHeld
-from pokna.idempotency import service as idempotency
+from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, Refusals, keyed, transaction
 from pokna.ledger.accounts import sub_account_suffix
 from pokna.ledger.accounts_aio import open_system_account
 from pokna.ledger.announcements import announce_funding
@@ -66,92 +66,54 @@ class Movement:
     metadata: Mapping[str, Any] | None
 
 
-@dataclass(frozen=True)
-class Moved:
-    status: int
-    body: bytes
-    replayed: bool
-
-
 async def move(
-    connection: AsyncConnection[Any],
-    api_key_digest: str,
-    key: str,
-    fingerprint: str,
-    movement: Movement,
-) -> Moved:
-    token = secrets.token_hex(16)
-    claimed = await idempotency.authenticate_and_claim(
-        connection, api_key_digest, None, key, fingerprint, token, utc_now()
+    connection: AsyncConnection[Any], api_key_digest: str, key: str, fingerprint: str, movement: Movement
+) -> Answer:
+    """The movement posted under its Idempotency-Key (required here), or the key's stored answer."""
+    caller, sent = Caller(api_key_digest=api_key_digest), Keyed(key, fingerprint)
+    return await keyed(
+        connection, caller, sent, lambda caller, claim: _post(connection, caller, claim, movement)
     )
-    if claimed.stored is not None:
-        return Moved(claimed.stored.status, str(claimed.stored.body).encode(), replayed=True)
-    try:
-        body = await _post(connection, claimed.tenant_id, key, token, movement)
-    except BaseException:
-        await idempotency.release(connection, claimed.tenant_id, key, token)
-        raise
-    return Moved(201, body.encode(), replayed=False)
 
 
 async def _post(
-    connection: AsyncConnection[Any],
-    tenant_id: str,
-    key: str,
-    token: str,
-    movement: Movement,
-) -> str:
+    connection: AsyncConnection[Any], caller: Caller, claim: Claim | None, movement: Movement
+) -> Answer:
+    assert claim is not None
     kind = TransactionKind.DEPOSIT if movement.kind == "deposit" else TransactionKind.WITHDRAWAL
     signed = movement.amount if kind is TransactionKind.DEPOSIT else -movement.amount
     check_amount(signed)
-    try:
-        async with connection.pipeline() as pipeline:
-            await connection.execute("BEGIN", prepare=False)
-            try:
-                hold = await connection.execute(idempotency.HOLD, {"tenant_id": tenant_id, "key": key})
-                chain = chain_for(movement.account_id)
-                params = {
-                    "account_id": movement.account_id,
-                    "tenant_id": tenant_id,
-                    "sub_account": sub_account_suffix(chain),
-                }
-                wallet = await connection.execute(_WALLET_AND_FUNDING, params)
-                await pipeline.sync()
-                idempotency.held_claim(await hold.fetchone(), token)
-                found = await wallet.fetchone()
-                if found is None:
-                    raise AccountNotFound(f"no account {movement.account_id}", account_id=movement.account_id)
-                wallet_kind, currency, funding_id = found
-                if wallet_kind != AccountKind.PLAYER_WALLET:
-                    raise InvalidRequest(
-                        f"{movement.kind}s go to player wallets, not a {wallet_kind}", field="path.account_id"
-                    )
-                if funding_id is None:  # the first money on this chain in this currency
-                    funding_id = await open_system_account(
-                        connection, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain
-                    )
-                document = _document(tenant_id, key, kind, signed, movement, currency, funding_id, chain)
-                started = time.perf_counter()
-                answer = await connection.execute(LEDGER_MOVE, (tenant_id, document))
-                await connection.execute("COMMIT", prepare=False)
-            except BaseException:
-                await connection.execute("ROLLBACK", prepare=False)
-                raise
-    except psycopg.Error as error:
-        # ledger_post() refused (nothing was written), or a beacon roll holds the wallet.
-        if error.sqlstate == sqlstates.LEDGER_REFUSED:
-            await _rolled_back(connection)
-            raise _refusal(sqlstates.detail_of(error)) from None
-        if isinstance(refused := sqlstates.refusal(error), WalletHeld):
-            await _rolled_back(connection)
-            raise refused from None
-        await connection.close()
-        raise
+    chain = chain_for(movement.account_id)
+    tenant_id = claim.tenant_id
+
+    async def wallet(tenant_id: str) -> psycopg.AsyncCursor[Any]:
+        params = {
+            "account_id": movement.account_id,
+            "tenant_id": tenant_id,
+            "sub_account": sub_account_suffix(chain),
+        }
+        return await connection.execute(_WALLET_AND_FUNDING, params)
+
+    async with transaction(connection, caller, claim, REFUSALS) as opened:
+        found = await (await opened.read(wallet)).fetchone()
+        if found is None:
+            raise AccountNotFound(f"no account {movement.account_id}", account_id=movement.account_id)
+        wallet_kind, currency, funding_id = found
+        if wallet_kind != AccountKind.PLAYER_WALLET:
+            raise InvalidRequest(
+                f"{movement.kind}s go to player wallets, not a {wallet_kind}", field="path.account_id"
+            )
+        if funding_id is None:  # the first money on this chain in this currency
+            funding_id = await open_system_account(
+                connection, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain
+            )
+        document = _document(tenant_id, claim.key, kind, signed, movement, currency, funding_id, chain)
+        started = time.perf_counter()
+        answer = await connection.execute(LEDGER_MOVE, (tenant_id, document))
     row = await answer.fetchone()
     assert row is not None
     metrics.ledger_posted(1, time.perf_counter() - started)
-    body: str = row[0]
-    return body
+    return Answer(201, str(row[0]).encode(), replayed=False)
 
 
 def _document(
@@ -229,6 +191,9 @@ def _refusal(detail: Mapping[str, Any]) -> Exception:
     return InvalidPostings(f"the ledger refused the posting ({status})")
 
 
-async def _rolled_back(connection: AsyncConnection[Any]) -> None:
-    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        await connection.execute("ROLLBACK", prepare=False)
+REFUSALS: Refusals = {
+    sqlstates.LEDGER_REFUSED: lambda error: _refusal(sqlstates.detail_of(error)),
+    sqlstates.WALLET_HELD: lambda error: WalletHeld(sqlstates.message_of(error)),
+}
+"""What the database's refusal of a movement means: ledger_post() refused (nothing was written), or a
+beacon roll holds the wallet."""
