@@ -51,11 +51,6 @@ def lock_log(session: Session, tenant_id: str, now: datetime) -> int | None:
     return None if size is None else int(size)
 
 
-def log_size(session: Session, tenant_id: str) -> int:
-    size = session.scalar(select(_log.c.size).where(_log.c.tenant_id == tenant_id))
-    return 0 if size is None else int(size)
-
-
 def set_size(session: Session, tenant_id: str, size: int, now: datetime) -> None:
     session.execute(update(_log).where(_log.c.tenant_id == tenant_id).values(size=size, updated_at=now))
 
@@ -96,15 +91,6 @@ def insert_leaves(session: Session, tenant_id: str, leaves: Iterable[StoredLeaf]
             for leaf in leaves
         ],
     )
-
-
-def leaf_of_game(session: Session, tenant_id: str, game_id: str) -> StoredLeaf | None:
-    row = session.execute(
-        select(_leaf.c.leaf_index, _leaf.c.game_id, _leaf.c.entry).where(
-            _leaf.c.tenant_id == tenant_id, _leaf.c.game_id == game_id
-        )
-    ).one_or_none()
-    return None if row is None else StoredLeaf(int(row.leaf_index), row.game_id, row.entry)
 
 
 def insert_checkpoint(session: Session, tenant_id: str, checkpoint: StoredCheckpoint) -> None:
