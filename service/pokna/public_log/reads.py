@@ -124,7 +124,7 @@ async def _proven(
     connection: AsyncConnection[Any], tenant_id: str, game_id: str, leaf_index: int, entry: str, size: int
 ) -> Inclusion:
     ranges = inclusion_ranges(leaf_index, size)
-    hashes = await _read_nodes(connection, tenant_id, nodes_for(ranges) | set(frontier(size)))
+    hashes = await read_nodes(connection, tenant_id, nodes_for(ranges) | set(frontier(size)))
     return Inclusion(
         game_id,
         leaf_index,
@@ -189,9 +189,7 @@ async def _queue_nodes(
     return await connection.execute(_NODES, values)
 
 
-async def _read_nodes(
-    connection: AsyncConnection[Any], tenant_id: str, nodes: set[Node]
-) -> dict[Node, bytes]:
+async def read_nodes(connection: AsyncConnection[Any], tenant_id: str, nodes: set[Node]) -> dict[Node, bytes]:
     return _hashes(await (await _queue_nodes(connection, tenant_id, nodes)).fetchall())
 
 
