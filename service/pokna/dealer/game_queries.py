@@ -14,7 +14,7 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, func, select
 from sqlalchemy.orm import Session
 
-from pokna.db.models.game import Game, GameLink, GameSeat, GameTable
+from pokna.db.models.game import Game, GameSeat, GameTable
 from pokna.dealer.records import (
     ACTION_EVENT,
     GAME_COLUMNS,
@@ -30,7 +30,6 @@ from pokna.errors import NotFound
 
 _game = cast(Table, Game.__table__)
 _seat = cast(Table, GameSeat.__table__)
-_link = cast(Table, GameLink.__table__)
 
 _SEAT_COLUMNS = (_seat.c.seat, _seat.c.account_id, _seat.c.client_seed, _seat.c.client_seed_source)
 PROOF_EVENTS = (ACTION_EVENT, MONEY_EVENT)
