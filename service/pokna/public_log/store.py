@@ -78,7 +78,10 @@ def leaves_between(session: Session, tenant_id: str, start: int, end: int) -> li
 
 
 # A tenant's log row is made by the first pass that looks at it, by whichever process gets there first.
-_OPEN_LOG = "INSERT INTO game_log (tenant_id, size, updated_at) VALUES (%(tenant_id)s, 0, %(now)s) ON CONFLICT DO NOTHING"
+_OPEN_LOG = (
+    "INSERT INTO game_log (tenant_id, size, updated_at) VALUES (%(tenant_id)s, 0, %(now)s) "
+    "ON CONFLICT DO NOTHING"
+)
 _LOCK_LOG = "SELECT size FROM game_log WHERE tenant_id = %(tenant_id)s FOR UPDATE SKIP LOCKED"
 _SET_SIZE = "UPDATE game_log SET size = %(size)s, updated_at = %(now)s WHERE tenant_id = %(tenant_id)s"
 _INSERT_NODE = (
@@ -91,7 +94,7 @@ _INSERT_LEAF = (
 )
 _INSERT_CHECKPOINT = (
     "INSERT INTO game_log_checkpoint (tenant_id, tree_size, root_hash, note, created_at) "
-    "VALUES (%(tenant_id)s, %(tree_size)s, %(root_hash)s, %(note)s, %(now)s)"
+    "VALUES (%(tenant_id)s, %(tree_size)s, %(root_hash)s, %(note)s, %(created_at)s)"
 )
 _LATEST_NOTE = (
     "SELECT note FROM game_log_checkpoint WHERE tenant_id = %(tenant_id)s ORDER BY tree_size DESC LIMIT 1"
@@ -120,37 +123,16 @@ async def append(
     checkpoint: StoredCheckpoint,
 ) -> None:
     """The new nodes and leaves, the checkpoint signed over them and the log's new size, in the caller's
-    transaction. A row a statement (each rows of one tenant: one shard on Citus)."""
-    now = checkpoint.created_at
+    transaction: one row a statement, each naming the tenant (one shard on Citus)."""
+    now, tenant = checkpoint.created_at, {"tenant_id": tenant_id}
     async with connection.cursor() as cursor:
         await cursor.executemany(
             _INSERT_NODE,
             [
-                {"tenant_id": tenant_id, "level": node.level, "node_index": node.index, "hash": value}
+                {**tenant, "level": node.level, "node_index": node.index, "hash": value}
                 for node, value in nodes.items()
             ],
         )
-        await cursor.executemany(
-            _INSERT_LEAF,
-            [
-                {
-                    "tenant_id": tenant_id,
-                    "leaf_index": leaf.leaf_index,
-                    "game_id": leaf.game_id,
-                    "entry": leaf.entry,
-                    "now": now,
-                }
-                for leaf in leaves
-            ],
-        )
-    values = {"tenant_id": tenant_id, "now": now}
-    await connection.execute(
-        _INSERT_CHECKPOINT,
-        {
-            **values,
-            "tree_size": checkpoint.tree_size,
-            "root_hash": checkpoint.root_hash,
-            "note": checkpoint.note,
-        },
-    )
-    await connection.execute(_SET_SIZE, {**values, "size": checkpoint.tree_size})
+        await cursor.executemany(_INSERT_LEAF, [{**tenant, **vars(leaf), "now": now} for leaf in leaves])
+    await connection.execute(_INSERT_CHECKPOINT, {**tenant, **vars(checkpoint)})
+    await connection.execute(_SET_SIZE, {**tenant, "size": checkpoint.tree_size, "now": now})
