@@ -1,8 +1,8 @@
 """The public log at the size users reach: a tenant with --games finished games (100,000 by default) inserted
 straight into the `game` table, appended by the sequencer in passes of --batch, then the public reads timed:
 an inclusion proof for --samples random games, consistency proofs between random sizes and the latest
-checkpoint, each through the service function (one short transaction each) and through the HTTP route
-(the app in process, FastAPI and the request's session included, no network).
+checkpoint, each through the service function (on one async connection, autocommit) and through the HTTP
+route (the app in process, FastAPI and the request's connection included, no network).
 
     .venv/bin/python bench/public_log.py --games 100000 --batch 5000 --samples 1000
 
@@ -13,12 +13,13 @@ leaf hashes like any other; what is measured is the log, not the rules.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ledger_support import migrated_postgres, percentile
@@ -57,6 +58,15 @@ def timed_ms(samples: int, call: Callable[[int], object]) -> list[float]:
     for sample in range(samples):
         started = time.perf_counter()
         call(sample)
+        spent.append((time.perf_counter() - started) * 1000)
+    return spent
+
+
+async def timed_ms_async(samples: int, call: Callable[[int], Awaitable[object]]) -> list[float]:
+    spent = []
+    for sample in range(samples):
+        started = time.perf_counter()
+        await call(sample)
         spent.append((time.perf_counter() - started) * 1000)
     return spent
 
@@ -105,16 +115,28 @@ def main() -> None:
         games = [f"game_{rng.randint(1, options.games):012d}" for _ in range(options.samples)]
         sizes = [sorted(rng.sample(range(1, options.games + 1), 2)) for _ in range(options.samples)]
 
-        def inclusion(sample: int) -> object:
-            with unit_of_work(runtime.sessions) as session:
-                return reads.inclusion(session, tenant_id, games[sample], None)
+        async def service_functions() -> None:
+            async with runtime.aio.connection() as connection:
 
-        def consistency(sample: int) -> object:
-            with unit_of_work(runtime.sessions) as session:
-                return reads.consistency(session, tenant_id, *sizes[sample])
+                async def inclusion(sample: int) -> object:
+                    return await reads.inclusion(connection, tenant_id, games[sample], None)
 
-        print(said("inclusion proof, service function", timed_ms(options.samples, inclusion)))
-        print(said("consistency proof, service function", timed_ms(options.samples, consistency)))
+                async def consistency(sample: int) -> object:
+                    return await reads.consistency(connection, tenant_id, *sizes[sample])
+
+                print(
+                    said(
+                        "inclusion proof, service function", await timed_ms_async(options.samples, inclusion)
+                    )
+                )
+                print(
+                    said(
+                        "consistency proof, service function",
+                        await timed_ms_async(options.samples, consistency),
+                    )
+                )
+
+        asyncio.run(service_functions())
         with TestClient(create_app(settings, runtime)) as client:
             base = f"/v1/logs/{tenant_id}"
 

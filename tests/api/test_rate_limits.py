@@ -179,3 +179,15 @@ def test_a_flood_without_keys_costs_neither_a_new_key_nor_the_metrics_scrape(
         outside = TestClient(client.app, client=("192.0.2.8", 40000), raise_server_exceptions=False)
         answers = [outside.get("/metrics").status_code for _ in range(4)]
         assert answers == [403, 403, 403, 429]
+
+
+def test_a_made_up_key_sent_to_a_public_route_stays_limited_per_client_address(
+    settings: Settings, runtime: Runtime
+) -> None:
+    """A public route (the public logs) checks no key, so a key sent along never counts as checked: were it
+    remembered, any made-up key would earn a bucket of its own by asking a public route once."""
+    with _limited_client(settings, runtime, rate=100, burst=100, client_rate=0.01, client_burst=4) as client:
+        made_up = TenantApi(client, "none", "pk_made_up_public")
+        answers = [made_up.get("/v1/logs/tnt_nobody/checkpoint") for _ in range(5)]
+        assert [answer.status_code for answer in answers] == [404, 404, 404, 404, 429]
+        assert "API key not yet seen here" in assert_problem(answers[-1], 429)["detail"]

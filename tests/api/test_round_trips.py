@@ -1,7 +1,7 @@
 """The hot paths' round trips to PostgreSQL, counted on the wire (issue 24): a game action is at most three
-(two without an Idempotency-Key), a keyed deposit or withdrawal three, a game read one, whatever else
-happens in the request. The app reaches the database through a counting proxy (tests/support/wire.py), so every driver,
-every pipeline and every implicit BEGIN or COMMIT counts.
+(two without an Idempotency-Key), a keyed deposit or withdrawal three, a game read one, a public log read
+one or two, whatever else happens in the request. The app reaches the database through a counting proxy
+(tests/support/wire.py), so every driver, every pipeline and every implicit BEGIN or COMMIT counts.
 
 Counted once the connections are warm: psycopg prepares a statement the fifth time a connection runs it,
 in a round trip of its own, once per connection (a running service pays it once per statement and
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,8 +25,11 @@ from pokna.db.engine import make_engine
 from pokna.db.types import utc_now
 from pokna.dealer.clock_dep import get_clock
 from pokna.dealer.locked import Clock
+from pokna.public_log.sequencer import LogSigner
+from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from support.game_logs import ORIGIN_PREFIX, open_table
 from support.tenant_api import TenantApi, money_key, new_tenant
 from support.wire import WireTurns
 
@@ -184,3 +188,36 @@ def test_reading_a_game_past_its_deadline_catches_it_up_on_the_same_connection(
     trips = wire.take()
     assert answer.json()["status"] == "cancelled", answer.text  # never started: cancelled at its TTL
     assert trips == 4
+
+
+def test_public_log_reads_need_no_more_round_trips_than_their_reads(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """No key to check, no transaction to open: a checkpoint is one statement; a consistency proof one round
+    trip (the log's size and the nodes, pipelined); an inclusion proof two (the leaf and the size, then the
+    nodes); a game's public link four (its tenant by token; the game and its seats; the latest checkpoint
+    and the leaf; the nodes)."""
+    client, wire = counted
+    table = open_table(client, sessions)
+    games = table.finish_games(3)
+    sequence_all(sessions, LogSigner(ORIGIN_PREFIX, Ed25519PrivateKey.generate()))
+    link = table.api.ok(table.api.get(f"/v1/games/{games[0]}"))["fairness"]["public_url"]
+    base = f"/v1/logs/{table.tenant_id}"
+    reads = {
+        "checkpoint": f"{base}/checkpoint",
+        "checkpoint of a size": f"{base}/checkpoints/3",
+        "consistency": f"{base}/consistency?first=1&second=3",
+        "inclusion": f"{base}/games/{games[1]}/inclusion",
+        "link": link,
+    }
+    for _warm_up in range(6):
+        for path in reads.values():
+            assert client.get(path).status_code == 200
+    trips = {}
+    for name, path in reads.items():
+        wire.take()
+        answer = client.get(path)
+        assert answer.status_code == 200, answer.text
+        trips[name] = wire.take()
+    assert client.get(link).json()["public_log"]["status"] == "logged"
+    assert trips == {"checkpoint": 1, "checkpoint of a size": 1, "consistency": 1, "inclusion": 2, "link": 4}

@@ -4,6 +4,7 @@ cluster with every fan-out refused (as tests/citus/test_citus_one_shard.py holds
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
 from pokna.app import create_app
-from pokna.db.engine import make_engine, unit_of_work
+from pokna.db.engine import make_engine
 from pokna.db.types import utc_now
 from pokna.public_log.sequencer import LogSigner, append_finished_games
 from pokna.runtime import Runtime
@@ -20,6 +21,11 @@ from support.game_play import Api, obliging, play
 from support.tenant_api import api_key_on
 
 pytestmark = pytest.mark.xdist_group("citus")
+
+
+async def _append(runtime: Runtime, tenant_id: str, signer: LogSigner) -> int | None:
+    async with runtime.aio.connection() as connection:
+        return await append_finished_games(connection, tenant_id, signer, utc_now())
 
 
 @pytest.fixture
@@ -65,11 +71,12 @@ def test_the_sequencer_and_the_public_reads_run_on_one_shard_in_one_phase(
                 )
                 games.append(play([api], game, obliging)["id"])
                 before = two_phase_commits()
-                with unit_of_work(runtime.sessions) as session:
-                    assert append_finished_games(session, tenant_id, signer, utc_now()) == 1
+                assert asyncio.run(_append(runtime, tenant_id, signer)) == 1
                 assert two_phase_commits() == before, "the sequencer's pass committed in two phases"
             base = f"/v1/logs/{tenant_id}"
+            link = api.ok(api.get(f"/v1/games/{games[0]}"))["fairness"]["public_url"]
             for path in (
+                link,
                 f"{base}/checkpoint",
                 f"{base}/checkpoints/1",
                 f"{base}/games/{games[0]}/inclusion?tree_size=2",

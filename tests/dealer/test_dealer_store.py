@@ -161,7 +161,7 @@ def test_the_lock_reads_what_the_plain_reads_do(sessions: sessionmaker[Session],
     plain = GameQueries()
     with sessions() as session:
         assert locked.game == _plain_game(session, tenant_id, game_id)
-        assert locked.seats == plain.seats_of(session, tenant_id, game_id)
+        assert locked.seats == plain.seats_of_games(session, tenant_id, [game_id])[game_id]
         assert locked.balances == _plain_balances(session, tenant_id, wallets)
     assert [seat.account_id for seat in locked.seats] == wallets
     assert locked.seats[1].client_seed == "jabba"

@@ -136,3 +136,12 @@ def test_bad_sizes_and_unknown_games_are_problems_naming_what_is_wrong(
     other = open_table(client, sessions, "Anchorhead")
     assert_problem(client.get(f"/v1/logs/{other.tenant_id}/checkpoint"), 404, "not_found")
     assert_problem(client.get(f"/v1/logs/{other.tenant_id}/games/{games[0]}/inclusion"), 404, "not_found")
+
+
+def test_a_nul_in_a_tenant_or_game_id_is_a_problem_naming_it(client: TestClient) -> None:
+    """PostgreSQL text cannot hold U+0000: such an id is bad input (422 naming it), never a 500."""
+    for path in ("checkpoint", "checkpoints/3", "consistency?first=1&second=2"):
+        problem = assert_problem(client.get(f"/v1/logs/tnt_a%00b/{path}"), 422)
+        assert set(invalid_params(problem)) == {"path.tenant_id"}, path
+    problem = assert_problem(client.get("/v1/logs/tnt_a/games/game_a%00b/inclusion"), 422)
+    assert set(invalid_params(problem)) == {"path.game_id"}

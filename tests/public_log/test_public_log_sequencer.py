@@ -5,19 +5,20 @@ checkpoints joined by consistency proofs and every game's inclusion proven from 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
 from fastapi.testclient import TestClient
 from pymerkle import InmemoryTree
-from sqlalchemy import select
+from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.models.game import Game as GameRow
 from pokna.ledger import read_heads
 from pokna.public_log import store
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
+from pokna.public_log.worker import conninfo, run_sequencer, sequence_all
 from pokna.runtime import Runtime
 from pokna_verify.tlog.checkpoint import parse_checkpoint
 from pokna_verify.tlog.game_leaf import game_leaf_entry
@@ -148,3 +149,40 @@ def test_several_sequencers_at_once_give_each_game_one_leaf(
     assert [index for index, _, _ in leaves] == list(range(12))
     assert sorted(game_id for _, game_id, _ in leaves) == sorted(games)
     assert sorted(checkpoint_notes(sessions, table.tenant_id)) == list(range(1, 13))
+
+
+def test_the_running_sequencer_outlives_its_connection(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime, engine: Engine
+) -> None:
+    """A pass whose connection the server ended (a restart, a failover) is logged and the next pass
+    connects again: the worker never dies of it."""
+    table = open_table(client, sessions)
+    games = table.finish_games(2)
+    name = "pokna-sequencer-under-test"
+    ended: list[int] = []
+    asked = 0
+
+    def should_stop() -> bool:
+        nonlocal asked
+        asked += 1
+        logged = len(logged_leaves(sessions, table.tenant_id))
+        if logged == 1 and not ended:  # after the first pass: end the sequencer's connection
+            with engine.connect() as connection:
+                ended.extend(
+                    connection.execute(
+                        text(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :name"
+                        ),
+                        {"name": name},
+                    ).scalars()
+                )
+        return logged == 2 or asked > 400  # a bound: the test stops by itself whatever happens
+
+    appended = asyncio.run(
+        run_sequencer(
+            f"{conninfo(sessions)} application_name={name}", signer_of(runtime), should_stop, 0.05, batch=1
+        )
+    )
+    assert ended == [True]
+    assert appended == 2
+    assert [game_id for _, game_id, _ in logged_leaves(sessions, table.tenant_id)] == games

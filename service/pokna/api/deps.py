@@ -142,15 +142,27 @@ def first_read(session: Session, read: Callable[[Session], Read]) -> Read:
 
 
 @asynccontextmanager
-async def driver_connection(request: Request) -> AsyncIterator[AsyncConnection[Any]]:
-    """For an async hot path (pokna.db.aio): a place at the database gate, then one of the runtime's
-    async connections. The API key counts as checked (for the edge's per-key rate limits) once the block
-    ends, or fails with anything but Unauthorized: the block's first statement checks it."""
+async def public_connection(request: Request) -> AsyncIterator[AsyncConnection[Any]]:
+    """For an async route that needs no API key (the public logs): a place at the database gate, then one
+    of the runtime's async connections. A bearer key sent along is never checked here, so it never counts
+    as checked: remembered, a made-up key would earn its own rate-limit bucket (pokna.api.rate_limits)."""
     runtime: Runtime = request.app.state.runtime
     place = Place(request.app.state.database_gate, client_party(request.scope))
     await place.take()
     try:
         async with runtime.aio.connection() as connection:
+            yield connection
+    finally:
+        place.give_back()
+
+
+@asynccontextmanager
+async def driver_connection(request: Request) -> AsyncIterator[AsyncConnection[Any]]:
+    """For an async hot path (pokna.db.aio): `public_connection`, whose first statement checks the API key.
+    The key counts as checked (for the edge's per-key rate limits) once the block ends, or fails with
+    anything but Unauthorized."""
+    try:
+        async with public_connection(request) as connection:
             yield connection
     except Unauthorized:
         raise
@@ -159,5 +171,3 @@ async def driver_connection(request: Request) -> AsyncIterator[AsyncConnection[A
         raise
     else:
         request.state.api_key_authenticated = True
-    finally:
-        place.give_back()

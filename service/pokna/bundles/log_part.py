@@ -22,6 +22,7 @@ from pokna.dealer import service as dealer
 from pokna.errors import InvalidRequest, NotFound
 from pokna.public_log import reads, store
 from pokna_verify.bundle.log_records import log_checkpoint_record, log_leaf_record
+from pokna_verify.tlog.tree import consistency_ranges
 
 LEAF_BATCH = 2000
 """Leaves read per query and sent per chunk, as the journal's batches are."""
@@ -56,7 +57,11 @@ def log_part(session: Session, tenant_id: str, *, whole_books: bool, since: int 
         earlier = store.checkpoint_at(session, tenant_id, since) if since <= latest.tree_size else None
         if earlier is None:
             raise NotFound(f"tenant {tenant_id}'s public log signed no checkpoint of {since} games")
-        proof = reads.consistency(session, tenant_id, since, latest.tree_size)
+        ranges = consistency_ranges(since, latest.tree_size)
+        nodes = reads.consistency_nodes(since, latest.tree_size, ranges)
+        proof = reads.consistency_of(
+            since, latest.tree_size, ranges, store.read_nodes(session, tenant_id, nodes)
+        )
         previous = {
             "checkpoint": earlier.note,
             "consistency": [base64.b64encode(value).decode() for value in proof.path],

@@ -7,6 +7,7 @@ in flight, then stop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import time
@@ -17,7 +18,7 @@ import typer
 from pokna.cli.app import app
 from pokna.cli.command_session import command_sessions
 from pokna.public_log.sequencer import BATCH, LogSigner
-from pokna.public_log.worker import INTERVAL_SECONDS, run_sequencer, sequence_all
+from pokna.public_log.worker import INTERVAL_SECONDS, conninfo, run_sequencer, sequence_all
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 
@@ -55,7 +56,9 @@ def sequence(
             if once:
                 appended = sequence_all(sessions, signer, batch=batch)
             else:
-                appended = run_sequencer(sessions, signer, should_stop, interval, batch)
+                appended = asyncio.run(
+                    run_sequencer(conninfo(sessions), signer, should_stop, interval, batch)
+                )
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

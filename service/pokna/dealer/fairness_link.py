@@ -10,7 +10,9 @@ revealed server seed. Never the server seed before that, never a balance, never 
 
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
+from typing import Any
+
+from psycopg import AsyncConnection
 
 from pokna.dealer.link_log import PlaceInLog
 from pokna.dealer.links import KEYS_PATH, is_token_shaped
@@ -21,11 +23,13 @@ from pokna.dealer.schemas import (
     FairnessLinkRevealedOut,
     LinkClientSeedOut,
 )
-from pokna.dealer.store import game_store
+from pokna.dealer.store_postgres import linked_game
 from pokna.errors import NotFound
 
 
-def fairness_link(session: Session, token: str, place_in_log: PlaceInLog) -> FairnessLinkOut:
+async def fairness_link(
+    connection: AsyncConnection[Any], token: str, place_in_log: PlaceInLog
+) -> FairnessLinkOut:
     """The game as last decided, read and never written: a deadline that has passed since is not applied
     here, so the link may show a turn whose deadline has run out, until `pokna sweep` (every minute under
     Compose) or the tenant's next read or action applies it; an abandoned game reveals its proof then.
@@ -41,9 +45,7 @@ def fairness_link(session: Session, token: str, place_in_log: PlaceInLog) -> Fai
     `place_in_log` gives a finished game's place in its tenant's public log (pokna.dealer.link_log)."""
     if not is_token_shaped(token):
         raise NotFound("no such fairness link")
-    store = game_store(session)
-    game = store.game_by_public_token(session, token)
-    seats = store.seats_of(session, game.tenant_id, game.id)
+    game, seats = await linked_game(connection, token)
     client_seeds = [
         LinkClientSeedOut(
             seat=seat.seat,
@@ -77,6 +79,6 @@ def fairness_link(session: Session, token: str, place_in_log: PlaceInLog) -> Fai
             client_seeds=client_seeds,
             proof=SignedProofOut.model_validate(game.proof),
             keys_url=KEYS_PATH,
-            public_log=place_in_log(session, game.tenant_id, game.id, game.log_index),
+            public_log=await place_in_log(connection, game.tenant_id, game.id, game.log_index),
         )
     )

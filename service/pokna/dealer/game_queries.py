@@ -14,7 +14,7 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, func, select
 from sqlalchemy.orm import Session
 
-from pokna.db.models.game import Game, GameLink, GameSeat, GameTable
+from pokna.db.models.game import Game, GameSeat, GameTable
 from pokna.dealer.records import (
     ACTION_EVENT,
     GAME_COLUMNS,
@@ -30,7 +30,6 @@ from pokna.errors import NotFound
 
 _game = cast(Table, Game.__table__)
 _seat = cast(Table, GameSeat.__table__)
-_link = cast(Table, GameLink.__table__)
 
 _SEAT_COLUMNS = (_seat.c.seat, _seat.c.account_id, _seat.c.client_seed, _seat.c.client_seed_source)
 PROOF_EVENTS = (ACTION_EVENT, MONEY_EVENT)
@@ -39,32 +38,9 @@ PROOF_EVENTS = (ACTION_EVENT, MONEY_EVENT)
 class GameQueries:
     """The part of pokna.dealer.store.GameStore that no action runs under its lock."""
 
-    def game_by_public_token(self, session: Session, token: str) -> GameRecord:
-        """Two statements: the link's tenant from `game_link` (on Citus, distributed by the token: one
-        shard), then the game on that tenant's shard."""
-        tenant_id = session.scalar(select(_link.c.tenant_id).where(_link.c.public_token == token))
-        row = (
-            None
-            if tenant_id is None
-            else session.execute(
-                select(_game).where(_game.c.tenant_id == tenant_id, _game.c.public_token == token)
-            ).one_or_none()
-        )
-        if row is None:
-            raise NotFound("no such fairness link")
-        return GameRecord(**row._mapping)
-
     def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
         rows = session.execute(select(_game).where(_game.c.tenant_id == tenant_id, _game.c.id.in_(game_ids)))
         return [GameRecord(**row._mapping) for row in rows]
-
-    def seats_of(self, session: Session, tenant_id: str, game_id: str) -> list[SeatRecord]:
-        rows = session.execute(
-            select(*_SEAT_COLUMNS)
-            .where(_seat.c.tenant_id == tenant_id, _seat.c.game_id == game_id)
-            .order_by(_seat.c.seat)
-        )
-        return [SeatRecord(*row) for row in rows]
 
     def seats_of_games(
         self, session: Session, tenant_id: str, game_ids: Sequence[str]

@@ -11,11 +11,11 @@ the public log (pokna.public_log.game_links) fills this member in, which the dea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
+from psycopg import AsyncConnection
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.orm import Session
 
 _LOG_URL = Field(
     description="The tenant's public log, relative to this link's origin: `<log_url>/checkpoint` is its "
@@ -80,5 +80,7 @@ class LinkLogIncludedOut(BaseModel):
 
 LinkPublicLogOut = Annotated[LinkLogPendingOut | LinkLogIncludedOut, Field(discriminator="status")]
 
-PlaceInLog = Callable[[Session, str, str, "int | None"], LinkLogPendingOut | LinkLogIncludedOut]
-"""(session, tenant id, game id, its leaf index or None) -> the member; the public log provides it."""
+PlaceInLog = Callable[
+    [AsyncConnection[Any], str, str, "int | None"], Awaitable[LinkLogPendingOut | LinkLogIncludedOut]
+]
+"""(connection, tenant id, game id, its leaf index or None) -> the member; the public log provides it."""

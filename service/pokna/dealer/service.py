@@ -3,9 +3,9 @@
 A game's writes are async, on the driver, each one transaction cut the same way (what is read under the
 lock -> a decision -> the writes): creating (creating.py) and a table's round (tables.py), acting,
 resolving a beacon roll and applying passed deadlines (game_action.py, through action_transaction.py and
-decision.py). A game's reads are async too, on the caller's connection (reading.py). The public fairness
-link (fairness_link.py) and a table's creation and reads (tables.py) work in the caller's session (they
-flush, never commit); storage behind pokna.dealer.store.
+decision.py). A game's reads are async too, on the caller's connection (reading.py), and so is the public
+fairness link (fairness_link.py). A table's creation and reads (tables.py) work in the caller's session
+(they flush, never commit); storage behind pokna.dealer.store.
 """
 
 from __future__ import annotations

@@ -25,13 +25,6 @@ from pokna.dealer.store_postgres import PostgresGameStore
 class GameStore(Protocol):
     """A game's persistence. Stateless: one instance serves every session of its engine."""
 
-    def game_by_public_token(self, session: Session, token: str) -> GameRecord:
-        """The game whose public fairness link carries `token`, whatever its tenant (NotFound if none): the
-        tenant from `game_link`, then the game by tenant and token."""
-        ...
-
-    def seats_of(self, session: Session, tenant_id: str, game_id: str) -> list[SeatRecord]: ...
-
     def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
         """The tenant's games among `game_ids`, in one query; another tenant's are absent."""
         ...

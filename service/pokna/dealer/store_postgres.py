@@ -232,11 +232,7 @@ def locked_records(
 ) -> tuple[GameRecord, list[SeatRecord] | None, dict[str, int]]:
     """LOCK_GAME_AND_SEATS's row as records. The seats are None when the locked game is newer than the
     statement's snapshot (two requests raced): the caller reads them again."""
-    values = list(game_values)  # the row stays as read: a caller may build the records again from it
-    for index in _GAME_TIMESTAMP_INDEXES:
-        if values[index] is not None:
-            values[index] = _timestamp(values[index])
-    game = GameRecord(*values)
+    game = _game_record(game_values)
     if seen_version != game.version:
         return game, None, {}
     return (
@@ -244,6 +240,40 @@ def locked_records(
         [SeatRecord(seat, account_id, seed, source) for seat, account_id, seed, source, _ in seat_rows],
         {account_id: int(balance) for _, account_id, _, _, balance in seat_rows},
     )
+
+
+def _game_record(game_values: list[Any]) -> GameRecord:
+    values = list(game_values)  # the row stays as read: a caller may build the records again from it
+    for index in _GAME_TIMESTAMP_INDEXES:
+        if values[index] is not None:
+            values[index] = _timestamp(values[index])
+    return GameRecord(*values)
+
+
+_LINK_TENANT = "SELECT tenant_id FROM game_link WHERE public_token = %(token)s"
+_LINKED_GAME_AND_SEATS = (
+    f"SELECT json_build_array({_names('game', GAME_COLUMNS)}), "  # noqa: S608
+    "(SELECT json_agg(json_build_array(game_seat.seat, game_seat.account_id, game_seat.client_seed, "
+    "game_seat.client_seed_source) ORDER BY game_seat.seat) FROM game_seat "
+    "WHERE game_seat.tenant_id = %(tenant_id)s AND game_seat.game_id = game.id) "
+    "FROM game WHERE game.tenant_id = %(tenant_id)s AND game.public_token = %(token)s"
+)
+
+
+async def linked_game(connection: AsyncConnection[Any], token: str) -> tuple[GameRecord, list[SeatRecord]]:
+    """The game whose public fairness link carries `token`, whatever its tenant (NotFound if none), and its
+    seats: the tenant from `game_link` (on Citus, distributed by the token: one shard), then the game and
+    its seats in one statement (one snapshot) on that tenant's shard. Two round trips and no transaction:
+    a link is committed with its game and never changes."""
+    link = await (await connection.execute(_LINK_TENANT, {"token": token})).fetchone()
+    values = {"tenant_id": None if link is None else link[0], "token": token}
+    row = (
+        None if link is None else await (await connection.execute(_LINKED_GAME_AND_SEATS, values)).fetchone()
+    )
+    if row is None:
+        raise NotFound("no such fairness link")
+    game_values, seat_rows = row
+    return _game_record(game_values), [SeatRecord(*seat) for seat in seat_rows or ()]
 
 
 def encode_rows(rows: Any) -> str:

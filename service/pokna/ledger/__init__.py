@@ -57,7 +57,7 @@ from pokna.ledger.reads import (
     trial_balance,
 )
 from pokna.ledger.reconcile import reconcile
-from pokna.ledger.repository import read_heads
+from pokna.ledger.repository import read_heads, read_heads_async
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
 from pokna_verify.ledger.check import AuditReport, verify_export
 from pokna_verify.ledger.scan import verify_export_stream
@@ -102,6 +102,7 @@ __all__ = [
     "oldest_unsigned_at",
     "open_account",
     "read_heads",
+    "read_heads_async",
     "reconcile",
     "system_external_id",
     "take_checkpoint",

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
 
+from psycopg import AsyncConnection
 from sqlalchemy import Row, Table, and_, bindparam, insert, select, text, tuple_
 from sqlalchemy.orm import Session
 
@@ -102,7 +103,22 @@ def read_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
         .where(_head.c.tenant_id == tenant_id, _head.c.last_seq > 0)
         .order_by(_head.c.chain)
     )
-    heads = {int(row.chain): (int(row.last_seq), str(row.last_hash)) for row in rows}
+    return _heads(rows)
+
+
+_HEADS = (
+    "SELECT chain, last_seq, last_hash FROM ledger_head "
+    "WHERE tenant_id = %(tenant_id)s AND last_seq > 0 ORDER BY chain"
+)
+
+
+async def read_heads_async(connection: AsyncConnection[Any], tenant_id: str) -> dict[int, tuple[int, str]]:
+    """`read_heads` on an async connection, in the caller's transaction (the public log's sequencer)."""
+    return _heads(await (await connection.execute(_HEADS, {"tenant_id": tenant_id})).fetchall())
+
+
+def _heads(rows: Iterable[Any]) -> dict[int, tuple[int, str]]:
+    heads = {int(chain): (int(seq), str(value)) for chain, seq, value in rows}
     return {0: heads.pop(0, (0, GENESIS_HASH))} | heads
 
 

@@ -9,34 +9,35 @@ check the proof, and asks the log nothing.
 from __future__ import annotations
 
 import base64
+from typing import Any
 
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
 
 from pokna.dealer.link_log import LinkLogIncludedOut, LinkLogPendingOut
-from pokna.public_log import reads, store
+from pokna.public_log import reads
 
 
 def log_url(tenant_id: str) -> str:
     return f"/v1/logs/{tenant_id}"
 
 
-def place_in_log(
-    session: Session, tenant_id: str, game_id: str, leaf_index: int | None
+async def place_in_log(
+    connection: AsyncConnection[Any], tenant_id: str, game_id: str, leaf_index: int | None
 ) -> LinkLogPendingOut | LinkLogIncludedOut:
     """Pending until the sequencer has marked the game logged, which it does in the transaction that
     appends its leaf and signs the checkpoint holding it: a marked game always has both."""
-    checkpoint = None if leaf_index is None else store.checkpoint_at(session, tenant_id)
-    if checkpoint is None:
+    found = None if leaf_index is None else await reads.latest_inclusion(connection, tenant_id, game_id)
+    if found is None:
         return LinkLogPendingOut(status="pending", log_url=log_url(tenant_id))
-    proof = reads.inclusion(session, tenant_id, game_id, checkpoint.tree_size)
+    note, proof = found
     return LinkLogIncludedOut(
         status="logged",
         log_url=log_url(tenant_id),
-        origin=checkpoint.note.split("\n", 1)[0],
+        origin=note.split("\n", 1)[0],
         leaf_index=proof.leaf_index,
         game_number=proof.leaf_index + 1,
         tree_size=proof.tree_size,
         entry=proof.entry,
         inclusion_path=[base64.b64encode(value).decode("ascii") for value in proof.path],
-        checkpoint=checkpoint.note,
+        checkpoint=note,
     )

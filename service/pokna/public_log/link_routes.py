@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
 
-from pokna.api.deps import SessionDep
+from pokna.api.deps import public_connection
 from pokna.api.problem_docs import STORED, problems
 from pokna.dealer import service as dealer
 from pokna.dealer.problem_docs import LINK_NOT_FOUND
@@ -33,8 +33,9 @@ router = APIRouter(tags=["fairness"])
     "or malformed token is the same 404.",
     responses=problems(LINK_NOT_FOUND, STORED),
 )
-def fairness_link(
+async def fairness_link(
     token: Annotated[str, Path(description="The link's token (from `fairness.public_url`).")],
-    session: SessionDep,
+    request: Request,
 ) -> FairnessLinkOut:
-    return dealer.fairness_link(session, token, place_in_log)
+    async with public_connection(request) as connection:
+        return await dealer.fairness_link(connection, token, place_in_log)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
-from pokna.api.deps import SessionDep
+from pokna.api.deps import public_connection
+from pokna.api.fields import NoNul
 from pokna.api.problem_docs import VALIDATION, problems
 from pokna.public_log import reads
 from pokna.public_log.problem_docs import (
@@ -25,7 +26,9 @@ router = APIRouter(tags=["public log"])
 NOTE_MEDIA = "text/plain; charset=utf-8"
 IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
 LATEST = {"Cache-Control": "public, max-age=1"}
-TenantId = Annotated[str, Path(description="The tenant whose log it is (the last part of its origin).")]
+TenantId = Annotated[
+    str, Path(description="The tenant whose log it is (the last part of its origin)."), NoNul
+]
 LARGEST_SIZE = 2**63 - 1
 """A log's size is a PostgreSQL bigint (`game_log.size`)."""
 TreeSize = Annotated[
@@ -46,10 +49,12 @@ CHECKPOINT_RESPONSE: dict[int | str, dict[str, Any]] = {
     summary="The latest signed checkpoint of a tenant's public log of finished games",
     description="No API key. Witnesses keep it (`pokna-verify log watch`) and ask the next one's consistency "
     "with it. The key name is the origin; check it with the service's Ed25519 key (`/v1/fairness/keys`).",
-    responses={**CHECKPOINT_RESPONSE, **problems(LOG_EMPTY)},
+    responses={**CHECKPOINT_RESPONSE, **problems(LOG_EMPTY, VALIDATION)},
 )
-def latest_checkpoint(tenant_id: TenantId, session: SessionDep) -> Response:
-    return Response(reads.latest_checkpoint(session, tenant_id), media_type=NOTE_MEDIA, headers=LATEST)
+async def latest_checkpoint(tenant_id: TenantId, request: Request) -> Response:
+    async with public_connection(request) as connection:
+        note = await reads.latest_checkpoint(connection, tenant_id)
+    return Response(note, media_type=NOTE_MEDIA, headers=LATEST)
 
 
 @router.get(
@@ -59,8 +64,9 @@ def latest_checkpoint(tenant_id: TenantId, session: SessionDep) -> Response:
     description="No API key. Every checkpoint stays servable: one a player or witness kept can be fetched again.",
     responses={**CHECKPOINT_RESPONSE, **problems(CHECKPOINT_NOT_FOUND, VALIDATION)},
 )
-def checkpoint(tenant_id: TenantId, tree_size: TreeSize, session: SessionDep) -> Response:
-    note = reads.checkpoint_of_size(session, tenant_id, tree_size)
+async def checkpoint(tenant_id: TenantId, tree_size: TreeSize, request: Request) -> Response:
+    async with public_connection(request) as connection:
+        note = await reads.checkpoint_of_size(connection, tenant_id, tree_size)
     return Response(note, media_type=NOTE_MEDIA, headers=IMMUTABLE)
 
 
@@ -72,18 +78,20 @@ def checkpoint(tenant_id: TenantId, tree_size: TreeSize, session: SessionDep) ->
     "`tree_size` games (default: the log's size now). Check it against a checkpoint of that size.",
     responses=problems(GAME_NOT_LOGGED, SIZE_TOO_LARGE, VALIDATION),
 )
-def inclusion(
+async def inclusion(
     tenant_id: TenantId,
-    game_id: Annotated[str, Path(description="The game's id.")],
-    session: SessionDep,
+    game_id: Annotated[str, Path(description="The game's id."), NoNul],
+    request: Request,
     response: Response,
     tree_size: Annotated[
         int | None, Query(ge=1, le=LARGEST_SIZE, description="The tree size to prove inclusion in.")
     ] = None,
 ) -> InclusionOut:
+    async with public_connection(request) as connection:
+        proof = await reads.inclusion(connection, tenant_id, game_id, tree_size)
     if tree_size is not None:
         response.headers.update(IMMUTABLE)
-    return InclusionOut.of(reads.inclusion(session, tenant_id, game_id, tree_size))
+    return InclusionOut.of(proof)
 
 
 @router.get(
@@ -94,12 +102,14 @@ def inclusion(
     "what a witness checks before it trusts a newer checkpoint. None exists from a later to an earlier size.",
     responses=problems(SIZE_TOO_LARGE, SIZES_BACKWARDS, VALIDATION),
 )
-def consistency(
+async def consistency(
     tenant_id: TenantId,
-    session: SessionDep,
+    request: Request,
     response: Response,
     first: Annotated[int, Query(ge=1, le=LARGEST_SIZE, description="The earlier tree size.")],
     second: Annotated[int, Query(ge=1, le=LARGEST_SIZE, description="The later tree size.")],
 ) -> ConsistencyOut:
+    async with public_connection(request) as connection:
+        proof = await reads.consistency(connection, tenant_id, first, second)
     response.headers.update(IMMUTABLE)
-    return ConsistencyOut.of(reads.consistency(session, tenant_id, first, second))
+    return ConsistencyOut.of(proof)

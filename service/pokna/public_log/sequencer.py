@@ -22,13 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
 
 from pokna.dealer.log_feed import any_game_awaiting_log, games_awaiting_log, mark_logged
-from pokna.ledger import read_heads
+from pokna.ledger import read_heads_async
 from pokna.public_log import store
+from pokna.public_log.reads import read_nodes
 from pokna_verify.tlog.checkpoint import Checkpoint, ledger_head_lines, parse_checkpoint
 from pokna_verify.tlog.game_leaf import game_leaf_entry
 from pokna_verify.tlog.note import sign_note
@@ -49,50 +51,50 @@ class LogSigner:
         return f"{self.origin_prefix}/{tenant_id}"
 
 
-def append_finished_games(
-    session: Session, tenant_id: str, signer: LogSigner, now: datetime, batch: int = BATCH
+async def append_finished_games(
+    connection: AsyncConnection[Any], tenant_id: str, signer: LogSigner, now: datetime, batch: int = BATCH
 ) -> int | None:
-    """How many games this pass appended to the tenant's log; None if another process holds the log."""
-    if not any_game_awaiting_log(session, tenant_id):
+    """How many games this pass appended to the tenant's log; None if another process holds the log. The
+    probe on its own, then one transaction: the lock, the reads, the writes."""
+    if not await any_game_awaiting_log(connection, tenant_id):
         return 0
-    size = store.lock_log(session, tenant_id, now)
+    async with connection.transaction():
+        return await _append(connection, tenant_id, signer, now, batch)
+
+
+async def _append(
+    connection: AsyncConnection[Any], tenant_id: str, signer: LogSigner, now: datetime, batch: int
+) -> int | None:
+    size = await store.lock_log(connection, tenant_id, now)
     if size is None:
         return None
     # The heads before the games: every game whose last transfer they include had ended (in the same
     # commit) before they were read, so the next statement sees it awaiting its leaf.
-    heads = read_heads(session, tenant_id)
-    games = games_awaiting_log(session, tenant_id, batch)
+    heads = await read_heads_async(connection, tenant_id)
+    games = await games_awaiting_log(connection, tenant_id, batch)
     if not games:
         return 0
     entries = [
         game_leaf_entry(game.proof, status=game.status, pot_account_id=game.pot_account_id) for game in games
     ]
-    stored = store.read_nodes(session, tenant_id, frontier(size))
+    stored = await read_nodes(connection, tenant_id, set(frontier(size)))
     made = appended_nodes(size, entries, stored)
     new_size = size + len(entries)
-    store.insert_nodes(session, tenant_id, made)
-    store.insert_leaves(
-        session,
-        tenant_id,
-        [
-            store.StoredLeaf(size + offset, game.game_id, entry.decode())
-            for offset, (game, entry) in enumerate(zip(games, entries, strict=True))
-        ],
-        now,
-    )
-    mark_logged(session, tenant_id, {game.game_id: size + offset for offset, game in enumerate(games)})
+    leaves = [
+        store.StoredLeaf(size + offset, game.game_id, entry.decode())
+        for offset, (game, entry) in enumerate(zip(games, entries, strict=True))
+    ]
+    await mark_logged(connection, tenant_id, {leaf.game_id: leaf.leaf_index for leaf in leaves})
     root = root_hash(new_size, {**stored, **made})
     if len(games) >= batch:  # a backlog may remain: sign the heads of the last pass that left none
-        heads = _kept_heads(session, tenant_id)
+        heads = _kept_heads(await store.latest_note(connection, tenant_id))
     checkpoint = Checkpoint(signer.origin(tenant_id), new_size, root, ledger_head_lines(heads))
     note = sign_note(checkpoint.to_text(), checkpoint.origin, signer.signing_key)
-    store.insert_checkpoint(session, tenant_id, store.StoredCheckpoint(new_size, root, note, now))
-    store.set_size(session, tenant_id, new_size, now)
+    await store.append(connection, tenant_id, made, leaves, store.StoredCheckpoint(new_size, root, note, now))
     return len(entries)
 
 
-def _kept_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
-    latest = store.checkpoint_at(session, tenant_id)
-    if latest is None:
+def _kept_heads(latest_note: str | None) -> dict[int, tuple[int, str]]:
+    if latest_note is None:
         return {}
-    return parse_checkpoint(latest.note.split("\n\n", 1)[0] + "\n").ledger_heads
+    return parse_checkpoint(latest_note.split("\n\n", 1)[0] + "\n").ledger_heads

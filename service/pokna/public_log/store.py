@@ -1,29 +1,27 @@
-"""Every query on the public log's tables. The sequencer and the read API decide; this only reads and
-writes rows, each statement naming its tenant (on Citus: one shard)."""
+"""The queries on the public log's tables. The sequencer and the read API decide; this only reads and
+writes rows, each statement naming its tenant (on Citus: one shard).
+
+The sequencer's, on its async connection inside its transaction (`lock_log`, `latest_note`, `append`); the reads an
+audit bundle makes of the log on the bundle's session (`checkpoint_at`, `read_nodes`, `leaves_between`,
+pokna.bundles.log_part). The read API's own statements are in reads.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table, insert, select, text, tuple_, update
+from psycopg import AsyncConnection
+from sqlalchemy import Table, select, tuple_
 from sqlalchemy.orm import Session
 
-from pokna.db.models.game_log import GameLog, GameLogCheckpoint, GameLogLeaf, GameLogNode
+from pokna.db.models.game_log import GameLogCheckpoint, GameLogLeaf, GameLogNode
 from pokna_verify.tlog.tree import Node
 
-_log = cast(Table, GameLog.__table__)
 _leaf = cast(Table, GameLogLeaf.__table__)
 _node = cast(Table, GameLogNode.__table__)
 _checkpoint = cast(Table, GameLogCheckpoint.__table__)
-
-
-# A tenant's log row is made by the first pass that looks at it, by whichever process gets there first.
-_OPEN_LOG = text(
-    "INSERT INTO game_log (tenant_id, size, updated_at) VALUES (:tenant_id, 0, :now) ON CONFLICT DO NOTHING"
-)
 
 
 @dataclass(frozen=True)
@@ -41,25 +39,6 @@ class StoredLeaf:
     entry: str
 
 
-def lock_log(session: Session, tenant_id: str, now: datetime) -> int | None:
-    """The log's size under its row lock, held until COMMIT; None if another process holds it (that one
-    appends this tenant's games now: this one has nothing to wait for)."""
-    session.execute(_OPEN_LOG, {"tenant_id": tenant_id, "now": now})
-    size = session.scalar(
-        select(_log.c.size).where(_log.c.tenant_id == tenant_id).with_for_update(skip_locked=True)
-    )
-    return None if size is None else int(size)
-
-
-def log_size(session: Session, tenant_id: str) -> int:
-    size = session.scalar(select(_log.c.size).where(_log.c.tenant_id == tenant_id))
-    return 0 if size is None else int(size)
-
-
-def set_size(session: Session, tenant_id: str, size: int, now: datetime) -> None:
-    session.execute(update(_log).where(_log.c.tenant_id == tenant_id).values(size=size, updated_at=now))
-
-
 def read_nodes(session: Session, tenant_id: str, nodes: Iterable[Node]) -> dict[Node, bytes]:
     wanted = [(node.level, node.index) for node in nodes]
     if not wanted:
@@ -70,53 +49,6 @@ def read_nodes(session: Session, tenant_id: str, nodes: Iterable[Node]) -> dict[
         )
     )
     return {Node(int(row.level), int(row.node_index)): bytes(row.hash) for row in rows}
-
-
-def insert_nodes(session: Session, tenant_id: str, hashes: Mapping[Node, bytes]) -> None:
-    session.execute(
-        insert(_node),
-        [
-            {"tenant_id": tenant_id, "level": node.level, "node_index": node.index, "hash": value}
-            for node, value in hashes.items()
-        ],
-    )
-
-
-def insert_leaves(session: Session, tenant_id: str, leaves: Iterable[StoredLeaf], now: datetime) -> None:
-    session.execute(
-        insert(_leaf),
-        [
-            {
-                "tenant_id": tenant_id,
-                "leaf_index": leaf.leaf_index,
-                "game_id": leaf.game_id,
-                "entry": leaf.entry,
-                "appended_at": now,
-            }
-            for leaf in leaves
-        ],
-    )
-
-
-def leaf_of_game(session: Session, tenant_id: str, game_id: str) -> StoredLeaf | None:
-    row = session.execute(
-        select(_leaf.c.leaf_index, _leaf.c.game_id, _leaf.c.entry).where(
-            _leaf.c.tenant_id == tenant_id, _leaf.c.game_id == game_id
-        )
-    ).one_or_none()
-    return None if row is None else StoredLeaf(int(row.leaf_index), row.game_id, row.entry)
-
-
-def insert_checkpoint(session: Session, tenant_id: str, checkpoint: StoredCheckpoint) -> None:
-    session.execute(
-        insert(_checkpoint).values(
-            tenant_id=tenant_id,
-            tree_size=checkpoint.tree_size,
-            root_hash=checkpoint.root_hash,
-            note=checkpoint.note,
-            created_at=checkpoint.created_at,
-        )
-    )
 
 
 def checkpoint_at(session: Session, tenant_id: str, tree_size: int | None = None) -> StoredCheckpoint | None:
@@ -143,3 +75,64 @@ def leaves_between(session: Session, tenant_id: str, start: int, end: int) -> li
         .order_by(_leaf.c.leaf_index)
     )
     return [StoredLeaf(int(row.leaf_index), row.game_id, row.entry) for row in rows]
+
+
+# A tenant's log row is made by the first pass that looks at it, by whichever process gets there first.
+_OPEN_LOG = (
+    "INSERT INTO game_log (tenant_id, size, updated_at) VALUES (%(tenant_id)s, 0, %(now)s) "
+    "ON CONFLICT DO NOTHING"
+)
+_LOCK_LOG = "SELECT size FROM game_log WHERE tenant_id = %(tenant_id)s FOR UPDATE SKIP LOCKED"
+_SET_SIZE = "UPDATE game_log SET size = %(size)s, updated_at = %(now)s WHERE tenant_id = %(tenant_id)s"
+_INSERT_NODE = (
+    "INSERT INTO game_log_node (tenant_id, level, node_index, hash) "
+    "VALUES (%(tenant_id)s, %(level)s, %(node_index)s, %(hash)s)"
+)
+_INSERT_LEAF = (
+    "INSERT INTO game_log_leaf (tenant_id, leaf_index, game_id, entry, appended_at) "
+    "VALUES (%(tenant_id)s, %(leaf_index)s, %(game_id)s, %(entry)s, %(now)s)"
+)
+_INSERT_CHECKPOINT = (
+    "INSERT INTO game_log_checkpoint (tenant_id, tree_size, root_hash, note, created_at) "
+    "VALUES (%(tenant_id)s, %(tree_size)s, %(root_hash)s, %(note)s, %(created_at)s)"
+)
+_LATEST_NOTE = (
+    "SELECT note FROM game_log_checkpoint WHERE tenant_id = %(tenant_id)s ORDER BY tree_size DESC LIMIT 1"
+)
+
+
+async def lock_log(connection: AsyncConnection[Any], tenant_id: str, now: datetime) -> int | None:
+    """The log's size under its row lock, held until COMMIT; None if another process holds it (that one
+    appends this tenant's games now: this one has nothing to wait for)."""
+    values = {"tenant_id": tenant_id, "now": now}
+    await connection.execute(_OPEN_LOG, values)
+    row = await (await connection.execute(_LOCK_LOG, values)).fetchone()
+    return None if row is None else int(row[0])
+
+
+async def latest_note(connection: AsyncConnection[Any], tenant_id: str) -> str | None:
+    row = await (await connection.execute(_LATEST_NOTE, {"tenant_id": tenant_id})).fetchone()
+    return None if row is None else str(row[0])
+
+
+async def append(
+    connection: AsyncConnection[Any],
+    tenant_id: str,
+    nodes: Mapping[Node, bytes],
+    leaves: Sequence[StoredLeaf],
+    checkpoint: StoredCheckpoint,
+) -> None:
+    """The new nodes and leaves, the checkpoint signed over them and the log's new size, in the caller's
+    transaction: one row a statement, each naming the tenant (one shard on Citus)."""
+    now, tenant = checkpoint.created_at, {"tenant_id": tenant_id}
+    async with connection.cursor() as cursor:
+        await cursor.executemany(
+            _INSERT_NODE,
+            [
+                {**tenant, "level": node.level, "node_index": node.index, "hash": value}
+                for node, value in nodes.items()
+            ],
+        )
+        await cursor.executemany(_INSERT_LEAF, [{**tenant, **vars(leaf), "now": now} for leaf in leaves])
+    await connection.execute(_INSERT_CHECKPOINT, {**tenant, **vars(checkpoint)})
+    await connection.execute(_SET_SIZE, {**tenant, "size": checkpoint.tree_size, "now": now})

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
+from psycopg import AsyncConnection
 from sqlalchemy.orm import Session
 
 from pokna.db.models.tenant import ApiKey, Tenant
@@ -47,6 +49,15 @@ def tenant_ids(session: Session) -> list[str]:
     """Every tenant's id, in order: what background work goes through one tenant at a time (a tenant's rows
     live on one node of a distributed database, docs/scaling.md). Read from `tenant`, a reference table."""
     return repository.tenant_ids(session)
+
+
+async def tenant_ids_async(connection: AsyncConnection[Any]) -> list[str]:
+    """`tenant_ids` on an async connection, for the background work on the async road (the public log's
+    sequencer)."""
+    return [str(row[0]) for row in await (await connection.execute(_TENANT_IDS)).fetchall()]
+
+
+_TENANT_IDS = "SELECT id FROM tenant ORDER BY id"
 
 
 def issue_api_key(session: Session, tenant_id: str) -> IssuedKey:
