@@ -184,3 +184,39 @@ def test_reading_a_game_past_its_deadline_catches_it_up_on_the_same_connection(
     trips = wire.take()
     assert answer.json()["status"] == "cancelled", answer.text  # never started: cancelled at its TTL
     assert trips == 4
+
+
+def _read_trips(api: TenantApi, wire: WireTurns, reads: list[str]) -> dict[str, int]:
+    """Each read's round trips once warm (answered 200)."""
+    for _warm_up in range(6):
+        for path in reads:
+            assert api.get(path).status_code == 200, path
+    trips = {}
+    for path in reads:
+        wire.take()
+        answer = api.get(path)
+        assert answer.status_code == 200, answer.text
+        trips[path] = wire.take()
+    return trips
+
+
+def test_the_ledger_reads_are_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The key's check and the read, pipelined, as a game's: an account, a page of its postings (the
+    first, and the next from a cursor, which is checked in the same trip), the trial balance, the
+    checkpoints."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    wallet = api.wallet(10)
+    assert api.deposit(wallet, 2).status_code == 201
+    assert api.post("/v1/ledger/checkpoints").status_code == 201
+    cursor = api.get(f"/v1/accounts/{wallet}/transactions?limit=1").json()["next_cursor"]
+    reads = [
+        f"/v1/accounts/{wallet}",
+        f"/v1/accounts/{wallet}/transactions?limit=1",
+        f"/v1/accounts/{wallet}/transactions?limit=1&starting_after={cursor}",
+        "/v1/ledger/trial-balance",
+        "/v1/ledger/checkpoints",
+    ]
+    assert _read_trips(api, wire, reads) == dict.fromkeys(reads, 1)

@@ -7,8 +7,7 @@ does (pokna.dealer.game_action.catch_up), then reads again, as committed.
 
 The API key's check and the read go in one round trip: the read is sent under the tenant the process
 remembers for the key, beside its check (pokna.tenants.authentication), and only a key not remembered
-yet costs one round trip more, once. A read writes nothing, so nothing read under a wrong tenant needs
-undoing: it is read again under the key's own, or the key is refused.
+yet costs one round trip more, once (`authentication.read_beside`, as every authenticated read).
 """
 
 from __future__ import annotations
@@ -87,13 +86,9 @@ async def _first_read(
     if caller.tenant_id is not None:
         return caller.tenant_id, await _read(connection, caller.tenant_id, game_id, page)
     assert caller.api_key_digest is not None
-    async with connection.pipeline():  # its exit syncs: the one round trip
-        key_check = await authentication.check(connection, caller.api_key_digest)
-        remembered = key_check.remembered
-        queued = None if remembered is None else await queue_read(connection, remembered, game_id, page)
-    tenant_id = await key_check.tenant()
-    if queued is None or tenant_id != remembered:  # not remembered yet: one round trip more, once
-        return tenant_id, await _read(connection, tenant_id, game_id, page)
+    tenant_id, queued = await authentication.read_beside(
+        connection, caller.api_key_digest, lambda tenant_id: queue_read(connection, tenant_id, game_id, page)
+    )
     return tenant_id, await fetched_read(queued)
 
 

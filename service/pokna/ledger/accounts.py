@@ -20,7 +20,7 @@ from pokna.db.models.ledger import Account
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import repository
 from pokna.ledger.drafts import MAX_TEXT
-from pokna.ledger.errors import AccountExists, AccountNotFound, InvalidAccount, TenantNotFound
+from pokna.ledger.errors import AccountExists, InvalidAccount, TenantNotFound
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, check_currency
 from pokna_verify.ledger.chain import LEDGER_CHAINS
 
@@ -128,13 +128,6 @@ def _system_account(
     found = repository.find_account(session, tenant_id, kind.value, external_id)
     assert found is not None
     return found
-
-
-def get_account(session: Session, account_id: str, *, tenant_id: str | None = None) -> Account:
-    account = repository.get_account(session, account_id, tenant_id)
-    if account is None:
-        raise AccountNotFound(f"no account {account_id}", account_id=account_id)
-    return account
 
 
 @dataclass(frozen=True)
