@@ -220,3 +220,16 @@ def test_the_ledger_reads_are_one_round_trip(
         "/v1/ledger/checkpoints",
     ]
     assert _read_trips(api, wire, reads) == dict.fromkeys(reads, 1)
+
+
+def test_reading_a_table_is_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The key's check, the table and its rounds with their seats, pipelined."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    table = api.post("/v1/tables", {"account_ids": [api.wallet(50) for _ in range(3)], "stake": 5})
+    assert table.status_code == 201, table.text
+    path = f"/v1/tables/{table.json()['id']}"
+    assert api.post(f"{path}/rounds").status_code == 201
+    assert _read_trips(api, wire, [path]) == {path: 1}
