@@ -233,3 +233,11 @@ def test_reading_a_table_is_one_round_trip(
     path = f"/v1/tables/{table.json()['id']}"
     assert api.post(f"{path}/rounds").status_code == 201
     assert _read_trips(api, wire, [path]) == {path: 1}
+
+
+def test_reading_the_tenant_settings_is_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    assert _read_trips(api, wire, ["/v1/tenant/settings"]) == {"/v1/tenant/settings": 1}
