@@ -26,6 +26,8 @@ from pokna.dealer.clock_dep import get_clock
 from pokna.dealer.locked import Clock
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.service import DeliveryPolicy
 from support.tenant_api import TenantApi, money_key, new_tenant
 from support.wire import WireTurns
 
@@ -241,3 +243,28 @@ def test_reading_the_tenant_settings_is_one_round_trip(
     client, wire = counted
     api = new_tenant(client, sessions)
     assert _read_trips(api, wire, ["/v1/tenant/settings"]) == {"/v1/tenant/settings": 1}
+
+
+def test_reading_webhook_endpoints_and_deliveries_is_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The endpoints, one endpoint, its deliveries (the first page, the next from a cursor, by status):
+    each the key's check and the read (with the endpoint's own check) pipelined."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    body = {"url": "http://127.0.0.1:9/hooks", "event_types": ["ledger.deposit.posted"]}
+    made = api.post("/v1/webhooks/endpoints", body)
+    assert made.status_code == 201, made.text
+    path = f"/v1/webhooks/endpoints/{made.json()['id']}"
+    api.wallet(5), api.wallet(5)
+    runtime: Runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    with sessions.begin() as session:  # the worker's first step: the deposits' events become deliveries
+        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    cursor = api.get(f"{path}/deliveries?limit=1").json()["next_cursor"]
+    reads = [
+        "/v1/webhooks/endpoints",
+        path,
+        f"{path}/deliveries?limit=1",
+        f"{path}/deliveries?limit=1&starting_after={cursor}&status=pending",
+    ]
+    assert _read_trips(api, wire, reads) == dict.fromkeys(reads, 1)
