@@ -1,12 +1,12 @@
 """Accounts: opening them, finding them, and what they hold.
 
-An account is answered as the session's ORM `Account`, read when asked for: its balance is written by the
-database's posting trigger only. Other domains read accounts only through account_summaries.
+An account opened here is the session's ORM `Account`: its balance is written by the database's posting
+trigger only. Other domains read accounts only through account_summaries.
 
 On the ORM because its callers are: opening a wallet (`POST /v1/accounts`, whose work is on the request's
-session, as `pokna` commands and the tests open them), a table's synchronous game creation, and the reads.
-The async paths' statements (a game's seats and pot, a system account opened on first use) are
-accounts_aio.py's.
+session, as `pokna` commands and the tests open them) and a table's synchronous game creation. The async
+paths' statements (a game's seats and pot, a system account opened on first use) are accounts_aio.py's;
+the API's read of an account is pokna.ledger.reads's.
 """
 
 from __future__ import annotations

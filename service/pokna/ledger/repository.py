@@ -1,5 +1,5 @@
-"""Every query the ledger makes through a session: accounts (opening one is the only write here) and the
-journal read back. Services decide; this module only reads and writes rows. Postings are written by
+"""Every query the ledger makes through a session: accounts (opening one is the only write here), the chain
+heads and checkpoints (the API's reads of the books are pokna.ledger.reads's, on the driver). Services decide; this module only reads and writes rows. Postings are written by
 ledger_post() alone, called by the game's game_write() and the deposits' ledger_move(); the JSONL export's
 query is its store's (pokna.ledger.store).
 """
