@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, AsyncCursor
 
@@ -86,7 +86,7 @@ async def list_endpoints(
     statement = ENDPOINTS if starting_after is None else ENDPOINTS_AFTER
     values = {"limit": limit + 1, "after": starting_after}
     _, found = await read_beside(connection, api_key_digest, _queue(connection, statement, values))
-    endpoints = [endpoint_out(_endpoint_record(row)) for row in await found.fetchall()]
+    endpoints = [endpoint_out(_record(EndpointRecord, row)) for row in await found.fetchall()]
     return page_of(endpoints, limit, lambda endpoint: endpoint.id)
 
 
@@ -95,7 +95,7 @@ async def get_endpoint(
 ) -> WebhookEndpointOut:
     values = {"endpoint_id": endpoint_id}
     _, found = await read_beside(connection, api_key_digest, _queue(connection, ENDPOINT, values))
-    return endpoint_out(_endpoint_record(_found(endpoint_id, await found.fetchone())))
+    return endpoint_out(_record(EndpointRecord, _found(endpoint_id, await found.fetchone())))
 
 
 async def list_deliveries(
@@ -129,7 +129,7 @@ async def list_deliveries(
         raise InvalidRequest("not a cursor of this list", field="query.starting_after")
     page = page_of(await deliveries.fetchall(), limit, lambda row: str(row[0]))
     return Page[WebhookDeliveryOut](
-        data=[delivery_out(_delivery_record(row[3:]), row[1], row[2]) for row in page.data],
+        data=[delivery_out(_record(DeliveryRecord, row[3:]), row[1], row[2]) for row in page.data],
         has_more=page.has_more,
         next_cursor=page.next_cursor,
     )
@@ -186,26 +186,14 @@ def _found(endpoint_id: str, row: Sequence[Any] | None) -> Sequence[Any]:
     return row
 
 
-def _utc(value: datetime | None) -> Any:
-    return None if value is None else value.astimezone(UTC)
+Record = TypeVar("Record", EndpointRecord, DeliveryRecord)
 
 
-def _endpoint_record(row: Sequence[Any]) -> EndpointRecord:
-    id_, url, description, event_types, enabled, previous_expires, created_at, updated_at = row
-    return EndpointRecord(
-        id_,
-        url,
-        description,
-        event_types,
-        enabled,
-        _utc(previous_expires),
-        _utc(created_at),
-        _utc(updated_at),
-    )
+def _record(kind: type[Record], row: Sequence[Any]) -> Record:
+    """The row of `kind`'s columns, in their order, with its times in UTC (as the ORM reads them)."""
+    values: dict[str, Any] = dict(zip(kind.__dataclass_fields__, row, strict=True))
+    return kind(**{name: _in_utc(value) for name, value in values.items()})
 
 
-def _delivery_record(row: Sequence[Any]) -> DeliveryRecord:
-    values = dict(zip(DeliveryRecord.__dataclass_fields__, row, strict=True))
-    return DeliveryRecord(
-        **{name: _utc(value) if isinstance(value, datetime) else value for name, value in values.items()}
-    )
+def _in_utc(value: Any) -> Any:
+    return value.astimezone(UTC) if isinstance(value, datetime) else value
