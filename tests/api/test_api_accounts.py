@@ -23,6 +23,17 @@ def test_an_opened_wallet_is_answered_as_it_is_read_back(api: TenantApi) -> None
     assert read.json()["object"] == "account"
 
 
+def test_a_checkpoint_is_listed_as_it_was_taken(api: TenantApi) -> None:
+    """The signed document, byte for byte: what the POST answered (built on the session) is what the list
+    (read on the driver) answers, down to the microseconds of its signed time."""
+    api.wallet(5)
+    taken = api.post("/v1/ledger/checkpoints")
+    assert taken.status_code == 201, taken.text
+    listed = api.get("/v1/ledger/checkpoints")
+    assert listed.status_code == 200, listed.text
+    assert listed.content == b"[" + taken.content + b"]"
+
+
 @pytest.mark.citus
 def test_a_deposit_answers_its_postings_the_balance_after_it_and_every_metadata_key(api: TenantApi) -> None:
     wallet = api.wallet(balance=40)

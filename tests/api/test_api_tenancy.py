@@ -174,20 +174,40 @@ def test_a_revoked_key_is_401_and_replays_nothing(
     assert still.balance(wallet) == 15
 
 
-@pytest.mark.parametrize("read", ["", "/events", "/proof"], ids=["game", "events", "proof"])
-def test_a_game_read_under_a_revoked_keys_remembered_tenant_is_401(
+READS_BESIDE_THE_CHECK = [
+    "/v1/games/{game}",
+    "/v1/games/{game}/events",
+    "/v1/games/{game}/proof",
+    "/v1/accounts/{wallet}",
+    "/v1/accounts/{wallet}/transactions",
+    "/v1/ledger/trial-balance",
+    "/v1/ledger/checkpoints",
+    "/v1/tables/{table}",
+    "/v1/tenant/settings",
+    "/v1/webhooks/endpoints",
+    "/v1/webhooks/endpoints/{endpoint}",
+    "/v1/webhooks/endpoints/{endpoint}/deliveries",
+]
+
+
+@pytest.mark.parametrize("read", READS_BESIDE_THE_CHECK)
+def test_a_read_under_a_revoked_keys_remembered_tenant_is_401(
     client: TestClient, sessions: sessionmaker[Session], read: str
 ) -> None:
-    """A game's read is sent under the tenant the process remembers for the key, beside the key's check
-    (pokna.dealer.reading): what it read is not answered when the check finds the key revoked."""
+    """A read is sent under the tenant the process remembers for the key, beside the key's check
+    (pokna.tenants.authentication.read_beside): what it read is not answered when the check finds the key
+    revoked."""
     api = new_tenant(client, sessions)
     with sessions.begin() as session:
         spare = tenants.issue_api_key(session, api.tenant_id)
-    wallet = api.wallet(10)
-    game = api.post(
-        "/v1/games", {"vigo_account_id": wallet, "player_account_ids": [api.wallet()], "stake": 1}
+    wallet, player = api.wallet(10), api.wallet(10)
+    game = api.post("/v1/games", {"vigo_account_id": wallet, "player_account_ids": [player], "stake": 1})
+    table = api.post("/v1/tables", {"account_ids": [wallet, player], "stake": 1})
+    endpoint = api.post(
+        "/v1/webhooks/endpoints", {"url": "http://127.0.0.1:9/hooks", "event_types": ["game.turn"]}
     )
-    path = f"/v1/games/{game.json()['id']}{read}"
+    ids = {"wallet": wallet, "game": game.json()["id"], "table": table.json()["id"]}
+    path = read.format(**ids, endpoint=endpoint.json()["id"])
     assert api.get(path).status_code == 200  # the process now remembers the key's tenant
     with sessions.begin() as session:
         tenants.revoke_api_key(session, _key_id(sessions, api.tenant_id, exclude=spare.key_id))

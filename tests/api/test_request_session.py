@@ -108,10 +108,22 @@ class _ConnectionUse:
 def test_authentication_and_the_route_share_one_connection_and_a_read_ends_with_commit(
     api: TenantApi, engine: Engine
 ) -> None:
+    """The streamed export, the one read left on the session: its key's check and the commit before the
+    answer is sent, then its reads in one transaction, ended with COMMIT once sent; never two at once."""
+    api.wallet(5)
+    with _ConnectionUse(engine).listening() as use:
+        exported = api.get("/v1/ledger/export")
+        assert exported.status_code == 200, exported.text
+    assert (use.checkouts, use.commits, use.rollbacks, use.most_held) == (2, 2, 0, 1)
+
+
+def test_a_read_on_the_driver_takes_no_session(api: TenantApi, engine: Engine) -> None:
+    """The books' reads are on the driver's pool (pokna.ledger.reads): none of the sessions'."""
     wallet = api.wallet(5)
     with _ConnectionUse(engine).listening() as use:
         assert api.balance(wallet) == 5
-    assert (use.checkouts, use.commits, use.rollbacks) == (1, 1, 0)
+        assert_problem(api.get("/v1/accounts/acct_nobody"), 404)
+    assert use.checkouts == 0
 
 
 def test_an_idempotent_post_never_holds_two_connections(api: TenantApi, engine: Engine) -> None:
@@ -137,5 +149,5 @@ def test_an_idempotent_post_never_holds_two_connections(api: TenantApi, engine: 
 
 def test_a_refused_request_rolls_back_what_it_read(api: TenantApi, engine: Engine) -> None:
     with _ConnectionUse(engine).listening() as use:
-        assert_problem(api.get("/v1/accounts/acct_nobody"), 404)
+        assert_problem(api.get("/v1/ledger/export?from_seq=1"), 422)  # a seq without its chain
     assert (use.checkouts, use.commits, use.rollbacks) == (1, 0, 1)

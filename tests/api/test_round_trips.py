@@ -29,6 +29,8 @@ from pokna.public_log.sequencer import LogSigner
 from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.service import DeliveryPolicy
 from support.game_logs import ORIGIN_PREFIX, open_table
 from support.tenant_api import TenantApi, money_key, new_tenant
 from support.wire import WireTurns
@@ -188,6 +190,88 @@ def test_reading_a_game_past_its_deadline_catches_it_up_on_the_same_connection(
     trips = wire.take()
     assert answer.json()["status"] == "cancelled", answer.text  # never started: cancelled at its TTL
     assert trips == 4
+
+
+def _read_trips(api: TenantApi, wire: WireTurns, reads: list[str]) -> dict[str, int]:
+    """Each read's round trips once warm (answered 200)."""
+    for _warm_up in range(6):
+        for path in reads:
+            assert api.get(path).status_code == 200, path
+    trips = {}
+    for path in reads:
+        wire.take()
+        answer = api.get(path)
+        assert answer.status_code == 200, answer.text
+        trips[path] = wire.take()
+    return trips
+
+
+def test_the_ledger_reads_are_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The key's check and the read, pipelined, as a game's: an account, a page of its postings (the
+    first, and the next from a cursor, which is checked in the same trip), the trial balance, the
+    checkpoints."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    wallet = api.wallet(10)
+    assert api.deposit(wallet, 2).status_code == 201
+    assert api.post("/v1/ledger/checkpoints").status_code == 201
+    cursor = api.get(f"/v1/accounts/{wallet}/transactions?limit=1").json()["next_cursor"]
+    reads = [
+        f"/v1/accounts/{wallet}",
+        f"/v1/accounts/{wallet}/transactions?limit=1",
+        f"/v1/accounts/{wallet}/transactions?limit=1&starting_after={cursor}",
+        "/v1/ledger/trial-balance",
+        "/v1/ledger/checkpoints",
+    ]
+    assert _read_trips(api, wire, reads) == dict.fromkeys(reads, 1)
+
+
+def test_reading_a_table_is_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The key's check, the table and its rounds with their seats, pipelined."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    table = api.post("/v1/tables", {"account_ids": [api.wallet(50) for _ in range(3)], "stake": 5})
+    assert table.status_code == 201, table.text
+    path = f"/v1/tables/{table.json()['id']}"
+    assert api.post(f"{path}/rounds").status_code == 201
+    assert _read_trips(api, wire, [path]) == {path: 1}
+
+
+def test_reading_the_tenant_settings_is_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    assert _read_trips(api, wire, ["/v1/tenant/settings"]) == {"/v1/tenant/settings": 1}
+
+
+def test_reading_webhook_endpoints_and_deliveries_is_one_round_trip(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
+) -> None:
+    """The endpoints, one endpoint, its deliveries (the first page, the next from a cursor, by status):
+    each the key's check and the read (with the endpoint's own check) pipelined."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    body = {"url": "http://127.0.0.1:9/hooks", "event_types": ["ledger.deposit.posted"]}
+    made = api.post("/v1/webhooks/endpoints", body)
+    assert made.status_code == 201, made.text
+    path = f"/v1/webhooks/endpoints/{made.json()['id']}"
+    api.wallet(5), api.wallet(5)
+    runtime: Runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    with sessions.begin() as session:  # the worker's first step: the deposits' events become deliveries
+        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    cursor = api.get(f"{path}/deliveries?limit=1").json()["next_cursor"]
+    reads = [
+        "/v1/webhooks/endpoints",
+        path,
+        f"{path}/deliveries?limit=1",
+        f"{path}/deliveries?limit=1&starting_after={cursor}&status=pending",
+    ]
+    assert _read_trips(api, wire, reads) == dict.fromkeys(reads, 1)
 
 
 def test_public_log_reads_need_no_more_round_trips_than_their_reads(

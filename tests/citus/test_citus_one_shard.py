@@ -148,6 +148,7 @@ def test_every_hot_request_runs_on_one_shard_in_one_phase(single_shard_url: str,
             assert api.proof(played)["server_seed"]
             api.ok(api.get(f"/v1/accounts/{wallets[1]}"))
             api.ok(api.get(f"/v1/accounts/{wallets[1]}/transactions"))
+            _reads_beside_the_check(api, wallets)
             public = client.get(games[0]["fairness"]["public_url"])
             assert public.status_code == 200, public.text
     finally:
@@ -156,6 +157,26 @@ def test_every_hot_request_runs_on_one_shard_in_one_phase(single_shard_url: str,
     assert step >= 4
     one_phase = ("account", "keyed deposit", "keyed withdrawal", "replay", "action")
     assert {kind: set(commits.counts[kind]) for kind in one_phase} == {kind: {0} for kind in one_phase}
+
+
+def _reads_beside_the_check(api: Api, wallets: list[str]) -> None:
+    """The reads on the driver (pokna.tenants.authentication.read_beside) with what they read: each of
+    their statements bound to the tenant, none fanned out (the database refuses a fan-out)."""
+    page = api.ok(api.get(f"/v1/accounts/{wallets[1]}/transactions", limit=1))
+    api.ok(api.get(f"/v1/accounts/{wallets[1]}/transactions", limit=1, starting_after=page["next_cursor"]))
+    api.ok(api.get("/v1/ledger/trial-balance"))
+    api.ok(api.post("/v1/ledger/checkpoints"), 201)
+    assert api.ok(api.get("/v1/ledger/checkpoints"))
+    api.ok(api.get("/v1/tenant/settings"))
+    table = api.ok(api.post("/v1/tables", {"account_ids": wallets, "stake": 5}), 201)
+    api.ok(api.post(f"/v1/tables/{table['id']}/rounds"), 201)
+    assert api.ok(api.get(f"/v1/tables/{table['id']}"))["rounds"]
+    hook = {"url": "http://127.0.0.1:9/hooks", "event_types": ["game.turn"]}
+    endpoint = api.ok(api.post("/v1/webhooks/endpoints", hook), 201)["id"]
+    assert api.ok(api.get("/v1/webhooks/endpoints"))["data"]
+    api.ok(api.get(f"/v1/webhooks/endpoints/{endpoint}"))
+    deliveries = f"/v1/webhooks/endpoints/{endpoint}/deliveries"
+    api.ok(api.get(deliveries, status="pending", starting_after="99"))
 
 
 MOST_CREATIONS = 24

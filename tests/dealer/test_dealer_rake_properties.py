@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import trial_balance
 from pokna_verify.fairness.proof import Proof
 from pokna_verify.fairness.proof_replay import replay_proof
+from support.ledger_reads import trial_balance
 from support.tenant_api import new_tenant
 
 rake_terms = st.one_of(

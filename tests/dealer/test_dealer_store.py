@@ -15,14 +15,14 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.db.models.game import Game, GameEvent, GameRoll
+from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat
 from pokna.db.models.ledger import JournalTransaction
 from pokna.dealer import service as games
 from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
-from pokna.dealer.game_queries import PROOF_EVENTS, GameQueries
+from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.locked import LOCK_FOR_ACTION, LockedGame, locked_game, split_locked
-from pokna.dealer.records import EventRecord, GameRecord, RollRecord
+from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.requests import (
     ClaimAction,
     PlayerRequest,
@@ -144,6 +144,17 @@ def _plain_game(session: Session, tenant_id: str, game_id: str) -> GameRecord:
     return GameRecord(**row._mapping)
 
 
+def _plain_seats(session: Session, tenant_id: str, game_id: str) -> list[SeatRecord]:
+    """The game's seats through a plain Core select, in seat order, no lock."""
+    seat = GameSeat.__table__.c
+    rows = session.execute(
+        select(seat.seat, seat.account_id, seat.client_seed, seat.client_seed_source)
+        .where(seat.tenant_id == tenant_id, seat.game_id == game_id)
+        .order_by(seat.seat)
+    )
+    return [SeatRecord(*row) for row in rows]
+
+
 def _plain_balances(session: Session, tenant_id: str, account_ids: list[str]) -> dict[str, int]:
     wallets = account_summaries(session, tenant_id, account_ids)
     return {account_id: wallets[account_id].balance for account_id in account_ids}
@@ -158,10 +169,9 @@ def test_the_lock_reads_what_the_plain_reads_do(sessions: sessionmaker[Session],
     with unit_of_work(sessions) as session:
         locked = _locked(session, runtime, tenant_id, game_id)
     assert locked is not None
-    plain = GameQueries()
     with sessions() as session:
         assert locked.game == _plain_game(session, tenant_id, game_id)
-        assert locked.seats == plain.seats_of_games(session, tenant_id, [game_id])[game_id]
+        assert locked.seats == _plain_seats(session, tenant_id, game_id)
         assert locked.balances == _plain_balances(session, tenant_id, wallets)
     assert [seat.account_id for seat in locked.seats] == wallets
     assert locked.seats[1].client_seed == "jabba"

@@ -10,10 +10,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna import ledger
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
-from pokna.ledger.checkpoint import list_checkpoints
 from pokna.runtime import Runtime
 from pokna.sweep import sweep
-from support.ledger_reads import get_transaction
+from support.ledger_reads import get_transaction, list_checkpoints
 from support.tenant_api import new_tenant
 
 

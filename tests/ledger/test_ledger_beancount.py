@@ -14,8 +14,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import export_beancount, trial_balance
+from pokna.ledger import export_beancount
 from support.game_play import Api, obliging, play
+from support.ledger_reads import trial_balance
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

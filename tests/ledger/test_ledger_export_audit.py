@@ -26,11 +26,9 @@ from pokna.ledger import (
     checkpoint_document,
     export_csv,
     export_jsonl,
-    list_checkpoints,
     open_account,
     store_postgresql,
     take_checkpoint,
-    trial_balance,
     verify_export,
 )
 from pokna.ledger.books_repository import SeqRange
@@ -44,7 +42,7 @@ from pokna_verify.ledger.chain import document_hash, format_timestamp, line_hash
 from pokna_verify.ledger.check import AuditReport
 from pokna_verify.ledger.scan import verify_export_stream
 from support.json_strategies import json_like, tricky_text
-from support.ledger_reads import balance_of
+from support.ledger_reads import balance_of, list_checkpoints, trial_balance
 from support.money import Teller
 from support.portable_export import transaction_line
 from support.tenant_api import TenantApi

@@ -28,12 +28,12 @@ from pokna.ledger import (
     export_csv,
     export_jsonl,
     open_account,
-    trial_balance,
     verify_export,
 )
 from pokna.ledger.export import _grouped
 from pokna.ledger.store_postgresql import jsonl_lines
 from support.game_play import Api, new_tenant_key
+from support.ledger_reads import trial_balance
 from support.money import Teller
 from support.portable_export import transaction_line
 

@@ -22,12 +22,17 @@ from pokna.ledger import (
     open_account,
     reconcile,
     system_external_id,
-    trial_balance,
     verify_export,
 )
 from pokna.ledger.export import beancount_account, export_jsonl
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
-from support.ledger_reads import house_account, revenue_account, system_accounts, system_balance
+from support.ledger_reads import (
+    house_account,
+    revenue_account,
+    system_accounts,
+    system_balance,
+    trial_balance,
+)
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

@@ -25,11 +25,10 @@ from pokna.ledger import (
     funding_account,
     open_account,
     reconcile,
-    trial_balance,
 )
 from pokna.ledger.schemas import JournalTransactionOut
 from pokna_verify.ledger.chain import chain_for
-from support.ledger_reads import balance_of, get_transaction, system_balance
+from support.ledger_reads import balance_of, get_transaction, system_balance, trial_balance
 from support.tenant_api import TenantApi, money_key, new_tenant
 
 pytest_plugins = ["ledger_fixtures"]

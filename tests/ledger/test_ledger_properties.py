@@ -25,12 +25,12 @@ from pokna.ledger import (
     export_jsonl,
     open_account,
     reconcile,
-    trial_balance,
     verify_export,
 )
 from pokna.runtime import Runtime
 from support.acting import create_game_now, play_now, read_proof
 from support.game_play import obliging
+from support.ledger_reads import trial_balance
 from support.money import Teller, new_teller
 
 WALLETS = 4

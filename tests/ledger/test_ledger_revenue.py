@@ -22,13 +22,12 @@ from pokna.ledger import (
     export_beancount,
     export_csv,
     export_jsonl,
-    trial_balance,
     verify_export,
 )
 from pokna.ledger.accounts_aio import open_system_account
 from pokna.runtime import Runtime
 from support.game_play import Api, obliging, play
-from support.ledger_reads import revenue_account
+from support.ledger_reads import revenue_account, trial_balance
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

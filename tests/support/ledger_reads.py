@@ -1,6 +1,8 @@
 """What tests read back from the ledger's tables to check a move: a balance, a tenant's system accounts, a
 posted transaction. The service reads these on its own paths (the trial balance, the account routes, the
-export); these are the tests' shortcuts, on the ORM session."""
+export); these are the tests' shortcuts, on the ORM session. The trial balance and the checkpoints are the
+service's own statements and answers (pokna.ledger.reads), run on the test's session instead of beside an
+API key's check."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from pokna.db.models.ledger import Account, JournalTransaction
-from pokna.ledger import accounts
+from pokna.ledger import accounts, reads
+from pokna.ledger.checkpoint import Checkpoint
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, PostedTransaction, Posting
 
 
@@ -76,3 +79,15 @@ def get_transaction(
         created_at=row.created_at,
         chain=row.chain,
     )
+
+
+def trial_balance(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> reads.TrialBalance:
+    values = {"tenant_id": tenant_id, "currency": currency}
+    rows = session.connection().exec_driver_sql(reads.TENANT_ACCOUNTS, values).all()
+    return reads.trial_balance_of(tenant_id, currency, rows)
+
+
+def list_checkpoints(session: Session, tenant_id: str, limit: int = 50) -> list[Checkpoint]:
+    """Newest first."""
+    values = {"tenant_id": tenant_id, "limit": limit}
+    return reads.checkpoints_of(session.connection().exec_driver_sql(reads.CHECKPOINTS, values).all())

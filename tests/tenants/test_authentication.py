@@ -84,3 +84,36 @@ def test_a_remembered_tenant_never_authenticates_a_revoked_key(
     with pytest.raises(Unauthorized):  # and the key is forgotten: nothing is sent under a tenant for it
         asyncio.run(checked())
     assert undone == [tenant_id]
+
+
+def test_a_read_beside_the_check_is_sent_again_under_the_keys_own_tenant(
+    runtime: Runtime, sessions: sessionmaker[Session]
+) -> None:
+    """`read_beside` answers what was read under the key's tenant only: not remembered yet, the read is
+    sent once the check has answered; remembered, beside it; remembered wrong (a memory that is only a
+    hint), sent again under the key's own; revoked, refused."""
+    with sessions.begin() as session:
+        tenant_id = service.create_tenant(session, "Jabba's Palace").id
+        issued = service.issue_api_key(session, tenant_id)
+    digest = authentication.key_digest(issued.secret)
+
+    async def read() -> tuple[str, list[str]]:
+        asked: list[str] = []
+        async with runtime.aio.connection() as connection:
+
+            async def queue(tenant: str) -> object:
+                asked.append(tenant)
+                return await connection.execute("SELECT %(tenant)s", {"tenant": tenant})
+
+            found, _ = await authentication.read_beside(connection, digest, queue)
+            return found, asked
+
+    assert asyncio.run(read()) == (tenant_id, [tenant_id])  # not remembered: sent after the check
+    assert asyncio.run(read()) == (tenant_id, [tenant_id])  # remembered: beside it
+    authentication._REMEMBERED[digest] = "ten_elsewhere"
+    assert asyncio.run(read()) == (tenant_id, ["ten_elsewhere", tenant_id])
+    assert authentication._REMEMBERED[digest] == tenant_id
+    with sessions.begin() as session:
+        service.revoke_api_key(session, issued.key_id)
+    with pytest.raises(Unauthorized):
+        asyncio.run(read())

@@ -175,6 +175,8 @@ def test_a_delivery_being_attempted_is_not_retried_until_its_attempt_ends(
     retried = tenant.post(retry)
     assert retried.status_code == 200, retried.text
     assert retried.json()["status"] == "pending"
+    # The retry's answer (built on the session) is the delivery as the list reads it (on the driver).
+    assert tenant.get(f"{path}/deliveries").json()["data"] == [retried.json()]
 
 
 @pytest.fixture

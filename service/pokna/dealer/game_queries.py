@@ -26,7 +26,6 @@ from pokna.dealer.records import (
     RollRecord,
     SeatRecord,
 )
-from pokna.errors import NotFound
 
 _game = cast(Table, Game.__table__)
 _seat = cast(Table, GameSeat.__table__)
@@ -41,21 +40,6 @@ class GameQueries:
     def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
         rows = session.execute(select(_game).where(_game.c.tenant_id == tenant_id, _game.c.id.in_(game_ids)))
         return [GameRecord(**row._mapping) for row in rows]
-
-    def seats_of_games(
-        self, session: Session, tenant_id: str, game_ids: Sequence[str]
-    ) -> dict[str, list[SeatRecord]]:
-        seats: dict[str, list[SeatRecord]] = {game_id: [] for game_id in game_ids}
-        rows = session.execute(
-            select(_seat.c.game_id, *_SEAT_COLUMNS)
-            .where(_seat.c.tenant_id == tenant_id, _seat.c.game_id.in_(list(game_ids)))
-            .order_by(_seat.c.game_id, _seat.c.seat)
-        )
-        for row in rows:
-            seats[row.game_id].append(
-                SeatRecord(row.seat, row.account_id, row.client_seed, row.client_seed_source)
-            )
-        return seats
 
     def due_games(self, session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
         query = (
@@ -96,28 +80,9 @@ class GameQueries:
             wallets_held=int(held or 0),
         )
 
-    def get_table(
-        self, session: Session, tenant_id: str, table_id: str, *, for_update: bool = False
-    ) -> GameTable:
-        query = select(GameTable).where(GameTable.id == table_id, GameTable.tenant_id == tenant_id)
-        if for_update:
-            query = query.with_for_update(key_share=True)
-        table = session.scalars(query).one_or_none()
-        if table is None:
-            raise NotFound(f"no table {table_id}")
-        return table
-
     def insert_table(self, session: Session, table: GameTable) -> None:
         session.add(table)
         session.flush()
-
-    def games_of_table(self, session: Session, tenant_id: str, table_id: str) -> list[GameRecord]:
-        rows = session.execute(
-            select(_game)
-            .where(_game.c.tenant_id == tenant_id, _game.c.table_id == table_id)
-            .order_by(_game.c.round_number)
-        )
-        return [GameRecord(**row._mapping) for row in rows]
 
 
 # --- rows, as the action's statements send them --------------------------------------------------------------

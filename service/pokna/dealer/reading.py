@@ -7,28 +7,28 @@ does (pokna.dealer.game_action.catch_up), then reads again, as committed.
 
 The API key's check and the read go in one round trip: the read is sent under the tenant the process
 remembers for the key, beside its check (pokna.tenants.authentication), and only a key not remembered
-yet costs one round trip more, once. A read writes nothing, so nothing read under a wrong tenant needs
-undoing: it is read again under the key's own, or the key is refused.
+yet costs one round trip more, once (`authentication.read_beside`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, AsyncCursor
 from sqlalchemy.orm import Session
 
 from pokna.dealer.action_transaction import Dealer
 from pokna.dealer.game_action import catch_up
 from pokna.dealer.locked import Clock
-from pokna.dealer.records import OverdueGames
-from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut
+from pokna.dealer.records import TABLE_COLUMNS, OverdueGames, RoundRecord, TableRecord
+from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut, TableOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import GameRead, fetched_read, queue_read
-from pokna.dealer.view import event_out, game_out, proof_out
+from pokna.dealer.view import event_out, game_out, proof_out, table_out
+from pokna.errors import NotFound
 from pokna.idempotency.keyed import Caller
 from pokna.paging import Page, page_of
 from pokna.tenants import authentication
@@ -88,13 +88,9 @@ async def _first_read(
     if caller.tenant_id is not None:
         return caller.tenant_id, await _read(connection, caller.tenant_id, game_id, page)
     assert caller.api_key_digest is not None
-    async with connection.pipeline():  # its exit syncs: the one round trip
-        key_check = await authentication.check(connection, caller.api_key_digest)
-        remembered = key_check.remembered
-        queued = None if remembered is None else await queue_read(connection, remembered, game_id, page)
-    tenant_id = await key_check.tenant()
-    if queued is None or tenant_id != remembered:  # not remembered yet: one round trip more, once
-        return tenant_id, await _read(connection, tenant_id, game_id, page)
+    tenant_id, queued = await authentication.read_beside(
+        connection, caller.api_key_digest, lambda tenant_id: queue_read(connection, tenant_id, game_id, page)
+    )
     return tenant_id, await fetched_read(queued)
 
 
@@ -104,6 +100,41 @@ async def _read(
     async with connection.pipeline():
         queued = await queue_read(connection, tenant_id, game_id, page)
     return await fetched_read(queued)
+
+
+TABLE = (
+    f"SELECT {', '.join(TABLE_COLUMNS)} FROM game_table "  # noqa: S608
+    "WHERE tenant_id = %(tenant_id)s AND id = %(table_id)s"
+)
+TABLE_ROUNDS = (
+    "SELECT game.id, game.round_number, game.status, game.state, "
+    "(SELECT json_agg(json_build_array(game_seat.seat, game_seat.account_id) ORDER BY game_seat.seat) "
+    "FROM game_seat WHERE game_seat.tenant_id = %(tenant_id)s AND game_seat.game_id = game.id) "
+    "FROM game WHERE game.tenant_id = %(tenant_id)s AND game.table_id = %(table_id)s ORDER BY game.round_number"
+)
+"""The table's games in the order they were dealt, each with its seats' (seat, account id) in seat order."""
+
+
+async def read_table(connection: AsyncConnection[Any], api_key_digest: str, table_id: str) -> TableOut:
+    """The table and its rounds as committed (a round's passed deadline is applied by whoever touches
+    that game, not by reading its table); another tenant's table is as absent as none (NotFound)."""
+
+    async def queue(tenant_id: str) -> tuple[AsyncCursor[Any], AsyncCursor[Any]]:
+        values = {"tenant_id": tenant_id, "table_id": table_id}
+        return await connection.execute(TABLE, values), await connection.execute(TABLE_ROUNDS, values)
+
+    _, (table, rounds) = await authentication.read_beside(connection, api_key_digest, queue)
+    row = await table.fetchone()
+    if row is None:
+        raise NotFound(f"no table {table_id}")
+    values = dict(zip(TABLE_COLUMNS, row, strict=True))
+    return table_out(
+        TableRecord(**{**values, "created_at": values["created_at"].astimezone(UTC)}),
+        [
+            RoundRecord(game_id, round_number, status, state, [(seat, account) for seat, account in seats])
+            for game_id, round_number, status, state, seats in await rounds.fetchall()
+        ],
+    )
 
 
 def due_games(session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:

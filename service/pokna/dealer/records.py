@@ -109,3 +109,33 @@ class OverdueGames:
     rolls: int
     oldest_roll_deadline_at: datetime | None
     wallets_held: int
+
+
+@dataclass(frozen=True, slots=True)
+class TableRecord:
+    """A table's row, as its answer shows it."""
+
+    id: str
+    account_ids: list[str]
+    stake: int
+    challenge_raise: int
+    currency: str
+    turn_timeout_seconds: int
+    rounds_played: int
+    rake_bps: int
+    rake_cap: int | None
+    created_at: datetime
+
+
+TABLE_COLUMNS = tuple(field.name for field in fields(TableRecord))
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """A table's round as its answer shows it: the game, and its seats' accounts in seat order."""
+
+    game_id: str
+    round_number: int | None
+    status: str
+    state: dict[str, Any]
+    seats: list[tuple[int, str]]

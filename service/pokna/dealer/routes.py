@@ -2,8 +2,8 @@
 
 A game's writes (create, act, a passed deadline a read or a table's round finds) and its reads are async,
 on the driver (pokna.dealer.game_action, pokna.dealer.creating, pokna.dealer.reading), each on one
-connection. A table's reads get the request's session (SessionDep), its creation its own from
-`idempotency.run`; either commits once the service is done. Every answer is the
+connection, a table's read too. A table's creation gets its session from `idempotency.run`, which commits
+once the service is done. Every answer is the
 dealer's documented model (pokna.dealer.schemas)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fastapi import APIRouter, Body, Path, Request, Response
 from sqlalchemy.orm import Session
 
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
-from pokna.api.deps import SessionDep, driver_connection, runtime_of
+from pokna.api.deps import driver_connection, runtime_of
 from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
 from pokna.api.pagination import EventPageDep, Page
@@ -264,8 +264,9 @@ def create_table(
     description="Rounds in the order they were dealt; totals are paid out minus paid in over them all.",
     responses=problems(KEYED, VALIDATION, TABLE_NOT_FOUND),
 )
-def get_table(table_id: TableId, tenant_id: TenantDep, session: SessionDep) -> TableOut:
-    return dealer.read_table(session, tenant_id, table_id)
+async def get_table(table_id: TableId, request: Request, api_key_digest: ApiKeyDigestDep) -> TableOut:
+    async with driver_connection(request) as connection:
+        return await dealer.read_table(connection, api_key_digest, table_id)
 
 
 @router.post(

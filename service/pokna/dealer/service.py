@@ -24,10 +24,11 @@ from pokna.dealer.reading import (
     games_for_audit,
     overdue_games,
     read_game,
+    read_table,
 )
 from pokna.dealer.records import OverdueGames
 from pokna.dealer.requests import PlayerRequest
-from pokna.dealer.tables import NewTable, check_seating, create_table, deal_round, read_table
+from pokna.dealer.tables import NewTable, check_seating, create_table, deal_round
 from pokna.idempotency.keyed import Answer, Caller, Keyed
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from pokna.db.models.game import GameTable
-from pokna.dealer.records import GameRecord, OverdueGames, SeatRecord
+from pokna.dealer.records import GameRecord, OverdueGames
 from pokna.dealer.store_postgres import PostgresGameStore
 
 
@@ -27,12 +27,6 @@ class GameStore(Protocol):
 
     def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
         """The tenant's games among `game_ids`, in one query; another tenant's are absent."""
-        ...
-
-    def seats_of_games(
-        self, session: Session, tenant_id: str, game_ids: Sequence[str]
-    ) -> dict[str, list[SeatRecord]]:
-        """Each game's seats in order, in one query."""
         ...
 
     def due_games(self, session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
@@ -44,17 +38,7 @@ class GameStore(Protocol):
         """Every tenant's games past their deadline at `now`, and the wallets their waiting rolls hold."""
         ...
 
-    def get_table(
-        self, session: Session, tenant_id: str, table_id: str, *, for_update: bool = False
-    ) -> GameTable:
-        """Another tenant's table is absent (NotFound). `for_update` locks it: one round at a time."""
-        ...
-
     def insert_table(self, session: Session, table: GameTable) -> None: ...
-
-    def games_of_table(self, session: Session, tenant_id: str, table_id: str) -> list[GameRecord]:
-        """The table's games, round by round."""
-        ...
 
 
 _GAME_STORE: GameStore = PostgresGameStore()

@@ -2,7 +2,7 @@
 
 A round is a new game, created as any is (pokna.dealer.creating, async on the driver), in a transaction
 that also locks the table (so rounds are dealt one at a time) and counts the round (`rounds_played` moves
-with the game it counts). A table itself is created and read in the request's session."""
+with the game it counts). A table itself is created in the request's session, and read as a game is (pokna.dealer.reading)."""
 
 from __future__ import annotations
 
@@ -31,16 +31,18 @@ from pokna.dealer.errors import RoundInProgress
 from pokna.dealer.game_action import catch_up
 from pokna.dealer.locked import Clock
 from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
-from pokna.dealer.schemas import TableOut, TableRoundOut, TableTotalOut
+from pokna.dealer.records import TABLE_COLUMNS, TableRecord
+from pokna.dealer.schemas import TableOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import LAST_ROUND, TABLE_FOR_ROUND, TABLE_ROUND_DEALT
+from pokna.dealer.view import table_out
 from pokna.errors import NotFound
 from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed, transaction
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, summaries
 from pokna.service_keys import ServiceKeys
 from pokna.tenants.settings import GAME_DEFAULTS
 from pokna_verify.fairness.beacon import BeaconChain
-from pokna_verify.game import round_seating, state_from_dict
+from pokna_verify.game import round_seating
 
 
 @dataclass(frozen=True)
@@ -72,11 +74,8 @@ def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock
         created_at=clock.now,
     )
     game_store(session).insert_table(session, table)
-    return _table_out(session, table)
-
-
-def read_table(session: Session, tenant_id: str, table_id: str) -> TableOut:
-    return _table_out(session, game_store(session).get_table(session, tenant_id, table_id))
+    # A new table has played no round yet.
+    return table_out(TableRecord(**{column: getattr(table, column) for column in TABLE_COLUMNS}), ())
 
 
 async def deal_round(
@@ -207,41 +206,4 @@ def _new_game_for_round(
         currency=currency,
         turn_timeout_seconds=turn_timeout_seconds,
         rake=rake,
-    )
-
-
-def _table_out(session: Session, table: GameTable) -> TableOut:
-    """The table with every round so far and each seat's running total (paid out minus paid in)."""
-    store = game_store(session)
-    totals = dict.fromkeys(table.account_ids, 0)
-    rounds = []
-    games = store.games_of_table(session, table.tenant_id, table.id)
-    seats_of = store.seats_of_games(session, table.tenant_id, [game.id for game in games])
-    for game in games:
-        state = state_from_dict(game.state)
-        seats = seats_of[game.id]
-        for seat in seats:
-            totals[seat.account_id] += state.paid_out[seat.seat] - state.paid_in[seat.seat]
-        rounds.append(
-            TableRoundOut(
-                round_number=game.round_number,
-                game_id=game.id,
-                status=game.status,
-                vigo_account_id=seats[0].account_id,
-                outcome=state.outcome.reason.value if state.outcome else None,
-            )
-        )
-    return TableOut(
-        id=table.id,
-        object="table",
-        account_ids=table.account_ids,
-        stake=table.stake,
-        challenge_raise=table.challenge_raise,
-        rake=RakeTerms(table.rake_bps, table.rake_cap).out(),
-        currency=table.currency,
-        turn_timeout_seconds=table.turn_timeout_seconds,
-        rounds_played=table.rounds_played,
-        rounds=rounds,
-        totals=[TableTotalOut(account_id=account, net=net) for account, net in totals.items()],
-        created_at=table.created_at,
     )

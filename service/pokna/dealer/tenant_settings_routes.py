@@ -1,25 +1,22 @@
-"""The calling tenant's settings: its default rake for new games and tables."""
+"""The calling tenant's settings: its default rake for new games and tables. Read on the driver, beside
+the key's check (one round trip); set on the request's session, under the kernel's idempotency."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from pokna.api.auth import TenantDep
-from pokna.api.deps import SessionDep
+from pokna.api.auth import ApiKeyDigestDep, TenantDep
+from pokna.api.deps import driver_connection
 from pokna.api.fields import RakeTermsIn
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, problems
 from pokna.api.written_numbers import WrittenNumbersRoute
-from pokna.tenants.settings import (
-    TenantSettingsOut,
-    set_default_fairness_mode,
-    set_default_rake,
-    tenant_settings,
-)
+from pokna.tenants import settings
+from pokna.tenants.settings import TenantSettingsOut, set_default_fairness_mode, set_default_rake
 
 router = APIRouter(prefix="/v1", tags=["tenant"], route_class=WrittenNumbersRoute)
 
@@ -46,8 +43,9 @@ class TenantSettingsUpdate(BaseModel):
     description="What a game or table created without its own `rake` takes: no rake until you set one.",
     responses=problems(KEYED),
 )
-def read_settings(tenant_id: TenantDep, session: SessionDep) -> TenantSettingsOut:
-    return tenant_settings(session, tenant_id)
+async def read_settings(request: Request, api_key_digest: ApiKeyDigestDep) -> TenantSettingsOut:
+    async with driver_connection(request) as connection:
+        return await settings.read_settings(connection, api_key_digest)
 
 
 @router.put(

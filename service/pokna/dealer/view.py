@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pokna.dealer.links import link_path, verify_page_path
-from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
+from pokna.dealer.rake import RakeTerms
+from pokna.dealer.records import EventRecord, GameRecord, RoundRecord, SeatRecord, TableRecord
 from pokna.dealer.schemas import (
     FairnessOut,
     GameEventOut,
@@ -20,6 +21,9 @@ from pokna.dealer.schemas import (
     RakeOut,
     SeatOut,
     SignedProofOut,
+    TableOut,
+    TableRoundOut,
+    TableTotalOut,
     TurnOut,
 )
 from pokna_verify.fairness.proof_replay import outcome_to_json
@@ -152,4 +156,37 @@ def _pending_roll_out(pending: Mapping[str, Any]) -> PendingRollOut:
         beacon_round=acceptance["beacon_round"],
         round_due_at=acceptance["round_due_at"],
         acceptance=acceptance,
+    )
+
+
+def table_out(table: TableRecord, rounds: Sequence[RoundRecord]) -> TableOut:
+    """The table with its rounds so far and each seat's running total (paid out minus paid in)."""
+    totals = dict.fromkeys(table.account_ids, 0)
+    rounds_out = []
+    for round_ in rounds:
+        state = state_from_dict(round_.state)
+        for seat, account_id in round_.seats:
+            totals[account_id] += state.paid_out[seat] - state.paid_in[seat]
+        rounds_out.append(
+            TableRoundOut(
+                round_number=round_.round_number,
+                game_id=round_.game_id,
+                status=round_.status,
+                vigo_account_id=round_.seats[0][1],
+                outcome=state.outcome.reason.value if state.outcome else None,
+            )
+        )
+    return TableOut(
+        id=table.id,
+        object="table",
+        account_ids=table.account_ids,
+        stake=table.stake,
+        challenge_raise=table.challenge_raise,
+        rake=RakeTerms(table.rake_bps, table.rake_cap).out(),
+        currency=table.currency,
+        turn_timeout_seconds=table.turn_timeout_seconds,
+        rounds_played=table.rounds_played,
+        rounds=rounds_out,
+        totals=[TableTotalOut(account_id=account, net=net) for account, net in totals.items()],
+        created_at=table.created_at,
     )

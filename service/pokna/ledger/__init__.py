@@ -6,14 +6,13 @@ packages import from here, not from the modules behind it:
 - accounts: open, find and read accounts (`account_summaries` is what other domains may know of one);
 - moving: deposits and withdrawals, the one way money enters and leaves a wallet (one ledger_move() call);
   batches: a game step's transfers, posted by the dealer's game_write(); both through ledger_post();
-- reads, export, checkpoint, reconcile: the journal read back; audit (and audit_scan): the offline check.
+- reads (the API's, async), export, checkpoint, reconcile: the journal read back; audit (and audit_scan): the offline check.
 """
 
 from pokna.ledger.accounts import (
     AccountSummary,
     account_summaries,
     funding_account,
-    get_account,
     open_account,
     system_external_id,
 )
@@ -27,7 +26,6 @@ from pokna.ledger.batches import TransferBatch, transfer_batch
 from pokna.ledger.checkpoint import (
     Checkpoint,
     checkpoint_document,
-    list_checkpoints,
     oldest_unsigned_at,
     take_checkpoint,
 )
@@ -50,12 +48,7 @@ from pokna.ledger.export import (
 )
 from pokna.ledger.holding import GameAccounts, hold_wallets
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
-from pokna.ledger.reads import (
-    AccountEntry,
-    TrialBalance,
-    transactions_of,
-    trial_balance,
-)
+from pokna.ledger.reads import AccountEntry, AccountRecord, TrialBalance
 from pokna.ledger.reconcile import reconcile
 from pokna.ledger.repository import read_heads, read_heads_async
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
@@ -67,6 +60,7 @@ __all__ = [
     "AccountEntry",
     "AccountExists",
     "AccountKind",
+    "AccountRecord",
     "AccountSummary",
     "AccountTransfer",
     "AmountOutOfRange",
@@ -95,10 +89,8 @@ __all__ = [
     "export_jsonl_ranges",
     "export_lines",
     "funding_account",
-    "get_account",
     "hold_wallets",
     "journal_span",
-    "list_checkpoints",
     "oldest_unsigned_at",
     "open_account",
     "read_heads",
@@ -106,10 +98,8 @@ __all__ = [
     "reconcile",
     "system_external_id",
     "take_checkpoint",
-    "transactions_of",
     "transfer_batch",
     "transfers_before",
-    "trial_balance",
     "verify_export",
     "verify_export_stream",
 ]

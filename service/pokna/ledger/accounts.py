@@ -1,12 +1,12 @@
 """Accounts: opening them, finding them, and what they hold.
 
-An account is answered as the session's ORM `Account`, read when asked for: its balance is written by the
-database's posting trigger only. Other domains read accounts only through account_summaries.
+An account opened here is the session's ORM `Account`: its balance is written by the database's posting
+trigger only. Other domains read accounts only through account_summaries.
 
 On the ORM because its callers are: opening a wallet (`POST /v1/accounts`, whose work is on the request's
-session, as `pokna` commands and the tests open them), a table's synchronous game creation, and the reads.
-The async paths' statements (a game's seats and pot, a system account opened on first use) are
-accounts_aio.py's.
+session, as `pokna` commands and the tests open them) and a table's synchronous game creation. The async
+paths' statements (a game's seats and pot, a system account opened on first use) are accounts_aio.py's;
+the API's read of an account is pokna.ledger.reads's.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pokna.db.models.ledger import Account
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import repository
 from pokna.ledger.drafts import MAX_TEXT
-from pokna.ledger.errors import AccountExists, AccountNotFound, InvalidAccount, TenantNotFound
+from pokna.ledger.errors import AccountExists, InvalidAccount, TenantNotFound
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, check_currency
 from pokna_verify.ledger.chain import LEDGER_CHAINS
 
@@ -128,13 +128,6 @@ def _system_account(
     found = repository.find_account(session, tenant_id, kind.value, external_id)
     assert found is not None
     return found
-
-
-def get_account(session: Session, account_id: str, *, tenant_id: str | None = None) -> Account:
-    account = repository.get_account(session, account_id, tenant_id)
-    if account is None:
-        raise AccountNotFound(f"no account {account_id}", account_id=account_id)
-    return account
 
 
 @dataclass(frozen=True)

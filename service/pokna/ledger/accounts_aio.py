@@ -4,7 +4,8 @@ game reads its seats' wallets and opens its pot in the round trips it already ma
 account opened on first use (`open_system_account`: a deposit's funding sub-account, a rake's revenue one).
 
 accounts.py keeps the ORM's: opening a wallet (`POST /v1/accounts`, whose work is on the request's session,
-as `pokna tenants` and the tests open them), and the reads of an account and of the system accounts."""
+as `pokna tenants` and the tests open them), and the reads of the system accounts; the API's read of an
+account is pokna.ledger.reads's."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import repository
-from pokna.ledger.errors import InvalidPostings, TenantNotFound
+from pokna.ledger.errors import TenantNotFound
 from pokna_verify.crypto.signing import SIGNATURE_FIELD, sign_document
 from pokna_verify.ledger.chain import format_timestamp
 from pokna_verify.ledger.check import CHECKPOINT_TYPE
@@ -89,13 +89,6 @@ def checkpoint_document(checkpoint: Checkpoint) -> dict[str, Any]:
         "key_id": checkpoint.key_id,
         SIGNATURE_FIELD: checkpoint.signature,
     }
-
-
-def list_checkpoints(session: Session, tenant_id: str, *, limit: int = 50) -> list[Checkpoint]:
-    """Newest first."""
-    if not 1 <= limit <= 500:
-        raise InvalidPostings("limit must be between 1 and 500")
-    return [checkpoint_of(row) for row in repository.checkpoints(session, tenant_id, limit=limit)]
 
 
 def checkpoint_of(row: Any) -> Checkpoint:

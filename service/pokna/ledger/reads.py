@@ -1,19 +1,71 @@
-"""Reading the journal: an account's history, one transaction, a tenant's trial balance. No locks."""
+"""Reading the books over the API: an account, its postings, a tenant's trial balance, its checkpoints.
+
+Async, on the driver, each read sent beside the API key's check in one round trip
+(pokna.tenants.authentication.read_beside), every statement bound to the tenant as a value so that Citus
+sends it to the tenant's shard alone (docs/scaling.md). No locks, no transaction: each statement reads
+as committed when it runs, as the session's READ COMMITTED statements did. The statements are named
+here, and each answer is built from their rows by a function of its own, so that a test reads the
+books the same way on its own connection (tests/support/ledger_reads.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection, AsyncCursor
 
-from pokna.ledger import repository
-from pokna.ledger.accounts import PER_CHAIN_KINDS, get_account, sub_account_chain
-from pokna.ledger.errors import InvalidPostings, TransactionNotFound
-from pokna.ledger.model import DEFAULT_CURRENCY
+from pokna.ledger.accounts import PER_CHAIN_KINDS, sub_account_chain
+from pokna.ledger.checkpoint import Checkpoint
+from pokna.ledger.errors import AccountNotFound, TransactionNotFound
 from pokna.paging import Page, page_of
+from pokna.tenants.authentication import read_beside
 
-MAX_PAGE = 500
+ACCOUNT = (
+    "SELECT id, kind, external_id, currency, balance, created_at FROM account "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(account_id)s"
+)
+
+_POSTINGS = (
+    "FROM journal_transaction AS {t} JOIN posting AS {p} "
+    "ON {p}.tenant_id = {t}.tenant_id AND {p}.transaction_id = {t}.id "
+    "WHERE {t}.tenant_id = %(tenant_id)s AND {p}.account_id = %(account_id)s"
+)
+POSITION = "SELECT c.created_at, c.id " + _POSTINGS.format(t="c", p="cp") + " AND c.id = %(after)s LIMIT 1"
+"""Where a cursor stands: (created_at, id) of a transaction that touched the account; a cursor from
+another list is no cursor here."""
+
+_ENTRIES = (
+    "SELECT t.id, t.seq, t.chain, t.kind, t.reference, t.created_at, p.amount, p.currency "
+    + _POSTINGS.format(t="t", p="p")
+)
+_NEWEST_FIRST = " ORDER BY t.created_at DESC, t.id DESC LIMIT %(limit)s"  # a tenant's chains share no seq
+ENTRIES = _ENTRIES + _NEWEST_FIRST
+ENTRIES_AFTER = _ENTRIES + f" AND (t.created_at, t.id) < ({POSITION})" + _NEWEST_FIRST
+
+TENANT_ACCOUNTS = (
+    "SELECT id, kind, external_id, balance FROM account "
+    "WHERE tenant_id = %(tenant_id)s AND currency = %(currency)s ORDER BY id"
+)
+
+CHECKPOINTS = (
+    "SELECT id, tenant_id, seq, hash, created_at, key_id, signature, heads FROM ledger_checkpoint "
+    "WHERE tenant_id = %(tenant_id)s ORDER BY created_at DESC, id DESC LIMIT %(limit)s"
+)
+"""Newest first by time: with chains, chain 0's seq no longer orders them."""
+
+
+@dataclass(frozen=True)
+class AccountRecord:
+    """An account as read: what `GET /v1/accounts/{id}` answers."""
+
+    id: str
+    kind: str
+    external_id: str | None
+    currency: str
+    balance: int
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -30,45 +82,81 @@ class AccountEntry:
     currency: str
 
 
-def transactions_of(
-    session: Session,
-    account_id: str,
-    *,
-    tenant_id: str | None = None,
-    limit: int = 50,
-    starting_after: str | None = None,
+async def read_account(connection: AsyncConnection[Any], digest: str, account_id: str) -> AccountRecord:
+    """The key's tenant's account; another tenant's is as absent as none (AccountNotFound)."""
+    _, found = await read_beside(
+        connection, digest, lambda tenant_id: _queue(connection, ACCOUNT, tenant_id, account_id=account_id)
+    )
+    return account_of(account_id, await found.fetchone())
+
+
+async def account_entries(
+    connection: AsyncConnection[Any], digest: str, account_id: str, *, limit: int, after: str | None
 ) -> Page[AccountEntry]:
-    """The account's postings, newest first; `starting_after` is the last transaction id of the previous
-    page (TransactionNotFound if it is not a transaction of this account). With `tenant_id`, another
-    tenant's account is not found."""
-    if not 1 <= limit <= MAX_PAGE:
-        raise InvalidPostings(f"limit must be between 1 and {MAX_PAGE}")
-    if tenant_id is None:
-        tenant_id = get_account(session, account_id).tenant_id
-    else:
-        get_account(session, account_id, tenant_id=tenant_id)
-    before = None
-    if starting_after is not None:
-        before = repository.transaction_position(session, tenant_id, starting_after, account_id)
-        if before is None:
-            raise TransactionNotFound(
-                f"no journal transaction {starting_after}", transaction_id=starting_after
-            )
-    rows = repository.account_entries(session, tenant_id, account_id, before=before, limit=limit + 1)
+    """The account's postings, newest first, `limit` at a time; `after` is the last transaction id of the
+    previous page (TransactionNotFound if it is not a transaction of this account)."""
+
+    async def queue(tenant_id: str) -> tuple[AsyncCursor[Any], ...]:
+        account = await _queue(connection, ACCOUNT, tenant_id, account_id=account_id)
+        values = {"account_id": account_id, "after": after, "limit": limit + 1}
+        if after is None:
+            return account, await _queue(connection, ENTRIES, tenant_id, **values)
+        position = await _queue(connection, POSITION, tenant_id, **values)
+        return account, await _queue(connection, ENTRIES_AFTER, tenant_id, **values), position
+
+    _, (account, entries, *position) = await read_beside(connection, digest, queue)
+    account_of(account_id, await account.fetchone())
+    if position and await position[0].fetchone() is None:
+        raise TransactionNotFound(f"no journal transaction {after}", transaction_id=str(after))
+    return entries_page(await entries.fetchall(), limit)
+
+
+async def trial_balance(connection: AsyncConnection[Any], digest: str, currency: str) -> TrialBalance:
+    tenant_id, accounts = await read_beside(
+        connection,
+        digest,
+        lambda tenant_id: _queue(connection, TENANT_ACCOUNTS, tenant_id, currency=currency),
+    )
+    return trial_balance_of(tenant_id, currency, await accounts.fetchall())
+
+
+async def checkpoints(connection: AsyncConnection[Any], digest: str, *, limit: int = 50) -> list[Checkpoint]:
+    """The key's tenant's checkpoints, newest first."""
+    _, found = await read_beside(
+        connection, digest, lambda tenant_id: _queue(connection, CHECKPOINTS, tenant_id, limit=limit)
+    )
+    return checkpoints_of(await found.fetchall())
+
+
+async def _queue(
+    connection: AsyncConnection[Any], statement: str, tenant_id: str, **values: Any
+) -> AsyncCursor[Any]:
+    return await connection.execute(statement, {"tenant_id": tenant_id, **values})
+
+
+def account_of(account_id: str, row: Sequence[Any] | None) -> AccountRecord:
+    """ACCOUNT's row, or AccountNotFound."""
+    if row is None:
+        raise AccountNotFound(f"no account {account_id}", account_id=account_id)
+    account_id, kind, external_id, currency, balance, created_at = row
+    return AccountRecord(account_id, kind, external_id, currency, int(balance), created_at.astimezone(UTC))
+
+
+def entries_page(rows: Sequence[Sequence[Any]], limit: int) -> Page[AccountEntry]:
+    """ENTRIES's `limit + 1` rows as a page; the cursor is the last transaction's id."""
     entries = [
-        AccountEntry(
-            transaction_id=row.id,
-            seq=int(row.seq),
-            chain=int(row.chain),
-            kind=row.kind,
-            reference=row.reference,
-            created_at=row.created_at,
-            amount=int(row.amount),
-            currency=row.currency,
-        )
-        for row in rows
+        AccountEntry(id_, int(seq), int(chain), kind, reference, at.astimezone(UTC), int(amount), currency)
+        for id_, seq, chain, kind, reference, at, amount, currency in rows
     ]
     return page_of(entries, limit, lambda entry: entry.transaction_id)
+
+
+def checkpoints_of(rows: Sequence[Sequence[Any]]) -> list[Checkpoint]:
+    """CHECKPOINTS's rows."""
+    return [
+        Checkpoint(id_, tenant_id, int(seq), hash_, at.astimezone(UTC), key_id, signature, heads)
+        for id_, tenant_id, seq, hash_, at, key_id, signature, heads in rows
+    ]
 
 
 @dataclass(frozen=True)
@@ -126,13 +214,10 @@ class TrialBalance:
         return sorted(lines, key=lambda line: line.account_id)
 
 
-def trial_balance(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> TrialBalance:
-    accounts = repository.tenant_accounts(session, tenant_id, currency)
+def trial_balance_of(tenant_id: str, currency: str, rows: Sequence[Sequence[Any]]) -> TrialBalance:
+    """TENANT_ACCOUNTS's rows."""
     return TrialBalance(
         tenant_id,
         currency,
-        [
-            AccountBalance(account.id, account.kind, account.external_id, account.balance)
-            for account in accounts
-        ],
+        [AccountBalance(id_, kind, external_id, int(balance)) for id_, kind, external_id, balance in rows],
     )

@@ -1,5 +1,5 @@
-"""Every query the ledger makes through a session: accounts (opening one is the only write here) and the
-journal read back. Services decide; this module only reads and writes rows. Postings are written by
+"""Every query the ledger makes through a session: accounts (opening one is the only write here), the chain
+heads and checkpoints (the API's reads of the books are pokna.ledger.reads's, on the driver). Services decide; this module only reads and writes rows. Postings are written by
 ledger_post() alone, called by the game's game_write() and the deposits' ledger_move(); the JSONL export's
 query is its store's (pokna.ledger.store).
 """
@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from psycopg import AsyncConnection
-from sqlalchemy import Row, Table, and_, bindparam, insert, select, text, tuple_
+from sqlalchemy import Row, Table, bindparam, insert, select, text
 from sqlalchemy.orm import Session
 
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
@@ -59,14 +59,6 @@ def insert_account(session: Session, values: dict[str, Any]) -> bool:
     return session.execute(_INSERT_ACCOUNT, values).first() is not None
 
 
-def get_account(session: Session, account_id: str, tenant_id: str | None = None) -> Account | None:
-    """Without `tenant_id` (an operator's or a test's read), the account of whichever tenant holds it."""
-    statement = select(Account).where(Account.id == account_id)
-    if tenant_id is not None:
-        statement = statement.where(Account.tenant_id == tenant_id)
-    return session.scalars(statement).one_or_none()
-
-
 def find_account(session: Session, tenant_id: str, kind: str, external_id: str) -> Account | None:
     return session.scalars(
         select(Account).where(
@@ -84,13 +76,6 @@ def account_summaries(session: Session, tenant_id: str, account_ids: Iterable[st
             )
         )
     )
-
-
-def tenant_accounts(session: Session, tenant_id: str, currency: str | None = None) -> list[Account]:
-    statement = select(Account).where(Account.tenant_id == tenant_id).order_by(Account.id)
-    if currency is not None:
-        statement = statement.where(Account.currency == currency)
-    return list(session.scalars(statement))
 
 
 # --- the chain head and the journal --------------------------------------------------------------------
@@ -122,55 +107,6 @@ def _heads(rows: Iterable[Any]) -> dict[int, tuple[int, str]]:
     return {0: heads.pop(0, (0, GENESIS_HASH))} | heads
 
 
-def _posting_of_transaction() -> Any:
-    return and_(
-        _posting.c.tenant_id == _transaction.c.tenant_id, _posting.c.transaction_id == _transaction.c.id
-    )
-
-
-def account_entries(
-    session: Session, tenant_id: str, account_id: str, *, before: tuple[Any, str] | None, limit: int
-) -> list[Row[Any]]:
-    """Newest first: by created_at, then id (a tenant's chains have no common seq), from `before` on."""
-    statement = (
-        select(
-            _transaction.c.id,
-            _transaction.c.chain,
-            _transaction.c.seq,
-            _transaction.c.kind,
-            _transaction.c.reference,
-            _transaction.c.created_at,
-            _posting.c.amount,
-            _posting.c.currency,
-        )
-        .join(_posting, _posting_of_transaction())
-        .where(_transaction.c.tenant_id == tenant_id, _posting.c.account_id == account_id)
-        .order_by(_transaction.c.created_at.desc(), _transaction.c.id.desc())
-        .limit(limit)
-    )
-    if before is not None:
-        statement = statement.where(tuple_(_transaction.c.created_at, _transaction.c.id) < tuple_(*before))
-    return list(session.execute(statement))
-
-
-def transaction_position(
-    session: Session, tenant_id: str, transaction_id: str, account_id: str
-) -> tuple[Any, str] | None:
-    """(created_at, id) of a transaction that touched this account: a cursor from another list is no
-    cursor here."""
-    row = session.execute(
-        select(_transaction.c.created_at, _transaction.c.id)
-        .join(_posting, _posting_of_transaction())
-        .where(
-            _transaction.c.tenant_id == tenant_id,
-            _transaction.c.id == transaction_id,
-            _posting.c.account_id == account_id,
-        )
-        .limit(1)
-    ).first()
-    return None if row is None else (row.created_at, row.id)
-
-
 def tenant_ids_with_ledgers(session: Session) -> list[str]:
     """Every tenant that may have a ledger, from `tenant` (a reference table: on a distributed database
     every node has it, where listing the heads would ask every node); the heads are then read one by one."""
@@ -182,26 +118,6 @@ def tenant_ids_with_ledgers(session: Session) -> list[str]:
 
 def insert_checkpoint(session: Session, row: dict[str, Any]) -> None:
     session.execute(insert(_checkpoint), row)
-
-
-def checkpoints(session: Session, tenant_id: str, *, limit: int) -> list[Row[Any]]:
-    """Newest first (by time: with chains, chain 0's seq no longer orders them)."""
-    statement = (
-        select(
-            _checkpoint.c.id,
-            _checkpoint.c.tenant_id,
-            _checkpoint.c.seq,
-            _checkpoint.c.hash,
-            _checkpoint.c.created_at,
-            _checkpoint.c.key_id,
-            _checkpoint.c.signature,
-            _checkpoint.c.heads,
-        )
-        .where(_checkpoint.c.tenant_id == tenant_id)
-        .order_by(_checkpoint.c.created_at.desc(), _checkpoint.c.id.desc())
-        .limit(limit)
-    )
-    return list(session.execute(statement))
 
 
 def latest_checkpoint(session: Session, tenant_id: str) -> tuple[int, list[dict[str, Any]] | None] | None:

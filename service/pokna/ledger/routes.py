@@ -1,4 +1,8 @@
-"""Wallets, money in and out, and the tenant's books over REST."""
+"""Wallets, money in and out, and the tenant's books over REST.
+
+The reads and the money's moves are async, on the driver, each on one connection (pokna.ledger.reads,
+pokna.ledger.moving); opening a wallet, taking a checkpoint and the export still run on the request's
+session."""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ from pokna.api.problem_docs import (
 )
 from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.errors import InvalidRequest
-from pokna.ledger import AccountKind, TransactionNotFound, moving
+from pokna.ledger import AccountKind, TransactionNotFound, moving, reads
 from pokna.ledger.problem_docs import (
     ACCOUNT_EXISTS,
     ACCOUNT_NOT_FOUND,
@@ -92,8 +96,9 @@ def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: Idempote
     description="Any of your accounts: a player wallet, a game's pot, the house or the funding account.",
     responses=problems(KEYED, VALIDATION, ACCOUNT_NOT_FOUND),
 )
-def get_account(account_id: AccountId, tenant_id: TenantDep, session: SessionDep) -> AccountOut:
-    return AccountOut.of(ledger.get_account(session, account_id, tenant_id=tenant_id))
+async def get_account(account_id: AccountId, request: Request, api_key_digest: ApiKeyDigestDep) -> AccountOut:
+    async with driver_connection(request) as connection:
+        return AccountOut.of(await reads.read_account(connection, api_key_digest, account_id))
 
 
 @router.get(
@@ -105,13 +110,14 @@ def get_account(account_id: AccountId, tenant_id: TenantDep, session: SessionDep
     "`limit` and `starting_after` (the previous page's `next_cursor`).",
     responses=problems(KEYED, VALIDATION, ACCOUNT_NOT_FOUND, BAD_CURSOR),
 )
-def account_transactions(
-    account_id: AccountId, page: PageDep, tenant_id: TenantDep, session: SessionDep
+async def account_transactions(
+    account_id: AccountId, page: PageDep, request: Request, api_key_digest: ApiKeyDigestDep
 ) -> Page[AccountEntryOut]:
     try:
-        entries = ledger.transactions_of(
-            session, account_id, tenant_id=tenant_id, limit=page.limit, starting_after=page.starting_after
-        )
+        async with driver_connection(request) as connection:
+            entries = await reads.account_entries(
+                connection, api_key_digest, account_id, limit=page.limit, after=page.starting_after
+            )
     except TransactionNotFound:
         raise InvalidRequest("not a cursor from this list", field="query.starting_after") from None
     return AccountEntryOut.of_page(entries)
@@ -195,12 +201,13 @@ router.add_api_route(
     "all of them, which double-entry keeps at zero.",
     responses=problems(KEYED, VALIDATION),
 )
-def trial_balance(
-    tenant_id: TenantDep,
-    session: SessionDep,
+async def trial_balance(
+    request: Request,
+    api_key_digest: ApiKeyDigestDep,
     currency: Annotated[Currency, Query(description="The currency of the books to read.")] = "CREDIT",
 ) -> TrialBalanceOut:
-    return TrialBalanceOut.of(ledger.trial_balance(session, tenant_id, currency))
+    async with driver_connection(request) as connection:
+        return TrialBalanceOut.of(await reads.trial_balance(connection, api_key_digest, currency))
 
 
 @router.get(
@@ -253,8 +260,10 @@ def export(
     "later that the history up to it was not rewritten.",
     responses=problems(KEYED),
 )
-def checkpoints(tenant_id: TenantDep, session: SessionDep) -> list[CheckpointOut]:
-    return [CheckpointOut.of(checkpoint) for checkpoint in ledger.list_checkpoints(session, tenant_id)]
+async def checkpoints(request: Request, api_key_digest: ApiKeyDigestDep) -> list[CheckpointOut]:
+    async with driver_connection(request) as connection:
+        taken = await reads.checkpoints(connection, api_key_digest)
+    return [CheckpointOut.of(checkpoint) for checkpoint in taken]
 
 
 @router.post(

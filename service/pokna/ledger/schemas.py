@@ -23,6 +23,7 @@ from pokna.db.models.ledger import Account
 from pokna.ledger import (
     AccountEntry,
     AccountKind,
+    AccountRecord,
     Checkpoint,
     PostedTransaction,
     TransactionKind,
@@ -81,7 +82,7 @@ class AccountOut(BaseModel):
     created_at: datetime
 
     @classmethod
-    def of(cls, account: Account) -> AccountOut:
+    def of(cls, account: Account | AccountRecord) -> AccountOut:
         return cls(
             id=account.id,
             object="account",

@@ -1,5 +1,5 @@
 """API-key authentication, for every path: the one statement that checks a key, the one memory of keys a
-process keeps, and the rule that memory obeys.
+process keeps, and the rule that memory obeys; and a read sent beside the check (`read_beside`).
 
 A key is looked up by its SHA-256 (`key_digest`; only the digest is stored) among the keys not revoked,
 in the database, on every request: a key revoked a moment ago is refused by the next request in every
@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, AsyncCursor
 from sqlalchemy.orm import Session
@@ -90,3 +90,24 @@ async def check(connection: AsyncConnection[Any], digest: str) -> KeyCheck:
     remembered = _REMEMBERED.get(digest)
     checked = await connection.execute(_AUTHENTICATE, {"secret_sha256": digest})
     return KeyCheck(digest, remembered, checked)
+
+
+Queued = TypeVar("Queued")
+
+
+async def read_beside(
+    connection: AsyncConnection[Any], digest: str, queue: Callable[[str], Awaitable[Queued]]
+) -> tuple[str, Queued]:
+    """The key's tenant and what `queue(tenant)` queued under it (its cursors, sent and ready to fetch):
+    with the key's check in one round trip when the process remembers the key's tenant, one more when it
+    does not (or when the key's tenant is not the one remembered). A read writes nothing, so nothing sent
+    under a wrong tenant needs undoing: it is sent again under the key's own, or the key is refused."""
+    async with connection.pipeline():  # its exit syncs: the one round trip
+        key_check = await check(connection, digest)
+        remembered = key_check.remembered
+        queued = None if remembered is None else await queue(remembered)
+    tenant_id = await key_check.tenant()
+    if queued is None or tenant_id != remembered:
+        async with connection.pipeline():
+            queued = await queue(tenant_id)
+    return tenant_id, queued

@@ -4,19 +4,21 @@ changing the defaults changes only games and tables created afterwards."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+from psycopg import AsyncConnection
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from pokna.errors import InvalidRequest
+from pokna.tenants.authentication import read_beside
 from pokna.tenants.service import get_tenant
 
 BPS_PER_WHOLE = 10_000
 
 GAME_DEFAULTS = "SELECT rake_bps, rake_cap, fairness_mode FROM tenant WHERE id = %(tenant_id)s"
-"""`rake_defaults` and `default_fairness_mode` as one driver statement, for the async paths
-(pokna.dealer.creating)."""
+"""`rake_defaults` and the default fairness mode as one driver statement, for the async paths
+(pokna.dealer.creating, `read_settings`)."""
 
 
 class DefaultRakeOut(BaseModel):
@@ -53,18 +55,30 @@ def rake_defaults(session: Session, tenant_id: str) -> tuple[int, int | None]:
     return tenant.rake_bps, tenant.rake_cap
 
 
-def default_fairness_mode(session: Session, tenant_id: str) -> str:
-    """The fairness mode a new game takes when its request names none."""
-    return get_tenant(session, tenant_id).fairness_mode
-
-
 def tenant_settings(session: Session, tenant_id: str) -> TenantSettingsOut:
-    bps, cap = rake_defaults(session, tenant_id)
+    tenant = get_tenant(session, tenant_id)
+    return settings_out(tenant_id, tenant.rake_bps, tenant.rake_cap, tenant.fairness_mode)
+
+
+async def read_settings(connection: AsyncConnection[Any], api_key_digest: str) -> TenantSettingsOut:
+    """The key's tenant's settings, read beside the key's check: one round trip."""
+    tenant_id, found = await read_beside(
+        connection,
+        api_key_digest,
+        lambda tenant_id: connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id}),
+    )
+    row = await found.fetchone()
+    assert row is not None, "a key's tenant is never deleted"
+    bps, cap, mode = row
+    return settings_out(tenant_id, bps, cap, mode)
+
+
+def settings_out(tenant_id: str, bps: int, cap: int | None, fairness_mode: str) -> TenantSettingsOut:
     return TenantSettingsOut(
         object="tenant_settings",
         tenant_id=tenant_id,
         rake=DefaultRakeOut(bps=bps, cap=cap),
-        fairness_mode=default_fairness_mode(session, tenant_id),
+        fairness_mode=fairness_mode,
     )
 
 

@@ -15,11 +15,11 @@ from sqlalchemy.orm import Session
 from pokna.db.models.webhook import WebhookEndpoint
 from pokna.db.types import new_id
 from pokna.outbox.events import EventType
-from pokna.paging import Page, page_of
 from pokna.webhooks import repository
 from pokna.webhooks.addresses import UnsafeUrl, check_url
 from pokna.webhooks.errors import EndpointNotFound, UnsafeWebhookUrl
 from pokna.webhooks.policy import DeliveryPolicy
+from pokna.webhooks.reads import endpoint_out
 from pokna.webhooks.schemas import WebhookEndpointDeletedOut, WebhookEndpointOut, WebhookEndpointSecretOut
 from pokna.webhooks.signing import generate_secret, seal_secret
 
@@ -70,17 +70,6 @@ def create_endpoint(
     return WebhookEndpointSecretOut(**endpoint_out(endpoint).model_dump(), secret=secret)
 
 
-def list_endpoints(
-    session: Session, tenant_id: str, *, limit: int, starting_after: str | None
-) -> Page[WebhookEndpointOut]:
-    rows = repository.endpoints_page(session, tenant_id, limit, starting_after)
-    return page_of([endpoint_out(row) for row in rows], limit, lambda endpoint: endpoint.id)
-
-
-def get_endpoint(session: Session, tenant_id: str, endpoint_id: str) -> WebhookEndpointOut:
-    return endpoint_out(_endpoint(session, tenant_id, endpoint_id))
-
-
 def update_endpoint(
     session: Session,
     policy: DeliveryPolicy,
@@ -125,19 +114,6 @@ def rotate_secret(
     endpoint.updated_at = now
     session.flush()
     return WebhookEndpointSecretOut(**endpoint_out(endpoint).model_dump(), secret=secret)
-
-
-def endpoint_out(endpoint: WebhookEndpoint) -> WebhookEndpointOut:
-    return WebhookEndpointOut(
-        id=endpoint.id,
-        url=endpoint.url,
-        description=endpoint.description,
-        event_types=[EventType(event_type) for event_type in endpoint.event_types],
-        enabled=endpoint.enabled,
-        previous_secret_expires_at=endpoint.previous_secret_expires_at,
-        created_at=endpoint.created_at,
-        updated_at=endpoint.updated_at,
-    )
 
 
 def _endpoint(session: Session, tenant_id: str, endpoint_id: str) -> WebhookEndpoint:

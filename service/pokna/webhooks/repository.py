@@ -23,36 +23,10 @@ def get_endpoint(session: Session, tenant_id: str, endpoint_id: str) -> WebhookE
     return session.get(WebhookEndpoint, (endpoint_id, tenant_id))
 
 
-def endpoints_page(
-    session: Session, tenant_id: str, limit: int, starting_after: str | None
-) -> Sequence[WebhookEndpoint]:
-    query = select(WebhookEndpoint).where(WebhookEndpoint.tenant_id == tenant_id)
-    if starting_after is not None:
-        query = query.where(WebhookEndpoint.id > starting_after)
-    return session.scalars(query.order_by(WebhookEndpoint.id).limit(limit + 1)).all()
-
-
 def _event_of_delivery() -> Any:
     return and_(
         WebhookEvent.tenant_id == WebhookDelivery.tenant_id, WebhookEvent.seq == WebhookDelivery.event_seq
     )
-
-
-def deliveries_page(
-    session: Session, tenant_id: str, endpoint_id: str, status: str | None, limit: int, before_seq: int | None
-) -> Sequence[tuple[WebhookDelivery, WebhookEvent]]:
-    """Newest first; the cursor is the event's place in the outbox."""
-    query = (
-        select(WebhookDelivery, WebhookEvent)
-        .join(WebhookEvent, _event_of_delivery())
-        .where(WebhookDelivery.tenant_id == tenant_id, WebhookDelivery.endpoint_id == endpoint_id)
-    )
-    if status is not None:
-        query = query.where(WebhookDelivery.status == status)
-    if before_seq is not None:
-        query = query.where(WebhookDelivery.event_seq < before_seq)
-    rows = session.execute(query.order_by(WebhookDelivery.event_seq.desc()).limit(limit + 1)).all()
-    return [(delivery, event) for delivery, event in rows]
 
 
 def get_delivery(

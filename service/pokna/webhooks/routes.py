@@ -1,21 +1,24 @@
 """Webhook endpoints over REST: the tenant makes, lists, changes, deletes and rotates them, and looks at
-and retries their deliveries. Thin: parse, call pokna.webhooks.service, answer its model."""
+and retries their deliveries. Thin: parse, call pokna.webhooks.service (the writes, on the request's
+session under the kernel's idempotency) or pokna.webhooks.reads (the reads, async on the driver), answer
+its model."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from sqlalchemy.orm import Session
 
-from pokna.api.auth import TenantDep
-from pokna.api.deps import RuntimeDep, SessionDep
+from pokna.api.auth import ApiKeyDigestDep, TenantDep
+from pokna.api.deps import RuntimeDep, driver_connection
 from pokna.api.fields import NoNul
 from pokna.api.idempotency import IdempotencyDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import BAD_CURSOR, IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
 from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.db.types import utc_now
+from pokna.webhooks import reads
 from pokna.webhooks import service as webhooks
 from pokna.webhooks.problem_docs import (
     DELIVERY_IN_FLIGHT,
@@ -67,8 +70,13 @@ def create_endpoint(
     description="Newest first, a page at a time; the secrets are never shown again.",
     responses=problems(KEYED, VALIDATION),
 )
-def list_endpoints(page: PageDep, tenant_id: TenantDep, session: SessionDep) -> Page[WebhookEndpointOut]:
-    return webhooks.list_endpoints(session, tenant_id, limit=page.limit, starting_after=page.starting_after)
+async def list_endpoints(
+    page: PageDep, request: Request, api_key_digest: ApiKeyDigestDep
+) -> Page[WebhookEndpointOut]:
+    async with driver_connection(request) as connection:
+        return await reads.list_endpoints(
+            connection, api_key_digest, limit=page.limit, starting_after=page.starting_after
+        )
 
 
 @router.get(
@@ -78,8 +86,11 @@ def list_endpoints(page: PageDep, tenant_id: TenantDep, session: SessionDep) -> 
     description="Its URL, event types, whether it is enabled, and when its previous secret stops signing.",
     responses=problems(KEYED, VALIDATION, ENDPOINT_NOT_FOUND),
 )
-def get_endpoint(endpoint_id: EndpointId, tenant_id: TenantDep, session: SessionDep) -> WebhookEndpointOut:
-    return webhooks.get_endpoint(session, tenant_id, endpoint_id)
+async def get_endpoint(
+    endpoint_id: EndpointId, request: Request, api_key_digest: ApiKeyDigestDep
+) -> WebhookEndpointOut:
+    async with driver_connection(request) as connection:
+        return await reads.get_endpoint(connection, api_key_digest, endpoint_id)
 
 
 @router.patch(
@@ -152,16 +163,22 @@ def rotate_secret(
     "or `failed` (retries exhausted); the receiver's answer is never shown beyond its status code.",
     responses=problems(KEYED, VALIDATION, ENDPOINT_NOT_FOUND, BAD_CURSOR),
 )
-def list_deliveries(
+async def list_deliveries(
     endpoint_id: EndpointId,
     page: PageDep,
-    tenant_id: TenantDep,
-    session: SessionDep,
+    request: Request,
+    api_key_digest: ApiKeyDigestDep,
     status: Annotated[DeliveryStatus | None, Query(description="Only deliveries in this status.")] = None,
 ) -> Page[WebhookDeliveryOut]:
-    return webhooks.list_deliveries(
-        session, tenant_id, endpoint_id, status=status, limit=page.limit, starting_after=page.starting_after
-    )
+    async with driver_connection(request) as connection:
+        return await reads.list_deliveries(
+            connection,
+            api_key_digest,
+            endpoint_id,
+            status=status,
+            limit=page.limit,
+            starting_after=page.starting_after,
+        )
 
 
 @router.post(

@@ -1,6 +1,6 @@
 """The webhooks' one way in, for the HTTP layer, the CLI, the sweep and the tests.
 
-Endpoints (endpoints.py), their deliveries (deliveries.py), the worker that fans the outbox out and sends
+Endpoints (endpoints.py), a delivery's retry (deliveries.py), what a tenant reads of them (reads.py, async), the worker that fans the outbox out and sends
 (worker.py: dispatch.py, attempts.py, sending.py), and the purge of finished events. Events themselves
 are recorded by the domains, through pokna.outbox.
 """
@@ -13,14 +13,12 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from pokna.webhooks import repository
-from pokna.webhooks.deliveries import list_deliveries, retry_delivery
+from pokna.webhooks.deliveries import retry_delivery
 from pokna.webhooks.endpoints import (
     EndpointChange,
     NewEndpoint,
     create_endpoint,
     delete_endpoint,
-    get_endpoint,
-    list_endpoints,
     rotate_secret,
     update_endpoint,
 )
@@ -35,9 +33,6 @@ __all__ = [
     "WorkerReport",
     "create_endpoint",
     "delete_endpoint",
-    "get_endpoint",
-    "list_deliveries",
-    "list_endpoints",
     "purge_finished_events",
     "retry_delivery",
     "rotate_secret",
