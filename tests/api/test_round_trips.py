@@ -274,6 +274,59 @@ def test_reading_webhook_endpoints_and_deliveries_is_one_round_trip(
     assert _read_trips(api, wire, reads) == dict.fromkeys(reads, 1)
 
 
+@pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "keyed"])
+def test_the_webhook_writes_are_three_round_trips(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session], keyed: bool
+) -> None:
+    """Each write of the webhooks' admin side, in the keyed transaction: (the key's claim;) BEGIN, the
+    hold (or the key's check) and the endpoint or delivery locked; the write, the answer stored, COMMIT. A
+    replay is the claim's one round trip."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    headers = money_key if keyed else dict
+    body = {"url": "http://127.0.0.1:9/hooks", "event_types": ["ledger.deposit.posted"]}
+
+    def send(method: str, path: str, json: Any = None, key: dict[str, str] | None = None) -> Any:
+        sent = {**api.headers, **(key or headers())}
+        return client.request(method, f"/v1/webhooks/endpoints{path}", json=json, headers=sent)
+
+    endpoints = [send("POST", "", body).json()["id"] for _ in range(12)]
+    api.wallet(5)
+    runtime: Runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    with sessions.begin() as session:  # the deposit's event becomes a delivery to each endpoint
+        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    kept = endpoints[0]
+    delivery = api.get(f"/v1/webhooks/endpoints/{kept}/deliveries").json()["data"][0]["id"]
+    writes = {
+        "create": ("POST", "", body),
+        "change": ("PATCH", f"/{kept}", {"description": "turns"}),
+        "rotate": ("POST", f"/{kept}/rotate-secret", None),
+        "retry": ("POST", f"/{kept}/deliveries/{delivery}/retry", None),
+    }
+    for _warm_up in range(6):
+        for method, path, json in writes.values():
+            assert send(method, path, json).status_code in (200, 201)
+        assert send("DELETE", f"/{endpoints.pop()}").status_code == 200
+    trips = {}
+    for name, (method, path, json) in writes.items():
+        wire.take()
+        answer = send(method, path, json)
+        assert answer.status_code in (200, 201), answer.text
+        trips[name] = wire.take()
+    wire.take()
+    assert send("DELETE", f"/{endpoints.pop()}").status_code == 200
+    trips["delete"] = wire.take()
+    assert trips == dict.fromkeys([*writes, "delete"], 3 if keyed else 2)
+    if keyed:
+        key = money_key()
+        first = send("POST", f"/{kept}/rotate-secret", key=key)
+        wire.take()
+        replay = send("POST", f"/{kept}/rotate-secret", key=key)
+        assert wire.take() == 1
+        assert replay.content == first.content
+        assert replay.headers["Idempotent-Replayed"] == "true"
+
+
 def test_public_log_reads_need_no_more_round_trips_than_their_reads(
     counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session]
 ) -> None:

@@ -1,38 +1,54 @@
-"""A delivery's retry asked for by hand (what a tenant reads of its deliveries is pokna.webhooks.reads)."""
+"""A delivery's retry asked for by hand (what a tenant reads of its deliveries is pokna.webhooks.reads): the
+work of one keyed transaction on the driver, as an endpoint's writes are (pokna.webhooks.endpoints)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy.orm import Session
-
-from pokna.webhooks import repository
+from pokna.idempotency.keyed import Transaction
 from pokna.webhooks.errors import DeliveryInFlight, DeliveryNotFound, EndpointNotFound
-from pokna.webhooks.reads import delivery_out
+from pokna.webhooks.reads import DELIVERY_COLUMNS, ENDPOINT, DeliveryRecord, as_record, delivery_out
 from pokna.webhooks.schemas import DeliveryStatus, WebhookDeliveryOut
 
+DELIVERY_LOCKED = (
+    f"SELECT event.id, event.type, delivery.locked_until, {DELIVERY_COLUMNS} "  # noqa: S608
+    "FROM webhook_delivery AS delivery JOIN webhook_event AS event "
+    "ON event.tenant_id = delivery.tenant_id AND event.seq = delivery.event_seq "
+    "WHERE delivery.tenant_id = %(tenant_id)s AND delivery.id = %(delivery_id)s "
+    "AND delivery.endpoint_id = %(endpoint_id)s FOR UPDATE OF delivery"
+)
+_RETRY = (
+    "UPDATE webhook_delivery SET status = 'pending', next_attempt_at = %(now)s, "
+    "attempt_limit = attempts + 1, locked_until = NULL, claim_token = NULL "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(delivery_id)s"
+)
 
-def retry_delivery(
-    session: Session, now: datetime, tenant_id: str, endpoint_id: str, delivery_id: str
+
+async def retry_delivery(
+    opened: Transaction, now: datetime, endpoint_id: str, delivery_id: str
 ) -> WebhookDeliveryOut:
     """One more attempt, due now, whatever the delivery's state (a delivered one is sent again with the
     same `webhook-id`); if it fails, the delivery is failed again. Refused while an attempt is in flight."""
-    _require_endpoint(session, tenant_id, endpoint_id)
-    found = repository.get_delivery(session, tenant_id, endpoint_id, delivery_id)
-    if found is None:
-        raise DeliveryNotFound(f"no delivery {delivery_id} of webhook endpoint {endpoint_id}")
-    delivery, event = found
-    if delivery.status == DeliveryStatus.SENDING and delivery.locked_until and delivery.locked_until > now:
-        raise DeliveryInFlight(f"delivery {delivery_id} is being attempted; ask again once it is done")
-    delivery.status = DeliveryStatus.PENDING.value
-    delivery.next_attempt_at = now
-    delivery.attempt_limit = delivery.attempts + 1
-    delivery.locked_until = None
-    delivery.claim_token = None
-    session.flush()
-    return delivery_out(delivery, event.id, event.type)
+    values = {"endpoint_id": endpoint_id, "delivery_id": delivery_id}
 
+    async def queue(tenant_id: str) -> tuple[Any, Any]:
+        connection, bound = opened.connection, {**values, "tenant_id": tenant_id}
+        return await connection.execute(ENDPOINT, bound), await connection.execute(DELIVERY_LOCKED, bound)
 
-def _require_endpoint(session: Session, tenant_id: str, endpoint_id: str) -> None:
-    if repository.get_endpoint(session, tenant_id, endpoint_id) is None:
+    endpoint, delivery = await opened.read(queue)
+    if await endpoint.fetchone() is None:
         raise EndpointNotFound(f"no webhook endpoint {endpoint_id}")
+    row = await delivery.fetchone()
+    if row is None:
+        raise DeliveryNotFound(f"no delivery {delivery_id} of webhook endpoint {endpoint_id}")
+    message_id, event_type, locked_until = row[:3]
+    found = as_record(DeliveryRecord, row[3:])
+    if found.status == DeliveryStatus.SENDING and locked_until is not None and locked_until > now:
+        raise DeliveryInFlight(f"delivery {delivery_id} is being attempted; ask again once it is done")
+    await opened.connection.execute(_RETRY, {**values, "tenant_id": opened.tenant, "now": now})
+    retried = replace(
+        found, status=DeliveryStatus.PENDING.value, next_attempt_at=now, attempt_limit=found.attempts + 1
+    )
+    return delivery_out(retried, message_id, event_type)

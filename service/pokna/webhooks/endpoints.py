@@ -1,27 +1,50 @@
-"""A tenant's webhook endpoints: made, listed, changed, deleted, and their secrets rotated.
+"""A tenant's webhook endpoints: made, changed, deleted, and their secrets rotated.
 
-Each function works in the caller's transaction (flushes, never commits) and answers the documented model.
-A secret is answered when it is made (creation, rotation) and never again; it is stored sealed.
+Each is the work of one keyed transaction (pokna.api.keyed_writes over pokna.idempotency.keyed), on the
+driver: its reads (the endpoint, locked) go with BEGIN and the claim's hold in one round trip, its write
+with the stored answer and COMMIT in the next. Every statement is bound to the tenant as a value (one
+shard on Citus). A secret is answered when it is made (creation, rotation) and never again; it is
+stored sealed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy.orm import Session
-
-from pokna.db.models.webhook import WebhookEndpoint
 from pokna.db.types import new_id
+from pokna.idempotency.keyed import Transaction
 from pokna.outbox.events import EventType
-from pokna.webhooks import repository
 from pokna.webhooks.addresses import UnsafeUrl, check_url
 from pokna.webhooks.errors import EndpointNotFound, UnsafeWebhookUrl
 from pokna.webhooks.policy import DeliveryPolicy
-from pokna.webhooks.reads import endpoint_out
+from pokna.webhooks.reads import ENDPOINT, EndpointRecord, as_record, endpoint_out
 from pokna.webhooks.schemas import WebhookEndpointDeletedOut, WebhookEndpointOut, WebhookEndpointSecretOut
 from pokna.webhooks.signing import generate_secret, seal_secret
+
+ENDPOINT_LOCKED = ENDPOINT + " FOR UPDATE"
+_INSERT = (
+    "INSERT INTO webhook_endpoint (id, tenant_id, url, description, event_types, enabled, sealed_secret, "
+    "sealed_previous_secret, previous_secret_expires_at, created_at, updated_at) VALUES (%(endpoint_id)s, "
+    "%(tenant_id)s, %(url)s, %(description)s, %(event_types)s::json, true, %(sealed_secret)s, NULL, NULL, "
+    "%(now)s, %(now)s)"
+)
+_UPDATE = (
+    "UPDATE webhook_endpoint SET url = %(url)s, description = %(description)s, "
+    "event_types = %(event_types)s::json, enabled = %(enabled)s, updated_at = %(now)s "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(endpoint_id)s"
+)
+_ROTATE = (
+    "UPDATE webhook_endpoint SET sealed_previous_secret = sealed_secret, sealed_secret = %(sealed_secret)s, "
+    "previous_secret_expires_at = %(expires_at)s, updated_at = %(now)s "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(endpoint_id)s"
+)
+_DELETE = "DELETE FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s AND id = %(endpoint_id)s"
+"""Its deliveries go with it (the foreign key cascades); the events stay for the tenant's other endpoints."""
 
 
 @dataclass(frozen=True)
@@ -41,91 +64,105 @@ class EndpointChange:
     enabled: bool | None = None
 
 
-def create_endpoint(
-    session: Session,
-    seed_key: bytes,
-    policy: DeliveryPolicy,
-    now: datetime,
-    tenant_id: str,
-    draft: NewEndpoint,
+async def create_endpoint(
+    opened: Transaction, seed_key: bytes, policy: DeliveryPolicy, now: datetime, draft: NewEndpoint
 ) -> WebhookEndpointSecretOut:
-    _check_url(draft.url, policy)
-    endpoint_id = new_id("whep")
-    secret = generate_secret()
-    endpoint = WebhookEndpoint(
-        id=endpoint_id,
-        tenant_id=tenant_id,
-        url=draft.url,
-        description=draft.description,
-        event_types=_distinct(draft.event_types),
-        enabled=True,
-        sealed_secret=seal_secret(secret, seed_key, endpoint_id),
-        sealed_previous_secret=None,
-        previous_secret_expires_at=None,
-        created_at=now,
-        updated_at=now,
-    )
-    session.add(endpoint)
-    session.flush()
-    return WebhookEndpointSecretOut(**endpoint_out(endpoint).model_dump(), secret=secret)
+    await opened.read(_nothing)  # BEGIN and the claim's hold (or the API key's check): the tenant known
+    await _check_url(draft.url, policy)
+    endpoint_id, secret = new_id("whep"), generate_secret()
+    event_types = _distinct(draft.event_types)
+    values = {
+        "tenant_id": opened.tenant,
+        "endpoint_id": endpoint_id,
+        "url": draft.url,
+        "description": draft.description,
+        "event_types": json.dumps(event_types),
+        "sealed_secret": seal_secret(secret, seed_key, endpoint_id),
+        "now": now,
+    }
+    await opened.connection.execute(_INSERT, values)
+    made = EndpointRecord(endpoint_id, draft.url, draft.description, event_types, True, None, now, now)
+    return WebhookEndpointSecretOut(**endpoint_out(made).model_dump(), secret=secret)
 
 
-def update_endpoint(
-    session: Session,
-    policy: DeliveryPolicy,
-    now: datetime,
-    tenant_id: str,
-    endpoint_id: str,
-    change: EndpointChange,
+async def update_endpoint(
+    opened: Transaction, policy: DeliveryPolicy, now: datetime, endpoint_id: str, change: EndpointChange
 ) -> WebhookEndpointOut:
     """Disabling stops new deliveries and sending; enabling resumes the pending ones where they were."""
-    endpoint = _endpoint(session, tenant_id, endpoint_id)
+    endpoint = await _locked(opened, endpoint_id)
     if change.url is not None:
-        _check_url(change.url, policy)
-        endpoint.url = change.url
-    if change.event_types is not None:
-        endpoint.event_types = _distinct(change.event_types)
-    if change.description is not None:
-        endpoint.description = change.description
-    if change.enabled is not None:
-        endpoint.enabled = change.enabled
-    endpoint.updated_at = now
-    session.flush()
-    return endpoint_out(endpoint)
+        await _check_url(change.url, policy)
+    changed = replace(
+        endpoint,
+        url=endpoint.url if change.url is None else change.url,
+        description=endpoint.description if change.description is None else change.description,
+        event_types=endpoint.event_types if change.event_types is None else _distinct(change.event_types),
+        enabled=endpoint.enabled if change.enabled is None else change.enabled,
+        updated_at=now,
+    )
+    values = {
+        "tenant_id": opened.tenant,
+        "endpoint_id": endpoint_id,
+        "url": changed.url,
+        "description": changed.description,
+        "event_types": json.dumps(changed.event_types),
+        "enabled": changed.enabled,
+        "now": now,
+    }
+    await opened.connection.execute(_UPDATE, values)
+    return endpoint_out(changed)
 
 
-def delete_endpoint(session: Session, tenant_id: str, endpoint_id: str) -> WebhookEndpointDeletedOut:
-    """The endpoint and its deliveries go; the events stay for the tenant's other endpoints."""
-    session.delete(_endpoint(session, tenant_id, endpoint_id))
-    session.flush()
+async def delete_endpoint(opened: Transaction, endpoint_id: str) -> WebhookEndpointDeletedOut:
+    await _locked(opened, endpoint_id)
+    await opened.connection.execute(_DELETE, {"tenant_id": opened.tenant, "endpoint_id": endpoint_id})
     return WebhookEndpointDeletedOut(id=endpoint_id)
 
 
-def rotate_secret(
-    session: Session, seed_key: bytes, policy: DeliveryPolicy, now: datetime, tenant_id: str, endpoint_id: str
+async def rotate_secret(
+    opened: Transaction, seed_key: bytes, policy: DeliveryPolicy, now: datetime, endpoint_id: str
 ) -> WebhookEndpointSecretOut:
     """A new secret signs from now on; the current one keeps signing too (a second signature in the
     header) until the overlap has passed, so receivers can switch without missing a message."""
-    endpoint = _endpoint(session, tenant_id, endpoint_id)
+    endpoint = await _locked(opened, endpoint_id)
     secret = generate_secret()
-    endpoint.sealed_previous_secret = endpoint.sealed_secret
-    endpoint.previous_secret_expires_at = now + policy.secret_overlap
-    endpoint.sealed_secret = seal_secret(secret, seed_key, endpoint.id)
-    endpoint.updated_at = now
-    session.flush()
-    return WebhookEndpointSecretOut(**endpoint_out(endpoint).model_dump(), secret=secret)
+    rotated = replace(endpoint, previous_secret_expires_at=now + policy.secret_overlap, updated_at=now)
+    values = {
+        "tenant_id": opened.tenant,
+        "endpoint_id": endpoint_id,
+        "sealed_secret": seal_secret(secret, seed_key, endpoint_id),
+        "expires_at": rotated.previous_secret_expires_at,
+        "now": now,
+    }
+    await opened.connection.execute(_ROTATE, values)
+    return WebhookEndpointSecretOut(**endpoint_out(rotated).model_dump(), secret=secret)
 
 
-def _endpoint(session: Session, tenant_id: str, endpoint_id: str) -> WebhookEndpoint:
-    endpoint = repository.get_endpoint(session, tenant_id, endpoint_id)
-    if endpoint is None:
+async def _nothing(tenant_id: str) -> str:
+    return tenant_id
+
+
+async def _locked(opened: Transaction, endpoint_id: str) -> EndpointRecord:
+    """The tenant's endpoint, locked to the transaction's end."""
+
+    async def queue(tenant_id: str) -> Any:
+        values = {"tenant_id": tenant_id, "endpoint_id": endpoint_id}
+        return await opened.connection.execute(ENDPOINT_LOCKED, values)
+
+    row = await (await opened.read(queue)).fetchone()
+    if row is None:
         raise EndpointNotFound(f"no webhook endpoint {endpoint_id}")
-    return endpoint
+    return as_record(EndpointRecord, row)
 
 
-def _check_url(url: str, policy: DeliveryPolicy) -> None:
+async def _check_url(url: str, policy: DeliveryPolicy) -> None:
+    """Where the policy wants public addresses only, the host is resolved now: the system's resolver
+    blocks, so it runs off the event loop (as asyncio's own `getaddrinfo` does); otherwise no I/O."""
     try:
-        check_url(url, policy.urls)
+        if policy.urls.public_addresses_only:
+            await asyncio.to_thread(check_url, url, policy.urls)
+        else:
+            check_url(url, policy.urls)
     except UnsafeUrl as refusal:
         raise UnsafeWebhookUrl(str(refusal), field="body.url") from None
 

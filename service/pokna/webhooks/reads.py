@@ -59,9 +59,9 @@ ENDPOINT = _ENDPOINTS + " AND id = %(endpoint_id)s"
 ENDPOINTS = _ENDPOINTS + " ORDER BY id LIMIT %(limit)s"
 ENDPOINTS_AFTER = _ENDPOINTS + " AND id > %(after)s ORDER BY id LIMIT %(limit)s"
 
-_DELIVERY_COLUMNS = ", ".join(f"delivery.{column}" for column in DeliveryRecord.__dataclass_fields__)
+DELIVERY_COLUMNS = ", ".join(f"delivery.{column}" for column in DeliveryRecord.__dataclass_fields__)
 _DELIVERIES = (
-    f"SELECT event.seq, event.id, event.type, {_DELIVERY_COLUMNS} "  # noqa: S608
+    f"SELECT event.seq, event.id, event.type, {DELIVERY_COLUMNS} "  # noqa: S608
     "FROM webhook_delivery AS delivery JOIN webhook_event AS event "
     "ON event.tenant_id = delivery.tenant_id AND event.seq = delivery.event_seq "
     "WHERE delivery.tenant_id = %(tenant_id)s AND delivery.endpoint_id = %(endpoint_id)s"
@@ -86,7 +86,7 @@ async def list_endpoints(
     statement = ENDPOINTS if starting_after is None else ENDPOINTS_AFTER
     values = {"limit": limit + 1, "after": starting_after}
     _, found = await read_beside(connection, api_key_digest, _queue(connection, statement, values))
-    endpoints = [endpoint_out(_record(EndpointRecord, row)) for row in await found.fetchall()]
+    endpoints = [endpoint_out(as_record(EndpointRecord, row)) for row in await found.fetchall()]
     return page_of(endpoints, limit, lambda endpoint: endpoint.id)
 
 
@@ -95,7 +95,7 @@ async def get_endpoint(
 ) -> WebhookEndpointOut:
     values = {"endpoint_id": endpoint_id}
     _, found = await read_beside(connection, api_key_digest, _queue(connection, ENDPOINT, values))
-    return endpoint_out(_record(EndpointRecord, _found(endpoint_id, await found.fetchone())))
+    return endpoint_out(as_record(EndpointRecord, _found(endpoint_id, await found.fetchone())))
 
 
 async def list_deliveries(
@@ -129,7 +129,7 @@ async def list_deliveries(
         raise InvalidRequest("not a cursor of this list", field="query.starting_after")
     page = page_of(await deliveries.fetchall(), limit, lambda row: str(row[0]))
     return Page[WebhookDeliveryOut](
-        data=[delivery_out(_record(DeliveryRecord, row[3:]), row[1], row[2]) for row in page.data],
+        data=[delivery_out(as_record(DeliveryRecord, row[3:]), row[1], row[2]) for row in page.data],
         has_more=page.has_more,
         next_cursor=page.next_cursor,
     )
@@ -189,7 +189,7 @@ def _found(endpoint_id: str, row: Sequence[Any] | None) -> Sequence[Any]:
 Record = TypeVar("Record", EndpointRecord, DeliveryRecord)
 
 
-def _record(kind: type[Record], row: Sequence[Any]) -> Record:
+def as_record(kind: type[Record], row: Sequence[Any]) -> Record:
     """The row of `kind`'s columns, in their order, with its times in UTC (as the ORM reads them)."""
     values: dict[str, Any] = dict(zip(kind.__dataclass_fields__, row, strict=True))
     return kind(**{name: _in_utc(value) for name, value in values.items()})

@@ -19,30 +19,10 @@ OPEN_STATUSES = ("pending", "sending")
 PURGE_BATCH = 5000  # per call; the sweep calls until nothing is left
 
 
-def get_endpoint(session: Session, tenant_id: str, endpoint_id: str) -> WebhookEndpoint | None:
-    return session.get(WebhookEndpoint, (endpoint_id, tenant_id))
-
-
 def _event_of_delivery() -> Any:
     return and_(
         WebhookEvent.tenant_id == WebhookDelivery.tenant_id, WebhookEvent.seq == WebhookDelivery.event_seq
     )
-
-
-def get_delivery(
-    session: Session, tenant_id: str, endpoint_id: str, delivery_id: str
-) -> tuple[WebhookDelivery, WebhookEvent] | None:
-    row = session.execute(
-        select(WebhookDelivery, WebhookEvent)
-        .join(WebhookEvent, _event_of_delivery())
-        .where(
-            WebhookDelivery.tenant_id == tenant_id,
-            WebhookDelivery.id == delivery_id,
-            WebhookDelivery.endpoint_id == endpoint_id,
-        )
-        .with_for_update(of=WebhookDelivery)
-    ).first()
-    return None if row is None else (row[0], row[1])
 
 
 # --- the worker ------------------------------------------------------------------------------------------

@@ -1,23 +1,24 @@
 """Webhook endpoints over REST: the tenant makes, lists, changes, deletes and rotates them, and looks at
-and retries their deliveries. Thin: parse, call pokna.webhooks.service (the writes, on the request's
-session under the kernel's idempotency) or pokna.webhooks.reads (the reads, async on the driver), answer
-its model."""
+and retries their deliveries. Thin: parse, call pokna.webhooks.service (the writes, each the work of
+one keyed transaction: pokna.api.keyed_writes) or pokna.webhooks.reads (the reads); all async, on the
+driver. Answer its model."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
-from sqlalchemy.orm import Session
+from fastapi import APIRouter, Path, Query, Request, Response
 
-from pokna.api.auth import ApiKeyDigestDep, TenantDep
+from pokna.api.auth import ApiKeyDigestDep
 from pokna.api.deps import RuntimeDep, driver_connection
 from pokna.api.fields import NoNul
-from pokna.api.idempotency import IdempotencyDep
+from pokna.api.idempotency import SentKeyDep
+from pokna.api.keyed_writes import keyed_write
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import BAD_CURSOR, IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
 from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.db.types import utc_now
+from pokna.idempotency.keyed import Transaction
 from pokna.webhooks import reads
 from pokna.webhooks import service as webhooks
 from pokna.webhooks.problem_docs import (
@@ -50,17 +51,22 @@ DeliveryId = Annotated[str, Path(max_length=40, description="The delivery's id (
     "(`webhook-id`, `webhook-timestamp`, `webhook-signature`). Keep the `secret`: it is never shown again.",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, UNSAFE_WEBHOOK_URL),
 )
-def create_endpoint(
-    body: WebhookEndpointCreate, runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep
+async def create_endpoint(
+    body: WebhookEndpointCreate,
+    runtime: RuntimeDep,
+    request: Request,
+    response: Response,
+    api_key_digest: ApiKeyDigestDep,
+    sent_key: SentKeyDep,
 ) -> WebhookEndpointSecretOut:
     draft = webhooks.NewEndpoint(url=body.url, event_types=body.event_types, description=body.description)
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
 
-    def work(session: Session) -> tuple[int, WebhookEndpointSecretOut]:
-        seed_key = runtime.keys.seed_key
-        return 201, webhooks.create_endpoint(session, seed_key, policy, utc_now(), tenant_id, draft)
+    async def work(opened: Transaction) -> WebhookEndpointSecretOut:
+        return await webhooks.create_endpoint(opened, runtime.keys.seed_key, policy, utc_now(), draft)
 
-    return idempotency.run(work, WebhookEndpointSecretOut)
+    answer = WebhookEndpointSecretOut
+    return await keyed_write(request, response, api_key_digest, sent_key, answer, work, status=201)
 
 
 @router.get(
@@ -101,22 +107,26 @@ async def get_endpoint(
     "pending deliveries resume in order.",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ENDPOINT_NOT_FOUND, UNSAFE_WEBHOOK_URL),
 )
-def update_endpoint(
+async def update_endpoint(
     endpoint_id: EndpointId,
     body: WebhookEndpointUpdate,
     runtime: RuntimeDep,
-    tenant_id: TenantDep,
-    idempotency: IdempotencyDep,
+    request: Request,
+    response: Response,
+    api_key_digest: ApiKeyDigestDep,
+    sent_key: SentKeyDep,
 ) -> WebhookEndpointOut:
     change = webhooks.EndpointChange(
         url=body.url, event_types=body.event_types, description=body.description, enabled=body.enabled
     )
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
 
-    def work(session: Session) -> tuple[int, WebhookEndpointOut]:
-        return 200, webhooks.update_endpoint(session, policy, utc_now(), tenant_id, endpoint_id, change)
+    async def work(opened: Transaction) -> WebhookEndpointOut:
+        return await webhooks.update_endpoint(opened, policy, utc_now(), endpoint_id, change)
 
-    return idempotency.run(work, WebhookEndpointOut)
+    return await keyed_write(
+        request, response, api_key_digest, sent_key, WebhookEndpointOut, work, status=200
+    )
 
 
 @router.delete(
@@ -126,13 +136,18 @@ def update_endpoint(
     description="Nothing more is sent to it, including deliveries still pending; the events stay recorded.",
     responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND),
 )
-def delete_endpoint(
-    endpoint_id: EndpointId, tenant_id: TenantDep, idempotency: IdempotencyDep
+async def delete_endpoint(
+    endpoint_id: EndpointId,
+    request: Request,
+    response: Response,
+    api_key_digest: ApiKeyDigestDep,
+    sent_key: SentKeyDep,
 ) -> WebhookEndpointDeletedOut:
-    def work(session: Session) -> tuple[int, WebhookEndpointDeletedOut]:
-        return 200, webhooks.delete_endpoint(session, tenant_id, endpoint_id)
+    async def work(opened: Transaction) -> WebhookEndpointDeletedOut:
+        return await webhooks.delete_endpoint(opened, endpoint_id)
 
-    return idempotency.run(work, WebhookEndpointDeletedOut)
+    answer = WebhookEndpointDeletedOut
+    return await keyed_write(request, response, api_key_digest, sent_key, answer, work, status=200)
 
 
 @router.post(
@@ -143,16 +158,21 @@ def delete_endpoint(
     "carries two signatures (new and previous), so receivers can switch without missing one.",
     responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND),
 )
-def rotate_secret(
-    endpoint_id: EndpointId, runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep
+async def rotate_secret(
+    endpoint_id: EndpointId,
+    runtime: RuntimeDep,
+    request: Request,
+    response: Response,
+    api_key_digest: ApiKeyDigestDep,
+    sent_key: SentKeyDep,
 ) -> WebhookEndpointSecretOut:
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
 
-    def work(session: Session) -> tuple[int, WebhookEndpointSecretOut]:
-        seed_key = runtime.keys.seed_key
-        return 200, webhooks.rotate_secret(session, seed_key, policy, utc_now(), tenant_id, endpoint_id)
+    async def work(opened: Transaction) -> WebhookEndpointSecretOut:
+        return await webhooks.rotate_secret(opened, runtime.keys.seed_key, policy, utc_now(), endpoint_id)
 
-    return idempotency.run(work, WebhookEndpointSecretOut)
+    answer = WebhookEndpointSecretOut
+    return await keyed_write(request, response, api_key_digest, sent_key, answer, work, status=200)
 
 
 @router.get(
@@ -189,10 +209,17 @@ async def list_deliveries(
     "`webhook-id`.",
     responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND, DELIVERY_NOT_FOUND, DELIVERY_IN_FLIGHT),
 )
-def retry_delivery(
-    endpoint_id: EndpointId, delivery_id: DeliveryId, tenant_id: TenantDep, idempotency: IdempotencyDep
+async def retry_delivery(
+    endpoint_id: EndpointId,
+    delivery_id: DeliveryId,
+    request: Request,
+    response: Response,
+    api_key_digest: ApiKeyDigestDep,
+    sent_key: SentKeyDep,
 ) -> WebhookDeliveryOut:
-    def work(session: Session) -> tuple[int, WebhookDeliveryOut]:
-        return 200, webhooks.retry_delivery(session, utc_now(), tenant_id, endpoint_id, delivery_id)
+    async def work(opened: Transaction) -> WebhookDeliveryOut:
+        return await webhooks.retry_delivery(opened, utc_now(), endpoint_id, delivery_id)
 
-    return idempotency.run(work, WebhookDeliveryOut)
+    return await keyed_write(
+        request, response, api_key_digest, sent_key, WebhookDeliveryOut, work, status=200
+    )
