@@ -175,8 +175,54 @@ def test_a_delivery_being_attempted_is_not_retried_until_its_attempt_ends(
     retried = tenant.post(retry)
     assert retried.status_code == 200, retried.text
     assert retried.json()["status"] == "pending"
-    # The retry's answer (built on the session) is the delivery as the list reads it (on the driver).
+    # The retry's answer (built from the row it locked) is the delivery as the list reads it.
     assert tenant.get(f"{path}/deliveries").json()["data"] == [retried.json()]
+
+
+def test_every_write_retried_with_its_key_is_done_once_and_a_refused_one_burns_no_key(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    """Changed, rotated, a delivery retried, deleted, each under a key sent twice: the second answers as the
+    first did (the rotated secret too, so nothing was rotated again) and says it is a replay; a change
+    refused on its merits leaves its key free for the corrected one."""
+    tenant = new_tenant(client, sessions)
+    path = f"{ENDPOINTS}/{create(tenant, event_types=['ledger.deposit.posted']).json()['id']}"
+    tenant.wallet(5)
+    with sessions.begin() as session:  # the worker's first step: the deposit's event becomes a delivery
+        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    delivery_id = tenant.get(f"{path}/deliveries").json()["data"][0]["id"]
+
+    def send(method: str, below: str, key: str, json: Any = None) -> Any:
+        headers = {**tenant.headers, "Idempotency-Key": key}
+        return client.request(method, f"{path}{below}", json=json, headers=headers)
+
+    def twice(method: str, below: str, key: str, json: Any = None) -> dict[str, Any]:
+        first, again = send(method, below, key, json), send(method, below, key, json)
+        assert first.status_code == 200, first.text
+        assert "Idempotent-Replayed" not in first.headers
+        assert (again.status_code, again.json(), again.headers["Idempotent-Replayed"]) == (
+            200,
+            first.json(),
+            "true",
+        )
+        answer: dict[str, Any] = first.json()
+        return answer
+
+    refused = send("PATCH", "", "change-1", {"url": "http://user:pw@127.0.0.1:9/hooks"})
+    assert_names_field(assert_problem(refused, 422, "unsafe_webhook_url"), "body.url")
+    changed = twice("PATCH", "", "change-1", {"url": "http://127.0.0.1:9/other", "description": "lobby"})
+    assert (changed["url"], changed["description"]) == ("http://127.0.0.1:9/other", "lobby")
+    rotated = twice("POST", "/rotate-secret", "rotate-1")
+    assert rotated["secret"].startswith("whsec_")
+    assert tenant.get(path).json() == {key: value for key, value in rotated.items() if key != "secret"}
+    retried = twice("POST", f"/deliveries/{delivery_id}/retry", "retry-1")
+    assert (retried["status"], retried["attempt_limit"]) == ("pending", 1)
+    assert twice("DELETE", "", "delete-1") == {
+        "id": path.rsplit("/", 1)[1],
+        "object": "webhook_endpoint",
+        "deleted": True,
+    }
+    assert_problem(tenant.get(path), 404, "webhook_endpoint_not_found")
 
 
 @pytest.fixture
