@@ -149,14 +149,31 @@ def test_every_hot_request_runs_on_one_shard_in_one_phase(single_shard_url: str,
             api.ok(api.get(f"/v1/accounts/{wallets[1]}"))
             api.ok(api.get(f"/v1/accounts/{wallets[1]}/transactions"))
             _reads_beside_the_check(api, wallets)
+            _webhook_writes(api, client, commits)
             public = client.get(games[0]["fairness"]["public_url"])
             assert public.status_code == 200, public.text
     finally:
         commits.admin.dispose()
         engine.dispose()
     assert step >= 4
-    one_phase = ("account", "keyed deposit", "keyed withdrawal", "replay", "action")
+    one_phase = ("account", "keyed deposit", "keyed withdrawal", "replay", "action", "webhook write")
     assert {kind: set(commits.counts[kind]) for kind in one_phase} == {kind: {0} for kind in one_phase}
+
+
+def _webhook_writes(api: Api, client: TestClient, commits: TwoPhaseCommits) -> None:
+    """The webhooks' writes in the keyed transaction (pokna.webhooks.endpoints, pokna.webhooks.deliveries),
+    keyed and key-less: each statement bound to the tenant, each committed in one phase."""
+    hook = {"url": "http://127.0.0.1:9/hooks", "event_types": ["game.turn"]}
+    made = partial(api.post, "/v1/webhooks/endpoints", hook, idempotency_key=f"hook-{uuid4()}")
+    path = f"/v1/webhooks/endpoints/{api.ok(commits.of('webhook write', made), 201)['id']}"
+    keyed = {**api.headers, "Idempotency-Key": f"hook-{uuid4()}"}
+    change = partial(client.patch, path, json={"description": "lobby"}, headers=keyed)
+    assert api.ok(commits.of("webhook write", change))["description"] == "lobby"
+    api.ok(commits.of("webhook write", partial(api.post, f"{path}/rotate-secret")))
+    missing = api.post(f"{path}/deliveries/whdl_unknown/retry")
+    assert missing.status_code == 404, missing.text
+    deleted = partial(client.delete, path, headers=api.headers)
+    assert api.ok(commits.of("webhook write", deleted))["deleted"] is True
 
 
 def _reads_beside_the_check(api: Api, wallets: list[str]) -> None:
