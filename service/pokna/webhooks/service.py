@@ -1,6 +1,7 @@
 """The webhooks' one way in, for the HTTP layer, the CLI, the sweep and the tests.
 
-Endpoints (endpoints.py), a delivery's retry (deliveries.py), what a tenant reads of them (reads.py, async), the worker that fans the outbox out and sends
+Endpoints (endpoints.py) and a delivery's retry (deliveries.py), each the work of a keyed transaction on
+the driver; what a tenant reads of them (reads.py, async); the worker that fans the outbox out and sends
 (worker.py: dispatch.py, attempts.py, sending.py), and the purge of finished events. Events themselves
 are recorded by the domains, through pokna.outbox.
 """
