@@ -7,7 +7,7 @@ the guarantees). The hot paths (a game's creation and actions, deposits and with
 themselves on the driver (`get_sent_key`); the other keyed routes hand their work to `Idempotency.run`.
 
 Their work runs on the request's ORM session (`SessionDep`), in the thread pool, as the route does: it is
-the admin side (webhook endpoints, tenant settings, tables, checkpoints, opening a wallet), written through
+the webhook endpoints' writes (the other admin writes are on the driver: pokna.api.keyed_writes), written through
 the domains' ORM services that the CLI and the tests call too. The claim and its release are the driver's,
 the same statements as the hot paths' (run on the event loop, from the route's thread, on a connection of
 the runtime's pool): the claim is autocommit there, visible to a retry before the work starts. The hold and
