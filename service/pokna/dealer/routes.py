@@ -15,7 +15,7 @@ from pokna.api.auth import ApiKeyDigestDep
 from pokna.api.deps import driver_connection, runtime_of
 from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, SentKeyDep
-from pokna.api.keyed_writes import keyed_write
+from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
 from pokna.api.written_numbers import WrittenNumbersRoute
@@ -237,14 +237,7 @@ async def game_proof(
     "clockwise, and keeps each seat's running total.",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, BAD_SEATING),
 )
-async def create_table(
-    body: TableCreate,
-    request: Request,
-    response: Response,
-    api_key_digest: ApiKeyDigestDep,
-    clock: ClockDep,
-    sent_key: SentKeyDep,
-) -> TableOut:
+async def create_table(body: TableCreate, clock: ClockDep, write: KeyedWriteDep) -> TableOut:
     terms = dealer.NewTable(
         account_ids=body.account_ids,
         stake=body.stake,
@@ -253,15 +246,7 @@ async def create_table(
         turn_timeout_seconds=body.turn_timeout_seconds,
         rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
     )
-    return await keyed_write(
-        request,
-        response,
-        api_key_digest,
-        sent_key,
-        TableOut,
-        lambda opened: dealer.create_table(opened, terms, clock),
-        status=201,
-    )
+    return await write(TableOut, lambda opened: dealer.create_table(opened, terms, clock), status=201)
 
 
 @router.get(

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from pokna.api.auth import ApiKeyDigestDep
 from pokna.api.deps import driver_connection
 from pokna.api.fields import RakeTermsIn
-from pokna.api.idempotency import SentKeyDep
-from pokna.api.keyed_writes import keyed_write
+from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, problems
 from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.dealer.rake import RakeTerms, set_defaults
@@ -58,20 +57,8 @@ async def read_settings(request: Request, api_key_digest: ApiKeyDigestDep) -> Te
     "of existing games are signed in their commitment and never change.",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT),  # the rake terms are bounded by their schema
 )
-async def update_settings(
-    body: TenantSettingsUpdate,
-    request: Request,
-    response: Response,
-    api_key_digest: ApiKeyDigestDep,
-    sent_key: SentKeyDep,
-) -> TenantSettingsOut:
+async def update_settings(body: TenantSettingsUpdate, write: KeyedWriteDep) -> TenantSettingsOut:
     terms = RakeTerms(body.rake.bps, body.rake.cap)
-    return await keyed_write(
-        request,
-        response,
-        api_key_digest,
-        sent_key,
-        TenantSettingsOut,
-        lambda opened: set_defaults(opened, terms, body.fairness_mode),
-        status=200,
+    return await write(
+        TenantSettingsOut, lambda opened: set_defaults(opened, terms, body.fairness_mode), status=200
     )

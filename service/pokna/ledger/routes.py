@@ -19,10 +19,9 @@ from pokna.api.idempotency import (
     REPLAYED_HEADER,
     REQUIRED_KEY_EXTRA,
     RequiredSentKeyDep,
-    SentKeyDep,
     key_required,
 )
-from pokna.api.keyed_writes import keyed_write
+from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import (
     BAD_CURSOR,
@@ -75,20 +74,11 @@ EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount":
     "id for the player) is unique per tenant: a second wallet for it is 409 `account_exists`.",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ACCOUNT_EXISTS),
 )
-async def open_wallet(
-    body: AccountCreate,
-    request: Request,
-    response: Response,
-    api_key_digest: ApiKeyDigestDep,
-    sent_key: SentKeyDep,
-) -> AccountOut:
+async def open_wallet(body: AccountCreate, write: KeyedWriteDep) -> AccountOut:
     async def work(opened: Transaction) -> AccountOut:
         return AccountOut.of(await accounts_aio.open_wallet(opened, body.currency, body.external_id))
 
-    refusals = accounts_aio.wallet_refusals(body.external_id)
-    return await keyed_write(
-        request, response, api_key_digest, sent_key, AccountOut, work, status=201, refusals=refusals
-    )
+    return await write(AccountOut, work, status=201, refusals=accounts_aio.wallet_refusals(body.external_id))
 
 
 @router.get(
@@ -279,12 +269,10 @@ async def checkpoints(request: Request, api_key_digest: ApiKeyDigestDep) -> list
     description="`pokna sweep` takes checkpoints on its own; this takes one now, e.g. before an audit.",
     responses=problems(KEYED, IDEMPOTENT),
 )
-async def new_checkpoint(
-    request: Request, response: Response, api_key_digest: ApiKeyDigestDep, sent_key: SentKeyDep
-) -> CheckpointOut:
-    signing_key = runtime_of(request).keys.signing_key
+async def new_checkpoint(write: KeyedWriteDep) -> CheckpointOut:
+    signing_key = runtime_of(write.request).keys.signing_key
 
     async def work(opened: Transaction) -> CheckpointOut:
         return CheckpointOut.of(await checkpoint.take_checkpoint_in(opened, signing_key))
 
-    return await keyed_write(request, response, api_key_digest, sent_key, CheckpointOut, work, status=201)
+    return await write(CheckpointOut, work, status=201)
