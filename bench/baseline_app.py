@@ -1,7 +1,7 @@
 """The product's ASGI app plus one bench-only route: the floor a game action is measured against.
 
 `create_app()` builds exactly what `pokna serve` runs (`pokna.app.create_app`: the same middleware,
-problem handlers, bearer auth, Idempotency dependency and unit of work) and adds `POST /bench/baseline`,
+problem handlers, bearer auth and keyed transaction) and adds `POST /bench/baseline`,
 which does one small write transaction through that same stack:
 
     BEGIN
@@ -10,8 +10,8 @@ which does one small write transaction through that same stack:
     COMMIT
 
 Like a game action, the request is a bearer-authenticated POST with a small JSON body validated by
-Pydantic, goes through `IdempotencyDep` (no key sent: one unit of work), locks one of the tenant's rows
-and writes one row. `bench_baseline_touch` is a bench-only table made by `create_touch_table` before
+Pydantic, goes through the admin side's keyed write (`pokna.api.keyed_writes`, on the driver; no key
+sent: the API key checked beside the lock), locks one of the tenant's rows and writes one row. `bench_baseline_touch` is a bench-only table made by `create_touch_table` before
 the server starts; the product's schema and routes are untouched.
 
 Served like `pokna serve` (uvicorn with the factory, `log_config=None`, no access log, its HTTP protocol class):
@@ -23,22 +23,21 @@ from __future__ import annotations
 
 import argparse
 import socket
-from typing import Annotated
+from typing import Annotated, Any
 
+import psycopg
 import uvicorn
 from fastapi import APIRouter, Body, FastAPI
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import BigInteger, Column, DateTime, Engine, MetaData, String, Table, insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy import BigInteger, Column, DateTime, Engine, MetaData, String, Table
 from uvicorn.supervisors import Multiprocess
 
-from pokna.api.auth import TenantDep
-from pokna.api.idempotency import IdempotencyDep
+from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.app import create_app as create_product_app
 from pokna.cli.serve import HTTP_PROTOCOL
-from pokna.db.models.ledger import Account
 from pokna.db.types import utc_now
 from pokna.errors import NotFound
+from pokna.idempotency.keyed import Transaction
 from pokna.logs import configure_logging
 from pokna.settings import get_settings
 
@@ -72,20 +71,32 @@ class Touched(BaseModel):
 router = APIRouter()
 
 
+_LOCK_WALLET = (
+    "SELECT id, balance FROM account WHERE id = %(account_id)s AND tenant_id = %(tenant_id)s FOR UPDATE"
+)
+_TOUCH = (
+    "INSERT INTO bench_baseline_touch (account_id, balance, touched_at) "
+    "VALUES (%(account_id)s, %(balance)s, %(touched_at)s)"
+)
+
+
 @router.post(BASELINE_PATH, include_in_schema=False, response_model=Touched)
-def baseline(body: Annotated[Touch, Body()], tenant_id: TenantDep, idempotency: IdempotencyDep) -> Touched:
-    def work(session: Session) -> tuple[int, Touched]:
-        row = session.execute(
-            select(Account.id, Account.balance)
-            .where(Account.id == body.account_id, Account.tenant_id == tenant_id)
-            .with_for_update()
-        ).one_or_none()
+async def baseline(body: Annotated[Touch, Body()], write: KeyedWriteDep) -> Touched:
+    """The kernel's keyed write with the least work: lock a wallet, insert a row, answer it."""
+
+    async def work(opened: Transaction) -> Touched:
+        async def lock(tenant_id: str) -> psycopg.AsyncCursor[Any]:
+            params = {"account_id": body.account_id, "tenant_id": tenant_id}
+            return await opened.connection.execute(_LOCK_WALLET, params)
+
+        row = await (await opened.read(lock)).fetchone()
         if row is None:
             raise NotFound(f"no account {body.account_id}")
-        session.execute(insert(touch).values(account_id=row.id, balance=row.balance, touched_at=utc_now()))
-        return 200, Touched(account_id=row.id, balance=row.balance)
+        touched = {"account_id": row[0], "balance": row[1], "touched_at": utc_now()}
+        await opened.connection.execute(_TOUCH, touched)
+        return Touched(account_id=row[0], balance=row[1])
 
-    return idempotency.run(work, Touched)
+    return await write(Touched, work, status=200)
 
 
 def create_app() -> FastAPI:

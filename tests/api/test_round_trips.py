@@ -358,3 +358,46 @@ def test_public_log_reads_need_no_more_round_trips_than_their_reads(
         trips[name] = wire.take()
     assert client.get(link).json()["public_log"]["status"] == "logged"
     assert trips == {"checkpoint": 1, "checkpoint of a size": 1, "consistency": 1, "inclusion": 2, "link": 4}
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "keyed"])
+def test_the_admin_writes_are_a_claim_and_a_transaction(
+    counted: tuple[TestClient, WireTurns], sessions: sessionmaker[Session], keyed: bool
+) -> None:
+    """Opening a wallet, taking a checkpoint, setting the tenant's defaults, creating a table: with a key
+    its claim (and the key's check), then BEGIN, the hold and the reads, then the writes, the stored answer
+    and COMMIT; without one the key's check rides with the reads. A replay is the claim alone."""
+    client, wire = counted
+    api = new_tenant(client, sessions)
+    headers = money_key if keyed else dict
+    seats = [api.wallet(50) for _ in range(3)]
+    writes: dict[str, tuple[str, str, Any]] = {
+        "wallet": ("POST", "/v1/accounts", {}),
+        "checkpoint": ("POST", "/v1/ledger/checkpoints", None),
+        "settings": ("PUT", "/v1/tenant/settings", {"rake": {"bps": 100, "cap": 5}}),
+        "table": ("POST", "/v1/tables", {"account_ids": seats, "stake": 5}),
+    }
+
+    def send(method: str, path: str, body: Any, sent: dict[str, str]) -> Any:
+        answer = api.put(path, body, headers=sent) if method == "PUT" else api.post(path, body, headers=sent)
+        assert answer.status_code in (200, 201), answer.text
+        return answer
+
+    for _warm_up in range(6):
+        for method, path, body in writes.values():
+            send(method, path, body, headers())
+    trips = {}
+    for name, (method, path, body) in writes.items():
+        wire.take()
+        send(method, path, body, headers())
+        trips[name] = wire.take()
+    assert trips == dict.fromkeys(writes, 3 if keyed else 2)
+    if keyed:
+        for name, (method, path, body) in writes.items():
+            key = money_key()
+            first = send(method, path, body, key)
+            wire.take()
+            replay = send(method, path, body, key)
+            assert wire.take() == 1, name
+            assert replay.json() == first.json()
+            assert replay.headers["Idempotent-Replayed"] == "true"

@@ -13,15 +13,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Annotated, TypeVar
 
 import psycopg
-from fastapi import Request, Response
+from fastapi import Depends, Request, Response
 from pydantic import BaseModel
 
+from pokna.api.auth import ApiKeyDigestDep
 from pokna.api.deps import driver_connection, runtime_of
 from pokna.api.encoding import json_ready
-from pokna.api.idempotency import REPLAYED_HEADER, SentKey
+from pokna.api.idempotency import REPLAYED_HEADER, SentKey, SentKeyDep
 from pokna.db.aio import AsyncDatabase
 from pokna.idempotency import service as idempotency
 from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, Refusals, Transaction, keyed, transaction
@@ -33,52 +35,62 @@ Work = Callable[[Transaction], Awaitable[Model]]
 connection; returns the answer."""
 
 
-async def keyed_write(
-    request: Request,
-    response: Response,
-    api_key_digest: str,
-    sent: SentKey | None,
-    answer: type[Model],
-    work: Work[Model],
-    *,
-    status: int,
-    refusals: Refusals | None = None,
-) -> Model:
-    """`work`'s answer with `status`, or the answer stored under the sent key (with its status)."""
-    claimed: list[Claim] = []
+@dataclass(frozen=True)
+class KeyedWrite:
+    """A keyed write's request: its API key and its Idempotency-Key, if sent."""
 
-    async def attempt(caller: Caller, claim: Claim | None) -> Model:
-        if claim is not None:
-            claimed.append(claim)
-        async with transaction(connection, caller, claim, refusals) as opened:
-            body = await work(opened)
+    request: Request
+    response: Response
+    api_key_digest: str
+    sent: SentKey | None
+
+    async def __call__(
+        self, answer: type[Model], work: Work[Model], *, status: int, refusals: Refusals | None = None
+    ) -> Model:
+        """`work`'s answer with `status`, or the answer stored under the sent key (with its status)."""
+        claimed: list[Claim] = []
+
+        async def attempt(caller: Caller, claim: Claim | None) -> Model:
             if claim is not None:
-                # ASCII-escaped JSON, so any text the body holds (even NUL) fits a PostgreSQL text column.
-                encoded = json.dumps(json_ready(body), separators=(",", ":"))
-                stored = {"tenant_id": claim.tenant_id, "key": claim.key, "status": status, "body": encoded}
-                await connection.execute(idempotency.STORE_RESPONSE, stored)
-        return body
+                claimed.append(claim)
+            async with transaction(connection, caller, claim, refusals) as opened:
+                body = await work(opened)
+                if claim is not None:
+                    # ASCII-escaped JSON, so any text the body holds (even NUL) fits a PostgreSQL text column.
+                    encoded = json.dumps(json_ready(body), separators=(",", ":"))
+                    stored = {
+                        "tenant_id": claim.tenant_id,
+                        "key": claim.key,
+                        "status": status,
+                        "body": encoded,
+                    }
+                    await connection.execute(idempotency.STORE_RESPONSE, stored)
+            return body
 
-    keyed_sent = None if sent is None else Keyed(sent.key, sent.fingerprint)
-    try:
-        async with driver_connection(request) as connection:
-            done = await keyed(
-                connection,
-                Caller(api_key_digest=api_key_digest),
-                keyed_sent,
-                attempt,
-                check_in_transaction=True,
-            )
-    except BaseException:
-        if claimed and connection.closed:
-            await _release(runtime_of(request).aio, claimed[0])
-        raise
-    if isinstance(done, Answer):
-        response.status_code = done.status
-        response.headers[REPLAYED_HEADER] = "true"
-        return answer.model_validate_json(done.body)
-    response.status_code = status
-    return done
+        sent = None if self.sent is None else Keyed(self.sent.key, self.sent.fingerprint)
+        caller = Caller(api_key_digest=self.api_key_digest)
+        try:
+            async with driver_connection(self.request) as connection:
+                done = await keyed(connection, caller, sent, attempt, check_in_transaction=True)
+        except BaseException:
+            if claimed and connection.closed:
+                await _release(runtime_of(self.request).aio, claimed[0])
+            raise
+        if isinstance(done, Answer):
+            self.response.status_code = done.status
+            self.response.headers[REPLAYED_HEADER] = "true"
+            return answer.model_validate_json(done.body)
+        self.response.status_code = status
+        return done
+
+
+async def get_keyed_write(
+    request: Request, response: Response, api_key_digest: ApiKeyDigestDep, sent: SentKeyDep
+) -> KeyedWrite:
+    return KeyedWrite(request, response, api_key_digest, sent)
+
+
+KeyedWriteDep = Annotated[KeyedWrite, Depends(get_keyed_write)]
 
 
 async def _release(database: AsyncDatabase, claim: Claim) -> None:

@@ -16,6 +16,8 @@ Pokna's own codes (class PK, raised by the functions in service/pokna/sql/):
   due time; the dealer decides again once the round is due. Not an error a client sees.
 PostgreSQL's:
 - `LOCK_NOT_AVAILABLE` (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running).
+- `UNIQUE_VIOLATION` (23505): a wallet opened for an external id a concurrent request took first
+  (pokna.ledger.accounts_aio.open_wallet).
 - the outages (`unavailable_reason`): the database cannot serve now, whatever the request was; a 503
   `database_unavailable` with Retry-After (pokna.api.problems), never a 500.
 Citus's, met while a tenant's shards move to another worker (`SHARD_MOVING`, docs/scaling.md "Moving a
@@ -44,6 +46,7 @@ STALE_BALANCES = "PK409"
 WALLET_HELD = "PK423"
 ROUND_TOO_NEAR = "PK425"
 LOCK_NOT_AVAILABLE = "55P03"
+UNIQUE_VIOLATION = "23505"
 
 # SQLSTATE classes and codes that say the server cannot do the work now, whatever the request was.
 _UNAVAILABLE_CLASSES = ("08",)  # connection exception

@@ -14,7 +14,7 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, func, select
 from sqlalchemy.orm import Session
 
-from pokna.db.models.game import Game, GameSeat, GameTable
+from pokna.db.models.game import Game, GameSeat
 from pokna.dealer.records import (
     ACTION_EVENT,
     GAME_COLUMNS,
@@ -79,10 +79,6 @@ class GameQueries:
             oldest_roll_deadline_at=games.oldest_roll_deadline_at,
             wallets_held=int(held or 0),
         )
-
-    def insert_table(self, session: Session, table: GameTable) -> None:
-        session.add(table)
-        session.flush()
 
 
 # --- rows, as the action's statements send them --------------------------------------------------------------

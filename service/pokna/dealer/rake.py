@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.orm import Session
-
 from pokna.dealer.schemas import RakeOut
 from pokna.errors import InvalidRequest
-from pokna.tenants.settings import rake_defaults
+from pokna.idempotency.keyed import Transaction
+from pokna.tenants.settings import GAME_DEFAULTS, SET_DEFAULTS, TenantSettingsOut, settings_out
 from pokna_verify.game import GameConfig, GameError
 
 
@@ -32,14 +31,6 @@ class RakeTerms:
 NO_RAKE = RakeTerms()
 
 
-def rake_terms_for(session: Session, tenant_id: str, asked: RakeTerms | None) -> RakeTerms:
-    """The terms a request named, or the tenant's defaults when it named none."""
-    if asked is not None:
-        return asked
-    bps, cap = rake_defaults(session, tenant_id)
-    return RakeTerms(bps, cap)
-
-
 def game_config(stake: int, challenge_raise: int | None, player_count: int, rake: RakeTerms) -> GameConfig:
     """The rules' config, its refusals named by the request field they come from."""
     try:
@@ -54,3 +45,16 @@ def game_config(stake: int, challenge_raise: int | None, player_count: int, rake
         field = str(error.details.get("field", ""))
         field = {"rake_bps": "rake.bps", "rake_cap": "rake.cap"}.get(field, field)
         raise InvalidRequest(error.message, field=f"body.{field}" if field else "body") from error
+
+
+async def set_defaults(opened: Transaction, terms: RakeTerms, fairness_mode: str | None) -> TenantSettingsOut:
+    """The tenant's defaults for new games and tables: `terms`, and `fairness_mode` unless None (then the
+    one it has, read in the transaction's first round trip); its settings as they now are."""
+    connection = opened.connection
+    found = await opened.read(lambda tenant_id: connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id}))
+    row = await found.fetchone()
+    assert row is not None, "a key's tenant is never deleted"
+    mode = row[2] if fairness_mode is None else fairness_mode
+    values = {"tenant_id": opened.tenant, "bps": terms.bps, "cap": terms.cap, "fairness_mode": mode}
+    await connection.execute(SET_DEFAULTS, values)
+    return settings_out(opened.tenant, terms.bps, terms.cap, mode)

@@ -2,21 +2,20 @@
 
 A game's writes (create, act, a passed deadline a read or a table's round finds) and its reads are async,
 on the driver (pokna.dealer.game_action, pokna.dealer.creating, pokna.dealer.reading), each on one
-connection, a table's read too. A table's creation gets its session from `idempotency.run`, which commits
-once the service is done. Every answer is the
-dealer's documented model (pokna.dealer.schemas)."""
+connection, a table's read and creation too (the creation under the keyed transaction,
+pokna.api.keyed_writes). Every answer is the dealer's documented model (pokna.dealer.schemas)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Request, Response
-from sqlalchemy.orm import Session
 
-from pokna.api.auth import ApiKeyDigestDep, TenantDep
+from pokna.api.auth import ApiKeyDigestDep
 from pokna.api.deps import driver_connection, runtime_of
 from pokna.api.fields import NoNul
-from pokna.api.idempotency import REPLAYED_HEADER, IdempotencyDep, SentKeyDep
+from pokna.api.idempotency import REPLAYED_HEADER, SentKeyDep
+from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
 from pokna.api.written_numbers import WrittenNumbersRoute
@@ -238,9 +237,7 @@ async def game_proof(
     "clockwise, and keeps each seat's running total.",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, BAD_SEATING),
 )
-def create_table(
-    body: TableCreate, tenant_id: TenantDep, clock: ClockDep, idempotency: IdempotencyDep
-) -> TableOut:
+async def create_table(body: TableCreate, clock: ClockDep, write: KeyedWriteDep) -> TableOut:
     terms = dealer.NewTable(
         account_ids=body.account_ids,
         stake=body.stake,
@@ -249,11 +246,7 @@ def create_table(
         turn_timeout_seconds=body.turn_timeout_seconds,
         rake=None if body.rake is None else dealer.RakeTerms(body.rake.bps, body.rake.cap),
     )
-
-    def work(session: Session) -> tuple[int, TableOut]:
-        return 201, dealer.create_table(session, tenant_id, terms, clock)
-
-    return idempotency.run(work, TableOut)
+    return await write(TableOut, lambda opened: dealer.create_table(opened, terms, clock), status=201)
 
 
 @router.get(

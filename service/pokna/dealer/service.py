@@ -28,7 +28,7 @@ from pokna.dealer.reading import (
 )
 from pokna.dealer.records import OverdueGames
 from pokna.dealer.requests import PlayerRequest
-from pokna.dealer.tables import NewTable, check_seating, create_table, deal_round
+from pokna.dealer.tables import NewTable, create_table, deal_round
 from pokna.idempotency.keyed import Answer, Caller, Keyed
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "act",
     "apply_due",
     "catch_up",
-    "check_seating",
     "create_game",
     "create_table",
     "deal_round",

@@ -17,7 +17,6 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session
 
-from pokna.db.models.game import GameTable
 from pokna.dealer.records import GameRecord, OverdueGames
 from pokna.dealer.store_postgres import PostgresGameStore
 
@@ -37,8 +36,6 @@ class GameStore(Protocol):
     def overdue_games(self, session: Session, now: datetime) -> OverdueGames:
         """Every tenant's games past their deadline at `now`, and the wallets their waiting rolls hold."""
         ...
-
-    def insert_table(self, session: Session, table: GameTable) -> None: ...
 
 
 _GAME_STORE: GameStore = PostgresGameStore()

@@ -311,6 +311,14 @@ DEADLINE_AND_ROUND = (
 """A game's deadline and the beacon round its waiting roll needs, read without a lock: whether a touch
 (the sweep's) has anything to apply, and which round to fetch before it locks the game."""
 
+INSERT_TABLE = (
+    "INSERT INTO game_table (id, tenant_id, account_ids, stake, challenge_raise, currency, turn_timeout_seconds, "
+    "rounds_played, rake_bps, rake_cap, created_at) VALUES (%(id)s, %(tenant_id)s, %(account_ids)s, %(stake)s, "
+    "%(challenge_raise)s, %(currency)s, %(turn_timeout_seconds)s, %(rounds_played)s, %(rake_bps)s, "
+    "%(rake_cap)s, %(created_at)s)"
+)
+"""A new table (pokna.dealer.tables.create_table); `account_ids` as JSON."""
+
 TABLE_FOR_ROUND = (
     "SELECT account_ids, stake, challenge_raise, currency, turn_timeout_seconds, rake_bps, rake_cap, "
     "rounds_played FROM game_table WHERE tenant_id = %(tenant_id)s AND id = %(table_id)s FOR NO KEY UPDATE"

@@ -2,19 +2,18 @@
 
 A round is a new game, created as any is (pokna.dealer.creating, async on the driver), in a transaction
 that also locks the table (so rounds are dealt one at a time) and counts the round (`rounds_played` moves
-with the game it counts). A table itself is created in the request's session, and read as a game is (pokna.dealer.reading)."""
+with the game it counts). A table itself is created under the keyed transaction too
+(pokna.api.keyed_writes), and read as a game is (pokna.dealer.reading)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
-from sqlalchemy.orm import Session
+from psycopg.types.json import Json
 
-from pokna import ledger
-from pokna.db.models.game import GameTable
 from pokna.db.types import new_id
 from pokna.dealer.action_transaction import Dealer
 from pokna.dealer.answer import CREATED
@@ -30,14 +29,13 @@ from pokna.dealer.creating import (
 from pokna.dealer.errors import RoundInProgress
 from pokna.dealer.game_action import catch_up
 from pokna.dealer.locked import Clock
-from pokna.dealer.rake import RakeTerms, game_config, rake_terms_for
-from pokna.dealer.records import TABLE_COLUMNS, TableRecord
+from pokna.dealer.rake import RakeTerms, game_config
+from pokna.dealer.records import TableRecord
 from pokna.dealer.schemas import TableOut
-from pokna.dealer.store import game_store
-from pokna.dealer.store_postgres import LAST_ROUND, TABLE_FOR_ROUND, TABLE_ROUND_DEALT
+from pokna.dealer.store_postgres import INSERT_TABLE, LAST_ROUND, TABLE_FOR_ROUND, TABLE_ROUND_DEALT
 from pokna.dealer.view import table_out
 from pokna.errors import NotFound
-from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed, transaction
+from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, Transaction, keyed, transaction
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, summaries
 from pokna.service_keys import ServiceKeys
 from pokna.tenants.settings import GAME_DEFAULTS
@@ -55,27 +53,39 @@ class NewTable:
     rake: RakeTerms | None = None  # None: the tenant's default rake terms, fixed for every round now
 
 
-def create_table(session: Session, tenant_id: str, terms: NewTable, clock: Clock) -> TableOut:
-    fields = [f"body.account_ids.{index}" for index in range(len(terms.account_ids))]
-    check_seating(session, tenant_id, list(terms.account_ids), terms.currency, fields)
-    rake = rake_terms_for(session, tenant_id, terms.rake)
-    game_config(terms.stake, terms.challenge_raise, len(terms.account_ids) - 1, rake)
-    table = GameTable(
+async def create_table(opened: Transaction, terms: NewTable, clock: Clock) -> TableOut:
+    """A new table, in `opened`: its seats' wallets and the tenant's default rake read in the
+    transaction's first round trip, the table written with its COMMIT. The seats are checked as a game's
+    are (pokna.dealer.creating), each named by its place in `body.account_ids`."""
+    seats = list(terms.account_ids)
+    fields = [f"body.account_ids.{index}" for index in range(len(seats))]
+    check_distinct(seats, fields)
+    connection = opened.connection
+
+    async def reads(tenant_id: str) -> tuple[psycopg.AsyncCursor[Any], ...]:
+        accounts = await connection.execute(ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": seats})
+        return accounts, await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
+
+    accounts, defaults = await opened.read(reads)
+    seated_balances(summaries(await accounts.fetchall()), seats, terms.currency, fields)
+    bps, cap, _ = tuple(await defaults.fetchone() or (0, None, None))
+    rake = RakeTerms(bps, cap) if terms.rake is None else terms.rake
+    game_config(terms.stake, terms.challenge_raise, len(seats) - 1, rake)
+    table = TableRecord(
         id=new_id("tbl"),
-        tenant_id=tenant_id,
-        account_ids=list(terms.account_ids),
+        account_ids=seats,
         stake=terms.stake,
         challenge_raise=terms.stake if terms.challenge_raise is None else terms.challenge_raise,
         currency=terms.currency,
         turn_timeout_seconds=terms.turn_timeout_seconds,
+        rounds_played=0,  # a new table has played no round yet
         rake_bps=rake.bps,
         rake_cap=rake.cap,
-        rounds_played=0,
         created_at=clock.now,
     )
-    game_store(session).insert_table(session, table)
-    # A new table has played no round yet.
-    return table_out(TableRecord(**{column: getattr(table, column) for column in TABLE_COLUMNS}), ())
+    values = {**asdict(table), "tenant_id": opened.tenant, "account_ids": Json(seats)}
+    await connection.execute(INSERT_TABLE, values)
+    return table_out(table, ())
 
 
 async def deal_round(
@@ -175,17 +185,6 @@ def _check_last_round(last: tuple[Any, ...] | None, tenant_id: str, clock: Clock
     if not caught_up and not pending and deadline_at is not None and deadline_at <= clock.now:
         raise DeadlinePassed(tenant_id, game_id)
     raise RoundInProgress(f"round {round_number} ({game_id}) has not ended")
-
-
-def check_seating(
-    session: Session, tenant_id: str, account_ids: list[str], currency: str, fields: list[str]
-) -> dict[str, int]:
-    """Each seat a distinct player wallet of this tenant, in the game's currency; `fields` name them.
-    The wallets' balances, by account id."""
-    check_distinct(account_ids, fields)
-    return seated_balances(
-        ledger.account_summaries(session, tenant_id, account_ids), account_ids, currency, fields
-    )
 
 
 def _new_game_for_round(

@@ -1,5 +1,6 @@
 """The calling tenant's settings: its default rake for new games and tables. Read on the driver, beside
-the key's check (one round trip); set on the request's session, under the kernel's idempotency."""
+the key's check (one round trip); set on the driver too, under the keyed transaction
+(pokna.api.keyed_writes)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ from typing import Literal
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.orm import Session
 
-from pokna.api.auth import ApiKeyDigestDep, TenantDep
+from pokna.api.auth import ApiKeyDigestDep
 from pokna.api.deps import driver_connection
 from pokna.api.fields import RakeTermsIn
-from pokna.api.idempotency import IdempotencyDep
+from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, problems
 from pokna.api.written_numbers import WrittenNumbersRoute
+from pokna.dealer.rake import RakeTerms, set_defaults
 from pokna.tenants import settings
-from pokna.tenants.settings import TenantSettingsOut, set_default_fairness_mode, set_default_rake
+from pokna.tenants.settings import TenantSettingsOut
 
 router = APIRouter(prefix="/v1", tags=["tenant"], route_class=WrittenNumbersRoute)
 
@@ -56,12 +57,8 @@ async def read_settings(request: Request, api_key_digest: ApiKeyDigestDep) -> Te
     "of existing games are signed in their commitment and never change.",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT),  # the rake terms are bounded by their schema
 )
-def update_settings(
-    body: TenantSettingsUpdate, tenant_id: TenantDep, idempotency: IdempotencyDep
-) -> TenantSettingsOut:
-    def work(session: Session) -> tuple[int, TenantSettingsOut]:
-        if body.fairness_mode is not None:
-            set_default_fairness_mode(session, tenant_id, body.fairness_mode)
-        return 200, set_default_rake(session, tenant_id, bps=body.rake.bps, cap=body.rake.cap)
-
-    return idempotency.run(work, TenantSettingsOut)
+async def update_settings(body: TenantSettingsUpdate, write: KeyedWriteDep) -> TenantSettingsOut:
+    terms = RakeTerms(body.rake.bps, body.rake.cap)
+    return await write(
+        TenantSettingsOut, lambda opened: set_defaults(opened, terms, body.fairness_mode), status=200
+    )

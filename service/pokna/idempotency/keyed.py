@@ -3,7 +3,9 @@ deposit or withdrawal), and the one module that spells BEGIN, COMMIT and ROLLBAC
 
 1. `keyed`: the caller authenticated and the Idempotency-Key claimed in autocommit, one round trip
    (pokna.idempotency.service); a key answered before returns its stored answer here, before any work.
-   Whatever fails after the claim releases it, so the client may retry.
+   Whatever fails after the claim releases it, so the client may retry (on the same connection, unless
+   the failure closed it: then the claim stays unfinished and unlocked, which a retry takes over, or the
+   caller releases it on another, as pokna.api.keyed_writes does).
 2. `transaction`: BEGIN, the claim's hold (or, with no key and no tenant known, the API key's check) and
    the domain's reads, pipelined: one round trip (`Transaction.read`). The domain decides on what they
    read, in Python, and queues its writes; COMMIT goes behind them, sent by the pipeline's exit.
@@ -88,7 +90,10 @@ async def keyed(
     try:
         return await work(Caller(tenant_id=claim.tenant_id), claim)
     except BaseException:
-        await idempotency.release(connection, claim.tenant_id, claim.key, token)
+        if (
+            not connection.closed
+        ):  # else the caller releases it on another connection, or a retry takes it over
+            await idempotency.release(connection, claim.tenant_id, claim.key, token)
         raise
 
 

@@ -10,7 +10,7 @@ implementation, as driver statements on a psycopg connection, for every POST tha
    `held_claim`), keeps that lock to the end, and stores the answer on the claim before its COMMIT: the
    answer is stored exactly when the work's effects are committed. (The hot paths, in the keyed
    transaction of pokna.idempotency.keyed, store it in their last call, pokna.dealer.writes and
-   pokna.ledger.moving; the kernel's adapter, pokna.api.idempotency, with `STORE_RESPONSE`.)
+   pokna.ledger.moving; the admin writes, pokna.api.keyed_writes, with `STORE_RESPONSE`.)
 3. If the work or its commit fails, the transaction is rolled back and the claim released (`release`),
    so the client may retry.
 

@@ -3,10 +3,10 @@
 An account opened here is the session's ORM `Account`: its balance is written by the database's posting
 trigger only. Other domains read accounts only through account_summaries.
 
-On the ORM because its callers are: opening a wallet (`POST /v1/accounts`, whose work is on the request's
-session, as `pokna` commands and the tests open them) and a table's synchronous game creation. The async
-paths' statements (a game's seats and pot, a system account opened on first use) are accounts_aio.py's;
-the API's read of an account is pokna.ledger.reads's.
+On the ORM because its callers are: the tests and the benchmarks, which open accounts on a session, and
+the audit bundle's writer (`account_summaries`). The async paths' statements (a game's seats and pot, a
+system account opened on first use, a wallet opened by `POST /v1/accounts`) are accounts_aio.py's; the
+API's read of an account is pokna.ledger.reads's.
 """
 
 from __future__ import annotations

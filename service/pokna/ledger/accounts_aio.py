@@ -3,9 +3,10 @@ and `open_account`, for a caller that pipelines them with its own work (pokna.de
 game reads its seats' wallets and opens its pot in the round trips it already makes), and a system
 account opened on first use (`open_system_account`: a deposit's funding sub-account, a rake's revenue one).
 
-accounts.py keeps the ORM's: opening a wallet (`POST /v1/accounts`, whose work is on the request's session,
-as `pokna tenants` and the tests open them), and the reads of the system accounts; the API's read of an
-account is pokna.ledger.reads's."""
+and a player's wallet opened under the keyed transaction (`open_wallet`: `POST /v1/accounts`).
+
+accounts.py keeps the ORM's: opening an account as the tests and the benchmarks do, and the reads of the
+system accounts; the API's read of an account is pokna.ledger.reads's."""
 
 from __future__ import annotations
 
@@ -15,9 +16,13 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from pokna.db import sqlstates
 from pokna.db.types import new_id, utc_now
+from pokna.idempotency.keyed import Refusals, Transaction
 from pokna.ledger.accounts import AccountSummary, system_external_id
+from pokna.ledger.errors import AccountExists
 from pokna.ledger.model import AccountKind, check_currency
+from pokna.ledger.reads import AccountRecord
 
 ACCOUNT_SUMMARIES = (
     "SELECT id, kind, currency, balance FROM account "
@@ -48,7 +53,7 @@ def summaries(rows: Iterable[tuple[str, str, str, int]]) -> dict[str, AccountSum
 
 
 def new_account(
-    tenant_id: str, kind: AccountKind, currency: str, external_id: str, now: datetime
+    tenant_id: str, kind: AccountKind, currency: str, external_id: str | None, now: datetime
 ) -> dict[str, Any]:
     """OPEN_ACCOUNT's values for a new account (its id drawn here)."""
     return {
@@ -79,3 +84,28 @@ async def open_system_account(
     assert row is not None
     account_id: str = row[0]
     return account_id
+
+
+async def open_wallet(opened: Transaction, currency: str, external_id: str | None) -> AccountRecord:
+    """A new player wallet with balance 0, in `opened`: AccountExists if the tenant has one for
+    `external_id` already (read in the transaction's first round trip; one a concurrent request opened
+    meanwhile is refused by the insert, `wallet_refusals`)."""
+    connection, kind = opened.connection, AccountKind.PLAYER_WALLET
+    values = {"kind": kind.value, "external_id": external_id}
+    found = await opened.read(
+        lambda tenant_id: connection.execute(_SYSTEM_ACCOUNT, {**values, "tenant_id": tenant_id})
+    )
+    existing = await found.fetchone()
+    if existing is not None:
+        raise AccountExists(
+            f"tenant {opened.tenant} already has a {kind} account for {external_id!r}", account_id=existing[0]
+        )
+    new = new_account(opened.tenant, kind, currency, external_id, utc_now())
+    await connection.execute(OPEN_ACCOUNT, new)
+    return AccountRecord(new["id"], kind.value, external_id, new["currency"], 0, new["created_at"])
+
+
+def wallet_refusals(external_id: str | None) -> Refusals:
+    """A wallet's insert refused: its external id taken by a concurrent request after the read."""
+    refused = f"a {AccountKind.PLAYER_WALLET} account for {external_id!r} was opened meanwhile"
+    return {sqlstates.UNIQUE_VIOLATION: lambda error: AccountExists(refused, account_id=None)}

@@ -14,9 +14,11 @@ from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from psycopg.types.json import Json
 from sqlalchemy.orm import Session
 
 from pokna.db.types import new_id, utc_now
+from pokna.idempotency.keyed import Transaction
 from pokna.ledger import repository
 from pokna.ledger.errors import TenantNotFound
 from pokna_verify.crypto.signing import SIGNATURE_FIELD, sign_document
@@ -40,10 +42,32 @@ class Checkpoint:
 
 
 def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519PrivateKey) -> Checkpoint:
-    """Sign the tenant's current chain heads (chain 0 at seq 0 and the genesis hash for an empty ledger)."""
+    """Sign the tenant's current chain heads (chain 0 at seq 0 and the genesis hash for an empty ledger):
+    the command's and the sweep's, on their session."""
     if not repository.tenant_exists(session, tenant_id):
         raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
-    all_heads = repository.read_heads(session, tenant_id)
+    checkpoint = _signed(tenant_id, repository.read_heads(session, tenant_id), signing_key)
+    repository.insert_checkpoint(session, vars(checkpoint))
+    return checkpoint
+
+
+async def take_checkpoint_in(opened: Transaction, signing_key: Ed25519PrivateKey) -> Checkpoint:
+    """`take_checkpoint` for the caller's tenant in a keyed transaction (`POST /v1/ledger/checkpoints`):
+    the heads read in its first round trip, the checkpoint written with its COMMIT."""
+    connection = opened.connection
+    found = await opened.read(
+        lambda tenant_id: connection.execute(repository.HEADS, {"tenant_id": tenant_id})
+    )
+    checkpoint = _signed(opened.tenant, repository.heads_of(await found.fetchall()), signing_key)
+    await connection.execute(
+        repository.INSERT_CHECKPOINT, {**vars(checkpoint), "heads": Json(checkpoint.heads)}
+    )
+    return checkpoint
+
+
+def _signed(
+    tenant_id: str, all_heads: dict[int, tuple[int, str]], signing_key: Ed25519PrivateKey
+) -> Checkpoint:
     seq, hash_ = all_heads[0]
     heads = [
         {"chain": chain, "seq": head_seq, "hash": head_hash}
@@ -62,7 +86,7 @@ def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519Privat
         },
         signing_key,
     )
-    checkpoint = Checkpoint(
+    return Checkpoint(
         id=new_id("ckpt"),
         tenant_id=tenant_id,
         seq=seq,
@@ -72,8 +96,6 @@ def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519Privat
         signature=signed[SIGNATURE_FIELD],
         heads=heads,
     )
-    repository.insert_checkpoint(session, vars(checkpoint))
-    return checkpoint
 
 
 def checkpoint_document(checkpoint: Checkpoint) -> dict[str, Any]:

@@ -88,10 +88,10 @@ def read_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
         .where(_head.c.tenant_id == tenant_id, _head.c.last_seq > 0)
         .order_by(_head.c.chain)
     )
-    return _heads(rows)
+    return heads_of(rows)
 
 
-_HEADS = (
+HEADS = (
     "SELECT chain, last_seq, last_hash FROM ledger_head "
     "WHERE tenant_id = %(tenant_id)s AND last_seq > 0 ORDER BY chain"
 )
@@ -99,10 +99,10 @@ _HEADS = (
 
 async def read_heads_async(connection: AsyncConnection[Any], tenant_id: str) -> dict[int, tuple[int, str]]:
     """`read_heads` on an async connection, in the caller's transaction (the public log's sequencer)."""
-    return _heads(await (await connection.execute(_HEADS, {"tenant_id": tenant_id})).fetchall())
+    return heads_of(await (await connection.execute(HEADS, {"tenant_id": tenant_id})).fetchall())
 
 
-def _heads(rows: Iterable[Any]) -> dict[int, tuple[int, str]]:
+def heads_of(rows: Iterable[Any]) -> dict[int, tuple[int, str]]:
     heads = {int(chain): (int(seq), str(value)) for chain, seq, value in rows}
     return {0: heads.pop(0, (0, GENESIS_HASH))} | heads
 
@@ -118,6 +118,13 @@ def tenant_ids_with_ledgers(session: Session) -> list[str]:
 
 def insert_checkpoint(session: Session, row: dict[str, Any]) -> None:
     session.execute(insert(_checkpoint), row)
+
+
+INSERT_CHECKPOINT = (
+    "INSERT INTO ledger_checkpoint (id, tenant_id, seq, hash, heads, created_at, key_id, signature) "
+    "VALUES (%(id)s, %(tenant_id)s, %(seq)s, %(hash)s, %(heads)s, %(created_at)s, %(key_id)s, %(signature)s)"
+)
+"""`insert_checkpoint` on the driver (pokna.ledger.checkpoint.take_checkpoint_in); `heads` as JSON."""
 
 
 def latest_checkpoint(session: Session, tenant_id: str) -> tuple[int, list[dict[str, Any]] | None] | None:

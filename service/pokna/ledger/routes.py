@@ -1,8 +1,8 @@
 """Wallets, money in and out, and the tenant's books over REST.
 
 The reads and the money's moves are async, on the driver, each on one connection (pokna.ledger.reads,
-pokna.ledger.moving); opening a wallet, taking a checkpoint and the export still run on the request's
-session."""
+pokna.ledger.moving), as are opening a wallet and taking a checkpoint (under the keyed transaction,
+pokna.api.keyed_writes); the export still runs on the request's session."""
 
 from __future__ import annotations
 
@@ -10,19 +10,18 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from sqlalchemy.orm import Session
 
 from pokna import ledger
 from pokna.api.auth import ApiKeyDigestDep, TenantDep
-from pokna.api.deps import RuntimeDep, SessionDep, driver_connection, streamed
+from pokna.api.deps import SessionDep, driver_connection, runtime_of, streamed
 from pokna.api.fields import Currency, NoNul
 from pokna.api.idempotency import (
     REPLAYED_HEADER,
     REQUIRED_KEY_EXTRA,
-    IdempotencyDep,
     RequiredSentKeyDep,
     key_required,
 )
+from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import (
     BAD_CURSOR,
@@ -35,7 +34,8 @@ from pokna.api.problem_docs import (
 )
 from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.errors import InvalidRequest
-from pokna.ledger import AccountKind, TransactionNotFound, moving, reads
+from pokna.idempotency.keyed import Transaction
+from pokna.ledger import TransactionNotFound, accounts_aio, checkpoint, moving, reads
 from pokna.ledger.problem_docs import (
     ACCOUNT_EXISTS,
     ACCOUNT_NOT_FOUND,
@@ -74,18 +74,11 @@ EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount":
     "id for the player) is unique per tenant: a second wallet for it is 409 `account_exists`.",
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ACCOUNT_EXISTS),
 )
-def open_wallet(body: AccountCreate, tenant_id: TenantDep, idempotency: IdempotencyDep) -> AccountOut:
-    def work(session: Session) -> tuple[int, AccountOut]:
-        account = ledger.open_account(
-            session,
-            tenant_id=tenant_id,
-            kind=AccountKind.PLAYER_WALLET,
-            currency=body.currency,
-            external_id=body.external_id,
-        )
-        return 201, AccountOut.of(account)
+async def open_wallet(body: AccountCreate, write: KeyedWriteDep) -> AccountOut:
+    async def work(opened: Transaction) -> AccountOut:
+        return AccountOut.of(await accounts_aio.open_wallet(opened, body.currency, body.external_id))
 
-    return idempotency.run(work, AccountOut)
+    return await write(AccountOut, work, status=201, refusals=accounts_aio.wallet_refusals(body.external_id))
 
 
 @router.get(
@@ -276,8 +269,10 @@ async def checkpoints(request: Request, api_key_digest: ApiKeyDigestDep) -> list
     description="`pokna sweep` takes checkpoints on its own; this takes one now, e.g. before an audit.",
     responses=problems(KEYED, IDEMPOTENT),
 )
-def new_checkpoint(runtime: RuntimeDep, tenant_id: TenantDep, idempotency: IdempotencyDep) -> CheckpointOut:
-    def work(session: Session) -> tuple[int, CheckpointOut]:
-        return 201, CheckpointOut.of(ledger.take_checkpoint(session, tenant_id, runtime.keys.signing_key))
+async def new_checkpoint(write: KeyedWriteDep) -> CheckpointOut:
+    signing_key = runtime_of(write.request).keys.signing_key
 
-    return idempotency.run(work, CheckpointOut)
+    async def work(opened: Transaction) -> CheckpointOut:
+        return CheckpointOut.of(await checkpoint.take_checkpoint_in(opened, signing_key))
+
+    return await write(CheckpointOut, work, status=201)

@@ -8,17 +8,18 @@ from typing import Any, Literal
 
 from psycopg import AsyncConnection
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.orm import Session
 
-from pokna.errors import InvalidRequest
 from pokna.tenants.authentication import read_beside
-from pokna.tenants.service import get_tenant
-
-BPS_PER_WHOLE = 10_000
 
 GAME_DEFAULTS = "SELECT rake_bps, rake_cap, fairness_mode FROM tenant WHERE id = %(tenant_id)s"
-"""`rake_defaults` and the default fairness mode as one driver statement, for the async paths
+"""The default rake terms and fairness mode of new games and tables, for the async paths
 (pokna.dealer.creating, `read_settings`)."""
+
+SET_DEFAULTS = (
+    "UPDATE tenant SET rake_bps = %(bps)s, rake_cap = %(cap)s, fairness_mode = %(fairness_mode)s "
+    "WHERE id = %(tenant_id)s"
+)
+"""The tenant's new defaults for games and tables created from now on (pokna.dealer.rake.set_defaults)."""
 
 
 class DefaultRakeOut(BaseModel):
@@ -49,17 +50,6 @@ class TenantSettingsOut(BaseModel):
     )
 
 
-def rake_defaults(session: Session, tenant_id: str) -> tuple[int, int | None]:
-    """The rake terms (basis points, cap) a new game or table takes when its request names none."""
-    tenant = get_tenant(session, tenant_id)
-    return tenant.rake_bps, tenant.rake_cap
-
-
-def tenant_settings(session: Session, tenant_id: str) -> TenantSettingsOut:
-    tenant = get_tenant(session, tenant_id)
-    return settings_out(tenant_id, tenant.rake_bps, tenant.rake_cap, tenant.fairness_mode)
-
-
 async def read_settings(connection: AsyncConnection[Any], api_key_digest: str) -> TenantSettingsOut:
     """The key's tenant's settings, read beside the key's check: one round trip."""
     tenant_id, found = await read_beside(
@@ -80,22 +70,3 @@ def settings_out(tenant_id: str, bps: int, cap: int | None, fairness_mode: str) 
         rake=DefaultRakeOut(bps=bps, cap=cap),
         fairness_mode=fairness_mode,
     )
-
-
-def set_default_fairness_mode(session: Session, tenant_id: str, mode: str) -> None:
-    get_tenant(session, tenant_id).fairness_mode = mode
-    session.flush()
-
-
-def set_default_rake(session: Session, tenant_id: str, *, bps: int, cap: int | None) -> TenantSettingsOut:
-    if not 0 <= bps <= BPS_PER_WHOLE:
-        raise InvalidRequest(
-            f"the rake is 0 to {BPS_PER_WHOLE} basis points, not {bps}", field="body.rake.bps"
-        )
-    if cap is not None and cap < 0:
-        raise InvalidRequest(f"the rake cap must not be negative, not {cap}", field="body.rake.cap")
-    tenant = get_tenant(session, tenant_id)
-    tenant.rake_bps = bps
-    tenant.rake_cap = cap
-    session.flush()
-    return tenant_settings(session, tenant_id)

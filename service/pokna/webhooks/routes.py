@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request
 
 from pokna.api.auth import ApiKeyDigestDep
 from pokna.api.deps import RuntimeDep, driver_connection
 from pokna.api.fields import NoNul
-from pokna.api.idempotency import SentKeyDep
-from pokna.api.keyed_writes import keyed_write
+from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import BAD_CURSOR, IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
 from pokna.api.written_numbers import WrittenNumbersRoute
@@ -54,10 +53,7 @@ DeliveryId = Annotated[str, Path(max_length=40, description="The delivery's id (
 async def create_endpoint(
     body: WebhookEndpointCreate,
     runtime: RuntimeDep,
-    request: Request,
-    response: Response,
-    api_key_digest: ApiKeyDigestDep,
-    sent_key: SentKeyDep,
+    write: KeyedWriteDep,
 ) -> WebhookEndpointSecretOut:
     draft = webhooks.NewEndpoint(url=body.url, event_types=body.event_types, description=body.description)
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
@@ -66,7 +62,7 @@ async def create_endpoint(
         return await webhooks.create_endpoint(opened, runtime.keys.seed_key, policy, utc_now(), draft)
 
     answer = WebhookEndpointSecretOut
-    return await keyed_write(request, response, api_key_digest, sent_key, answer, work, status=201)
+    return await write(answer, work, status=201)
 
 
 @router.get(
@@ -111,10 +107,7 @@ async def update_endpoint(
     endpoint_id: EndpointId,
     body: WebhookEndpointUpdate,
     runtime: RuntimeDep,
-    request: Request,
-    response: Response,
-    api_key_digest: ApiKeyDigestDep,
-    sent_key: SentKeyDep,
+    write: KeyedWriteDep,
 ) -> WebhookEndpointOut:
     change = webhooks.EndpointChange(
         url=body.url, event_types=body.event_types, description=body.description, enabled=body.enabled
@@ -124,9 +117,7 @@ async def update_endpoint(
     async def work(opened: Transaction) -> WebhookEndpointOut:
         return await webhooks.update_endpoint(opened, policy, utc_now(), endpoint_id, change)
 
-    return await keyed_write(
-        request, response, api_key_digest, sent_key, WebhookEndpointOut, work, status=200
-    )
+    return await write(WebhookEndpointOut, work, status=200)
 
 
 @router.delete(
@@ -138,16 +129,13 @@ async def update_endpoint(
 )
 async def delete_endpoint(
     endpoint_id: EndpointId,
-    request: Request,
-    response: Response,
-    api_key_digest: ApiKeyDigestDep,
-    sent_key: SentKeyDep,
+    write: KeyedWriteDep,
 ) -> WebhookEndpointDeletedOut:
     async def work(opened: Transaction) -> WebhookEndpointDeletedOut:
         return await webhooks.delete_endpoint(opened, endpoint_id)
 
     answer = WebhookEndpointDeletedOut
-    return await keyed_write(request, response, api_key_digest, sent_key, answer, work, status=200)
+    return await write(answer, work, status=200)
 
 
 @router.post(
@@ -161,10 +149,7 @@ async def delete_endpoint(
 async def rotate_secret(
     endpoint_id: EndpointId,
     runtime: RuntimeDep,
-    request: Request,
-    response: Response,
-    api_key_digest: ApiKeyDigestDep,
-    sent_key: SentKeyDep,
+    write: KeyedWriteDep,
 ) -> WebhookEndpointSecretOut:
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
 
@@ -172,7 +157,7 @@ async def rotate_secret(
         return await webhooks.rotate_secret(opened, runtime.keys.seed_key, policy, utc_now(), endpoint_id)
 
     answer = WebhookEndpointSecretOut
-    return await keyed_write(request, response, api_key_digest, sent_key, answer, work, status=200)
+    return await write(answer, work, status=200)
 
 
 @router.get(
@@ -212,14 +197,9 @@ async def list_deliveries(
 async def retry_delivery(
     endpoint_id: EndpointId,
     delivery_id: DeliveryId,
-    request: Request,
-    response: Response,
-    api_key_digest: ApiKeyDigestDep,
-    sent_key: SentKeyDep,
+    write: KeyedWriteDep,
 ) -> WebhookDeliveryOut:
     async def work(opened: Transaction) -> WebhookDeliveryOut:
         return await webhooks.retry_delivery(opened, utc_now(), endpoint_id, delivery_id)
 
-    return await keyed_write(
-        request, response, api_key_digest, sent_key, WebhookDeliveryOut, work, status=200
-    )
+    return await write(WebhookDeliveryOut, work, status=200)
