@@ -4,14 +4,17 @@ pokna.tenants.authentication."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from psycopg import AsyncConnection
 
-from pokna.api.deps import SessionDep, first_read
+from pokna.api.deps import SessionDep, driver_connection, first_read
 from pokna.errors import Unauthorized
-from pokna.tenants.authentication import authenticate_on_session, key_digest
+from pokna.tenants.authentication import authenticate, authenticate_on_session, key_digest
 
 _bearer = HTTPBearer(
     auto_error=False, description="`Authorization: Bearer <API key>` from `pokna tenants create`."
@@ -42,3 +45,23 @@ def get_tenant_id(request: Request, session: SessionDep, digest: ApiKeyDigestDep
 
 
 TenantDep = Annotated[str, Depends(get_tenant_id)]
+
+
+@dataclass(frozen=True)
+class StreamingTenant:
+    tenant_id: str
+    connection: AsyncConnection[Any]
+
+
+async def _streaming_tenant(request: Request, digest: ApiKeyDigestDep) -> AsyncIterator[StreamingTenant]:
+    """For a streamed answer that reads in one transaction throughout (the ledger export): a place at the
+    database gate and an async connection whose first statement checks the key, both held until the
+    response has been sent (a dependency of the request's scope ends only then), so the stream reads on
+    them after the route has returned, and a key refused is a 401 before the first byte."""
+    async with driver_connection(request) as connection:
+        tenant_id = await authenticate(connection, digest)
+        request.state.api_key_authenticated = True
+        yield StreamingTenant(tenant_id, connection)
+
+
+StreamingTenantDep = Annotated[StreamingTenant, Depends(_streaming_tenant)]

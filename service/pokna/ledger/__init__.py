@@ -24,6 +24,7 @@ from pokna.ledger.audit_reads import (
     transfers_before,
 )
 from pokna.ledger.batches import TransferBatch, transfer_batch
+from pokna.ledger.books_repository import check_seq_bounds
 from pokna.ledger.checkpoint import (
     Checkpoint,
     checkpoint_document,
@@ -42,12 +43,14 @@ from pokna.ledger.errors import (
     UnbalancedTransaction,
 )
 from pokna.ledger.export import (
+    check_chain,
     export_beancount,
     export_csv,
     export_jsonl,
     export_jsonl_ranges,
     export_lines,
 )
+from pokna.ledger.export_aio import EXPORTERS
 from pokna.ledger.holding import GameAccounts, hold_wallets
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.reads import (
@@ -63,6 +66,7 @@ from pokna_verify.ledger.check import AuditReport, verify_export
 from pokna_verify.ledger.scan import verify_export_stream
 
 __all__ = [
+    "EXPORTERS",
     "LEDGER_CHAINS",
     "AccountEntry",
     "AccountExists",
@@ -87,6 +91,8 @@ __all__ = [
     "UnbalancedTransaction",
     "account_summaries",
     "chain_for",
+    "check_chain",
+    "check_seq_bounds",
     "checkpoint_document",
     "checkpoints_between",
     "export_beancount",
