@@ -5,6 +5,7 @@ pokna.tenants.authentication."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -48,20 +49,28 @@ TenantDep = Annotated[str, Depends(get_tenant_id)]
 
 
 @dataclass(frozen=True)
-class StreamingTenant:
+class TenantConnection:
     tenant_id: str
     connection: AsyncConnection[Any]
 
 
-async def _streaming_tenant(request: Request, digest: ApiKeyDigestDep) -> AsyncIterator[StreamingTenant]:
-    """For a streamed answer that reads in one transaction throughout (the ledger export): a place at the
-    database gate and an async connection whose first statement checks the key, both held until the
-    response has been sent (a dependency of the request's scope ends only then), so the stream reads on
-    them after the route has returned, and a key refused is a 401 before the first byte."""
+@asynccontextmanager
+async def tenant_connection(request: Request, digest: str) -> AsyncIterator[TenantConnection]:
+    """`driver_connection` (a place at the database gate, one async connection) whose first statement
+    checks the key: for an async route that reads as the tenant of the key."""
     async with driver_connection(request) as connection:
         tenant_id = await authenticate(connection, digest)
         request.state.api_key_authenticated = True
-        yield StreamingTenant(tenant_id, connection)
+        yield TenantConnection(tenant_id, connection)
 
 
-StreamingTenantDep = Annotated[StreamingTenant, Depends(_streaming_tenant)]
+async def _streaming_tenant(request: Request, digest: ApiKeyDigestDep) -> AsyncIterator[TenantConnection]:
+    """For a streamed answer that reads in one transaction throughout (the ledger export): a
+    `tenant_connection` held until the response has been sent (a dependency of the request's scope ends
+    only then), so the stream reads on it after the route has returned, and a key refused is a 401
+    before the first byte."""
+    async with tenant_connection(request, digest) as held:
+        yield held
+
+
+StreamingTenantDep = Annotated[TenantConnection, Depends(_streaming_tenant)]

@@ -19,6 +19,7 @@ from pokna.ledger.accounts import (
 )
 from pokna.ledger.audit_reads import (
     JournalSpans,
+    check_range,
     checkpoints_between,
     journal_span,
     transfers_before,
@@ -47,7 +48,6 @@ from pokna.ledger.export import (
     export_beancount,
     export_csv,
     export_jsonl,
-    export_jsonl_ranges,
     export_lines,
 )
 from pokna.ledger.export_aio import EXPORTERS
@@ -92,13 +92,13 @@ __all__ = [
     "account_summaries",
     "chain_for",
     "check_chain",
+    "check_range",
     "check_seq_bounds",
     "checkpoint_document",
     "checkpoints_between",
     "export_beancount",
     "export_csv",
     "export_jsonl",
-    "export_jsonl_ranges",
     "export_lines",
     "funding_account",
     "get_account",

@@ -86,11 +86,6 @@ def export_jsonl(
     return jsonl_lines(session, tenant_id, ranges)
 
 
-def export_jsonl_ranges(session: Session, tenant_id: str, ranges: list[SeqRange]) -> Iterator[str]:
-    """export_jsonl of ranges already resolved (one chain each, in the order given; none empty)."""
-    return jsonl_lines(session, tenant_id, ranges) if ranges else iter(())
-
-
 def export_csv(
     session: Session,
     tenant_id: str,

@@ -75,6 +75,23 @@ async def _rows(connection: AsyncConnection[Any], statement: str, params: dict[s
         return await cursor.fetchall()
 
 
+async def head_seqs(connection: AsyncConnection[Any], tenant_id: str) -> dict[int, int]:
+    """Every chain's head seq as it is now (chains with no transaction left out)."""
+    rows = await _rows(connection, _HEADS, {"tenant_id": tenant_id})
+    return {int(row.chain): int(row.last_seq) for row in rows}
+
+
+async def first_created_at(
+    connection: AsyncConnection[Any], tenant_id: str, ranges: Sequence[SeqRange]
+) -> datetime | None:
+    """When the first transaction of the (non-empty) ranges was written; None for no range."""
+    if not ranges:
+        return None
+    rows = await _rows(connection, _FIRST_CREATED_AT, _ranges_parameters(tenant_id, ranges))
+    moment: datetime | None = rows[0][0]
+    return moment
+
+
 async def _ranges(
     connection: AsyncConnection[Any],
     tenant_id: str,
@@ -83,9 +100,7 @@ async def _ranges(
     to_seq: int | None,
 ) -> list[SeqRange]:
     """books_repository.seq_range on the connection."""
-    heads = {
-        int(row.chain): int(row.last_seq) for row in await _rows(connection, _HEADS, {"tenant_id": tenant_id})
-    }
+    heads = await head_seqs(connection, tenant_id)
     chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
     return [seqs for seqs in books_repository.seq_ranges(heads, chains, from_seq, to_seq) if not seqs.empty]
 
@@ -165,11 +180,7 @@ async def export_beancount(
     ranges = books_repository.seq_ranges(heads, chains, from_seq, to_seq)
     exported = [seqs for seqs in ranges if not seqs.empty]
     names = {row.id: beancount_account(row.kind, row.id) for row in accounts}
-    first_day: datetime | None = None
-    if exported:
-        first_day = (await _rows(connection, _FIRST_CREATED_AT, _ranges_parameters(tenant_id, exported)))[0][
-            0
-        ]
+    first_day = await first_created_at(connection, tenant_id, exported)
     currencies = sorted({row.currency for row in accounts})
 
     yield f'option "title" {beancount_string(f"Pokna ledger of tenant {tenant_id}")}\n'
