@@ -3,7 +3,9 @@ checkpoint that signs every chain's head is placed and checked on each chain of 
 
 from __future__ import annotations
 
+import asyncio
 import json
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -125,11 +127,13 @@ def test_a_bundle_from_before_chains_still_verifies(
     assert all(name is not None and name.startswith("seq ") for name in named)
 
 
-def _bundle(sessions: sessionmaker[Session], runtime: Runtime, tenant_id: str, **span: Any) -> list[str]:
-    with unit_of_work(sessions) as session:
-        return "".join(open_bundle(session, runtime.keys, tenant_id, BundleRange(**span))).splitlines(
-            keepends=True
-        )
+def _bundle(runtime: Runtime, tenant_id: str, **span: Any) -> list[str]:
+    async def written() -> str:
+        async with runtime.aio.connection() as connection:
+            bundle = await open_bundle(connection, runtime.keys, tenant_id, BundleRange(**span))
+            return "".join([chunk async for chunk in bundle.chunks(lambda: nullcontext(connection))])
+
+    return asyncio.run(written()).splitlines(keepends=True)
 
 
 def test_a_checkpoint_of_every_head_is_checked_on_each_chain(
@@ -148,7 +152,7 @@ def test_a_checkpoint_of_every_head_is_checked_on_each_chain(
     chains = sorted({chain_for(wallet) for wallet in wallets})
     assert len(chains) > 1
 
-    documents = [json.loads(line) for line in _bundle(sessions, runtime, tenant_id)]
+    documents = [json.loads(line) for line in _bundle(runtime, tenant_id)]
     assert [entry["chain"] for entry in documents[0]["chains"]] == chains
     (index,) = [i for i, d in enumerate(documents) if d["type"] == CHECKPOINT]
     checkpoint = documents[index]
@@ -159,7 +163,7 @@ def test_a_checkpoint_of_every_head_is_checked_on_each_chain(
 
     # A bundle of one chain only holds the checkpoint after that chain's pinned head.
     last = checkpoint["heads"][-1]
-    alone = [json.loads(line) for line in _bundle(sessions, runtime, tenant_id, chain=last["chain"])]
+    alone = [json.loads(line) for line in _bundle(runtime, tenant_id, chain=last["chain"])]
     (at,) = [i for i, d in enumerate(alone) if d["type"] == CHECKPOINT]
     assert (alone[at - 1]["chain"], alone[at - 1]["seq"]) == (last["chain"], last["seq"])
     assert verify_bundle([json.dumps(d) + "\n" for d in alone], keys=ring).findings == []
@@ -193,7 +197,7 @@ def test_every_chain_is_signed_whole_in_order(
         for _ in range(2):
             _moved(api.deposit(wallet, 10))
     ring = runtime.keys.key_ring
-    documents = [json.loads(line) for line in _bundle(sessions, runtime, tenant_id)]
+    documents = [json.loads(line) for line in _bundle(runtime, tenant_id)]
     chains = [entry["chain"] for entry in documents[0]["chains"]]
     assert len(chains) > 1
     assert verify_bundle([json.dumps(d) + "\n" for d in documents], keys=ring).findings == []

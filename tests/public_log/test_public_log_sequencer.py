@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.models.game import Game as GameRow
 from pokna.ledger import read_heads
-from pokna.public_log import store
+from pokna.public_log import reads
 from pokna.public_log.sequencer import LogSigner
 from pokna.public_log.worker import conninfo, run_sequencer, sequence_all
 from pokna.runtime import Runtime
@@ -24,7 +24,7 @@ from pokna_verify.tlog.checkpoint import parse_checkpoint
 from pokna_verify.tlog.game_leaf import game_leaf_entry
 from pokna_verify.tlog.hashing import leaf_hash
 from pokna_verify.tlog.note import NoteVerifier, open_note
-from pokna_verify.tlog.tree import consistency_ranges, inclusion_ranges, nodes_for, proof_hashes
+from pokna_verify.tlog.tree import Node, consistency_ranges, inclusion_ranges, nodes_for, proof_hashes
 from pokna_verify.tlog.verify import verify_consistency, verify_inclusion
 from support.game_logs import ORIGIN_PREFIX, checkpoint_notes, logged_leaves, open_table, unlogged
 
@@ -71,19 +71,22 @@ def test_every_finished_game_is_logged_once_and_the_log_checks_out(
         assert checkpoint.root_hash == theirs.get_root(size)
     assert checkpoints[7].ledger_heads == {chain: head for chain, head in heads.items() if head[0]}
 
-    with sessions() as session:
-        stored = store.read_nodes(session, table.tenant_id, nodes_for(consistency_ranges(4, 7)))
-        verify_consistency(
-            4,
-            7,
-            checkpoints[4].root_hash,
-            checkpoints[7].root_hash,
-            proof_hashes(consistency_ranges(4, 7), stored),
-        )
-        for index, _, entry in leaves:
-            ranges = inclusion_ranges(index, 7)
-            path = proof_hashes(ranges, store.read_nodes(session, table.tenant_id, nodes_for(ranges)))
-            verify_inclusion(leaf_hash(entry.encode()), index, 7, path, checkpoints[7].root_hash)
+    async def nodes(wanted: set[Node]) -> dict[Node, bytes]:
+        async with runtime.aio.connection() as connection:
+            return await reads.read_nodes(connection, table.tenant_id, wanted)
+
+    stored = asyncio.run(nodes(nodes_for(consistency_ranges(4, 7))))
+    verify_consistency(
+        4,
+        7,
+        checkpoints[4].root_hash,
+        checkpoints[7].root_hash,
+        proof_hashes(consistency_ranges(4, 7), stored),
+    )
+    for index, _, entry in leaves:
+        ranges = inclusion_ranges(index, 7)
+        path = proof_hashes(ranges, asyncio.run(nodes(nodes_for(ranges))))
+        verify_inclusion(leaf_hash(entry.encode()), index, 7, path, checkpoints[7].root_hash)
 
 
 def test_a_game_waits_at_most_one_pass_and_a_backlog_drains_oldest_first(

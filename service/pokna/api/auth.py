@@ -4,14 +4,18 @@ pokna.tenants.authentication."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from psycopg import AsyncConnection
 
-from pokna.api.deps import SessionDep, first_read
+from pokna.api.deps import SessionDep, driver_connection, first_read
 from pokna.errors import Unauthorized
-from pokna.tenants.authentication import authenticate_on_session, key_digest
+from pokna.tenants.authentication import authenticate, authenticate_on_session, key_digest
 
 _bearer = HTTPBearer(
     auto_error=False, description="`Authorization: Bearer <API key>` from `pokna tenants create`."
@@ -42,3 +46,31 @@ def get_tenant_id(request: Request, session: SessionDep, digest: ApiKeyDigestDep
 
 
 TenantDep = Annotated[str, Depends(get_tenant_id)]
+
+
+@dataclass(frozen=True)
+class TenantConnection:
+    tenant_id: str
+    connection: AsyncConnection[Any]
+
+
+@asynccontextmanager
+async def tenant_connection(request: Request, digest: str) -> AsyncIterator[TenantConnection]:
+    """`driver_connection` (a place at the database gate, one async connection) whose first statement
+    checks the key: for an async route that reads as the tenant of the key."""
+    async with driver_connection(request) as connection:
+        tenant_id = await authenticate(connection, digest)
+        request.state.api_key_authenticated = True
+        yield TenantConnection(tenant_id, connection)
+
+
+async def _streaming_tenant(request: Request, digest: ApiKeyDigestDep) -> AsyncIterator[TenantConnection]:
+    """For a streamed answer that reads in one transaction throughout (the ledger export): a
+    `tenant_connection` held until the response has been sent (a dependency of the request's scope ends
+    only then), so the stream reads on it after the route has returned, and a key refused is a 401
+    before the first byte."""
+    async with tenant_connection(request, digest) as held:
+        yield held
+
+
+StreamingTenantDep = Annotated[TenantConnection, Depends(_streaming_tenant)]

@@ -13,19 +13,18 @@ client already holds a 2xx for work that never happened. So the commit is a `sco
 dependency: FastAPI runs its exit code after the route and the serialization of its answer, before a
 byte is sent; a commit that fails becomes the 500 problem instead (tests/api/test_request_session.py).
 
-The session itself is opened and finally closed by a request-scoped dependency under it, so a streamed
-answer can still read through it after the commit; whatever the stream read is ended, with COMMIT, once
-the response has been sent.
+The session itself is opened and finally closed by a request-scoped dependency under it, which ends
+once the response has been sent. (The streamed answers, the ledger export and the audit bundle, read on
+the async road instead: pokna.api.auth `StreamingTenantDep`, pokna.bundles.routes.)
 
 Before the session is opened the request takes a place at the database gate (`pokna.api.database_gate`),
 in the event loop, and gives it back once the commit has returned its connection: a request waiting for a
-connection holds no thread. A streamed answer that reads after the commit takes a place again
-(`streamed`).
+connection holds no thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
@@ -70,7 +69,7 @@ async def _open_session(request: Request, runtime: RuntimeDep) -> AsyncIterator[
             await run_in_threadpool(session.rollback)
         raise
     else:
-        if session.in_transaction():  # only a streamed answer reads after `_committed_session`
+        if session.in_transaction():  # a transaction begun after `_committed_session` (none does today)
             await run_in_threadpool(session.commit)
     finally:
         session.close()  # the transaction has ended either way: no I/O left
@@ -92,38 +91,6 @@ SessionDep = Annotated[Session, Depends(_committed_session, scope="function")]
 value per request only between uses of the same dependency and scope."""
 
 Read = TypeVar("Read")
-
-
-async def streamed(
-    request: Request, session: Session, chunks: Iterator[str], *, commit_each_chunk: bool
-) -> AsyncIterator[str]:
-    """A streamed answer's chunks, each read in the thread pool holding a place at the database gate.
-
-    With `commit_each_chunk` each chunk's reads end (with COMMIT, returning the connection to the pool)
-    before the chunk is sent, and the place is given back with it: a client that reads slowly, stalls or
-    hangs up holds no connection, no open transaction and no place, however large the answer. That suits
-    what is append-only over a range fixed up front (the audit bundle: every read already saw its own
-    snapshot under READ COMMITTED, so ending the transaction between chunks changes nothing it says).
-    Without it the stream's reads hold one transaction throughout, and the place with it. The session's
-    own dependency gives the place back whatever happens."""
-    place: Place = request.state.database_place
-    done = object()
-
-    def next_chunk() -> object:
-        chunk = next(chunks, done)
-        if commit_each_chunk and session.in_transaction():
-            session.commit()
-        return chunk
-
-    while True:
-        await place.take()
-        chunk = await run_in_threadpool(next_chunk)
-        if commit_each_chunk:
-            place.give_back()
-        if chunk is done:  # a transaction still open is committed by `_open_session`, in its place
-            return
-        assert isinstance(chunk, str)
-        yield chunk
 
 
 def first_read(session: Session, read: Callable[[Session], Read]) -> Read:

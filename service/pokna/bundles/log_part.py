@@ -12,11 +12,11 @@ and completeness cannot be asked of it.
 from __future__ import annotations
 
 import base64
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
 
 from pokna.dealer import service as dealer
 from pokna.errors import InvalidRequest, NotFound
@@ -34,7 +34,9 @@ class LogPart:
     record: dict[str, Any]
 
 
-def log_part(session: Session, tenant_id: str, *, whole_books: bool, since: int | None) -> LogPart | None:
+async def log_part(
+    connection: AsyncConnection[Any], tenant_id: str, *, whole_books: bool, since: int | None
+) -> LogPart | None:
     """The log's checkpoint record for the bundle, or None when the bundle carries none (not the whole
     books, or nothing logged yet). `since`: the previous bundle's checkpoint size (`log_since`): refused
     naming the field for a bundle that carries no log, not found when the log signed no such size."""
@@ -46,7 +48,7 @@ def log_part(session: Session, tenant_id: str, *, whole_books: bool, since: int 
                 field=field,
             )
         return None
-    latest = store.checkpoint_at(session, tenant_id)
+    latest = await store.checkpoint_at(connection, tenant_id)
     if latest is None:
         if since is not None:
             raise NotFound(f"tenant {tenant_id}'s public log holds no game yet")
@@ -54,13 +56,15 @@ def log_part(session: Session, tenant_id: str, *, whole_books: bool, since: int 
     previous = None
     if since is not None:
         # A size the log has not reached is not found, as a checkpoint never signed is (public_log.reads).
-        earlier = store.checkpoint_at(session, tenant_id, since) if since <= latest.tree_size else None
+        earlier = (
+            await store.checkpoint_at(connection, tenant_id, since) if since <= latest.tree_size else None
+        )
         if earlier is None:
             raise NotFound(f"tenant {tenant_id}'s public log signed no checkpoint of {since} games")
         ranges = consistency_ranges(since, latest.tree_size)
         nodes = reads.consistency_nodes(since, latest.tree_size, ranges)
         proof = reads.consistency_of(
-            since, latest.tree_size, ranges, store.read_nodes(session, tenant_id, nodes)
+            since, latest.tree_size, ranges, await reads.read_nodes(connection, tenant_id, nodes)
         )
         previous = {
             "checkpoint": earlier.note,
@@ -69,22 +73,26 @@ def log_part(session: Session, tenant_id: str, *, whole_books: bool, since: int 
     return LogPart(latest.tree_size, log_checkpoint_record(latest.note, previous))
 
 
-def leaf_batches(
-    session: Session, tenant_id: str, size: int, in_books: Collection[str]
-) -> Iterator[list[dict[str, Any]]]:
-    """The log's leaves [0, size), LEAF_BATCH a batch, each batch read whole before it is handed out.
-    `in_books`: the games the bundle wrote a record for; a logged game not among them moved no money (a
-    game cancelled before its antes), so its leaf carries its proof for the auditor to rebuild it from."""
-    for start in range(0, size, LEAF_BATCH):
-        leaves = store.leaves_between(session, tenant_id, start, min(start + LEAF_BATCH, size))
-        moneyless = dealer.games_for_audit(
-            session, tenant_id, [leaf.game_id for leaf in leaves if leaf.game_id not in in_books]
+def leaf_starts(size: int) -> range:
+    """Where each batch of the log's first `size` leaves starts."""
+    return range(0, size, LEAF_BATCH)
+
+
+async def leaf_batch(
+    connection: AsyncConnection[Any], tenant_id: str, start: int, size: int, in_books: Collection[str]
+) -> list[dict[str, Any]]:
+    """The log's leaves [start, start + LEAF_BATCH) cut at `size`, as records. `in_books`: the games the
+    bundle wrote a record for; a logged game not among them moved no money (a game cancelled before its
+    antes), so its leaf carries its proof for the auditor to rebuild it from."""
+    leaves = await store.leaves_between(connection, tenant_id, start, min(start + LEAF_BATCH, size))
+    moneyless = await dealer.games_for_audit(
+        connection, tenant_id, [leaf.game_id for leaf in leaves if leaf.game_id not in in_books]
+    )
+    return [
+        log_leaf_record(
+            leaf.leaf_index,
+            leaf.entry,
+            moneyless[leaf.game_id].proof if leaf.game_id in moneyless else None,
         )
-        yield [
-            log_leaf_record(
-                leaf.leaf_index,
-                leaf.entry,
-                moneyless[leaf.game_id].proof if leaf.game_id in moneyless else None,
-            )
-            for leaf in leaves
-        ]
+        for leaf in leaves
+    ]

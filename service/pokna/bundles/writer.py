@@ -7,25 +7,32 @@ Streamed in batches of transactions: a batch's new accounts and games are read i
 written just before the first transaction that needs them, so memory holds one batch and the ids already
 written, never the bundle. The range is resolved (and refused, naming the field) before the first byte.
 
-Every read of a batch is done before its first line is handed out, and a batch goes out as one chunk of
-whole lines: between chunks the session runs no query, so the HTTP edge ends the read transaction there and a
-slow or vanished client holds no database connection (`pokna.bundles.routes`).
+Read on the async road. The range, the log's checkpoint and the header are read on the caller's connection
+(`open_bundle`); then every batch is read on a connection of its own, asked of `connect` for that batch and
+given back before the batch goes out as one chunk of whole lines: a slow or vanished client holds no
+database connection, no transaction and (through the route's `connect`) no place at the database gate
+between chunks (`pokna.bundles.routes`). That changes nothing the bundle says: it is append-only over a
+range fixed up front, and every statement saw its own snapshot under READ COMMITTED anyway.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
 
 from pokna import ledger
-from pokna.bundles.log_part import LogPart, leaf_batches, log_part
+from pokna.bundles.log_part import LogPart, leaf_batch, leaf_starts, log_part
 from pokna.db.types import utc_now
 from pokna.dealer import service as dealer
+from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, summaries
+from pokna.ledger.books_repository import SeqRange
+from pokna.ledger.store_postgresql import jsonl_lines_aio
 from pokna.service_keys import ServiceKeys
 from pokna_verify.bundle.log_records import LOG_CHECKPOINT, LOG_LEAF
 from pokna_verify.bundle.records import (
@@ -46,6 +53,7 @@ from pokna_verify.crypto.signing import sign_document
 from pokna_verify.ledger.chain import format_timestamp
 
 BATCH_TRANSACTIONS = 2000
+Connect = Callable[[], AbstractAsyncContextManager[AsyncConnection[Any]]]
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -68,14 +76,23 @@ class BundleRange:
         )
 
 
-def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: BundleRange) -> Iterator[str]:
-    """Resolve the range now (TenantNotFound, InvalidRequest naming the field) and return the bundle as
-    chunks of whole lines (each line ending in a newline), read through the same session. Between two
-    chunks the session is idle: its transaction may be ended there. The public log's checkpoint is read
-    first, so the journal's range ends at or after the heads it signs (pokna.bundles.log_part)."""
-    log = log_part(session, tenant_id, whole_books=span.whole_books, since=span.log_since)
-    journal = ledger.journal_span(
-        session,
+async def open_bundle(
+    connection: AsyncConnection[Any], keys: ServiceKeys, tenant_id: str, span: BundleRange
+) -> Bundle:
+    """Resolve the range now (TenantNotFound, InvalidRequest naming the field), read the public log's
+    checkpoint and sign the header, on `connection`: all that can refuse the bundle happens before its
+    first byte. The checkpoint is read first, so the journal's range ends at or after the heads it signs
+    (pokna.bundles.log_part)."""
+    ledger.check_range(
+        chain=span.chain,
+        from_seq=span.from_seq,
+        to_seq=span.to_seq,
+        from_time=span.from_time,
+        to_time=span.to_time,
+    )
+    log = await log_part(connection, tenant_id, whole_books=span.whole_books, since=span.log_since)
+    journal = await ledger.journal_span(
+        connection,
         tenant_id,
         chain=span.chain,
         from_seq=span.from_seq,
@@ -108,75 +125,87 @@ def open_bundle(session: Session, keys: ServiceKeys, tenant_id: str, span: Bundl
         ),
         keys.signing_key,
     )
-    return _lines(session, keys, tenant_id, journal, header, log)
+    return Bundle(keys, tenant_id, journal, header, log)
 
 
-def _lines(
-    session: Session,
-    keys: ServiceKeys,
-    tenant_id: str,
-    journal: ledger.JournalSpans,
-    header: dict[str, Any],
-    log: LogPart | None,
-) -> Iterator[str]:
-    yield _encode(header) + "\n"
-    yield _encode({"type": KEY_RING, **keys.key_ring.to_json()}) + "\n"
-    counts: dict[str, int] = {}
-    seen_games: set[str] = set()
-    if log is not None:
-        counts[LOG_CHECKPOINT] = 1
-        yield _encode(log.record) + "\n"
-    if not journal.empty:
-        yield from _body(session, tenant_id, journal, counts, seen_games)
-    if log is not None:
-        for batch in leaf_batches(session, tenant_id, log.size, seen_games):
-            counts[LOG_LEAF] = counts.get(LOG_LEAF, 0) + len(batch)
-            yield "".join(_encode(leaf) + "\n" for leaf in batch)
-    yield _encode(end_record(counts, (LOG_CHECKPOINT, LOG_LEAF) if log is not None else ())) + "\n"
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle resolved and signed, to be written (`chunks`)."""
+
+    keys: ServiceKeys
+    tenant_id: str
+    journal: ledger.JournalSpans
+    header: dict[str, Any]
+    log: LogPart | None
+
+    async def chunks(self, connect: Connect) -> AsyncIterator[str]:
+        """The bundle as chunks of whole lines, each batch read on a connection from `connect` that is
+        given back before the chunk is handed out."""
+        yield _encode(self.header) + "\n"
+        yield _encode({"type": KEY_RING, **self.keys.key_ring.to_json()}) + "\n"
+        counts: dict[str, int] = {}
+        seen_games: set[str] = set()
+        if self.log is not None:
+            counts[LOG_CHECKPOINT] = 1
+            yield _encode(self.log.record) + "\n"
+        if not self.journal.empty:
+            async for chunk in self._body(connect, counts, seen_games):
+                yield chunk
+        if self.log is not None:
+            for start in leaf_starts(self.log.size):
+                async with connect() as connection:
+                    leaves = await leaf_batch(connection, self.tenant_id, start, self.log.size, seen_games)
+                counts[LOG_LEAF] = counts.get(LOG_LEAF, 0) + len(leaves)
+                yield "".join(_encode(leaf) + "\n" for leaf in leaves)
+        ends = (LOG_CHECKPOINT, LOG_LEAF) if self.log is not None else ()
+        yield _encode(end_record(counts, ends)) + "\n"
+
+    async def _body(
+        self, connect: Connect, counts: dict[str, int], seen_games: set[str]
+    ) -> AsyncIterator[str]:
+        # Each checkpoint right after the transaction of the first head it pins inside the range, oldest
+        # first.
+        checkpoints: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        ranges = {span.chain: (span.first_seq, span.last_seq) for span in self.journal.chains}
+        async with connect() as connection:
+            stored = await ledger.checkpoints_between(connection, self.tenant_id, self.journal)
+        for checkpoint in stored:
+            document = ledger.checkpoint_document(checkpoint)
+            pins = checkpoint_pins(document)
+            place = checkpoint_place(pins, ranges) if pins is not None else None
+            if place is not None:
+                checkpoints.setdefault(place, []).append(document)
+        seen_accounts: set[str] = set()
+        for seqs in self.journal.ranges():
+            for first in range(seqs.first, seqs.last + 1, BATCH_TRANSACTIONS):
+                page = SeqRange(first, min(first + BATCH_TRANSACTIONS - 1, seqs.last), seqs.chain)
+                async with connect() as connection:
+                    batch = [
+                        (text, json.loads(text))
+                        async for text in jsonl_lines_aio(connection, self.tenant_id, [page])
+                    ]
+                    reads = await _batch_reads(
+                        connection, self.tenant_id, self.journal, batch, seen_accounts, seen_games
+                    )
+                yield "".join(_batch(batch, reads, seen_accounts, seen_games, checkpoints, counts))
 
 
-def _body(
-    session: Session,
-    tenant_id: str,
-    journal: ledger.JournalSpans,
-    counts: dict[str, int],
-    seen_games: set[str],
-) -> Iterator[str]:
-    # Each checkpoint right after the transaction of the first head it pins inside the range, oldest first.
-    checkpoints: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    ranges = {span.chain: (span.first_seq, span.last_seq) for span in journal.chains}
-    for checkpoint in ledger.checkpoints_between(session, tenant_id, journal):
-        document = ledger.checkpoint_document(checkpoint)
-        pins = checkpoint_pins(document)
-        place = checkpoint_place(pins, ranges) if pins is not None else None
-        if place is not None:
-            checkpoints.setdefault(place, []).append(document)
-    seen_accounts: set[str] = set()
-    lines = ledger.export_jsonl_ranges(session, tenant_id, journal.ranges())
-    batch: list[tuple[str, dict[str, Any]]] = []
-    for text in lines:
-        batch.append((text, json.loads(text)))
-        if len(batch) >= BATCH_TRANSACTIONS:
-            yield "".join(
-                _batch(session, tenant_id, journal, batch, seen_accounts, seen_games, checkpoints, counts)
-            )
-            batch = []
-    if batch:
-        yield "".join(
-            _batch(session, tenant_id, journal, batch, seen_accounts, seen_games, checkpoints, counts)
-        )
+@dataclass(frozen=True)
+class _BatchReads:
+    accounts: dict[str, Any]
+    games: dict[str, dealer.AuditedGame]
+    before: dict[str, int]
 
 
-def _batch(
-    session: Session,
+async def _batch_reads(
+    connection: AsyncConnection[Any],
     tenant_id: str,
     journal: ledger.JournalSpans,
     batch: list[tuple[str, dict[str, Any]]],
     seen_accounts: set[str],
     seen_games: set[str],
-    checkpoints: dict[tuple[int, int], list[dict[str, Any]]],
-    counts: dict[str, int],
-) -> Iterator[str]:
+) -> _BatchReads:
+    """The accounts and games the batch is the first to touch, and the games' earlier transfers."""
     new_accounts = {
         posting["account_id"]
         for _, line in batch
@@ -188,9 +217,22 @@ def _batch(
         game_id = _game_of(line)
         if game_id is not None and game_id not in seen_games:
             new_games.setdefault(game_id, line.get("chain", 0))
-    accounts = ledger.account_summaries(session, tenant_id, sorted(new_accounts))
-    games = dealer.games_for_audit(session, tenant_id, sorted(new_games))
-    before = ledger.transfers_before(session, tenant_id, new_games, journal)
+    values = {"tenant_id": tenant_id, "account_ids": sorted(new_accounts)}
+    accounts = summaries(await (await connection.execute(ACCOUNT_SUMMARIES, values)).fetchall())
+    games = await dealer.games_for_audit(connection, tenant_id, sorted(new_games))
+    before = await ledger.transfers_before(connection, tenant_id, new_games, journal)
+    return _BatchReads(accounts, games, before)
+
+
+def _batch(
+    batch: list[tuple[str, dict[str, Any]]],
+    reads: _BatchReads,
+    seen_accounts: set[str],
+    seen_games: set[str],
+    checkpoints: dict[tuple[int, int], list[dict[str, Any]]],
+    counts: dict[str, int],
+) -> Iterator[str]:
+    accounts, games, before = reads.accounts, reads.games, reads.before
     for text, line in batch:
         for posting in line["postings"]:
             account_id = posting["account_id"]

@@ -160,9 +160,16 @@ class AuditedGame:
     proof: dict[str, Any] | None
 
 
-def games_for_audit(session: Session, tenant_id: str, game_ids: Sequence[str]) -> dict[str, AuditedGame]:
+_GAMES_FOR_AUDIT = (
+    "SELECT id, status, pot_account_id, proof FROM game WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s)"
+)
+
+
+async def games_for_audit(
+    connection: AsyncConnection[Any], tenant_id: str, game_ids: Sequence[str]
+) -> dict[str, AuditedGame]:
     """The tenant's games among `game_ids`, as stored (an audit reads, it does not apply deadlines)."""
-    return {
-        game.id: AuditedGame(game.id, game.status, game.pot_account_id, game.proof)
-        for game in game_store(session).games_by_ids(session, tenant_id, game_ids)
-    }
+    if not game_ids:
+        return {}
+    found = await connection.execute(_GAMES_FOR_AUDIT, {"tenant_id": tenant_id, "ids": list(game_ids)})
+    return {row[0]: AuditedGame(*row) for row in await found.fetchall()}

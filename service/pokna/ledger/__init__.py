@@ -18,11 +18,13 @@ from pokna.ledger.accounts import (
 )
 from pokna.ledger.audit_reads import (
     JournalSpans,
+    check_range,
     checkpoints_between,
     journal_span,
     transfers_before,
 )
 from pokna.ledger.batches import TransferBatch, transfer_batch
+from pokna.ledger.books_repository import check_seq_bounds
 from pokna.ledger.checkpoint import (
     Checkpoint,
     checkpoint_document,
@@ -40,12 +42,13 @@ from pokna.ledger.errors import (
     UnbalancedTransaction,
 )
 from pokna.ledger.export import (
+    check_chain,
     export_beancount,
     export_csv,
     export_jsonl,
-    export_jsonl_ranges,
     export_lines,
 )
+from pokna.ledger.export_aio import EXPORTERS
 from pokna.ledger.holding import GameAccounts, hold_wallets
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.reads import AccountEntry, AccountRecord, TrialBalance
@@ -56,6 +59,7 @@ from pokna_verify.ledger.check import AuditReport, verify_export
 from pokna_verify.ledger.scan import verify_export_stream
 
 __all__ = [
+    "EXPORTERS",
     "LEDGER_CHAINS",
     "AccountEntry",
     "AccountExists",
@@ -81,12 +85,14 @@ __all__ = [
     "UnbalancedTransaction",
     "account_summaries",
     "chain_for",
+    "check_chain",
+    "check_range",
+    "check_seq_bounds",
     "checkpoint_document",
     "checkpoints_between",
     "export_beancount",
     "export_csv",
     "export_jsonl",
-    "export_jsonl_ranges",
     "export_lines",
     "funding_account",
     "hold_wallets",

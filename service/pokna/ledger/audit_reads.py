@@ -7,6 +7,9 @@ and chain 0 was the only one before there were chains), or every chain's when ne
 by seq or by time, never both for the same end; either end may be left open. Times are turned into seqs
 here per chain (on each chain, the first transaction written at or after `from_time`, the last at or before
 `to_time`), so a bundle is always, per chain, a run of consecutive seqs whatever it was asked by.
+
+Read on the async road (an `AsyncConnection` in autocommit: each statement sees its own snapshot, as under
+READ COMMITTED it did in a transaction); every statement names the tenant, so on Citus it reaches one shard.
 """
 
 from __future__ import annotations
@@ -14,14 +17,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
+from psycopg.rows import namedtuple_row
 
 from pokna.errors import InvalidRequest
-from pokna.ledger import books_repository, repository
+from pokna.ledger import books_repository
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.checkpoint import Checkpoint, checkpoint_of
 from pokna.ledger.errors import TenantNotFound
+from pokna.ledger.export_aio import first_created_at, head_seqs
 from pokna_verify.ledger.chain import GENESIS_HASH, LEDGER_CHAINS
 
 # How far a checkpoint's created_at may trail a transaction it pins (both are the service's clock, read on
@@ -76,20 +82,46 @@ class JournalSpans:
         return next((span for span in self.chains if span.chain == chain), None)
 
 
-def journal_span(
-    session: Session,
-    tenant_id: str,
+_TENANT_EXISTS = "SELECT EXISTS (SELECT 1 FROM tenant WHERE id = %(tenant_id)s)"
+_FIRST_SEQ_SINCE = """
+    SELECT chain, min(seq) FROM journal_transaction
+    WHERE tenant_id = %(tenant_id)s AND created_at >= %(moment)s GROUP BY chain
+"""
+_LAST_SEQ_UNTIL = """
+    SELECT chain, max(seq) FROM journal_transaction
+    WHERE tenant_id = %(tenant_id)s AND created_at <= %(moment)s GROUP BY chain
+"""
+_LINK_HASHES = """
+    SELECT
+        (SELECT prev_hash FROM journal_transaction
+         WHERE tenant_id = %(tenant_id)s AND chain = %(chain)s AND seq = %(first)s),
+        (SELECT hash FROM journal_transaction
+         WHERE tenant_id = %(tenant_id)s AND chain = %(chain)s AND seq = %(last)s)
+"""
+_CHECKPOINTS = """
+    SELECT id, tenant_id, seq, hash, heads, created_at, key_id, signature FROM ledger_checkpoint
+    WHERE tenant_id = %(tenant_id)s
+        AND (seq BETWEEN %(first)s AND %(last)s OR (heads IS NOT NULL AND created_at >= %(since)s))
+    ORDER BY created_at, seq
+"""
+_REFERENCES = """
+    SELECT reference, count(*) FROM journal_transaction
+    WHERE tenant_id = %(tenant_id)s AND reference = ANY(%(references)s) AND chain = %(chain)s
+        AND seq < %(before)s
+    GROUP BY reference
+"""
+_NO_SEQ = 2**63 - 1  # bigint's largest: a bound that leaves nothing out
+
+
+def check_range(
     *,
     chain: int | None = None,
     from_seq: int | None = None,
     to_seq: int | None = None,
     from_time: datetime | None = None,
     to_time: datetime | None = None,
-) -> JournalSpans:
-    """The asked-for range cut at each chain's head as it is now. Raises InvalidRequest naming the field
-    (`query.from_seq`, ...) for a range that contradicts itself, TenantNotFound for an unknown tenant."""
-    if not repository.tenant_exists(session, tenant_id):
-        raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
+) -> None:
+    """Refuse a range that contradicts itself (InvalidRequest naming the field: `query.from_seq`, ...)."""
     if chain is not None and not 0 <= chain < LEDGER_CHAINS:
         raise InvalidRequest(
             f"chain is one of the ledger's chains, 0 to {LEDGER_CHAINS - 1}; not {chain}", field="query.chain"
@@ -108,9 +140,28 @@ def journal_span(
         raise InvalidRequest(f"to_seq {to_seq} is before from_seq {from_seq}", field="query.to_seq")
     if from_time is not None and to_time is not None and from_time > to_time:
         raise InvalidRequest("to_time is before from_time", field="query.to_time")
-    heads = books_repository.head_seqs(session, tenant_id)
+    books_repository.check_seq_bounds(chain, from_seq, to_seq)
+
+
+async def journal_span(
+    connection: AsyncConnection[Any],
+    tenant_id: str,
+    *,
+    chain: int | None = None,
+    from_seq: int | None = None,
+    to_seq: int | None = None,
+    from_time: datetime | None = None,
+    to_time: datetime | None = None,
+) -> JournalSpans:
+    """The asked-for range cut at each chain's head as it is now. Raises InvalidRequest naming the field
+    for a range that contradicts itself (check_range), TenantNotFound for an unknown tenant."""
+    check_range(chain=chain, from_seq=from_seq, to_seq=to_seq, from_time=from_time, to_time=to_time)
+    if not await _one(connection, _TENANT_EXISTS, {"tenant_id": tenant_id}):
+        raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
+    heads = await head_seqs(connection, tenant_id)
     chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
-    first_by_time, last_by_time = books_repository.seq_bounds_of_times(session, tenant_id, from_time, to_time)
+    first_by_time = await _seq_by_chain(connection, _FIRST_SEQ_SINCE, tenant_id, from_time)
+    last_by_time = await _seq_by_chain(connection, _LAST_SEQ_UNTIL, tenant_id, to_time)
     spans: list[JournalSpan] = []
     zero = None
     for on in chains:
@@ -124,35 +175,44 @@ def journal_span(
         if seqs.empty:
             span = JournalSpan(seqs.first, seqs.last, GENESIS_HASH, GENESIS_HASH, on)
         else:
-            first_prev_hash, last_hash = books_repository.link_hashes(session, tenant_id, seqs)
-            span = JournalSpan(seqs.first, seqs.last, first_prev_hash, last_hash, on)
+            values = {"tenant_id": tenant_id, "chain": on, "first": seqs.first, "last": seqs.last}
+            found = await (await connection.execute(_LINK_HASHES, values)).fetchone()
+            assert found is not None  # one row of two subqueries
+            first_prev_hash, last_hash = found
+            span = JournalSpan(seqs.first, seqs.last, str(first_prev_hash), str(last_hash), on)
             spans.append(span)
         if on == 0:
             zero = span
     return JournalSpans(spans, zero)
 
 
-def checkpoints_between(session: Session, tenant_id: str, spans: JournalSpans) -> list[Checkpoint]:
+async def checkpoints_between(
+    connection: AsyncConnection[Any], tenant_id: str, spans: JournalSpans
+) -> list[Checkpoint]:
     """Every checkpoint that may pin a transaction of the spans (chain 0's seq in chain 0's span, or, for
-    one listing every chain's head, any of them), oldest first. Which of them pins one, and where it goes
-    in the bundle, is pokna_verify.bundle.records.checkpoint_place's to say."""
+    one listing every chain's head, any of them), oldest first: those listing every chain's head only if
+    signed at or after the spans' first transaction was written (less a clock margin), as none signed
+    before can pin a seq in them. Which of them pins one, and where it goes in the bundle, is
+    pokna_verify.bundle.records.checkpoint_place's to say."""
     if spans.empty:
         return []
     zero = spans.of_chain(0)
-    since = books_repository.first_created_at(
-        session, tenant_id, [SeqRange(span.first_seq, span.first_seq, span.chain) for span in spans.chains]
+    since = await first_created_at(
+        connection, tenant_id, [SeqRange(span.first_seq, span.first_seq, span.chain) for span in spans.chains]
     )
-    rows = books_repository.checkpoint_rows(
-        session,
-        tenant_id,
-        zero.seqs if zero is not None else None,
-        since - _CLOCK_MARGIN if since is not None else None,
-    )
-    return [checkpoint_of(row) for row in rows]
+    values = {
+        "tenant_id": tenant_id,
+        "first": zero.first_seq if zero is not None else 1,
+        "last": zero.last_seq if zero is not None else 0,
+        "since": since - _CLOCK_MARGIN if since is not None else None,
+    }
+    async with connection.cursor(row_factory=namedtuple_row) as cursor:
+        await cursor.execute(_CHECKPOINTS, values)
+        return [checkpoint_of(row) for row in await cursor.fetchall()]
 
 
-def transfers_before(
-    session: Session, tenant_id: str, game_chains: Mapping[str, int], spans: JournalSpans
+async def transfers_before(
+    connection: AsyncConnection[Any], tenant_id: str, game_chains: Mapping[str, int], spans: JournalSpans
 ) -> dict[str, int]:
     """How many of each game's transactions (they carry the game's id as reference) precede its first in
     the bundle: those on the game's chain (`game_chains`: the chain its transactions in the bundle are on)
@@ -168,11 +228,32 @@ def transfers_before(
         span = spans.of_chain(chain)
         if span is None or span.first_seq <= 1:
             continue
-        counts |= books_repository.references_before(
-            session, tenant_id, sorted(game_ids), chain, span.first_seq
-        )
+        counts |= await _references(connection, tenant_id, sorted(game_ids), chain, span.first_seq)
     moved = sorted(game_id for game_id, chain in game_chains.items() if chain != 0)
     if moved:
-        for game_id, before in books_repository.references_on(session, tenant_id, moved, 0).items():
+        for game_id, before in (await _references(connection, tenant_id, moved, 0, _NO_SEQ)).items():
             counts[game_id] = counts.get(game_id, 0) + before
     return counts
+
+
+async def _references(
+    connection: AsyncConnection[Any], tenant_id: str, references: list[str], chain: int, before: int
+) -> dict[str, int]:
+    """How many transactions on `chain` carry each reference before seq `before`."""
+    values = {"tenant_id": tenant_id, "references": references, "chain": chain, "before": before}
+    rows = await (await connection.execute(_REFERENCES, values)).fetchall()
+    return {str(reference): int(count) for reference, count in rows}
+
+
+async def _seq_by_chain(
+    connection: AsyncConnection[Any], statement: str, tenant_id: str, moment: datetime | None
+) -> dict[int, int]:
+    if moment is None:
+        return {}
+    rows = await (await connection.execute(statement, {"tenant_id": tenant_id, "moment": moment})).fetchall()
+    return {int(chain): int(seq) for chain, seq in rows}
+
+
+async def _one(connection: AsyncConnection[Any], statement: str, values: dict[str, Any]) -> Any:
+    row = await (await connection.execute(statement, values)).fetchone()
+    return None if row is None else row[0]

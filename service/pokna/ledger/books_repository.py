@@ -14,14 +14,13 @@ from typing import Any, cast
 from sqlalchemy import Row, Select, Table, and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
+from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerHead
 from pokna.errors import InvalidRequest
 
 _account = cast(Table, Account.__table__)
 _transaction = cast(Table, JournalTransaction.__table__)
 _posting = cast(Table, JournalPosting.__table__)
 _head = cast(Table, LedgerHead.__table__)
-_checkpoint = cast(Table, LedgerCheckpoint.__table__)
 _BATCH = 5000
 
 
@@ -273,95 +272,4 @@ def _posting_of_transaction() -> Any:
     shard pairs their distribution columns)."""
     return and_(
         _posting.c.tenant_id == _transaction.c.tenant_id, _posting.c.transaction_id == _transaction.c.id
-    )
-
-
-def seq_bounds_of_times(
-    session: Session, tenant_id: str, from_time: datetime | None, to_time: datetime | None
-) -> tuple[dict[int, int], dict[int, int]]:
-    """Per chain, the first seq written at or after `from_time` and the last written at or before
-    `to_time` (a chain with none is left out)."""
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    if from_time is not None:
-        rows = session.execute(
-            select(_transaction.c.chain, func.min(_transaction.c.seq))
-            .where(_transaction.c.tenant_id == tenant_id, _transaction.c.created_at >= from_time)
-            .group_by(_transaction.c.chain)
-        )
-        first = {int(chain): int(seq) for chain, seq in rows}
-    if to_time is not None:
-        rows = session.execute(
-            select(_transaction.c.chain, func.max(_transaction.c.seq))
-            .where(_transaction.c.tenant_id == tenant_id, _transaction.c.created_at <= to_time)
-            .group_by(_transaction.c.chain)
-        )
-        last = {int(chain): int(seq) for chain, seq in rows}
-    return first, last
-
-
-def link_hashes(session: Session, tenant_id: str, seqs: SeqRange) -> tuple[str, str]:
-    """The prev_hash of the range's first transaction and the hash of its last (on its chain)."""
-    on_chain = (_transaction.c.tenant_id == tenant_id) & (_transaction.c.chain == seqs.chain)
-    first = session.execute(
-        select(_transaction.c.prev_hash).where(on_chain, _transaction.c.seq == seqs.first)
-    ).scalar_one()
-    last = session.execute(
-        select(_transaction.c.hash).where(on_chain, _transaction.c.seq == seqs.last)
-    ).scalar_one()
-    return str(first), str(last)
-
-
-def references_before(
-    session: Session, tenant_id: str, references: list[str], chain: int, before_seq: int | None
-) -> dict[str, int]:
-    """How many transactions on `chain` carry each reference before `before_seq` (None: on the whole chain)."""
-    conditions = [
-        _transaction.c.tenant_id == tenant_id,
-        _transaction.c.reference.in_(references),
-        _transaction.c.chain == chain,
-    ]
-    if before_seq is not None:
-        conditions.append(_transaction.c.seq < before_seq)
-    rows = session.execute(
-        select(_transaction.c.reference, func.count().label("transactions"))
-        .where(*conditions)
-        .group_by(_transaction.c.reference)
-    )
-    return {str(row.reference): int(row.transactions) for row in rows}
-
-
-def references_on(session: Session, tenant_id: str, references: list[str], chain: int) -> dict[str, int]:
-    """How many transactions on `chain` carry each reference."""
-    return references_before(session, tenant_id, references, chain, None)
-
-
-def checkpoint_rows(
-    session: Session, tenant_id: str, chain_zero: SeqRange | None, since: datetime | None
-) -> list[Row[Any]]:
-    """The checkpoints that may pin a transaction of a bundle, oldest first: those signed at a chain-0 seq
-    in `chain_zero`, and those listing every chain's head (`heads`) signed at or after `since` (no
-    checkpoint taken before a range's first transaction was written can pin a seq in it)."""
-    candidates: list[Any] = []
-    if chain_zero is not None and not chain_zero.empty:
-        candidates.append(_checkpoint.c.seq.between(chain_zero.first, chain_zero.last))
-    if since is not None:
-        candidates.append(_checkpoint.c.heads.is_not(None) & (_checkpoint.c.created_at >= since))
-    if not candidates:
-        return []
-    return list(
-        session.execute(
-            select(
-                _checkpoint.c.id,
-                _checkpoint.c.tenant_id,
-                _checkpoint.c.seq,
-                _checkpoint.c.hash,
-                _checkpoint.c.heads,
-                _checkpoint.c.created_at,
-                _checkpoint.c.key_id,
-                _checkpoint.c.signature,
-            )
-            .where(_checkpoint.c.tenant_id == tenant_id, or_(*candidates))
-            .order_by(_checkpoint.c.created_at, _checkpoint.c.seq)
-        )
     )

@@ -86,11 +86,6 @@ def export_jsonl(
     return jsonl_lines(session, tenant_id, ranges)
 
 
-def export_jsonl_ranges(session: Session, tenant_id: str, ranges: list[SeqRange]) -> Iterator[str]:
-    """export_jsonl of ranges already resolved (one chain each, in the order given; none empty)."""
-    return jsonl_lines(session, tenant_id, ranges) if ranges else iter(())
-
-
 def export_csv(
     session: Session,
     tenant_id: str,
@@ -145,7 +140,7 @@ def beancount_account(kind: str, account_id: str) -> str:
     return f"{_BEANCOUNT_ROOTS[kind]}:{prefix.capitalize()}-{rest}"
 
 
-def _beancount_string(value: str) -> str:
+def beancount_string(value: str) -> str:
     cleaned = value.replace("\\", "/").replace('"', "'").replace("\n", " ").replace("\r", " ")
     return f'"{cleaned}"'
 
@@ -177,11 +172,11 @@ def export_beancount(
     first_day = books_repository.first_created_at(session, tenant_id, exported)
     currencies = sorted({row.currency for row in accounts})
 
-    yield f'option "title" {_beancount_string(f"Pokna ledger of tenant {tenant_id}")}\n'
+    yield f'option "title" {beancount_string(f"Pokna ledger of tenant {tenant_id}")}\n'
     for currency in currencies:
         yield f'option "operating_currency" "{currency}"\n'
     yield "\n"
-    open_day = _earliest_day([row.created_at for row in accounts], first_day)
+    open_day = earliest_day([row.created_at for row in accounts], first_day)
     for row in accounts:
         yield f"{open_day.isoformat()} open {names[row.id]} {row.currency}\n"
         if row.kind in PER_CHAIN_KINDS and (part := sub_account_chain(row.external_id, row.currency)) >= 0:
@@ -199,7 +194,7 @@ def export_beancount(
         last_day = max(last_day, day)
         narration = first.kind if first.reference is None else f"{first.kind} {first.reference}"
         yield (
-            f"{day.isoformat()} * {_beancount_string(narration)}\n"
+            f"{day.isoformat()} * {beancount_string(narration)}\n"
             f'  chain: "{first.chain}"\n  seq: "{first.seq}"\n  txid: "{first.id}"\n  hash: "{first.hash}"\n'
         )
         for posting in group:
@@ -213,7 +208,7 @@ def export_beancount(
             yield f"{check_day} balance {names[account.id]}  {account.balance} {account.currency}\n"
 
 
-def _earliest_day(account_days: list[datetime], first_transaction: datetime | None) -> date:
+def earliest_day(account_days: list[datetime], first_transaction: datetime | None) -> date:
     moments = [*account_days, *([first_transaction] if first_transaction else [])]
     return min(moments).date() if moments else date(1970, 1, 1)
 

@@ -6,14 +6,15 @@ pokna.api.keyed_writes); the export still runs on the request's session."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from pokna import ledger
-from pokna.api.auth import ApiKeyDigestDep, TenantDep
-from pokna.api.deps import SessionDep, driver_connection, runtime_of, streamed
+from pokna.api.auth import ApiKeyDigestDep, StreamingTenantDep
+from pokna.api.deps import driver_connection, runtime_of
 from pokna.api.fields import Currency, NoNul
 from pokna.api.idempotency import (
     REPLAYED_HEADER,
@@ -222,10 +223,8 @@ async def trial_balance(
     "one you have of it. With neither, every chain whole. JSONL names each transaction's chain and carries its hash and the previous one's on its chain, "
     "so the chains can be checked offline (`pokna audit verify`); CSV has a `chain` column before `seq`.",
 )
-def export(
-    request: Request,
-    tenant_id: TenantDep,
-    session: SessionDep,
+async def export(
+    streaming: StreamingTenantDep,
     export_format: Annotated[
         Literal["jsonl", "csv", "beancount"], Query(alias="format", description="The export's format.")
     ] = "jsonl",
@@ -233,13 +232,20 @@ def export(
     from_seq: FromSeqParam = None,
     to_seq: ToSeqParam = None,
 ) -> StreamingResponse:
-    # The request's session outlives this return: its dependency closes it after the response is sent.
-    lines = ledger.export_lines(
-        session, tenant_id, export_format, chain=chain, from_seq=from_seq, to_seq=to_seq
-    )
-    return StreamingResponse(
-        streamed(request, session, lines, commit_each_chunk=False), media_type=EXPORT_MEDIA[export_format]
-    )
+    """Async, on the driver: one transaction throughout, on the connection (and gate place) the request
+    holds until the response has been sent. Refused (422 naming the field) before the first byte; a read
+    that fails part way raises out of the stream, and the transfer ends unfinished, never as a whole
+    answer."""
+    ledger.check_chain(chain)
+    ledger.check_seq_bounds(chain, from_seq, to_seq)
+    exporter = ledger.EXPORTERS[export_format]
+
+    async def lines() -> AsyncIterator[str]:
+        async with streaming.connection.transaction():
+            async for chunk in exporter(streaming.connection, streaming.tenant_id, chain, from_seq, to_seq):
+                yield chunk
+
+    return StreamingResponse(lines(), media_type=EXPORT_MEDIA[export_format])
 
 
 @router.get(

@@ -10,11 +10,12 @@ and the account locks, checks the balances, hashes, writes and advances the head
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
 import psycopg
+from psycopg import AsyncConnection
 from sqlalchemy.orm import Session
 
 from pokna.ledger.books_repository import SeqRange
@@ -96,16 +97,8 @@ def jsonl_lines(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) ->
     PostgreSQL's escape_json does (quote, backslash, b f n r t, other controls as lower-case u00xx);
     metadata is the stored JSON text, as json_build_object embeds it.
     """
-    quote = encode_basestring
-    tenant = quote(tenant_id)
     for seqs in ranges:
-        for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
-            params = {
-                "tenant_id": tenant_id,
-                "chain": seqs.chain,
-                "first": first,
-                "last": min(first + PAGE_TRANSACTIONS - 1, seqs.last),
-            }
+        for params in _pages(tenant_id, seqs):
             # Asked of the session for every page: the caller may have ended its transaction between two
             # lines, and then the connection the last page came through is no longer this session's.
             connection = session.connection().connection.driver_connection
@@ -113,16 +106,45 @@ def jsonl_lines(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) ->
                 raise TypeError(f"the PostgreSQL export needs psycopg 3, not {type(connection).__name__}")
             with connection.cursor() as cursor:
                 page = cursor.execute(_JSONL_ROWS, params).fetchall()
-            for chain, seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs in page:
-                postings = ", ".join(
-                    f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '
-                    f'"currency" : {quote(legs[index + 2])}}}'
-                    for index in range(0, len(legs), 3)
-                )
-                yield (
-                    f'{{"chain" : {chain}, "seq" : {seq}, "id" : {quote(id_)}, "tenant_id" : {tenant}, '
-                    f'"kind" : {quote(kind)}, '
-                    f'"reference" : {"null" if reference is None else quote(reference)}, '
-                    f'"metadata" : {metadata}, "created_at" : {quote(created_at)}, "postings" : [{postings}], '
-                    f'"prev_hash" : {quote(prev_hash)}, "hash" : {quote(hash_)}}}\n'
-                )
+            for row in page:
+                yield jsonl_line(tenant_id, row)
+
+
+async def jsonl_lines_aio(
+    connection: AsyncConnection[Any], tenant_id: str, ranges: Sequence[SeqRange]
+) -> AsyncIterator[str]:
+    """jsonl_lines on the async road: the same lines, page by page, each page read whole before its first
+    line is handed out, so the connection is idle whenever the caller holds a line."""
+    for seqs in ranges:
+        for params in _pages(tenant_id, seqs):
+            page = await (await connection.execute(_JSONL_ROWS, params)).fetchall()
+            for row in page:
+                yield jsonl_line(tenant_id, row)
+
+
+def _pages(tenant_id: str, seqs: SeqRange) -> Iterator[dict[str, Any]]:
+    for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
+        yield {
+            "tenant_id": tenant_id,
+            "chain": seqs.chain,
+            "first": first,
+            "last": min(first + PAGE_TRANSACTIONS - 1, seqs.last),
+        }
+
+
+def jsonl_line(tenant_id: str, row: Sequence[Any]) -> str:
+    """One _JSONL_ROWS row as its line (see jsonl_lines)."""
+    quote = encode_basestring
+    chain, seq, id_, kind, reference, metadata, created_at, prev_hash, hash_, legs = row
+    postings = ", ".join(
+        f'{{"account_id" : {quote(legs[index])}, "amount" : {legs[index + 1]}, '
+        f'"currency" : {quote(legs[index + 2])}}}'
+        for index in range(0, len(legs), 3)
+    )
+    return (
+        f'{{"chain" : {chain}, "seq" : {seq}, "id" : {quote(id_)}, "tenant_id" : {quote(tenant_id)}, '
+        f'"kind" : {quote(kind)}, '
+        f'"reference" : {"null" if reference is None else quote(reference)}, '
+        f'"metadata" : {metadata}, "created_at" : {quote(created_at)}, "postings" : [{postings}], '
+        f'"prev_hash" : {quote(prev_hash)}, "hash" : {quote(hash_)}}}\n'
+    )

@@ -2,26 +2,19 @@
 writes rows, each statement naming its tenant (on Citus: one shard).
 
 The sequencer's, on its async connection inside its transaction (`lock_log`, `latest_note`, `append`); the reads an
-audit bundle makes of the log on the bundle's session (`checkpoint_at`, `read_nodes`, `leaves_between`,
-pokna.bundles.log_part). The read API's own statements are in reads.py."""
+audit bundle makes of the log on its async connections (`checkpoint_at`, `leaves_between`,
+pokna.bundles.log_part; the nodes of a proof: reads.read_nodes). The read API's own statements are in reads.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from psycopg import AsyncConnection
-from sqlalchemy import Table, select, tuple_
-from sqlalchemy.orm import Session
 
-from pokna.db.models.game_log import GameLogCheckpoint, GameLogLeaf, GameLogNode
 from pokna_verify.tlog.tree import Node
-
-_leaf = cast(Table, GameLogLeaf.__table__)
-_node = cast(Table, GameLogNode.__table__)
-_checkpoint = cast(Table, GameLogCheckpoint.__table__)
 
 
 @dataclass(frozen=True)
@@ -39,42 +32,34 @@ class StoredLeaf:
     entry: str
 
 
-def read_nodes(session: Session, tenant_id: str, nodes: Iterable[Node]) -> dict[Node, bytes]:
-    wanted = [(node.level, node.index) for node in nodes]
-    if not wanted:
-        return {}
-    rows = session.execute(
-        select(_node.c.level, _node.c.node_index, _node.c.hash).where(
-            _node.c.tenant_id == tenant_id, tuple_(_node.c.level, _node.c.node_index).in_(wanted)
-        )
-    )
-    return {Node(int(row.level), int(row.node_index)): bytes(row.hash) for row in rows}
+_CHECKPOINT_COLUMNS = "SELECT tree_size, root_hash, note, created_at FROM game_log_checkpoint"
+_LATEST_CHECKPOINT = _CHECKPOINT_COLUMNS + " WHERE tenant_id = %(tenant_id)s ORDER BY tree_size DESC LIMIT 1"
+_CHECKPOINT_OF_SIZE = _CHECKPOINT_COLUMNS + " WHERE tenant_id = %(tenant_id)s AND tree_size = %(tree_size)s"
+_LEAVES = (
+    "SELECT leaf_index, game_id, entry FROM game_log_leaf WHERE tenant_id = %(tenant_id)s "
+    "AND leaf_index >= %(start)s AND leaf_index < %(end)s ORDER BY leaf_index"
+)
 
 
-def checkpoint_at(session: Session, tenant_id: str, tree_size: int | None = None) -> StoredCheckpoint | None:
+async def checkpoint_at(
+    connection: AsyncConnection[Any], tenant_id: str, tree_size: int | None = None
+) -> StoredCheckpoint | None:
     """The checkpoint of `tree_size` leaves, or the latest one."""
-    query = select(
-        _checkpoint.c.tree_size, _checkpoint.c.root_hash, _checkpoint.c.note, _checkpoint.c.created_at
-    )
-    query = query.where(_checkpoint.c.tenant_id == tenant_id)
-    if tree_size is None:
-        query = query.order_by(_checkpoint.c.tree_size.desc()).limit(1)
-    else:
-        query = query.where(_checkpoint.c.tree_size == tree_size)
-    row = session.execute(query).one_or_none()
+    statement = _LATEST_CHECKPOINT if tree_size is None else _CHECKPOINT_OF_SIZE
+    found = await connection.execute(statement, {"tenant_id": tenant_id, "tree_size": tree_size})
+    row = await found.fetchone()
     if row is None:
         return None
-    return StoredCheckpoint(int(row.tree_size), bytes(row.root_hash), row.note, row.created_at)
+    size, root_hash, note, created_at = row
+    return StoredCheckpoint(int(size), bytes(root_hash), note, created_at)
 
 
-def leaves_between(session: Session, tenant_id: str, start: int, end: int) -> list[StoredLeaf]:
+async def leaves_between(
+    connection: AsyncConnection[Any], tenant_id: str, start: int, end: int
+) -> list[StoredLeaf]:
     """Leaves [start, end) in index order: what an audit bundle carries of the log, a batch at a time."""
-    rows = session.execute(
-        select(_leaf.c.leaf_index, _leaf.c.game_id, _leaf.c.entry)
-        .where(_leaf.c.tenant_id == tenant_id, _leaf.c.leaf_index >= start, _leaf.c.leaf_index < end)
-        .order_by(_leaf.c.leaf_index)
-    )
-    return [StoredLeaf(int(row.leaf_index), row.game_id, row.entry) for row in rows]
+    found = await connection.execute(_LEAVES, {"tenant_id": tenant_id, "start": start, "end": end})
+    return [StoredLeaf(int(index), game_id, entry) for index, game_id, entry in await found.fetchall()]
 
 
 # A tenant's log row is made by the first pass that looks at it, by whichever process gets there first.

@@ -1,0 +1,237 @@
+"""The ledger exports on the async road (psycopg `AsyncConnection`, pokna.db.aio): what the HTTP export
+streams. The same bytes as pokna.ledger.export, which the commands and reconcile still read through a
+session (a twin until they move too): the text is made by the same functions, only the reads differ.
+
+Every statement names the tenant (and joins posting to its transaction on the tenant too), so on Citus
+each one reaches one shard. The caller holds one transaction throughout (pokna.ledger.routes `export`):
+every read sees the heads read first, as the session's did.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import namedtuple_row
+
+from pokna.ledger import books_repository
+from pokna.ledger.accounts import PER_CHAIN_KINDS, sub_account_chain
+from pokna.ledger.books_repository import SeqRange
+from pokna.ledger.export import (
+    CSV_COLUMNS,
+    beancount_account,
+    beancount_string,
+    earliest_day,
+)
+from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS, jsonl_lines_aio
+from pokna_verify.ledger.chain import chain_label, format_timestamp
+
+_HEADS = "SELECT chain, last_seq FROM ledger_head WHERE tenant_id = %(tenant_id)s AND last_seq > 0"
+_POSTINGS = """
+    SELECT t.chain, t.seq, t.id, t.kind, t.reference, t.created_at, t.hash,
+        p.leg, p.account_id, p.amount, p.currency
+    FROM journal_transaction AS t
+    JOIN posting AS p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
+    WHERE t.tenant_id = %(tenant_id)s AND t.chain = %(chain)s AND t.seq BETWEEN %(first)s AND %(last)s
+    ORDER BY t.seq, p.leg
+"""
+_ACCOUNTS_WITH_HEADS = """
+    SELECT a.id, a.kind, a.external_id, a.currency, a.balance, a.created_at,
+        (SELECT json_object_agg(h.chain, h.last_seq) FROM ledger_head AS h
+         WHERE h.tenant_id = %(tenant_id)s AND h.last_seq > 0) AS heads
+    FROM account AS a WHERE a.tenant_id = %(tenant_id)s ORDER BY a.id
+"""
+_FIRST_CREATED_AT = """
+    SELECT min(created_at) FROM journal_transaction
+    WHERE tenant_id = %(tenant_id)s AND chain = ANY(%(chains)s)
+        AND seq BETWEEN (%(firsts)s::bigint[])[array_position(%(chains)s, chain)]
+            AND (%(lasts)s::bigint[])[array_position(%(chains)s, chain)]
+"""
+_BALANCES_BEFORE = """
+    SELECT p.account_id, p.currency, sum(p.amount) AS total
+    FROM posting AS p JOIN journal_transaction AS t ON t.tenant_id = p.tenant_id AND t.id = p.transaction_id
+    WHERE t.tenant_id = %(tenant_id)s AND t.chain = ANY(%(chains)s)
+        AND t.seq < (%(firsts)s::bigint[])[array_position(%(chains)s, t.chain)]
+    GROUP BY p.account_id, p.currency ORDER BY p.account_id
+"""
+
+
+def _ranges_parameters(tenant_id: str, ranges: Sequence[SeqRange]) -> dict[str, Any]:
+    return {
+        "tenant_id": tenant_id,
+        "chains": [seqs.chain for seqs in ranges],
+        "firsts": [seqs.first for seqs in ranges],
+        "lasts": [seqs.last for seqs in ranges],
+    }
+
+
+async def _rows(connection: AsyncConnection[Any], statement: str, params: dict[str, Any]) -> list[Any]:
+    async with connection.cursor(row_factory=namedtuple_row) as cursor:
+        await cursor.execute(statement, params)
+        return await cursor.fetchall()
+
+
+async def head_seqs(connection: AsyncConnection[Any], tenant_id: str) -> dict[int, int]:
+    """Every chain's head seq as it is now (chains with no transaction left out)."""
+    rows = await _rows(connection, _HEADS, {"tenant_id": tenant_id})
+    return {int(row.chain): int(row.last_seq) for row in rows}
+
+
+async def first_created_at(
+    connection: AsyncConnection[Any], tenant_id: str, ranges: Sequence[SeqRange]
+) -> datetime | None:
+    """When the first transaction of the (non-empty) ranges was written; None for no range."""
+    if not ranges:
+        return None
+    rows = await _rows(connection, _FIRST_CREATED_AT, _ranges_parameters(tenant_id, ranges))
+    moment: datetime | None = rows[0][0]
+    return moment
+
+
+async def _ranges(
+    connection: AsyncConnection[Any],
+    tenant_id: str,
+    chain: int | None,
+    from_seq: int | None,
+    to_seq: int | None,
+) -> list[SeqRange]:
+    """books_repository.seq_range on the connection."""
+    heads = await head_seqs(connection, tenant_id)
+    chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
+    return [seqs for seqs in books_repository.seq_ranges(heads, chains, from_seq, to_seq) if not seqs.empty]
+
+
+async def _postings(
+    connection: AsyncConnection[Any], tenant_id: str, ranges: Sequence[SeqRange]
+) -> AsyncIterator[list[Any]]:
+    """The postings of PAGE_TRANSACTIONS transactions at a time, in (chain, seq) and leg order, each page
+    read whole before it is handed out."""
+    for seqs in ranges:
+        for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
+            last = min(first + PAGE_TRANSACTIONS - 1, seqs.last)
+            params = {"tenant_id": tenant_id, "chain": seqs.chain, "first": first, "last": last}
+            yield await _rows(connection, _POSTINGS, params)
+
+
+async def export_jsonl(
+    connection: AsyncConnection[Any],
+    tenant_id: str,
+    chain: int | None,
+    from_seq: int | None,
+    to_seq: int | None,
+) -> AsyncIterator[str]:
+    async for line in jsonl_lines_aio(
+        connection, tenant_id, await _ranges(connection, tenant_id, chain, from_seq, to_seq)
+    ):
+        yield line
+
+
+async def export_csv(
+    connection: AsyncConnection[Any],
+    tenant_id: str,
+    chain: int | None,
+    from_seq: int | None,
+    to_seq: int | None,
+) -> AsyncIterator[str]:
+    """A header, then one row per posting (RFC 4180 quoting), a page of transactions a chunk."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    async for page in _postings(
+        connection, tenant_id, await _ranges(connection, tenant_id, chain, from_seq, to_seq)
+    ):
+        writer.writerows(
+            (
+                row.chain,
+                row.seq,
+                row.id,
+                row.kind,
+                row.reference or "",
+                format_timestamp(row.created_at),
+                row.leg,
+                row.account_id,
+                row.amount,
+                row.currency,
+                row.hash,
+            )
+            for row in page
+        )
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()
+
+
+async def export_beancount(
+    connection: AsyncConnection[Any],
+    tenant_id: str,
+    chain: int | None,
+    from_seq: int | None,
+    to_seq: int | None,
+) -> AsyncIterator[str]:
+    """pokna.ledger.export.export_beancount on the connection (its docstring says what the file holds)."""
+    accounts = await _rows(connection, _ACCOUNTS_WITH_HEADS, {"tenant_id": tenant_id})
+    heads = {int(key): int(seq) for key, seq in (accounts[0].heads or {}).items()} if accounts else {}
+    chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
+    ranges = books_repository.seq_ranges(heads, chains, from_seq, to_seq)
+    exported = [seqs for seqs in ranges if not seqs.empty]
+    names = {row.id: beancount_account(row.kind, row.id) for row in accounts}
+    first_day = await first_created_at(connection, tenant_id, exported)
+    currencies = sorted({row.currency for row in accounts})
+
+    yield f'option "title" {beancount_string(f"Pokna ledger of tenant {tenant_id}")}\n'
+    for currency in currencies:
+        yield f'option "operating_currency" "{currency}"\n'
+    yield "\n"
+    open_day = earliest_day([row.created_at for row in accounts], first_day)
+    for row in accounts:
+        yield f"{open_day.isoformat()} open {names[row.id]} {row.currency}\n"
+        if row.kind in PER_CHAIN_KINDS and (part := sub_account_chain(row.external_id, row.currency)) >= 0:
+            yield f'  chain: "{part}"\n'
+    yield "\n"
+
+    starts = [seqs for seqs in exported if seqs.first > 1]
+    if starts:
+        sums = await _rows(connection, _BALANCES_BEFORE, _ranges_parameters(tenant_id, starts))
+        legs = [row for row in sums if int(row.total) != 0]
+        if legs:
+            before = ", ".join(chain_label(seqs.chain, seqs.first) for seqs in starts)
+            yield f'{open_day.isoformat()} * "opening balances before {before}"\n'
+            for leg in legs:
+                yield f"  {names[leg.account_id]}  {int(leg.total)} {leg.currency}\n"
+            yield "\n"
+
+    last_day = open_day
+    async for page in _postings(connection, tenant_id, exported):
+        text: list[str] = []
+        current: tuple[int, int] | None = None  # a page holds whole transactions: it is paged by seq
+        for posting in page:
+            if (posting.chain, posting.seq) != current:
+                if current is not None:
+                    text.append("\n")
+                current = (posting.chain, posting.seq)
+                day = posting.created_at.date()
+                last_day = max(last_day, day)
+                narration = (
+                    posting.kind if posting.reference is None else f"{posting.kind} {posting.reference}"
+                )
+                text.append(
+                    f"{day.isoformat()} * {beancount_string(narration)}\n"
+                    f'  chain: "{posting.chain}"\n  seq: "{posting.seq}"\n  txid: "{posting.id}"\n'
+                    f'  hash: "{posting.hash}"\n'
+                )
+            text.append(f"  {names[posting.account_id]}  {posting.amount} {posting.currency}\n")
+        yield "".join(text) + ("\n" if text else "")
+
+    reached = {seqs.chain: seqs.last for seqs in ranges}
+    if all(reached.get(head_chain) == seq for head_chain, seq in heads.items()):
+        check_day = (last_day + timedelta(days=1)).isoformat()
+        for account in accounts:
+            yield f"{check_day} balance {names[account.id]}  {account.balance} {account.currency}\n"
+
+
+EXPORTERS = {"jsonl": export_jsonl, "csv": export_csv, "beancount": export_beancount}
