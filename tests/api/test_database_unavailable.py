@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.api.database_gate import DatabaseGate
 from pokna.app import create_app
 from pokna.db.engine import make_engine
 from pokna.db.sqlstates import unavailable_reason
@@ -64,28 +65,31 @@ def _unavailable(response: object) -> None:
     assert response.headers["retry-after"] == str(RETRY_AFTER)  # type: ignore[attr-defined]
 
 
-def test_no_free_connection_is_503_and_the_keyed_writes_do_not_wait_for_the_sessions(
+def test_no_free_connection_is_503_and_the_refused_write_applies_once_retried(
     tight: tuple[TenantApi, Runtime],
 ) -> None:
-    """A request whose work is on the session (the streamed export) waits for the sessions' pool, and is
-    refused when none of its connections comes free. The keyed writes do not: opening a wallet
-    (pokna.api.keyed_writes) and a deposit (its funding sub-account opened in its own transaction since
-    issue 35) are on the driver's own pool from end to end."""
-    tight_api, tight_runtime = tight
+    """Every request waits for a place at the database gate, one per connection of the pool (here one);
+    with it held for longer than the pool's timeout, a keyed deposit and a read are refused, nothing of
+    them committed, and the deposit retried under its key applies once."""
+    tight_api, _ = tight
     wallet = tight_api.wallet()
-    with tight_runtime.engine.connect() as hog:  # the sessions' pool's only connection, taken
-        hog.execute(text("SELECT 1"))
-        _unavailable(tight_api.get("/v1/ledger/export"))
+    client = tight_api.client
+    gate: DatabaseGate = client.app.state.database_gate  # type: ignore[attr-defined]
+    assert gate.places == 1
+    client.portal.call(gate.enter, b"a long request")  # type: ignore[union-attr]
+    try:
+        keyed = {"Idempotency-Key": "d"}
+        _unavailable(tight_api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 9}, headers=keyed))
+        _unavailable(tight_api.get(f"/v1/accounts/{wallet}"))
         # Readiness is the database's, on a connection of its own: a full pool is the gate's queue
         # (pokna_db_gate_*), not a reason to take every instance out of rotation under load.
         assert tight_api.get("/readyz").status_code == 200
-        opened = tight_api.post("/v1/accounts", {"external_id": "pool-1"}, headers={"Idempotency-Key": "o"})
-        assert opened.status_code == 201, opened.text
-        moved = tight_api.post(
-            f"/v1/accounts/{wallet}/deposits", {"amount": 9}, headers={"Idempotency-Key": "d"}
-        )
-        assert moved.status_code == 201, moved.text
-    assert tight_api.get("/v1/ledger/export").status_code == 200
+    finally:
+        client.portal.call(gate.leave, b"a long request")  # type: ignore[union-attr]
+    assert tight_api.balance(wallet) == 0
+    moved = tight_api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 9}, headers={"Idempotency-Key": "d"})
+    assert moved.status_code == 201, moved.text
+    assert "idempotent-replayed" not in moved.headers
     assert tight_api.balance(wallet) == 9
 
 

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.bundles import BundleRange, open_bundle
 from pokna.db.engine import unit_of_work
+from pokna.db.models.ledger import Account
 from pokna.ledger import chain_for, export_jsonl
-from pokna.ledger import repository as ledger_repository
 from pokna.ledger.checkpoint import take_checkpoint
 from pokna.runtime import Runtime
 from pokna_verify.bundle.records import (
@@ -51,10 +52,13 @@ def _old_bundle(sessions: sessionmaker[Session], tenant_id: str) -> tuple[list[s
     with unit_of_work(sessions) as session:
         lines = [line.replace('{"chain" : 0, ', "{", 1) for line in export_jsonl(session, tenant_id)]
         documents = [json.loads(line) for line in lines]
+        named = sorted({p["account_id"] for d in documents for p in d["postings"]})
         kinds = {
             row.id: (row.kind, row.currency)
-            for row in ledger_repository.account_summaries(
-                session, tenant_id, {p["account_id"] for d in documents for p in d["postings"]}
+            for row in session.execute(
+                select(Account.id, Account.kind, Account.currency).where(
+                    Account.tenant_id == tenant_id, Account.id.in_(named)
+                )
             )
         }
     assert all(line.startswith('{"seq" : ') for line in lines)

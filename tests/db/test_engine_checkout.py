@@ -1,6 +1,5 @@
 """A pooled PostgreSQL connection the server closed is replaced at checkout, without a round trip
-(`pokna.db.engine`: no `pool_pre_ping`), and a request's first read survives a connection that died
-unnoticed (`pokna.api.deps.first_read`)."""
+(`pokna.db.engine`: no `pool_pre_ping`)."""
 
 from __future__ import annotations
 
@@ -11,9 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
 
-from pokna.api.deps import first_read
 from pokna.db.engine import make_engine
 from pokna.runtime import waits_of
 from pokna.settings import Environment, Settings
@@ -68,37 +65,6 @@ def test_a_connection_the_server_closed_is_replaced_at_checkout(pooled: Engine, 
     second = _backend_pid(pooled)  # without the checkout's check this statement fails on a dead socket
     assert second != first
     assert _backend_pid(pooled) == second
-
-
-def test_the_first_read_is_tried_again_on_a_connection_that_died_unnoticed(
-    pooled: Engine, database_url: str
-) -> None:
-    """The checkout's check cannot see a death that happens after it; the first read sees it, and is
-    done again on a fresh connection. A later statement is never retried."""
-    calls: list[int] = []
-
-    def read(session: Session) -> int:
-        pid: int = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        calls.append(pid)
-        if len(calls) == 1:
-            _terminate(database_url, pid)
-            session.execute(text("SELECT 1"))  # on the connection the server just closed
-        return pid
-
-    with Session(pooled) as session:
-        pid = first_read(session, read)
-        assert len(calls) == 2
-        assert pid == calls[1] != calls[0]
-        session.commit()
-
-    def always_dies(session: Session) -> int:
-        pid: int = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        _terminate(database_url, pid)
-        return int(session.execute(text("SELECT 1")).scalar_one())
-
-    with Session(pooled) as session, pytest.raises(DBAPIError) as raised:
-        first_read(session, always_dies)  # tried twice, then the error is the caller's (a 503)
-    assert raised.value.connection_invalidated
 
 
 def test_a_session_left_idle_in_a_transaction_is_ended_by_the_server(

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat
-from pokna.db.models.ledger import JournalTransaction
+from pokna.db.models.ledger import Account, JournalTransaction
 from pokna.dealer import service as games
 from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
@@ -35,7 +35,7 @@ from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.errors import NotFound
-from pokna.ledger import account_summaries, chain_for, open_account
+from pokna.ledger import chain_for, open_account
 from pokna.runtime import Runtime
 from support.acting import act, create_game, read_game
 from support.money import Teller, new_teller
@@ -156,8 +156,11 @@ def _plain_seats(session: Session, tenant_id: str, game_id: str) -> list[SeatRec
 
 
 def _plain_balances(session: Session, tenant_id: str, account_ids: list[str]) -> dict[str, int]:
-    wallets = account_summaries(session, tenant_id, account_ids)
-    return {account_id: wallets[account_id].balance for account_id in account_ids}
+    rows = session.execute(
+        select(Account.id, Account.balance).where(Account.tenant_id == tenant_id, Account.id.in_(account_ids))
+    )
+    balances = {account_id: int(balance) for account_id, balance in rows}
+    return {account_id: balances[account_id] for account_id in account_ids}
 
 
 def test_the_lock_reads_what_the_plain_reads_do(sessions: sessionmaker[Session], runtime: Runtime) -> None:

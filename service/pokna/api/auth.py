@@ -1,6 +1,7 @@
-"""Bearer API keys. Every route that touches a tenant's data depends on `TenantDep` (a session route) or
-`ApiKeyDigestDep` (an async path, which checks the key in its own first round trip); both check it through
-pokna.tenants.authentication."""
+"""Bearer API keys. Every route that touches a tenant's data depends on `ApiKeyDigestDep` (the key's
+digest, no I/O) and checks the key on its connection, in its first round trip, through
+pokna.tenants.authentication: beside its reads or its claim, or as the first statement of a stream
+(`StreamingTenantDep`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from psycopg import AsyncConnection
 
-from pokna.api.deps import SessionDep, driver_connection, first_read
+from pokna.api.deps import driver_connection
 from pokna.errors import Unauthorized
-from pokna.tenants.authentication import authenticate, authenticate_on_session, key_digest
+from pokna.tenants.authentication import authenticate, key_digest
 
 _bearer = HTTPBearer(
     auto_error=False, description="`Authorization: Bearer <API key>` from `pokna tenants create`."
@@ -33,19 +34,6 @@ async def get_api_key_digest(
 
 
 ApiKeyDigestDep = Annotated[str, Depends(get_api_key_digest)]
-
-
-def get_tenant_id(request: Request, session: SessionDep, digest: ApiKeyDigestDep) -> str:
-    """Reads through the request's own session: no second connection, and the read ends with the
-    request's COMMIT (a ROLLBACK would make psycopg discard its prepared statements). It is the request's
-    first statement, so a connection found dead there is replaced and the read done again."""
-    tenant_id = first_read(session, lambda session: authenticate_on_session(session, digest))
-    # The edge's rate limits count this key's requests against its own bucket from now on.
-    request.state.api_key_authenticated = True
-    return tenant_id
-
-
-TenantDep = Annotated[str, Depends(get_tenant_id)]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
-"""Engines and sessions. One engine per process; one session (unit of work) per request or command.
+"""Engines and sessions. One engine per process; one session (unit of work) per command step.
 
-`unit_of_work` is the one way to hold a session outside HTTP (commands, the sweep, tests); a request's
-session is the same idea as a FastAPI dependency (`pokna.api.deps.SessionDep`), which must also commit
-before the response is sent."""
+`unit_of_work` is the one way to hold a session: the commands, the sweep, the webhooks worker, `/metrics`'
+backlog read, tests. No HTTP request holds one (every route is on the driver: pokna.api.deps)."""
 
 from __future__ import annotations
 
@@ -106,9 +105,7 @@ def _drop_if_the_server_hung_up(dbapi_connection: Any, _record: Any, _proxy: Any
     idle connection in the pool has nothing to read unless the server said goodbye (a FATAL notice, then
     the end of the stream). So anything readable, or a hang-up, means it is gone. What this cannot see, a
     peer that vanished without a word (a cut cable), a ping could not see either: it would block until
-    TCP gave up. A connection that dies after checkout fails its statement; the request is then a 503,
-    or, when it was the request's first statement, tried again on a fresh connection
-    (`pokna.api.deps.first_read`)."""
+    TCP gave up. A connection that dies after checkout fails its statement (a command's error)."""
     if dbapi_connection.closed:
         raise exc.InvalidatePoolError("the connection was closed")
     poller = select.poll()

@@ -6,7 +6,7 @@ out its one instance.
 
 Every game query lives behind this interface. Games, seats, rolls and events travel as plain records
 (pokna.dealer.records); tables are ORM objects, touched once per round. Another domain's tables are
-read only through that domain's public functions (wallets and balances: pokna.ledger.account_summaries).
+read only through that domain's public functions (wallets and balances: pokna.ledger.accounts_aio's ACCOUNT_SUMMARIES).
 """
 
 from __future__ import annotations

@@ -54,9 +54,9 @@ def _names(table: str, columns: Sequence[str]) -> str:
 # seats with their wallets' balances, in one round trip (pokna.dealer.locked.LOCK_FOR_ACTION extends it).
 #
 # The one deliberate exception to reading another domain only through its public functions: this statement
-# reads the seats' `account.balance` itself, because a separate pokna.ledger.account_summaries call would be
+# reads the seats' `account.balance` itself, because a separate read of the ledger's account summaries would be
 # one more round trip while the game's lock is held, on every action. It reads the column the ledger keeps,
-# without the ledger's lock, exactly what account_summaries would read; the ledger checks it again when
+# without the ledger's lock, exactly what that read would; the ledger checks it again when
 # money moves (expected balances).
 #
 # A statement's snapshot is taken before it waits for the row lock, so seats read by the same statement may

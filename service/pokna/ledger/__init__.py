@@ -3,7 +3,7 @@
 Read docs/ledger.md for the model, the sign convention and every invariant the database enforces. Other
 packages import from here, not from the modules behind it:
 
-- accounts: open, find and read accounts (`account_summaries` is what other domains may know of one);
+- accounts: open, find and read accounts (`AccountSummary` is what other domains may know of one);
 - moving: deposits and withdrawals, the one way money enters and leaves a wallet (one ledger_move() call);
   batches: a game step's transfers, posted by the dealer's game_write(); both through ledger_post();
 - reads (the API's, async), export, checkpoint, reconcile: the journal read back; audit (and audit_scan): the offline check.
@@ -11,7 +11,6 @@ packages import from here, not from the modules behind it:
 
 from pokna.ledger.accounts import (
     AccountSummary,
-    account_summaries,
     funding_account,
     open_account,
     system_external_id,
@@ -83,7 +82,6 @@ __all__ = [
     "TransferBatch",
     "TrialBalance",
     "UnbalancedTransaction",
-    "account_summaries",
     "chain_for",
     "check_chain",
     "check_range",

@@ -1,17 +1,16 @@
 """Accounts: opening them, finding them, and what they hold.
 
 An account opened here is the session's ORM `Account`: its balance is written by the database's posting
-trigger only. Other domains read accounts only through account_summaries.
+trigger only. Other domains read accounts only as `AccountSummary` (accounts_aio.ACCOUNT_SUMMARIES).
 
-On the ORM because its callers are: the tests and the benchmarks, which open accounts on a session, and
-the audit bundle's writer (`account_summaries`). The async paths' statements (a game's seats and pot, a
+On the ORM because its callers are: the tests and the benchmarks, which open accounts on a session. The
+async paths' statements (a game's seats and pot, a
 system account opened on first use, a wallet opened by `POST /v1/accounts`) are accounts_aio.py's; the
 API's read of an account is pokna.ledger.reads's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, make_transient_to_detached
@@ -138,16 +137,6 @@ class AccountSummary:
     kind: str
     currency: str
     balance: int
-
-
-def account_summaries(
-    session: Session, tenant_id: str, account_ids: Sequence[str]
-) -> dict[str, AccountSummary]:
-    """The tenant's accounts among `account_ids`, by id, in one query; another tenant's are absent."""
-    return {
-        row.id: AccountSummary(row.id, row.kind, row.currency, int(row.balance))
-        for row in repository.account_summaries(session, tenant_id, account_ids)
-    }
 
 
 def _values(account: Account) -> dict[str, object]:

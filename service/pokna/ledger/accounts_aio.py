@@ -1,5 +1,5 @@
-"""Accounts on the async paths (psycopg): the driver statements behind accounts.py's `account_summaries`
-and `open_account`, for a caller that pipelines them with its own work (pokna.dealer.creating: a new
+"""Accounts on the async paths (psycopg): what other domains may know of accounts (`ACCOUNT_SUMMARIES`,
+`summaries`) and the statement behind accounts.py's `open_account`, for a caller that pipelines them with its own work (pokna.dealer.creating: a new
 game reads its seats' wallets and opens its pot in the round trips it already makes), and a system
 account opened on first use (`open_system_account`: a deposit's funding sub-account, a rake's revenue one).
 
@@ -45,7 +45,7 @@ _SYSTEM_ACCOUNT = (
 
 
 def summaries(rows: Iterable[tuple[str, str, str, int]]) -> dict[str, AccountSummary]:
-    """ACCOUNT_SUMMARIES's rows, by id, as account_summaries answers them."""
+    """ACCOUNT_SUMMARIES's rows, by id."""
     return {
         account_id: AccountSummary(account_id, kind, currency, int(balance))
         for account_id, kind, currency, balance in rows

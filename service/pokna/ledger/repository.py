@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from psycopg import AsyncConnection
-from sqlalchemy import Row, Table, bindparam, insert, select, text
+from sqlalchemy import Table, bindparam, insert, select, text
 from sqlalchemy.orm import Session
 
 from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
@@ -65,17 +65,6 @@ def find_account(session: Session, tenant_id: str, kind: str, external_id: str) 
             Account.tenant_id == tenant_id, Account.kind == kind, Account.external_id == external_id
         )
     ).one_or_none()
-
-
-def account_summaries(session: Session, tenant_id: str, account_ids: Iterable[str]) -> list[Row[Any]]:
-    """Id, kind, currency and balance of the tenant's accounts among `account_ids`, read without a lock."""
-    return list(
-        session.execute(
-            select(_account.c.id, _account.c.kind, _account.c.currency, _account.c.balance).where(
-                _account.c.id.in_(sorted(set(account_ids))), _account.c.tenant_id == tenant_id
-            )
-        )
-    )
 
 
 # --- the chain head and the journal --------------------------------------------------------------------

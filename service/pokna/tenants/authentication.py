@@ -3,8 +3,8 @@ process keeps, and the rule that memory obeys; and a read sent beside the check 
 
 A key is looked up by its SHA-256 (`key_digest`; only the digest is stored) among the keys not revoked,
 in the database, on every request: a key revoked a moment ago is refused by the next request in every
-process. The session routes check it as their first statement (`authenticate_on_session`); the async
-paths on their connection (`authenticate`), or beside the statements that need its tenant (`check`).
+process. A request checks it on its connection, as a statement of its own (`authenticate`) or beside the
+statements that need its tenant (`check`, `read_beside`).
 
 That last form is why the process remembers each key's tenant: on Citus a statement is routed by a tenant
 bound as a value (docs/scaling.md), so the claim of an Idempotency-Key or the lock of a game is sent under
@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, AsyncCursor
-from sqlalchemy.orm import Session
 
 from pokna.errors import Unauthorized
 
@@ -51,13 +50,6 @@ def _authenticated(digest: str, row: Any) -> str:
     tenant_id: str = row[0]
     _REMEMBERED[digest] = tenant_id
     return tenant_id
-
-
-def authenticate_on_session(session: Session, digest: str) -> str:
-    """The key's tenant, read through the request's own session: no second connection, and the read
-    ends with the request's transaction."""
-    row = session.connection().exec_driver_sql(_AUTHENTICATE, {"secret_sha256": digest}).first()
-    return _authenticated(digest, row)
 
 
 async def authenticate(connection: AsyncConnection[Any], digest: str) -> str:
