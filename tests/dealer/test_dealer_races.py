@@ -25,7 +25,7 @@ from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import Account, JournalTransaction
-from pokna.tenants.authentication import authenticate_on_session, key_digest
+from pokna.tenants.authentication import key_digest
 from support.game_play import (
     CONFLICT_CODES,
     FINAL,
@@ -38,6 +38,7 @@ from support.game_play import (
     play,
     random_policy,
 )
+from support.key_checks import tenant_of_key
 from support.servers import running_server
 
 THREADS = 8
@@ -66,7 +67,10 @@ def live(tmp_path_factory: pytest.TempPathFactory, module_database_url: str) -> 
     engine = make_engine(url)
     root = tmp_path_factory.mktemp("races")
     try:
-        with running_server({"POKNA_DATABASE_URL": url, "POKNA_LOG_LEVEL": "WARNING"}, root / "data") as base:
+        # Rate limits off: each test checks every game it played afterwards, hundreds of reads under one
+        # key in a burst, past the default 100/s now that a read takes about a millisecond.
+        env = {"POKNA_DATABASE_URL": url, "POKNA_LOG_LEVEL": "WARNING", "POKNA_RATE_LIMIT_PER_SECOND": "0"}
+        with running_server(env, root / "data") as base:
             yield Live(base, make_sessionmaker(engine))
     finally:
         engine.dispose()
@@ -89,8 +93,7 @@ class Table:
 @pytest.fixture
 def table(live: Live) -> Iterator[Table]:
     key = new_tenant_key(live.sessions)
-    with live.sessions() as session:
-        tenant_id = authenticate_on_session(session, key_digest(key))
+    tenant_id = tenant_of_key(live.sessions, key_digest(key))
     clients = [live.client() for _ in range(THREADS)]
     try:
         apis = [Api(client, key) for client in clients]
