@@ -15,14 +15,13 @@ from pokna.dealer.creating import NewGame, create_game
 from pokna.dealer.fairness_link import fairness_link
 from pokna.dealer.game_action import DueApplied, act, apply_due, catch_up
 from pokna.dealer.locked import Clock
+from pokna.dealer.overdue import due_games, overdue_games
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import (
     AuditedGame,
-    due_games,
     game_events,
     game_proof,
     games_for_audit,
-    overdue_games,
     read_game,
     read_table,
 )

@@ -12,12 +12,11 @@ read only through that domain's public functions (wallets and balances: pokna.le
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy.orm import Session
 
-from pokna.dealer.records import GameRecord, OverdueGames
+from pokna.dealer.records import GameRecord
 from pokna.dealer.store_postgres import PostgresGameStore
 
 
@@ -26,15 +25,6 @@ class GameStore(Protocol):
 
     def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
         """The tenant's games among `game_ids`, in one query; another tenant's are absent."""
-        ...
-
-    def due_games(self, session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
-        """(tenant id, game id) of the tenant's games whose deadline has passed at `now`, the longest
-        overdue first."""
-        ...
-
-    def overdue_games(self, session: Session, now: datetime) -> OverdueGames:
-        """Every tenant's games past their deadline at `now`, and the wallets their waiting rolls hold."""
         ...
 
 

@@ -25,7 +25,7 @@ from pokna.webhooks.signing import signature_header
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def send(
+async def send(
     client: PinnedClient, policy: DeliveryPolicy, claim: Claim, resolve: Resolver | None = None
 ) -> AttemptResult:
     started = time.monotonic()
@@ -58,7 +58,7 @@ def send(
     for address in addresses:
         client.addresses.pin(host, port, address)
         try:
-            return _post(client.http, url, headers, claim.body, policy, started, result)
+            return await _post(client.http, url, headers, claim.body, policy, started, result)
         except httpx.ConnectError:
             if time.monotonic() - started > policy.timeout_seconds:
                 break
@@ -69,8 +69,8 @@ def send(
     return result(None, AttemptError.CONNECTION)
 
 
-def _post(
-    http: httpx.Client,
+async def _post(
+    http: httpx.AsyncClient,
     url: httpx.URL,
     headers: dict[str, str],
     body: bytes,
@@ -82,9 +82,9 @@ def _post(
     # within its lease (connect, send, the answer's head and its body, each bounded by the timeout).
     connect = max(policy.timeout_seconds - (time.monotonic() - started), 0.001)
     timeout = httpx.Timeout(policy.timeout_seconds, connect=connect)
-    with http.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+    async with http.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
         read = 0
-        for chunk in response.iter_raw():
+        async for chunk in response.aiter_raw():
             read += len(chunk)
             if read >= policy.max_response_bytes or time.monotonic() - started > policy.timeout_seconds:
                 break
