@@ -334,7 +334,8 @@ def test_public_log_reads_need_no_more_round_trips_than_their_reads(
     client, wire = counted
     table = open_table(client, sessions)
     games = table.finish_games(3)
-    sequence_all(sessions, LogSigner(ORIGIN_PREFIX, Ed25519PrivateKey.generate()))
+    runtime: Runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    sequence_all(runtime.aio, LogSigner(ORIGIN_PREFIX, Ed25519PrivateKey.generate()))
     link = table.api.ok(table.api.get(f"/v1/games/{games[0]}"))["fairness"]["public_url"]
     base = f"/v1/logs/{table.tenant_id}"
     reads = {
