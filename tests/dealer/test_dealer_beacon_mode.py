@@ -43,6 +43,7 @@ from pokna_verify.fairness.seed_vault import open_server_seed
 from pokna_verify.fairness.verification import VerificationReport, verify_proof
 from support.beacon_game import beacon_settings, chain_file_of
 from support.beacon_server import BeaconRelay, beacon_relay
+from support.detours import watched
 from support.scrapes import scrape, value
 from support.sweeping import swept
 from support.tenant_api import TenantApi, new_tenant
@@ -506,3 +507,16 @@ def test_a_roll_waiting_past_its_deadline_shows_on_metrics_with_the_wallets_it_h
     assert value(resolved, "pokna_beacon_rolls_overdue") == 0
     assert value(resolved, "pokna_beacon_roll_overdue_seconds") == 0
     assert value(resolved, "pokna_wallets_held_by_overdue_rolls") == 0
+
+
+def test_a_drawing_action_waits_for_its_round_without_a_thread(
+    client: TestClient, sessions: sessionmaker[Session], relay: BeaconRelay, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request's wait for the round is awaited in the event loop (pokna.drand on httpx's async client),
+    as its statements are on the driver's pool: no thread holds it, no session."""
+    api = new_tenant(client, sessions)
+    with watched(monkeypatch) as detours:
+        game = _play_to_the_end(api, relay, _game(api))
+    assert game["status"] in ("settled", "cancelled")
+    assert detours.threads == []
+    assert detours.checkouts == 0
