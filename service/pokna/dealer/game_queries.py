@@ -1,19 +1,11 @@
-"""The game store's plain Core statements: the reads, the pages and the tables, none of them run under a
-game's lock on an action's path.
-
-pokna.dealer.store_postgres builds on these the statements an action runs under the game's lock, each one
-round trip; together they are the one game store (pokna.dealer.store.GameStore).
-"""
+"""A game's rows as the action's statements send them (pokna.dealer.store_postgres, pokna.dealer.writes),
+and the events a proof is made of."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, select
-from sqlalchemy.orm import Session
-
-from pokna.db.models.game import Game, GameSeat
 from pokna.dealer.records import (
     ACTION_EVENT,
     GAME_COLUMNS,
@@ -25,19 +17,7 @@ from pokna.dealer.records import (
     SeatRecord,
 )
 
-_game = cast(Table, Game.__table__)
-_seat = cast(Table, GameSeat.__table__)
-
-_SEAT_COLUMNS = (_seat.c.seat, _seat.c.account_id, _seat.c.client_seed, _seat.c.client_seed_source)
 PROOF_EVENTS = (ACTION_EVENT, MONEY_EVENT)
-
-
-class GameQueries:
-    """The part of pokna.dealer.store.GameStore that no action runs under its lock."""
-
-    def games_by_ids(self, session: Session, tenant_id: str, game_ids: Sequence[str]) -> list[GameRecord]:
-        rows = session.execute(select(_game).where(_game.c.tenant_id == tenant_id, _game.c.id.in_(game_ids)))
-        return [GameRecord(**row._mapping) for row in rows]
 
 
 # --- rows, as the action's statements send them --------------------------------------------------------------

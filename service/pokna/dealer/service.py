@@ -5,7 +5,7 @@ lock -> a decision -> the writes): creating (creating.py) and a table's round (t
 resolving a beacon roll and applying passed deadlines (game_action.py, through action_transaction.py and
 decision.py). A game's reads are async too, on the caller's connection (reading.py), and so is the public
 fairness link (fairness_link.py). A table's creation and reads (tables.py) work in the caller's session
-(they flush, never commit); storage behind pokna.dealer.store.
+(they flush, never commit); storage in pokna.dealer.store_postgres.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ to the previous failed (nothing was sent yet). Redirects are not followed (a 3xx
 from the environment are not used, the attempt is bounded by the timeout from connecting to the end of
 the answer, and at most `max_response_bytes` of the answer are read and then dropped: nothing a receiver
 says travels further than its status code.
+
+Async, in the worker's event loop (httpx's async client, pokna.webhooks.pinning). The host is resolved with
+the system's resolver in that loop, which blocks it for the lookup: the worker does one thing at a time,
+and asyncio's own `getaddrinfo` would hand the lookup to a thread.
 """
 
 from __future__ import annotations
