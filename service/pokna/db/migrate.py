@@ -49,14 +49,15 @@ def current_revision(bind: Engine | Connection) -> str | None:
 
 # Alembic's own reader (MigrationContext) logs two INFO lines each time it is set up: a readiness probe
 # every few seconds would fill the log with them. The revision is one row of one table.
-_REVISION = (
-    "SELECT CASE WHEN to_regclass('alembic_version') IS NOT NULL "
-    "THEN (SELECT version_num FROM alembic_version LIMIT 1) END"
-)
+_HAS_REVISION = "SELECT to_regclass('alembic_version') IS NOT NULL"
+_REVISION = "SELECT version_num FROM alembic_version LIMIT 1"
 
 
 async def schema_revision(connection: AsyncConnection[Any]) -> str | None:
     """The revision seen through `connection` (which proves the database answers), read without Alembic
     (which logs at every read)."""
+    has = await (await connection.execute(_HAS_REVISION)).fetchone()
+    if has is None or not has[0]:
+        return None
     row = await (await connection.execute(_REVISION)).fetchone()
     return None if row is None else row[0]

@@ -50,14 +50,14 @@ async def _dispatch_tenant(
     deliveries = [
         {
             "id": new_id("whdl"),
-            "event_seq": event.seq,
+            "event_seq": seq,
             "endpoint_id": endpoint_id,
-            "ordering_key": event.ordering_key,
+            "ordering_key": ordering_key,
             "attempt_limit": policy.attempt_limit,
         }
-        for event in events
+        for seq, event_type, ordering_key in events
         for endpoint_id, wanted in endpoints
-        if event.type in wanted
+        if event_type in wanted
     ]
-    await repository.add_deliveries(connection, tenant_id, now, [event.seq for event in events], deliveries)
+    await repository.add_deliveries(connection, tenant_id, now, [event[0] for event in events], deliveries)
     return len(events)

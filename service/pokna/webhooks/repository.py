@@ -100,18 +100,13 @@ Connection = AsyncConnection[Any]
 # --- the worker ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Undispatched:
-    seq: int
-    type: str
-    ordering_key: str
-
-
-async def undispatched_events(connection: Connection, tenant_id: str, limit: int) -> list[Undispatched]:
-    """The tenant's oldest events not yet fanned out, locked; rows another worker is fanning out are
-    skipped."""
+async def undispatched_events(
+    connection: Connection, tenant_id: str, limit: int
+) -> list[tuple[int, str, str]]:
+    """(seq, type, ordering key) of the tenant's oldest events not yet fanned out, locked; rows another
+    worker is fanning out are skipped."""
     found = await connection.execute(_UNDISPATCHED, {"tenant_id": tenant_id, "limit": limit})
-    return [Undispatched(*row) for row in await found.fetchall()]
+    return [(int(seq), kind, key) for seq, kind, key in await found.fetchall()]
 
 
 async def enabled_endpoints(connection: Connection, tenant_id: str) -> list[tuple[str, set[str]]]:

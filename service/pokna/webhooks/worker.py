@@ -155,8 +155,8 @@ async def deliver_one(
     policy: DeliveryPolicy,
     client: PinnedClient,
     report: WorkerReport,
-    resolve: Resolver | None = None,
-    outage: _Outage | None = None,
+    resolve: Resolver | None,
+    outage: _Outage,
 ) -> bool:
     """Claim, send and record one due delivery; False if none was due. The result of an attempt sent is
     recorded through any outage (`outage`): should the worker be stopped first, the claim's lease runs out
@@ -174,7 +174,7 @@ async def deliver_one(
         async with database.connection() as connection:
             return await record_result(connection, policy, utc_now(), claim, result)
 
-    status = await record() if outage is None else await outage.retry(record)
+    status = await outage.retry(record)
     report.attempts += 1
     if status is DeliveryStatus.DELIVERED:
         report.delivered += 1
