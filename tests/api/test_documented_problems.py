@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api import health
@@ -46,12 +46,15 @@ def test_every_operation_refuses_an_oversized_body(client: TestClient, api: Tena
 
 
 def test_readiness_says_why_it_is_not_ready(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    def unreachable(_session: Session) -> str:
-        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+    async def unreachable(_connection: Any) -> str:
+        raise psycopg.OperationalError("connection refused")
+
+    async def behind(_connection: Any) -> str:
+        return "0001"
 
     monkeypatch.setattr(health, "schema_revision", unreachable)
     assert_problem(client.get("/readyz"), 503, "database_unavailable")
-    monkeypatch.setattr(health, "schema_revision", lambda _session: "0001")
+    monkeypatch.setattr(health, "schema_revision", behind)
     assert_problem(client.get("/readyz"), 503, "schema_out_of_date")
 
 

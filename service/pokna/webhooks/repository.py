@@ -71,11 +71,13 @@ _RECORD = (
     "next_attempt_at = coalesce(%(next_attempt_at)s, next_attempt_at) "
     "WHERE tenant_id = %(tenant_id)s AND id = %(delivery_id)s"
 )
-_OUTSTANDING = (
-    "SELECT (SELECT count(*) FROM webhook_event WHERE tenant_id = %(tenant_id)s AND dispatched_at IS NULL) "
-    "+ (SELECT count(*) FROM webhook_delivery AS delivery JOIN webhook_endpoint AS endpoint "
-    "ON endpoint.tenant_id = delivery.tenant_id AND endpoint.id = delivery.endpoint_id WHERE delivery.tenant_id = %(tenant_id)s "
-    "AND delivery.status IN ('pending', 'sending') AND endpoint.enabled)"
+_EVENTS_OUTSTANDING = (
+    "SELECT count(*) FROM webhook_event WHERE tenant_id = %(tenant_id)s AND dispatched_at IS NULL"
+)
+_DELIVERIES_OUTSTANDING = (
+    "SELECT count(*) FROM webhook_delivery AS delivery JOIN webhook_endpoint AS endpoint "
+    "ON endpoint.tenant_id = delivery.tenant_id AND endpoint.id = delivery.endpoint_id "
+    "WHERE delivery.tenant_id = %(tenant_id)s AND delivery.status IN ('pending', 'sending') AND endpoint.enabled"
 )
 _EVENTS_WAITING = "SELECT count(*), min(occurred_at) FROM webhook_event WHERE dispatched_at IS NULL"
 _DELIVERIES_DUE = (
@@ -194,8 +196,11 @@ async def backlog(connection: Connection, now: datetime) -> tuple[Waiting, Waiti
 async def outstanding(connection: Connection, tenant_id: str) -> int:
     """The tenant's events not fanned out yet plus deliveries still open: zero when its outbox has nothing
     left to do."""
-    row = await (await connection.execute(_OUTSTANDING, {"tenant_id": tenant_id})).fetchone()
-    return 0 if row is None else int(row[0])
+    left = 0
+    for statement in (_EVENTS_OUTSTANDING, _DELIVERIES_OUTSTANDING):
+        row = await (await connection.execute(statement, {"tenant_id": tenant_id})).fetchone()
+        left += 0 if row is None else int(row[0])
+    return left
 
 
 async def purge_finished(connection: Connection, tenant_id: str, older_than: datetime) -> int:
