@@ -1,8 +1,9 @@
 """How a command holds the configured database: one engine for the command's lifetime, and its work in
-`unit_of_work`, the same commit-or-roll-back block the sweep uses and the request session mirrors.
+`unit_of_work`, the commit-or-roll-back block. The background jobs hold a pool instead
+(pokna.cli.command_database).
 
-Most commands are one unit of work (`command_session`); a command that needs several transactions (the
-sweep: one per game) takes the session factory (`command_sessions`) and opens each with `unit_of_work`.
+Most commands are one unit of work (`command_session`); a command that needs several (`pokna audit
+bundle`) takes the session factory (`command_sessions`) and opens each with `unit_of_work`.
 """
 
 from __future__ import annotations

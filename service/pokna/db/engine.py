@@ -1,7 +1,8 @@
 """Engines and sessions. One engine per process; one session (unit of work) per command step.
 
-`unit_of_work` is the one way to hold a session: the commands, the sweep, the webhooks worker, `/metrics`'
-backlog read, tests. No HTTP request holds one (every route is on the driver: pokna.api.deps)."""
+`unit_of_work` is the one way to hold a session: the commands not yet on the driver (pokna.cli.command_session),
+tests. No HTTP request and no background job holds one: every route, the sweep, the webhooks worker, the
+public log's sequencer and the monitoring reads are on psycopg's pool (pokna.db.aio)."""
 
 from __future__ import annotations
 

@@ -10,10 +10,11 @@ finds chain 0 pinned). Published or handed to the auditor, it pins every chain's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from psycopg import AsyncConnection
 from psycopg.types.json import Json
 from sqlalchemy.orm import Session
 
@@ -43,11 +44,24 @@ class Checkpoint:
 
 def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519PrivateKey) -> Checkpoint:
     """Sign the tenant's current chain heads (chain 0 at seq 0 and the genesis hash for an empty ledger):
-    the command's and the sweep's, on their session."""
+    `pokna ledger checkpoint`'s, on its session, until that command moves to `take_checkpoint_async`."""
     if not repository.tenant_exists(session, tenant_id):
         raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
     checkpoint = _signed(tenant_id, repository.read_heads(session, tenant_id), signing_key)
     repository.insert_checkpoint(session, vars(checkpoint))
+    return checkpoint
+
+
+async def take_checkpoint_async(
+    connection: AsyncConnection[Any], tenant_id: str, signing_key: Ed25519PrivateKey
+) -> Checkpoint:
+    """`take_checkpoint` on an async connection, in the caller's transaction (the sweep's), for a tenant
+    known to exist."""
+    heads = await repository.read_heads_async(connection, tenant_id)
+    checkpoint = _signed(tenant_id, heads, signing_key)
+    await connection.execute(
+        repository.INSERT_CHECKPOINT, {**vars(checkpoint), "heads": Json(checkpoint.heads)}
+    )
     return checkpoint
 
 
@@ -127,27 +141,30 @@ def checkpoint_of(row: Any) -> Checkpoint:
     )
 
 
-def checkpoint_moved_heads(session: Session, signing_key: Ed25519PrivateKey) -> int:
+async def checkpoint_moved_heads(connection: AsyncConnection[Any], signing_key: Ed25519PrivateKey) -> int:
     """The periodic half of "periodically and on demand": sign a tenant's heads when any moved since its
     last checkpoint (`pokna sweep` calls this), so an auditor never has more than one sweep of unpinned
-    history."""
+    history. Tenant by tenant, each in a transaction of its own."""
     taken = 0
-    for tenant_id in repository.tenant_ids_with_ledgers(session):
-        heads = {
-            chain: seq for chain, (seq, _hash) in repository.read_heads(session, tenant_id).items() if seq
-        }
-        latest = repository.latest_checkpoint(session, tenant_id)
-        if heads and (latest is None or _signed_seqs(*latest) != heads):
-            take_checkpoint(session, tenant_id, signing_key)
-            taken += 1
+    tenants = await (await connection.execute(repository.TENANT_IDS)).fetchall()
+    for (tenant_id,) in tenants:
+        async with connection.transaction():
+            heads = await repository.read_heads_async(connection, tenant_id)
+            moved = {chain: seq for chain, (seq, _hash) in heads.items() if seq}
+            found = await connection.execute(repository.LATEST_CHECKPOINT, {"tenant_id": tenant_id})
+            latest = await found.fetchone()
+            if moved and (latest is None or _signed_seqs(int(latest[0]), latest[1]) != moved):
+                await take_checkpoint_async(connection, tenant_id, signing_key)
+                taken += 1
     return taken
 
 
-def oldest_unsigned_at(session: Session) -> datetime | None:
+async def oldest_unsigned_at(connection: AsyncConnection[Any]) -> datetime | None:
     """When the oldest posting that no checkpoint pins yet was made, across tenants (None: every head is
     signed). `pokna sweep` signs every moved head, so this stays within a sweep's interval while the sweeper
     runs; `/metrics` shows its age."""
-    return repository.oldest_unsigned_at(session)
+    row = await (await connection.execute(repository.OLDEST_UNSIGNED)).fetchone()
+    return None if row is None or row[0] is None else row[0].astimezone(UTC)
 
 
 def _signed_seqs(seq: int, heads: list[dict[str, Any]] | None) -> dict[int, int]:

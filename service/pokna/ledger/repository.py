@@ -7,7 +7,6 @@ query is its store's (pokna.ledger.store).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any, cast
 
 from psycopg import AsyncConnection
@@ -102,6 +101,10 @@ def tenant_ids_with_ledgers(session: Session) -> list[str]:
     return list(session.scalars(select(Tenant.id).order_by(Tenant.id)))
 
 
+TENANT_IDS = "SELECT id FROM tenant ORDER BY id"
+"""`tenant_ids_with_ledgers` on the driver."""
+
+
 # --- checkpoints ---------------------------------------------------------------------------------------
 
 
@@ -116,15 +119,11 @@ INSERT_CHECKPOINT = (
 """`insert_checkpoint` on the driver (pokna.ledger.checkpoint.take_checkpoint_in); `heads` as JSON."""
 
 
-def latest_checkpoint(session: Session, tenant_id: str) -> tuple[int, list[dict[str, Any]] | None] | None:
-    """(seq, heads) of the newest checkpoint by time (with chains, chain 0's seq no longer orders them)."""
-    row = session.execute(
-        select(_checkpoint.c.seq, _checkpoint.c.heads)
-        .where(_checkpoint.c.tenant_id == tenant_id)
-        .order_by(_checkpoint.c.created_at.desc(), _checkpoint.c.id.desc())
-        .limit(1)
-    ).first()
-    return None if row is None else (int(row.seq), row.heads)
+LATEST_CHECKPOINT = (
+    "SELECT seq, heads FROM ledger_checkpoint WHERE tenant_id = %(tenant_id)s "
+    "ORDER BY created_at DESC, id DESC LIMIT 1"
+)
+"""(seq, heads) of the tenant's newest checkpoint by time (with chains, chain 0's seq no longer orders them)."""
 
 
 # Per chain head: the seq its tenant's newest checkpoint signed (as pokna.ledger.checkpoint._signed_seqs reads
@@ -132,8 +131,7 @@ def latest_checkpoint(session: Session, tenant_id: str) -> tuple[int, list[dict[
 # or a tenant with none); the transaction after it is the oldest one no checkpoint covers. Every join is on
 # `tenant_id`, and the signed seq is read with a JSON path rather than a subquery, so that Citus runs it
 # on each shard for that shard's tenants.
-_OLDEST_UNSIGNED = text(
-    """
+OLDEST_UNSIGNED = """
     SELECT min(t.created_at) AS oldest_unsigned_at
     FROM (
         SELECT h.tenant_id, h.chain, h.last_seq, coalesce(
@@ -153,12 +151,4 @@ _OLDEST_UNSIGNED = text(
     JOIN journal_transaction AS t
         ON t.tenant_id = head.tenant_id AND t.chain = head.chain AND t.seq = head.signed_seq + 1
     WHERE head.last_seq > head.signed_seq
-    """
-).columns(oldest_unsigned_at=_checkpoint.c.created_at.type)
-
-
-def oldest_unsigned_at(session: Session) -> datetime | None:
-    """When the oldest journal transaction that no signed checkpoint covers yet was posted, across tenants;
-    None when every chain's head is signed."""
-    oldest: datetime | None = session.execute(_OLDEST_UNSIGNED).scalar_one()
-    return oldest
+"""
