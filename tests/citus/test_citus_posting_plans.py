@@ -1,6 +1,7 @@
 """A posting's lookup of its transaction on a Citus worker reads that one row, however small the tenant's
-shard was when the worker's connection first planned it (issue 45, migration 0020; bench/README.md, "Issue
-45: why the workers' CPU per request grew").
+shard was when the worker's connection first planned it (issue 45: the function's `plan_cache_mode` on
+Citus, pokna.db.distribution.WORKER_FUNCTION_SETTINGS; bench/README.md, "Issue 45: why the workers' CPU per
+request grew").
 
 The posting trigger (`ledger_posting_apply()`) reads its transaction's `posting_count` by the transaction's
 key. Citus keeps the plan of a statement like that, inside a delegated call, for as long as the worker's
@@ -123,7 +124,7 @@ def _wait_until_gone(worker: Connection, coordinator_pids: list[int]) -> None:
         time.sleep(0.1)
 
 
-def test_a_posting_reads_one_journal_row_after_the_shard_grew_under_its_connection(
+def test_a_posting_reads_its_transaction_by_key_after_the_shard_grew_under_its_connection(
     coordinator: Engine, citus_cluster: CitusCluster
 ) -> None:
     tenant_id, accounts = _tenant_with_accounts(coordinator)
@@ -150,5 +151,5 @@ def test_a_posting_reads_one_journal_row_after_the_shard_grew_under_its_connecti
         _wait_until_gone(worker, [first_pid])
         read = _rows_read(worker, shard) - before
     worker_engine.dispose()
-    # Before migration 0020: about GROWN rows a leg (the tenant's journal, walked through the chain index).
+    # Without the setting: about GROWN rows a leg (the tenant's journal, walked through the chain index).
     assert read <= MEASURED * 2 * ROWS_PER_LEG, f"{read} journal rows read for {MEASURED * 2} legs"

@@ -3,17 +3,17 @@
 -- account of another tenant or currency. The one way a balance changes (ledger_account_guard). Refusals are
 -- SQLSTATE 23000.
 --
--- Last set by migrations/versions/0020_posting_apply_custom_plans.py (its statements planned at each call, so a
--- Citus worker's plan of the transaction's lookup follows the shard's size; the body is 0011_distribution_keys's,
--- the transaction and the account read under the posting's tenant; created with its trigger by 0002_ledger).
+-- Last set by migrations/versions/0011_distribution_keys.py (the transaction and the account read under the
+-- posting's tenant; created with its trigger by 0002_ledger). On Citus `pokna db upgrade` also gives it
+-- `plan_cache_mode = force_custom_plan` (pokna.db.distribution.WORKER_FUNCTION_SETTINGS; docs/scaling.md,
+-- "Plans on the workers").
 --
 -- This file is the function as the database holds it at the head migration, with its triggers. To change it,
 -- edit this file and write a new migration that applies a frozen copy of the new text (a migration never
 -- reads this file: history must not move when the source does). tests/db/test_sql_source.py fails while the
 -- database and this file disagree. docs/architecture.md, "The SQL in force".
 
-CREATE OR REPLACE FUNCTION ledger_posting_apply() RETURNS trigger LANGUAGE plpgsql
-SET plan_cache_mode = force_custom_plan AS $$
+CREATE OR REPLACE FUNCTION ledger_posting_apply() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     txn_posting_count int;
 BEGIN
