@@ -14,7 +14,12 @@ tenant. Reported per phase: requests/s (deposits) or actions/s (games), p50/p99,
 the medians over rounds with the ratios citus@8 / postgres@8 and citus@1 / citus@8. The books of every
 tenant must balance at the end.
 
-    .venv/bin/python bench/citus_http.py [--clients 8] [--workers 2] [--duration 8] [--rounds 3]
+With `--statements`, every server preloads pg_stat_statements and each phase also records what the servers
+that run the statements did (plain PostgreSQL, or the Citus workers; bench/node_stats.py): shared buffers per
+request, each statement's calls, rows and buffers per call, and the hot tables' row, vacuum and analyze
+counts and sizes. Counts that the machine's load does not move, unlike its CPU figures (issue 45).
+
+    .venv/bin/python bench/citus_http.py [--clients 8] [--workers 2] [--duration 8] [--rounds 3] [--statements]
 
 Loopback only; the clients, the API and all four PostgreSQL servers share the machine.
 """
@@ -50,6 +55,7 @@ from games_http import (
     run_phase,
 )
 from games_support import percentile, serving
+from node_stats import PRELOAD, Node, database_delta, prepare, snapshot, statements_delta, tables_at
 from sqlalchemy import create_engine, text
 
 from pokna.db import migrate
@@ -59,6 +65,18 @@ from support.citus import citus_bindir, start_citus  # type: ignore[import-not-f
 from support.postgres import start_cluster  # type: ignore[import-not-found,unused-ignore]
 
 TENANTS = 8
+# The tables a deposit or a game action writes, whose statistics `--statements` records after each phase.
+HOT_TABLES = (
+    "account",
+    "ledger_head",
+    "journal_transaction",
+    "posting",
+    "idempotency_record",
+    "webhook_event",
+    "game",
+    "game_seat",
+    "game_event",
+)
 
 
 @dataclass(frozen=True)
@@ -66,18 +84,21 @@ class Engine:
     name: str
     url: str
     postmaster_pid: int
+    nodes: list[Node]  # where the statements run: the plain server, or the Citus workers
 
 
 @contextmanager
-def engines(settings: list[str], *, durable: bool) -> Iterator[list[Engine]]:
+def engines(settings: list[str], *, durable: bool, statements: bool) -> Iterator[list[Engine]]:
     """Plain PostgreSQL and Citus, from the same binaries, each with a migrated database; `settings`
     (`name=value`) set on both databases (on Citus ALTER DATABASE reaches the workers too); `durable`:
-    every server commits synchronously, as production runs (support.postgres.Cluster.durable)."""
+    every server commits synchronously, as production runs (support.postgres.Cluster.durable);
+    `statements`: pg_stat_statements preloaded on every server (bench/node_stats.py)."""
     with ExitStack() as stack:
         bindir = citus_bindir()
-        plain = start_cluster(bindir=bindir, durable=durable)
+        preload = f"-c shared_preload_libraries=pg_stat_statements {PRELOAD}" if statements else ""
+        plain = start_cluster(bindir=bindir, durable=durable, extra_options=preload)
         stack.callback(plain.stop)
-        citus = start_citus(durable=durable)
+        citus = start_citus(durable=durable, extra_options=preload.replace("=pg_stat", "=citus,pg_stat"))
         stack.callback(citus.stop)
         citus_url = citus.new_database("pokna_bench")
         migrate.upgrade(plain.url)
@@ -94,9 +115,16 @@ def engines(settings: list[str], *, durable: bool) -> Iterator[list[Engine]]:
         def pid(root: Path) -> int:
             return int((root / "data" / "postmaster.pid").read_text().split()[0])
 
+        plain_nodes = [Node("postgres", plain.url, citus=False)]
+        workers = [
+            Node(f"worker{index}", citus.url(worker, "pokna_bench"), citus=True)
+            for index, worker in enumerate(citus.workers, 1)
+        ]
+        for node in [*plain_nodes, *workers] if statements else []:
+            prepare(node)
         yield [
-            Engine("postgres", plain.url, pid(plain.root)),
-            Engine("citus", citus_url, pid(citus.coordinator.root)),
+            Engine("postgres", plain.url, pid(plain.root), plain_nodes),
+            Engine("citus", citus_url, pid(citus.coordinator.root), workers),
         ]
 
 
@@ -141,12 +169,17 @@ def main() -> int:
         default=True,
         help="synchronous_commit=on on every server, as production runs (--no-durable: the test harness's off)",
     )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="per phase, what each server did (bench/node_stats.py: pg_stat_statements, table statistics)",
+    )
     parser.add_argument("--output", type=Path)
     options = parser.parse_args()
     workloads = [name for name in options.workloads.split(",") if name]
 
     with (
-        engines(options.setting, durable=options.durable) as both,
+        engines(options.setting, durable=options.durable, statements=options.statements) as both,
         tempfile.TemporaryDirectory(prefix="pokna-citus-bench-") as scratch,
         ExitStack() as stack,
     ):
@@ -156,6 +189,7 @@ def main() -> int:
         pids: dict[str, tuple[int, int]] = {}
         all_keys: dict[str, list[str]] = {}
         bases: dict[str, str] = {}
+        nodes = {engine.name: engine.nodes for engine in both}
         for engine in both:
             env = {
                 "POKNA_DATABASE_URL": engine.url,
@@ -178,8 +212,15 @@ def main() -> int:
 
         def phase(workload: str, shape: str, seconds: float) -> dict[str, Any]:
             work, request = WORKLOADS[workload]
-            done = run_phase(f"{workload}/{shape}", seated[shape], seconds, pids[shape.split("@")[0]], work)
+            engine = shape.split("@")[0]
+            before = [snapshot(node) for node in nodes[engine]] if options.statements else []
+            done = run_phase(f"{workload}/{shape}", seated[shape], seconds, pids[engine], work)
             samples = done.action_latencies if request is None else done.tally.latencies.get(request, [])
+            after = [snapshot(node) for node in nodes[engine]] if options.statements else []
+            served = [
+                (node, database_delta(was, now), was, now)
+                for node, was, now in zip(nodes[engine], before, after, strict=True)
+            ]
             return {
                 "workload": workload,
                 "shape": shape,
@@ -195,6 +236,19 @@ def main() -> int:
                 "errors": len(done.tally.errors),
                 "first_errors": done.tally.errors[:3],
                 "load_1min": list(done.load_1min),
+                # Shared buffers the servers (plain PostgreSQL, or the Citus workers) touched per request.
+                "buffers_per_request": sum(delta["buffers"] for _, delta, _, _ in served)
+                / max(1, len(samples))
+                if served
+                else None,
+                "nodes": {
+                    node.name: {
+                        "database": delta,
+                        "statements": statements_delta(was, now),
+                        "tables": tables_at(now, HOT_TABLES),
+                    }
+                    for node, delta, was, now in served
+                },
             }
 
         shapes = ["postgres@8", "citus@8", "citus@1"]

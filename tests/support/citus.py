@@ -185,13 +185,15 @@ def _execute(url: str, *statements: str) -> None:
         engine.dispose()
 
 
-def start_citus(workers: int = 2, *, durable: bool = False) -> CitusCluster:
-    """`durable`: every node commits synchronously (`support.postgres.Cluster.durable`)."""
+def start_citus(workers: int = 2, *, durable: bool = False, extra_options: str = "") -> CitusCluster:
+    """`durable`: every node commits synchronously (`support.postgres.Cluster.durable`); `extra_options`: more
+    `-c name=value` settings on every node (bench/citus_http.py's `--statements` preloads pg_stat_statements)."""
+    options = f"{SERVER_OPTIONS} {extra_options}".strip()
     bindir = citus_bindir()
     nodes: list[Cluster] = []
     try:
         for _ in range(1 + workers):
-            nodes.append(start_cluster(durable=durable, extra_options=SERVER_OPTIONS, bindir=bindir))
+            nodes.append(start_cluster(durable=durable, extra_options=options, bindir=bindir))
     except BaseException:
         for node in nodes:
             node.stop()

@@ -20,7 +20,7 @@ from pathlib import Path
 from sqlalchemy import Connection, text
 
 import pokna
-from pokna.db.distribution import has_citus
+from pokna.db.distribution import WORKER_FUNCTION_SETTINGS, has_citus
 
 SOURCES = Path(pokna.__file__).parent / "sql"
 SCRATCH = "pokna_sql_source"
@@ -95,7 +95,8 @@ def _run_sources(
     connection: Connection, schema: str, sql_sources: dict[str, str], findings: list[str]
 ) -> dict[str, Definitions]:
     """Each source run in the scratch schema, and what it made there. The caller rolls it all back."""
-    if has_citus(connection):
+    citus = has_citus(connection)
+    if citus:
         # A scratch schema of this transaction only: nothing of it goes to the workers.
         connection.execute(text("SET LOCAL citus.enable_ddl_propagation TO off"))
     connection.execute(text(f"CREATE SCHEMA {SCRATCH}"))
@@ -111,6 +112,11 @@ def _run_sources(
             connection.execution_options(no_parameters=True).exec_driver_sql(source)
         except Exception as error:
             raise AssertionError(f"{source_path(name)} does not run: {error}") from error
+        if citus:
+            # What `pokna db upgrade` gives a function on Citus only (pokna.db.distribution).
+            for signature, setting, value in WORKER_FUNCTION_SETTINGS:
+                if signature.startswith(f"{name}("):
+                    connection.execute(text(f"ALTER FUNCTION {signature} SET {setting} = {value}"))
         after = _definitions(connection, SCRATCH)
         made[name] = Definitions(
             {key: value for key, value in after.functions.items() if key not in before.functions},

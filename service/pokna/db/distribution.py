@@ -75,6 +75,14 @@ DELEGATED_FUNCTIONS = (
 )
 
 
+# Settings of functions that run on the workers, given on a Citus database only (docs/scaling.md, "Plans on
+# the workers"). The posting trigger plans its statements at each call: on a worker Citus keeps the plan of a
+# generic plan's query on the local shard for the connection's life, ANALYZE or not, and one made while the
+# shard was small walked the tenant's whole journal on every posting. On one PostgreSQL ANALYZE replans the
+# generic plan, and a plan per call would only cost (about 0.1 ms a planning).
+WORKER_FUNCTION_SETTINGS = (("ledger_posting_apply()", "plan_cache_mode", "force_custom_plan"),)
+
+
 def tables(placement: Placement) -> list[str]:
     return [table for table, placed in PLACEMENT.items() if placed is placement]
 
@@ -153,12 +161,31 @@ def _types_only(signature: str) -> str:
     return f"{name}({', '.join(types)})"
 
 
+def setting_statements(connection: Connection) -> list[str]:
+    """What gives each function of WORKER_FUNCTION_SETTINGS the setting it does not have yet (Citus passes
+    ALTER FUNCTION on to the workers)."""
+    statements = []
+    for signature, name, value in WORKER_FUNCTION_SETTINGS:
+        config = connection.scalar(
+            text("SELECT proconfig FROM pg_proc WHERE oid = CAST(:function AS regprocedure)"),
+            {"function": signature},
+        )
+        if f"{name}={value}" not in (config or []):
+            statements.append(f"ALTER FUNCTION {signature} SET {name} = {value}")
+    return statements
+
+
 def distribute(connection: Connection) -> list[str]:
-    """On a Citus coordinator, place every table of the map not yet placed and delegate every function not
-    yet delegated, in the caller's transaction; idempotent (a second run does nothing). What it ran."""
+    """On a Citus coordinator, place every table of the map not yet placed, delegate every function not
+    yet delegated and give the workers' functions their settings, in the caller's transaction; idempotent
+    (a second run does nothing). What it ran."""
     for setting in CITUS_SETTINGS:
         connection.execute(text(setting))
     statements = placement_statements(_placed(connection), _delegated(connection))
     for statement in statements:
         connection.execute(text(statement))
-    return statements
+    # Once the functions are on the workers (a trigger's goes with its table), so the setting follows them.
+    settings = setting_statements(connection)
+    for statement in settings:
+        connection.execute(text(statement))
+    return statements + settings

@@ -4,7 +4,9 @@
 -- SQLSTATE 23000.
 --
 -- Last set by migrations/versions/0011_distribution_keys.py (the transaction and the account read under the
--- posting's tenant; created with its trigger by 0002_ledger).
+-- posting's tenant; created with its trigger by 0002_ledger). On Citus `pokna db upgrade` also gives it
+-- `plan_cache_mode = force_custom_plan` (pokna.db.distribution.WORKER_FUNCTION_SETTINGS; docs/scaling.md,
+-- "Plans on the workers").
 --
 -- This file is the function as the database holds it at the head migration, with its triggers. To change it,
 -- edit this file and write a new migration that applies a frozen copy of the new text (a migration never
