@@ -14,6 +14,11 @@ locks are most of it. `--durable` (default) commits synchronously, as production
 is held until the COMMIT's WAL flush, which is what one tenant's writers on one chain queue behind.
 
     .venv/bin/python bench/one_tenant_deposits.py [--writers 8] [--wallets 64] [--seconds 8] [--rounds 3]
+        [--no-durable] [--colliding]
+
+`--colliding`: the one tenant's wallets are those of `16 * --wallets` that hash to the most common chain
+(about `--wallets` of them), so every two of its writers' wallets share a chain: the worst case of the
+birthday spread, where keyed chains queue all eight writers on one head.
 """
 
 from __future__ import annotations
@@ -52,11 +57,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--durable", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--colliding",
+        action="store_true",
+        help="the one tenant's wallets all on one chain (chain_for): its writers' keys always collide",
+    )
     options = parser.parse_args()
     writers = options.writers
     with migrated_postgres(durable=options.durable) as url:
         many = [prepare(url, options.wallets // writers) for _ in range(writers)]
-        alone = prepare(url, options.wallets)
+        alone = prepare(url, options.wallets * (16 if options.colliding else 1))
+        if options.colliding:  # keep the wallets of the chain most of them are on
+            chains = [chain for _, chain, _ in alone[2]]
+            common = max(set(chains), key=chains.count)
+            alone = (alone[0], alone[1], [wallet for wallet in alone[2] if wallet[1] == common])
         postmaster = postmaster_of(url)
 
         def jobs(shape: str, seconds: float, seed: int) -> list[Job]:
@@ -88,6 +102,8 @@ def main() -> None:
         json.dumps(
             {
                 "durable": options.durable,
+                "colliding": options.colliding,
+                "wallets_alone": len(alone[2]),
                 **summary,
                 "one_over_eight_per_phase": [round(ratio, 3) for ratio in ratios],
                 "one_over_eight_median": round(median(ratios), 3),
