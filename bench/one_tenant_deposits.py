@@ -14,7 +14,7 @@ locks are most of it. `--durable` (default) commits synchronously, as production
 is held until the COMMIT's WAL flush, which is what one tenant's writers on one chain queue behind.
 
     .venv/bin/python bench/one_tenant_deposits.py [--writers 8] [--wallets 64] [--seconds 8] [--rounds 3]
-        [--no-durable] [--colliding]
+        [--no-durable] [--fsync] [--colliding]
 
 `--colliding`: the one tenant's wallets are those of `16 * --wallets` that hash to the most common chain
 (about `--wallets` of them), so every two of its writers' wallets share a chain: the worst case of the
@@ -58,13 +58,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--durable", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
+        "--fsync",
+        action="store_true",
+        help="fsync=on too (the harness's clusters never fsync): a COMMIT waits for the disk, as in production",
+    )
+    parser.add_argument(
         "--colliding",
         action="store_true",
         help="the one tenant's wallets all on one chain (chain_for): its writers' keys always collide",
     )
     options = parser.parse_args()
     writers = options.writers
-    with migrated_postgres(durable=options.durable) as url:
+    fsync = "-c fsync=on" if options.fsync else ""
+    with migrated_postgres(durable=options.durable, extra_options=fsync) as url:
         many = [prepare(url, options.wallets // writers) for _ in range(writers)]
         alone = prepare(url, options.wallets * (16 if options.colliding else 1))
         if options.colliding:  # keep the wallets of the chain most of them are on
@@ -103,6 +109,7 @@ def main() -> None:
             {
                 "durable": options.durable,
                 "colliding": options.colliding,
+                "fsync": options.fsync,
                 "wallets_alone": len(alone[2]),
                 **summary,
                 "one_over_eight_per_phase": [round(ratio, 3) for ratio in ratios],
