@@ -28,23 +28,47 @@ import json
 import multiprocessing
 import os
 import statistics
+import threading
 from typing import Any
 
+import psycopg
 from games_support import cpu_snapshot, cpu_used
 from ledger_posting import Job, postmaster_of, prepare, service_writer
 from ledger_support import median, migrated_postgres
+from sqlalchemy.engine import make_url
+
+LOCK_WAITERS = (
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+)
+
+
+def lock_waiters(url: str, stop: threading.Event, samples: list[int]) -> None:
+    """How many backends wait for a lock (a head's, a wallet's), every 20 ms until `stop`: what the CPU's
+    noise on a shared machine does not blur (autocommit: each look is afresh)."""
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        while not stop.wait(0.02):
+            row = connection.execute(LOCK_WAITERS).fetchone()
+            samples.append(int(row[0]) if row else 0)
 
 
 def phase(pool: Any, jobs: list[Job], postmaster_pid: int) -> dict[str, float]:
-    """Moves per second over the phase, and CPU per move of the writers and of the server."""
+    """Moves per second over the phase, CPU per move of the writers and of the server, and the mean number
+    of writers waiting for a lock."""
+    stop, samples = threading.Event(), list[int]()
+    watcher = threading.Thread(target=lock_waiters, args=(jobs[0][0], stop, samples))
+    watcher.start()
     before = cpu_snapshot(os.getpid(), postmaster_pid)
     results = pool.map(service_writer, jobs)
     used = cpu_used(before, cpu_snapshot(os.getpid(), postmaster_pid))
+    stop.set()
+    watcher.join()
     count = max(1, sum(len(result) for result in results))
     return {
         "tps": count / jobs[0][4],
         "client_cpu_ms": used["api"] * 1000 / count,
         "server_cpu_ms": used["postgres"] * 1000 / count,
+        "lock_waiters": sum(samples) / max(1, len(samples)),
     }
 
 
@@ -100,7 +124,7 @@ def main() -> None:
     summary = {
         shape: {
             key: round(median([figures[key] for named, figures in phases if named == shape]), 2)
-            for key in ("tps", "client_cpu_ms", "server_cpu_ms")
+            for key in ("tps", "client_cpu_ms", "server_cpu_ms", "lock_waiters")
         }
         for shape in ("@8", "@1")
     }
