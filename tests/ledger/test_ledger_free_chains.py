@@ -11,6 +11,7 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
 from psycopg import AsyncConnection
 from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -95,6 +96,7 @@ def test_an_unknown_tenant_gets_its_preferred_chain_and_no_head(engine: Engine) 
         )
 
 
+@pytest.mark.citus  # ledger_take_chain() delegated to the tenant's worker, in the move's transaction
 def test_a_tenants_moves_all_land_on_free_chains_while_their_wallets_chain_is_held(
     sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
