@@ -21,7 +21,7 @@ type, the CPU each side used per request, errors (must be 0), and each phase aga
 reference phases just before and after it.
 
     .venv/bin/python bench/games_http.py [--clients 8] [--workers 2] [--duration 10] [--rounds 3]
-        [--phases games,deposits,baseline] [--games N] [--players 3] [--tenants 1 | --compare-tenants 8] [--shared-wallets] [--seed 1] [--keep-nagle] [--output FILE]
+        [--phases games,deposits,baseline] [--games N] [--players 3] [--tenants 1 | --compare-tenants 8] [--shared-wallets] [--durable] [--seed 1] [--keep-nagle] [--output FILE]
 
 With `--compare-tenants N` (issue 25) there are no reference phases: each phase kind runs with the
 clients spread over N tenants, then with as many clients (their own wallets) all in one tenant, round after
@@ -455,6 +455,12 @@ def parse_arguments() -> argparse.Namespace:
         "--shared-wallets", action="store_true", help="all of a tenant's clients seat the same wallets"
     )
     parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="synchronous_commit=on, as production runs; default: the test harness's asynchronous commit, "
+        "which hides the WAL flush a COMMIT waits for under a chain's head (issue 44)",
+    )
+    parser.add_argument(
         "--seed", type=int, default=1, help="seeds the players' choices (split/roll again, claim/challenge)"
     )
     parser.add_argument(
@@ -484,7 +490,10 @@ def parse_arguments() -> argparse.Namespace:
 def main() -> int:
     options = parse_arguments()
     kinds = [kind for kind in options.phases.split(",") if kind]
-    with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-bench-") as scratch:
+    with (
+        migrated_cluster(durable=options.durable) as database,
+        tempfile.TemporaryDirectory(prefix="pokna-bench-") as scratch,
+    ):
         data_dir = Path(scratch) / "data"
         load_service_keys(Settings(data_dir=data_dir))  # development keys made once, before the workers race
         tenant_count = options.compare_tenants or options.tenants
@@ -606,6 +615,7 @@ def settings(options: argparse.Namespace) -> dict[str, Any]:
         "tenants": options.tenants,
         "compare_tenants": options.compare_tenants,
         "shared_wallets": options.shared_wallets,
+        "durable": options.durable,
         "seed": options.seed,
         "log_level": os.environ.get("POKNA_LOG_LEVEL", "INFO"),
         "factory": options.factory,

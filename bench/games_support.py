@@ -32,10 +32,12 @@ class Database:
 
 
 @contextmanager
-def migrated_cluster(extra_options: str = "") -> Iterator[Database]:
+def migrated_cluster(extra_options: str = "", *, durable: bool = False) -> Iterator[Database]:
     """A throwaway cluster (fsync off: it is thrown away) at the head revision; removed afterwards.
-    `extra_options`: more `-c name=value` server settings (bench/action_cpu.py preloads pg_stat_statements)."""
-    cluster = start_cluster(extra_options=extra_options)
+    `extra_options`: more `-c name=value` server settings (bench/action_cpu.py preloads pg_stat_statements);
+    `durable`: every COMMIT waits for its WAL to be written (`synchronous_commit=on`), as production runs, where
+    the test harness's clusters commit asynchronously (support.postgres.Cluster.durable)."""
+    cluster = start_cluster(extra_options=extra_options, durable=durable)
     try:
         migrate.upgrade(cluster.url)
         postmaster_pid = int((cluster.root / "data" / "postmaster.pid").read_text().split()[0])

@@ -9,7 +9,7 @@ the same journal rows and advances the head, in one round trip per move, with no
 announcement and no stored answer. Both run against the same tables (so the same triggers fire), on the
 same server, in the same run, alternating, and the median of the runs is reported.
 
-    .venv/bin/python bench/ledger_posting.py [--writers 8] [--seconds 8] [--runs 3] [--wallets 200]
+    .venv/bin/python bench/ledger_posting.py [--writers 8] [--seconds 8] [--runs 3] [--wallets 200] [--durable]
 """
 
 from __future__ import annotations
@@ -191,8 +191,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--wallets", type=int, default=200)
     parser.add_argument("--database-url", help="an existing PostgreSQL server (default: a throwaway cluster)")
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="the throwaway cluster commits synchronously, as production runs",
+    )
     options = parser.parse_args()
-    with migrated_postgres(options.database_url) as url:
+    with migrated_postgres(options.database_url, durable=options.durable) as url:
         prepared = (url, *prepare(url, options.wallets))
         postmaster = postmaster_of(url)
         contenders = {"service": service_writer, "plpgsql": function_writer}

@@ -20,11 +20,15 @@ from support.postgres import start_cluster  # noqa: E402
 
 
 @contextmanager
-def migrated_postgres(existing_url: str | None = None) -> Iterator[str]:
-    """A fresh database at head: on `existing_url`'s server, or on a throwaway cluster removed afterwards."""
+def migrated_postgres(
+    existing_url: str | None = None, *, durable: bool = False, extra_options: str = ""
+) -> Iterator[str]:
+    """A fresh database at head: on `existing_url`'s server, or on a throwaway cluster removed afterwards
+    (`durable`: committing synchronously, as production runs: support.postgres.Cluster.durable;
+    `extra_options`: more `-c name=value` server settings, after the harness's own)."""
     cluster = None
     if existing_url is None:
-        cluster = start_cluster()
+        cluster = start_cluster(durable=durable, extra_options=extra_options)
         existing_url = cluster.url
     name = f"pokna_bench_{uuid.uuid4().hex[:8]}"
     admin = create_engine(existing_url, isolation_level="AUTOCOMMIT")

@@ -50,8 +50,9 @@ def teller(runtime: Runtime, sessions: sessionmaker[Session]) -> Teller:
 def on_chain_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every posting on chain 0, as the whole journal was before there were chains: for tests of one chain's
     seqs and links (an export of such a journal is what every export was then). The chain is picked where a
-    deposit or withdrawal is drafted (its wallet's) and where a game step's transfers are (its game's, and
-    its revenue sub-account's, and the lost race's locks). Exports across several chains are
+    deposit or withdrawal is drafted (the first free one from its wallet's: its wallet's while nothing else
+    posts, as in these tests) and where a game step's transfers are (its game's, and its revenue
+    sub-account's, and the lost race's locks). Exports across several chains are
     tests/ledger/test_ledger_export_chains.py's."""
     for module in ("pokna.ledger.moving", "pokna.dealer.rules_step", "pokna.ledger"):
         monkeypatch.setattr(f"{module}.chain_for", lambda _key: 0)

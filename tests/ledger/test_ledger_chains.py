@@ -130,51 +130,58 @@ def test_a_batch_naming_a_chain_past_the_last_is_refused_by_ledger_post(
         )
 
 
-def test_a_chains_writers_wait_for_its_head_and_no_other(
+def test_a_deposit_takes_a_free_chain_and_waits_only_while_every_head_is_held(
     sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
     """While one transaction holds a chain's head (as a posting does until COMMIT), a deposit to a wallet on
-    another chain posts at once, and one to a wallet on the held chain waits for it."""
+    another chain posts at once on its own, and one to a wallet on the held chain posts at once on the next
+    (issue 44: a deposit takes a free chain); while every head is held, a deposit waits for its own."""
     tenant_id = teller.tenant_id
     with unit_of_work(sessions) as session:
         wallets = [open_account(session, tenant_id=tenant_id, kind="player_wallet").id for _ in range(40)]
 
     async def deposits() -> None:
-        for wallet in wallets:  # every chain a wallet is on gets its head
+        for wallet in wallets:  # alone, each deposit is on its wallet's chain
             await teller.deposit(wallet, 10)
 
     teller.run(deposits())
     chains = {wallet: chain_for(wallet) for wallet in wallets}
     held = chains[wallets[0]]
-    elsewhere = next(wallet for wallet in wallets if chains[wallet] != held)
+    elsewhere = next(wallet for wallet in wallets if chains[wallet] not in (held, (held + 1) % LEDGER_CHAINS))
     assert len(set(chains.values())) > 8  # forty wallets spread over the chains
+    hold = text("SELECT last_seq FROM ledger_head WHERE tenant_id = :t AND chain = ANY(:c) FOR UPDATE")
 
     holder = engine.connect()
     try:
         holder.begin()
-        holder.execute(
-            text("SELECT last_seq FROM ledger_head WHERE tenant_id = :t AND chain = :c FOR UPDATE"),
-            {"t": tenant_id, "c": held},
-        )
+        holder.execute(hold, {"t": tenant_id, "c": [held]})
 
-        async def while_held() -> tuple[dict[str, Any], dict[str, Any]]:
-            waiting = asyncio.create_task(teller.deposit(wallets[0], 1))
+        async def while_one_is_held() -> tuple[dict[str, Any], dict[str, Any]]:
             moved = await asyncio.wait_for(teller.deposit(elsewhere, 1), 5)
-            done, _ = await asyncio.wait({waiting}, timeout=0.5)
-            assert not done, "a deposit on the held chain should wait for its head"
-            holder.rollback()  # the head is free: the waiting deposit posts
-            return moved, await asyncio.wait_for(waiting, 10)
+            beside = await asyncio.wait_for(teller.deposit(wallets[0], 1), 5)
+            return moved, beside
 
-        moved, waited = teller.run(while_held())
+        moved, beside = teller.run(while_one_is_held())
+        holder.execute(hold, {"t": tenant_id, "c": list(range(LEDGER_CHAINS))})
+
+        async def while_all_are_held() -> dict[str, Any]:
+            waiting = asyncio.create_task(teller.deposit(wallets[0], 1))
+            done, _ = await asyncio.wait({waiting}, timeout=0.5)
+            assert not done, "with every head held, a deposit should wait for its own"
+            holder.rollback()  # the heads are free: the waiting deposit posts
+            return await asyncio.wait_for(waiting, 10)
+
+        waited = teller.run(while_all_are_held())
     finally:
         holder.rollback()
         holder.close()
     assert moved["chain"] == chains[elsewhere] != held
+    assert beside["chain"] == (held + 1) % LEDGER_CHAINS
     assert waited["chain"] == held
     with unit_of_work(sessions) as session:
         report = verify_export(export_jsonl(session, tenant_id))
     assert report.valid, report.findings
-    assert report.transactions == len(wallets) + 2
+    assert report.transactions == len(wallets) + 3
 
 
 def test_books_written_before_chains_verify_unchanged_after_the_upgrade(

@@ -23,7 +23,6 @@ from pokna.ledger import (
     AmountOutOfRange,
     InsufficientFunds,
     export_jsonl,
-    funding_account,
     open_account,
     reconcile,
     verify_export,
@@ -243,33 +242,27 @@ def test_parallel_requests_under_one_key_post_exactly_one(
 def test_no_balance_goes_past_the_bound_however_many_deposit_at_once(
     sessions: sessionmaker[Session], engine: Engine, teller: Teller
 ) -> None:
-    """Deposits of the largest amount, from eight clients into eight wallets on one chain, all against that
-    chain's funding sub-account: the 1000th takes it to -10^18, and every one after is refused, naming it,
-    with nothing posted."""
-    with unit_of_work(sessions) as session:
-        by_chain: dict[int, list[str]] = {}
-        while not any(len(found) == CLIENTS for found in by_chain.values()):
-            wallet = open_account(session, tenant_id=teller.tenant_id, kind="player_wallet").id
-            by_chain.setdefault(chain_for(wallet), []).append(wallet)
-    chain, wallets = next((chain, found) for chain, found in by_chain.items() if len(found) == CLIENTS)
+    """Deposits of the largest amount, from eight clients into one wallet: the 1000th takes it to 10^18, and
+    every one after is refused, naming it, with nothing posted. Each deposit takes a free chain of the
+    tenant's, and the funding sub-account of that chain: together they owe exactly the wallet's 10^18."""
+    (wallet,) = _wallets(sessions, teller, 1, 0)
     each = 1000 // CLIENTS + 1
 
-    async def deposits(index: int, connection: AsyncConnection[Any]) -> list[str]:
+    async def deposits(_index: int, connection: AsyncConnection[Any]) -> list[str]:
         refused = []
         for _ in range(each):
             try:
-                await teller.deposit(wallets[index], 10**15, connection=connection)
+                await teller.deposit(wallet, 10**15, connection=connection)
             except AmountOutOfRange as error:
                 refused.append(str(error.extensions["account_id"]))
         return refused
 
     refused = [account for found in _together(teller, CLIENTS, deposits) for account in found]
     with unit_of_work(sessions) as session:
-        funding = funding_account(session, teller.tenant_id, chain=chain).id
-        assert balance_of(session, funding) == -MAX_ABS_BALANCE
-        assert sum(balance_of(session, wallet) for wallet in wallets) == MAX_ABS_BALANCE
+        assert balance_of(session, wallet) == MAX_ABS_BALANCE
+        assert system_balance(session, teller.tenant_id, "external_funding") == -MAX_ABS_BALANCE
         assert reconcile(session, teller.tenant_id).ok
-    assert refused == [funding] * (CLIENTS * each - 1000)
+    assert refused == [wallet] * (CLIENTS * each - 1000)
     assert _seqs(engine, teller.tenant_id) == list(range(1, 1001))
 
 

@@ -72,6 +72,7 @@ DELEGATED_FUNCTIONS = (
     ("game_write(text, json)", "p_tenant_id"),
     ("ledger_move(text, json)", "p_tenant_id"),
     ("beacon_roll_write(text, text, text, jsonb)", "p_tenant_id"),
+    ("ledger_take_chain(text, smallint)", "p_tenant_id"),
 )
 
 

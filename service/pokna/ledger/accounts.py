@@ -83,7 +83,7 @@ def funding_account(
     session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
 ) -> Account:
     """The tenant's external funding account of `chain`: the other side of every deposit and withdrawal
-    posted on that chain (a wallet's: chain_for(wallet id)). Chain 0's is the one of before chains; the
+    posted on that chain (a free one the move took: ledger_take_chain()). Chain 0's is the one of before chains; the
     tenant's funding balance is the sum over all of them (`system_balance`)."""
     return _system_account(session, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain)
 

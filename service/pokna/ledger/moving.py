@@ -3,8 +3,11 @@ transaction (pokna.idempotency.keyed).
 
 1. Authenticate the API key and claim the Idempotency-Key (required here) on the tenant's rows, autocommit;
    a key seen before replays the stored answer.
-2. BEGIN, hold the claim, and read the wallet with its tenant's funding sub-account (of the wallet's chain)
-   in its currency: one pipeline, one round trip.
+2. BEGIN, hold the claim, take a free chain of the tenant's (`ledger_take_chain()`: the wallet's own if it
+   is free, else the next free one; its head then held until COMMIT) and read the wallet with its tenant's
+   funding sub-accounts in its currency: one pipeline, one round trip. The move posts on the chain it took,
+   against that chain's funding sub-account, so one tenant's concurrent moves never queue behind each
+   other's COMMIT on one chain (docs/ledger.md, "Chains").
 3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
    is), then one ledger_move() call (service/pokna/sql/ledger_move.sql) with COMMIT behind it: it posts
    through ledger_post(), records the announcement and stores the answer, both sent as format() templates
@@ -34,7 +37,7 @@ from pokna import metrics
 from pokna.db import sqlstates
 from pokna.errors import InvalidRequest, WalletHeld
 from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, Refusals, keyed, transaction
-from pokna.ledger.accounts import sub_account_suffix
+from pokna.ledger.accounts import system_external_id
 from pokna.ledger.accounts_aio import open_system_account
 from pokna.ledger.announcements import announce_funding
 from pokna.ledger.drafts import draft_of, posted, unchained
@@ -47,14 +50,17 @@ from pokna_verify.ledger.chain import chain_for
 
 LEDGER_MOVE = "SELECT ledger_move(%s, %s::json)"
 
+TAKE_CHAIN = "SELECT ledger_take_chain(%(tenant_id)s, %(preferred)s::smallint)"
+"""The chain the move posts on, its head locked (service/pokna/sql/ledger_take_chain.sql)."""
+
 _WALLET_AND_FUNDING = (
-    "SELECT wallet.kind, wallet.currency, (SELECT funding.id FROM account AS funding "
-    "WHERE funding.tenant_id = %(tenant_id)s AND funding.kind = 'external_funding' "
-    "AND funding.external_id = wallet.currency || %(sub_account)s) "
+    "SELECT wallet.kind, wallet.currency, (SELECT json_object_agg(funding.external_id, funding.id) "
+    "FROM account AS funding WHERE funding.tenant_id = %(tenant_id)s AND funding.kind = 'external_funding' "
+    "AND funding.currency = wallet.currency) "
     "FROM account AS wallet WHERE wallet.id = %(account_id)s AND wallet.tenant_id = %(tenant_id)s"
 )
-"""The wallet's kind and currency, and the id of the tenant's funding sub-account in that currency of the
-chain the wallet's deposits go on (`sub_account`: accounts.system_external_id's suffix), if it is open."""
+"""The wallet's kind and currency, and the tenant's funding sub-accounts open in that currency, by external
+id (accounts.system_external_id; at most one a chain): the chain is taken in the same round trip."""
 
 
 @dataclass(frozen=True)
@@ -83,26 +89,30 @@ async def _post(
     kind = TransactionKind.DEPOSIT if movement.kind == "deposit" else TransactionKind.WITHDRAWAL
     signed = movement.amount if kind is TransactionKind.DEPOSIT else -movement.amount
     check_amount(signed)
-    chain = chain_for(movement.account_id)
     tenant_id = claim.tenant_id
 
-    async def wallet(tenant_id: str) -> psycopg.AsyncCursor[Any]:
-        params = {
-            "account_id": movement.account_id,
-            "tenant_id": tenant_id,
-            "sub_account": sub_account_suffix(chain),
-        }
-        return await connection.execute(_WALLET_AND_FUNDING, params)
+    async def wallet(tenant_id: str) -> tuple[psycopg.AsyncCursor[Any], psycopg.AsyncCursor[Any]]:
+        # The wallet's own chain first: alone, a tenant's moves go where they went before chains were free.
+        params = {"account_id": movement.account_id, "tenant_id": tenant_id}
+        taken = await connection.execute(
+            TAKE_CHAIN, {"tenant_id": tenant_id, "preferred": chain_for(movement.account_id)}
+        )
+        return taken, await connection.execute(_WALLET_AND_FUNDING, params)
 
     async with transaction(connection, caller, claim, REFUSALS) as opened:
-        found = await (await opened.read(wallet)).fetchone()
+        taken, read = await opened.read(wallet)
+        found = await read.fetchone()
         if found is None:
             raise AccountNotFound(f"no account {movement.account_id}", account_id=movement.account_id)
-        wallet_kind, currency, funding_id = found
+        wallet_kind, currency, funding_ids = found
         if wallet_kind != AccountKind.PLAYER_WALLET:
             raise InvalidRequest(
                 f"{movement.kind}s go to player wallets, not a {wallet_kind}", field="path.account_id"
             )
+        took = await taken.fetchone()
+        assert took is not None
+        chain = int(took[0])
+        funding_id = (funding_ids or {}).get(system_external_id(currency, chain))
         if funding_id is None:  # the first money on this chain in this currency
             funding_id = await open_system_account(
                 connection, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain

@@ -6,9 +6,9 @@ hash = SHA-256 (lower-case hex) of the RFC 8785 canonical JSON of
 with created_at as UTC text `YYYY-MM-DDTHH:MM:SS.ffffffZ` and the first transaction of each chain's prev_hash
 64 zeros.
 
-A tenant's journal is LEDGER_CHAINS hash chains (docs/ledger.md, "Chains"): each transaction is on one,
-picked from a partition key (a game's transfers by the game, a deposit or withdrawal by its wallet), and
-`seq` counts per chain. Chain 0 is hashed without a `chain` field, so every transaction written before there
+A tenant's journal is LEDGER_CHAINS hash chains (docs/ledger.md, "Chains"): each transaction is on one (a
+game's transfers on the one its game id picks, chain_for; a deposit or withdrawal on a free one, which no
+check here depends on), and `seq` counts per chain. Chain 0 is hashed without a `chain` field, so every transaction written before there
 were chains (all on chain 0) keeps its hash, and an export of that time verifies as it did.
 """
 
@@ -48,7 +48,8 @@ def format_timestamp(moment: datetime) -> str:
 
 def chain_for(partition_key: str) -> int:
     """The chain a partition key's transactions go on: the first four bytes of its SHA-256, modulo the chain
-    count. Every transfer of one game (one wallet's deposits) is on one chain, in the order it was posted."""
+    count. Every transfer of one game is on one chain, in the order it was posted; a deposit or withdrawal
+    takes its wallet's chain if it is free, another if not (docs/ledger.md, "Free chains")."""
     digest = hashlib.sha256(partition_key.encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "big") % LEDGER_CHAINS
 
