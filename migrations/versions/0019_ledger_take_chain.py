@@ -44,18 +44,20 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM tenant WHERE id = p_tenant_id) THEN
         RETURN p_preferred;
     END IF;
-    -- Every head there is, is taken (or there is none yet): the missing ones are made, and one taken if free.
+    -- Every head there is, is taken (or there is none yet): the missing ones are made. Then a second look in a
+    -- snapshot of its own, whether or not this writer made any: another writer may have committed the
+    -- tenant's heads between the first look and the count.
     IF (SELECT count(*) FROM ledger_head WHERE tenant_id = p_tenant_id) < 16 THEN
         FOR v_missing IN 0 .. 15 LOOP
             INSERT INTO ledger_head (tenant_id, chain, last_seq, last_hash)
                 VALUES (p_tenant_id, v_missing, 0, '0000000000000000000000000000000000000000000000000000000000000000')
                 ON CONFLICT (tenant_id, chain) DO NOTHING;
         END LOOP;
-        SELECT chain INTO v_chain FROM ledger_head WHERE tenant_id = p_tenant_id
-            ORDER BY (chain + 16 - p_preferred) % 16 LIMIT 1 FOR UPDATE SKIP LOCKED;
-        IF FOUND THEN
-            RETURN v_chain;
-        END IF;
+    END IF;
+    SELECT chain INTO v_chain FROM ledger_head WHERE tenant_id = p_tenant_id
+        ORDER BY (chain + 16 - p_preferred) % 16 LIMIT 1 FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+        RETURN v_chain;
     END IF;
     PERFORM 1 FROM ledger_head WHERE tenant_id = p_tenant_id AND chain = p_preferred FOR UPDATE;
     RETURN p_preferred;
