@@ -45,8 +45,8 @@ from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import open_account
 from pokna.ledger.repository import read_heads
-from pokna.tenants.service import issue_api_key
 from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
+from support.driver import issue_api_key  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 
 TENANT = "ten_export"
@@ -60,8 +60,8 @@ def load(url: str, postings: int) -> int:
     sessions = make_sessionmaker(engine)
     with unit_of_work(sessions) as session:
         session.add(Tenant(id=TENANT, name="export bench", created_at=utc_now()))
+    api_key = issue_api_key(sessions, TENANT).secret
     with unit_of_work(sessions) as session:
-        api_key = issue_api_key(session, TENANT).secret
         wallets = [
             open_account(session, tenant_id=TENANT, kind="player_wallet", external_id=f"w{index}").id
             for index in range(WALLETS)

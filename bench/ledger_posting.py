@@ -32,7 +32,7 @@ from sqlalchemy.engine import make_url
 
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.ledger import chain_for, funding_account, open_account
-from pokna.tenants.service import create_tenant, issue_api_key
+from support.driver import new_api_key  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 
 BASELINE_FUNCTION = """
@@ -79,9 +79,9 @@ def prepare(url: str, wallets: int) -> tuple[str, str, list[Wallet]]:
     """A tenant with an API key and `wallets` wallets, each funded with 10^12 as its app funds it."""
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
+    issued = new_api_key(sessions, "bench")
+    tenant_id, api_key = issued.tenant_id, issued.secret
     with unit_of_work(sessions) as session:
-        tenant_id = create_tenant(session, "bench").id
-        api_key = issue_api_key(session, tenant_id).secret
         ids = [
             open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id=f"w{index}").id
             for index in range(wallets)

@@ -29,12 +29,12 @@ from pokna.ledger import (
     verify_export,
 )
 from pokna.ledger.drafts import draft_of, unchained
-from pokna.ledger.export import export_jsonl
 from pokna.ledger.model import Posting
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.crypto.signing import generate_signing_key
 from pokna_verify.ledger.chain import GENESIS_HASH, chain_for, format_timestamp
+from support.driver import export_jsonl
 from support.ledger_reads import house_account, revenue_account
 from support.money import Teller, new_teller
 from support.tenant_api import TenantApi

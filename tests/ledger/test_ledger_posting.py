@@ -24,10 +24,10 @@ from pokna.ledger import (
     TenantNotFound,
     funding_account,
     open_account,
-    reconcile,
 )
 from pokna.ledger.schemas import JournalTransactionOut
 from pokna_verify.ledger.chain import chain_for
+from support.driver import reconcile
 from support.ledger_reads import balance_of, get_transaction, system_balance, trial_balance
 from support.tenant_api import TenantApi, money_key, new_tenant
 

@@ -1,22 +1,29 @@
-"""How a command holds the configured database: one engine for the command's lifetime, and its work in
-`unit_of_work`, the same commit-or-roll-back block the sweep uses and the request session mirrors.
+"""How a command reaches the configured database: on the async road, one psycopg connection for the
+command in a short event loop of its own (`run_command`; `streamed_command` for one that writes as it
+reads); a command's writes are one transaction (`async with connection.transaction()`).
 
-Most commands are one unit of work (`command_session`); a command that needs several transactions (the
-sweep: one per game) takes the session factory (`command_sessions`) and opens each with `unit_of_work`.
+`command_sessions` is the ORM's session factory, for the background jobs' commands that still hold one
+(`pokna sweep`, `pokna webhooks`, `pokna public-log`) until they move to this road too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
+from psycopg import AsyncConnection
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.cli.database_url import configured_database_url
 from pokna.cli.errors import EXIT_USAGE, CommandError
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.aio import conninfo_of
+from pokna.db.engine import Waits, make_engine, make_sessionmaker
 from pokna.errors import NotFound
 from pokna.tenants import service as tenants
+
+Done = TypeVar("Done")
 
 
 @contextmanager
@@ -28,17 +35,79 @@ def command_sessions() -> Iterator[sessionmaker[Session]]:
         engine.dispose()
 
 
+def command_conninfo() -> str:
+    """The configured database as a libpq connection string, with a command's waits (an engine is made
+    only to read the URL as the service does: it never connects)."""
+    engine = make_engine(configured_database_url())
+    try:
+        return conninfo_of(engine, Waits())
+    finally:
+        engine.dispose()
+
+
+async def command_connection() -> AsyncConnection[Any]:
+    """An autocommit connection to the configured database; the caller closes it."""
+    return await AsyncConnection.connect(command_conninfo(), autocommit=True)
+
+
+def run_command(work: Callable[[AsyncConnection[Any]], Awaitable[Done]]) -> Done:
+    """`work` on one connection, in an event loop of the command's own, closed afterwards."""
+
+    async def connected() -> Done:
+        async with await command_connection() as connection:
+            return await work(connection)
+
+    return asyncio.run(connected())
+
+
+class Streamed:
+    """A command that writes as it reads (`ledger export`, `audit bundle`): one connection in one event
+    loop, which its chunks are pulled through one by one (`pulled`); at the end every stream it pulled
+    is closed, then the connection, in that loop."""
+
+    def __init__(self, runner: asyncio.Runner, connection: AsyncConnection[Any]) -> None:
+        self.runner = runner
+        self.connection = connection
+        self._streams: list[AsyncIterator[str]] = []
+
+    def run(self, work: Coroutine[Any, Any, Done]) -> Done:
+        return self.runner.run(work)
+
+    def pulled(self, chunks: AsyncIterator[str]) -> Iterator[str]:
+        self._streams.append(chunks)
+        while True:
+            try:
+                yield self.runner.run(_next(chunks))
+            except StopAsyncIteration:
+                return
+
+    async def close(self) -> None:
+        for chunks in self._streams:
+            closing = getattr(chunks, "aclose", None)
+            if closing is not None:
+                await closing()
+        await self.connection.close()
+
+
 @contextmanager
-def command_session() -> Iterator[Session]:
-    with command_sessions() as sessions, unit_of_work(sessions) as session:
-        yield session
+def streamed_command() -> Iterator[Streamed]:
+    with asyncio.Runner() as runner:
+        streamed = Streamed(runner, runner.run(command_connection()))
+        try:
+            yield streamed
+        finally:
+            runner.run(streamed.close())
 
 
-def require_tenant(session: Session, tenant_id: str) -> None:
+async def _next(chunks: AsyncIterator[str]) -> str:
+    return await anext(chunks)
+
+
+async def require_tenant(connection: AsyncConnection[Any], tenant_id: str) -> None:
     """A command about one tenant names an unknown one, rather than answer with nothing: a wrong argument,
     so exit 2, like any usage mistake."""
     try:
-        tenants.get_tenant(session, tenant_id)
+        await tenants.get_tenant(connection, tenant_id)
     except NotFound:
         raise CommandError(
             f"no tenant {tenant_id!r}", "`pokna tenants list` shows the tenants", exit_code=EXIT_USAGE

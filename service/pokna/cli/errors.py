@@ -37,7 +37,8 @@ def _is(error: BaseException, module: str, name: str) -> bool:
 
 
 def is_database_error(error: BaseException) -> bool:
-    return _is(error, "sqlalchemy.exc", "DBAPIError")
+    """SQLAlchemy's (a session, Alembic) or the driver's own (a command on the async road)."""
+    return _is(error, "sqlalchemy.exc", "DBAPIError") or _is(error, "psycopg", "Error")
 
 
 def first_line(text: str) -> str:

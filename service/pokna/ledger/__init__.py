@@ -6,7 +6,8 @@ packages import from here, not from the modules behind it:
 - accounts: open, find and read accounts (`AccountSummary` is what other domains may know of one);
 - moving: deposits and withdrawals, the one way money enters and leaves a wallet (one ledger_move() call);
   batches: a game step's transfers, posted by the dealer's game_write(); both through ledger_post();
-- reads (the API's, async), export, checkpoint, reconcile: the journal read back; audit (and audit_scan): the offline check.
+- reads (the API's), export_aio, checkpoint, reconcile: the journal read back, async; the offline check
+  is pokna_verify's.
 """
 
 from pokna.ledger.accounts import (
@@ -40,14 +41,7 @@ from pokna.ledger.errors import (
     TransactionNotFound,
     UnbalancedTransaction,
 )
-from pokna.ledger.export import (
-    check_chain,
-    export_beancount,
-    export_csv,
-    export_jsonl,
-    export_lines,
-)
-from pokna.ledger.export_aio import EXPORTERS
+from pokna.ledger.export_aio import EXPORTERS, check_chain
 from pokna.ledger.holding import GameAccounts, hold_wallets
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.reads import AccountEntry, AccountRecord, TrialBalance
@@ -88,10 +82,6 @@ __all__ = [
     "check_seq_bounds",
     "checkpoint_document",
     "checkpoints_between",
-    "export_beancount",
-    "export_csv",
-    "export_jsonl",
-    "export_lines",
     "funding_account",
     "hold_wallets",
     "journal_span",
