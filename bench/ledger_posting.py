@@ -31,8 +31,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
-from pokna.ledger import chain_for, funding_account, open_account
-from support.driver import new_api_key  # type: ignore[import-not-found,unused-ignore]
+from pokna.ledger import chain_for
+from support.driver import funding_account, new_api_key, open_account  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 
 BASELINE_FUNCTION = """

@@ -51,10 +51,10 @@ from pokna.db.aio import conninfo_of
 from pokna.db.engine import Waits, make_engine, make_sessionmaker, unit_of_work
 from pokna.dealer import service as dealer
 from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS
-from pokna.ledger import chain_for, funding_account, open_account
+from pokna.ledger import chain_for
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
-from support.driver import create_tenant, issue_api_key  # type: ignore[import-not-found,unused-ignore]
+from support.driver import create_tenant, funding_account, issue_api_key, open_account  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import find_bindir  # type: ignore[import-not-found,unused-ignore]
 

@@ -32,13 +32,12 @@ from sqlalchemy import text  # noqa: E402
 
 from pokna.app import create_app  # noqa: E402
 from pokna.db.engine import make_engine, unit_of_work  # noqa: E402
-from pokna.ledger import open_account  # noqa: E402
 from pokna.public_log import reads  # noqa: E402
 from pokna.public_log.sequencer import LogSigner  # noqa: E402
 from pokna.public_log.worker import sequence_all  # noqa: E402
 from pokna.runtime import Runtime  # noqa: E402
 from pokna.settings import Environment, Settings  # noqa: E402
-from support.driver import create_tenant  # noqa: E402
+from support.driver import create_tenant, open_account  # noqa: E402
 
 INSERT_GAMES = text(
     """

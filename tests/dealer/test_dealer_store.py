@@ -35,9 +35,10 @@ from pokna.dealer.schemas import GameOut
 from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.errors import NotFound
-from pokna.ledger import chain_for, open_account
+from pokna.ledger import chain_for
 from pokna.runtime import Runtime
 from support.acting import act, create_game, read_game
+from support.driver import open_account
 from support.money import Teller, new_teller
 
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))

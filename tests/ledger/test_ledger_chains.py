@@ -22,9 +22,7 @@ from pokna.ledger import (
     LEDGER_CHAINS,
     GameAccounts,
     checkpoint_document,
-    funding_account,
     hold_wallets,
-    open_account,
     take_checkpoint,
     verify_export,
 )
@@ -34,7 +32,7 @@ from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.crypto.signing import generate_signing_key
 from pokna_verify.ledger.chain import GENESIS_HASH, chain_for, format_timestamp
-from support.driver import export_jsonl
+from support.driver import export_jsonl, funding_account, open_account
 from support.ledger_reads import house_account, revenue_account
 from support.money import Teller, new_teller
 from support.tenant_api import TenantApi

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.errors import InvalidRequest
-from pokna.ledger import chain_for, open_account, verify_export
-from support.driver import export_beancount, export_csv, export_jsonl
+from pokna.ledger import chain_for, verify_export
+from support.driver import export_beancount, export_csv, export_jsonl, open_account
 from support.game_play import Api, new_tenant_key
 from support.ledger_reads import trial_balance
 from support.money import Teller

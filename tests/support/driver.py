@@ -1,6 +1,6 @@
 """The async road (psycopg's `AsyncConnection`) from synchronous test code: `on_database` runs one
 coroutine on a connection of its own, in one transaction committed when it returns; the wrappers below
-are the repositories' functions so called (a tenant and its keys, an export, reconcile)."""
+are the repositories' functions so called (a tenant and its keys, accounts, an export, reconcile)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.aio import conninfo_of
 from pokna.db.engine import Waits, make_engine
-from pokna.ledger import EXPORTERS
+from pokna.ledger import EXPORTERS, accounts_aio, reads
+from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind
+from pokna.ledger.reads import AccountRecord
 from pokna.ledger.reconcile import ReconcileReport
 from pokna.ledger.reconcile import reconcile as reconcile_books
 from pokna.tenants import service as tenants
@@ -117,3 +119,29 @@ def reconcile(
     return on_database(
         database, lambda connection: reconcile_books(connection, tenant_id, check_chain=check_chain)
     )
+
+
+def open_account(database: Database, **options: Any) -> AccountRecord:
+    """pokna.ledger.accounts_aio.open_account's options: tenant_id, kind, currency, external_id."""
+    return on_database(database, lambda connection: accounts_aio.open_account(connection, **options))
+
+
+def system_account(
+    database: Database, tenant_id: str, kind: AccountKind, currency: str = DEFAULT_CURRENCY, chain: int = 0
+) -> AccountRecord:
+    """The tenant's system account of `kind`, `currency` and `chain`, opened on first use as the service
+    opens it (a deposit's funding sub-account, a rake's revenue one)."""
+
+    async def opened(connection: AsyncConnection[Any]) -> AccountRecord:
+        account_id = await accounts_aio.open_system_account(connection, tenant_id, kind, currency, chain)
+        found = await connection.execute(reads.ACCOUNT, {"tenant_id": tenant_id, "account_id": account_id})
+        return reads.account_of(account_id, await found.fetchone())
+
+    return on_database(database, opened)
+
+
+def funding_account(
+    database: Database, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
+) -> AccountRecord:
+    """The tenant's external funding account of `chain`: the other side of a deposit posted on it."""
+    return system_account(database, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain)

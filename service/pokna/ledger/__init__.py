@@ -3,19 +3,16 @@
 Read docs/ledger.md for the model, the sign convention and every invariant the database enforces. Other
 packages import from here, not from the modules behind it:
 
-- accounts: open, find and read accounts (`AccountSummary` is what other domains may know of one);
+- accounts, accounts_aio: open, find and read accounts (`AccountSummary` is what other domains may know
+  of one);
 - moving: deposits and withdrawals, the one way money enters and leaves a wallet (one ledger_move() call);
   batches: a game step's transfers, posted by the dealer's game_write(); both through ledger_post();
 - reads (the API's), export_aio, checkpoint, reconcile: the journal read back, async; the offline check
   is pokna_verify's.
 """
 
-from pokna.ledger.accounts import (
-    AccountSummary,
-    funding_account,
-    open_account,
-    system_external_id,
-)
+from pokna.ledger.accounts import AccountSummary, system_external_id
+from pokna.ledger.accounts_aio import open_account
 from pokna.ledger.audit_reads import (
     JournalSpans,
     check_range,
@@ -82,7 +79,6 @@ __all__ = [
     "check_seq_bounds",
     "checkpoint_document",
     "checkpoints_between",
-    "funding_account",
     "hold_wallets",
     "journal_span",
     "oldest_unsigned_at",

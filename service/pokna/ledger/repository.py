@@ -1,7 +1,7 @@
-"""Every query the ledger makes through a session: accounts (opening one is the only write here), the chain
-heads and checkpoints (the API's reads of the books are pokna.ledger.reads's, on the driver). Services decide; this module only reads and writes rows. Postings are written by
-ledger_post() alone, called by the game's game_write() and the deposits' ledger_move(); the JSONL export's
-query is its store's (pokna.ledger.store).
+"""The queries the ledger still makes through a session, for the background jobs that hold one (`pokna
+sweep`'s checkpoints, the backlog gauge): a tenant's existence, the chain heads, checkpoints; and the
+statements the async paths share with them (`HEADS`, `INSERT_CHECKPOINT`). The API's reads of the books are
+pokna.ledger.reads's, on the driver.
 """
 
 from __future__ import annotations
@@ -11,60 +11,19 @@ from datetime import datetime
 from typing import Any, cast
 
 from psycopg import AsyncConnection
-from sqlalchemy import Table, bindparam, insert, select, text
+from sqlalchemy import Table, insert, select, text
 from sqlalchemy.orm import Session
 
-from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
+from pokna.db.models.ledger import LedgerCheckpoint, LedgerHead
 from pokna.db.models.tenant import Tenant
 from pokna_verify.ledger.chain import GENESIS_HASH
 
-_account = cast(Table, Account.__table__)
-_transaction = cast(Table, JournalTransaction.__table__)
-_posting = cast(Table, JournalPosting.__table__)
 _head = cast(Table, LedgerHead.__table__)
 _checkpoint = cast(Table, LedgerCheckpoint.__table__)
 
 
-# --- accounts ------------------------------------------------------------------------------------------
-
-
 def tenant_exists(session: Session, tenant_id: str) -> bool:
     return session.execute(select(Tenant.id).where(Tenant.id == tenant_id)).first() is not None
-
-
-# An account opened twice under one external id is found, not duplicated: ON CONFLICT DO NOTHING.
-# VALUES, not a SELECT that checks the tenant in the same statement: on Citus an INSERT ... SELECT from a
-# reference table goes through the coordinator and commits in two phases; a VALUES row goes to its shard.
-_INSERT_ACCOUNT = text(
-    """
-    INSERT INTO account (id, tenant_id, kind, currency, external_id, balance, created_at)
-    VALUES (:id, :tenant_id, :kind, :currency, :external_id, 0, :created_at)
-    ON CONFLICT (tenant_id, kind, external_id) DO NOTHING
-    RETURNING id
-    """
-).bindparams(
-    *(bindparam(name, type_=_account.c[name].type) for name in ("id", "tenant_id", "kind", "currency")),
-    bindparam("external_id", type_=_account.c.external_id.type),
-    bindparam("created_at", type_=_account.c.created_at.type),
-)
-
-
-def insert_account(session: Session, values: dict[str, Any]) -> bool:
-    """Insert the account (with balance 0) if its tenant exists and no account of that tenant and kind
-    already has its external id; False if not. Nothing is raised, so the caller's transaction stays
-    usable, and concurrent inserts of the same account neither fail nor both succeed (tenants are never
-    deleted, so one that exists at the check still does at the insert)."""
-    if not tenant_exists(session, values["tenant_id"]):
-        return False
-    return session.execute(_INSERT_ACCOUNT, values).first() is not None
-
-
-def find_account(session: Session, tenant_id: str, kind: str, external_id: str) -> Account | None:
-    return session.scalars(
-        select(Account).where(
-            Account.tenant_id == tenant_id, Account.kind == kind, Account.external_id == external_id
-        )
-    ).one_or_none()
 
 
 # --- the chain head and the journal --------------------------------------------------------------------
