@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `ledger`)
 from pokna.cli.app import app
-from pokna.ledger import chain_for, export_aio, store_postgresql
+from pokna.ledger import chain_for, store_postgresql
 from pokna.settings import get_settings
 from support.game_play import Api, new_tenant_key
 
@@ -27,7 +27,6 @@ def test_the_command_writes_the_bytes_the_route_streams(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Pages of two transactions: every chain below spans several, so a page boundary falls mid-chain.
-    monkeypatch.setattr(export_aio, "PAGE_TRANSACTIONS", 2)
     monkeypatch.setattr(store_postgresql, "PAGE_TRANSACTIONS", 2)
     api = Api(client, new_tenant_key(sessions))
     wallets = [api.wallet(10 + index) for index in range(6)]

@@ -32,7 +32,7 @@ from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository
 from pokna.ledger.accounts import PER_CHAIN_KINDS, sub_account_chain
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS, jsonl_lines
+from pokna.ledger.store_postgresql import jsonl_lines, pages
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_label, format_timestamp
 
 EXPORT_FORMATS: Final = ("jsonl", "csv", "beancount")
@@ -163,12 +163,10 @@ async def _ranges(
 async def _postings(
     connection: AsyncConnection[Any], tenant_id: str, ranges: Sequence[SeqRange]
 ) -> AsyncIterator[list[Any]]:
-    """The postings of PAGE_TRANSACTIONS transactions at a time, in (chain, seq) and leg order, each page
-    read whole before it is handed out."""
+    """The postings of a page of transactions at a time (store_postgresql.pages), in (chain, seq) and leg
+    order, each page read whole before it is handed out."""
     for seqs in ranges:
-        for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
-            last = min(first + PAGE_TRANSACTIONS - 1, seqs.last)
-            params = {"tenant_id": tenant_id, "chain": seqs.chain, "first": first, "last": last}
+        for params in pages(tenant_id, seqs):
             yield await _rows(connection, _POSTINGS, params)
 
 

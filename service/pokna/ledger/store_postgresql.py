@@ -98,13 +98,14 @@ async def jsonl_lines(
     metadata is the stored JSON text, as json_build_object embeds it.
     """
     for seqs in ranges:
-        for params in _pages(tenant_id, seqs):
+        for params in pages(tenant_id, seqs):
             page = await (await connection.execute(_JSONL_ROWS, params)).fetchall()
             for row in page:
                 yield jsonl_line(tenant_id, row)
 
 
-def _pages(tenant_id: str, seqs: SeqRange) -> Iterator[dict[str, Any]]:
+def pages(tenant_id: str, seqs: SeqRange) -> Iterator[dict[str, Any]]:
+    """The parameters of each page of PAGE_TRANSACTIONS transactions of the range, in seq order."""
     for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
         yield {
             "tenant_id": tenant_id,
