@@ -12,6 +12,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from pokna.ledger.export_aio import export_jsonl
+from pokna.tenants.service import tenant_ids_async
 from pokna_verify.ledger.check import ExportAudit
 
 
@@ -95,7 +96,7 @@ async def reconcile(
         problems: list[tuple[str, str]] = []
         if check_chain:
             # Every tenant from `tenant`, a reference table: on a distributed database every node has it.
-            tenants = [tenant_id] if tenant_id is not None else await _tenant_ids(connection)
+            tenants = [tenant_id] if tenant_id is not None else await tenant_ids_async(connection)
             for tenant in tenants:
                 audit = ExportAudit(None, None)
                 number = 0
@@ -104,9 +105,3 @@ async def reconcile(
                     audit.check(number, line)
                 problems.extend((tenant, finding.problem) for finding in audit.finish().findings)
     return ReconcileReport(differences, unbalanced, problems)
-
-
-async def _tenant_ids(connection: AsyncConnection[Any]) -> list[str]:
-    return [
-        row[0] for row in await (await connection.execute("SELECT id FROM tenant ORDER BY id")).fetchall()
-    ]
