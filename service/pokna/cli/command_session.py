@@ -3,7 +3,7 @@ command in a short event loop of its own (`run_command`; `streamed_command` for 
 reads); a command's writes are one transaction (`async with connection.transaction()`).
 
 `command_sessions` is the ORM's session factory, for the background jobs' commands that still hold one
-(`pokna sweep`, `pokna webhooks`, `pokna public-log`) until they move to this road too.
+(`pokna sweep`, `pokna webhooks`, `pokna log`) until they move to this road too.
 """
 
 from __future__ import annotations
