@@ -102,7 +102,7 @@ def main() -> None:
             session.execute(INSERT_GAMES, {"tenant_id": tenant_id, "pot": pot, "games": options.games})
         signer = LogSigner("bench.example/games", runtime.keys.signing_key)
         started, passes = time.perf_counter(), 0
-        while sequence_all(runtime.sessions, signer, batch=options.batch):
+        while sequence_all(runtime.aio, signer, batch=options.batch):
             passes += 1
         appending = time.perf_counter() - started
         print(

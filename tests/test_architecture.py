@@ -8,7 +8,7 @@ cannot drift.
   TYPE_CHECKING imports count: one that breaks a cycle at run time only hides it); no module is over
   400 lines.
 - The walk of one game action names functions as `module:function`; each must exist, as must every module
-  a docstring names in backticks (`pokna.dealer.store`).
+  a docstring names in backticks (`pokna.dealer.store_postgres`).
 - Rules the issue set for the shell: the database is chosen in one place; no route touches a session;
   routes (the kernel's, the assembly's and every domain's `routes.py` / `*_routes.py`) reach the domains
   through their services, never their tables, repositories or stores.
@@ -401,7 +401,7 @@ _NAMED_IN_BACKTICKS = re.compile(r"`((?:pokna|pokna_verify)(?:\.[A-Za-z_]+)+)(?:
 
 
 def _exists(dotted: str) -> bool:
-    """`pokna.dealer.store` or `pokna.outbox.Gathered.record`: the longest module prefix, then attributes."""
+    """`pokna.dealer.store_postgres` or `pokna.outbox.Gathered.record`: the longest module prefix, then attributes."""
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         try:
@@ -418,7 +418,7 @@ def _exists(dotted: str) -> bool:
 
 @pytest.mark.parametrize("source", EVERY_SOURCE, ids=_shown)
 def test_docstrings_name_real_modules(source: Path) -> None:
-    """A module a docstring names in backticks (`pokna.dealer.store`, `pokna.dealer.locked:may_end`) exists,
+    """A module a docstring names in backticks (`pokna.dealer.store_postgres`, `pokna.dealer.locked:may_end`) exists,
     as the walk's references must: a rename that leaves the old name in a docstring fails here."""
     for node in ast.walk(ast.parse(source.read_text())):
         if not isinstance(node, (ast.Module, *_DEFINITIONS)):

@@ -24,12 +24,11 @@ from pokna.db.types import utc_now
 from pokna.dealer.locked import Clock
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna.sweep import sweep
-from pokna.webhooks.dispatch import dispatch_events
-from pokna.webhooks.policy import DeliveryPolicy
 from support.postgres import start_cluster
 from support.scrapes import Samples, scrape, value
+from support.sweeping import swept
 from support.tenant_api import new_tenant
+from support.webhook_worker import fan_out
 
 GAUGES = (
     "pokna_game_deadlines_overdue",
@@ -89,19 +88,19 @@ def test_overdue_deadlines_unsigned_history_and_webhook_work_are_exposed_and_mov
     assert oldest_event > 0
     assert _webhooks(late, "delivery") == (0, 0)
 
-    report = sweep(runtime.sessions, runtime.keys, Clock(now=utc_now(), open_game_ttl=timedelta(minutes=10)))
+    report = swept(runtime, Clock(now=utc_now(), open_game_ttl=timedelta(minutes=10)))
     assert report.timeouts == 1
     assert report.checkpoints_taken == 1
-    swept = scrape(client)
+    after_sweep = scrape(client)
     assert (
-        value(swept, "pokna_game_deadlines_overdue")
-        == value(swept, "pokna_game_deadline_overdue_seconds")
+        value(after_sweep, "pokna_game_deadlines_overdue")
+        == value(after_sweep, "pokna_game_deadline_overdue_seconds")
         == 0
     )
-    assert value(swept, "pokna_ledger_unsigned_seconds") == 0  # every moved head signed
+    assert value(after_sweep, "pokna_ledger_unsigned_seconds") == 0  # every moved head signed
 
+    fan_out(runtime)
     with sessions.begin() as session:
-        dispatch_events(session, DeliveryPolicy.from_settings(settings), utc_now())
         # The game's three deliveries, one after the other: only the first is work a worker may do now.
         session.execute(update(WebhookDelivery).values(next_attempt_at=utc_now() - timedelta(seconds=120)))
     fanned = scrape(client)

@@ -4,6 +4,7 @@ published, and calls a beacon that stopped publishing an outage."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import socket
 import threading
@@ -62,14 +63,14 @@ def test_the_relay_speaks_drands_http_api(relay: BeaconRelay) -> None:
 
 def test_latest_and_a_past_round_are_verified(relay: BeaconRelay) -> None:
     client = relays(relay.url, chain=relay.chain)
-    latest = client.latest()
+    latest = asyncio.run(client.latest())
     assert latest.round >= 5
-    assert client.get(2) == relay.key.sign(2)
+    assert asyncio.run(client.get(2)) == relay.key.sign(2)
 
 
 def test_the_first_relay_that_answers_is_used(relay: BeaconRelay) -> None:
     client = relays(closed_port_url(), relay.url, chain=relay.chain)
-    assert client.get(4) == relay.key.sign(4)
+    assert asyncio.run(client.get(4)) == relay.key.sign(4)
 
 
 def test_a_relay_serving_rounds_that_do_not_verify_is_passed_over(relay: BeaconRelay) -> None:
@@ -78,11 +79,11 @@ def test_a_relay_serving_rounds_that_do_not_verify_is_passed_over(relay: BeaconR
         forged_chain = dataclasses.replace(forger.chain, chain_hash=relay.chain.chain_hash)
         forger.chain = forged_chain
         client = relays(forger.url, relay.url, chain=relay.chain)
-        assert client.get(3) == relay.key.sign(3)
+        assert asyncio.run(client.get(3)) == relay.key.sign(3)
         only_forger = relays(forger.url, chain=relay.chain)
-        assert only_forger.get(3) is None
+        assert asyncio.run(only_forger.get(3)) is None
         with pytest.raises(BeaconUnavailable, match="the BLS signature does not verify"):
-            only_forger.latest()
+            asyncio.run(only_forger.latest())
 
 
 def test_the_client_waits_for_the_next_round_and_gets_it(relay: BeaconRelay) -> None:
@@ -93,7 +94,7 @@ def test_the_client_waits_for_the_next_round_and_gets_it(relay: BeaconRelay) -> 
     # The relay's clock is moved on 0.2 s from now: the round arrives then, not at its due time.
     threading.Timer(0.2, relay.advance, args=(1.0,)).start()
     started = time.monotonic()
-    arrived = client.wait_for(named)
+    arrived = asyncio.run(client.wait_for(named))
     assert arrived == relay.key.sign(named)
     assert time.monotonic() - started < 1.0 + MARGIN_SECONDS
 
@@ -108,7 +109,7 @@ def test_a_beacon_that_stops_publishing_is_an_outage_within_a_period_and_the_mar
     with pytest.raises(
         BeaconUnavailable, match=f"drand round {named} was not published by any relay"
     ) as raised:
-        client.wait_for(named)
+        asyncio.run(client.wait_for(named))
     waited = time.monotonic() - started
     assert waited <= relay.chain.period + MARGIN_SECONDS + 0.5
     assert raised.value.status == 503
@@ -118,7 +119,7 @@ def test_a_beacon_that_stops_publishing_is_an_outage_within_a_period_and_the_mar
 def test_every_relay_down_is_an_outage() -> None:
     client = relays(closed_port_url(), closed_port_url(), chain=QUICKNET)
     with pytest.raises(BeaconUnavailable, match="ConnectError"):
-        client.latest()
+        asyncio.run(client.latest())
 
 
 def test_a_round_named_more_than_a_period_ahead_is_refused_at_once(relay: BeaconRelay) -> None:
@@ -127,7 +128,7 @@ def test_a_round_named_more_than_a_period_ahead_is_refused_at_once(relay: Beacon
     assert round_published_at_ms(relay.chain, far) > client.now_ms() + 1000
     started = time.monotonic()
     with pytest.raises(BeaconUnavailable, match="more than one period"):
-        client.wait_for(far)
+        asyncio.run(client.wait_for(far))
     assert time.monotonic() - started < 0.5
 
 

@@ -1,6 +1,6 @@
 """What the background work has left late, across domains, for the backlog gauges of `/metrics`
 (pokna.api.metrics_backlog): each domain asked through its public functions, like `pokna sweep` does, in
-one read-only transaction.
+one read-only transaction on an async connection.
 
 The sweeper and the webhooks worker are processes of their own with no `/metrics`; a stopped one counts
 nothing. What they leave undone stays in the database, where any API process can read it.
@@ -10,25 +10,22 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import text
-from sqlalchemy.orm import Session, sessionmaker
-
 from pokna import ledger
-from pokna.db.engine import unit_of_work
+from pokna.db.aio import AsyncDatabase
 from pokna.db.types import utc_now
 from pokna.dealer import service as dealer
 from pokna.metrics.backlog import Backlog, Late
 from pokna.webhooks.service import webhook_backlog
 
 
-def read_backlog(sessions: sessionmaker[Session]) -> Backlog:
-    """`sessions`: the runtime's monitoring sessions (Runtime.monitoring_sessions), never a request's."""
+async def read_backlog(database: AsyncDatabase) -> Backlog:
+    """`database`: the runtime's monitoring pool (Runtime.monitoring), never the requests'."""
     now = utc_now()
-    with unit_of_work(sessions) as session:
-        session.execute(text("SET TRANSACTION READ ONLY"))
-        games = dealer.overdue_games(session, now)
-        webhooks = webhook_backlog(session, now)
-        unsigned_at = ledger.oldest_unsigned_at(session)
+    async with database.connection() as connection, connection.transaction():
+        await connection.execute("SET TRANSACTION READ ONLY")
+        games = await dealer.overdue_games(connection, now)
+        webhooks = await webhook_backlog(connection, now)
+        unsigned_at = await ledger.oldest_unsigned_at(connection)
     return Backlog(
         game_deadlines=Late(games.deadlines, _age(now, games.oldest_deadline_at)),
         beacon_rolls=Late(games.rolls, _age(now, games.oldest_roll_deadline_at)),

@@ -11,10 +11,11 @@ pokna_verify.fairness.beacon.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import httpx
@@ -53,15 +54,18 @@ class BeaconUnavailable(PoknaError):
 
 @dataclass
 class BeaconRelays:
-    """One chain, several relays. `clock` (epoch seconds) and `sleep` are parameters so tests can steer them."""
+    """One chain, several relays. `clock` (epoch seconds) is a parameter so tests can steer it.
+
+    Asked on httpx's async client, in the caller's event loop: a request waiting for its round holds no
+    thread. A client of its own for each ask or wait (a client's connections belong to the loop they were
+    opened in, and the sweep and the API run in different loops), so a wait costs one connection to a
+    relay, kept for its polls."""
 
     urls: Sequence[str]
     chain: BeaconChain
     request_timeout_seconds: float = 2.0
     margin_seconds: float = 2.0
     clock: Callable[[], float] = time.time
-    sleep: Callable[[float], None] = time.sleep
-    client: httpx.Client = field(default_factory=lambda: httpx.Client(follow_redirects=False))
 
     @classmethod
     def for_settings(cls, settings: Settings) -> BeaconRelays:
@@ -77,9 +81,6 @@ class BeaconRelays:
             margin_seconds=settings.beacon_wait_margin_seconds,
         )
 
-    def close(self) -> None:
-        self.client.close()
-
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
 
@@ -87,18 +88,20 @@ class BeaconRelays:
         """Whether `round_number` is published by one period from now: worth waiting for in a request."""
         return round_published_at_ms(self.chain, round_number) <= self.now_ms() + self.chain.period * 1000
 
-    def latest(self) -> BeaconRound:
+    async def latest(self) -> BeaconRound:
         """The newest round a relay serves, verified. Raises BeaconUnavailable if no relay serves one."""
-        beacon_round, problems = self._ask("public/latest", None)
+        async with _client() as client:
+            beacon_round, problems = await self._ask(client, "public/latest", None)
         if beacon_round is None:
             raise BeaconUnavailable("no drand relay served its latest round: " + "; ".join(problems))
         return beacon_round
 
-    def get(self, round_number: int) -> BeaconRound | None:
+    async def get(self, round_number: int) -> BeaconRound | None:
         """Round `round_number`, verified, if a relay serves it now; None if none does (yet)."""
-        return self._ask(f"public/{round_number}", round_number)[0]
+        async with _client() as client:
+            return (await self._ask(client, f"public/{round_number}", round_number))[0]
 
-    def wait_for(self, round_number: int) -> BeaconRound:
+    async def wait_for(self, round_number: int) -> BeaconRound:
         """Round `round_number` as soon as a relay serves it, waiting until its due time plus the margin, and
         never longer than one period plus the margin from now (a round named further ahead is refused at
         once, rather than holding a request for it)."""
@@ -107,15 +110,16 @@ class BeaconRelays:
         if due_ms > now_ms + self.chain.period * 1000:
             raise BeaconUnavailable(f"round {round_number} is due more than one period from now")
         deadline_ms = min(due_ms, now_ms + self.chain.period * 1000) + int(self.margin_seconds * 1000)
-        while True:
-            # Asked before its due time too: a relay whose clock runs a little ahead serves it sooner.
-            beacon_round, problems = self._ask(f"public/{round_number}", round_number)
-            if beacon_round is not None:
-                return beacon_round
-            left_ms = deadline_ms - self.now_ms()
-            if left_ms <= 0:
-                break
-            self.sleep(min(POLL_SECONDS * 1000, left_ms) / 1000)
+        async with _client() as client:
+            while True:
+                # Asked before its due time too: a relay whose clock runs a little ahead serves it sooner.
+                beacon_round, problems = await self._ask(client, f"public/{round_number}", round_number)
+                if beacon_round is not None:
+                    return beacon_round
+                left_ms = deadline_ms - self.now_ms()
+                if left_ms <= 0:
+                    break
+                await asyncio.sleep(min(POLL_SECONDS * 1000, left_ms) / 1000)
         detail = "; ".join(problems)
         raise BeaconUnavailable(
             f"drand round {round_number} was not published by any relay within {self.margin_seconds:g} s "
@@ -123,13 +127,15 @@ class BeaconRelays:
             round=round_number,
         )
 
-    def _ask(self, path: str, round_number: int | None) -> tuple[BeaconRound | None, list[str]]:
+    async def _ask(
+        self, client: httpx.AsyncClient, path: str, round_number: int | None
+    ) -> tuple[BeaconRound | None, list[str]]:
         """The first verified answer of the relays in order, and why each earlier one was not used."""
         problems = []
         for url in self.urls:
             target = f"{url.rstrip('/')}/{self.chain.chain_hash}/{path}"
             try:
-                answer = self.client.get(target, timeout=self.request_timeout_seconds)
+                answer = await client.get(target, timeout=self.request_timeout_seconds)
             except httpx.HTTPError as error:
                 problems.append(f"{url}: {type(error).__name__}")
                 continue
@@ -144,3 +150,7 @@ class BeaconRelays:
             except (ValueError, MalformedProofError, BeaconError) as error:
                 problems.append(f"{url}: {error}")
         return None, problems
+
+
+def _client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(follow_redirects=False)

@@ -55,19 +55,19 @@ class Runtime:
         )
 
     @cached_property
-    def monitoring_sessions(self) -> sessionmaker[Session]:
-        """Sessions on connections of their own (a pool of two beside the requests' pool, read only by
-        convention, statements cut at MONITORING_STATEMENT_SECONDS), for `/metrics`' reads of the backlog
-        (pokna.backlog) and `/readyz` (pokna.api.health), one each: the requests' connections are the
-        database gate's places, and a scrape or a probe must neither take one from a request nor wait
-        behind the requests when every place is taken."""
+    def monitoring(self) -> AsyncDatabase:
+        """Async connections of their own (a pool of two beside the requests' pool, statements cut at
+        MONITORING_STATEMENT_SECONDS), for `/metrics`' reads of the backlog (pokna.backlog) and `/readyz`
+        (pokna.api.health), one each: the requests' connections are the database gate's places, and a
+        scrape or a probe must neither take one from a request nor wait behind the requests when every
+        place is taken. Opened with the requests' pool by the app's lifespan; none is opened before a
+        probe or a scrape needs it."""
         waits = Waits(
             pool=MONITORING_STATEMENT_SECONDS,
             connect=self.settings.database_connect_timeout_seconds,
             statement=MONITORING_STATEMENT_SECONDS,
         )
-        url = self.engine.url.render_as_string(hide_password=False)
-        return make_sessionmaker(make_engine(url, waits, pool_size=MONITORING_CONNECTIONS, max_overflow=0))
+        return AsyncDatabase.for_engine(self.engine, waits, size=0, overflow=MONITORING_CONNECTIONS)
 
     @cached_property
     def beacon(self) -> BeaconRelays:

@@ -26,11 +26,9 @@ from schemathesis.specs.openapi.checks import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.types import utc_now
 from pokna.runtime import Runtime
-from pokna.webhooks.dispatch import dispatch_events
-from pokna.webhooks.service import DeliveryPolicy
 from support.tenant_api import new_tenant
+from support.webhook_worker import fan_out
 
 EXAMPLES = 12
 CONFORMANCE = [
@@ -55,8 +53,7 @@ def _seed(
     table = api.post("/v1/tables", {"account_ids": [vigo, player], "stake": 5})
     assert table.status_code == 201, table.text
     token = game.json()["fairness"]["public_url"].rsplit("/", 1)[-1]
-    with sessions.begin() as session:  # the worker's first step: the game's event becomes a delivery
-        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    fan_out(runtime)  # the worker's first step: the game's event becomes a delivery
     deliveries = api.get(f"/v1/webhooks/endpoints/{endpoint.json()['id']}/deliveries").json()["data"]
     ids = {
         "endpoint_id": endpoint.json()["id"],

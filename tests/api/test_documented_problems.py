@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api import health
@@ -21,12 +21,11 @@ from pokna.db.models.game import Game as GameRow
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.types import utc_now
 from pokna.runtime import Runtime
-from pokna.webhooks.dispatch import dispatch_events
-from pokna.webhooks.service import DeliveryPolicy
 from pokna_verify.fairness.protocol import game_client_seed, roll
 from pokna_verify.fairness.seed_vault import open_server_seed
 from support.api_checks import assert_problem
 from support.tenant_api import TenantApi, new_tenant
+from support.webhook_worker import fan_out
 
 LIMIT = 65536
 
@@ -47,12 +46,15 @@ def test_every_operation_refuses_an_oversized_body(client: TestClient, api: Tena
 
 
 def test_readiness_says_why_it_is_not_ready(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    def unreachable(_session: Session) -> str:
-        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+    async def unreachable(_connection: Any) -> str:
+        raise psycopg.OperationalError("connection refused")
+
+    async def behind(_connection: Any) -> str:
+        return "0001"
 
     monkeypatch.setattr(health, "schema_revision", unreachable)
     assert_problem(client.get("/readyz"), 503, "database_unavailable")
-    monkeypatch.setattr(health, "schema_revision", lambda _session: "0001")
+    monkeypatch.setattr(health, "schema_revision", behind)
     assert_problem(client.get("/readyz"), 503, "schema_out_of_date")
 
 
@@ -76,8 +78,7 @@ def test_every_keyed_write_refuses_a_retry_while_the_first_runs(
     game = api.post("/v1/games", {"vigo_account_id": vigo, "player_account_ids": [player], "stake": 5}).json()
     table = api.post("/v1/tables", {"account_ids": [vigo, player], "stake": 5}).json()
     hooks = f"/v1/webhooks/endpoints/{endpoint['id']}"
-    with sessions.begin() as session:  # the worker's first step: the game's event becomes a delivery
-        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    fan_out(runtime)  # the worker's first step: the game's event becomes a delivery
     delivery = api.get(f"{hooks}/deliveries").json()["data"][0]
     requests: list[tuple[str, str, Any]] = [
         ("POST", "/v1/accounts", {"external_id": "late"}),

@@ -29,10 +29,9 @@ from pokna.public_log.sequencer import LogSigner
 from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna.webhooks.dispatch import dispatch_events
-from pokna.webhooks.service import DeliveryPolicy
 from support.game_logs import ORIGIN_PREFIX, open_table
 from support.tenant_api import TenantApi, money_key, new_tenant
+from support.webhook_worker import fan_out
 from support.wire import WireTurns
 
 
@@ -262,8 +261,7 @@ def test_reading_webhook_endpoints_and_deliveries_is_one_round_trip(
     path = f"/v1/webhooks/endpoints/{made.json()['id']}"
     api.wallet(5), api.wallet(5)
     runtime: Runtime = client.app.state.runtime  # type: ignore[attr-defined]
-    with sessions.begin() as session:  # the worker's first step: the deposits' events become deliveries
-        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    fan_out(runtime)  # the worker's first step: the deposits' events become deliveries
     cursor = api.get(f"{path}/deliveries?limit=1").json()["next_cursor"]
     reads = [
         "/v1/webhooks/endpoints",
@@ -293,8 +291,7 @@ def test_the_webhook_writes_are_three_round_trips(
     endpoints = [send("POST", "", body).json()["id"] for _ in range(12)]
     api.wallet(5)
     runtime: Runtime = client.app.state.runtime  # type: ignore[attr-defined]
-    with sessions.begin() as session:  # the deposit's event becomes a delivery to each endpoint
-        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    fan_out(runtime)  # the deposit's event becomes a delivery to each endpoint
     kept = endpoints[0]
     delivery = api.get(f"/v1/webhooks/endpoints/{kept}/deliveries").json()["data"][0]["id"]
     writes = {
@@ -337,7 +334,8 @@ def test_public_log_reads_need_no_more_round_trips_than_their_reads(
     client, wire = counted
     table = open_table(client, sessions)
     games = table.finish_games(3)
-    sequence_all(sessions, LogSigner(ORIGIN_PREFIX, Ed25519PrivateKey.generate()))
+    runtime: Runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    sequence_all(runtime.aio, LogSigner(ORIGIN_PREFIX, Ed25519PrivateKey.generate()))
     link = table.api.ok(table.api.get(f"/v1/games/{games[0]}"))["fairness"]["public_url"]
     base = f"/v1/logs/{table.tenant_id}"
     reads = {

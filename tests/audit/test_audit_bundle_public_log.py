@@ -40,7 +40,7 @@ def _logged_books(
     client: TestClient, sessions: sessionmaker[Session], runtime: Runtime, games: int = 5
 ) -> PlayedBooks:
     books = play_books(client, sessions, games=games)
-    assert sequence_all(sessions, _signer(runtime)) >= games
+    assert sequence_all(runtime.aio, _signer(runtime)) >= games
     return books
 
 
@@ -136,7 +136,7 @@ def test_a_finished_game_kept_out_of_the_log_is_named(
     hidden = books.game_ids[2]
     with sessions.begin() as session:  # the operator marks it logged, so no pass ever appends it
         session.execute(update(GameRow).where(GameRow.id == hidden).values(log_index=10**9))
-    assert sequence_all(sessions, _signer(runtime)) == 3
+    assert sequence_all(runtime.aio, _signer(runtime)) == 3
     report = verify_bundle(books.bundle(), keys=books.key_ring)
     assert report.verdict is Verdict.INVALID
     assert [(record, name) for record, name, problem in _problems(report) if "not logged" in problem] == [
@@ -229,10 +229,10 @@ def test_a_bundle_past_every_batch_verifies_with_the_log(
     monkeypatch.setattr(store_postgresql, "PAGE_TRANSACTIONS", 4)
     books = play_books(client, sessions, games=6)
     signer = _signer(runtime)
-    assert sequence_all(sessions, signer, batch=4) == 4
-    assert sequence_all(sessions, signer, batch=4) == 2
+    assert sequence_all(runtime.aio, signer, batch=4) == 4
+    assert sequence_all(runtime.aio, signer, batch=4) == 2
     more = [_play_one(books) for _ in range(2)]
-    assert sequence_all(sessions, signer, batch=2) == 2  # a full batch: the heads stay the last pass's
+    assert sequence_all(runtime.aio, signer, batch=2) == 2  # a full batch: the heads stay the last pass's
     documents = records(books.bundle())
     assert len([d for d in documents if d["type"] == LOG_LEAF]) == 8
     assert {d["game_id"] for d in documents if d["type"] == "game"} >= set(more)
@@ -268,7 +268,7 @@ def test_the_log_extends_the_previous_bundles_checkpoint(
     size = records(previous.read_text().splitlines())[2]["checkpoint"].split("\n")[1]
     _play_one(books)
     _play_one(books)
-    assert sequence_all(sessions, _signer(runtime)) == 2
+    assert sequence_all(runtime.aio, _signer(runtime)) == 2
     bundle = tmp_path / "bundle.jsonl"
     bundle.write_text("".join(books.bundle(log_since=size)))
     keys = tmp_path / "keys.json"

@@ -247,7 +247,7 @@ def test_the_export_and_the_audit_bundle_ask_one_shard_per_statement(
             assert report.valid, report.findings
             assert len(exported.text.splitlines()) > 3
             signer = LogSigner("pokna.test/games", runtime.keys.signing_key)
-            assert sequence_all(runtime.sessions, signer) == 3  # the bundle then reads the log too
+            assert sequence_all(runtime.aio, signer) == 3  # the bundle then reads the log too
             bundle = books.bundle()
     finally:
         engine.dispose()

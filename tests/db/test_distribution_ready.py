@@ -28,11 +28,11 @@ from pokna.dealer.service import Clock
 from pokna.outbox import EVENT_TYPES
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna.sweep import sweep
 from support.databases import PostgresDatabases
 from support.distribution_checks import catalog_findings, statement_findings
 from support.game_play import Api, play
 from support.postgres import PostgresUnavailable, start_cluster
+from support.sweeping import swept
 from support.tenant_api import new_tenant
 from support.webhook_receiver import running_receiver
 from support.webhook_worker import FAST, drain
@@ -97,7 +97,7 @@ def captured_statements(traced_url: str, tmp_path: Path) -> list[str]:
                 abandoned = api.create_game(wallets[1], [wallets[2]], stake=1)
                 drain(runtime)
             later = Clock(utc_now() + timedelta(days=30), timedelta(minutes=10))
-            report = sweep(runtime.sessions, runtime.keys, later, webhook_retention=timedelta(days=7))
+            report = swept(runtime, later, webhook_retention=timedelta(days=7))
             assert report.timeouts >= 1
             assert api.game(abandoned["id"])["status"] == "cancelled"
         with engine.connect() as connection:

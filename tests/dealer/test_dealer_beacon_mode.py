@@ -33,7 +33,6 @@ from pokna.db.types import utc_now
 from pokna.dealer.locked import Clock
 from pokna.runtime import Runtime
 from pokna.settings import Settings
-from pokna.sweep import sweep
 from pokna_verify.crypto.signing import signature_problem
 from pokna_verify.fairness.beacon import BeaconChain, beacon_roll, first_round_after_ms, parse_timestamp_ms
 from pokna_verify.fairness.beacon_acceptance import acceptance_problems
@@ -44,7 +43,9 @@ from pokna_verify.fairness.seed_vault import open_server_seed
 from pokna_verify.fairness.verification import VerificationReport, verify_proof
 from support.beacon_game import beacon_settings, chain_file_of
 from support.beacon_server import BeaconRelay, beacon_relay
+from support.detours import watched
 from support.scrapes import scrape, value
+from support.sweeping import swept
 from support.tenant_api import TenantApi, new_tenant
 
 START = 1_000
@@ -259,7 +260,7 @@ def test_a_beacon_that_stops_publishing_leaves_the_roll_pending_and_the_wallets_
     # The sweep resolves it once the round is served (past the request's own wait).
     relay.resume_publishing()
     clock = Clock(now=utc_now() + timedelta(seconds=30), open_game_ttl=timedelta(hours=1))
-    report = sweep(runtime.sessions, runtime.keys, clock, beacon=runtime.beacon)
+    report = swept(runtime, clock, beacon=runtime.beacon)
     assert report.rolls_resolved == 1
     assert report.timeouts == 0
     resolved = api.get(f"/v1/games/{game['id']}").json()
@@ -501,8 +502,21 @@ def test_a_roll_waiting_past_its_deadline_shows_on_metrics_with_the_wallets_it_h
 
     relay.resume_publishing()
     clock = Clock(now=utc_now(), open_game_ttl=timedelta(hours=1))
-    assert sweep(runtime.sessions, runtime.keys, clock, beacon=runtime.beacon).rolls_resolved == 1
+    assert swept(runtime, clock, beacon=runtime.beacon).rolls_resolved == 1
     resolved = scrape(client)
     assert value(resolved, "pokna_beacon_rolls_overdue") == 0
     assert value(resolved, "pokna_beacon_roll_overdue_seconds") == 0
     assert value(resolved, "pokna_wallets_held_by_overdue_rolls") == 0
+
+
+def test_a_drawing_action_waits_for_its_round_without_a_thread(
+    client: TestClient, sessions: sessionmaker[Session], relay: BeaconRelay, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request's wait for the round is awaited in the event loop (pokna.drand on httpx's async client),
+    as its statements are on the driver's pool: no thread holds it, no session."""
+    api = new_tenant(client, sessions)
+    with watched(monkeypatch) as detours:
+        game = _play_to_the_end(api, relay, _game(api))
+    assert game["status"] in ("settled", "cancelled")
+    assert detours.threads == []
+    assert detours.checkouts == 0

@@ -35,11 +35,11 @@ from pokna.dealer.service import Clock
 from pokna.idempotency.service import RETENTION
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
-from pokna.sweep import sweep
 from pokna_verify.fairness.protocol import game_client_seed, roll, server_seed_hash
 from pokna_verify.fairness.seed_vault import open_server_seed
 from support.api_checks import database_state
 from support.game_play import FINAL, Api, Game, check_finished_game, new_tenant_key, random_policy, verify
+from support.sweeping import swept
 
 TIMEOUT = 60
 STAKE = 5
@@ -463,7 +463,7 @@ def test_sweep_applies_each_timeout_at_its_own_deadline(seats: Seats, time: Time
     started_at = time.now
     games = [seats.act(seats.game(players), "start", 0) for players in (1, 3, 5)]
     later = Clock(now=started_at + timedelta(hours=2), open_game_ttl=time.open_game_ttl)
-    report = sweep(seats.sessions, seats.runtime.keys, later)
+    report = swept(seats.runtime, later)
     assert report.games == 3
     assert report.idempotency_records_purged == 0
     total = 0
@@ -474,7 +474,7 @@ def test_sweep_applies_each_timeout_at_its_own_deadline(seats: Seats, time: Time
         check_finished_game(seats.api, seats.sessions, game["id"], seats.api.key_ring())
     assert report.timeouts == total
     seats.assert_books_sound(games)
-    assert sweep(seats.sessions, seats.runtime.keys, later).games == 0
+    assert swept(seats.runtime, later).games == 0
 
 
 def test_a_public_link_read_past_a_deadline_writes_nothing(

@@ -1,4 +1,4 @@
-"""The game store and deciding under the game's lock: every session carries the store; the one-statement
+"""Deciding under the game's lock: the one-statement
 lock-and-read gives exactly what the plain reads give, even when the seats changed while it waited for
 the lock; and a step decided on balances that changed before it could post is decided again on the
 balances the ledger holds."""
@@ -32,8 +32,6 @@ from pokna.dealer.requests import (
     VoteAction,
 )
 from pokna.dealer.schemas import GameOut
-from pokna.dealer.store import game_store
-from pokna.dealer.store_postgres import PostgresGameStore
 from pokna.errors import NotFound
 from pokna.ledger import chain_for
 from pokna.runtime import Runtime
@@ -69,11 +67,6 @@ def _new_game(sessions: sessionmaker[Session], runtime: Runtime) -> Seated:
     teller.run(fund())
     view = create_game(runtime, CLOCK, teller.tenant_id, games.NewGame(wallets[0], wallets[1:], stake=5))
     return Seated(teller.tenant_id, view["id"], wallets, teller)
-
-
-def test_every_session_gets_the_postgresql_game_store(sessions: sessionmaker[Session]) -> None:
-    with sessions() as session:
-        assert type(game_store(session)) is PostgresGameStore
 
 
 def _play_to_the_end(

@@ -11,8 +11,8 @@ from pokna import ledger
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
 from pokna.runtime import Runtime
-from pokna.sweep import sweep
 from support.ledger_reads import get_transaction, list_checkpoints
+from support.sweeping import swept
 from support.tenant_api import new_tenant
 
 
@@ -24,11 +24,11 @@ def test_sweep_checkpoints_moved_heads_only(
     wallet = busy.wallet()
     first = busy.deposit(wallet, 10).json()
 
-    assert sweep(sessions, runtime.keys, clock).checkpoints_taken == 1
-    assert sweep(sessions, runtime.keys, clock).checkpoints_taken == 0
+    assert swept(runtime, clock).checkpoints_taken == 1
+    assert swept(runtime, clock).checkpoints_taken == 0
 
     second = busy.deposit(wallet, 5).json()
-    assert sweep(sessions, runtime.keys, clock).checkpoints_taken == 1
+    assert swept(runtime, clock).checkpoints_taken == 1
     with sessions() as session:
         # Deposits go on their wallet's chain: each checkpoint signs that chain's head.
         chain = ledger.chain_for(wallet)

@@ -3,6 +3,7 @@ player's client holds it against the beacon's latest round and, later, against t
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -72,7 +73,7 @@ def test_against_a_live_relay_the_named_round_is_in_the_future() -> None:
     second here) would make the check depend on the clock."""
     with beacon_relay(period=1, rounds_before_now=4) as relay:
         relays = BeaconRelays(urls=[relay.url], chain=relay.chain, clock=lambda: relay.now_ms() / 1000)
-        latest_before = relays.latest().round
+        latest_before = asyncio.run(relays.latest()).round
         accepted_at = format_timestamp_ms(relays.now_ms())
         document = build_roll_acceptance(
             game_id="g",
@@ -83,4 +84,4 @@ def test_against_a_live_relay_the_named_round_is_in_the_future() -> None:
         )
         assert acceptance_problems(document, relay.chain, latest_before) == []
         relay.advance(1.0)
-        assert acceptance_problems(document, relay.chain, relays.latest().round) != []
+        assert acceptance_problems(document, relay.chain, asyncio.run(relays.latest()).round) != []

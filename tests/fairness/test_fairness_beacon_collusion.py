@@ -12,6 +12,7 @@ the same case over HTTP, with the seed leaked from the service's own vault.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -74,10 +75,10 @@ def test_in_the_beacon_mode_the_seed_holder_cannot_know_the_first_roll(relay: Be
             accepted_at_ms = relays.now_ms()
             named = first_round_after_ms(relays.chain, accepted_at_ms)
         # At the acceptance the named round is not published: no relay can give it to anyone.
-        assert relays.latest().round < named
-        assert relays.get(named) is None
+        assert asyncio.run(relays.latest()).round < named
+        assert asyncio.run(relays.get(named)) is None
         relay.advance(1.0)  # the round arrives (without waiting a real period)
-        arrived = relays.wait_for(named)
+        arrived = asyncio.run(relays.wait_for(named))
         faces.append(favor_roll(beacon_faces(arrived.randomness)))
     # The first roll is not a function of what the colluder held: the same seeds met different rolls. (The
     # rounds differ from run to run, with the clock; eight equal faces would happen once in 280,000 runs.)

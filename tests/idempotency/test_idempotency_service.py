@@ -148,6 +148,7 @@ def test_purge_deletes_only_the_tenant_s_records_past_their_retention(
             .where(IdempotencyRecord.key.in_(["old", "other-old"]))
             .values(expires_at=utc_now() - timedelta(seconds=1))
         )
-    with unit_of_work(sessions) as session:
-        assert service.purge_expired(session, utc_now(), tenant_id) == 1
+    assert (
+        _on_driver(runtime, lambda connection: service.purge_expired(connection, utc_now(), tenant_id)) == 1
+    )
     assert set(_records(sessions)) == {"new", "other-old"}

@@ -15,9 +15,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import take_checkpoint
 from pokna_verify.crypto.signing import generate_signing_key
-from support.driver import funding_account, reconcile
+from support.driver import funding_account, reconcile, take_checkpoint
 from support.ledger_reads import house_account
 from support.tenant_api import TenantApi
 

@@ -22,7 +22,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import checkpoint_document, export_aio, store_postgresql, take_checkpoint, verify_export
+from pokna.ledger import checkpoint_document, export_aio, store_postgresql, verify_export
 from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.crypto.errors import NotCanonicalizableError
 from pokna_verify.crypto.signing import generate_signing_key
@@ -31,7 +31,7 @@ from pokna_verify.ledger import scan as audit_scan
 from pokna_verify.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
 from pokna_verify.ledger.check import AuditReport
 from pokna_verify.ledger.scan import verify_export_stream
-from support.driver import export_csv, export_jsonl, on_database, open_account
+from support.driver import export_csv, export_jsonl, on_database, open_account, take_checkpoint
 from support.json_strategies import json_like, tricky_text
 from support.ledger_reads import balance_of, list_checkpoints, trial_balance
 from support.money import Teller

@@ -45,9 +45,9 @@ def logged(client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
     table = open_table(client, sessions)
     signer = LogSigner(ORIGIN_PREFIX, runtime.keys.signing_key)
     games = table.finish_games(4, cancel_every=2)
-    sequence_all(sessions, signer)
+    sequence_all(runtime.aio, signer)
     games += table.finish_games(3)
-    sequence_all(sessions, signer)
+    sequence_all(runtime.aio, signer)
     return table, games
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.ledger import read_heads
 from pokna.public_log.sequencer import LogSigner
 from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna_verify.tlog.checkpoint import ledger_head_lines, parse_checkpoint
+from support.driver import read_heads
 from support.game_logs import ORIGIN_PREFIX, checkpoint_notes, open_table
 
 
@@ -26,15 +26,17 @@ def test_a_pass_that_leaves_games_waiting_signs_no_heads_ahead_of_its_games(
     table = open_table(client, sessions)
     signer = LogSigner(ORIGIN_PREFIX, runtime.keys.signing_key)
     table.finish_games(2)
-    assert sequence_all(sessions, signer, batch=4) == 2  # drained: the heads of now
+    assert sequence_all(runtime.aio, signer, batch=4) == 2  # drained: the heads of now
     with sessions() as session:
         drained = ledger_head_lines(read_heads(session, table.tenant_id))
     assert _extensions(checkpoint_notes(sessions, table.tenant_id)[2]) == drained
 
     table.finish_games(5)
-    assert sequence_all(sessions, signer, batch=4) == 4  # three left waiting: the heads stay where they were
+    assert (
+        sequence_all(runtime.aio, signer, batch=4) == 4
+    )  # three left waiting: the heads stay where they were
     assert _extensions(checkpoint_notes(sessions, table.tenant_id)[6]) == drained
-    assert sequence_all(sessions, signer, batch=4) == 1  # drained again: the heads of now
+    assert sequence_all(runtime.aio, signer, batch=4) == 1  # drained again: the heads of now
     with sessions() as session:
         now = ledger_head_lines(read_heads(session, table.tenant_id))
     assert now != drained

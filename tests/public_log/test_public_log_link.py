@@ -38,13 +38,13 @@ def test_a_finished_games_link_is_pending_then_carries_its_inclusion(
     table = open_table(client, sessions)
     signer = LogSigner(ORIGIN_PREFIX, runtime.keys.signing_key)
     table.finish_games(2)
-    sequence_all(sessions, signer)
+    sequence_all(runtime.aio, signer)
     (game_id,) = table.finish_games(1)
     before = _link_of(client, table.api, game_id)
     assert before["public_log"] == {"status": "pending", "log_url": f"/v1/logs/{table.tenant_id}"}
-    sequence_all(sessions, signer)
+    sequence_all(runtime.aio, signer)
     table.finish_games(1)
-    sequence_all(sessions, signer)
+    sequence_all(runtime.aio, signer)
 
     link = _link_of(client, table.api, game_id)
     assert link["proof"] == before["proof"] == table.api.proof(game_id)  # the signed bytes are untouched

@@ -49,14 +49,14 @@ def test_the_link_alone_proves_the_game_is_game_n_of_its_log(
     keys.write_text(client.get("/v1/fairness/keys").text)
     link = tmp_path / "link.json"
     table.finish_games(1)
-    sequence_all(sessions, signer)
+    sequence_all(runtime.aio, signer)
     (game_id,) = table.finish_games(1)
     saved_link(client, table, game_id, link)
     code, said = check(link, keys)
     assert code == 0, said
     assert f"public log: NOT LOGGED YET: game {game_id} is not in its tenant's public log yet" in said
 
-    sequence_all(sessions, signer)
+    sequence_all(runtime.aio, signer)
     document = saved_link(client, table, game_id, link)
     code, said = check(link, keys)
     origin = f"{ORIGIN_PREFIX}/{table.tenant_id}"

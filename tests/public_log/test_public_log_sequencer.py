@@ -14,11 +14,12 @@ from pymerkle import InmemoryTree
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.db.aio import AsyncDatabase, conninfo_of
+from pokna.db.engine import Waits
 from pokna.db.models.game import Game as GameRow
-from pokna.ledger import read_heads
 from pokna.public_log import reads
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import conninfo, run_sequencer, sequence_all
+from pokna.public_log.worker import run_sequencer, sequence_all
 from pokna.runtime import Runtime
 from pokna_verify.tlog.checkpoint import parse_checkpoint
 from pokna_verify.tlog.game_leaf import game_leaf_entry
@@ -26,6 +27,7 @@ from pokna_verify.tlog.hashing import leaf_hash
 from pokna_verify.tlog.note import NoteVerifier, open_note
 from pokna_verify.tlog.tree import Node, consistency_ranges, inclusion_ranges, nodes_for, proof_hashes
 from pokna_verify.tlog.verify import verify_consistency, verify_inclusion
+from support.driver import read_heads
 from support.game_logs import ORIGIN_PREFIX, checkpoint_notes, logged_leaves, open_table, unlogged
 
 
@@ -39,9 +41,9 @@ def test_every_finished_game_is_logged_once_and_the_log_checks_out(
     table = open_table(client, sessions)
     games = table.finish_games(7, cancel_every=3)
     signer = signer_of(runtime)
-    assert sequence_all(sessions, signer, batch=4) == 4
-    assert sequence_all(sessions, signer, batch=4) == 3
-    assert sequence_all(sessions, signer, batch=4) == 0
+    assert sequence_all(runtime.aio, signer, batch=4) == 4
+    assert sequence_all(runtime.aio, signer, batch=4) == 3
+    assert sequence_all(runtime.aio, signer, batch=4) == 0
 
     leaves = logged_leaves(sessions, table.tenant_id)
     assert [index for index, _, _ in leaves] == list(range(7))
@@ -97,17 +99,17 @@ def test_a_game_waits_at_most_one_pass_and_a_backlog_drains_oldest_first(
     table = open_table(client, sessions)
     signer = signer_of(runtime)
     table.finish_games(3)
-    sequence_all(sessions, signer, batch=3)
+    sequence_all(runtime.aio, signer, batch=3)
     assert unlogged(sessions, table.tenant_id) == []
 
     table.finish_games(5)
     waiting = unlogged(sessions, table.tenant_id)
     assert len(waiting) == 5
-    sequence_all(sessions, signer, batch=2)
+    sequence_all(runtime.aio, signer, batch=2)
     assert unlogged(sessions, table.tenant_id) == waiting[2:]
-    sequence_all(sessions, signer, batch=2)
+    sequence_all(runtime.aio, signer, batch=2)
     assert unlogged(sessions, table.tenant_id) == waiting[4:]
-    sequence_all(sessions, signer, batch=2)
+    sequence_all(runtime.aio, signer, batch=2)
     assert unlogged(sessions, table.tenant_id) == []
     assert [game_id for _, game_id, _ in logged_leaves(sessions, table.tenant_id)][3:] == waiting
 
@@ -118,7 +120,7 @@ def test_tenants_have_logs_of_their_own(
     first, second = open_table(client, sessions, "Mos Espa"), open_table(client, sessions, "Anchorhead")
     first.finish_games(2)
     second.finish_games(1)
-    assert sequence_all(sessions, signer_of(runtime)) == 3
+    assert sequence_all(runtime.aio, signer_of(runtime)) == 3
     assert [index for index, _, _ in logged_leaves(sessions, first.tenant_id)] == [0, 1]
     assert [index for index, _, _ in logged_leaves(sessions, second.tenant_id)] == [0]
 
@@ -137,7 +139,7 @@ def test_several_sequencers_at_once_give_each_game_one_leaf(
         try:
             start.wait(timeout=60)
             for _ in range(30):
-                sequence_all(sessions, signer, batch=1)
+                sequence_all(runtime.aio, signer, batch=1)
         except BaseException as error:  # the main thread reports it
             failures.append(error)
 
@@ -181,11 +183,13 @@ def test_the_running_sequencer_outlives_its_connection(
                 )
         return logged == 2 or asked > 400  # a bound: the test stops by itself whatever happens
 
-    appended = asyncio.run(
-        run_sequencer(
-            f"{conninfo(sessions)} application_name={name}", signer_of(runtime), should_stop, 0.05, batch=1
-        )
-    )
+    database = AsyncDatabase(f"{conninfo_of(engine, Waits())} application_name={name}", 1, 1, 5.0)
+
+    async def sequencing() -> int:
+        async with database.opened():  # as `pokna log sequence` runs it: one pool for the process
+            return await run_sequencer(database, signer_of(runtime), should_stop, 0.05, batch=1)
+
+    appended = asyncio.run(sequencing())
     assert ended == [True]
     assert appended == 2
     assert [game_id for _, game_id, _ in logged_leaves(sessions, table.tenant_id)] == games

@@ -1,6 +1,6 @@
 """The async road (psycopg's `AsyncConnection`) from synchronous test code: `on_database` runs one
 coroutine on a connection of its own, in one transaction committed when it returns; the wrappers below
-are the repositories' functions so called (a tenant and its keys, accounts, an export, reconcile)."""
+are the repositories' functions so called (a tenant and its keys, accounts, an export, reconcile, a checkpoint, the heads)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from psycopg import AsyncConnection
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.aio import conninfo_of
 from pokna.db.engine import Waits, make_engine
-from pokna.ledger import EXPORTERS, accounts_aio, reads
+from pokna.ledger import EXPORTERS, accounts_aio, read_heads_async, reads, take_checkpoint_async
+from pokna.ledger.checkpoint import Checkpoint
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind
 from pokna.ledger.reads import AccountRecord
 from pokna.ledger.reconcile import ReconcileReport
@@ -145,3 +147,12 @@ def funding_account(
 ) -> AccountRecord:
     """The tenant's external funding account of `chain`: the other side of a deposit posted on it."""
     return system_account(database, tenant_id, AccountKind.EXTERNAL_FUNDING, currency, chain)
+
+
+def take_checkpoint(database: Database, tenant_id: str, signing_key: Ed25519PrivateKey) -> Checkpoint:
+    """A signed checkpoint of the tenant's heads now, as `pokna ledger checkpoint` takes it."""
+    return on_database(database, lambda connection: take_checkpoint_async(connection, tenant_id, signing_key))
+
+
+def read_heads(database: Database, tenant_id: str) -> dict[int, tuple[int, str]]:
+    return on_database(database, lambda connection: read_heads_async(connection, tenant_id))

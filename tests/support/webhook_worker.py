@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -16,8 +17,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.models.webhook import WebhookEvent
+from pokna.db.types import utc_now
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
+from pokna.webhooks.dispatch import dispatch_events
 from pokna.webhooks.service import DeliveryPolicy, WorkerReport, run_worker
 
 # Settings for webhook tests: a backoff in milliseconds and a short timeout, so retries happen at once.
@@ -38,14 +41,27 @@ def fast_webhook_settings(tmp_path: Path, database_url: str) -> Settings:
 def drain(runtime: Runtime, seconds: float = 60.0) -> WorkerReport:
     """Run the worker in this process until the outbox has nothing left to send (bounded in time)."""
     deadline = time.monotonic() + seconds
-    return run_worker(
-        runtime.sessions,
+    worker = run_worker(
+        runtime.aio,
         runtime.keys.seed_key,
         DeliveryPolicy.from_settings(runtime.settings),
         poll_seconds=0.005,
         drain=True,
         should_stop=lambda: time.monotonic() > deadline,
     )
+    return asyncio.run(worker)
+
+
+def fan_out(runtime: Runtime) -> int:
+    """The worker's first step alone: the outbox's events become their deliveries (how many events)."""
+
+    async def step() -> int:
+        async with runtime.aio.connection() as connection:
+            return await dispatch_events(
+                connection, DeliveryPolicy.from_settings(runtime.settings), utc_now()
+            )
+
+    return asyncio.run(step())
 
 
 def recorded_events(sessions: sessionmaker[Session], tenant_id: str | None = None) -> list[dict[str, Any]]:

@@ -18,11 +18,10 @@ from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import utc_now
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from pokna.webhooks.dispatch import dispatch_events
-from pokna.webhooks.service import DeliveryPolicy
 from pokna_verify.crypto.signing import generate_signing_key, private_key_to_pem
 from support.api_checks import assert_names_field, assert_problem, database_state
 from support.tenant_api import TenantApi, new_tenant
+from support.webhook_worker import fan_out
 
 ENDPOINTS = "/v1/webhooks/endpoints"
 
@@ -155,8 +154,7 @@ def test_a_delivery_being_attempted_is_not_retried_until_its_attempt_ends(
     tenant = new_tenant(client, sessions)
     path = f"{ENDPOINTS}/{create(tenant, event_types=['ledger.deposit.posted']).json()['id']}"
     tenant.wallet(5)
-    with sessions.begin() as session:  # the worker's first step: the deposit's event becomes a delivery
-        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    fan_out(runtime)  # the worker's first step: the deposit's event becomes a delivery
     delivery_id = tenant.get(f"{path}/deliveries").json()["data"][0]["id"]
     with sessions.begin() as session:  # a worker has claimed it and is sending it now
         session.execute(
@@ -188,8 +186,7 @@ def test_every_write_retried_with_its_key_is_done_once_and_a_refused_one_burns_n
     tenant = new_tenant(client, sessions)
     path = f"{ENDPOINTS}/{create(tenant, event_types=['ledger.deposit.posted']).json()['id']}"
     tenant.wallet(5)
-    with sessions.begin() as session:  # the worker's first step: the deposit's event becomes a delivery
-        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    fan_out(runtime)  # the worker's first step: the deposit's event becomes a delivery
     delivery_id = tenant.get(f"{path}/deliveries").json()["data"][0]["id"]
 
     def send(method: str, below: str, key: str, json: Any = None) -> Any:

@@ -7,6 +7,7 @@ DNS is the outside world here: the tests answer for made-up names, by replacing 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import ipaddress
@@ -32,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna.webhooks.addresses import Address, UrlPolicy
-from pokna.webhooks.attempts import Claim
+from pokna.webhooks.attempts import AttemptResult, Claim
 from pokna.webhooks.pinning import new_client
 from pokna.webhooks.policy import DeliveryPolicy
 from pokna.webhooks.schemas import AttemptError
@@ -122,14 +123,16 @@ def work(runtime: Runtime, **options: Any) -> WorkerReport:
     """The worker, with ONLY_THE_RECEIVER for its URL policy, until nothing is left to send."""
     policy = dataclasses.replace(DeliveryPolicy.from_settings(runtime.settings), urls=ONLY_THE_RECEIVER)
     deadline = time.monotonic() + 60
-    return run_worker(
-        runtime.sessions,
-        runtime.keys.seed_key,
-        policy,
-        poll_seconds=0.005,
-        drain=True,
-        should_stop=lambda: time.monotonic() > deadline,
-        **options,
+    return asyncio.run(
+        run_worker(
+            runtime.aio,
+            runtime.keys.seed_key,
+            policy,
+            poll_seconds=0.005,
+            drain=True,
+            should_stop=lambda: time.monotonic() > deadline,
+            **options,
+        )
     )
 
 
@@ -190,13 +193,15 @@ def test_when_connecting_to_one_approved_address_fails_the_next_one_is_tried() -
         def resolve(host: str, port: int) -> list[Address]:
             return [ipaddress.ip_address("127.0.0.3"), ipaddress.ip_address(ALLOWED)]
 
-        pinned = new_client()
-        try:
-            result = send(
-                pinned, delivery_policy(DEVELOPMENT), a_claim(f"http://{NAME}:{port_of(receiver)}/h"), resolve
-            )
-        finally:
-            pinned.close()
+        async def attempt() -> AttemptResult:
+            pinned = new_client()
+            try:
+                claim = a_claim(f"http://{NAME}:{port_of(receiver)}/h")
+                return await send(pinned, delivery_policy(DEVELOPMENT), claim, resolve)
+            finally:
+                await pinned.close()
+
+        result = asyncio.run(attempt())
         assert (result.status_code, result.error) == (200, None)
         assert len(receiver.requests()) == 1
 
@@ -296,17 +301,25 @@ def tls_receiver(tmp_path: Path) -> Iterator[TlsReceiver]:
 def test_tls_names_and_checks_the_urls_host_not_the_address_connected_to(tmp_path: Path) -> None:
     with tls_receiver(tmp_path) as receiver:
         policy = delivery_policy(dataclasses.replace(DEVELOPMENT, https_only=True))
-        pinned = new_client(receiver.client_context)
-        try:
-            delivered = send(
-                pinned, policy, a_claim(f"https://{HOST}:{receiver.port}/hooks"), pinned_to_receiver
-            )
-            # Another name pinned to the same address: its certificate does not name it, so nothing is sent.
-            refused = send(
-                pinned, policy, a_claim(f"https://elsewhere.test:{receiver.port}/hooks"), pinned_to_receiver
-            )
-        finally:
-            pinned.close()
+
+        async def attempts() -> tuple[AttemptResult, AttemptResult]:
+            pinned = new_client(receiver.client_context)
+            try:
+                delivered = await send(
+                    pinned, policy, a_claim(f"https://{HOST}:{receiver.port}/hooks"), pinned_to_receiver
+                )
+                # Another name pinned to the same address: its certificate does not name it, so nothing is sent.
+                refused = await send(
+                    pinned,
+                    policy,
+                    a_claim(f"https://elsewhere.test:{receiver.port}/hooks"),
+                    pinned_to_receiver,
+                )
+            finally:
+                await pinned.close()
+            return delivered, refused
+
+        delivered, refused = asyncio.run(attempts())
         assert (delivered.status_code, delivered.error) == (204, None)
         assert (refused.status_code, refused.error) == (None, AttemptError.CONNECTION)
         assert receiver.server_names == [HOST, "elsewhere.test"]
@@ -319,10 +332,14 @@ def pinned_to_receiver(host: str, port: int) -> list[Address]:
 
 def test_a_client_never_connects_a_host_nobody_pinned() -> None:
     with running_receiver() as receiver:
-        pinned = new_client()
-        try:
-            with pytest.raises(httpx.ConnectError, match="no checked address"):
-                pinned.http.post(receiver.url, content=b"{}")
-        finally:
-            pinned.close()
+
+        async def unpinned() -> None:
+            pinned = new_client()
+            try:
+                await pinned.http.post(receiver.url, content=b"{}")
+            finally:
+                await pinned.close()
+
+        with pytest.raises(httpx.ConnectError, match="no checked address"):
+            asyncio.run(unpinned())
         assert receiver.arrivals == 0

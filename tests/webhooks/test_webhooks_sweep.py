@@ -8,16 +8,13 @@ from datetime import timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
 from pokna.runtime import Runtime
-from pokna.sweep import sweep
-from pokna.webhooks.dispatch import dispatch_events
-from pokna.webhooks.service import DeliveryPolicy
+from support.sweeping import swept
 from support.tenant_api import new_tenant
 from support.webhook_receiver import running_receiver
-from support.webhook_worker import drain, fast_webhook_settings, recorded_events
+from support.webhook_worker import drain, fan_out, fast_webhook_settings, recorded_events
 
 __all__ = ["fast_webhook_settings"]  # the `settings` fixture of this module: retries in milliseconds
 
@@ -36,17 +33,16 @@ def test_the_sweep_purges_finished_events_older_than_the_retention_and_keeps_the
         tenant.wallet(5)
         drain(runtime)  # the first deposit's event: delivered
     tenant.wallet(6)
-    with unit_of_work(sessions) as session:  # the second's: fanned out, its delivery pending
-        dispatch_events(session, DeliveryPolicy.from_settings(runtime.settings), utc_now())
+    fan_out(runtime)  # the second's: fanned out, its delivery pending
     tenant.wallet(7)  # the third's: not even fanned out
     events = recorded_events(sessions)
     assert len(events) == 3
 
     now = utc_now()
-    soon = sweep(sessions, runtime.keys, Clock(now, timedelta(minutes=10)), webhook_retention=RETENTION)
+    soon = swept(runtime, Clock(now, timedelta(minutes=10)), webhook_retention=RETENTION)
     assert soon.webhook_events_purged == 0
     later = Clock(now + RETENTION + timedelta(hours=1), timedelta(minutes=10))
-    assert sweep(sessions, runtime.keys, later, webhook_retention=RETENTION).webhook_events_purged == 1
+    assert swept(runtime, later, webhook_retention=RETENTION).webhook_events_purged == 1
     assert recorded_events(sessions) == events[1:]
     deliveries = tenant.get(f"/v1/webhooks/endpoints/{endpoint_id}/deliveries").json()["data"]
     assert [(delivery["message_id"], delivery["status"]) for delivery in deliveries] == [

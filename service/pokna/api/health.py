@@ -1,19 +1,17 @@
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
-import anyio
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api.deps import RuntimeDep
 from pokna.api.problem_docs import DATABASE_UNAVAILABLE, SCHEMA_OUT_OF_DATE, problems
 from pokna.api.problems import problem_response
+from pokna.db.aio import AsyncDatabase
 from pokna.db.backend import accepts_writes
-from pokna.db.engine import unit_of_work
 from pokna.db.migrate import head_revision, schema_revision
 from pokna.errors import DatabaseUnavailable
 
@@ -21,6 +19,9 @@ router = APIRouter(tags=["health"])
 
 READINESS_SECONDS = 3.0
 """The longest `/readyz` takes: under a load balancer's usual probe timeout (5 s)."""
+
+_ABANDONED: set[asyncio.Future[tuple[str | None, bool]]] = set()
+"""Reads a probe stopped waiting for, held until they have ended (the loop keeps only weak references)."""
 
 
 class Health(BaseModel):
@@ -69,18 +70,20 @@ async def readyz(request: Request, runtime: RuntimeDep) -> Readiness | JSONRespo
     """A database that cannot serve (down, unreachable, read-only, not answering) is the 503 every route
     answers then, `database_unavailable` with `Retry-After`, from the one handler (`pokna.api.problems`).
 
-    On the runtime's monitoring connections, not a request's: readiness is the database's, so a probe
-    neither waits at the database gate behind a burst nor takes a place from it. The read runs aside and
-    the probe is answered at READINESS_SECONDS whether or not it has finished: a load balancer's check
-    sees "not ready" while a frozen database holds the read (the watchdog, pokna.db.watchdog, ends that
-    read soon after)."""
-    try:
-        with anyio.fail_after(READINESS_SECONDS):
-            revision, writable = await anyio.to_thread.run_sync(
-                _read_readiness, runtime.monitoring_sessions, abandon_on_cancel=True
-            )
-    except TimeoutError:
-        raise DatabaseUnavailable(f"the database did not answer within {READINESS_SECONDS:g} s") from None
+    On the runtime's monitoring pool, not the requests': readiness is the database's, so a probe neither
+    waits at the database gate behind a burst nor takes a place from it. The read runs aside, as a task
+    of the event loop (no thread), and the probe is answered at READINESS_SECONDS whether or not it has
+    finished: a load balancer's check sees "not ready" while a frozen database holds the read (cancelled
+    then; psycopg's cancellation waits on the server, so it ends aside, when the watchdog,
+    pokna.db.watchdog, cuts the connection)."""
+    read = asyncio.ensure_future(_read_readiness(runtime.monitoring))
+    done, _ = await asyncio.wait({read}, timeout=READINESS_SECONDS)
+    if not done:
+        read.cancel()  # it ends aside: its connection is closed, not given back mid-statement
+        _ABANDONED.add(read)
+        read.add_done_callback(_ABANDONED.discard)
+        raise DatabaseUnavailable(f"the database did not answer within {READINESS_SECONDS:g} s")
+    revision, writable = read.result()
     if not writable:
         raise DatabaseUnavailable("the database is read-only (a standby, or the primary was demoted)")
     head = head_revision()
@@ -100,6 +103,6 @@ async def readyz(request: Request, runtime: RuntimeDep) -> Readiness | JSONRespo
     )
 
 
-def _read_readiness(sessions: sessionmaker[Session]) -> tuple[str | None, bool]:
-    with unit_of_work(sessions) as session:
-        return schema_revision(session), accepts_writes(session)
+async def _read_readiness(database: AsyncDatabase) -> tuple[str | None, bool]:
+    async with database.connection() as connection:
+        return await schema_revision(connection), await accepts_writes(connection)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -120,7 +119,6 @@ rendered at most once a second. No API key: it answers only clients whose addres
 """
 
 router = APIRouter(tags=["operations"])
-_rendering = threading.Lock()
 _rendered: tuple[float, BacklogGauges | None, bytes] | None = None
 
 
@@ -137,16 +135,19 @@ _rendered: tuple[float, BacklogGauges | None, bytes] | None = None
         **problems(METRICS_NOT_ALLOWED),
     },
 )
-def scrape(request: Request) -> Response:
-    """A plain `def`: reading the workers' files is blocking I/O, so it runs in the thread pool."""
+async def scrape(request: Request) -> Response:
+    """In the event loop, no thread: the backlog's read is a task of the loop (pokna.api.metrics_backlog),
+    and the rendering reads the workers' small files (memory-mapped, local) at most once a
+    SCRAPE_REUSE_SECONDS."""
     settings: Settings = request.app.state.runtime.settings
     if not _allowed(request.client.host if request.client else None, settings):
         raise Forbidden(
             "/metrics answers only the addresses of POKNA_METRICS_ALLOWED_NETWORKS; scrape it from there"
         )
-    return Response(
-        _exposition(getattr(request.app.state, "backlog", None)), media_type=CONTENT_TYPE_PLAIN_0_0_4
-    )
+    backlog: BacklogGauges | None = getattr(request.app.state, "backlog", None)
+    if backlog is not None and _renders_afresh(backlog):
+        await backlog.refresh()
+    return Response(_exposition(backlog), media_type=CONTENT_TYPE_PLAIN_0_0_4)
 
 
 def allowed_scrape(settings: Settings) -> Callable[[Scope], bool]:
@@ -172,18 +173,26 @@ def _allowed(host: str | None, settings: Settings) -> bool:
     return any(address in network for network in settings.metrics_networks)
 
 
+def _renders_afresh(backlog: BacklogGauges | None) -> bool:
+    """Whether the next `_exposition` renders (and so shows the backlog's latest), or answers the last."""
+    return (
+        _rendered is None
+        or time.monotonic() - _rendered[0] >= SCRAPE_REUSE_SECONDS
+        or _rendered[1] is not backlog
+    )
+
+
 def _exposition(backlog: BacklogGauges | None) -> bytes:
-    """One rendering per `SCRAPE_REUSE_SECONDS`, made by one thread while the others wait for it: the
-    workers' metrics, then the app's backlog gauges (pokna.api.metrics_backlog)."""
+    """One rendering per `SCRAPE_REUSE_SECONDS` (in the event loop, so one at a time): the workers'
+    metrics, then the app's backlog gauges (pokna.api.metrics_backlog)."""
     global _rendered  # one per process, like the registry it renders
-    with _rendering:
-        now = time.monotonic()
-        if _rendered is None or now - _rendered[0] >= SCRAPE_REUSE_SECONDS or _rendered[1] is not backlog:
-            rendering = generate_latest(_registry())
-            if backlog is not None:
-                rendering += backlog.exposition()
-            _rendered = (now, backlog, rendering)
-        return _rendered[2]
+    if _renders_afresh(backlog):
+        rendering = generate_latest(_registry())
+        if backlog is not None:
+            rendering += backlog.exposition()
+        _rendered = (time.monotonic(), backlog, rendering)
+    assert _rendered is not None
+    return _rendered[2]
 
 
 def _registry() -> CollectorRegistry:

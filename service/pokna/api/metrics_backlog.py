@@ -12,10 +12,10 @@ than reported stale.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
@@ -34,19 +34,20 @@ log = logging.getLogger("pokna.api")
 
 
 class BacklogGauges:
-    """A prometheus-client collector over the latest read; `exposition()` renders it.
+    """A prometheus-client collector over the latest read; `refresh()` brings it up to date for a scrape,
+    `exposition()` renders it.
 
-    A read runs aside, in a thread of its own, and a scrape waits for it at most SCRAPE_WAIT_SECONDS: a
-    database that stops answering costs a scrape its backlog gauges (`pokna_backlog_up` 0), never the
-    scrape (issue 46, M1). One read at a time; a read still running when the next scrape comes is waited
-    for again, not doubled. A failing read is logged once when the reads start failing and once when they
-    succeed again, not at every scrape of an outage."""
+    A read runs aside, as a task of the event loop on the monitoring pool (no thread), and a scrape waits
+    for it at most SCRAPE_WAIT_SECONDS: a database that stops answering costs a scrape its backlog gauges
+    (`pokna_backlog_up` 0), never the scrape (issue 46, M1). One read at a time; a read still running when
+    the next scrape comes is waited for again, not doubled. A failing read is logged once when the reads
+    start failing and once when they succeed again, not at every scrape of an outage."""
 
-    def __init__(self, read: Callable[[], Backlog]) -> None:
+    def __init__(self, read: Callable[[], Awaitable[Backlog]]) -> None:
         self._read = read
-        self._state = threading.Lock()  # held for bookkeeping only, never across a read
         self._latest: tuple[float, Backlog | None, float] | None = None
-        self._reader: threading.Thread | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._shown: tuple[Backlog | None, float] = (None, 0.0)
         self._failing = False
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(self)
@@ -54,37 +55,38 @@ class BacklogGauges:
     def exposition(self) -> bytes:
         return generate_latest(self._registry)
 
-    def _current(self) -> tuple[Backlog | None, float]:
-        """The latest read and how long it took, read afresh when older than BACKLOG_REUSE_SECONDS."""
-        with self._state:
-            latest, reader = self._latest, self._reader
-            if reader is None and (latest is None or time.monotonic() - latest[0] >= BACKLOG_REUSE_SECONDS):
-                reader = self._reader = threading.Thread(
-                    target=self._read_aside, name="pokna-backlog-read", daemon=True
-                )
-                reader.start()
-        if reader is not None:
+    async def refresh(self) -> None:
+        """What the next rendering shows: the latest read, read afresh when older than
+        BACKLOG_REUSE_SECONDS, or nothing if that read has not ended within SCRAPE_WAIT_SECONDS."""
+        loop = asyncio.get_running_loop()
+        reading = self._reading
+        if reading is not None and reading.get_loop() is not loop:  # a loop that ended (a test client's)
+            reading = self._reading = None
+        latest = self._latest
+        if reading is None and (latest is None or time.monotonic() - latest[0] >= BACKLOG_REUSE_SECONDS):
+            reading = self._reading = loop.create_task(self._read_aside())
+        if reading is not None:
             started = time.perf_counter()
-            reader.join(SCRAPE_WAIT_SECONDS)
-            if reader.is_alive():  # the database is slow or not answering: this scrape goes without
-                return None, time.perf_counter() - started
-        with self._state:
-            assert self._latest is not None
-            return self._latest[1], self._latest[2]
+            done, _ = await asyncio.wait({reading}, timeout=SCRAPE_WAIT_SECONDS)
+            if not done:  # the database is slow or not answering: this scrape goes without
+                self._shown = (None, time.perf_counter() - started)
+                return
+        assert self._latest is not None
+        self._shown = self._latest[1], self._latest[2]
 
-    def _read_aside(self) -> None:
+    async def _read_aside(self) -> None:
         started = time.perf_counter()
         backlog: Backlog | None = None
         try:
-            backlog = self._read()
+            backlog = await self._read()
         except Exception as error:
             self._failed(error)
         else:
             self._recovered()
         finally:  # whatever ended the read, the next scrape may start another
-            with self._state:
-                self._latest = (time.monotonic(), backlog, time.perf_counter() - started)
-                self._reader = None
+            self._latest = (time.monotonic(), backlog, time.perf_counter() - started)
+            if self._reading is asyncio.current_task():
+                self._reading = None
 
     def _failed(self, error: Exception) -> None:
         """One line when the reads start failing, none while they go on failing: in an outage each worker
@@ -108,7 +110,7 @@ class BacklogGauges:
             log.info("the backlog gauges of /metrics are read again")
 
     def collect(self) -> Iterator[Metric]:
-        backlog, seconds = self._current()
+        backlog, seconds = self._shown
         yield GaugeMetricFamily(
             "pokna_backlog_up",
             "1 if the backlog gauges were read from the database, else 0.",

@@ -99,7 +99,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.state.runtime = runtime
     metrics.enable(runtime.engine)  # first: the database gate reports its places
     app.state.database_gate = DatabaseGate.for_settings(settings)
-    app.state.backlog = BacklogGauges(partial(read_backlog, runtime.monitoring_sessions))
+    app.state.backlog = BacklogGauges(partial(read_backlog, runtime.monitoring))
     install_problem_handlers(app)
     _serve_openapi(app)
     install_docs(app)
@@ -127,8 +127,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
 
 @asynccontextmanager
 async def _lifespan(runtime: Runtime, app: FastAPI) -> AsyncIterator[None]:
-    """The hot paths' pool lives in the worker's event loop, from startup to shutdown (pokna.db.aio)."""
-    async with runtime.aio.opened(), metrics.worker_lifespan(app):
+    """The pools live in the worker's event loop, from startup to shutdown (pokna.db.aio): the requests'
+    and the monitoring's (`/readyz`, `/metrics`)."""
+    async with runtime.aio.opened(), runtime.monitoring.opened(), metrics.worker_lifespan(app):
         yield
 
 

@@ -92,7 +92,7 @@ def bundle_command(
     from contextlib import nullcontext
 
     from pokna.bundles import BundleRange, open_bundle
-    from pokna.cli.command_session import require_tenant, streamed_command
+    from pokna.cli.command_database import require_tenant, streamed_command
     from pokna.cli.errors import EXIT_USAGE, CommandError
     from pokna.errors import InvalidRequest
     from pokna.service_keys import load_service_keys

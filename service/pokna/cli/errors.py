@@ -37,7 +37,7 @@ def _is(error: BaseException, module: str, name: str) -> bool:
 
 
 def is_database_error(error: BaseException) -> bool:
-    """SQLAlchemy's (a session, Alembic) or the driver's own (a command on the async road)."""
+    """SQLAlchemy's wrapper of a driver error, or the driver's own (the commands on psycopg's pool)."""
     return _is(error, "sqlalchemy.exc", "DBAPIError") or _is(error, "psycopg", "Error")
 
 

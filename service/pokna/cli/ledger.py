@@ -19,11 +19,10 @@ import typer
 from psycopg import AsyncConnection
 
 from pokna.cli.app import app
-from pokna.cli.command_session import require_tenant, run_command, streamed_command
+from pokna.cli.command_database import require_tenant, run_command, streamed_command
 from pokna.cli.errors import CommandError
-from pokna.idempotency.keyed import Caller, transaction
 from pokna.ledger import EXPORTERS, check_chain, check_seq_bounds, checkpoint_document, reconcile
-from pokna.ledger.checkpoint import Checkpoint, take_checkpoint_in
+from pokna.ledger.checkpoint import Checkpoint, take_checkpoint_async
 from pokna.ledger.export_aio import EXPORT_FORMATS
 from pokna.ledger.reconcile import ReconcileReport
 from pokna.service_keys import load_service_keys
@@ -142,8 +141,8 @@ def checkpoint_command(
 
     async def taken(connection: AsyncConnection[Any]) -> Checkpoint:
         await require_tenant(connection, tenant)
-        async with transaction(connection, Caller(tenant_id=tenant), None) as opened:
-            return await take_checkpoint_in(opened, signing_key)
+        async with connection.transaction():
+            return await take_checkpoint_async(connection, tenant, signing_key)
 
     document = checkpoint_document(run_command(taken))
     with output_file(output) as handle:

@@ -16,9 +16,9 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_session import command_sessions
+from pokna.cli.command_database import command_database
 from pokna.public_log.sequencer import BATCH, LogSigner
-from pokna.public_log.worker import INTERVAL_SECONDS, conninfo, run_sequencer, sequence_all
+from pokna.public_log.worker import INTERVAL_SECONDS, run_sequencer, sequence_once
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 
@@ -47,18 +47,18 @@ def sequence(
     def should_stop() -> bool:
         return bool(stopping) or (deadline is not None and time.monotonic() >= deadline)
 
+    async def work() -> int:
+        async with command_database() as database:
+            if once:
+                return await sequence_once(database, signer, batch=batch)
+            return await run_sequencer(database, signer, should_stop, interval, batch)
+
     previous = {
         signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
         for signum in (signal.SIGTERM, signal.SIGINT)
     }
     try:
-        with command_sessions() as sessions:
-            if once:
-                appended = sequence_all(sessions, signer, batch=batch)
-            else:
-                appended = asyncio.run(
-                    run_sequencer(conninfo(sessions), signer, should_stop, interval, batch)
-                )
+        appended = asyncio.run(work())
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from typing import Annotated
@@ -9,13 +10,14 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_session import command_sessions
+from pokna.cli.command_database import command_database
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
 from pokna.drand import BeaconRelays
 from pokna.public_log.sequencer import LogSigner
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
+from pokna.sweep import SweepReport
 from pokna.sweep import sweep as sweep_all
 
 
@@ -25,15 +27,19 @@ def sweep(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable
     settings = get_settings()
     clock = Clock(now=utc_now(), open_game_ttl=timedelta(seconds=settings.open_game_ttl_seconds))
     keys = load_service_keys(settings)
-    with command_sessions() as sessions:
-        report = sweep_all(
-            sessions,
-            keys,
-            clock,
-            webhook_retention=timedelta(seconds=settings.webhook_retention_seconds),
-            beacon=BeaconRelays.for_settings(settings),
-            log_signer=LogSigner(settings.public_log_origin, keys.signing_key),
-        )
+
+    async def swept() -> SweepReport:
+        async with command_database() as database:
+            return await sweep_all(
+                database,
+                keys,
+                clock,
+                webhook_retention=timedelta(seconds=settings.webhook_retention_seconds),
+                beacon=BeaconRelays.for_settings(settings),
+                log_signer=LogSigner(settings.public_log_origin, keys.signing_key),
+            )
+
+    report = asyncio.run(swept())
     if as_json:
         typer.echo(json.dumps(vars(report)))
     else:

@@ -9,7 +9,7 @@ import typer
 from psycopg import AsyncConnection
 
 from pokna.cli.app import app
-from pokna.cli.command_session import require_tenant, run_command
+from pokna.cli.command_database import require_tenant, run_command
 from pokna.cli.errors import CommandError
 from pokna.errors import NotFound
 from pokna.tenants import service

@@ -6,6 +6,7 @@ delivery twice at once. SIGTERM and SIGINT finish the attempt in flight, then st
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import time
@@ -14,10 +15,10 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_session import command_sessions
+from pokna.cli.command_database import command_database
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
-from pokna.webhooks.service import DeliveryPolicy, run_worker
+from pokna.webhooks.service import DeliveryPolicy, WorkerReport, run_worker
 
 webhooks_app = typer.Typer(help="Webhooks: the worker that delivers them.", no_args_is_help=True)
 app.add_typer(webhooks_app, name="webhooks")
@@ -45,20 +46,23 @@ def deliver(
     def should_stop() -> bool:
         return bool(stopping) or (deadline is not None and time.monotonic() >= deadline)
 
-    previous = {
-        signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
-        for signum in (signal.SIGTERM, signal.SIGINT)
-    }
-    try:
-        with command_sessions() as sessions:
-            report = run_worker(
-                sessions,
+    async def work() -> WorkerReport:
+        async with command_database() as database:
+            return await run_worker(
+                database,
                 keys.seed_key,
                 DeliveryPolicy.from_settings(settings),
                 poll_seconds=poll_seconds,
                 drain=drain,
                 should_stop=should_stop,
             )
+
+    previous = {
+        signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
+        for signum in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        report = asyncio.run(work())
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

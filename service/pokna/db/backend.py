@@ -5,9 +5,11 @@ A URL for any other database is refused here, once, where the engine is made; no
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, text
+from typing import Any
+
+from psycopg import AsyncConnection
+from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session
 
 
 class UnsupportedDatabase(ValueError):
@@ -33,8 +35,8 @@ def driver_parameters(engine: Engine) -> dict[str, str | int]:
     }
 
 
-def accepts_writes(session: Session) -> bool:
+async def accepts_writes(connection: AsyncConnection[Any]) -> bool:
     """False on a PostgreSQL that is read-only: a standby not yet promoted (a single-host URL naming it,
     or a demoted primary) answers reads but refuses every write, so the service is not ready there."""
-    read_only: str = session.execute(text("SHOW transaction_read_only")).scalar_one()
-    return read_only == "off"
+    row = await (await connection.execute("SHOW transaction_read_only")).fetchone()
+    return row is not None and row[0] == "off"

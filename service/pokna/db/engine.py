@@ -1,7 +1,8 @@
 """Engines and sessions. One engine per process; one session (unit of work) per command step.
 
-`unit_of_work` is the one way to hold a session: the commands, the sweep, the webhooks worker, `/metrics`'
-backlog read, tests. No HTTP request holds one (every route is on the driver: pokna.api.deps)."""
+`unit_of_work` is the one way to hold a session, for the tests. No HTTP request, command or background job
+holds one: every route, every command, the sweep, the webhooks worker, the public log's sequencer and the
+monitoring reads are on psycopg's async connections (pokna.db.aio, pokna.cli.command_database)."""
 
 from __future__ import annotations
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
+from sqlalchemy import Connection, Engine
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
 
@@ -49,19 +49,15 @@ def current_revision(bind: Engine | Connection) -> str | None:
 
 # Alembic's own reader (MigrationContext) logs two INFO lines each time it is set up: a readiness probe
 # every few seconds would fill the log with them. The revision is one row of one table.
-_HAS_REVISION = text("SELECT to_regclass('alembic_version') IS NOT NULL")
-_REVISION = text("SELECT version_num FROM alembic_version LIMIT 1")
+_HAS_REVISION = "SELECT to_regclass('alembic_version') IS NOT NULL"
+_REVISION = "SELECT version_num FROM alembic_version LIMIT 1"
 
 
-def schema_revision(session: Session) -> str | None:
-    """The revision seen through `session` (which proves the database answers), read without Alembic (which
-    logs at every read). A database error rolls the session back before it is raised, so that whoever opened
-    the session can still end it cleanly."""
-    try:
-        if not session.scalar(_HAS_REVISION):
-            return None
-        revision: str | None = session.scalar(_REVISION)
-        return revision
-    except SQLAlchemyError:
-        session.rollback()
-        raise
+async def schema_revision(connection: AsyncConnection[Any]) -> str | None:
+    """The revision seen through `connection` (which proves the database answers), read without Alembic
+    (which logs at every read)."""
+    has = await (await connection.execute(_HAS_REVISION)).fetchone()
+    if has is None or not has[0]:
+        return None
+    row = await (await connection.execute(_REVISION)).fetchone()
+    return None if row is None else row[0]

@@ -19,14 +19,12 @@ the round after the acceptance committed, then its resolution in a transaction o
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
-from starlette.concurrency import run_in_threadpool
 
 from pokna import metrics
 from pokna.db.types import utc_now
@@ -140,12 +138,12 @@ async def _await_and_resolve(
     game_id: str,
     round_number: int,
 ) -> Answer | None:
-    """Wait for the round (in a thread: the relays' client blocks), then resolve the game's waiting action
+    """Wait for the round (awaited: the relays' client is async), then resolve the game's waiting action
     in a transaction of its own, its answer stored under the key of the request that accepted it
     (pokna.dealer.beacon_rolls.release). None if the beacon is out (the roll stays pending: the answer is
     the 202 of its acceptance) or someone resolved it first (and stored its answer under that key)."""
     try:
-        beacon_round = await run_in_threadpool(beacon.wait_for, round_number)
+        beacon_round = await beacon.wait_for(round_number)
     except BeaconUnavailable:
         return None
     clock = clock.restarted(utc_now())  # resolved now, its next turn timed from now
@@ -186,7 +184,7 @@ async def apply_due(
         return DueApplied(0, 0)  # the common case: no lock taken, nothing written
     caller = Caller(tenant_id=tenant_id)
     if round_number is not None:
-        beacon_round = None if beacon is None else await asyncio.to_thread(beacon.get, round_number)
+        beacon_round = None if beacon is None else await beacon.get(round_number)
         if beacon_round is None:
             return DueApplied(0, 0)  # the beacon is out, or not reachable from here: the roll waits
         resolving = clock.restarted(utc_now())  # resolved now: its next turn is timed from now

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
 from psycopg import AsyncConnection, AsyncCursor
-from sqlalchemy.orm import Session
 
 from pokna.dealer.action_transaction import Dealer
 from pokna.dealer.game_action import catch_up
 from pokna.dealer.locked import Clock
-from pokna.dealer.records import TABLE_COLUMNS, OverdueGames, RoundRecord, TableRecord
+from pokna.dealer.records import TABLE_COLUMNS, RoundRecord, TableRecord
 from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut, TableOut
-from pokna.dealer.store import game_store
 from pokna.dealer.store_postgres import GameRead, fetched_read, queue_read
 from pokna.dealer.view import event_out, game_out, proof_out, table_out
 from pokna.errors import NotFound
@@ -135,19 +133,6 @@ async def read_table(connection: AsyncConnection[Any], api_key_digest: str, tabl
             for game_id, round_number, status, state, seats in await rounds.fetchall()
         ],
     )
-
-
-def due_games(session: Session, tenant_id: str, now: datetime, limit: int) -> list[tuple[str, str]]:
-    """(tenant id, game id) of up to `limit` of the tenant's games with a deadline passed at `now`, the
-    longest overdue first: what `pokna sweep` applies, each with pokna.dealer.game_action.apply_due in a
-    transaction of its own."""
-    return game_store(session).due_games(session, tenant_id, now, limit)
-
-
-def overdue_games(session: Session, now: datetime) -> OverdueGames:
-    """What `pokna sweep` (or the next request touching each game) has still to apply at `now`, across
-    tenants: for `/metrics`, where an operator sees the sweeper stopped or the beacon's relays gone."""
-    return game_store(session).overdue_games(session, now)
 
 
 @dataclass(frozen=True)

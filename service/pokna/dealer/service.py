@@ -5,7 +5,7 @@ lock -> a decision -> the writes): creating (creating.py) and a table's round (t
 resolving a beacon roll and applying passed deadlines (game_action.py, through action_transaction.py and
 decision.py). A game's reads are async too, on the caller's connection (reading.py), and so is the public
 fairness link (fairness_link.py). A table's creation and reads (tables.py) work in the caller's session
-(they flush, never commit); storage behind pokna.dealer.store.
+(they flush, never commit); storage in pokna.dealer.store_postgres.
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ from pokna.dealer.creating import NewGame, create_game
 from pokna.dealer.fairness_link import fairness_link
 from pokna.dealer.game_action import DueApplied, act, apply_due, catch_up
 from pokna.dealer.locked import Clock
+from pokna.dealer.overdue import due_games, overdue_games
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import (
     AuditedGame,
-    due_games,
     game_events,
     game_proof,
     games_for_audit,
-    overdue_games,
     read_game,
     read_table,
 )

@@ -1,5 +1,4 @@
-"""The game store: the plain reads of pokna.dealer.game_queries, and the statements every action runs under
-the game's lock, made one round trip each (the lock and its reads, the step's write, the new game, the proof's
+"""The game store: the statements every action runs under the game's lock, made one round trip each (the lock and its reads, the step's write, the new game, the proof's
 events and rolls). The shorter that critical section, the more actions a game and the ledger take.
 
 Each is one statement with a fixed text whatever the row counts (but a new game's, below), so psycopg
@@ -26,7 +25,6 @@ from typing import Any
 from psycopg import AsyncConnection, AsyncCursor
 
 from pokna.dealer.game_queries import (
-    GameQueries,
     event_rows,
     game_row,
     seat_row,
@@ -185,10 +183,6 @@ RECORDED_FOR_PROOF = (
     "ORDER BY nonce) "
     "FROM game_roll WHERE game_roll.tenant_id = %(tenant_id)s AND game_id = %(game_id)s)"
 )
-
-
-class PostgresGameStore(GameQueries):
-    """pokna.dealer.store.GameStore: what an action runs in one round trip each, on the shared reads."""
 
 
 def insert_game_statements(

@@ -45,7 +45,6 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
-from sqlalchemy.orm import Session
 
 from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
 from pokna.tenants import authentication
@@ -231,8 +230,8 @@ async def release(connection: AsyncConnection[Any], tenant_id: str, key: str, to
         pass
 
 
-def purge_expired(session: Session, now: datetime, tenant_id: str) -> int:
-    """Delete the tenant's records past their retention; returns how many. On the session of `pokna
-    sweep`, which goes tenant by tenant in one synchronous unit of work per step (pokna.sweep)."""
-    deleted = session.connection().exec_driver_sql(_PURGE_EXPIRED, {"now": now, "tenant_id": tenant_id})
-    return deleted.rowcount or 0
+async def purge_expired(connection: AsyncConnection[Any], now: datetime, tenant_id: str) -> int:
+    """Delete the tenant's records past their retention; returns how many (`pokna sweep`, tenant by tenant,
+    on an autocommit connection: one statement, its own transaction)."""
+    deleted = await connection.execute(_PURGE_EXPIRED, {"now": now, "tenant_id": tenant_id})
+    return max(deleted.rowcount, 0)

@@ -26,7 +26,7 @@ from pokna.ledger.checkpoint import (
     Checkpoint,
     checkpoint_document,
     oldest_unsigned_at,
-    take_checkpoint,
+    take_checkpoint_async,
 )
 from pokna.ledger.errors import (
     AccountExists,
@@ -43,7 +43,7 @@ from pokna.ledger.holding import GameAccounts, hold_wallets
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.reads import AccountEntry, AccountRecord, TrialBalance
 from pokna.ledger.reconcile import reconcile
-from pokna.ledger.repository import read_heads, read_heads_async
+from pokna.ledger.repository import read_heads_async
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
 from pokna_verify.ledger.check import AuditReport, verify_export
 from pokna_verify.ledger.scan import verify_export_stream
@@ -83,11 +83,10 @@ __all__ = [
     "journal_span",
     "oldest_unsigned_at",
     "open_account",
-    "read_heads",
     "read_heads_async",
     "reconcile",
     "system_external_id",
-    "take_checkpoint",
+    "take_checkpoint_async",
     "transfer_batch",
     "transfers_before",
     "verify_export",

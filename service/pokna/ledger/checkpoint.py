@@ -10,17 +10,17 @@ finds chain 0 pinned). Published or handed to the auditor, it pins every chain's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from psycopg import AsyncConnection
 from psycopg.types.json import Json
-from sqlalchemy.orm import Session
 
 from pokna.db.types import new_id, utc_now
 from pokna.idempotency.keyed import Transaction
 from pokna.ledger import repository
-from pokna.ledger.errors import TenantNotFound
+from pokna.tenants.service import tenant_ids_async
 from pokna_verify.crypto.signing import SIGNATURE_FIELD, sign_document
 from pokna_verify.ledger.chain import format_timestamp
 from pokna_verify.ledger.check import CHECKPOINT_TYPE
@@ -41,18 +41,21 @@ class Checkpoint:
     """[{chain, seq, hash}] ascending by chain; None for a checkpoint taken before there were chains."""
 
 
-def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519PrivateKey) -> Checkpoint:
-    """Sign the tenant's current chain heads (chain 0 at seq 0 and the genesis hash for an empty ledger):
-    the command's and the sweep's, on their session."""
-    if not repository.tenant_exists(session, tenant_id):
-        raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
-    checkpoint = _signed(tenant_id, repository.read_heads(session, tenant_id), signing_key)
-    repository.insert_checkpoint(session, vars(checkpoint))
+async def take_checkpoint_async(
+    connection: AsyncConnection[Any], tenant_id: str, signing_key: Ed25519PrivateKey
+) -> Checkpoint:
+    """Sign the tenant's current chain heads (chain 0 at seq 0 and the genesis hash for an empty ledger), in
+    the caller's transaction (the sweep's, `pokna ledger checkpoint`'s), for a tenant known to exist."""
+    heads = await repository.read_heads_async(connection, tenant_id)
+    checkpoint = _signed(tenant_id, heads, signing_key)
+    await connection.execute(
+        repository.INSERT_CHECKPOINT, {**vars(checkpoint), "heads": Json(checkpoint.heads)}
+    )
     return checkpoint
 
 
 async def take_checkpoint_in(opened: Transaction, signing_key: Ed25519PrivateKey) -> Checkpoint:
-    """`take_checkpoint` for the caller's tenant in a keyed transaction (`POST /v1/ledger/checkpoints`):
+    """`take_checkpoint_async` for the caller's tenant in a keyed transaction (`POST /v1/ledger/checkpoints`):
     the heads read in its first round trip, the checkpoint written with its COMMIT."""
     connection = opened.connection
     found = await opened.read(
@@ -127,27 +130,29 @@ def checkpoint_of(row: Any) -> Checkpoint:
     )
 
 
-def checkpoint_moved_heads(session: Session, signing_key: Ed25519PrivateKey) -> int:
+async def checkpoint_moved_heads(connection: AsyncConnection[Any], signing_key: Ed25519PrivateKey) -> int:
     """The periodic half of "periodically and on demand": sign a tenant's heads when any moved since its
     last checkpoint (`pokna sweep` calls this), so an auditor never has more than one sweep of unpinned
-    history."""
+    history. Tenant by tenant, each in a transaction of its own."""
     taken = 0
-    for tenant_id in repository.tenant_ids_with_ledgers(session):
-        heads = {
-            chain: seq for chain, (seq, _hash) in repository.read_heads(session, tenant_id).items() if seq
-        }
-        latest = repository.latest_checkpoint(session, tenant_id)
-        if heads and (latest is None or _signed_seqs(*latest) != heads):
-            take_checkpoint(session, tenant_id, signing_key)
-            taken += 1
+    for tenant_id in await tenant_ids_async(connection):
+        async with connection.transaction():
+            heads = await repository.read_heads_async(connection, tenant_id)
+            moved = {chain: seq for chain, (seq, _hash) in heads.items() if seq}
+            found = await connection.execute(repository.LATEST_CHECKPOINT, {"tenant_id": tenant_id})
+            latest = await found.fetchone()
+            if moved and (latest is None or _signed_seqs(int(latest[0]), latest[1]) != moved):
+                await take_checkpoint_async(connection, tenant_id, signing_key)
+                taken += 1
     return taken
 
 
-def oldest_unsigned_at(session: Session) -> datetime | None:
+async def oldest_unsigned_at(connection: AsyncConnection[Any]) -> datetime | None:
     """When the oldest posting that no checkpoint pins yet was made, across tenants (None: every head is
     signed). `pokna sweep` signs every moved head, so this stays within a sweep's interval while the sweeper
     runs; `/metrics` shows its age."""
-    return repository.oldest_unsigned_at(session)
+    row = await (await connection.execute(repository.OLDEST_UNSIGNED)).fetchone()
+    return None if row is None or row[0] is None else row[0].astimezone(UTC)
 
 
 def _signed_seqs(seq: int, heads: list[dict[str, Any]] | None) -> dict[int, int]:

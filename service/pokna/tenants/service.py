@@ -9,10 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from psycopg import AsyncConnection
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.errors import NotFound
 from pokna.tenants.authentication import key_digest
@@ -81,16 +78,9 @@ async def list_tenants(connection: AsyncConnection[Any]) -> list[TenantRecord]:
     ]
 
 
-def tenant_ids(session: Session) -> list[str]:
-    """Every tenant's id, in order: what background work goes through one tenant at a time (a tenant's rows
-    live on one node of a distributed database, docs/scaling.md). Read from `tenant`, a reference table.
-    On a session for the background jobs that still hold one (pokna.sweep, pokna.webhooks)."""
-    return list(session.scalars(select(Tenant.id).order_by(Tenant.id)))
-
-
 async def tenant_ids_async(connection: AsyncConnection[Any]) -> list[str]:
-    """`tenant_ids` on an async connection, for the background work on the async road (the public log's
-    sequencer, reconcile)."""
+    """Every tenant's id, in order: what background work goes through one tenant at a time (a tenant's rows
+    live on one node of a distributed database, docs/scaling.md). Read from `tenant`, a reference table."""
     return [str(row[0]) for row in await (await connection.execute(_TENANT_IDS)).fetchall()]
 
 

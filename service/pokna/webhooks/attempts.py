@@ -14,11 +14,11 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
 
-from pokna.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookEvent
-from pokna.tenants import service as tenants
+from pokna.tenants.service import tenant_ids_async
 from pokna.webhooks import repository
 from pokna.webhooks.backoff import wait_after
 from pokna.webhooks.policy import DeliveryPolicy
@@ -49,78 +49,87 @@ class AttemptResult:
         return self.error is None
 
 
-def claim_next(
-    session: Session,
+async def claim_next(
+    connection: AsyncConnection[Any],
     seed_key: bytes,
     policy: DeliveryPolicy,
     now: datetime,
     tenant_ids: Sequence[str] | None = None,
 ) -> Claim | None:
     """The first due delivery of the first tenant in `tenant_ids` (every tenant, in order, if None) that
-    has one: tenant by tenant, so each query runs where that tenant's rows are (docs/scaling.md). The
-    worker rotates the order, so no tenant's backlog holds back another's."""
-    for tenant_id in tenants.tenant_ids(session) if tenant_ids is None else tenant_ids:
-        found = repository.next_due_delivery(session, tenant_id, now)
-        if found is not None:
-            return _claimed(session, seed_key, policy, now, *found)
+    has one, claimed in one transaction: tenant by tenant, so each query runs where that tenant's rows are
+    (docs/scaling.md). The worker rotates the order, so no tenant's backlog holds back another's."""
+    async with connection.transaction():
+        for tenant_id in await tenant_ids_async(connection) if tenant_ids is None else tenant_ids:
+            found = await repository.next_due_delivery(connection, tenant_id, now)
+            if found is not None:
+                return await _claimed(connection, seed_key, policy, now, tenant_id, found)
     return None
 
 
-def _claimed(
-    session: Session,
+async def _claimed(
+    connection: AsyncConnection[Any],
     seed_key: bytes,
     policy: DeliveryPolicy,
     now: datetime,
-    delivery: WebhookDelivery,
-    event: WebhookEvent,
-    endpoint: WebhookEndpoint,
+    tenant_id: str,
+    due: repository.Due,
 ) -> Claim:
-    delivery.status = DeliveryStatus.SENDING.value
-    delivery.locked_until = now + policy.lease
-    delivery.claim_token = secrets.token_hex(16)
-    delivery.attempts += 1
-    delivery.last_attempt_at = now
-    live = [open_secret(endpoint.sealed_secret, seed_key, endpoint.id)]
+    claim_token, attempt = secrets.token_hex(16), due.attempts + 1
+    live = [open_secret(due.sealed_secret, seed_key, due.endpoint_id)]
     if (
-        endpoint.sealed_previous_secret is not None
-        and endpoint.previous_secret_expires_at is not None
-        and endpoint.previous_secret_expires_at > now
+        due.sealed_previous_secret is not None
+        and due.previous_secret_expires_at is not None
+        and due.previous_secret_expires_at > now
     ):
-        live.append(open_secret(endpoint.sealed_previous_secret, seed_key, endpoint.id))
-    session.flush()
+        live.append(open_secret(due.sealed_previous_secret, seed_key, due.endpoint_id))
+    lease = {"locked_until": now + policy.lease, "claim_token": claim_token, "attempts": attempt, "now": now}
+    await repository.claim(connection, tenant_id, due.delivery_id, **lease)
     return Claim(
-        tenant_id=delivery.tenant_id,
-        delivery_id=delivery.id,
-        claim_token=delivery.claim_token,
-        attempt=delivery.attempts,
-        message_id=event.id,
-        body=event.body.encode("utf-8"),
-        url=endpoint.url,
+        tenant_id=tenant_id,
+        delivery_id=due.delivery_id,
+        claim_token=claim_token,
+        attempt=attempt,
+        message_id=due.message_id,
+        body=due.body.encode("utf-8"),
+        url=due.url,
         live_secrets=tuple(live),
     )
 
 
-def record_result(
-    session: Session, policy: DeliveryPolicy, now: datetime, claim: Claim, result: AttemptResult
+async def record_result(
+    connection: AsyncConnection[Any],
+    policy: DeliveryPolicy,
+    now: datetime,
+    claim: Claim,
+    result: AttemptResult,
 ) -> DeliveryStatus | None:
-    """The delivery's status after the attempt; None if the claim was lost (nothing is written)."""
-    delivery = repository.claimed_delivery(session, claim.tenant_id, claim.delivery_id)
-    if delivery is None or delivery.claim_token != claim.claim_token:
-        return None
-    delivery.last_status_code = result.status_code
-    delivery.last_duration_ms = result.duration_ms
-    delivery.last_error = None if result.error is None else result.error.value
-    delivery.locked_until = None
-    delivery.claim_token = None
-    if result.delivered:
-        delivery.status = DeliveryStatus.DELIVERED.value
-        delivery.delivered_at = now
-    elif delivery.attempts >= delivery.attempt_limit:
-        delivery.status = DeliveryStatus.FAILED.value
-    else:
-        delivery.status = DeliveryStatus.PENDING.value
-        delivery.next_attempt_at = now + wait_after(
-            delivery.attempts, policy.backoff_initial_seconds, policy.backoff_max_seconds
+    """The delivery's status after the attempt, in one transaction; None if the claim was lost (nothing
+    is written)."""
+    async with connection.transaction():
+        found = await repository.claimed_delivery(connection, claim.tenant_id, claim.delivery_id)
+        if found is None or found[0] != claim.claim_token:
+            return None
+        _token, attempts, attempt_limit = found
+        delivered_at = next_attempt_at = None
+        if result.delivered:
+            status, delivered_at = DeliveryStatus.DELIVERED, now
+        elif attempts >= attempt_limit:
+            status = DeliveryStatus.FAILED
+        else:
+            status = DeliveryStatus.PENDING
+            next_attempt_at = now + wait_after(
+                attempts, policy.backoff_initial_seconds, policy.backoff_max_seconds
+            )
+        await repository.record(
+            connection,
+            claim.tenant_id,
+            claim.delivery_id,
+            status_code=result.status_code,
+            duration_ms=result.duration_ms,
+            error=None if result.error is None else result.error.value,
+            status=status.value,
+            delivered_at=delivered_at,
+            next_attempt_at=next_attempt_at,
         )
-    session.flush()
-    return DeliveryStatus(delivery.status)
+    return status

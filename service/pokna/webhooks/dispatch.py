@@ -10,62 +10,54 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
 
-from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import new_id
-from pokna.tenants import service as tenants
+from pokna.tenants.service import tenant_ids_async
 from pokna.webhooks import repository
 from pokna.webhooks.policy import DeliveryPolicy
 
 BATCH = 200
 
 
-def dispatch_events(
-    session: Session,
+async def dispatch_events(
+    connection: AsyncConnection[Any],
     policy: DeliveryPolicy,
     now: datetime,
     batch: int = BATCH,
     tenant_ids: Sequence[str] | None = None,
 ) -> int:
     """Fan out up to `batch` events, tenant by tenant (every tenant unless `tenant_ids` names them), each
-    tenant's oldest first; how many were taken."""
+    tenant's oldest first, in one transaction; how many were taken."""
     taken = 0
-    for tenant_id in tenants.tenant_ids(session) if tenant_ids is None else tenant_ids:
-        if taken >= batch:
-            break
-        taken += _dispatch_tenant(session, policy, now, tenant_id, batch - taken)
+    async with connection.transaction():
+        for tenant_id in await tenant_ids_async(connection) if tenant_ids is None else tenant_ids:
+            if taken >= batch:
+                break
+            taken += await _dispatch_tenant(connection, policy, now, tenant_id, batch - taken)
     return taken
 
 
-def _dispatch_tenant(
-    session: Session, policy: DeliveryPolicy, now: datetime, tenant_id: str, batch: int
+async def _dispatch_tenant(
+    connection: AsyncConnection[Any], policy: DeliveryPolicy, now: datetime, tenant_id: str, batch: int
 ) -> int:
-    events = repository.undispatched_events(session, tenant_id, batch)
+    events = await repository.undispatched_events(connection, tenant_id, batch)
     if not events:
         return 0
-    endpoints = [
-        (endpoint.id, set(endpoint.event_types))
-        for endpoint in repository.enabled_endpoints(session, tenant_id)
+    endpoints = await repository.enabled_endpoints(connection, tenant_id)
+    deliveries = [
+        {
+            "id": new_id("whdl"),
+            "event_seq": seq,
+            "endpoint_id": endpoint_id,
+            "ordering_key": ordering_key,
+            "attempt_limit": policy.attempt_limit,
+        }
+        for seq, event_type, ordering_key in events
+        for endpoint_id, wanted in endpoints
+        if event_type in wanted
     ]
-    for event in events:
-        for endpoint_id, wanted in endpoints:
-            if event.type in wanted:
-                session.add(
-                    WebhookDelivery(
-                        id=new_id("whdl"),
-                        event_seq=event.seq,
-                        endpoint_id=endpoint_id,
-                        tenant_id=event.tenant_id,
-                        ordering_key=event.ordering_key,
-                        status="pending",
-                        attempts=0,
-                        attempt_limit=policy.attempt_limit,
-                        next_attempt_at=now,
-                        created_at=now,
-                    )
-                )
-        event.dispatched_at = now
-    session.flush()
+    await repository.add_deliveries(connection, tenant_id, now, [event[0] for event in events], deliveries)
     return len(events)

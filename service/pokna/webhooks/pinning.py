@@ -25,49 +25,49 @@ from pokna.webhooks.addresses import Address
 USER_AGENT = "Pokna-Webhooks/1"
 
 
-class PinnedAddresses(httpcore.NetworkBackend):
-    """httpcore's socket backend, connecting each host to the address pinned for it, never resolving."""
+class PinnedAddresses(httpcore.AsyncNetworkBackend):
+    """httpcore's async socket backend (anyio's), connecting each host to the address pinned for it, never resolving."""
 
     def __init__(self) -> None:
-        self._sockets = httpcore.SyncBackend()
+        self._sockets = httpcore.AnyIOBackend()
         self._pinned: dict[tuple[str, int], str] = {}
 
     def pin(self, host: str, port: int, address: Address) -> None:
         self._pinned[(host, port)] = str(address)
 
-    def connect_tcp(
+    async def connect_tcp(
         self,
         host: str,
         port: int,
         timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
+    ) -> httpcore.AsyncNetworkStream:
         address = self._pinned.get((host, port))
         if address is None:
             raise httpcore.ConnectError(f"no checked address for {host}:{port}")
-        return self._sockets.connect_tcp(address, port, timeout, local_address, socket_options)
+        return await self._sockets.connect_tcp(address, port, timeout, local_address, socket_options)
 
-    def connect_unix_socket(
+    async def connect_unix_socket(
         self,
         path: str,
         timeout: float | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
+    ) -> httpcore.AsyncNetworkStream:
         raise httpcore.ConnectError("webhooks are not sent over Unix sockets")
 
-    def sleep(self, seconds: float) -> None:
-        self._sockets.sleep(seconds)
+    async def sleep(self, seconds: float) -> None:
+        await self._sockets.sleep(seconds)
 
 
-class _PinnedTransport(httpx.HTTPTransport):
+class _PinnedTransport(httpx.AsyncHTTPTransport):
     """httpx's own transport (its requests, answers and errors) over a pool that connects through
     `addresses`: httpx 0.28 takes no network backend, so the pool it built is replaced by one that does.
     The limits are httpx's defaults."""
 
     def __init__(self, addresses: PinnedAddresses, ssl_context: ssl.SSLContext) -> None:
         super().__init__(trust_env=False)
-        self._pool = httpcore.ConnectionPool(
+        self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context,
             max_connections=100,
             max_keepalive_connections=20,
@@ -78,11 +78,11 @@ class _PinnedTransport(httpx.HTTPTransport):
 
 @dataclass(frozen=True)
 class PinnedClient:
-    http: httpx.Client
+    http: httpx.AsyncClient
     addresses: PinnedAddresses
 
-    def close(self) -> None:
-        self.http.close()
+    async def close(self) -> None:
+        await self.http.aclose()
 
 
 def new_client(ssl_context: ssl.SSLContext | None = None) -> PinnedClient:
@@ -90,7 +90,7 @@ def new_client(ssl_context: ssl.SSLContext | None = None) -> PinnedClient:
     addresses only. `ssl_context` is the CAs to trust (the bundled ones by default; tests bring their own)."""
     addresses = PinnedAddresses()
     transport = _PinnedTransport(addresses, ssl_context or httpx.create_ssl_context(trust_env=False))
-    http = httpx.Client(
+    http = httpx.AsyncClient(
         transport=transport, follow_redirects=False, trust_env=False, headers={"User-Agent": USER_AGENT}
     )
     return PinnedClient(http, addresses)

@@ -1,7 +1,8 @@
-"""Every query of the webhooks' tables. `FOR UPDATE SKIP LOCKED` is how any number of workers share the
-work without waiting on each other. Every query names its tenant, the worker's too (it goes tenant by tenant),
-and joins on `tenant_id`: on a distributed database each runs on the tenant's node alone. The one exception
-is `backlog`, an operator's count across tenants for `/metrics` (on Citus it asks every shard)."""
+"""Every query of the webhooks worker, the sweep's purge and `/metrics`' backlog, as driver text on an
+async connection. `FOR UPDATE SKIP LOCKED` is how any number of workers share the work without waiting on
+each other. Every query names its tenant, the worker's too (it goes tenant by tenant), and joins on
+`tenant_id`: on a distributed database each runs on the tenant's node alone. The one exception is
+`backlog`, an operator's count across tenants for `/metrics` (on Citus it asks every shard)."""
 
 from __future__ import annotations
 
@@ -10,96 +11,168 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, exists, func, or_, select
-from sqlalchemy.orm import Session, aliased
+from psycopg import AsyncConnection
 
-from pokna.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookEvent
-
-OPEN_STATUSES = ("pending", "sending")
 PURGE_BATCH = 5000  # per call; the sweep calls until nothing is left
 
+_ENDPOINT_OF_DELIVERY = "endpoint.tenant_id = delivery.tenant_id AND endpoint.id = delivery.endpoint_id"
+_ATTEMPTABLE = (
+    # Due: pending and its time has come, or `sending` whose worker's lease ran out (it died mid-attempt).
+    # In order: no earlier delivery of the same game (or account) to the same endpoint is still open, and
+    # no earlier event of it is still waiting to be fanned out.
+    "endpoint.enabled AND ((delivery.status = 'pending' AND delivery.next_attempt_at <= %(now)s) "
+    "OR (delivery.status = 'sending' AND delivery.locked_until <= %(now)s)) "
+    "AND NOT EXISTS (SELECT FROM webhook_delivery AS earlier WHERE earlier.tenant_id = delivery.tenant_id "
+    "AND earlier.endpoint_id = delivery.endpoint_id AND earlier.ordering_key = delivery.ordering_key "
+    "AND earlier.event_seq < delivery.event_seq AND earlier.status IN ('pending', 'sending')) "
+    "AND NOT EXISTS (SELECT FROM webhook_event AS earlier_event "
+    "WHERE earlier_event.tenant_id = delivery.tenant_id "
+    "AND earlier_event.ordering_key = delivery.ordering_key AND earlier_event.seq < delivery.event_seq "
+    "AND earlier_event.dispatched_at IS NULL)"
+)
 
-def _event_of_delivery() -> Any:
-    return and_(
-        WebhookEvent.tenant_id == WebhookDelivery.tenant_id, WebhookEvent.seq == WebhookDelivery.event_seq
-    )
+_UNDISPATCHED = (
+    "SELECT seq, type, ordering_key FROM webhook_event WHERE tenant_id = %(tenant_id)s "
+    "AND dispatched_at IS NULL ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED"
+)
+_ENABLED_ENDPOINTS = (
+    "SELECT id, event_types FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s AND enabled ORDER BY id"
+)
+_INSERT_DELIVERY = (
+    "INSERT INTO webhook_delivery (id, event_seq, endpoint_id, tenant_id, ordering_key, status, attempts, "
+    "attempt_limit, next_attempt_at, created_at) VALUES (%(id)s, %(event_seq)s, %(endpoint_id)s, "
+    "%(tenant_id)s, %(ordering_key)s, 'pending', 0, %(attempt_limit)s, %(now)s, %(now)s)"
+)
+_DISPATCHED = (
+    "UPDATE webhook_event SET dispatched_at = %(now)s WHERE tenant_id = %(tenant_id)s AND seq = ANY(%(seqs)s)"
+)
+_NEXT_DUE = (
+    "SELECT delivery.id, delivery.attempts, event.id, event.body, endpoint.id, endpoint.url, "  # noqa: S608
+    "endpoint.sealed_secret, endpoint.sealed_previous_secret, endpoint.previous_secret_expires_at "
+    "FROM webhook_delivery AS delivery JOIN webhook_event AS event "
+    "ON event.tenant_id = delivery.tenant_id AND event.seq = delivery.event_seq "
+    f"JOIN webhook_endpoint AS endpoint ON {_ENDPOINT_OF_DELIVERY} "
+    f"WHERE delivery.tenant_id = %(tenant_id)s AND {_ATTEMPTABLE} "
+    "ORDER BY delivery.next_attempt_at, delivery.event_seq LIMIT 1 FOR UPDATE OF delivery SKIP LOCKED"
+)
+_CLAIM = (
+    "UPDATE webhook_delivery SET status = 'sending', locked_until = %(locked_until)s, "
+    "claim_token = %(claim_token)s, attempts = %(attempts)s, last_attempt_at = %(now)s "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(delivery_id)s"
+)
+_CLAIMED = (
+    "SELECT claim_token, attempts, attempt_limit FROM webhook_delivery "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(delivery_id)s FOR UPDATE"
+)
+_RECORD = (
+    "UPDATE webhook_delivery SET last_status_code = %(status_code)s, last_duration_ms = %(duration_ms)s, "
+    "last_error = %(error)s, locked_until = NULL, claim_token = NULL, status = %(status)s, "
+    "delivered_at = coalesce(%(delivered_at)s, delivered_at), "
+    "next_attempt_at = coalesce(%(next_attempt_at)s, next_attempt_at) "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(delivery_id)s"
+)
+_EVENTS_OUTSTANDING = (
+    "SELECT count(*) FROM webhook_event WHERE tenant_id = %(tenant_id)s AND dispatched_at IS NULL"
+)
+_DELIVERIES_OUTSTANDING = (
+    "SELECT count(*) FROM webhook_delivery AS delivery JOIN webhook_endpoint AS endpoint "
+    "ON endpoint.tenant_id = delivery.tenant_id AND endpoint.id = delivery.endpoint_id "
+    "WHERE delivery.tenant_id = %(tenant_id)s AND delivery.status IN ('pending', 'sending') AND endpoint.enabled"
+)
+_EVENTS_WAITING = "SELECT count(*), min(occurred_at) FROM webhook_event WHERE dispatched_at IS NULL"
+_DELIVERIES_DUE = (
+    "SELECT count(*), min(CASE WHEN delivery.status = 'pending' THEN delivery.next_attempt_at "  # noqa: S608
+    "ELSE delivery.locked_until END) FROM webhook_delivery AS delivery "
+    f"JOIN webhook_endpoint AS endpoint ON {_ENDPOINT_OF_DELIVERY} WHERE {_ATTEMPTABLE}"
+)
+_PURGEABLE = (
+    "SELECT seq FROM webhook_event AS event WHERE tenant_id = %(tenant_id)s AND dispatched_at IS NOT NULL "
+    "AND dispatched_at < %(older_than)s AND NOT EXISTS (SELECT FROM webhook_delivery AS delivery "
+    "WHERE delivery.tenant_id = event.tenant_id AND delivery.event_seq = event.seq "
+    "AND delivery.status IN ('pending', 'sending')) ORDER BY seq LIMIT %(limit)s"
+)
+_PURGE_DELIVERIES = (
+    "DELETE FROM webhook_delivery WHERE tenant_id = %(tenant_id)s AND event_seq = ANY(%(seqs)s)"
+)
+_PURGE_EVENTS = "DELETE FROM webhook_event WHERE tenant_id = %(tenant_id)s AND seq = ANY(%(seqs)s)"
+
+Connection = AsyncConnection[Any]
 
 
 # --- the worker ------------------------------------------------------------------------------------------
 
 
-def undispatched_events(session: Session, tenant_id: str, limit: int) -> Sequence[WebhookEvent]:
-    """The tenant's oldest events not yet fanned out, locked; rows another worker is fanning out are
-    skipped."""
-    query = (
-        select(WebhookEvent)
-        .where(WebhookEvent.tenant_id == tenant_id, WebhookEvent.dispatched_at.is_(None))
-        .order_by(WebhookEvent.seq)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    )
-    return session.scalars(query).all()
+async def undispatched_events(
+    connection: Connection, tenant_id: str, limit: int
+) -> list[tuple[int, str, str]]:
+    """(seq, type, ordering key) of the tenant's oldest events not yet fanned out, locked; rows another
+    worker is fanning out are skipped."""
+    found = await connection.execute(_UNDISPATCHED, {"tenant_id": tenant_id, "limit": limit})
+    return [(int(seq), kind, key) for seq, kind, key in await found.fetchall()]
 
 
-def enabled_endpoints(session: Session, tenant_id: str) -> Sequence[WebhookEndpoint]:
-    query = select(WebhookEndpoint).where(
-        WebhookEndpoint.tenant_id == tenant_id, WebhookEndpoint.enabled.is_(True)
-    )
-    return session.scalars(query.order_by(WebhookEndpoint.id)).all()
+async def enabled_endpoints(connection: Connection, tenant_id: str) -> list[tuple[str, set[str]]]:
+    """Each enabled endpoint's id and the event types it wants."""
+    found = await connection.execute(_ENABLED_ENDPOINTS, {"tenant_id": tenant_id})
+    return [(row[0], set(row[1])) for row in await found.fetchall()]
 
 
-def next_due_delivery(
-    session: Session, tenant_id: str, now: datetime
-) -> tuple[WebhookDelivery, WebhookEvent, WebhookEndpoint] | None:
+async def add_deliveries(
+    connection: Connection,
+    tenant_id: str,
+    now: datetime,
+    seqs: Sequence[int],
+    deliveries: list[dict[str, Any]],
+) -> None:
+    """The deliveries (each `id`, `event_seq`, `endpoint_id`, `ordering_key`, `attempt_limit`), pending from
+    `now`, and their events (`seqs`) marked fanned out."""
+    async with connection.cursor() as cursor:
+        if deliveries:
+            await cursor.executemany(
+                _INSERT_DELIVERY, [{**row, "tenant_id": tenant_id, "now": now} for row in deliveries]
+            )
+        await cursor.execute(_DISPATCHED, {"tenant_id": tenant_id, "now": now, "seqs": list(seqs)})
+
+
+@dataclass(frozen=True)
+class Due:
+    """A due delivery, locked, with what an attempt of it needs of its event and endpoint."""
+
+    delivery_id: str
+    attempts: int
+    message_id: str
+    body: str
+    endpoint_id: str
+    url: str
+    sealed_secret: str
+    sealed_previous_secret: str | None
+    previous_secret_expires_at: datetime | None
+
+
+async def next_due_delivery(connection: Connection, tenant_id: str, now: datetime) -> Due | None:
     """The tenant's oldest delivery that may be attempted now, locked (another worker's are skipped)."""
-    query = (
-        select(WebhookDelivery, WebhookEvent, WebhookEndpoint)
-        .join(WebhookEvent, _event_of_delivery())
-        .join(WebhookEndpoint, _endpoint_of_delivery())
-        .where(WebhookDelivery.tenant_id == tenant_id, *_attemptable(now))
-        .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.event_seq)
-        .limit(1)
-        .with_for_update(of=WebhookDelivery, skip_locked=True)
-    )
-    row = session.execute(query).first()
-    return None if row is None else (row[0], row[1], row[2])
+    row = await (await connection.execute(_NEXT_DUE, {"tenant_id": tenant_id, "now": now})).fetchone()
+    return None if row is None else Due(*row)
 
 
-def _endpoint_of_delivery() -> ColumnElement[bool]:
-    return and_(
-        WebhookEndpoint.tenant_id == WebhookDelivery.tenant_id,
-        WebhookEndpoint.id == WebhookDelivery.endpoint_id,
-    )
+async def claim(connection: Connection, tenant_id: str, delivery_id: str, **lease: Any) -> None:
+    """The lease on the delivery: `locked_until`, `claim_token`, `attempts` and `now`."""
+    await connection.execute(_CLAIM, {"tenant_id": tenant_id, "delivery_id": delivery_id, **lease})
 
 
-def _attemptable(now: datetime) -> tuple[ColumnElement[bool], ...]:
-    """A delivery a worker may attempt now (joined to its endpoint).
+async def claimed_delivery(
+    connection: Connection, tenant_id: str, delivery_id: str
+) -> tuple[str | None, int, int] | None:
+    """The delivery's claim token, attempts and attempt limit, locked; None if it is gone."""
+    values = {"tenant_id": tenant_id, "delivery_id": delivery_id}
+    row = await (await connection.execute(_CLAIMED, values)).fetchone()
+    return None if row is None else (row[0], int(row[1]), int(row[2]))
 
-    Due: pending and its time has come, or `sending` whose worker's lease ran out (it died mid-attempt).
-    In order: no earlier delivery of the same game (or account) to the same endpoint is still open, and
-    no earlier event of it is still waiting to be fanned out."""
-    earlier = aliased(WebhookDelivery)
-    earlier_event = aliased(WebhookEvent)
-    return (
-        WebhookEndpoint.enabled.is_(True),
-        or_(
-            and_(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now),
-            and_(WebhookDelivery.status == "sending", WebhookDelivery.locked_until <= now),
-        ),
-        ~exists().where(
-            earlier.tenant_id == WebhookDelivery.tenant_id,
-            earlier.endpoint_id == WebhookDelivery.endpoint_id,
-            earlier.ordering_key == WebhookDelivery.ordering_key,
-            earlier.event_seq < WebhookDelivery.event_seq,
-            earlier.status.in_(OPEN_STATUSES),
-        ),
-        ~exists().where(
-            earlier_event.tenant_id == WebhookDelivery.tenant_id,
-            earlier_event.ordering_key == WebhookDelivery.ordering_key,
-            earlier_event.seq < WebhookDelivery.event_seq,
-            earlier_event.dispatched_at.is_(None),
-        ),
-    )
+
+async def record(connection: Connection, tenant_id: str, delivery_id: str, **result: Any) -> None:
+    """The attempt's result (`status_code`, `duration_ms`, `error`, `status`, `delivered_at`,
+    `next_attempt_at`: a None time is left as it was), and the lease let go."""
+    await connection.execute(_RECORD, {"tenant_id": tenant_id, "delivery_id": delivery_id, **result})
 
 
 @dataclass(frozen=True)
@@ -109,84 +182,34 @@ class Waiting:
     """When the oldest became work to do; None when there is none."""
 
 
-def backlog(session: Session, now: datetime) -> tuple[Waiting, Waiting]:
+async def backlog(connection: Connection, now: datetime) -> tuple[Waiting, Waiting]:
     """Across tenants: the events not fanned out yet (since each occurred), and the deliveries a worker may
     attempt now (since each is due). A delivery waiting out its backoff, or behind an earlier one of its
     game to the same endpoint, is no work yet: a receiver that is down does not make the worker look late."""
-    events = session.execute(
-        select(func.count(), func.min(WebhookEvent.occurred_at)).where(WebhookEvent.dispatched_at.is_(None))
-    ).one()
-    due_at = case(
-        (WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at),
-        else_=WebhookDelivery.locked_until,
-    )
-    deliveries = session.execute(
-        select(func.count(), func.min(due_at))
-        .select_from(WebhookDelivery)
-        .join(WebhookEndpoint, _endpoint_of_delivery())
-        .where(*_attemptable(now))
-    ).one()
+    events = await (await connection.execute(_EVENTS_WAITING)).fetchone()
+    deliveries = await (await connection.execute(_DELIVERIES_DUE, {"now": now})).fetchone()
+    assert events is not None  # an aggregate answers one row
+    assert deliveries is not None
     return Waiting(int(events[0]), events[1]), Waiting(int(deliveries[0]), deliveries[1])
 
 
-def claimed_delivery(session: Session, tenant_id: str, delivery_id: str) -> WebhookDelivery | None:
-    return session.get(WebhookDelivery, (delivery_id, tenant_id), with_for_update=True)
-
-
-def outstanding(session: Session, tenant_id: str) -> int:
+async def outstanding(connection: Connection, tenant_id: str) -> int:
     """The tenant's events not fanned out yet plus deliveries still open: zero when its outbox has nothing
     left to do."""
-    events = session.scalar(
-        select(func.count())
-        .select_from(WebhookEvent)
-        .where(WebhookEvent.tenant_id == tenant_id, WebhookEvent.dispatched_at.is_(None))
-    )
-    deliveries = session.scalar(
-        select(func.count())
-        .select_from(WebhookDelivery)
-        .join(
-            WebhookEndpoint,
-            and_(
-                WebhookEndpoint.tenant_id == WebhookDelivery.tenant_id,
-                WebhookEndpoint.id == WebhookDelivery.endpoint_id,
-            ),
-        )
-        .where(
-            WebhookDelivery.tenant_id == tenant_id,
-            WebhookDelivery.status.in_(OPEN_STATUSES),
-            WebhookEndpoint.enabled.is_(True),
-        )
-    )
-    return int(events or 0) + int(deliveries or 0)
+    left = 0
+    for statement in (_EVENTS_OUTSTANDING, _DELIVERIES_OUTSTANDING):
+        row = await (await connection.execute(statement, {"tenant_id": tenant_id})).fetchone()
+        left += 0 if row is None else int(row[0])
+    return left
 
 
-def purge_finished(session: Session, tenant_id: str, older_than: datetime) -> int:
+async def purge_finished(connection: Connection, tenant_id: str, older_than: datetime) -> int:
     """Delete the tenant's events fanned out before `older_than` none of whose deliveries is still open
     (their deliveries go with them)."""
-    still_open = exists().where(
-        WebhookDelivery.tenant_id == WebhookEvent.tenant_id,
-        WebhookDelivery.event_seq == WebhookEvent.seq,
-        WebhookDelivery.status.in_(OPEN_STATUSES),
-    )
-    seqs = session.scalars(
-        select(WebhookEvent.seq)
-        .where(
-            WebhookEvent.tenant_id == tenant_id,
-            WebhookEvent.dispatched_at.is_not(None),
-            WebhookEvent.dispatched_at < older_than,
-            ~still_open,
-        )
-        .order_by(WebhookEvent.seq)
-        .limit(PURGE_BATCH)
-    ).all()
+    values: dict[str, Any] = {"tenant_id": tenant_id, "older_than": older_than, "limit": PURGE_BATCH}
+    seqs = [row[0] for row in await (await connection.execute(_PURGEABLE, values)).fetchall()]
     if not seqs:
         return 0
-    session.execute(
-        delete(WebhookDelivery).where(
-            WebhookDelivery.tenant_id == tenant_id, WebhookDelivery.event_seq.in_(seqs)
-        )
-    )
-    session.execute(
-        delete(WebhookEvent).where(WebhookEvent.tenant_id == tenant_id, WebhookEvent.seq.in_(seqs))
-    )
+    await connection.execute(_PURGE_DELIVERIES, {"tenant_id": tenant_id, "seqs": seqs})
+    await connection.execute(_PURGE_EVENTS, {"tenant_id": tenant_id, "seqs": seqs})
     return len(seqs)

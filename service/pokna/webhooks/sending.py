@@ -6,6 +6,10 @@ to the previous failed (nothing was sent yet). Redirects are not followed (a 3xx
 from the environment are not used, the attempt is bounded by the timeout from connecting to the end of
 the answer, and at most `max_response_bytes` of the answer are read and then dropped: nothing a receiver
 says travels further than its status code.
+
+Async, in the worker's event loop (httpx's async client, pokna.webhooks.pinning). The host is resolved with
+the system's resolver in that loop, which blocks it for the lookup: the worker does one thing at a time,
+and asyncio's own `getaddrinfo` would hand the lookup to a thread.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pokna.webhooks.signing import signature_header
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def send(
+async def send(
     client: PinnedClient, policy: DeliveryPolicy, claim: Claim, resolve: Resolver | None = None
 ) -> AttemptResult:
     started = time.monotonic()
@@ -58,7 +62,7 @@ def send(
     for address in addresses:
         client.addresses.pin(host, port, address)
         try:
-            return _post(client.http, url, headers, claim.body, policy, started, result)
+            return await _post(client.http, url, headers, claim.body, policy, started, result)
         except httpx.ConnectError:
             if time.monotonic() - started > policy.timeout_seconds:
                 break
@@ -69,8 +73,8 @@ def send(
     return result(None, AttemptError.CONNECTION)
 
 
-def _post(
-    http: httpx.Client,
+async def _post(
+    http: httpx.AsyncClient,
     url: httpx.URL,
     headers: dict[str, str],
     body: bytes,
@@ -82,9 +86,9 @@ def _post(
     # within its lease (connect, send, the answer's head and its body, each bounded by the timeout).
     connect = max(policy.timeout_seconds - (time.monotonic() - started), 0.001)
     timeout = httpx.Timeout(policy.timeout_seconds, connect=connect)
-    with http.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+    async with http.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
         read = 0
-        for chunk in response.iter_raw():
+        async for chunk in response.aiter_raw():
             read += len(chunk)
             if read >= policy.max_response_bytes or time.monotonic() - started > policy.timeout_seconds:
                 break

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy.orm import Session
+from psycopg import AsyncConnection
 
 from pokna.webhooks import repository
 from pokna.webhooks.deliveries import retry_delivery
@@ -43,10 +44,19 @@ __all__ = [
 ]
 
 
-def purge_finished_events(session: Session, tenant_id: str, now: datetime, retention: timedelta) -> int:
+async def purge_finished_events(
+    connection: AsyncConnection[Any], tenant_id: str, now: datetime, retention: timedelta
+) -> int:
     """The tenant's events fanned out longer ago than `retention` whose deliveries are all delivered or
-    failed, with those deliveries: what `pokna sweep` clears. How many events went."""
-    return repository.purge_finished(session, tenant_id, now - retention)
+    failed, with those deliveries: what `pokna sweep` clears, a batch at a time (each its own transaction
+    on an autocommit connection). How many events went."""
+    purged = 0
+    while True:
+        async with connection.transaction():
+            batch = await repository.purge_finished(connection, tenant_id, now - retention)
+        purged += batch
+        if batch == 0:
+            return purged
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,7 @@ class WebhookBacklog:
     delivery: repository.Waiting
 
 
-def webhook_backlog(session: Session, now: datetime) -> WebhookBacklog:
+async def webhook_backlog(connection: AsyncConnection[Any], now: datetime) -> WebhookBacklog:
     """For `/metrics`: a worker that stopped, or cannot keep up, shows here as work waiting longer and longer."""
-    fan_out, delivery = repository.backlog(session, now)
+    fan_out, delivery = await repository.backlog(connection, now)
     return WebhookBacklog(fan_out=fan_out, delivery=delivery)

@@ -14,18 +14,17 @@ ends the worker.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from pokna.db.engine import unit_of_work
+from pokna.db.aio import AsyncDatabase
 from pokna.db.sqlstates import unavailable_reason
 from pokna.db.types import utc_now
-from pokna.tenants import service as tenants
+from pokna.tenants.service import tenant_ids_async
 from pokna.webhooks import repository
 from pokna.webhooks.addresses import Resolver
 from pokna.webhooks.attempts import claim_next, record_result
@@ -62,7 +61,7 @@ class _Outage:
     backoff: float = field(default=_FIRST_BACKOFF_SECONDS)
     reached: bool = False  # the database answered once: before that, an outage is a mistake to report
 
-    def wait(self, reason: str) -> None:
+    async def wait(self, reason: str) -> None:
         if self.since is None:
             self.since = time.monotonic()
             self.report.outages += 1
@@ -73,7 +72,7 @@ class _Outage:
             )
         deadline = time.monotonic() + self.backoff
         while time.monotonic() < deadline and not self.should_stop():
-            time.sleep(min(0.05, self.backoff))
+            await asyncio.sleep(min(0.05, self.backoff))
         self.backoff = min(self.backoff * 2, _MOST_BACKOFF_SECONDS)
 
     def over(self) -> None:
@@ -82,16 +81,16 @@ class _Outage:
             self.since = None
             self.backoff = _FIRST_BACKOFF_SECONDS
 
-    def retry(self, step: Callable[[], Done]) -> Done | None:
+    async def retry(self, step: Callable[[], Awaitable[Done]]) -> Done | None:
         """`step` until it is done, waiting out any outage; None if told to stop first."""
         while not self.should_stop():
             try:
-                done = step()
+                done = await step()
             except Exception as error:
                 reason = unavailable_reason(error)
                 if reason is None or not self.reached:
                     raise
-                self.wait(reason)
+                await self.wait(reason)
                 continue
             self.reached = True
             self.over()
@@ -99,8 +98,8 @@ class _Outage:
         return None
 
 
-def run_worker(
-    sessions: sessionmaker[Session],
+async def run_worker(
+    database: AsyncDatabase,
     seed_key: bytes,
     policy: DeliveryPolicy,
     *,
@@ -110,68 +109,72 @@ def run_worker(
     resolve: Resolver | None = None,
 ) -> WorkerReport:
     """Work until `should_stop()` says so, or, with `drain`, until nothing is left to fan out or send
-    (failed deliveries aside). `resolve` answers what a receiver's host resolves to (the system's
-    resolver unless a test gives its own)."""
+    (failed deliveries aside), each step on a connection of `database` (the process's one pool).
+    `resolve` answers what a receiver's host resolves to (the system's resolver unless a test gives its
+    own)."""
     report = WorkerReport()
     outage = _Outage(should_stop, report)
 
-    def dispatch() -> int:
-        with unit_of_work(sessions) as session:
-            dispatched = dispatch_events(session, policy, utc_now())
+    async def dispatch() -> int:
+        async with database.connection() as connection:
+            dispatched = await dispatch_events(connection, policy, utc_now())
         report.events_dispatched += dispatched
         return dispatched
 
-    def nothing_left() -> bool:
-        with unit_of_work(sessions) as session:
-            return all(
-                repository.outstanding(session, tenant_id) == 0 for tenant_id in tenants.tenant_ids(session)
-            )
+    async def nothing_left() -> bool:
+        async with database.connection() as connection, connection.transaction():
+            for tenant_id in await tenant_ids_async(connection):
+                if await repository.outstanding(connection, tenant_id):
+                    return False
+            return True
+
+    async def deliver() -> bool:
+        return await deliver_one(database, seed_key, policy, client, report, resolve, outage)
 
     client = new_client()
     try:
         while not should_stop():
-            if outage.retry(dispatch) is None:
+            if await outage.retry(dispatch) is None:
                 break
-            sent = outage.retry(
-                lambda: deliver_one(sessions, seed_key, policy, client, report, resolve, outage)
-            )
+            sent = await outage.retry(deliver)
             if sent is None:
                 break
             if sent:
                 continue
-            if drain and outage.retry(nothing_left):
+            if drain and await outage.retry(nothing_left):
                 break
-            time.sleep(poll_seconds)
+            await asyncio.sleep(poll_seconds)
     finally:
-        client.close()
+        await client.close()
     return report
 
 
-def deliver_one(
-    sessions: sessionmaker[Session],
+async def deliver_one(
+    database: AsyncDatabase,
     seed_key: bytes,
     policy: DeliveryPolicy,
     client: PinnedClient,
     report: WorkerReport,
-    resolve: Resolver | None = None,
-    outage: _Outage | None = None,
+    resolve: Resolver | None,
+    outage: _Outage,
 ) -> bool:
     """Claim, send and record one due delivery; False if none was due. The result of an attempt sent is
     recorded through any outage (`outage`): should the worker be stopped first, the claim's lease runs out
     and the delivery is sent again later, as after a crash."""
-    with unit_of_work(sessions) as session:
-        claim = claim_next(
-            session, seed_key, policy, utc_now(), _rotated(tenants.tenant_ids(session), report.attempts)
+    async with database.connection() as connection:
+        tenant_ids = await tenant_ids_async(connection)
+        claim = await claim_next(
+            connection, seed_key, policy, utc_now(), _rotated(tenant_ids, report.attempts)
         )
     if claim is None:
         return False
-    result = send(client, policy, claim, resolve)
+    result = await send(client, policy, claim, resolve)
 
-    def record() -> DeliveryStatus | None:
-        with unit_of_work(sessions) as session:
-            return record_result(session, policy, utc_now(), claim, result)
+    async def record() -> DeliveryStatus | None:
+        async with database.connection() as connection:
+            return await record_result(connection, policy, utc_now(), claim, result)
 
-    status = record() if outage is None else outage.retry(record)
+    status = await outage.retry(record)
     report.attempts += 1
     if status is DeliveryStatus.DELIVERED:
         report.delivered += 1

@@ -1,36 +1,44 @@
-"""How a command reaches the configured database: on the async road, one psycopg connection for the
-command in a short event loop of its own (`run_command`; `streamed_command` for one that writes as it
-reads); a command's writes are one transaction (`async with connection.transaction()`).
+"""How a command reaches the configured database: on psycopg's async road (pokna.db.aio), with a
+command's waits (`Waits()`: no limit on a statement), no session and no thread.
 
-`command_sessions` is the ORM's session factory, for the background jobs' commands that still hold one
-(`pokna sweep`, `pokna webhooks`, `pokna log`) until they move to this road too.
+A background command (`pokna sweep`, `pokna webhooks deliver`, `pokna log sequence`) holds psycopg's pool,
+one per process, open while its event loop runs (`command_database`). A command that does one piece of work
+(`pokna tenants`, `pokna ledger`, `pokna audit bundle`) holds one connection in a short event loop of its
+own (`run_command`; `streamed_command` for one that writes as it reads); its writes are one transaction
+(`async with connection.transaction()`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
-from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.cli.database_url import configured_database_url
 from pokna.cli.errors import EXIT_USAGE, CommandError
-from pokna.db.aio import conninfo_of
-from pokna.db.engine import Waits, make_engine, make_sessionmaker
+from pokna.db.aio import AsyncDatabase, conninfo_of
+from pokna.db.engine import Waits, make_engine
 from pokna.errors import NotFound
 from pokna.tenants import service as tenants
 
 Done = TypeVar("Done")
 
+CONNECTIONS = 1
+"""Each of these commands works one step at a time, on one connection."""
 
-@contextmanager
-def command_sessions() -> Iterator[sessionmaker[Session]]:
+
+@asynccontextmanager
+async def command_database() -> AsyncIterator[AsyncDatabase]:
+    """The pool, open for the block. The engine only reads the URL as SQLAlchemy does (its hosts, user and
+    options: pokna.db.aio.conninfo_of); nothing connects through it."""
     engine = make_engine(configured_database_url())
     try:
-        yield make_sessionmaker(engine)
+        database = AsyncDatabase.for_engine(engine, Waits(), size=CONNECTIONS, overflow=0)
+        async with database.opened():
+            yield database
     finally:
         engine.dispose()
 
