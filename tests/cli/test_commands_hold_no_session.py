@@ -1,5 +1,5 @@
 """`pokna tenants`, `pokna ledger` and `pokna audit bundle` reach the database on the async road only
-(pokna.cli.command_session: one psycopg connection in a loop of the command's own): none opens an ORM
+(pokna.cli.command_database: one psycopg connection in a loop of the command's own): none opens an ORM
 session, and none connects through a SQLAlchemy engine."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from pokna.tenants import service as tenants
 Done = TypeVar("Done")
 
 CONNECTIONS = 1
-"""Each of these commands works one step at a time, on one connection."""
+"""A background command works one step at a time, on one connection."""
 
 
 @asynccontextmanager
