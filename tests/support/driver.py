@@ -1,6 +1,7 @@
 """The async road (psycopg's `AsyncConnection`) from synchronous test code: `on_database` runs one
 coroutine on a connection of its own, in one transaction committed when it returns; the wrappers below
-are the repositories' functions so called (a tenant and its keys, accounts, an export, reconcile, a checkpoint, the heads)."""
+are the repositories' functions so called (a tenant and its keys, accounts, an export, reconcile, a
+checkpoint, the heads)."""
 
 from __future__ import annotations
 
