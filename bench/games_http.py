@@ -65,10 +65,10 @@ from games_support import (
 from http_report import print_report, report
 from sqlalchemy import text
 
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
-from pokna.tenants import service as tenants
+from support.driver import new_api_key  # type: ignore[import-not-found,unused-ignore]
 
 FUNDS = 10**11  # per wallet: no game in a run can bust anyone
 MAX_ACTIONS_PER_GAME = 500
@@ -352,12 +352,7 @@ def create_tenants(url: str, count: int) -> list[str]:
     engine = make_engine(url)
     try:
         create_touch_table(engine)
-        keys = []
-        with unit_of_work(make_sessionmaker(engine)) as session:
-            for index in range(count):
-                tenant = tenants.create_tenant(session, f"Bench cantina {index}")
-                keys.append(tenants.issue_api_key(session, tenant.id).secret)
-        return keys
+        return [new_api_key(engine, f"Bench cantina {index}").secret for index in range(count)]
     finally:
         engine.dispose()
 

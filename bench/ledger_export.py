@@ -33,9 +33,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from ledger_support import migrated_postgres
+from psycopg import AsyncConnection
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -44,9 +46,8 @@ from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.ledger import open_account
-from pokna.ledger.repository import read_heads
-from pokna.tenants.service import issue_api_key
 from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
+from support.driver import issue_api_key, on_database, read_heads  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 
 TENANT = "ten_export"
@@ -60,12 +61,19 @@ def load(url: str, postings: int) -> int:
     sessions = make_sessionmaker(engine)
     with unit_of_work(sessions) as session:
         session.add(Tenant(id=TENANT, name="export bench", created_at=utc_now()))
-    with unit_of_work(sessions) as session:
-        api_key = issue_api_key(session, TENANT).secret
-        wallets = [
-            open_account(session, tenant_id=TENANT, kind="player_wallet", external_id=f"w{index}").id
+    api_key = issue_api_key(sessions, TENANT).secret
+
+    async def opened(connection: AsyncConnection[Any]) -> list[str]:
+        return [
+            (
+                await open_account(
+                    connection, tenant_id=TENANT, kind="player_wallet", external_id=f"w{index}"
+                )
+            ).id
             for index in range(WALLETS)
         ]
+
+    wallets: list[str] = on_database(sessions, opened)
     # Funded as the tenant's app funds them (support.money: the deposit route's service function), each on
     # its wallet's chain; the transfers below are COPYed onto chain 0, after its deposits.
     with teller_on(url, TENANT, api_key) as teller:

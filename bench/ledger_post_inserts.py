@@ -27,12 +27,11 @@ from games_support import BENCH  # noqa: F401  (puts tests/ on sys.path)
 
 from pokna.db import migrate
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
-from pokna.ledger import open_account
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import AccountTransfer
 from pokna.ledger.store_postgresql import batch_document
-from pokna.tenants.service import create_tenant
 from support.citus import citus_bindir, start_citus  # type: ignore[import-not-found,unused-ignore]
+from support.driver import create_tenant, open_account  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import start_cluster  # type: ignore[import-not-found,unused-ignore]
 
 SOURCE = Path(__file__).resolve().parents[1] / "service" / "pokna" / "sql" / "ledger_post.sql"
@@ -87,8 +86,8 @@ def servers() -> Iterator[dict[str, str]]:
 
 def measure(url: str, rounds: int, calls: int) -> dict[str, dict[int, float]]:
     engine = make_engine(url)
+    tenant_id = create_tenant(engine, "bench").id
     with unit_of_work(make_sessionmaker(engine)) as session:
-        tenant_id = create_tenant(session, "bench").id
         house, other, funding = (
             open_account(session, tenant_id=tenant_id, kind="house").id for _ in range(3)
         )

@@ -27,12 +27,13 @@ from typing import Any
 import psycopg
 from games_support import cpu_snapshot, cpu_used
 from ledger_support import median, migrated_postgres, percentile
+from psycopg import AsyncConnection
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
-from pokna.ledger import chain_for, funding_account, open_account
-from pokna.tenants.service import create_tenant, issue_api_key
+from pokna.ledger import chain_for, open_account
+from support.driver import funding_account, new_api_key, on_database  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 
 BASELINE_FUNCTION = """
@@ -79,13 +80,20 @@ def prepare(url: str, wallets: int) -> tuple[str, str, list[Wallet]]:
     """A tenant with an API key and `wallets` wallets, each funded with 10^12 as its app funds it."""
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
-    with unit_of_work(sessions) as session:
-        tenant_id = create_tenant(session, "bench").id
-        api_key = issue_api_key(session, tenant_id).secret
-        ids = [
-            open_account(session, tenant_id=tenant_id, kind="player_wallet", external_id=f"w{index}").id
+    issued = new_api_key(sessions, "bench")
+    tenant_id, api_key = issued.tenant_id, issued.secret
+
+    async def opened(connection: AsyncConnection[Any]) -> list[str]:
+        return [
+            (
+                await open_account(
+                    connection, tenant_id=tenant_id, kind="player_wallet", external_id=f"w{index}"
+                )
+            ).id
             for index in range(wallets)
         ]
+
+    ids: list[str] = on_database(sessions, opened)
     with teller_on(url, tenant_id, api_key) as teller:
         teller.run(_fund(teller, ids))
     with unit_of_work(sessions) as session:

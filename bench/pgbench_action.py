@@ -51,10 +51,10 @@ from pokna.db.aio import conninfo_of
 from pokna.db.engine import Waits, make_engine, make_sessionmaker, unit_of_work
 from pokna.dealer import service as dealer
 from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS
-from pokna.ledger import chain_for, funding_account, open_account
+from pokna.ledger import chain_for
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
-from pokna.tenants.service import create_tenant, issue_api_key
+from support.driver import create_tenant, funding_account, issue_api_key, open_account  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import find_bindir  # type: ignore[import-not-found,unused-ignore]
 
@@ -202,15 +202,15 @@ def _set_up(url: str, data_dir: Path, tenants: int, clients: int, *, one_tenant_
     sessions = make_sessionmaker(engine)
     api_keys: dict[str, str] = {}
     wallets_of: dict[str, list[str]] = {}
+    tenant_ids = [create_tenant(engine, f"pgbench {index}").id for index in range(tenants)]
+    placed = [tenant_ids[client % tenants] for client in range(clients)]
+    if one_tenant_too:
+        alone = create_tenant(engine, "pgbench alone").id
+        placed += [alone] * clients
+    for tenant_id in dict.fromkeys(placed):
+        api_keys[tenant_id] = issue_api_key(engine, tenant_id).secret
     with unit_of_work(sessions) as session:
         session.connection().exec_driver_sql(BENCH_STEP)
-        tenant_ids = [create_tenant(session, f"pgbench {index}").id for index in range(tenants)]
-        placed = [tenant_ids[client % tenants] for client in range(clients)]
-        if one_tenant_too:
-            alone = create_tenant(session, "pgbench alone").id
-            placed += [alone] * clients
-        for tenant_id in dict.fromkeys(placed):
-            api_keys[tenant_id] = issue_api_key(session, tenant_id).secret
         seats_of = [
             [
                 open_account(

@@ -32,13 +32,12 @@ from sqlalchemy import text  # noqa: E402
 
 from pokna.app import create_app  # noqa: E402
 from pokna.db.engine import make_engine, unit_of_work  # noqa: E402
-from pokna.ledger import open_account  # noqa: E402
 from pokna.public_log import reads  # noqa: E402
 from pokna.public_log.sequencer import LogSigner  # noqa: E402
 from pokna.public_log.worker import sequence_all  # noqa: E402
 from pokna.runtime import Runtime  # noqa: E402
 from pokna.settings import Environment, Settings  # noqa: E402
-from pokna.tenants import service as tenants  # noqa: E402
+from support.driver import create_tenant, open_account  # noqa: E402
 
 INSERT_GAMES = text(
     """
@@ -97,8 +96,7 @@ def main() -> None:
             client_rate_limit_per_second=0,
         )
         runtime = Runtime.from_settings(settings, engine=engine)
-        with unit_of_work(runtime.sessions) as session:
-            tenant_id = tenants.create_tenant(session, "Bench").id
+        tenant_id = create_tenant(engine, "Bench").id
         with unit_of_work(runtime.sessions) as session:
             pot = open_account(session, tenant_id=tenant_id, kind="game_pot").id
             session.execute(INSERT_GAMES, {"tenant_id": tenant_id, "pot": pot, "games": options.games})

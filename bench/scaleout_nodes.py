@@ -16,8 +16,8 @@ from sqlalchemy import text
 
 from pokna.db import migrate
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
-from pokna.tenants import service as tenants
 from support.citus import SERVER_OPTIONS, CitusCluster, citus_bindir  # type: ignore[import-not-found,unused-ignore]
+from support.driver import new_api_key  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import Cluster, start_cluster  # type: ignore[import-not-found,unused-ignore]
 
 # The shards of every tenant-owned table follow journal_transaction's (one colocation group).
@@ -105,10 +105,10 @@ def balanced_tenants(url: str, worker_ports: list[int], per_worker: int) -> dict
             for attempt in range(50 * len(worker_ports) * per_worker):
                 if all(len(keys) >= per_worker for keys in chosen.values()):
                     break
-                tenant = tenants.create_tenant(session, f"Scale-out cantina {attempt}")
-                port = session.execute(_WORKER_OF_TENANT, {"tenant": tenant.id}).scalar_one()
+                issued = new_api_key(engine, f"Scale-out cantina {attempt}")
+                port = session.execute(_WORKER_OF_TENANT, {"tenant": issued.tenant_id}).scalar_one()
                 if len(chosen[port]) < per_worker:
-                    chosen[port].append(tenants.issue_api_key(session, tenant.id).secret)
+                    chosen[port].append(issued.secret)
             else:
                 raise RuntimeError(f"tenants per worker port: { {p: len(k) for p, k in chosen.items()} }")
     finally:

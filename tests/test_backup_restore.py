@@ -19,11 +19,10 @@ from typer.testing import CliRunner, Result
 import pokna.cli  # noqa: F401  (registers every command)
 from pokna.app import create_app
 from pokna.cli.app import app
-from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings, get_settings
-from pokna.tenants import service as tenants
 from support.databases import PostgresDatabases
+from support.driver import new_api_key
 from support.game_play import Api, play, verify
 from support.postgres import find_bindir
 
@@ -86,13 +85,8 @@ def test_a_dump_restored_into_a_new_database_keeps_the_books_and_the_proofs(
     tmp_path: Path, database_url: str, restored_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data_dir = tmp_path / "data"
-    engine = make_engine(database_url)
-    try:
-        with make_sessionmaker(engine).begin() as session:
-            tenant = tenants.create_tenant(session, "Chalmun's Cantina")
-            api_key = tenants.issue_api_key(session, tenant.id).secret
-    finally:
-        engine.dispose()
+    issued = new_api_key(database_url, "Chalmun's Cantina")
+    api_key = issued.secret
 
     # Play a few games and move money.
     with _serve(data_dir, database_url) as client:
@@ -104,7 +98,9 @@ def test_a_dump_restored_into_a_new_database_keeps_the_books_and_the_proofs(
         balances = {account: api.balance(account) for account in (vigo, han, greedo)}
         ring = api.key_ring()
 
-    checkpoint = _pokna(monkeypatch, data_dir, database_url, "ledger", "checkpoint", "--tenant", tenant.id)
+    checkpoint = _pokna(
+        monkeypatch, data_dir, database_url, "ledger", "checkpoint", "--tenant", issued.tenant_id
+    )
     assert checkpoint.exit_code == 0, checkpoint.output
     (tmp_path / "checkpoint.json").write_text(checkpoint.stdout)
     current = ring.current
@@ -114,7 +110,15 @@ def test_a_dump_restored_into_a_new_database_keeps_the_books_and_the_proofs(
 
     before = tmp_path / "before.jsonl"
     exported = _pokna(
-        monkeypatch, data_dir, database_url, "ledger", "export", "--tenant", tenant.id, "-o", str(before)
+        monkeypatch,
+        data_dir,
+        database_url,
+        "ledger",
+        "export",
+        "--tenant",
+        issued.tenant_id,
+        "-o",
+        str(before),
     )
     assert exported.exit_code == 0, exported.output
     assert before.read_bytes().count(b"\n") > 10
@@ -128,14 +132,24 @@ def test_a_dump_restored_into_a_new_database_keeps_the_books_and_the_proofs(
 
     after = tmp_path / "after.jsonl"
     exported = _pokna(
-        monkeypatch, data_dir, restored_url, "ledger", "export", "--tenant", tenant.id, "-o", str(after)
+        monkeypatch,
+        data_dir,
+        restored_url,
+        "ledger",
+        "export",
+        "--tenant",
+        issued.tenant_id,
+        "-o",
+        str(after),
     )
     assert exported.exit_code == 0, exported.output
     assert after.read_bytes() == before.read_bytes()
     restored_audit = _pokna(monkeypatch, data_dir, restored_url, "audit", "verify", str(after), *audit)
     assert restored_audit.exit_code == 0, restored_audit.output
     assert "checkpoint     checked" in restored_audit.output
-    reconciled = _pokna(monkeypatch, data_dir, restored_url, "ledger", "reconcile", "--tenant", tenant.id)
+    reconciled = _pokna(
+        monkeypatch, data_dir, restored_url, "ledger", "reconcile", "--tenant", issued.tenant_id
+    )
     assert reconciled.exit_code == 0, reconciled.output
 
     # The service on the restored database: same games, proofs that verify, and it keeps posting.
@@ -151,7 +165,15 @@ def test_a_dump_restored_into_a_new_database_keeps_the_books_and_the_proofs(
 
     grown = tmp_path / "grown.jsonl"
     exported = _pokna(
-        monkeypatch, data_dir, restored_url, "ledger", "export", "--tenant", tenant.id, "-o", str(grown)
+        monkeypatch,
+        data_dir,
+        restored_url,
+        "ledger",
+        "export",
+        "--tenant",
+        issued.tenant_id,
+        "-o",
+        str(grown),
     )
     assert exported.exit_code == 0, exported.output
     # Each chain's history before the dump is, byte for byte, where its grown chain starts.

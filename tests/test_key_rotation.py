@@ -17,13 +17,12 @@ from typer.testing import CliRunner, Result
 import pokna.cli  # noqa: F401  (registers every command)
 from pokna.app import create_app
 from pokna.cli.app import app
-from pokna.db.engine import make_sessionmaker
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings, get_settings
-from pokna.tenants import service as tenants
 from pokna_verify.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem
 from pokna_verify.fairness.keyring import KeyRing, KeyStatus
 from pokna_verify.fairness.seed_vault import generate_vault_key
+from support.driver import new_api_key
 from support.game_play import Api, play, verify
 
 runner = CliRunner()
@@ -82,9 +81,8 @@ def test_what_the_old_key_signed_still_verifies_after_a_rotation(
     deployment = Deployment(tmp_path / "data", database_url, engine, monkeypatch)
     old_pem, old_id = _pem()
     new_pem, new_id = _pem()
-    with make_sessionmaker(engine).begin() as session:
-        tenant = tenants.create_tenant(session, "Mos Eisley")
-        api_key = tenants.issue_api_key(session, tenant.id).secret
+    issued = new_api_key(engine, "Mos Eisley")
+    api_key = issued.secret
 
     # Before: a game played to the end, one created (receipt signed) but not played, a signed checkpoint.
     with deployment.serve(deployment.configure(old_pem)) as client:
@@ -95,7 +93,9 @@ def test_what_the_old_key_signed_still_verifies_after_a_rotation(
         open_game = api.create_game(vigo, [han], stake=3)
         old_ring = api.key_ring()
     assert [key.key_id for key in old_ring.keys] == [old_id]
-    checkpoint = _cli("ledger", "checkpoint", "--tenant", tenant.id, "--output", str(tmp_path / "ckpt.json"))
+    checkpoint = _cli(
+        "ledger", "checkpoint", "--tenant", issued.tenant_id, "--output", str(tmp_path / "ckpt.json")
+    )
     assert checkpoint.exit_code == 0, checkpoint.output
     assert json.loads((tmp_path / "ckpt.json").read_text())["key_id"] == old_id
 
@@ -146,7 +146,7 @@ def test_what_the_old_key_signed_still_verifies_after_a_rotation(
     assert "checkpoint     checked" in audited.output
 
     # A checkpoint taken now is signed by the new key.
-    fresh = _cli("ledger", "checkpoint", "--tenant", tenant.id)
+    fresh = _cli("ledger", "checkpoint", "--tenant", issued.tenant_id)
     assert fresh.exit_code == 0, fresh.output
     assert json.loads(fresh.stdout)["key_id"] == new_id
 
@@ -158,14 +158,13 @@ def test_without_the_retired_file_the_old_signatures_do_not_verify(
     deployment = Deployment(tmp_path / "data", database_url, engine, monkeypatch)
     old_pem, old_id = _pem()
     new_pem, _ = _pem()
-    with make_sessionmaker(engine).begin() as session:
-        tenant = tenants.create_tenant(session, "Mos Eisley")
-        api_key = tenants.issue_api_key(session, tenant.id).secret
+    issued = new_api_key(engine, "Mos Eisley")
+    api_key = issued.secret
     with deployment.serve(deployment.configure(old_pem)) as client:
         api = Api(client, api_key)
         game = play([api], api.create_game(api.wallet(100), [api.wallet(100)], stake=5))
         proof = api.proof(game["id"])
-    checkpoint = _cli("ledger", "checkpoint", "--tenant", tenant.id)
+    checkpoint = _cli("ledger", "checkpoint", "--tenant", issued.tenant_id)
     assert checkpoint.exit_code == 0, checkpoint.output
     (tmp_path / "ckpt.json").write_text(checkpoint.stdout)
     with deployment.serve(deployment.configure(new_pem)) as client:

@@ -54,10 +54,9 @@ REACHED_OTHERWISE = {
     ("pokna_verify.game.replay", "replay"): "exported by pokna_verify.game: a recorded game re-run",
     ("pokna_verify.game.replay", "replay_steps"): "exported by pokna_verify.game, with RecordedStep",
     ("pokna_verify.game.replay", "faces_rolled"): "exported by pokna_verify.game: what a RecordedStep stores",
-    # Session twins whose last callers (the background jobs) moved to the async road, in modules another
-    # branch of issue 43 is converting: they go with that change (tenant_ids_async is their successor).
-    ("pokna.tenants.service", "tenant_ids"): "the jobs' session twin, goes with pokna.tenants' conversion",
-    ("pokna.tenants.repository", "tenant_ids"): "the jobs' session twin, goes with pokna.tenants' conversion",
+    ("pokna_verify.ledger.check", "verify_export"): (
+        "the pure-Python check of an export's lines that docs/ledger.md names for auditors"
+    ),
     # Oracles the tests hold the product to; to move to tests/support (left for a later change).
     ("pokna_verify.fairness.proof_replay", "readable_step"): "the unmemoized step the tests hold StepMemo to",
     ("pokna_verify.ledger.chain", "hash_from_parts"): (

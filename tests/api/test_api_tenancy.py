@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.tenants import service as tenants
 from support.api_checks import assert_problem, database_state
+from support.driver import issue_api_key, list_api_keys, revoke_api_key
 from support.tenant_api import TenantApi, money_key, new_tenant
 
 # The public fairness link is opened by its token, not a key (tests/dealer/test_dealer_fairness_link.py);
@@ -141,8 +141,7 @@ def test_a_revoked_key_is_401_and_replays_nothing(
     client: TestClient, sessions: sessionmaker[Session]
 ) -> None:
     api = new_tenant(client, sessions)
-    with sessions.begin() as session:
-        spare = tenants.issue_api_key(session, api.tenant_id)
+    spare = issue_api_key(sessions, api.tenant_id)
     wallet = api.wallet(10)
     deposit = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, headers={"Idempotency-Key": "dep-1"})
     assert deposit.status_code == 201
@@ -152,8 +151,7 @@ def test_a_revoked_key_is_401_and_replays_nothing(
     assert game.status_code == 201, game.text
     # The process now knows the key's tenant (pokna.tenants.authentication): it is a routing hint only.
     key_id = _key_id(sessions, api.tenant_id, exclude=spare.key_id)
-    with sessions.begin() as session:
-        tenants.revoke_api_key(session, key_id)
+    revoke_api_key(sessions, key_id)
     before = database_state(sessions)
     for response in (
         # First: the process still remembers the key's tenant, and a stored answer is there to replay.
@@ -198,8 +196,7 @@ def test_a_read_under_a_revoked_keys_remembered_tenant_is_401(
     (pokna.tenants.authentication.read_beside): what it read is not answered when the check finds the key
     revoked."""
     api = new_tenant(client, sessions)
-    with sessions.begin() as session:
-        spare = tenants.issue_api_key(session, api.tenant_id)
+    spare = issue_api_key(sessions, api.tenant_id)
     wallet, player = api.wallet(10), api.wallet(10)
     game = api.post("/v1/games", {"vigo_account_id": wallet, "player_account_ids": [player], "stake": 1})
     table = api.post("/v1/tables", {"account_ids": [wallet, player], "stake": 1})
@@ -209,16 +206,14 @@ def test_a_read_under_a_revoked_keys_remembered_tenant_is_401(
     ids = {"wallet": wallet, "game": game.json()["id"], "table": table.json()["id"]}
     path = read.format(**ids, endpoint=endpoint.json()["id"])
     assert api.get(path).status_code == 200  # the process now remembers the key's tenant
-    with sessions.begin() as session:
-        tenants.revoke_api_key(session, _key_id(sessions, api.tenant_id, exclude=spare.key_id))
+    revoke_api_key(sessions, _key_id(sessions, api.tenant_id, exclude=spare.key_id))
     assert_problem(api.get(path), 401, "unauthorized")
     assert TenantApi(client, api.tenant_id, spare.secret).get(path).status_code == 200
 
 
 def _key_id(sessions: sessionmaker[Session], tenant_id: str, *, exclude: str) -> str:
-    with sessions() as session:
-        (key,) = [key for key in tenants.list_api_keys(session, tenant_id) if key.id != exclude]
-        return key.id
+    (key,) = [key for key in list_api_keys(sessions, tenant_id) if key.id != exclude]
+    return key.id
 
 
 # --- tenancy -------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from sqlalchemy import select, text
 
 from pokna.db.engine import make_engine, make_sessionmaker
 from pokna.db.models import Game
-from pokna.tenants import service as tenants
 from pokna_verify.fairness.seed_vault import open_server_seed
+from support.driver import new_api_key
 from support.servers import running_server
 
 QUERY_KEY = "pk_in_a_query_5e1f0a"
@@ -64,9 +64,7 @@ def _money_requests(http: httpx.Client, bearer: dict[str, str], wallet: str) -> 
 def test_no_secret_in_the_log_of_hostile_requests_and_failing_sql(database_url: str, tmp_path: Path) -> None:
     engine = make_engine(database_url)
     sessions = make_sessionmaker(engine)
-    with sessions.begin() as session:
-        tenant = tenants.create_tenant(session, "Cantina")
-        api_key = tenants.issue_api_key(session, tenant.id).secret
+    api_key = new_api_key(sessions, "Cantina").secret
     keys = _service_secrets()
     env = {"POKNA_ENV": "production", "POKNA_DATABASE_URL": database_url, **keys}
     bearer = {"Authorization": f"Bearer {api_key}"}

@@ -34,9 +34,9 @@ from sqlalchemy import create_engine, text
 
 from pokna.bundles.writer import BATCH_TRANSACTIONS
 from pokna.db.engine import make_sessionmaker, unit_of_work
-from pokna.ledger import open_account
 from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS
 from pokna_verify.bundle.scan import verify_bundle_stream
+from support.driver import open_account
 from support.fault_servers import service_env, tenant_on
 from support.game_play import Api, obliging, play
 from support.money import Teller, teller_on

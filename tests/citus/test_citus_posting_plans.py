@@ -26,11 +26,11 @@ from sqlalchemy.pool import NullPool
 from pokna.db.engine import make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
-from pokna.ledger import funding_account, open_account
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountTransfer
 from pokna.ledger.store_postgresql import batch_document
 from support.citus import CitusCluster
+from support.driver import funding_account, open_account
 
 pytestmark = pytest.mark.xdist_group("citus")
 

@@ -33,9 +33,10 @@ from pokna.dealer.requests import (
 )
 from pokna.dealer.schemas import GameOut
 from pokna.errors import NotFound
-from pokna.ledger import chain_for, open_account
+from pokna.ledger import chain_for
 from pokna.runtime import Runtime
 from support.acting import act, create_game, read_game
+from support.driver import open_account
 from support.money import Teller, new_teller
 
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))

@@ -19,7 +19,7 @@ from pokna.db.types import utc_now
 from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
 from pokna.idempotency import service
 from pokna.runtime import Runtime
-from pokna.tenants.service import create_tenant
+from support.driver import create_tenant
 
 T = TypeVar("T")
 FINGERPRINT = "f" * 64
@@ -27,8 +27,7 @@ FINGERPRINT = "f" * 64
 
 @pytest.fixture
 def tenant_id(sessions: sessionmaker[Session]) -> str:
-    with unit_of_work(sessions) as session:
-        return create_tenant(session, "Chalmun's").id
+    return create_tenant(sessions, "Chalmun's").id
 
 
 def _on_driver(runtime: Runtime, use: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
@@ -139,8 +138,7 @@ def test_a_retry_of_an_interrupted_attempt_is_told_when_it_began(
 def test_purge_deletes_only_the_tenant_s_records_past_their_retention(
     runtime: Runtime, sessions: sessionmaker[Session], tenant_id: str
 ) -> None:
-    with unit_of_work(sessions) as session:
-        other = create_tenant(session, "Docking Bay 94").id
+    other = create_tenant(sessions, "Docking Bay 94").id
     for tenant, key in ((tenant_id, "old"), (tenant_id, "new"), (other, "other-old")):
         assert _claim(runtime, tenant, key, "token") is None
         _finish(runtime, tenant, key, "token", "{}")

@@ -20,7 +20,7 @@ from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.idempotency import service
 from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed, transaction
 from pokna.runtime import Runtime
-from pokna.tenants.service import create_tenant
+from support.driver import create_tenant
 
 T = TypeVar("T")
 SENT = Keyed("k", "f" * 64)
@@ -34,8 +34,7 @@ class Refused(Exception):
 
 @pytest.fixture
 def tenant_id(sessions: sessionmaker[Session]) -> str:
-    with unit_of_work(sessions) as session:
-        return create_tenant(session, "Chalmun's").id
+    return create_tenant(sessions, "Chalmun's").id
 
 
 def _on_driver(runtime: Runtime, use: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import export_beancount
+from support.driver import export_beancount
 from support.game_play import Api, obliging, play
 from support.ledger_reads import trial_balance
 from support.tenant_api import TenantApi

@@ -18,23 +18,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db import migrate
 from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
 from pokna.db.models.ledger import CHAIN_IN_RANGE
-from pokna.ledger import (
-    LEDGER_CHAINS,
-    GameAccounts,
-    checkpoint_document,
-    funding_account,
-    hold_wallets,
-    open_account,
-    take_checkpoint,
-    verify_export,
-)
+from pokna.ledger import LEDGER_CHAINS, GameAccounts, checkpoint_document, hold_wallets, verify_export
 from pokna.ledger.drafts import draft_of, unchained
-from pokna.ledger.export import export_jsonl
 from pokna.ledger.model import Posting
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.crypto.signing import generate_signing_key
 from pokna_verify.ledger.chain import GENESIS_HASH, chain_for, format_timestamp
+from support.driver import export_jsonl, funding_account, open_account, take_checkpoint
 from support.ledger_reads import house_account, revenue_account
 from support.money import Teller, new_teller
 from support.tenant_api import TenantApi

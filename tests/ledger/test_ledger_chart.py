@@ -13,7 +13,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import chain_for, export_beancount
+from pokna.ledger import chain_for
+from support.driver import export_beancount
 from support.tenant_api import TenantApi, new_tenant
 
 

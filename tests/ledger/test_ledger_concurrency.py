@@ -19,18 +19,12 @@ from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import JournalTransaction
 from pokna.dealer import service as games
 from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
-from pokna.ledger import (
-    AmountOutOfRange,
-    InsufficientFunds,
-    export_jsonl,
-    open_account,
-    reconcile,
-    verify_export,
-)
+from pokna.ledger import AmountOutOfRange, InsufficientFunds, verify_export
 from pokna.ledger.model import MAX_ABS_BALANCE
 from pokna.runtime import Runtime
 from pokna_verify.ledger.chain import chain_for
 from support.acting import create_game_now, play_now
+from support.driver import export_jsonl, open_account, reconcile
 from support.game_play import obliging
 from support.ledger_reads import balance_of, system_balance
 from support.money import Teller, new_teller

@@ -15,12 +15,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import (
-    funding_account,
-    reconcile,
-    take_checkpoint,
-)
 from pokna_verify.crypto.signing import generate_signing_key
+from support.driver import funding_account, reconcile, take_checkpoint
 from support.ledger_reads import house_account
 from support.tenant_api import TenantApi
 
@@ -322,3 +318,29 @@ def test_reconcile_reports_drift_that_got_past_the_guards(
         report = reconcile(session, books["tenant"])
     assert not report.ok
     assert [(d.account_id, d.stored - d.computed) for d in report.differences] == [(books["house"], 7)]
+
+
+def test_reconcile_reports_an_unbalanced_transaction_and_its_broken_chain(
+    engine: Engine, sessions: sessionmaker[Session], books: dict[str, str]
+) -> None:
+    """Past every guard (the triggers off for one session, as a restore of a bad dump would have them): a
+    posting's amount changed. The account drifts from its postings, the transaction no longer balances, and
+    its hash no longer covers it; reconcile says all three, for the tenant and across tenants."""
+    with engine.begin() as connection:
+        connection.execute(text("SET LOCAL session_replication_role = replica"))
+        changed = connection.execute(
+            text(
+                "UPDATE posting SET amount = amount + 3 WHERE transaction_id = :txn AND leg = 0 RETURNING account_id"
+            ),
+            {"txn": books["txn"]},
+        ).scalar_one()
+    for tenant in (books["tenant"], None):
+        report = reconcile(sessions, tenant, check_chain=True)
+        assert [(d.account_id, d.stored - d.computed) for d in report.differences] == [(changed, -3)]
+        assert report.unbalanced_transactions == [(books["tenant"], 0, 1, books["txn"])]
+        assert report.chain_problems == [
+            (books["tenant"], "seq 1: hash does not match its contents (the line was edited)"),
+            (books["tenant"], "seq 1 does not balance: off by 3 CREDIT"),
+            (books["tenant"], "trial balance is off by 3 CREDIT"),
+        ]
+    assert reconcile(sessions, books["tenant"]).chain_problems == []  # --no-chain

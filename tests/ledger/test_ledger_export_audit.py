@@ -8,31 +8,21 @@ import io
 import json
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from psycopg import AsyncConnection
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import (
-    books_repository,
-    checkpoint_document,
-    export_csv,
-    export_jsonl,
-    open_account,
-    store_postgresql,
-    take_checkpoint,
-    verify_export,
-)
-from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.export import _grouped
+from pokna.ledger import checkpoint_document, export_aio, store_postgresql, verify_export
 from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.crypto.errors import NotCanonicalizableError
 from pokna_verify.crypto.signing import generate_signing_key
@@ -41,10 +31,11 @@ from pokna_verify.ledger import scan as audit_scan
 from pokna_verify.ledger.chain import document_hash, format_timestamp, line_hash, transaction_document
 from pokna_verify.ledger.check import AuditReport
 from pokna_verify.ledger.scan import verify_export_stream
+from support.driver import export_csv, export_jsonl, on_database, open_account, take_checkpoint
 from support.json_strategies import json_like, tricky_text
 from support.ledger_reads import balance_of, list_checkpoints, trial_balance
 from support.money import Teller
-from support.portable_export import transaction_line
+from support.portable_export import portable_jsonl
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
@@ -332,14 +323,6 @@ def test_csv_has_one_row_per_posting(sessions: sessionmaker[Session], tenant_api
     assert sum(totals.values()) == 0
 
 
-def portable_jsonl(session: Session, tenant_id: str, ranges: list[SeqRange]) -> Iterator[str]:
-    """A second opinion on the store's lines: the journal's rows (pokna.ledger.books_repository), grouped
-    and encoded compactly by the standard library."""
-    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    for group in _grouped(session, tenant_id, ranges):
-        yield encode(transaction_line(tenant_id, group)) + "\n"
-
-
 def test_postgresql_builds_the_same_lines_as_the_portable_exporter(
     sessions: sessionmaker[Session], tenant_api: TenantApi
 ) -> None:
@@ -347,12 +330,9 @@ def test_postgresql_builds_the_same_lines_as_the_portable_exporter(
     accounts = _populate(tenant_api)
     metadata = {"ünï": "\u2028 \U0001f3b2 -9007199254740991", "ctl": "\x01\t", "b": "true", "z": ""}
     _moved(tenant_api.withdraw(accounts["ree"], 1, reference='ref "quoted" \\ back', metadata=metadata))
-    with unit_of_work(sessions) as session:
-        ranges = books_repository.seq_range(session, tenant_id, None, None)
-        database_built = [
-            json.loads(line) for line in store_postgresql.jsonl_lines(session, tenant_id, ranges)
-        ]
-        portable = [json.loads(line) for line in portable_jsonl(session, tenant_id, ranges)]
+    database_built = [json.loads(line) for line in export_jsonl(sessions, tenant_id)]
+    with sessions() as session:
+        portable = [json.loads(line) for line in portable_jsonl(session, tenant_id)]
     assert database_built == portable
     assert len(portable) == 9
     # Every line names its chain first, and the lines come in (chain, seq) order.
@@ -717,36 +697,51 @@ def test_leaving_a_postgresql_export_early_leaves_the_transaction_usable(
             await teller.deposit(wallet, 1, metadata=padding)
 
     teller.run(deposits())
-    with unit_of_work(sessions) as session:
-        lines = export_jsonl(session, tenant_id)
-        assert [json.loads(next(lines))["seq"] for _ in range(13)] == list(range(1, 14))
-        lines.close()  # type: ignore[attr-defined]
-        assert balance_of(session, wallet) == DEPOSITS_PAST_THE_BUFFERS
-        assert len(list(export_jsonl(session, tenant_id, chain=0, to_seq=5))) == 5
+
+    async def left_early(connection: AsyncConnection[Any]) -> None:
+        lines = cast(
+            AsyncGenerator[str, None], export_aio.export_jsonl(connection, tenant_id, None, None, None)
+        )
+        assert [json.loads(await anext(lines))["seq"] for _ in range(13)] == list(range(1, 14))
+        await lines.aclose()
+        assert await _balance(connection, wallet) == DEPOSITS_PAST_THE_BUFFERS
+        assert len([line async for line in export_aio.export_jsonl(connection, tenant_id, 0, None, 5)]) == 5
+
+    on_database(sessions, left_early)
 
 
-def test_the_session_answers_between_any_two_lines_of_an_export(
+def test_the_connection_answers_between_any_two_lines_of_an_export(
     sessions: sessionmaker[Session], tenant_api: TenantApi, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What an audit bundle does: read through the session while the export is part-way. A stream still
-    open on the connection once blocked that read for ever; and the session's transaction may end between
-    two lines (the bundle's HTTP edge commits between chunks) without the export losing its place."""
+    """What an audit bundle does: read on the export's connection while the export is part-way. A stream
+    still open on the connection once blocked that read for ever; and the transaction may end between two
+    lines without the export losing its place."""
     tenant_id = tenant_api.tenant_id
     monkeypatch.setattr(store_postgresql, "PAGE_TRANSACTIONS", 7)
     wallet = tenant_api.wallet()
     for amount in range(1, 31):
         _moved(tenant_api.deposit(wallet, amount))
-    with sessions() as session:
-        whole = list(export_jsonl(session, tenant_id))
-    with sessions() as session:
-        interleaved = []
-        for index, line in enumerate(export_jsonl(session, tenant_id)):
-            interleaved.append(line)
-            assert balance_of(session, wallet) == sum(range(1, 31))
-            if index % 3 == 0:
-                session.commit()
-    assert interleaved == whole
+    whole = export_jsonl(sessions, tenant_id)
+
+    async def interleaved(connection: AsyncConnection[Any]) -> list[str]:
+        lines = []
+        async for line in export_aio.export_jsonl(connection, tenant_id, None, None, None):
+            lines.append(line)
+            assert await _balance(connection, wallet) == sum(range(1, 31))
+            if len(lines) % 3 == 1:
+                await connection.commit()
+        return lines
+
+    assert on_database(sessions, interleaved) == whole
     assert [json.loads(line)["seq"] for line in whole] == list(range(1, 31))
+
+
+async def _balance(connection: AsyncConnection[Any], account_id: str) -> int:
+    found = await (
+        await connection.execute("SELECT balance FROM account WHERE id = %s", (account_id,))
+    ).fetchone()
+    assert found is not None
+    return int(found[0])
 
 
 def test_a_number_past_the_limit_is_unusable_input_naming_its_line_not_a_crash(tmp_path: Path) -> None:

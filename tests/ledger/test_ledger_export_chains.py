@@ -21,21 +21,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.errors import InvalidRequest
-from pokna.ledger import (
-    books_repository,
-    chain_for,
-    export_beancount,
-    export_csv,
-    export_jsonl,
-    open_account,
-    verify_export,
-)
-from pokna.ledger.export import _grouped
-from pokna.ledger.store_postgresql import jsonl_lines
+from pokna.ledger import chain_for, verify_export
+from support.driver import export_beancount, export_csv, export_jsonl, open_account
 from support.game_play import Api, new_tenant_key
 from support.ledger_reads import trial_balance
 from support.money import Teller
-from support.portable_export import transaction_line
+from support.portable_export import journal_groups, transaction_line
 
 pytest_plugins = ["ledger_fixtures"]
 
@@ -94,10 +85,9 @@ def test_an_export_holds_every_chain_in_chain_and_seq_order_and_verifies(
     assert report.valid, report.findings
     assert report.transactions == len(lines)
     assert sum(report.trial_balance().values()) == 0
-    with unit_of_work(sessions) as session:  # the store's lines are the journal's rows, on every chain
-        ranges = books_repository.seq_range(session, tenant_id, None, None)
-        assert [json.loads(line) for line in jsonl_lines(session, tenant_id, ranges)] == [
-            transaction_line(tenant_id, group) for group in _grouped(session, tenant_id, ranges)
+    with sessions() as session:  # the store's lines are the journal's rows, on every chain
+        assert [json.loads(line) for line in lines] == [
+            transaction_line(tenant_id, group) for group in journal_groups(session, tenant_id)
         ]
 
 

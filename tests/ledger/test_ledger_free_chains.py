@@ -18,10 +18,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import export_jsonl, open_account, reconcile, verify_export
+from pokna.ledger import verify_export
 from pokna.ledger.accounts import system_external_id
 from pokna.ledger.model import DEFAULT_CURRENCY
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
+from support.driver import export_jsonl, open_account, reconcile
 from support.ledger_reads import balance_of, system_balance
 from support.money import Teller
 

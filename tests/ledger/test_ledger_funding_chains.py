@@ -15,17 +15,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
-from pokna.ledger import (
-    AccountKind,
-    export_beancount,
-    funding_account,
-    open_account,
-    reconcile,
-    system_external_id,
-    verify_export,
-)
-from pokna.ledger.export import beancount_account, export_jsonl
+from pokna.ledger import AccountKind, system_external_id, verify_export
+from pokna.ledger.export_aio import beancount_account
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
+from support.driver import export_beancount, export_jsonl, funding_account, open_account, reconcile
 from support.ledger_reads import (
     house_account,
     revenue_account,

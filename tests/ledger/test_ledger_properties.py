@@ -20,15 +20,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.engine import unit_of_work
 from pokna.dealer import service as games
-from pokna.ledger import (
-    InsufficientFunds,
-    export_jsonl,
-    open_account,
-    reconcile,
-    verify_export,
-)
+from pokna.ledger import InsufficientFunds, verify_export
 from pokna.runtime import Runtime
 from support.acting import create_game_now, play_now, read_proof
+from support.driver import export_jsonl, open_account, reconcile
 from support.game_play import obliging
 from support.ledger_reads import trial_balance
 from support.money import Teller, new_teller

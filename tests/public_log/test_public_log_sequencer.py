@@ -17,7 +17,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.aio import AsyncDatabase, conninfo_of
 from pokna.db.engine import Waits
 from pokna.db.models.game import Game as GameRow
-from pokna.ledger import read_heads
 from pokna.public_log import reads
 from pokna.public_log.sequencer import LogSigner
 from pokna.public_log.worker import run_sequencer, sequence_all
@@ -28,6 +27,7 @@ from pokna_verify.tlog.hashing import leaf_hash
 from pokna_verify.tlog.note import NoteVerifier, open_note
 from pokna_verify.tlog.tree import Node, consistency_ranges, inclusion_ranges, nodes_for, proof_hashes
 from pokna_verify.tlog.verify import verify_consistency, verify_inclusion
+from support.driver import read_heads
 from support.game_logs import ORIGIN_PREFIX, checkpoint_notes, logged_leaves, open_table, unlogged
 
 

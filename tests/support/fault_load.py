@@ -23,8 +23,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.models.ledger import JournalPosting, JournalTransaction
-from pokna.ledger.export import export_jsonl
 from pokna_verify.ledger.check import verify_export
+from support.driver import export_jsonl
 from support.game_play import FINAL, Api, check_finished_game, obliging
 
 CLIENTS = 8

@@ -9,10 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from pokna.db.engine import make_engine, make_sessionmaker
-from pokna.tenants import service as tenants
 from pokna_verify.crypto.signing import generate_signing_key, private_key_to_pem
 from pokna_verify.fairness.seed_vault import generate_vault_key
+from support.driver import new_api_key
 from support.postgres import Cluster, start_cluster
 
 _SIGNING_KEY = private_key_to_pem(generate_signing_key()).decode()
@@ -36,13 +35,8 @@ def service_env(database_url: str) -> dict[str, str]:
 
 def tenant_on(database_url: str) -> tuple[str, str]:
     """A new tenant and its API key, written straight to the database (as `pokna tenants create` does)."""
-    engine = make_engine(database_url)
-    try:
-        with make_sessionmaker(engine).begin() as session:
-            tenant = tenants.create_tenant(session, "Chalmun's Cantina")
-            return tenant.id, tenants.issue_api_key(session, tenant.id).secret
-    finally:
-        engine.dispose()
+    issued = new_api_key(database_url, "Chalmun's Cantina")
+    return issued.tenant_id, issued.secret
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import JournalTransaction
-from pokna.tenants import service as tenants
 from pokna_verify.fairness.keyring import KeyRing
 from pokna_verify.fairness.proof_replay import replay_proof
 from pokna_verify.fairness.verification import VerificationReport, verify_proof
+from support.driver import new_api_key
 
 Game = dict[str, Any]
 Policy = Callable[[Game], dict[str, Any]]
@@ -133,9 +133,7 @@ class Api:
 
 
 def new_tenant_key(sessions: sessionmaker[Session], name: str = "Mos Espa") -> str:
-    with sessions.begin() as session:
-        tenant = tenants.create_tenant(session, name)
-        return tenants.issue_api_key(session, tenant.id).secret
+    return new_api_key(sessions, name).secret
 
 
 # --- deciding --------------------------------------------------------------------------------------------

@@ -13,23 +13,25 @@ from pokna.db.models.ledger import Account, JournalTransaction
 from pokna.ledger import accounts, reads
 from pokna.ledger.checkpoint import Checkpoint
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, PostedTransaction, Posting
+from pokna.ledger.reads import AccountRecord
+from support.driver import system_account
 
 
 def balance_of(session: Session, account_id: str) -> int:
     return int(session.execute(select(Account.balance).where(Account.id == account_id)).scalar_one())
 
 
-def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> Account:
+def house_account(session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY) -> AccountRecord:
     """The tenant's house account in `currency`, created on demand as the other system accounts are."""
-    return accounts._system_account(session, tenant_id, AccountKind.HOUSE, currency, 0)
+    return system_account(session, tenant_id, AccountKind.HOUSE, currency, 0)
 
 
 def revenue_account(
     session: Session, tenant_id: str, currency: str = DEFAULT_CURRENCY, chain: int = 0
-) -> Account:
+) -> AccountRecord:
     """The tenant's revenue account of `chain`, created on demand as a rake's first posting opens it
     (pokna.ledger.accounts_aio.open_system_account)."""
-    return accounts._system_account(session, tenant_id, AccountKind.REVENUE, currency, chain)
+    return system_account(session, tenant_id, AccountKind.REVENUE, currency, chain)
 
 
 def system_accounts(

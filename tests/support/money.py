@@ -26,8 +26,8 @@ from pokna.db.aio import AsyncDatabase
 from pokna.db.engine import Waits, make_engine
 from pokna.ledger import moving
 from pokna.runtime import Runtime
-from pokna.tenants import service as tenants
 from pokna.tenants.authentication import key_digest
+from support.driver import new_api_key
 
 T = TypeVar("T")
 
@@ -109,10 +109,8 @@ class Teller:
 
 def new_teller(runtime: Runtime, sessions: sessionmaker[Session], name: str = "Mos Espa") -> Teller:
     """A new tenant with an API key, and its teller."""
-    with sessions.begin() as session:
-        tenant = tenants.create_tenant(session, name)
-        issued = tenants.issue_api_key(session, tenant.id)
-    return Teller.of(runtime, tenant.id, issued.secret)
+    issued = new_api_key(sessions, name)
+    return Teller.of(runtime, issued.tenant_id, issued.secret)
 
 
 @contextmanager

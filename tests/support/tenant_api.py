@@ -9,8 +9,7 @@ from uuid import uuid4
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import make_engine, make_sessionmaker
-from pokna.tenants import service as tenants
+from support.driver import new_api_key
 
 
 @dataclass
@@ -69,18 +68,11 @@ def money_key() -> dict[str, str]:
 
 
 def new_tenant(client: TestClient, sessions: sessionmaker[Session], name: str = "Cantina") -> TenantApi:
-    with sessions.begin() as session:
-        tenant = tenants.create_tenant(session, name)
-        issued = tenants.issue_api_key(session, tenant.id)
-    return TenantApi(client, tenant.id, issued.secret)
+    issued = new_api_key(sessions, name)
+    return TenantApi(client, issued.tenant_id, issued.secret)
 
 
 def api_key_on(database_url: str, name: str) -> str:
     """A new tenant's API key, written straight to the database at `database_url` (as `pokna tenants
     create` does), for a test that talks to a real server over HTTP."""
-    engine = make_engine(database_url)
-    try:
-        with make_sessionmaker(engine).begin() as session:
-            return tenants.issue_api_key(session, tenants.create_tenant(session, name).id).secret
-    finally:
-        engine.dispose()
+    return new_api_key(database_url, name).secret

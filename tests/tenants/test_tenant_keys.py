@@ -11,17 +11,16 @@ from pokna.cli.app import app
 from pokna.db.models.tenant import ApiKey
 from pokna.errors import NotFound, Unauthorized
 from pokna.settings import get_settings
-from pokna.tenants import service
 from pokna.tenants.authentication import key_digest
+from support.driver import create_tenant, issue_api_key, revoke_api_key
 from support.key_checks import tenant_of_key
 
 
 def test_issued_key_authenticates_its_tenant_and_only_a_digest_is_stored(
     sessions: sessionmaker[Session],
 ) -> None:
-    with sessions.begin() as session:
-        tenant = service.create_tenant(session, "Mos Eisley Cantina")
-        issued = service.issue_api_key(session, tenant.id)
+    tenant = create_tenant(sessions, "Mos Eisley Cantina")
+    issued = issue_api_key(sessions, tenant.id)
     assert tenant_of_key(sessions, key_digest(issued.secret)) == tenant.id
     with sessions() as session:
         stored = session.scalars(select(ApiKey)).one()
@@ -31,11 +30,12 @@ def test_issued_key_authenticates_its_tenant_and_only_a_digest_is_stored(
 
 
 def test_revoked_and_unknown_keys_are_refused_alike(sessions: sessionmaker[Session]) -> None:
-    with sessions.begin() as session:
-        tenant = service.create_tenant(session, "Jabba's Palace")
-        first = service.issue_api_key(session, tenant.id)
-        second = service.issue_api_key(session, tenant.id)
-        service.revoke_api_key(session, first.key_id)
+    tenant = create_tenant(sessions, "Jabba's Palace")
+    first = issue_api_key(sessions, tenant.id)
+    second = issue_api_key(sessions, tenant.id)
+    revoked = revoke_api_key(sessions, first.key_id)
+    assert revoked.revoked_at is not None
+    assert revoke_api_key(sessions, first.key_id) == revoked  # revoked once: its time stays
     with pytest.raises(Unauthorized):
         tenant_of_key(sessions, key_digest(first.secret))
     with pytest.raises(Unauthorized):
@@ -44,8 +44,10 @@ def test_revoked_and_unknown_keys_are_refused_alike(sessions: sessionmaker[Sessi
 
 
 def test_keys_for_an_unknown_tenant_are_refused(sessions: sessionmaker[Session]) -> None:
-    with sessions() as session, pytest.raises(NotFound):
-        service.issue_api_key(session, "ten_missing")
+    with pytest.raises(NotFound):
+        issue_api_key(sessions, "ten_missing")
+    with pytest.raises(NotFound):
+        revoke_api_key(sessions, "key_missing")
 
 
 def test_cli_creates_tenant_and_key_then_revokes_it(

@@ -32,7 +32,7 @@ from pokna.db.types import utc_now
 from pokna.dealer import service as dealer
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, summaries
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.store_postgresql import jsonl_lines_aio
+from pokna.ledger.store_postgresql import jsonl_lines
 from pokna.service_keys import ServiceKeys
 from pokna_verify.bundle.log_records import LOG_CHECKPOINT, LOG_LEAF
 from pokna_verify.bundle.records import (
@@ -182,7 +182,7 @@ class Bundle:
                 async with connect() as connection:
                     batch = [
                         (text, json.loads(text))
-                        async for text in jsonl_lines_aio(connection, self.tenant_id, [page])
+                        async for text in jsonl_lines(connection, self.tenant_id, [page])
                     ]
                     reads = await _batch_reads(
                         connection, self.tenant_id, self.journal, batch, seen_accounts, seen_games

@@ -7,8 +7,6 @@ without the service: the same function, options, output, --json and exit codes (
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -93,50 +91,29 @@ def bundle_command(
     chain in (chain, seq) order, or one chain (--chain); a seq range without --chain is chain 0's."""
     from contextlib import nullcontext
 
-    from psycopg import AsyncConnection
-
     from pokna.bundles import BundleRange, open_bundle
-    from pokna.cli.command_session import command_sessions, require_tenant
+    from pokna.cli.command_database import require_tenant, streamed_command
     from pokna.cli.errors import EXIT_USAGE, CommandError
-    from pokna.db.engine import unit_of_work
     from pokna.errors import InvalidRequest
-    from pokna.public_log.worker import conninfo
     from pokna.service_keys import load_service_keys
     from pokna.settings import get_settings
 
     span = BundleRange(from_seq, to_seq, utc(from_time), utc(to_time), chain, log_since)
     keys = load_service_keys(get_settings())
-    with command_sessions() as sessions, asyncio.Runner() as runner:
-        with unit_of_work(sessions) as session:
-            require_tenant(session, tenant)
-        # One connection for the whole bundle, in one event loop that the chunks are pulled through.
-        connection = runner.run(AsyncConnection.connect(conninfo(sessions), autocommit=True))
+    # One connection for the whole bundle, in one event loop that the chunks are pulled through.
+    with streamed_command() as streamed:
+        connection = streamed.connection
+        streamed.run(require_tenant(connection, tenant))
         try:
-            try:
-                bundle = runner.run(open_bundle(connection, keys, tenant, span))
-            except InvalidRequest as error:
-                option = "--" + str(error.extensions["invalid_params"][0]["name"]).removeprefix(
-                    "query."
-                ).replace("_", "-")
-                raise CommandError(f"{option}: {error.detail}", exit_code=EXIT_USAGE) from None
-            chunks = bundle.chunks(lambda: nullcontext(connection))
-            with output_file(output) as handle:
-                StderrProgress(progress).written(pulled(runner, chunks), handle)
-        finally:
-            runner.run(connection.close())
-
-
-def pulled(runner: asyncio.Runner, chunks: AsyncIterator[str]) -> Iterator[str]:
-    """An async iterator's items, each awaited in `runner`'s loop, for a command that writes as it reads."""
-    while True:
-        try:
-            yield runner.run(_next(chunks))
-        except StopAsyncIteration:
-            return
-
-
-async def _next(chunks: AsyncIterator[str]) -> str:
-    return await anext(chunks)
+            bundle = streamed.run(open_bundle(connection, keys, tenant, span))
+        except InvalidRequest as error:
+            option = "--" + str(error.extensions["invalid_params"][0]["name"]).removeprefix("query.").replace(
+                "_", "-"
+            )
+            raise CommandError(f"{option}: {error.detail}", exit_code=EXIT_USAGE) from None
+        chunks = bundle.chunks(lambda: nullcontext(connection))
+        with output_file(output) as handle:
+            StderrProgress(progress).written(streamed.pulled(chunks), handle)
 
 
 def utc(moment: datetime | None) -> datetime | None:

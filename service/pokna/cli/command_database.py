@@ -1,19 +1,33 @@
-"""How a background command (`pokna sweep`, `pokna webhooks deliver`, `pokna log sequence`) holds the
-configured database: psycopg's pool (pokna.db.aio), one per process, open while the command's event loop
-runs, with a command's waits (`Waits()`: no limit on a statement). No session and no thread: the same
-road as the API's requests."""
+"""How a command reaches the configured database: on psycopg's async road (pokna.db.aio), with a
+command's waits (`Waits()`: no limit on a statement), no session and no thread.
+
+A background command (`pokna sweep`, `pokna webhooks deliver`, `pokna log sequence`) holds psycopg's pool,
+one per process, open while its event loop runs (`command_database`). A command that does one piece of work
+(`pokna tenants`, `pokna ledger`, `pokna audit bundle`) holds one connection in a short event loop of its
+own (`run_command`; `streamed_command` for one that writes as it reads); its writes are one transaction
+(`async with connection.transaction()`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TypeVar
+
+from psycopg import AsyncConnection
 
 from pokna.cli.database_url import configured_database_url
-from pokna.db.aio import AsyncDatabase
+from pokna.cli.errors import EXIT_USAGE, CommandError
+from pokna.db.aio import AsyncDatabase, conninfo_of
 from pokna.db.engine import Waits, make_engine
+from pokna.errors import NotFound
+from pokna.tenants import service as tenants
+
+Done = TypeVar("Done")
 
 CONNECTIONS = 1
-"""Each of these commands works one step at a time, on one connection."""
+"""A background command works one step at a time, on one connection."""
 
 
 @asynccontextmanager
@@ -27,3 +41,82 @@ async def command_database() -> AsyncIterator[AsyncDatabase]:
             yield database
     finally:
         engine.dispose()
+
+
+def command_conninfo() -> str:
+    """The configured database as a libpq connection string, with a command's waits (an engine is made
+    only to read the URL as the service does: it never connects)."""
+    engine = make_engine(configured_database_url())
+    try:
+        return conninfo_of(engine, Waits())
+    finally:
+        engine.dispose()
+
+
+async def command_connection() -> AsyncConnection[Any]:
+    """An autocommit connection to the configured database; the caller closes it."""
+    return await AsyncConnection.connect(command_conninfo(), autocommit=True)
+
+
+def run_command(work: Callable[[AsyncConnection[Any]], Awaitable[Done]]) -> Done:
+    """`work` on one connection, in an event loop of the command's own, closed afterwards."""
+
+    async def connected() -> Done:
+        async with await command_connection() as connection:
+            return await work(connection)
+
+    return asyncio.run(connected())
+
+
+class Streamed:
+    """A command that writes as it reads (`ledger export`, `audit bundle`): one connection in one event
+    loop, which its chunks are pulled through one by one (`pulled`); at the end every stream it pulled
+    is closed, then the connection, in that loop."""
+
+    def __init__(self, runner: asyncio.Runner, connection: AsyncConnection[Any]) -> None:
+        self.runner = runner
+        self.connection = connection
+        self._streams: list[AsyncIterator[str]] = []
+
+    def run(self, work: Coroutine[Any, Any, Done]) -> Done:
+        return self.runner.run(work)
+
+    def pulled(self, chunks: AsyncIterator[str]) -> Iterator[str]:
+        self._streams.append(chunks)
+        while True:
+            try:
+                yield self.runner.run(_next(chunks))
+            except StopAsyncIteration:
+                return
+
+    async def close(self) -> None:
+        for chunks in self._streams:
+            closing = getattr(chunks, "aclose", None)
+            if closing is not None:
+                await closing()
+        await self.connection.close()
+
+
+@contextmanager
+def streamed_command() -> Iterator[Streamed]:
+    with asyncio.Runner() as runner:
+        streamed = Streamed(runner, runner.run(command_connection()))
+        try:
+            yield streamed
+        finally:
+            runner.run(streamed.close())
+
+
+async def _next(chunks: AsyncIterator[str]) -> str:
+    return await anext(chunks)
+
+
+async def require_tenant(connection: AsyncConnection[Any], tenant_id: str) -> None:
+    """A command about one tenant names an unknown one, rather than answer with nothing: a wrong argument,
+    so exit 2, like any usage mistake."""
+    try:
+        await tenants.get_tenant(connection, tenant_id)
+    except NotFound:
+        raise CommandError(
+            f"no tenant {tenant_id!r}", "`pokna tenants list` shows the tenants", exit_code=EXIT_USAGE
+        ) from None

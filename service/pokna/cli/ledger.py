@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
+from psycopg import AsyncConnection
 
 from pokna.cli.app import app
-from pokna.cli.command_session import command_session, require_tenant
+from pokna.cli.command_database import require_tenant, run_command, streamed_command
 from pokna.cli.errors import CommandError
-from pokna.ledger import (
-    checkpoint_document,
-    export_lines,
-    reconcile,
-    take_checkpoint,
-)
-from pokna.ledger.export import EXPORT_FORMATS
+from pokna.ledger import EXPORTERS, check_chain, check_seq_bounds, checkpoint_document, reconcile
+from pokna.ledger.checkpoint import Checkpoint, take_checkpoint_async
+from pokna.ledger.export_aio import EXPORT_FORMATS
+from pokna.ledger.reconcile import ReconcileReport
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 from pokna_verify.cli import usage
@@ -82,13 +80,20 @@ def export_command(
     in (chain, seq) order, or one chain (--chain); a seq range without --chain is chain 0's."""
     if export_format not in EXPORT_FORMATS:
         raise typer.BadParameter(f"one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
-    with command_session() as session:
-        require_tenant(session, tenant)
+    # Checked now, before the file is opened and before the first line is asked for.
+    check_chain(chain)
+    check_seq_bounds(chain, from_seq, to_seq)
+    exporter = EXPORTERS[export_format]
+
+    async def chunks(connection: AsyncConnection[Any]) -> AsyncIterator[str]:
+        async with connection.transaction():  # one transaction throughout: the heads read first bound it
+            async for chunk in exporter(connection, tenant, chain, from_seq, to_seq):
+                yield chunk
+
+    with streamed_command() as streamed:
+        streamed.run(require_tenant(streamed.connection, tenant))
         with output_file(output) as handle:
-            chunks = export_lines(
-                session, tenant, export_format, chain=chain, from_seq=from_seq, to_seq=to_seq
-            )
-            StderrProgress(progress).written(chunks, handle)
+            StderrProgress(progress).written(streamed.pulled(chunks(streamed.connection)), handle)
 
 
 @ledger_app.command("reconcile")
@@ -99,10 +104,13 @@ def reconcile_command(
     ] = True,
 ) -> None:
     """Compare stored balances with the sum of postings. Exit 1 when anything disagrees."""
-    with command_session() as session:
+
+    async def reconciled(connection: AsyncConnection[Any]) -> ReconcileReport:
         if tenant is not None:
-            require_tenant(session, tenant)
-        report = reconcile(session, tenant, check_chain=chain)
+            await require_tenant(connection, tenant)
+        return await reconcile(connection, tenant, check_chain=chain)
+
+    report = run_command(reconciled)
     for difference in report.differences:
         typer.echo(
             f"DRIFT    {difference.account_id} (tenant {difference.tenant_id}): stored {difference.stored}, "
@@ -130,8 +138,12 @@ def checkpoint_command(
 ) -> None:
     """Sign the tenant's current chain head with the service key and print the checkpoint document."""
     signing_key = load_service_keys(get_settings()).signing_key
-    with command_session() as session:
-        require_tenant(session, tenant)
-        document = checkpoint_document(take_checkpoint(session, tenant, signing_key))
+
+    async def taken(connection: AsyncConnection[Any]) -> Checkpoint:
+        await require_tenant(connection, tenant)
+        async with connection.transaction():
+            return await take_checkpoint_async(connection, tenant, signing_key)
+
+    document = checkpoint_document(run_command(taken))
     with output_file(output) as handle:
         handle.write(json.dumps(document, indent=2) + "\n")

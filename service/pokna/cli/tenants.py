@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from psycopg import AsyncConnection
 
 from pokna.cli.app import app
-from pokna.cli.command_session import command_session, require_tenant
+from pokna.cli.command_database import require_tenant, run_command
 from pokna.cli.errors import CommandError
 from pokna.errors import NotFound
 from pokna.tenants import service
@@ -25,25 +26,28 @@ TenantArgument = Annotated[str, typer.Argument(help="The tenant's id (`pokna ten
 @tenants_app.command("create")
 def create(name: Annotated[str, typer.Argument(help="The app's name.")], as_json: JsonOption = False) -> None:
     """Create a tenant and its first API key. The key is shown only now."""
-    with command_session() as session:
-        try:
-            tenant = service.create_tenant(session, name)
-        except ValueError as error:
-            raise CommandError(
-                f"{error}, not {len(name)}", 'e.g. pokna tenants create "Chalmun\'s Cantina"'
-            ) from None
-        issued = service.issue_api_key(session, tenant.id)
+
+    async def create(connection: AsyncConnection[Any]) -> tuple[service.TenantRecord, service.IssuedKey]:
+        async with connection.transaction():
+            try:
+                tenant = await service.create_tenant(connection, name)
+            except ValueError as error:
+                raise CommandError(
+                    f"{error}, not {len(name)}", 'e.g. pokna tenants create "Chalmun\'s Cantina"'
+                ) from None
+            return tenant, await service.issue_api_key(connection, tenant.id)
+
+    tenant, issued = run_command(create)
     _print_key(issued, as_json, tenant_name=tenant.name)
 
 
 @tenants_app.command("list")
 def list_(as_json: JsonOption = False) -> None:
     """List tenants."""
-    with command_session() as session:
-        rows = [
-            {"id": t.id, "name": t.name, "created_at": t.created_at.isoformat()}
-            for t in service.list_tenants(session)
-        ]
+    rows = [
+        {"id": t.id, "name": t.name, "created_at": t.created_at.isoformat()}
+        for t in run_command(service.list_tenants)
+    ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     else:
@@ -54,25 +58,30 @@ def list_(as_json: JsonOption = False) -> None:
 @keys_app.command("create")
 def create_key(tenant_id: TenantArgument, as_json: JsonOption = False) -> None:
     """Issue another API key for a tenant (for rotation: issue, deploy, then revoke the old one)."""
-    with command_session() as session:
-        require_tenant(session, tenant_id)
-        issued = service.issue_api_key(session, tenant_id)
-    _print_key(issued, as_json)
+
+    async def issue(connection: AsyncConnection[Any]) -> service.IssuedKey:
+        await require_tenant(connection, tenant_id)
+        return await service.issue_api_key(connection, tenant_id)
+
+    _print_key(run_command(issue), as_json)
 
 
 @keys_app.command("list")
 def list_keys(tenant_id: TenantArgument, as_json: JsonOption = False) -> None:
     """List a tenant's keys (ids and state only; secrets are never stored)."""
-    with command_session() as session:
-        require_tenant(session, tenant_id)
-        rows = [
-            {
-                "id": key.id,
-                "created_at": key.created_at.isoformat(),
-                "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
-            }
-            for key in service.list_api_keys(session, tenant_id)
-        ]
+
+    async def keys(connection: AsyncConnection[Any]) -> list[service.ApiKeyRecord]:
+        await require_tenant(connection, tenant_id)
+        return await service.list_api_keys(connection, tenant_id)
+
+    rows = [
+        {
+            "id": key.id,
+            "created_at": key.created_at.isoformat(),
+            "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+        }
+        for key in run_command(keys)
+    ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     else:
@@ -88,8 +97,7 @@ def revoke_key(
 ) -> None:
     """Revoke an API key; requests with it get 401 from then on."""
     try:
-        with command_session() as session:
-            service.revoke_api_key(session, key_id)
+        run_command(lambda connection: service.revoke_api_key(connection, key_id))
     except NotFound:
         raise CommandError(
             f"no API key {key_id!r}", "`pokna tenants keys list TENANT_ID` shows a tenant's keys"

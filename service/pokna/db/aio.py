@@ -6,7 +6,7 @@ That is why these connections come from psycopg's own pool (`psycopg_pool.AsyncC
 from SQLAlchemy's async engine: the code speaks psycopg (pipelines, `AsyncConnection`), and SQLAlchemy's
 engine would add an adapter around every connection and a greenlet around every call for nothing it uses.
 The background jobs run on a pool of this kind too, one per process, with a command's waits
-(pokna.cli.command_database); the commands not yet moved keep their `Session` (pokna.db.engine). The API's
+(pokna.cli.command_database), and every other command on one connection of it. The API's
 pool and its sessions reach the same database with the same waits
 (statement and idle-in-transaction timeouts, connect timeout, the same hosts of a multi-host URL) and the
 same sizes (POKNA_DATABASE_POOL_SIZE, and _OVERFLOW more under load).

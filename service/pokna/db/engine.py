@@ -1,8 +1,8 @@
 """Engines and sessions. One engine per process; one session (unit of work) per command step.
 
-`unit_of_work` is the one way to hold a session: the commands not yet on the driver (pokna.cli.command_session),
-tests. No HTTP request and no background job holds one: every route, the sweep, the webhooks worker, the
-public log's sequencer and the monitoring reads are on psycopg's pool (pokna.db.aio)."""
+`unit_of_work` is the one way to hold a session, for the tests. No HTTP request, command or background job
+holds one: every route, every command, the sweep, the webhooks worker, the public log's sequencer and the
+monitoring reads are on psycopg's async connections (pokna.db.aio, pokna.cli.command_database)."""
 
 from __future__ import annotations
 

@@ -3,18 +3,16 @@
 Read docs/ledger.md for the model, the sign convention and every invariant the database enforces. Other
 packages import from here, not from the modules behind it:
 
-- accounts: open, find and read accounts (`AccountSummary` is what other domains may know of one);
+- accounts, accounts_aio: open, find and read accounts (`AccountSummary` is what other domains may know
+  of one);
 - moving: deposits and withdrawals, the one way money enters and leaves a wallet (one ledger_move() call);
   batches: a game step's transfers, posted by the dealer's game_write(); both through ledger_post();
-- reads (the API's, async), export, checkpoint, reconcile: the journal read back; audit (and audit_scan): the offline check.
+- reads (the API's), export_aio, checkpoint, reconcile: the journal read back, async; the offline check
+  is pokna_verify's.
 """
 
-from pokna.ledger.accounts import (
-    AccountSummary,
-    funding_account,
-    open_account,
-    system_external_id,
-)
+from pokna.ledger.accounts import AccountSummary, system_external_id
+from pokna.ledger.accounts_aio import open_account
 from pokna.ledger.audit_reads import (
     JournalSpans,
     check_range,
@@ -28,7 +26,7 @@ from pokna.ledger.checkpoint import (
     Checkpoint,
     checkpoint_document,
     oldest_unsigned_at,
-    take_checkpoint,
+    take_checkpoint_async,
 )
 from pokna.ledger.errors import (
     AccountExists,
@@ -40,19 +38,12 @@ from pokna.ledger.errors import (
     TransactionNotFound,
     UnbalancedTransaction,
 )
-from pokna.ledger.export import (
-    check_chain,
-    export_beancount,
-    export_csv,
-    export_jsonl,
-    export_lines,
-)
-from pokna.ledger.export_aio import EXPORTERS
+from pokna.ledger.export_aio import EXPORTERS, check_chain
 from pokna.ledger.holding import GameAccounts, hold_wallets
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
 from pokna.ledger.reads import AccountEntry, AccountRecord, TrialBalance
 from pokna.ledger.reconcile import reconcile
-from pokna.ledger.repository import read_heads, read_heads_async
+from pokna.ledger.repository import read_heads_async
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
 from pokna_verify.ledger.check import AuditReport, verify_export
 from pokna_verify.ledger.scan import verify_export_stream
@@ -88,20 +79,14 @@ __all__ = [
     "check_seq_bounds",
     "checkpoint_document",
     "checkpoints_between",
-    "export_beancount",
-    "export_csv",
-    "export_jsonl",
-    "export_lines",
-    "funding_account",
     "hold_wallets",
     "journal_span",
     "oldest_unsigned_at",
     "open_account",
-    "read_heads",
     "read_heads_async",
     "reconcile",
     "system_external_id",
-    "take_checkpoint",
+    "take_checkpoint_async",
     "transfer_batch",
     "transfers_before",
     "verify_export",

@@ -16,12 +16,11 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from psycopg import AsyncConnection
 from psycopg.types.json import Json
-from sqlalchemy.orm import Session
 
 from pokna.db.types import new_id, utc_now
 from pokna.idempotency.keyed import Transaction
 from pokna.ledger import repository
-from pokna.ledger.errors import TenantNotFound
+from pokna.tenants.service import tenant_ids_async
 from pokna_verify.crypto.signing import SIGNATURE_FIELD, sign_document
 from pokna_verify.ledger.chain import format_timestamp
 from pokna_verify.ledger.check import CHECKPOINT_TYPE
@@ -42,21 +41,11 @@ class Checkpoint:
     """[{chain, seq, hash}] ascending by chain; None for a checkpoint taken before there were chains."""
 
 
-def take_checkpoint(session: Session, tenant_id: str, signing_key: Ed25519PrivateKey) -> Checkpoint:
-    """Sign the tenant's current chain heads (chain 0 at seq 0 and the genesis hash for an empty ledger):
-    `pokna ledger checkpoint`'s, on its session, until that command moves to `take_checkpoint_async`."""
-    if not repository.tenant_exists(session, tenant_id):
-        raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
-    checkpoint = _signed(tenant_id, repository.read_heads(session, tenant_id), signing_key)
-    repository.insert_checkpoint(session, vars(checkpoint))
-    return checkpoint
-
-
 async def take_checkpoint_async(
     connection: AsyncConnection[Any], tenant_id: str, signing_key: Ed25519PrivateKey
 ) -> Checkpoint:
-    """`take_checkpoint` on an async connection, in the caller's transaction (the sweep's), for a tenant
-    known to exist."""
+    """Sign the tenant's current chain heads (chain 0 at seq 0 and the genesis hash for an empty ledger), in
+    the caller's transaction (the sweep's, `pokna ledger checkpoint`'s), for a tenant known to exist."""
     heads = await repository.read_heads_async(connection, tenant_id)
     checkpoint = _signed(tenant_id, heads, signing_key)
     await connection.execute(
@@ -66,7 +55,7 @@ async def take_checkpoint_async(
 
 
 async def take_checkpoint_in(opened: Transaction, signing_key: Ed25519PrivateKey) -> Checkpoint:
-    """`take_checkpoint` for the caller's tenant in a keyed transaction (`POST /v1/ledger/checkpoints`):
+    """`take_checkpoint_async` for the caller's tenant in a keyed transaction (`POST /v1/ledger/checkpoints`):
     the heads read in its first round trip, the checkpoint written with its COMMIT."""
     connection = opened.connection
     found = await opened.read(
@@ -146,8 +135,7 @@ async def checkpoint_moved_heads(connection: AsyncConnection[Any], signing_key: 
     last checkpoint (`pokna sweep` calls this), so an auditor never has more than one sweep of unpinned
     history. Tenant by tenant, each in a transaction of its own."""
     taken = 0
-    tenants = await (await connection.execute(repository.TENANT_IDS)).fetchall()
-    for (tenant_id,) in tenants:
+    for tenant_id in await tenant_ids_async(connection):
         async with connection.transaction():
             heads = await repository.read_heads_async(connection, tenant_id)
             moved = {chain: seq for chain, (seq, _hash) in heads.items() if seq}

@@ -1,10 +1,20 @@
-"""The ledger exports on the async road (psycopg `AsyncConnection`, pokna.db.aio): what the HTTP export
-streams. The same bytes as pokna.ledger.export, which the commands and reconcile still read through a
-session (a twin until they move too): the text is made by the same functions, only the reads differ.
+"""Ledger exports as async generators of text, streamed from the database on psycopg's async connection
+(pokna.db.aio): what `GET /v1/ledger/export`, `pokna ledger export`, reconcile and the audit bundle read.
+Memory holds one page at any size.
+
+- JSONL: one journal transaction per line, with its chain first and every hashed field plus `hash`; what
+  `pokna audit verify` checks offline.
+- CSV: one row per posting, its chain in the column before its seq.
+- Beancount: open directives, one transaction per journal transaction and, for an export up to every
+  chain's head, balance assertions of the stored balances, so `bean-check` itself proves the postings add up.
+
+Every export is in (chain, seq) order: all of chain 0, then chain 1, ... A range is one chain's: `chain`
+picks it; `from_seq`/`to_seq` need it (a seq is a position on one chain); with neither, the export is every
+chain whole. Each export is bounded by the chain heads read when it starts: the caller holds one
+transaction throughout, so postings committed while it streams never make it inconsistent.
 
 Every statement names the tenant (and joins posting to its transaction on the tenant too), so on Citus
-each one reaches one shard. The caller holds one transaction throughout (pokna.ledger.routes `export`):
-every read sees the heads read first, as the session's did.
+each one reaches one shard.
 """
 
 from __future__ import annotations
@@ -12,23 +22,67 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import AsyncIterator, Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import date, datetime, timedelta
+from typing import Any, Final
 
 from psycopg import AsyncConnection
 from psycopg.rows import namedtuple_row
 
+from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository
 from pokna.ledger.accounts import PER_CHAIN_KINDS, sub_account_chain
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.export import (
-    CSV_COLUMNS,
-    beancount_account,
-    beancount_string,
-    earliest_day,
+from pokna.ledger.store_postgresql import jsonl_lines, pages
+from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_label, format_timestamp
+
+EXPORT_FORMATS: Final = ("jsonl", "csv", "beancount")
+CSV_COLUMNS: Final = (
+    "chain",
+    "seq",
+    "transaction_id",
+    "kind",
+    "reference",
+    "created_at",
+    "leg",
+    "account_id",
+    "amount",
+    "currency",
+    "transaction_hash",
 )
-from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS, jsonl_lines_aio
-from pokna_verify.ledger.chain import chain_label, format_timestamp
+
+
+def check_chain(chain: int | None) -> None:
+    """Refuse a chain outside 0..LEDGER_CHAINS-1, naming the `chain` query parameter."""
+    if chain is not None and not 0 <= chain < LEDGER_CHAINS:
+        raise InvalidRequest(
+            f"chain is one of the ledger's chains, 0 to {LEDGER_CHAINS - 1}; not {chain}", field="query.chain"
+        )
+
+
+_BEANCOUNT_ROOTS: Final = {
+    "player_wallet": "Assets:Pokna:PlayerWallet",
+    "game_pot": "Assets:Pokna:GamePot",
+    "house": "Assets:Pokna:House",
+    "external_funding": "Equity:Pokna:ExternalFunding",
+    "revenue": "Income:Pokna:Revenue",
+}
+
+
+def beancount_account(kind: str, account_id: str) -> str:
+    """`acct_<hex>` -> `Assets:Pokna:PlayerWallet:Acct-<hex>` (Beancount names allow no underscores)."""
+    prefix, _, rest = account_id.partition("_")
+    return f"{_BEANCOUNT_ROOTS[kind]}:{prefix.capitalize()}-{rest}"
+
+
+def beancount_string(value: str) -> str:
+    cleaned = value.replace("\\", "/").replace('"', "'").replace("\n", " ").replace("\r", " ")
+    return f'"{cleaned}"'
+
+
+def earliest_day(account_days: list[datetime], first_transaction: datetime | None) -> date:
+    moments = [*account_days, *([first_transaction] if first_transaction else [])]
+    return min(moments).date() if moments else date(1970, 1, 1)
+
 
 _HEADS = "SELECT chain, last_seq FROM ledger_head WHERE tenant_id = %(tenant_id)s AND last_seq > 0"
 _POSTINGS = """
@@ -99,7 +153,8 @@ async def _ranges(
     from_seq: int | None,
     to_seq: int | None,
 ) -> list[SeqRange]:
-    """books_repository.seq_range on the connection."""
+    """The non-empty ranges (one per chain, ascending) an export of chain `chain` (None: see
+    books_repository.selected_chains) from `from_seq` to `to_seq` covers, cut at the chains' heads now."""
     heads = await head_seqs(connection, tenant_id)
     chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
     return [seqs for seqs in books_repository.seq_ranges(heads, chains, from_seq, to_seq) if not seqs.empty]
@@ -108,12 +163,10 @@ async def _ranges(
 async def _postings(
     connection: AsyncConnection[Any], tenant_id: str, ranges: Sequence[SeqRange]
 ) -> AsyncIterator[list[Any]]:
-    """The postings of PAGE_TRANSACTIONS transactions at a time, in (chain, seq) and leg order, each page
-    read whole before it is handed out."""
+    """The postings of a page of transactions at a time (store_postgresql.pages), in (chain, seq) and leg
+    order, each page read whole before it is handed out."""
     for seqs in ranges:
-        for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
-            last = min(first + PAGE_TRANSACTIONS - 1, seqs.last)
-            params = {"tenant_id": tenant_id, "chain": seqs.chain, "first": first, "last": last}
+        for params in pages(tenant_id, seqs):
             yield await _rows(connection, _POSTINGS, params)
 
 
@@ -124,7 +177,7 @@ async def export_jsonl(
     from_seq: int | None,
     to_seq: int | None,
 ) -> AsyncIterator[str]:
-    async for line in jsonl_lines_aio(
+    async for line in jsonl_lines(
         connection, tenant_id, await _ranges(connection, tenant_id, chain, from_seq, to_seq)
     ):
         yield line
@@ -173,7 +226,15 @@ async def export_beancount(
     from_seq: int | None,
     to_seq: int | None,
 ) -> AsyncIterator[str]:
-    """pokna.ledger.export.export_beancount on the connection (its docstring says what the file holds)."""
+    """A Beancount ledger with the same signs as Pokna: wallets positive, external funding negative.
+
+    Every exported chain that starts after its seq 1 contributes to one opening transaction: every
+    account's postings on that chain before the range ("opening balances before chain 3 seq 12"; chain 0
+    as before chains: "before seq 12"). Chains the export leaves out contribute nothing, so each account's
+    balance in the file is what the exported chains moved up to the end of the range.
+    An export that reaches the head of every chain that has a transaction ends with balance assertions of
+    the stored balances (read in the same statement as the heads, so they describe exactly those
+    postings); an export of some chains only has none (the stored balances count the other chains too)."""
     accounts = await _rows(connection, _ACCOUNTS_WITH_HEADS, {"tenant_id": tenant_id})
     heads = {int(key): int(seq) for key, seq in (accounts[0].heads or {}).items()} if accounts else {}
     chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
@@ -191,6 +252,8 @@ async def export_beancount(
     for row in accounts:
         yield f"{open_day.isoformat()} open {names[row.id]} {row.currency}\n"
         if row.kind in PER_CHAIN_KINDS and (part := sub_account_chain(row.external_id, row.currency)) >= 0:
+            # One of the parts, one per chain, of the tenant's one funding (or revenue) account: Beancount
+            # adds them up under their parent (Equity:Pokna:ExternalFunding), and this says which is which.
             yield f'  chain: "{part}"\n'
     yield "\n"
 

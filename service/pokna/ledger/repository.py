@@ -1,83 +1,16 @@
-"""Every query the ledger makes through a session: accounts (opening one is the only write here), the chain
-heads and checkpoints (the API's reads of the books are pokna.ledger.reads's, on the driver). Services decide; this module only reads and writes rows. Postings are written by
-ledger_post() alone, called by the game's game_write() and the deposits' ledger_move(); the JSONL export's
-query is its store's (pokna.ledger.store).
+"""The ledger's statements that more than one module sends (the chain heads, checkpoints, the oldest
+unsigned posting), each on psycopg's async connection. The API's reads of the books are
+pokna.ledger.reads's; the exports' pokna.ledger.export_aio's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 from psycopg import AsyncConnection
-from sqlalchemy import Table, bindparam, insert, select, text
-from sqlalchemy.orm import Session
 
-from pokna.db.models.ledger import Account, JournalPosting, JournalTransaction, LedgerCheckpoint, LedgerHead
-from pokna.db.models.tenant import Tenant
 from pokna_verify.ledger.chain import GENESIS_HASH
-
-_account = cast(Table, Account.__table__)
-_transaction = cast(Table, JournalTransaction.__table__)
-_posting = cast(Table, JournalPosting.__table__)
-_head = cast(Table, LedgerHead.__table__)
-_checkpoint = cast(Table, LedgerCheckpoint.__table__)
-
-
-# --- accounts ------------------------------------------------------------------------------------------
-
-
-def tenant_exists(session: Session, tenant_id: str) -> bool:
-    return session.execute(select(Tenant.id).where(Tenant.id == tenant_id)).first() is not None
-
-
-# An account opened twice under one external id is found, not duplicated: ON CONFLICT DO NOTHING.
-# VALUES, not a SELECT that checks the tenant in the same statement: on Citus an INSERT ... SELECT from a
-# reference table goes through the coordinator and commits in two phases; a VALUES row goes to its shard.
-_INSERT_ACCOUNT = text(
-    """
-    INSERT INTO account (id, tenant_id, kind, currency, external_id, balance, created_at)
-    VALUES (:id, :tenant_id, :kind, :currency, :external_id, 0, :created_at)
-    ON CONFLICT (tenant_id, kind, external_id) DO NOTHING
-    RETURNING id
-    """
-).bindparams(
-    *(bindparam(name, type_=_account.c[name].type) for name in ("id", "tenant_id", "kind", "currency")),
-    bindparam("external_id", type_=_account.c.external_id.type),
-    bindparam("created_at", type_=_account.c.created_at.type),
-)
-
-
-def insert_account(session: Session, values: dict[str, Any]) -> bool:
-    """Insert the account (with balance 0) if its tenant exists and no account of that tenant and kind
-    already has its external id; False if not. Nothing is raised, so the caller's transaction stays
-    usable, and concurrent inserts of the same account neither fail nor both succeed (tenants are never
-    deleted, so one that exists at the check still does at the insert)."""
-    if not tenant_exists(session, values["tenant_id"]):
-        return False
-    return session.execute(_INSERT_ACCOUNT, values).first() is not None
-
-
-def find_account(session: Session, tenant_id: str, kind: str, external_id: str) -> Account | None:
-    return session.scalars(
-        select(Account).where(
-            Account.tenant_id == tenant_id, Account.kind == kind, Account.external_id == external_id
-        )
-    ).one_or_none()
-
-
-# --- the chain head and the journal --------------------------------------------------------------------
-
-
-def read_heads(session: Session, tenant_id: str) -> dict[int, tuple[int, str]]:
-    """Every chain's (seq, hash) that has a transaction, by chain; chain 0 always (genesis if empty)."""
-    rows = session.execute(
-        select(_head.c.chain, _head.c.last_seq, _head.c.last_hash)
-        .where(_head.c.tenant_id == tenant_id, _head.c.last_seq > 0)
-        .order_by(_head.c.chain)
-    )
-    return heads_of(rows)
-
 
 HEADS = (
     "SELECT chain, last_seq, last_hash FROM ledger_head "
@@ -86,7 +19,8 @@ HEADS = (
 
 
 async def read_heads_async(connection: AsyncConnection[Any], tenant_id: str) -> dict[int, tuple[int, str]]:
-    """`read_heads` on an async connection, in the caller's transaction (the public log's sequencer)."""
+    """Every chain's (seq, hash) that has a transaction, by chain; chain 0 always (genesis if empty). In the
+    caller's transaction (a checkpoint's, the public log's sequencer's)."""
     return heads_of(await (await connection.execute(HEADS, {"tenant_id": tenant_id})).fetchall())
 
 
@@ -95,28 +29,11 @@ def heads_of(rows: Iterable[Any]) -> dict[int, tuple[int, str]]:
     return {0: heads.pop(0, (0, GENESIS_HASH))} | heads
 
 
-def tenant_ids_with_ledgers(session: Session) -> list[str]:
-    """Every tenant that may have a ledger, from `tenant` (a reference table: on a distributed database
-    every node has it, where listing the heads would ask every node); the heads are then read one by one."""
-    return list(session.scalars(select(Tenant.id).order_by(Tenant.id)))
-
-
-TENANT_IDS = "SELECT id FROM tenant ORDER BY id"
-"""`tenant_ids_with_ledgers` on the driver."""
-
-
-# --- checkpoints ---------------------------------------------------------------------------------------
-
-
-def insert_checkpoint(session: Session, row: dict[str, Any]) -> None:
-    session.execute(insert(_checkpoint), row)
-
-
 INSERT_CHECKPOINT = (
     "INSERT INTO ledger_checkpoint (id, tenant_id, seq, hash, heads, created_at, key_id, signature) "
     "VALUES (%(id)s, %(tenant_id)s, %(seq)s, %(hash)s, %(heads)s, %(created_at)s, %(key_id)s, %(signature)s)"
 )
-"""`insert_checkpoint` on the driver (pokna.ledger.checkpoint.take_checkpoint_in); `heads` as JSON."""
+"""A signed checkpoint (pokna.ledger.checkpoint); `heads` as JSON."""
 
 
 LATEST_CHECKPOINT = (

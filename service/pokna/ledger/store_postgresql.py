@@ -14,9 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
-import psycopg
 from psycopg import AsyncConnection
-from sqlalchemy.orm import Session
 
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.drafts import Unchained
@@ -77,52 +75,37 @@ _JSONL_ROWS = """
 
 PAGE_TRANSACTIONS = 2000
 """Transactions read per round trip. Each page is read whole before its first line is handed out, so the
-session's connection is idle whenever the caller holds a line: an audit bundle reads the accounts and games
+connection is idle whenever the caller holds a line: an audit bundle reads the accounts and games
 a page touches between lines (an open stream on the same connection would block that query forever: psycopg
 holds the connection's lock until a stream ends)."""
 
 
-def jsonl_lines(session: Session, tenant_id: str, ranges: Sequence[SeqRange]) -> Iterator[str]:
+async def jsonl_lines(
+    connection: AsyncConnection[Any], tenant_id: str, ranges: Sequence[SeqRange]
+) -> AsyncIterator[str]:
     """The layout of json_build_object and json_agg: `"key" : value`, items joined by `, `. The lines are
     byte for byte what json_build_object made of the same fields, written here from raw columns (a test
-    holds the values equal to the journal's rows read through the ORM-free repository). Each line names its
-    chain first (`"chain" : 0` too), then the fields as before there were chains.
+    holds the values equal to the journal's rows). Each line names its chain first (`"chain" : 0` too),
+    then the fields as before there were chains.
 
-    Read range by range (one chain each, in the order given: pokna.ledger.export gives them by ascending
-    chain), and page by page by seq within a chain (a chain's seqs are dense: it has no gaps), so memory
-    holds one page and the caller may use the session between any two lines; leaving early leaves no
-    query running.
+    Read range by range (one chain each, in the order given: pokna.ledger.export_aio gives them by
+    ascending chain), and page by page by seq within a chain (a chain's seqs are dense: it has no gaps),
+    each page read whole before its first line is handed out: memory holds one page, the connection is
+    idle whenever the caller holds a line, and leaving early leaves no query running.
 
     Strings go through the standard library's C JSON string encoder, which escapes exactly what
     PostgreSQL's escape_json does (quote, backslash, b f n r t, other controls as lower-case u00xx);
     metadata is the stored JSON text, as json_build_object embeds it.
     """
     for seqs in ranges:
-        for params in _pages(tenant_id, seqs):
-            # Asked of the session for every page: the caller may have ended its transaction between two
-            # lines, and then the connection the last page came through is no longer this session's.
-            connection = session.connection().connection.driver_connection
-            if not isinstance(connection, psycopg.Connection):
-                raise TypeError(f"the PostgreSQL export needs psycopg 3, not {type(connection).__name__}")
-            with connection.cursor() as cursor:
-                page = cursor.execute(_JSONL_ROWS, params).fetchall()
-            for row in page:
-                yield jsonl_line(tenant_id, row)
-
-
-async def jsonl_lines_aio(
-    connection: AsyncConnection[Any], tenant_id: str, ranges: Sequence[SeqRange]
-) -> AsyncIterator[str]:
-    """jsonl_lines on the async road: the same lines, page by page, each page read whole before its first
-    line is handed out, so the connection is idle whenever the caller holds a line."""
-    for seqs in ranges:
-        for params in _pages(tenant_id, seqs):
+        for params in pages(tenant_id, seqs):
             page = await (await connection.execute(_JSONL_ROWS, params)).fetchall()
             for row in page:
                 yield jsonl_line(tenant_id, row)
 
 
-def _pages(tenant_id: str, seqs: SeqRange) -> Iterator[dict[str, Any]]:
+def pages(tenant_id: str, seqs: SeqRange) -> Iterator[dict[str, Any]]:
+    """The parameters of each page of PAGE_TRANSACTIONS transactions of the range, in seq order."""
     for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
         yield {
             "tenant_id": tenant_id,

@@ -15,11 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.aio import AsyncDatabase, conninfo_of
-from pokna.db.engine import Waits
+from pokna.db.aio import AsyncDatabase
 from pokna.db.types import utc_now
 from pokna.public_log.sequencer import BATCH, LogSigner, append_finished_games
 from pokna.tenants.service import tenant_ids_async
@@ -37,14 +34,6 @@ def sequence_all(
     """One pass: how many games it appended, over every tenant. A tenant whose log another process holds
     is skipped; that process appends its games."""
     return asyncio.run(sequence_once(database, signer, clock, batch))
-
-
-def conninfo(sessions: sessionmaker[Session]) -> str:
-    """The database `sessions` reach, as a libpq connection string with the service's waits: what `pokna
-    audit bundle` (pokna.cli.audit) connects with until that command has a pool of its own."""
-    engine = sessions.kw["bind"]
-    assert isinstance(engine, Engine)
-    return conninfo_of(engine, Waits())
 
 
 async def sequence_once(

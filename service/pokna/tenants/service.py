@@ -1,21 +1,35 @@
-"""Tenant and API-key lifecycle. Secrets are shown once and stored only as SHA-256 digests."""
+"""Tenant and API-key lifecycle (`pokna tenants ...`), on an async connection. Secrets are shown once and
+stored only as SHA-256 digests."""
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from psycopg import AsyncConnection
-from sqlalchemy.orm import Session
 
-from pokna.db.models.tenant import ApiKey, Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.errors import NotFound
-from pokna.tenants import repository
 from pokna.tenants.authentication import key_digest
 
 KEY_PREFIX = "pk_"
+
+
+@dataclass(frozen=True)
+class TenantRecord:
+    id: str
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ApiKeyRecord:
+    id: str
+    tenant_id: str
+    created_at: datetime
+    revoked_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -25,60 +39,74 @@ class IssuedKey:
     secret: str
 
 
-def create_tenant(session: Session, name: str) -> Tenant:
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise ValueError("a tenant name is 1-200 characters")
-    tenant = Tenant(id=new_id("ten"), name=name, created_at=utc_now())
-    repository.add(session, tenant)
-    return tenant
-
-
-def get_tenant(session: Session, tenant_id: str) -> Tenant:
-    tenant = repository.get_tenant(session, tenant_id)
-    if tenant is None:
-        raise NotFound(f"no tenant {tenant_id}")
-    return tenant
-
-
-def list_tenants(session: Session) -> list[Tenant]:
-    return repository.list_tenants(session)
-
-
-def tenant_ids(session: Session) -> list[str]:
-    """Every tenant's id, in order: what background work goes through one tenant at a time (a tenant's rows
-    live on one node of a distributed database, docs/scaling.md). Read from `tenant`, a reference table."""
-    return repository.tenant_ids(session)
-
-
-async def tenant_ids_async(connection: AsyncConnection[Any]) -> list[str]:
-    """`tenant_ids` on an async connection, for the background work on the async road (the public log's
-    sequencer)."""
-    return [str(row[0]) for row in await (await connection.execute(_TENANT_IDS)).fetchall()]
-
-
+_TENANT = "SELECT id, name, created_at FROM tenant"
+_API_KEY = "SELECT id, tenant_id, created_at, revoked_at FROM api_key"
 _TENANT_IDS = "SELECT id FROM tenant ORDER BY id"
 
 
-def issue_api_key(session: Session, tenant_id: str) -> IssuedKey:
-    get_tenant(session, tenant_id)
-    secret = KEY_PREFIX + secrets.token_urlsafe(32)
-    key = ApiKey(
-        id=new_id("key"), tenant_id=tenant_id, secret_sha256=key_digest(secret), created_at=utc_now()
+async def create_tenant(connection: AsyncConnection[Any], name: str) -> TenantRecord:
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ValueError("a tenant name is 1-200 characters")
+    tenant = TenantRecord(new_id("ten"), name, utc_now())
+    await connection.execute(
+        "INSERT INTO tenant (id, name, created_at) VALUES (%(id)s, %(name)s, %(created_at)s)", vars(tenant)
     )
-    repository.add(session, key)
-    return IssuedKey(key_id=key.id, tenant_id=tenant_id, secret=secret)
+    return tenant
 
 
-def list_api_keys(session: Session, tenant_id: str) -> list[ApiKey]:
-    return repository.list_api_keys(session, tenant_id)
+def _tenant(row: Any) -> TenantRecord:
+    return TenantRecord(row[0], row[1], row[2].astimezone(UTC))
 
 
-def revoke_api_key(session: Session, key_id: str) -> ApiKey:
-    key = repository.get_api_key(session, key_id)
-    if key is None:
+def _api_key(row: Any) -> ApiKeyRecord:
+    """The row's times in UTC, whatever the connection's TimeZone."""
+    return ApiKeyRecord(row[0], row[1], row[2].astimezone(UTC), row[3] and row[3].astimezone(UTC))
+
+
+async def get_tenant(connection: AsyncConnection[Any], tenant_id: str) -> TenantRecord:
+    row = await (await connection.execute(_TENANT + " WHERE id = %s", (tenant_id,))).fetchone()
+    if row is None:
+        raise NotFound(f"no tenant {tenant_id}")
+    return _tenant(row)
+
+
+async def list_tenants(connection: AsyncConnection[Any]) -> list[TenantRecord]:
+    return [
+        _tenant(row)
+        for row in await (await connection.execute(_TENANT + " ORDER BY created_at, id")).fetchall()
+    ]
+
+
+async def tenant_ids_async(connection: AsyncConnection[Any]) -> list[str]:
+    """Every tenant's id, in order: what background work goes through one tenant at a time (a tenant's rows
+    live on one node of a distributed database, docs/scaling.md). Read from `tenant`, a reference table."""
+    return [str(row[0]) for row in await (await connection.execute(_TENANT_IDS)).fetchall()]
+
+
+async def issue_api_key(connection: AsyncConnection[Any], tenant_id: str) -> IssuedKey:
+    await get_tenant(connection, tenant_id)
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+    key_id = new_id("key")
+    await connection.execute(
+        "INSERT INTO api_key (id, tenant_id, secret_sha256, created_at) VALUES (%s, %s, %s, %s)",
+        (key_id, tenant_id, key_digest(secret), utc_now()),
+    )
+    return IssuedKey(key_id=key_id, tenant_id=tenant_id, secret=secret)
+
+
+async def list_api_keys(connection: AsyncConnection[Any], tenant_id: str) -> list[ApiKeyRecord]:
+    query = _API_KEY + " WHERE tenant_id = %s ORDER BY created_at, id"
+    return [_api_key(row) for row in await (await connection.execute(query, (tenant_id,))).fetchall()]
+
+
+async def revoke_api_key(connection: AsyncConnection[Any], key_id: str) -> ApiKeyRecord:
+    """The key, revoked from now on; revoking a revoked key keeps its first revocation's time."""
+    revoke = (
+        "UPDATE api_key SET revoked_at = coalesce(revoked_at, %s) WHERE id = %s "
+        "RETURNING id, tenant_id, created_at, revoked_at"
+    )
+    row = await (await connection.execute(revoke, (utc_now(), key_id))).fetchone()
+    if row is None:
         raise NotFound(f"no API key {key_id}")
-    if key.revoked_at is None:
-        key.revoked_at = utc_now()
-        session.flush()
-    return key
+    return _api_key(row)
