@@ -10,6 +10,10 @@ With `--statements`, pg_stat_statements (when the cluster has it) gives PostgreS
 statement over the unprofiled pass.
 
     .venv/bin/python bench/action_cpu.py [--games 150] [--keyed] [--profile action|create] [--top 25] [--statements]
+        [--deposits 300] [--no-profile]
+
+`--deposits N` adds N keyed deposits (each with its own Idempotency-Key, as the API requires) timed the
+same way, after the games; `--no-profile` skips the profiled pass (for A/B runs, bench/README.md).
 """
 
 from __future__ import annotations
@@ -188,6 +192,16 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
             f"({per_action + per_create / (len(actions) / options.games):.3f} ms an action with its "
             "share of the creation)"
         )
+        if options.deposits:
+            moved: list[float] = []
+            for number in range(options.deposits):
+                fresh = {"Idempotency-Key": f"d-{uuid.uuid4()}"}
+                started = time.process_time()
+                await driver.post(f"/v1/accounts/{wallets[1 + number % 3]}/deposits", {"amount": 1}, fresh)
+                moved.append(time.process_time() - started)
+            print(f"{len(moved)} keyed deposits: API CPU {sum(moved) / len(moved) * 1e3:.3f} ms a deposit")
+        if options.no_profile:
+            return
         profiler = cProfile.Profile(time.process_time)  # CPU, as the unprofiled figures
         await play(options.games, options.keyed, [], [], profiler, options.profile)
         print(f"\nProfiled: the {options.profile} requests of {options.games} more games.")
@@ -289,6 +303,8 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--profile", choices=["action", "create"], default="action")
     parser.add_argument("--statements", action="store_true", help="PostgreSQL time per statement")
+    parser.add_argument("--deposits", type=int, default=0, help="keyed deposits to time after the games")
+    parser.add_argument("--no-profile", action="store_true", help="the unprofiled figures only")
     options = parser.parse_args()
     preload = (
         "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
