@@ -154,6 +154,11 @@ class DirectRoute(WrittenNumbersRoute):
     """The route class of the routers with hot routes: `WrittenNumbersRoute` (a body's numbers read as
     written), and for an endpoint that answers a `Response`, the plan of this module's docstring."""
 
+    @property
+    def direct(self) -> bool:
+        """Whether a valid request is answered by the plan (pokna.api.hot_paths indexes such routes)."""
+        return _plan(self) is not None
+
     def get_route_handler(self) -> Handler:
         handle = super().get_route_handler()
         # FastAPI builds a handler per inclusion of the route, from the inclusion's state (its dependant,
