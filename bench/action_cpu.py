@@ -13,7 +13,8 @@ statement over the unprofiled pass.
         [--deposits 300] [--no-profile]
 
 `--deposits N` adds N keyed deposits (each with its own Idempotency-Key, as the API requires) timed the
-same way, after the games; `--no-profile` skips the profiled pass (for A/B runs, bench/README.md).
+same way, after the games; `--no-profile` skips the profiled pass; `--bursts` (bench/cpu_ab.py) plays
+`--games` games and `--deposits` deposits per line read and prints their mean CPU, until its input ends.
 """
 
 from __future__ import annotations
@@ -179,6 +180,9 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
                     timed.append(time.process_time() - started)
 
         await play(20, options.keyed, [], [])  # warm: prepared statements, caches, the pool
+        if options.bursts:
+            await bursts(options, driver, play, wallets)
+            return
         reset_statements(url)
         actions: list[float] = []
         creates: list[float] = []
@@ -193,12 +197,7 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
             "share of the creation)"
         )
         if options.deposits:
-            moved: list[float] = []
-            for number in range(options.deposits):
-                fresh = {"Idempotency-Key": f"d-{uuid.uuid4()}"}
-                started = time.process_time()
-                await driver.post(f"/v1/accounts/{wallets[1 + number % 3]}/deposits", {"amount": 1}, fresh)
-                moved.append(time.process_time() - started)
+            moved = await deposit(driver, wallets, options.deposits)
             print(f"{len(moved)} keyed deposits: API CPU {sum(moved) / len(moved) * 1e3:.3f} ms a deposit")
         if options.no_profile:
             return
@@ -220,6 +219,30 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
                 "plan, the protocol, commit's WAL flush or the backend's idle loop); the statements inside "
                 "the PL/pgSQL functions are part of their caller's time"
             )
+
+
+async def deposit(driver: Driver, wallets: list[str], count: int) -> list[float]:
+    """`count` keyed deposits of 1 (each under a fresh Idempotency-Key, as the API requires): CPU each."""
+    moved: list[float] = []
+    for number in range(count):
+        fresh = {"Idempotency-Key": f"d-{uuid.uuid4()}"}
+        started = time.process_time()
+        await driver.post(f"/v1/accounts/{wallets[1 + number % 3]}/deposits", {"amount": 1}, fresh)
+        moved.append(time.process_time() - started)
+    return moved
+
+
+async def bursts(options: argparse.Namespace, driver: Driver, play: Any, wallets: list[str]) -> None:
+    """For bench/cpu_ab.py: one burst per line read (`--games` games, then `--deposits` deposits), its
+    mean CPU per request kind printed as a JSON line, until the input ends."""
+    print(json.dumps({"ready": True}), flush=True)
+    while sys.stdin.readline():
+        actions: list[float] = []
+        creates: list[float] = []
+        await play(options.games, options.keyed, actions, creates)
+        moved = await deposit(driver, wallets, options.deposits)
+        burst = {"action": actions, "creation": creates, "deposit": moved}
+        print(json.dumps({kind: 1e3 * sum(cpu) / len(cpu) for kind, cpu in burst.items() if cpu}), flush=True)
 
 
 def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
@@ -305,6 +328,7 @@ def main() -> int:
     parser.add_argument("--statements", action="store_true", help="PostgreSQL time per statement")
     parser.add_argument("--deposits", type=int, default=0, help="keyed deposits to time after the games")
     parser.add_argument("--no-profile", action="store_true", help="the unprofiled figures only")
+    parser.add_argument("--bursts", action="store_true", help="for bench/cpu_ab.py: bursts on demand (stdin)")
     options = parser.parse_args()
     preload = (
         "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
