@@ -10,6 +10,11 @@ With `--statements`, pg_stat_statements (when the cluster has it) gives PostgreS
 statement over the unprofiled pass.
 
     .venv/bin/python bench/action_cpu.py [--games 150] [--keyed] [--profile action|create] [--top 25] [--statements]
+        [--deposits 300] [--no-profile]
+
+`--deposits N` adds N keyed deposits (each with its own Idempotency-Key, as the API requires) timed the
+same way, after the games; `--no-profile` skips the profiled pass; `--bursts` (bench/cpu_ab.py) plays
+`--games` games and `--deposits` deposits per line read and prints their mean CPU, until its input ends.
 """
 
 from __future__ import annotations
@@ -175,6 +180,9 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
                     timed.append(time.process_time() - started)
 
         await play(20, options.keyed, [], [])  # warm: prepared statements, caches, the pool
+        if options.bursts:
+            await bursts(options, driver, play, wallets)
+            return
         reset_statements(url)
         actions: list[float] = []
         creates: list[float] = []
@@ -188,6 +196,11 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
             f"({per_action + per_create / (len(actions) / options.games):.3f} ms an action with its "
             "share of the creation)"
         )
+        if options.deposits:
+            moved = await deposit(driver, wallets, options.deposits)
+            print(f"{len(moved)} keyed deposits: API CPU {sum(moved) / len(moved) * 1e3:.3f} ms a deposit")
+        if options.no_profile:
+            return
         profiler = cProfile.Profile(time.process_time)  # CPU, as the unprofiled figures
         await play(options.games, options.keyed, [], [], profiler, options.profile)
         print(f"\nProfiled: the {options.profile} requests of {options.games} more games.")
@@ -206,6 +219,30 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
                 "plan, the protocol, commit's WAL flush or the backend's idle loop); the statements inside "
                 "the PL/pgSQL functions are part of their caller's time"
             )
+
+
+async def deposit(driver: Driver, wallets: list[str], count: int) -> list[float]:
+    """`count` keyed deposits of 1 (each under a fresh Idempotency-Key, as the API requires): CPU each."""
+    moved: list[float] = []
+    for number in range(count):
+        fresh = {"Idempotency-Key": f"d-{uuid.uuid4()}"}
+        started = time.process_time()
+        await driver.post(f"/v1/accounts/{wallets[1 + number % 3]}/deposits", {"amount": 1}, fresh)
+        moved.append(time.process_time() - started)
+    return moved
+
+
+async def bursts(options: argparse.Namespace, driver: Driver, play: Any, wallets: list[str]) -> None:
+    """For bench/cpu_ab.py: one burst per line read (`--games` games, then `--deposits` deposits), its
+    mean CPU per request kind printed as a JSON line, until the input ends."""
+    print(json.dumps({"ready": True}), flush=True)
+    while sys.stdin.readline():
+        actions: list[float] = []
+        creates: list[float] = []
+        await play(options.games, options.keyed, actions, creates)
+        moved = await deposit(driver, wallets, options.deposits)
+        burst = {"action": actions, "creation": creates, "deposit": moved}
+        print(json.dumps({kind: 1e3 * sum(cpu) / len(cpu) for kind, cpu in burst.items() if cpu}), flush=True)
 
 
 def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
@@ -289,6 +326,9 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--profile", choices=["action", "create"], default="action")
     parser.add_argument("--statements", action="store_true", help="PostgreSQL time per statement")
+    parser.add_argument("--deposits", type=int, default=0, help="keyed deposits to time after the games")
+    parser.add_argument("--no-profile", action="store_true", help="the unprofiled figures only")
+    parser.add_argument("--bursts", action="store_true", help="for bench/cpu_ab.py: bursts on demand (stdin)")
     options = parser.parse_args()
     preload = (
         "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"

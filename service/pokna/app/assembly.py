@@ -15,7 +15,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from pokna import __version__
-from pokna.api import health, metrics
+from pokna.api import health, hot_paths, metrics
 from pokna.api.database_gate import DatabaseGate
 from pokna.api.metrics_backlog import BacklogGauges
 from pokna.api.middleware import Edge
@@ -114,6 +114,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.include_router(tenant_settings.router)
     app.include_router(webhooks.router)
     app.webhooks.include_router(webhook_events.events)
+    hot_paths.install(app)  # once every route is in: the hot routes skip the scan of the others
     # Request ids, the access log, rate limits, the body cap and repeated keys: one layer (pokna.api.middleware).
     app.add_middleware(
         Edge,

@@ -8,12 +8,11 @@ is the turn the API shows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
-from pokna.dealer.view import game_out
 from pokna.outbox import Recorder
 from pokna.outbox.events import (
     GameCancelled,
@@ -32,9 +31,8 @@ from pokna.outbox.events import (
 from pokna_verify.game import Action, GameState, Phase, Timeout, turn
 
 
-def announce_created(
-    outbox: Recorder, game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int]
-) -> None:
+def announce_created(outbox: Recorder, game: GameRecord, seats: Sequence[SeatRecord], shown: GameOut) -> None:
+    """`shown`: the new game as its creation answers it (pokna.dealer.view.game_out), built once."""
     assert game.turn_deadline_at is not None  # an open game waits for its start until then
     data = GameCreatedData(
         game_id=game.id,
@@ -48,7 +46,7 @@ def announce_created(
         start_deadline_at=game.turn_deadline_at,
     )
     outbox.record(game.tenant_id, game.id, GameCreated(timestamp=game.created_at, data=data))
-    _announce_turn(outbox, game, game_out(game, seats, balances), game.created_at)
+    _announce_turn(outbox, game, shown, game.created_at)
 
 
 def announce_client_seed_set(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:

@@ -155,8 +155,9 @@ async def write_new_game(
         round_number=new.round_number,
     )
     outbox = Gathered()
-    announce_created(outbox, game, seats, balances)
-    body = game_out(game, seats, balances).model_dump_json()
+    shown = game_out(game, seats, balances)  # once: the answer, and the turn it announces
+    announce_created(outbox, game, seats, shown)
+    body = shown.model_dump_json()
     stored = None if claim is None else {"key": claim.key, "status": CREATED, "body": body}
     await connection.execute(OPEN_ACCOUNT, pot)
     for statement, params in insert_game_statements(game, seats, events):

@@ -204,7 +204,7 @@ def _act_now(
     if chain is not None and draws_rolls(locked, state, action):
         after, shown = accept(locked, writes, chain, state, action, env)
         return after, action_answer(shown, [])
-    stepped = apply_step(locked, writes, action, locked.clock.now, env)
+    stepped = apply_step(locked, writes, action, locked.clock.now, env, state=state)
     if isinstance(stepped, NeedsRead):
         return stepped
     return stepped.locked, action_answer(stepped.shown, rolls_out(stepped.result, seats))

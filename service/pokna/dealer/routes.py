@@ -13,12 +13,12 @@ from fastapi import APIRouter, Body, Path, Request, Response
 
 from pokna.api.auth import ApiKeyDigestDep
 from pokna.api.deps import driver_connection, runtime_of
+from pokna.api.direct_route import DirectRoute
 from pokna.api.fields import NoNul
 from pokna.api.idempotency import REPLAYED_HEADER, SentKeyDep
 from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.pagination import EventPageDep, Page
 from pokna.api.problem_docs import IDEMPOTENT, JSON_BODY, KEYED, VALIDATION, problems
-from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.dealer import service as dealer
 from pokna.dealer.clock_dep import ClockDep
 from pokna.dealer.problem_docs import (
@@ -44,7 +44,7 @@ from pokna.dealer.requests import (
     TableOut,
 )
 
-router = APIRouter(prefix="/v1", route_class=WrittenNumbersRoute)
+router = APIRouter(prefix="/v1", route_class=DirectRoute)
 
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]

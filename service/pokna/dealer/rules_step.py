@@ -80,13 +80,15 @@ def apply_step(
     env: Env,
     *,
     beacon: BeaconDraw | None = None,
+    state: GameState | None = None,
 ) -> Stepped | NeedsRead:
     """One rules step, gathered in `writes`: postings, events, rolls, the game row, its announcements.
     The locked balances (by account) were read without the ledger's lock; the game after the step has them
     with what this step posts. With `beacon` the step resolves a beacon-mode action accepted earlier: its rolls
-    use the round, and the rules decide on the balances it was accepted with (pokna.dealer.beacon_rolls)."""
+    use the round, and the rules decide on the balances it was accepted with (pokna.dealer.beacon_rolls).
+    `state` is the game's state if the caller has read it already."""
     game, seats, balances, keys = locked.game, locked.seats, locked.balances, locked.keys
-    state = state_from_dict(game.state)
+    state = state_from_dict(game.state) if state is None else state
     previous_version = game.version
     starting = state.phase is Phase.OPEN and not isinstance(action, Cancel | Timeout)
     client_seeds = _fixed_client_seeds(seats, env) if starting else [seat.client_seed for seat in seats]
@@ -172,7 +174,7 @@ def apply_step(
             "rolls",
             {"rolls": [{"nonce": r.nonce, "accepted_at": r.accepted_at, "beacon": r.beacon} for r in rolls]},
         )
-    shown = game_out(game, seats, balances)
+    shown = game_out(game, seats, balances, result.state)  # the state `game.state` was written from
     announce_step(writes, game, seats, shown, state, result.state, action, moment)
     return Stepped(replace(locked, game=game, seats=seats, balances=balances), result, shown)
 

@@ -55,9 +55,13 @@ def seat_status(state: GameState, seat: int) -> str:
     return status.value
 
 
-def game_out(game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int]) -> GameOut:
-    """`balances` (by account id) are the seats' wallets now: what the turn offers depends on them."""
-    state = state_from_dict(game.state)
+def game_out(
+    game: GameRecord, seats: Sequence[SeatRecord], balances: Mapping[str, int], state: GameState | None = None
+) -> GameOut:
+    """`balances` (by account id) are the seats' wallets now: what the turn offers depends on them.
+    `state` is the game's state when the caller holds it already (the step that made it): the state
+    `game.state` reads back as (tests/game/test_game_properties.py holds the round trip), not read again."""
+    state = state_from_dict(game.state) if state is None else state
     account_of = {seat.seat: seat.account_id for seat in seats}
     now = turn(state)
     allowed = list(allowed_actions(state, {seat.seat: balances.get(seat.account_id, 0) for seat in seats}))

@@ -15,6 +15,7 @@ from fastapi.responses import StreamingResponse
 from pokna import ledger
 from pokna.api.auth import ApiKeyDigestDep, StreamingTenantDep
 from pokna.api.deps import driver_connection, runtime_of
+from pokna.api.direct_route import DirectRoute
 from pokna.api.fields import Currency, NoNul
 from pokna.api.idempotency import (
     REPLAYED_HEADER,
@@ -33,7 +34,6 @@ from pokna.api.problem_docs import (
     VALIDATION,
     problems,
 )
-from pokna.api.written_numbers import WrittenNumbersRoute
 from pokna.errors import InvalidRequest
 from pokna.idempotency.keyed import Transaction
 from pokna.ledger import TransactionNotFound, accounts_aio, checkpoint, moving, reads
@@ -59,7 +59,7 @@ from pokna.ledger.schemas import (
 )
 from pokna.tenants.authentication import authenticate
 
-router = APIRouter(prefix="/v1", route_class=WrittenNumbersRoute)
+router = APIRouter(prefix="/v1", route_class=DirectRoute)
 
 AccountId = Annotated[str, Path(max_length=40, description="The account's id (`acct_...`)."), NoNul]
 EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}
