@@ -71,9 +71,9 @@ def _tenant_with_accounts(engine: Engine) -> tuple[str, tuple[str, str]]:
     tenant_id = new_id("ten")
     with unit_of_work(make_sessionmaker(engine)) as session:
         session.add(Tenant(id=tenant_id, name="Chalmun's Cantina", created_at=utc_now()))
-        session.flush()
-        funding = funding_account(session, tenant_id, chain=CHAIN).id
-        wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet").id
+    # The accounts on a connection of their own (support.driver), which sees the tenant once committed.
+    funding = funding_account(engine, tenant_id, chain=CHAIN).id
+    wallet = open_account(engine, tenant_id=tenant_id, kind="player_wallet").id
     return tenant_id, (funding, wallet)
 
 
