@@ -18,11 +18,12 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api import metrics
 from pokna.db.models import JournalTransaction
+from pokna.runtime import Runtime
 from support.api_checks import assert_problem
 from support.scrapes import LOOPBACK, grew, samples_of, scrape, value
 from support.servers import running_server
@@ -128,10 +129,13 @@ def test_game_actions_games_postings_and_replays_are_counted(
     assert grew(before, after, "pokna_ledger_post_duration_seconds_count") >= 3
 
 
-def test_the_pool_gauge_follows_checked_out_connections(client: TestClient, engine: Engine) -> None:
+def test_the_pool_gauge_follows_checked_out_connections(client: TestClient, runtime: Runtime) -> None:
+    """The requests' pool (psycopg's, in the app's loop), not a SQLAlchemy engine no request uses."""
     gauge = "pokna_db_connections_checked_out"
     idle = value(scrape(client), gauge)
-    with engine.connect(), engine.connect():
+    assert client.portal is not None
+    taken = [client.portal.wrap_async_context_manager(runtime.aio.connection()) for _ in range(2)]
+    with taken[0], taken[1]:
         assert value(scrape(client), gauge) == idle + 2
     assert value(scrape(client), gauge) == idle
 

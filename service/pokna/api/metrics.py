@@ -14,13 +14,11 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
-from sqlalchemy import Engine, event
 from starlette.types import Scope
 
 from pokna import metrics
@@ -224,6 +222,9 @@ class _PrometheusRecorder:
     def db_gate_places(self, places: int) -> None:
         DB_GATE_PLACES.set(places)
 
+    def db_connections_checked_out(self, change: int) -> None:
+        DB_CONNECTIONS_CHECKED_OUT.inc(change)
+
     def db_gate_waiting(self, change: int) -> None:
         DB_GATE_WAITING.inc(change)
 
@@ -233,20 +234,9 @@ class _PrometheusRecorder:
             DB_GATE_TIMEOUTS.inc()
 
 
-def enable(engine: Engine) -> None:
-    """Starts recording in this process, and follows the engine's pool."""
+def enable() -> None:
+    """Starts recording in this process."""
     metrics.record_with(_PrometheusRecorder())
-    if not event.contains(engine, "checkout", _checked_out):
-        event.listen(engine, "checkout", _checked_out)
-        event.listen(engine, "checkin", _checked_in)
-
-
-def _checked_out(*_: Any) -> None:
-    DB_CONNECTIONS_CHECKED_OUT.inc()
-
-
-def _checked_in(*_: Any) -> None:
-    DB_CONNECTIONS_CHECKED_OUT.dec()
 
 
 @asynccontextmanager

@@ -97,7 +97,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         lifespan=partial(_lifespan, runtime),
     )
     app.state.runtime = runtime
-    metrics.enable(runtime.engine)  # first: the database gate reports its places
+    metrics.enable()  # first: the database gate reports its places
     app.state.database_gate = DatabaseGate.for_settings(settings)
     app.state.backlog = BacklogGauges(partial(read_backlog, runtime.monitoring))
     install_problem_handlers(app)

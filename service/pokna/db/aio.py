@@ -42,6 +42,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import Engine, event
 
+from pokna import metrics
 from pokna.db.backend import driver_parameters
 from pokna.db.engine import Waits
 from pokna.db.watchdog import watch_async
@@ -122,9 +123,11 @@ class AsyncDatabase:
                 await connection.close()
             return
         connection = await self._checkout(pool)
+        metrics.db_connections_checked_out(1)
         try:
             yield connection
         finally:
+            metrics.db_connections_checked_out(-1)
             # Shielded: a cancelled request still gives its connection back whole, or the pool would
             # count it as taken for ever.
             await asyncio.shield(_give_back(pool, connection))

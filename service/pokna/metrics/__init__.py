@@ -38,6 +38,8 @@ class Recorder(Protocol):
 
     def db_gate_waited(self, seconds: float, timed_out: bool) -> None: ...
 
+    def db_connections_checked_out(self, change: int) -> None: ...
+
 
 class _NotRecording:
     def http_request(self, method: str, route: str, status: int, seconds: float) -> None:
@@ -62,6 +64,9 @@ class _NotRecording:
         pass
 
     def db_gate_waited(self, seconds: float, timed_out: bool) -> None:
+        pass
+
+    def db_connections_checked_out(self, change: int) -> None:
         pass
 
 
@@ -112,6 +117,12 @@ def db_gate_waited(seconds: float, timed_out: bool) -> None:
     """One request's wait for a place, 0 for one that found a place free; `timed_out` for a wait that
     ended in the 503."""
     _recorder.db_gate_waited(seconds, timed_out)
+
+
+def db_connections_checked_out(change: int) -> None:
+    """+1 when a connection is taken from one of the process's psycopg pools (pokna.db.aio), -1 when it is
+    given back."""
+    _recorder.db_connections_checked_out(change)
 
 
 @contextmanager
