@@ -217,10 +217,14 @@ def main() -> int:
             done = run_phase(f"{workload}/{shape}", seated[shape], seconds, pids[engine], work)
             samples = done.action_latencies if request is None else done.tally.latencies.get(request, [])
             after = [snapshot(node) for node in nodes[engine]] if options.statements else []
-            served = [
-                (node, database_delta(was, now), was, now)
-                for node, was, now in zip(nodes[engine], before, after, strict=True)
-            ]
+            served = (
+                [
+                    (node, database_delta(was, now), was, now)
+                    for node, was, now in zip(nodes[engine], before, after, strict=True)
+                ]
+                if options.statements
+                else []
+            )
             return {
                 "workload": workload,
                 "shape": shape,

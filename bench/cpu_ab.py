@@ -8,7 +8,9 @@ burst (the least disturbed, and each tree has had as many chances at a quiet mom
     .venv/bin/python bench/cpu_ab.py BASE_TREE NEW_TREE [--bursts 20] [--games 10] [--deposits 40] [--keyed]
 
 A tree is a checkout's root (a `git worktree add --detach` of the commit to compare with, say); its
-`service/` and `verifier/` are imported, this checkout's `bench/` drives both.
+`service/` and `verifier/` are imported and its own `bench/action_cpu.py` drives it, which must know
+`--bursts` (for a commit older than that option, check out this bench's action_cpu.py and games_http.py
+of commit 5bff611 into the tree: they drive the service as it was before its commands went async).
 """
 
 from __future__ import annotations
@@ -22,14 +24,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
 KINDS = ("action", "creation", "deposit")
 
 
 def start(tree: Path, options: argparse.Namespace) -> subprocess.Popen[str]:
-    command = [sys.executable, str(BENCH / "action_cpu.py"), "--bursts", "--games", str(options.games)]
+    # The tree's own bench drives it: its setup (tenants, wallets) calls the tree's own functions, which
+    # change between commits; what is timed, the app's ASGI call, is the same loop in both.
+    bench = tree / "bench"
+    command = [sys.executable, str(bench / "action_cpu.py"), "--bursts", "--games", str(options.games)]
     command += ["--deposits", str(options.deposits)] + (["--keyed"] if options.keyed else [])
-    path = os.pathsep.join([str(tree / "service"), str(tree / "verifier"), str(BENCH)])
+    path = os.pathsep.join([str(tree / "service"), str(tree / "verifier"), str(bench)])
     worker = subprocess.Popen(
         command,
         env={**os.environ, "PYTHONPATH": path},
