@@ -20,6 +20,9 @@ request, each statement's calls, rows and buffers per call, and the hot tables' 
 counts and sizes. Counts that the machine's load does not move, unlike its CPU figures (issue 45).
 
     .venv/bin/python bench/citus_http.py [--clients 8] [--workers 2] [--duration 8] [--rounds 3] [--statements]
+        [--no-analyze]
+
+After the warm-up every server is analyzed (`--no-analyze` leaves the plans the set-up made: see `analyze`).
 
 Loopback only; the clients, the API and all four PostgreSQL servers share the machine.
 """
@@ -128,6 +131,19 @@ def engines(settings: list[str], *, durable: bool, statements: bool) -> Iterator
         ]
 
 
+def analyze(urls: set[str]) -> None:
+    """ANALYZE on every server, after the set-up and the warm-up: the backends' plans were made on small
+    tables, and autoanalyze (its naptime a minute) would not run within a phase, so without it a run
+    measures plans a server up for some minutes no longer has (the posting's foreign-key check and the
+    trigger's lookup read hundreds of buffers a call on both engines). On a Citus worker it analyzes the
+    shards, which is what replans their statements."""
+    for url in sorted(urls):
+        engine = create_engine(url, isolation_level="AUTOCOMMIT")
+        with engine.connect() as connection:
+            connection.execute(text("ANALYZE"))
+        engine.dispose()
+
+
 def keyed_games(client: Client, deadline: float) -> Tally:
     return play_games(client, deadline, GameBudget(None), stake=1, keyed=True)
 
@@ -173,6 +189,12 @@ def main() -> int:
         "--statements",
         action="store_true",
         help="per phase, what each server did (bench/node_stats.py: pg_stat_statements, table statistics)",
+    )
+    parser.add_argument(
+        "--analyze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ANALYZE every server after the warm-up (default), as a server up for some minutes would be",
     )
     parser.add_argument("--output", type=Path)
     options = parser.parse_args()
@@ -259,6 +281,8 @@ def main() -> int:
         for workload in workloads:
             for shape in shapes:
                 phase(workload, shape, options.warmup)
+        if options.analyze:
+            analyze({url for engine in both for url in (engine.url, *(node.url for node in engine.nodes))})
         phases = []
         for round_number in range(options.rounds):
             for workload in workloads:
