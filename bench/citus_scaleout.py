@@ -26,7 +26,9 @@ node started (connection churn); the load generator's CPU and what the rest of t
 Errors must be 0 and every tenant's trial balance zero at the end.
 
     .venv/bin/python bench/citus_scaleout.py [--clients 16] [--duration 10] [--rounds 3]
-        [--worker-cpus 0.1] [--coordinator-cpus 0.5] [--shapes w1,w2,w4,w4-any,w4-local]
+        [--worker-cpus 0.1] [--coordinator-cpus 0.5] [--shapes w1,w2,w4,w4-any,w4-local] [--no-analyze]
+
+After the warm-up every node's databases are analyzed (`--no-analyze` keeps the plans the set-up made).
 
 Needs root and cgroups (v1's cpu and cpuacct, or v2); refuses to run without them. Every server is
 stopped and every cgroup removed at the end, on an error, on Ctrl-C or SIGTERM, and after
@@ -51,7 +53,7 @@ from typing import Any
 
 import cpu_budget
 import httpx
-from citus_http import keyed_games, seat
+from citus_http import analyze, keyed_games, seat
 from cpu_budget import Budget
 from games_http import RESULTS, Client, books_balance, run_phase
 from games_support import percentile, serving
@@ -94,6 +96,13 @@ def parse_arguments() -> argparse.Namespace:
     )
     parser.add_argument("--api-workers", type=int, default=2, help="uvicorn processes per API")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--analyze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ANALYZE every node's databases after the warm-up (default), as a server up for some minutes "
+        "would be: without it the workers keep plans made on empty shards (bench/citus_http.py's analyze)",
+    )
     parser.add_argument("--time-limit", type=int, default=600, help="stop everything after this long")
     parser.add_argument("--output", type=Path)
     options = parser.parse_args()
@@ -209,6 +218,14 @@ def measure(options: argparse.Namespace, names: list[str], stack: ExitStack) -> 
         budget.weigh(options.weight)
     for shape in shapes:
         phase(shape, nodes, api, options.warmup)
+    if options.analyze:
+        analyze(
+            {
+                f"postgresql+psycopg://postgres@127.0.0.1:{node.cluster.port}/{database}"
+                for count, (database, _) in databases.items()
+                for node in [coordinator, *workers[:count]]
+            }
+        )
     phases = []
     for round_number in range(options.rounds):
         for shape in shapes:
