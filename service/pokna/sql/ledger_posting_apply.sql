@@ -1,10 +1,14 @@
--- ledger_posting_apply(): trigger trg_posting_apply, AFTER INSERT ON posting. Refuses a leg beyond its
--- transaction's declared posting count, and adds the posting's amount to its account's balance, refusing an
--- account of another tenant or currency. The one way a balance changes (ledger_account_guard). Refusals are
--- SQLSTATE 23000.
+-- ledger_posting_apply(): trigger trg_posting_apply, AFTER INSERT ON posting. Refuses a posting whose
+-- transaction is not its tenant's, or a leg beyond the transaction's declared posting count, and adds the
+-- posting's amount to its account's balance, refusing an account that is not the posting's tenant's or not
+-- in its currency. The one way a balance changes (ledger_account_guard). Refusals are SQLSTATE 23000.
+-- Since 0020 these two look-ups are what ties a posting to its transaction and its account: the posting's
+-- foreign keys to journal_transaction, account and tenant are gone (docs/ledger.md, "What the database
+-- checks per posting, and how").
 --
--- Last set by migrations/versions/0011_distribution_keys.py (the transaction and the account read under the
--- posting's tenant; created with its trigger by 0002_ledger). On Citus `pokna db upgrade` also gives it
+-- Last set by migrations/versions/0020_posting_checks.py (a missing transaction refused here, in place of
+-- the foreign key; 0011_distribution_keys read the transaction and the account under the posting's tenant;
+-- created with its trigger by 0002_ledger). On Citus `pokna db upgrade` also gives it
 -- `plan_cache_mode = force_custom_plan` (pokna.db.distribution.WORKER_FUNCTION_SETTINGS; docs/scaling.md,
 -- "Plans on the workers").
 --
@@ -19,6 +23,10 @@ DECLARE
 BEGIN
     SELECT posting_count INTO txn_posting_count
         FROM journal_transaction WHERE tenant_id = NEW.tenant_id AND id = NEW.transaction_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger: posting % names no transaction % of its tenant',
+            NEW.id, NEW.transaction_id USING ERRCODE = '23000';
+    END IF;
     IF NEW.leg >= txn_posting_count THEN
         RAISE EXCEPTION 'ledger: transaction % declares % postings; leg % refused',
             NEW.transaction_id, txn_posting_count, NEW.leg USING ERRCODE = '23000';
