@@ -8,9 +8,10 @@ guard's PL/pgSQL function on that UPDATE; per transaction, at COMMIT, two reads 
 stays enforced, and where (docs/ledger.md, "What the database checks per posting, and how"):
 
 - posting -> journal_transaction: `ledger_posting_apply()` already read the transaction (its declared
-  posting count) under the posting's tenant; it now refuses a posting whose transaction it does not find,
-  which is what the foreign key refused. Journal transactions are never deleted or truncated (append-only
-  triggers), so no posting can lose its transaction afterwards.
+  posting count) under the posting's tenant, then updated the balance: it now does both in one UPDATE ...
+  FROM journal_transaction, and refuses a posting whose transaction it does not find, which is what the
+  foreign key refused. Journal transactions are never deleted or truncated (append-only triggers), so no
+  posting can lose its transaction afterwards.
 - posting -> account: the trigger's `UPDATE account ... WHERE tenant_id, id, currency` already refused an
   account that is not the posting's tenant's (or not in its currency). What the foreign key also did, keep
   a named account from going, is now `ledger_account_guard()` on DELETE (refused while a posting names the
@@ -201,6 +202,16 @@ CREATE OR REPLACE FUNCTION ledger_posting_apply() RETURNS trigger LANGUAGE plpgs
 DECLARE
     txn_posting_count int;
 BEGIN
+    -- One statement in the common case: the balance moves only if the posting's transaction is its tenant's
+    -- and the leg is within its declared count, and the account is the tenant's in the posting's currency.
+    UPDATE account SET balance = balance + NEW.amount
+        FROM journal_transaction AS txn
+        WHERE account.tenant_id = NEW.tenant_id AND account.id = NEW.account_id AND account.currency = NEW.currency
+            AND txn.tenant_id = NEW.tenant_id AND txn.id = NEW.transaction_id AND NEW.leg < txn.posting_count;
+    IF FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- Refused: which of the three it was.
     SELECT posting_count INTO txn_posting_count
         FROM journal_transaction WHERE tenant_id = NEW.tenant_id AND id = NEW.transaction_id;
     IF NOT FOUND THEN
@@ -211,13 +222,8 @@ BEGIN
         RAISE EXCEPTION 'ledger: transaction % declares % postings; leg % refused',
             NEW.transaction_id, txn_posting_count, NEW.leg USING ERRCODE = '23000';
     END IF;
-    UPDATE account SET balance = balance + NEW.amount
-        WHERE tenant_id = NEW.tenant_id AND id = NEW.account_id AND currency = NEW.currency;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'ledger: posting % names account % of another tenant or currency',
-            NEW.id, NEW.account_id USING ERRCODE = '23000';
-    END IF;
-    RETURN NULL;
+    RAISE EXCEPTION 'ledger: posting % names account % of another tenant or currency',
+        NEW.id, NEW.account_id USING ERRCODE = '23000';
 END
 $$"""
 
