@@ -8,8 +8,8 @@ guard's PL/pgSQL function on that UPDATE; per transaction, at COMMIT, two reads 
 stays enforced, and where (docs/ledger.md, "What the database checks per posting, and how"):
 
 - posting -> journal_transaction: `ledger_posting_apply()` already read the transaction (its declared
-  posting count) under the posting's tenant, then updated the balance: it now does both in one UPDATE ...
-  FROM journal_transaction, and refuses a posting whose transaction it does not find, which is what the
+  posting count) under the posting's tenant, then updated the balance: it now does both in one UPDATE
+  (the posting count a subquery of its WHERE), and refuses a posting whose transaction it does not find, which is what the
   foreign key refused. Journal transactions are never deleted or truncated (append-only triggers), so no
   posting can lose its transaction afterwards.
 - posting -> account: the trigger's `UPDATE account ... WHERE tenant_id, id, currency` already refused an
@@ -205,9 +205,10 @@ BEGIN
     -- One statement in the common case: the balance moves only if the posting's transaction is its tenant's
     -- and the leg is within its declared count, and the account is the tenant's in the posting's currency.
     UPDATE account SET balance = balance + NEW.amount
-        FROM journal_transaction AS txn
-        WHERE account.tenant_id = NEW.tenant_id AND account.id = NEW.account_id AND account.currency = NEW.currency
-            AND txn.tenant_id = NEW.tenant_id AND txn.id = NEW.transaction_id AND NEW.leg < txn.posting_count;
+        WHERE tenant_id = NEW.tenant_id AND id = NEW.account_id AND currency = NEW.currency
+            AND NEW.leg < (
+                SELECT posting_count FROM journal_transaction WHERE tenant_id = NEW.tenant_id AND id = NEW.transaction_id
+            );
     IF FOUND THEN
         RETURN NULL;
     END IF;

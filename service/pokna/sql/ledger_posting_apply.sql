@@ -7,7 +7,7 @@
 -- gone (docs/ledger.md, "What the database checks per posting, and how"). Journal transactions are
 -- append-only, so the one it found cannot go before COMMIT.
 --
--- Last set by migrations/versions/0020_posting_checks.py (the transaction's look-up joined into the
+-- Last set by migrations/versions/0020_posting_checks.py (the transaction's look-up a subquery of the
 -- balance's UPDATE, a missing transaction refused in place of the foreign key; 0011_distribution_keys read
 -- the transaction and the account under the posting's tenant; created with its trigger by 0002_ledger). On Citus `pokna db upgrade` also gives it
 -- `plan_cache_mode = force_custom_plan` (pokna.db.distribution.WORKER_FUNCTION_SETTINGS; docs/scaling.md,
@@ -25,9 +25,10 @@ BEGIN
     -- One statement in the common case: the balance moves only if the posting's transaction is its tenant's
     -- and the leg is within its declared count, and the account is the tenant's in the posting's currency.
     UPDATE account SET balance = balance + NEW.amount
-        FROM journal_transaction AS txn
-        WHERE account.tenant_id = NEW.tenant_id AND account.id = NEW.account_id AND account.currency = NEW.currency
-            AND txn.tenant_id = NEW.tenant_id AND txn.id = NEW.transaction_id AND NEW.leg < txn.posting_count;
+        WHERE tenant_id = NEW.tenant_id AND id = NEW.account_id AND currency = NEW.currency
+            AND NEW.leg < (
+                SELECT posting_count FROM journal_transaction WHERE tenant_id = NEW.tenant_id AND id = NEW.transaction_id
+            );
     IF FOUND THEN
         RETURN NULL;
     END IF;
