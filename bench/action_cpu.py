@@ -10,11 +10,13 @@ With `--statements`, pg_stat_statements (when the cluster has it) gives PostgreS
 statement over the unprofiled pass.
 
     .venv/bin/python bench/action_cpu.py [--games 150] [--keyed] [--profile action|create] [--top 25] [--statements]
-        [--deposits 300] [--no-profile]
+        [--deposits 300] [--no-profile] [--no-analyze]
 
 `--deposits N` adds N keyed deposits (each with its own Idempotency-Key, as the API requires) timed the
 same way, after the games; `--no-profile` skips the profiled pass; `--bursts` (bench/cpu_ab.py) plays
 `--games` games and `--deposits` deposits per line read and prints their mean CPU, until its input ends.
+After the warm-up (20 games, and 20 deposits with `--deposits`) the database is analyzed: without it the
+PostgreSQL figures are of plans made on the set-up's small tables (`--no-analyze` keeps those).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
-from games_http import create_tenants, next_action
+from games_http import analyze, create_tenants, next_action
 from games_support import migrated_cluster
 from sqlalchemy import create_engine, text
 
@@ -180,6 +182,9 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
                     timed.append(time.process_time() - started)
 
         await play(20, options.keyed, [], [])  # warm: prepared statements, caches, the pool
+        await deposit(driver, wallets, 20 if options.deposits else 0)
+        if options.analyze:
+            analyze(url)
         if options.bursts:
             await bursts(options, driver, play, wallets)
             return
@@ -196,9 +201,14 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
             f"({per_action + per_create / (len(actions) / options.games):.3f} ms an action with its "
             "share of the creation)"
         )
+        print_statements(statements, len(actions), "action, its game's creation shared out", options.top)
         if options.deposits:
+            reset_statements(url)
             moved = await deposit(driver, wallets, options.deposits)
             print(f"{len(moved)} keyed deposits: API CPU {sum(moved) / len(moved) * 1e3:.3f} ms a deposit")
+            print_statements(
+                read_statements(url) if options.statements else [], len(moved), "deposit", options.top
+            )
         if options.no_profile:
             return
         profiler = cProfile.Profile(time.process_time)  # CPU, as the unprofiled figures
@@ -206,19 +216,24 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
         print(f"\nProfiled: the {options.profile} requests of {options.games} more games.")
         report(profiler, options)
         print(f"  per request kind, unprofiled: action {per_action:.3f} ms, creation {per_create:.3f} ms")
-        if statements:
-            total = sum(row[2] for row in statements if not row[0].startswith("(inside)"))
-            print(
-                "\nPostgreSQL execution time per action, its game's creation shared out "
-                f"(pg_stat_statements, {len(actions)} actions):"
-            )
-            for query, calls, total_ms in statements[: 3 * options.top]:
-                print(f"{total_ms / len(actions):8.3f} ms  {calls / len(actions):5.2f}x  {query[:110]}")
-            print(
-                f"{total / len(actions):8.3f} ms  total of the top-level statements (executor time: not parse, "
-                "plan, the protocol, commit's WAL flush or the backend's idle loop); the statements inside "
-                "the PL/pgSQL functions are part of their caller's time"
-            )
+
+
+def print_statements(statements: list[tuple[str, int, float, int]], count: int, label: str, top: int) -> None:
+    """pg_stat_statements over `count` requests: executor time, calls and shared buffers per request (calls
+    and buffers do not move with the machine's load; the time does)."""
+    if not statements:
+        return
+    total = sum(row[2] for row in statements if not row[0].startswith("(inside)"))
+    print(f"\nPostgreSQL per {label} (pg_stat_statements, {count} requests): ms, calls, buffers")
+    for query, calls, total_ms, buffers in statements[: 3 * top]:
+        print(f"{total_ms / count:8.3f} {calls / count:6.2f}x {buffers / count:7.1f}  {query[:100]}")
+    inside = [row for row in statements if row[0].startswith("(inside)")]
+    print(
+        f"{total / count:8.3f} ms the top-level statements' executor time (not parse, plan, the protocol, "
+        "commit's WAL flush or the backend's idle loop; the statements inside the PL/pgSQL functions are part "
+        f"of their caller's), {sum(row[1] for row in inside) / count:.2f} statements inside functions "
+        "and triggers"
+    )
 
 
 async def deposit(driver: Driver, wallets: list[str], count: int) -> list[float]:
@@ -299,18 +314,22 @@ def reset_statements(url: str) -> None:
         engine.dispose()
 
 
-def read_statements(url: str) -> list[tuple[str, int, float]]:
+def read_statements(url: str) -> list[tuple[str, int, float, int]]:
     engine = create_engine(url)
     try:
         with engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    "SELECT CASE WHEN toplevel THEN '' ELSE '  (inside) ' END || query, calls, total_exec_time "
+                    "SELECT CASE WHEN toplevel THEN '' ELSE '(inside) ' END || query, calls, total_exec_time, "
+                    "shared_blks_hit + shared_blks_read "
                     "FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' "
                     "ORDER BY toplevel DESC, total_exec_time DESC"
                 )
             ).all()
-        return [(" ".join(str(query).split()), int(calls), float(ms)) for query, calls, ms in rows]
+        return [
+            (" ".join(str(query).split()), int(calls), float(ms), int(buffers))
+            for query, calls, ms, buffers in rows
+        ]
     except Exception:
         return []
     finally:
@@ -328,6 +347,12 @@ def main() -> int:
     parser.add_argument("--statements", action="store_true", help="PostgreSQL time per statement")
     parser.add_argument("--deposits", type=int, default=0, help="keyed deposits to time after the games")
     parser.add_argument("--no-profile", action="store_true", help="the unprofiled figures only")
+    parser.add_argument(
+        "--analyze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ANALYZE after the warm-up (default); --no-analyze keeps the plans made on the set-up's small tables",
+    )
     parser.add_argument("--bursts", action="store_true", help="for bench/cpu_ab.py: bursts on demand (stdin)")
     options = parser.parse_args()
     preload = (

@@ -21,7 +21,9 @@ type, the CPU each side used per request, errors (must be 0), and each phase aga
 reference phases just before and after it.
 
     .venv/bin/python bench/games_http.py [--clients 8] [--workers 2] [--duration 10] [--rounds 3]
-        [--phases games,deposits,baseline] [--games N] [--players 3] [--tenants 1 | --compare-tenants 8] [--shared-wallets] [--durable] [--seed 1] [--keep-nagle] [--output FILE]
+        [--phases games,deposits,baseline] [--games N] [--players 3] [--tenants 1 | --compare-tenants 8] [--shared-wallets] [--durable] [--seed 1] [--keep-nagle] [--no-analyze] [--output FILE]
+
+After the warm-up the database is analyzed (`--no-analyze` keeps the plans made on the set-up's small tables).
 
 With `--compare-tenants N` (issue 25) there are no reference phases: each phase kind runs with the
 clients spread over N tenants, then with as many clients (their own wallets) all in one tenant, round after
@@ -459,6 +461,13 @@ def parse_arguments() -> argparse.Namespace:
         "--seed", type=int, default=1, help="seeds the players' choices (split/roll again, claim/challenge)"
     )
     parser.add_argument(
+        "--analyze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ANALYZE after the warm-up (default), as a server up for some minutes would be; --no-analyze "
+        "measures the plans made on the set-up's small tables",
+    )
+    parser.add_argument(
         "--keep-nagle",
         action="store_true",
         help="serve with uvicorn's own multi-worker socket, as `pokna serve` does: no TCP_NODELAY (uvicorn#3149)",
@@ -545,11 +554,14 @@ def main() -> int:
                 file=sys.stderr,
             )
             if options.compare_tenants is not None:
-                phases = compared_phases(phase, lambda: analyze(database.url), kinds, options)
+                phases = compared_phases(
+                    phase, lambda: analyze(database.url) if options.analyze else None, kinds, options
+                )
             else:
                 for kind in ("reference", *kinds):
                     phase(kind, options.warmup)
-                analyze(database.url)
+                if options.analyze:
+                    analyze(database.url)
                 phases = [phase("reference", options.duration)]
                 for round_number in range(options.rounds):
                     for kind in kinds:
@@ -615,6 +627,7 @@ def settings(options: argparse.Namespace) -> dict[str, Any]:
         "log_level": os.environ.get("POKNA_LOG_LEVEL", "INFO"),
         "factory": options.factory,
         "keep_nagle": options.keep_nagle,
+        "analyze": options.analyze,
     }
 
 

@@ -17,10 +17,10 @@
 --                      bytea hex: pokna_verify.ledger.chain.hash_parts), postings: in leg order, each
 --                      {id, account_id, amount, currency}}.
 --
--- Last set by migrations/versions/0017_ledger_post_document.py (the batch as one document of transactions
--- and their postings, no ledger-level idempotency key, the checks set-based; earlier bodies:
--- 0004_ledger_post, 0005_ledger_post_json, 0011_distribution_keys, 0014_ledger_chains,
--- 0016_ledger_post_row_inserts).
+-- Last set by migrations/versions/0020_posting_checks.py (a transaction's two postings in one INSERT);
+-- earlier bodies: 0004_ledger_post, 0005_ledger_post_json, 0011_distribution_keys, 0014_ledger_chains,
+-- 0016_ledger_post_row_inserts, 0017_ledger_post_document (the batch as one document of transactions and
+-- their postings, no ledger-level idempotency key, the checks set-based).
 --
 -- This file is the function as the database holds it at the head migration. To change it, edit this file and
 -- write a new migration that applies a frozen copy of the new text (a migration never reads this file:
@@ -128,10 +128,10 @@ BEGIN
     -- Then each transaction in seq order: hashed onto the previous one, sha256(before_prev || prev_hash ||
     -- before_seq || seq || rest) over the parts the client encoded (pokna_verify.ledger.chain.hash_parts),
     -- inserted (the chain-link trigger finds its predecessor), and its postings after it in leg order (each
-    -- applied to its balance by its trigger, in the order the running balances were checked in). One row per
-    -- INSERT ... VALUES: on Citus it is routed to the tenant's shard, where an INSERT ... SELECT from the
-    -- document goes through Citus's pull-and-COPY path and costs more than the rows it saves
-    -- (0016_ledger_post_row_inserts, 0017_ledger_post_document; bench/README.md, "Citus").
+    -- applied to its balance by its trigger, in the order the running balances were checked in). INSERT ...
+    -- VALUES: on Citus it is routed to the tenant's shard, where an INSERT ... SELECT from the document goes
+    -- through Citus's pull-and-COPY path and costs more than the rows it saves (0016_ledger_post_row_inserts,
+    -- 0017_ledger_post_document; bench/README.md, "Citus").
     first_seq := v_seq + 1;
     first_prev_hash := v_hash;
     hashes := '{}';
@@ -149,6 +149,17 @@ BEGIN
         VALUES (v_transaction.id, p_tenant_id, v_chain, v_seq, v_transaction.kind, v_transaction.reference,
             v_transaction.metadata::json, jsonb_array_length(v_transaction.postings), v_prev_hash, v_hash,
             v_transaction.created_at);
+        -- Two legs (a deposit's, a withdrawal's, most of a game's transfers): one INSERT of both rows.
+        IF jsonb_array_length(v_transaction.postings) = 2 THEN
+            INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency)
+            VALUES (v_transaction.postings->0->>'id', p_tenant_id, v_transaction.id, 0,
+                    v_transaction.postings->0->>'account_id', (v_transaction.postings->0->>'amount')::bigint,
+                    v_transaction.postings->0->>'currency'),
+                (v_transaction.postings->1->>'id', p_tenant_id, v_transaction.id, 1,
+                    v_transaction.postings->1->>'account_id', (v_transaction.postings->1->>'amount')::bigint,
+                    v_transaction.postings->1->>'currency');
+            CONTINUE;
+        END IF;
         FOR v_posting IN
             SELECT * FROM ROWS FROM (jsonb_to_recordset(v_transaction.postings)
                     AS (id text, account_id text, amount bigint, currency text))

@@ -1,10 +1,15 @@
--- ledger_posting_apply(): trigger trg_posting_apply, AFTER INSERT ON posting. Refuses a leg beyond its
--- transaction's declared posting count, and adds the posting's amount to its account's balance, refusing an
--- account of another tenant or currency. The one way a balance changes (ledger_account_guard). Refusals are
--- SQLSTATE 23000.
+-- ledger_posting_apply(): trigger trg_posting_apply, AFTER INSERT ON posting. Adds the posting's amount to
+-- its account's balance, in one UPDATE that also finds the posting's transaction: refuses a posting whose
+-- transaction is not its tenant's, a leg beyond the transaction's declared posting count, and an account
+-- that is not the posting's tenant's or not in its currency. The one way a balance changes
+-- (ledger_account_guard). Refusals are SQLSTATE 23000. Since 0020 this UPDATE is what ties a posting to its
+-- transaction and its account: the posting's foreign keys to journal_transaction, account and tenant are
+-- gone (docs/ledger.md, "What the database checks per posting, and how"). Journal transactions are
+-- append-only, so the one it found cannot go before COMMIT.
 --
--- Last set by migrations/versions/0011_distribution_keys.py (the transaction and the account read under the
--- posting's tenant; created with its trigger by 0002_ledger). On Citus `pokna db upgrade` also gives it
+-- Last set by migrations/versions/0020_posting_checks.py (the transaction's look-up a subquery of the
+-- balance's UPDATE, a missing transaction refused in place of the foreign key; 0011_distribution_keys read
+-- the transaction and the account under the posting's tenant; created with its trigger by 0002_ledger). On Citus `pokna db upgrade` also gives it
 -- `plan_cache_mode = force_custom_plan` (pokna.db.distribution.WORKER_FUNCTION_SETTINGS; docs/scaling.md,
 -- "Plans on the workers").
 --
@@ -17,19 +22,29 @@ CREATE OR REPLACE FUNCTION ledger_posting_apply() RETURNS trigger LANGUAGE plpgs
 DECLARE
     txn_posting_count int;
 BEGIN
+    -- One statement in the common case: the balance moves only if the posting's transaction is its tenant's
+    -- and the leg is within its declared count, and the account is the tenant's in the posting's currency.
+    UPDATE account SET balance = balance + NEW.amount
+        WHERE tenant_id = NEW.tenant_id AND id = NEW.account_id AND currency = NEW.currency
+            AND NEW.leg < (
+                SELECT posting_count FROM journal_transaction WHERE tenant_id = NEW.tenant_id AND id = NEW.transaction_id
+            );
+    IF FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- Refused: which of the three it was.
     SELECT posting_count INTO txn_posting_count
         FROM journal_transaction WHERE tenant_id = NEW.tenant_id AND id = NEW.transaction_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger: posting % names no transaction % of its tenant',
+            NEW.id, NEW.transaction_id USING ERRCODE = '23000';
+    END IF;
     IF NEW.leg >= txn_posting_count THEN
         RAISE EXCEPTION 'ledger: transaction % declares % postings; leg % refused',
             NEW.transaction_id, txn_posting_count, NEW.leg USING ERRCODE = '23000';
     END IF;
-    UPDATE account SET balance = balance + NEW.amount
-        WHERE tenant_id = NEW.tenant_id AND id = NEW.account_id AND currency = NEW.currency;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'ledger: posting % names account % of another tenant or currency',
-            NEW.id, NEW.account_id USING ERRCODE = '23000';
-    END IF;
-    RETURN NULL;
+    RAISE EXCEPTION 'ledger: posting % names account % of another tenant or currency',
+        NEW.id, NEW.account_id USING ERRCODE = '23000';
 END
 $$;
 
