@@ -31,10 +31,11 @@ from psycopg import AsyncConnection
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine
 from pokna.ledger import chain_for, open_account
 from support.driver import funding_account, new_api_key, on_database  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
+from support.sessions import make_sessionmaker, unit_of_work  # type: ignore[import-not-found,unused-ignore]
 
 BASELINE_FUNCTION = """
 CREATE OR REPLACE FUNCTION bench_move(p_tenant text, p_chain smallint, p_from text, p_to text, p_amount bigint)

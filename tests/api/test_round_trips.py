@@ -47,7 +47,7 @@ def counted(tmp_path: Path, database_url: str) -> Iterator[tuple[TestClient, Wir
     )
     engine = make_engine(proxied, pool_size=1)
     try:
-        with TestClient(create_app(settings, Runtime.from_settings(settings, engine=engine))) as client:
+        with TestClient(create_app(settings, Runtime.from_settings(settings))) as client:
             yield client, wire
     finally:
         engine.dispose()

@@ -21,6 +21,7 @@ from psycopg.pq import TransactionStatus
 from sqlalchemy import Engine, exc, text
 
 from pokna.db.aio import AsyncDatabase
+from pokna.db.backend import conninfo_of
 from pokna.db.engine import Waits, make_engine
 from pokna.db.watchdog import TICK_SECONDS, StatementWatchdog
 
@@ -86,8 +87,7 @@ def test_a_live_servers_slow_statement_is_ended_by_the_server_not_the_client(wat
 
 
 def test_a_frozen_server_is_abandoned_on_the_hot_paths_road(empty_database_url: str) -> None:
-    engine = make_engine(empty_database_url, WAITS)
-    database = AsyncDatabase.for_engine(engine, WAITS, size=1, overflow=0)
+    database = AsyncDatabase.for_conninfo(conninfo_of(empty_database_url), WAITS, size=1, overflow=0)
     frozen: list[int] = []
 
     async def select_on_a_frozen_server() -> float:
@@ -107,7 +107,6 @@ def test_a_frozen_server_is_abandoned_on_the_hot_paths_road(empty_database_url: 
     finally:
         for pid in frozen:
             os.kill(pid, signal.SIGCONT)
-        engine.dispose()
     assert error is None
     assert waited[0] >= ANSWER
 
@@ -182,8 +181,7 @@ def test_a_stream_of_answered_statements_is_never_abandoned(watched_engine: Engi
 
 
 def test_a_stream_of_answered_pipelines_is_never_abandoned(empty_database_url: str) -> None:
-    engine = make_engine(empty_database_url, WAITS)
-    database = AsyncDatabase.for_engine(engine, WAITS, size=1, overflow=0)
+    database = AsyncDatabase.for_conninfo(conninfo_of(empty_database_url), WAITS, size=1, overflow=0)
 
     async def pipelines_for(seconds: float) -> int:
         deadline, sent = time.monotonic() + seconds, 0
@@ -196,7 +194,4 @@ def test_a_stream_of_answered_pipelines_is_never_abandoned(empty_database_url: s
             await connection.execute("SELECT 1")
         return sent
 
-    try:
-        assert asyncio.run(pipelines_for(ANSWER + 2)) > 0
-    finally:
-        engine.dispose()
+    assert asyncio.run(pipelines_for(ANSWER + 2)) > 0

@@ -15,13 +15,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import Account, JournalTransaction
 from pokna.ledger import AccountExists, AccountKind, InvalidAccount, TenantNotFound
 from pokna.ledger.schemas import JournalTransactionOut
 from pokna_verify.ledger.chain import chain_for
 from support.driver import funding_account, open_account, reconcile
 from support.ledger_reads import balance_of, get_transaction, system_balance, trial_balance
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi, money_key, new_tenant
 
 pytest_plugins = ["ledger_fixtures"]

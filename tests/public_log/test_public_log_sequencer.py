@@ -14,8 +14,7 @@ from pymerkle import InmemoryTree
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.aio import AsyncDatabase, conninfo_of
-from pokna.db.engine import Waits
+from pokna.db.aio import AsyncDatabase
 from pokna.db.models.game import Game as GameRow
 from pokna.public_log import reads
 from pokna.public_log.sequencer import LogSigner
@@ -183,7 +182,7 @@ def test_the_running_sequencer_outlives_its_connection(
                 )
         return logged == 2 or asked > 400  # a bound: the test stops by itself whatever happens
 
-    database = AsyncDatabase(f"{conninfo_of(engine, Waits())} application_name={name}", 1, 1, 5.0)
+    database = AsyncDatabase(f"{runtime.conninfo} application_name={name}", 1, 1, 5.0)
 
     async def sequencing() -> int:
         async with database.opened():  # as `pokna log sequence` runs it: one pool for the process

@@ -15,8 +15,7 @@ from psycopg import AsyncConnection
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.aio import conninfo_of
-from pokna.db.engine import Waits, make_engine
+from pokna.db.backend import conninfo_of
 from pokna.ledger import EXPORTERS, accounts_aio, read_heads_async, reads, take_checkpoint_async
 from pokna.ledger.checkpoint import Checkpoint
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind
@@ -34,15 +33,11 @@ engine, or its URL."""
 
 def conninfo(database: Database) -> str:
     if isinstance(database, str):
-        engine = make_engine(database)
-        try:
-            return conninfo_of(engine, Waits())
-        finally:
-            engine.dispose()
+        return conninfo_of(database)
     bind = database.kw["bind"] if isinstance(database, sessionmaker) else database
     bound = bind.get_bind() if isinstance(bind, Session) else bind
     assert isinstance(bound, Engine)
-    return conninfo_of(bound, Waits())
+    return conninfo_of(bound.url.render_as_string(hide_password=False))
 
 
 def on_database(database: Database, work: Callable[[AsyncConnection[Any]], Awaitable[Done]]) -> Done:

@@ -48,9 +48,8 @@ class DatabaseGate:
 
     @classmethod
     def for_settings(cls, settings: Settings) -> DatabaseGate:
-        """As many places as a pool can hand out connections, its size and its overflow: the sessions'
-        pool (pokna.db.engine) and the hot paths' (pokna.db.aio) are made with the same sizes, and a
-        request uses one of them at a time."""
+        """As many places as the requests' pool (pokna.runtime) can hand out connections, its size and its
+        overflow: a request uses one at a time."""
         places = settings.database_pool_size + settings.database_pool_overflow
         return cls(places, settings.database_pool_timeout_seconds)
 

@@ -16,11 +16,13 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
+from psycopg.conninfo import make_conninfo
 
 from pokna.cli.database_url import configured_database_url
 from pokna.cli.errors import EXIT_USAGE, CommandError
-from pokna.db.aio import AsyncDatabase, conninfo_of
-from pokna.db.engine import Waits, make_engine
+from pokna.db.aio import AsyncDatabase
+from pokna.db.backend import conninfo_of
+from pokna.db.engine import Waits
 from pokna.errors import NotFound
 from pokna.tenants import service as tenants
 
@@ -32,30 +34,18 @@ CONNECTIONS = 1
 
 @asynccontextmanager
 async def command_database() -> AsyncIterator[AsyncDatabase]:
-    """The pool, open for the block. The engine only reads the URL as SQLAlchemy does (its hosts, user and
-    options: pokna.db.aio.conninfo_of); nothing connects through it."""
-    engine = make_engine(configured_database_url())
-    try:
-        database = AsyncDatabase.for_engine(engine, Waits(), size=CONNECTIONS, overflow=0)
-        async with database.opened():
-            yield database
-    finally:
-        engine.dispose()
-
-
-def command_conninfo() -> str:
-    """The configured database as a libpq connection string, with a command's waits (an engine is made
-    only to read the URL as the service does: it never connects)."""
-    engine = make_engine(configured_database_url())
-    try:
-        return conninfo_of(engine, Waits())
-    finally:
-        engine.dispose()
+    """The pool, open for the block."""
+    database = AsyncDatabase.for_conninfo(
+        conninfo_of(configured_database_url()), Waits(), size=CONNECTIONS, overflow=0
+    )
+    async with database.opened():
+        yield database
 
 
 async def command_connection() -> AsyncConnection[Any]:
-    """An autocommit connection to the configured database; the caller closes it."""
-    return await AsyncConnection.connect(command_conninfo(), autocommit=True)
+    """An autocommit connection to the configured database, with a command's waits; the caller closes it."""
+    conninfo = make_conninfo(conninfo_of(configured_database_url()), **Waits().libpq_parameters())
+    return await AsyncConnection.connect(conninfo, autocommit=True)
 
 
 def run_command(work: Callable[[AsyncConnection[Any]], Awaitable[Done]]) -> Done:

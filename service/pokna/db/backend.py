@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from psycopg import AsyncConnection
+from psycopg.conninfo import make_conninfo
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
@@ -23,16 +24,14 @@ def require_postgresql(target: str | Engine) -> None:
         raise UnsupportedDatabase(f"Pokna runs on PostgreSQL, not {name!r}")
 
 
-def driver_parameters(engine: Engine) -> dict[str, str | int]:
-    """What the engine passes psycopg to connect (hosts, ports, user, database, libpq options of its
-    URL): for the connections the hot paths open with the driver itself (pokna.db.aio)."""
-    _, parameters = engine.dialect.create_connect_args(engine.url)
-    # `context` is the dialect's adapters for its own connections, not a connection option.
-    return {
-        name: value if isinstance(value, int) else str(value)
-        for name, value in parameters.items()
-        if value is not None and name != "context"
-    }
+def conninfo_of(url: str) -> str:
+    """A SQLAlchemy URL (POKNA_DATABASE_URL) as the libpq connection string psycopg connects with: its hosts,
+    ports, user, database and libpq options, read by SQLAlchemy's psycopg dialect (a multi-host URL's
+    `?host=a:1&host=b:2` included) so the URL means what it meant to the engine. No engine is made."""
+    require_postgresql(url)
+    parsed = make_url(url)
+    _, parameters = parsed.get_dialect()().create_connect_args(parsed)
+    return make_conninfo("", **{name: value for name, value in parameters.items() if value is not None})
 
 
 async def accepts_writes(connection: AsyncConnection[Any]) -> bool:

@@ -1,19 +1,15 @@
-"""Engines and sessions. One engine per process; one session (unit of work) per command step.
-
-`unit_of_work` is the one way to hold a session, for the tests. No HTTP request, command or background job
-holds one: every route, every command, the sweep, the webhooks worker, the public log's sequencer and the
+"""The database's waits (`Waits`, for every connection) and SQLAlchemy's engine, which only Alembic's
+commands use (`pokna db`, pokna.db.migrate). No HTTP request, command or background job holds an engine or
+a session: every route, every command, the sweep, the webhooks worker, the public log's sequencer and the
 monitoring reads are on psycopg's async connections (pokna.db.aio, pokna.cli.command_database)."""
 
 from __future__ import annotations
 
 import select
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, exc
-from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db.backend import require_postgresql
 from pokna.db.watchdog import ANSWER_GRACE_SECONDS, watch
@@ -113,23 +109,3 @@ def _drop_if_the_server_hung_up(dbapi_connection: Any, _record: Any, _proxy: Any
     poller.register(dbapi_connection.fileno(), select.POLLIN | select.POLLPRI)
     if poller.poll(0):
         raise exc.InvalidatePoolError("the database server closed the connection")
-
-
-def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    """The one session factory: a process makes it once (pokna.runtime), every request and command
-    opens its sessions from it."""
-    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
-
-
-@contextmanager
-def unit_of_work(sessions: sessionmaker[Session]) -> Iterator[Session]:
-    """Commit if the block finishes, roll back if it raises: nothing is ever half-written."""
-    session = sessions()
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
