@@ -33,10 +33,10 @@ from psycopg import AsyncConnection
 from sqlalchemy import create_engine, text
 
 from pokna.bundles.writer import BATCH_TRANSACTIONS
-from pokna.ledger import accounts_aio
 from pokna.ledger.reads import AccountRecord
 from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS
 from pokna_verify.bundle.scan import verify_bundle_stream
+from support.driver import open_account_on
 from support.fault_servers import service_env, tenant_on
 from support.game_play import Api, obliging, play
 from support.money import Teller, teller_on
@@ -72,7 +72,7 @@ def _play_games(api: Api, wallets: list[str], count: int) -> list[str]:
 
 
 async def _wallet(connection: AsyncConnection[Any], tenant_id: str, external_id: str) -> AccountRecord:
-    return await accounts_aio.open_account(
+    return await open_account_on(
         connection, tenant_id=tenant_id, kind="player_wallet", external_id=external_id
     )
 
