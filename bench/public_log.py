@@ -34,10 +34,10 @@ from pokna.app import create_app  # noqa: E402
 from pokna.db.engine import make_engine  # noqa: E402
 from pokna.public_log import reads  # noqa: E402
 from pokna.public_log.sequencer import LogSigner  # noqa: E402
-from pokna.public_log.worker import sequence_all  # noqa: E402
 from pokna.runtime import Runtime  # noqa: E402
 from pokna.settings import Environment, Settings  # noqa: E402
 from support.driver import create_tenant, open_account  # noqa: E402
+from support.game_logs import sequence_all  # type: ignore[import-not-found,unused-ignore]  # noqa: E402
 from support.sessions import make_sessionmaker, unit_of_work  # type: ignore[import-not-found,unused-ignore]  # noqa: E402
 
 INSERT_GAMES = text(

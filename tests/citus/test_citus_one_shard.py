@@ -26,12 +26,12 @@ from pokna.app import create_app
 from pokna.db.engine import make_engine
 from pokna.ledger import verify_export
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.bundle.report import Verdict
 from pokna_verify.bundle.scan import verify_bundle
 from support.audit_bundles import play_books
+from support.game_logs import sequence_all
 from support.game_play import Api, Game, obliging
 from support.sessions import make_sessionmaker
 from support.tenant_api import api_key_on
