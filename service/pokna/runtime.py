@@ -55,7 +55,6 @@ class Runtime:
         place is taken. Opened with the requests' pool by the app's lifespan; none is opened before a
         probe or a scrape needs it."""
         waits = Waits(
-            pool=MONITORING_STATEMENT_SECONDS,
             connect=self.settings.database_connect_timeout_seconds,
             statement=MONITORING_STATEMENT_SECONDS,
         )
@@ -80,7 +79,6 @@ def database_url(settings: Settings) -> str:
 def waits_of(settings: Settings) -> Waits:
     """The database waits `POKNA_DATABASE_*_SECONDS` configure (docs/operations.md)."""
     return Waits(
-        pool=settings.database_pool_timeout_seconds,
         connect=settings.database_connect_timeout_seconds,
         statement=settings.database_statement_timeout_seconds,
         idle_in_transaction=settings.database_idle_in_transaction_timeout_seconds,

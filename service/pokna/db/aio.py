@@ -18,10 +18,10 @@ connection of its own for the block instead. How many connections are in use at 
 a request gets here, by the database gate (pokna.api.database_gate), which has a place for each
 connection the pool may open, so the pool's own wait only ever covers opening one.
 
-Connections are checked as pokna.db.engine checks a command's, rather than by the pool's `check` callback
-(a round trip per checkout, and a second's back-off after a failed one): one the server has closed
-(restart, crash, failover) is seen at checkout without a round trip, and every idle one is dropped with
-it (`drain`), so the next ones connect afresh. One given back inside a transaction or broken is closed
+Connections are checked at checkout without the pool's `check` callback (a round trip per checkout, and a
+second's back-off after a failed one): one the server has closed (restart, crash, failover) is seen
+without a round trip (`_hung_up`), and every idle one is dropped with it (`drain`), so the next ones
+connect afresh, through every host of a multi-host URL in turn. One given back inside a transaction or broken is closed
 at once, without the rollback the pool would send (a round trip a cancelled request may not finish), and
 the pool replaces it. A connection the pool cannot open is retried for RECONNECT_SECONDS only, then
 opened again on demand. While the database is away a request waits up to the connect timeout (per host)
@@ -146,6 +146,10 @@ async def _give_back(pool: Pool, connection: AsyncConnection[Any]) -> None:
 
 
 def _hung_up(connection: AsyncConnection[Any]) -> bool:
+    """A server that stops, crashes or is killed closes its sockets, and an idle pooled connection has
+    nothing to read unless the server said goodbye (a FATAL notice, then the end of the stream): anything
+    readable, or a hang-up, means it is gone. A peer that vanished without a word is the keepalives'
+    (pokna.db.engine.Waits)."""
     if connection.closed or connection.broken:
         return True
     poller = select.poll()
