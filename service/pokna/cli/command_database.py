@@ -2,7 +2,7 @@
 command's waits (`Waits()`: no limit on a statement), no session and no thread.
 
 A background command (`pokna sweep`, `pokna webhooks deliver`, `pokna log sequence`) holds psycopg's pool,
-one per process, open while its event loop runs (`command_database`). A command that does one piece of work
+one per process, open while its event loop runs (`command_database`; `run_until_stopped` for a worker). A command that does one piece of work
 (`pokna tenants`, `pokna ledger`, `pokna audit bundle`) holds one connection in a short event loop of its
 own (`run_command`; `streamed_command` for one that writes as it reads); its writes are one transaction
 (`async with connection.transaction()`).
@@ -11,6 +11,8 @@ own (`run_command`; `streamed_command` for one that writes as it reads); its wri
 from __future__ import annotations
 
 import asyncio
+import signal
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
@@ -46,6 +48,33 @@ async def command_connection() -> AsyncConnection[Any]:
     """An autocommit connection to the configured database, with a command's waits; the caller closes it."""
     conninfo = make_conninfo(conninfo_of(configured_database_url()), **Waits().libpq_parameters())
     return await AsyncConnection.connect(conninfo, autocommit=True)
+
+
+def run_until_stopped(
+    work: Callable[[AsyncDatabase, Callable[[], bool]], Awaitable[Done]], max_seconds: float | None
+) -> Done:
+    """A worker (`pokna webhooks deliver`, `pokna log sequence`): `work` on the process's pool in an event
+    loop of its own, told to stop (its second argument turns true) once SIGTERM or SIGINT arrives or
+    `max_seconds` have passed. The signals' handlers are the previous ones again afterwards."""
+    stopping: list[int] = []
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+
+    def should_stop() -> bool:
+        return bool(stopping) or (deadline is not None and time.monotonic() >= deadline)
+
+    async def run() -> Done:
+        async with command_database() as database:
+            return await work(database, should_stop)
+
+    previous = {
+        signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
+        for signum in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        return asyncio.run(run())
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run_command(work: Callable[[AsyncConnection[Any]], Awaitable[Done]]) -> Done:
