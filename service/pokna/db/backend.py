@@ -1,6 +1,7 @@
 """The one database Pokna runs on: PostgreSQL (14 or newer), an operator's or the private embedded one.
 
-A URL for any other database is refused here, once, where the engine is made; nothing else asks.
+A URL for any other database is refused here, once, where it is read (into the pools' connection string,
+or Alembic's engine); nothing else asks.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
-from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 
@@ -17,9 +17,9 @@ class UnsupportedDatabase(ValueError):
     code = "unsupported_database"
 
 
-def require_postgresql(target: str | Engine) -> None:
-    """Refuse a SQLAlchemy URL or engine that is not PostgreSQL, naming the setting."""
-    name = make_url(target).get_backend_name() if isinstance(target, str) else target.dialect.name
+def require_postgresql(url: str) -> None:
+    """Refuse a SQLAlchemy URL that is not PostgreSQL's, naming the setting."""
+    name = make_url(url).get_backend_name()
     if name != "postgresql":
         raise UnsupportedDatabase(f"Pokna runs on PostgreSQL, not {name!r}")
 
