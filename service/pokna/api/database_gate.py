@@ -134,8 +134,8 @@ class DatabaseGate:
 
 
 class Place:
-    """One request's hold on the gate: taken before its first database use, given back once its session
-    holds no connection; idempotent, so every way out of a request can give it back."""
+    """One request's hold on the gate: taken before its first database use, given back once it holds no
+    connection; idempotent, so every way out of a request can give it back."""
 
     def __init__(self, gate: DatabaseGate | None, party: bytes) -> None:
         self.gate = gate
