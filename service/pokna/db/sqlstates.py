@@ -15,7 +15,8 @@ Pokna's own codes (class PK, raised by the functions in service/pokna/sql/):
 - `ROUND_TOO_NEAR` (PK425): beacon_roll_write() when an acceptance would commit within 50 ms of its round's
   due time; the dealer decides again once the round is due. Not an error a client sees.
 PostgreSQL's:
-- `LOCK_NOT_AVAILABLE` (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running).
+- lock_not_available (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running),
+  caught as psycopg's `LockNotAvailable` where the claim is read (pokna.idempotency.service).
 - `UNIQUE_VIOLATION` (23505): a wallet opened for an external id a concurrent request took first
   (pokna.ledger.accounts_aio.open_wallet).
 - the outages (`unavailable_reason`): the database cannot serve now, whatever the request was; a 503
@@ -44,7 +45,6 @@ LEDGER_REFUSED = "PK402"
 STALE_BALANCES = "PK409"
 WALLET_HELD = "PK423"
 ROUND_TOO_NEAR = "PK425"
-LOCK_NOT_AVAILABLE = "55P03"
 UNIQUE_VIOLATION = "23505"
 
 # SQLSTATE classes and codes that say the server cannot do the work now, whatever the request was.
