@@ -21,13 +21,14 @@ from fastapi.testclient import TestClient
 
 from pokna.app import create_app
 from pokna.db import embedded
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.db.migrate import upgrade
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.fairness.protocol import roll
 from support.game_play import Api, new_tenant_key, play, random_policy
+from support.sessions import make_sessionmaker  # type: ignore[import-not-found,unused-ignore]
 
 
 def main() -> None:
@@ -41,7 +42,7 @@ def main() -> None:
         upgrade(url)
         settings = Settings(env=Environment.TEST, data_dir=Path(directory) / "data", database_url=url)
         engine = make_engine(url)
-        runtime = Runtime.from_settings(settings, engine=engine)
+        runtime = Runtime.from_settings(settings)
         with TestClient(create_app(settings, runtime)) as client:
             api = Api(client, new_tenant_key(make_sessionmaker(engine)))
             rng = random.Random(1)

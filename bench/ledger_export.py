@@ -42,13 +42,13 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from pokna.db import migrate
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
-from pokna.ledger import open_account
 from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
-from support.driver import issue_api_key, on_database, read_heads  # type: ignore[import-not-found,unused-ignore]
+from support.driver import issue_api_key, on_database, open_account_on, read_heads  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
+from support.sessions import make_sessionmaker, unit_of_work  # type: ignore[import-not-found,unused-ignore]
 
 TENANT = "ten_export"
 WALLETS = 1000
@@ -66,7 +66,7 @@ def load(url: str, postings: int) -> int:
     async def opened(connection: AsyncConnection[Any]) -> list[str]:
         return [
             (
-                await open_account(
+                await open_account_on(
                     connection, tenant_id=TENANT, kind="player_wallet", external_id=f"w{index}"
                 )
             ).id

@@ -26,13 +26,14 @@ import psycopg
 from games_support import BENCH  # noqa: F401  (puts tests/ on sys.path)
 
 from pokna.db import migrate
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import AccountTransfer
 from pokna.ledger.store_postgresql import batch_document
 from support.citus import citus_bindir, start_citus  # type: ignore[import-not-found,unused-ignore]
 from support.driver import create_tenant, open_account  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import start_cluster  # type: ignore[import-not-found,unused-ignore]
+from support.sessions import make_sessionmaker, unit_of_work  # type: ignore[import-not-found,unused-ignore]
 
 SOURCE = Path(__file__).resolve().parents[1] / "service" / "pokna" / "sql" / "ledger_post.sql"
 LOOP_FROM = "    FOR v_transaction IN\n"

@@ -31,10 +31,11 @@ from psycopg import AsyncConnection
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
-from pokna.ledger import chain_for, open_account
-from support.driver import funding_account, new_api_key, on_database  # type: ignore[import-not-found,unused-ignore]
+from pokna.db.engine import make_engine
+from pokna.ledger import chain_for
+from support.driver import funding_account, new_api_key, on_database, open_account_on  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
+from support.sessions import make_sessionmaker, unit_of_work  # type: ignore[import-not-found,unused-ignore]
 
 BASELINE_FUNCTION = """
 CREATE OR REPLACE FUNCTION bench_move(p_tenant text, p_chain smallint, p_from text, p_to text, p_amount bigint)
@@ -86,7 +87,7 @@ def prepare(url: str, wallets: int) -> tuple[str, str, list[Wallet]]:
     async def opened(connection: AsyncConnection[Any]) -> list[str]:
         return [
             (
-                await open_account(
+                await open_account_on(
                     connection, tenant_id=tenant_id, kind="player_wallet", external_id=f"w{index}"
                 )
             ).id

@@ -47,8 +47,8 @@ from psycopg import AsyncConnection
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
-from pokna.db.aio import conninfo_of
-from pokna.db.engine import Waits, make_engine, make_sessionmaker, unit_of_work
+from pokna.db.backend import conninfo_of
+from pokna.db.engine import make_engine
 from pokna.dealer import service as dealer
 from pokna.dealer.store_postgres import LOCK_GAME_AND_SEATS
 from pokna.ledger import chain_for
@@ -57,6 +57,7 @@ from pokna.settings import Settings
 from support.driver import create_tenant, funding_account, issue_api_key, open_account  # type: ignore[import-not-found,unused-ignore]
 from support.money import Teller, teller_on  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import find_bindir  # type: ignore[import-not-found,unused-ignore]
+from support.sessions import make_sessionmaker, unit_of_work  # type: ignore[import-not-found,unused-ignore]
 
 BENCH_STEP = r"""
 CREATE OR REPLACE FUNCTION bench_step(p_tenant text, p_game text, p_payer text, p_payee text)
@@ -178,7 +179,9 @@ def _script(
 async def _create_games(
     engine: Engine, keys: ServiceKeys, clock: dealer.Clock, placed: list[str], seats_of: list[list[str]]
 ) -> list[str]:
-    connection = await AsyncConnection.connect(conninfo_of(engine, Waits()), autocommit=True)
+    connection = await AsyncConnection.connect(
+        conninfo_of(engine.url.render_as_string(hide_password=False)), autocommit=True
+    )
     try:
         game_ids = []
         for tenant_id, wallets in zip(placed, seats_of, strict=True):

@@ -31,13 +31,14 @@ from fastapi.testclient import TestClient  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
 from pokna.app import create_app  # noqa: E402
-from pokna.db.engine import make_engine, unit_of_work  # noqa: E402
+from pokna.db.engine import make_engine  # noqa: E402
 from pokna.public_log import reads  # noqa: E402
 from pokna.public_log.sequencer import LogSigner  # noqa: E402
-from pokna.public_log.worker import sequence_all  # noqa: E402
 from pokna.runtime import Runtime  # noqa: E402
 from pokna.settings import Environment, Settings  # noqa: E402
 from support.driver import create_tenant, open_account  # noqa: E402
+from support.game_logs import sequence_all  # type: ignore[import-not-found,unused-ignore]  # noqa: E402
+from support.sessions import make_sessionmaker, unit_of_work  # type: ignore[import-not-found,unused-ignore]  # noqa: E402
 
 INSERT_GAMES = text(
     """
@@ -95,9 +96,9 @@ def main() -> None:
             database_url=url,
             client_rate_limit_per_second=0,
         )
-        runtime = Runtime.from_settings(settings, engine=engine)
+        runtime = Runtime.from_settings(settings)
         tenant_id = create_tenant(engine, "Bench").id
-        with unit_of_work(runtime.sessions) as session:
+        with unit_of_work(make_sessionmaker(engine)) as session:
             pot = open_account(session, tenant_id=tenant_id, kind="game_pot").id
             session.execute(INSERT_GAMES, {"tenant_id": tenant_id, "pot": pot, "games": options.games})
         signer = LogSigner("bench.example/games", runtime.keys.signing_key)

@@ -3,15 +3,13 @@
 Serves the product app in-process (`baseline_app.create_app`'s stack through Starlette's TestClient, one
 client, no concurrency) on a throwaway migrated cluster, plays `--games` games the way
 `bench/games_http.py` does, makes `--deposits` keyed deposits and `--baselines` baseline requests, and
-counts, per request, what the engine sent the server: statements (`before_cursor_execute`), BEGINs
-(psycopg opens every transaction with its own round trip), COMMITs and ROLLBACKs, and pool pre-pings.
-Each is one round trip. Deterministic: one client, so no lock waits, retries or races change the counts.
+counts the round trips of each request. Deterministic: one client, so no lock waits, retries or races
+change the counts.
 
-Since issue 24 the game action runs on psycopg's async driver, which the engine never sees, and sends
-several statements per round trip (pipelines). So the app reaches the database through a counting proxy
-on loopback (`WireTurns`): a round trip is the client speaking after the server last spoke (or first),
-whatever the driver and however many statements the client sends before it waits. The `wire` column is
-that count, the one to read; the engine's columns stay for the synchronous paths.
+The app reaches the database through a counting proxy on loopback (`WireTurns`): a round trip is the
+client speaking after the server last spoke (or first), however many statements the client sends in a
+pipeline before it waits. (Until issue 43 the engine's statements, BEGINs, COMMITs and pings were counted
+too; no request reaches the database through an engine any more.)
 
     .venv/bin/python bench/round_trips.py [--games 30] [--deposits 100] [--baselines 100]
 """
@@ -33,46 +31,21 @@ from typing import Any
 from fastapi.testclient import TestClient
 from games_http import FUNDS, create_tenants, next_action
 from games_support import migrated_cluster
-from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
 
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings
 from support.wire import WireTurns
 
-KINDS = ("statement", "begin", "commit", "rollback", "ping", "wire")
-
 
 class Counts:
-    """What the engine sent, by kind, since the last `take()`."""
+    """Round trips on the wire since the last `take()` (none counted without a proxy)."""
 
-    def __init__(self, engine: Engine, wire: WireTurns | None = None) -> None:
+    def __init__(self, wire: WireTurns | None = None) -> None:
         self.wire = wire
-        self.sent: Counter[str] = Counter()
-        self.statements: Counter[str] = Counter()
-        event.listen(engine, "before_cursor_execute", self._statement)
-        event.listen(engine, "begin", lambda _connection: self.sent.update(["begin"]))
-        event.listen(engine, "commit", lambda _connection: self.sent.update(["commit"]))
-        event.listen(engine, "rollback", lambda _connection: self.sent.update(["rollback"]))
-        dialect = engine.dialect
-        ping = dialect.do_ping
-
-        def counted_ping(dbapi_connection: Any) -> bool:
-            self.sent.update(["ping"])
-            return bool(ping(dbapi_connection))
-
-        dialect.do_ping = counted_ping  # type: ignore[method-assign]
-
-    def _statement(self, _connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        self.sent.update(["statement"])
-        self.statements.update([" ".join(statement.split())[:90]])
 
     def take(self) -> Counter[str]:
-        taken = self.sent
-        self.sent = Counter()
-        if self.wire is not None:
-            taken["wire"] = self.wire.take()
-        return taken
+        return Counter({"wire": self.wire.take()} if self.wire is not None else {})
 
 
 def funded_wallets(client: Any, count: int) -> list[str]:
@@ -102,7 +75,7 @@ def served(url: str, data_dir: Path, wire: WireTurns | None = None) -> Iterator[
     from baseline_app import create_app
 
     app = create_app()
-    counts = Counts(app.state.runtime.engine, wire)
+    counts = Counts(wire)
     with TestClient(app) as client:
         yield client, counts
 
@@ -114,11 +87,9 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=30)
     parser.add_argument("--deposits", type=int, default=100)
     parser.add_argument("--baselines", type=int, default=100)
-    parser.add_argument("--show-statements", action="store_true", help="the statements, by text, per kind")
     options = parser.parse_args()
     per_kind: dict[str, Counter[str]] = {}
     requests: Counter[str] = Counter()
-    statements: dict[str, Counter[str]] = {}
     with migrated_cluster() as database, tempfile.TemporaryDirectory(prefix="pokna-rt-") as scratch:
         data_dir = Path(scratch) / "data"
         load_service_keys(Settings(data_dir=data_dir))
@@ -134,8 +105,6 @@ def main() -> int:
                 assert response.status_code == expected, response.text
                 requests[kind] += 1
                 per_kind.setdefault(kind, Counter()).update(counts.take())
-                statements.setdefault(kind, Counter()).update(counts.statements)
-                counts.statements.clear()
                 return response.json()
 
             rng = random.Random(1)
@@ -144,9 +113,7 @@ def main() -> int:
                 for kind in list(per_kind):
                     per_kind[kind].clear()
                     requests[kind] = 0
-                    statements[kind].clear()
                 counts.take()
-                counts.statements.clear()
                 for number in range(options.games):
                     game = count("create", client.post("/v1/games", json=terms), 201)
                     keyed = number % 2 == 1  # every other game sends each action with an Idempotency-Key
@@ -164,16 +131,10 @@ def main() -> int:
                     count("deposit (keyed)", client.post(path, json={"amount": 1}, headers=headers), 201)
                 for _ in range(options.baselines):
                     count("baseline", client.post("/bench/baseline", json={"account_id": wallets[0]}), 200)
-    print(f"{'request':<16} {'count':>6} " + " ".join(f"{kind:>9}" for kind in KINDS) + "  round trips")
+    print(f"{'request':<16} {'count':>6}  round trips")
     for kind, sent in per_kind.items():
         n = requests[kind]
-        total = sent["wire"] / n
-        print(f"{kind:<16} {n:>6} " + " ".join(f"{sent[k] / n:>9.2f}" for k in KINDS) + f"  {total:>11.2f}")
-    if options.show_statements:
-        for kind, texts in statements.items():
-            print(f"\n{kind}:")
-            for text, number in texts.most_common():
-                print(f"  {number / requests[kind]:6.2f}  {text}")
+        print(f"{kind:<16} {n:>6}  {sent['wire'] / n:>11.2f}")
     return 0
 
 

@@ -15,10 +15,11 @@ from cpu_budget import Budget
 from sqlalchemy import text
 
 from pokna.db import migrate
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine
 from support.citus import SERVER_OPTIONS, CitusCluster, citus_bindir  # type: ignore[import-not-found,unused-ignore]
 from support.driver import new_api_key  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import Cluster, start_cluster  # type: ignore[import-not-found,unused-ignore]
+from support.sessions import make_sessionmaker, unit_of_work  # type: ignore[import-not-found,unused-ignore]
 
 # The shards of every tenant-owned table follow journal_transaction's (one colocation group).
 _WORKER_OF_TENANT = text(

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.app import create_app
 from pokna.app.openapi_document import openapi_document
 from pokna.db import migrate
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support import problem_check, promtool
@@ -34,6 +34,7 @@ from support.databases import PostgresDatabases
 from support.leftovers import RUN_ENV, servers_left
 from support.postgres import Cluster, PostgresUnavailable, start_cluster, stop_on_exit
 from support.promtool import promtool_path
+from support.sessions import make_sessionmaker
 from support.verify_cli import ENTRY_POINTS, VerifyCli, entry_point
 
 # Speed is measured by benchmarks, never by a test: no per-example deadline on these shared, noisy machines.
@@ -296,8 +297,8 @@ def settings_fixture(tmp_path: Path, database_url: str) -> Settings:
 
 
 @pytest.fixture
-def runtime(settings: Settings, engine: Engine) -> Runtime:
-    return Runtime.from_settings(settings, engine=engine)
+def runtime(settings: Settings) -> Runtime:
+    return Runtime.from_settings(settings)
 
 
 @pytest.fixture

@@ -41,8 +41,8 @@ def clean_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 class Deployment:
     """One data directory and database, restarted with whichever signing key is configured."""
 
-    def __init__(self, data_dir: Path, database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch):
-        self.data_dir, self.database_url, self.engine = data_dir, database_url, engine
+    def __init__(self, data_dir: Path, database_url: str, monkeypatch: pytest.MonkeyPatch):
+        self.data_dir, self.database_url = data_dir, database_url
         self.monkeypatch = monkeypatch
         self.seed_hex = generate_vault_key().hex()
 
@@ -63,7 +63,7 @@ class Deployment:
         return settings
 
     def serve(self, settings: Settings) -> TestClient:
-        return TestClient(create_app(settings, Runtime.from_settings(settings, engine=self.engine)))
+        return TestClient(create_app(settings, Runtime.from_settings(settings)))
 
 
 def _pem() -> tuple[str, str]:
@@ -78,7 +78,7 @@ def _cli(*args: str) -> Result:
 def test_what_the_old_key_signed_still_verifies_after_a_rotation(
     tmp_path: Path, database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    deployment = Deployment(tmp_path / "data", database_url, engine, monkeypatch)
+    deployment = Deployment(tmp_path / "data", database_url, monkeypatch)
     old_pem, old_id = _pem()
     new_pem, new_id = _pem()
     issued = new_api_key(engine, "Mos Eisley")
@@ -155,7 +155,7 @@ def test_without_the_retired_file_the_old_signatures_do_not_verify(
     tmp_path: Path, database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The control for the test above: skipping step 1 of the rotation breaks every old proof."""
-    deployment = Deployment(tmp_path / "data", database_url, engine, monkeypatch)
+    deployment = Deployment(tmp_path / "data", database_url, monkeypatch)
     old_pem, old_id = _pem()
     new_pem, _ = _pem()
     issued = new_api_key(engine, "Mos Eisley")

@@ -57,11 +57,6 @@ REACHED_OTHERWISE = {
     ("pokna_verify.ledger.check", "verify_export"): (
         "the pure-Python check of an export's lines that docs/ledger.md names for auditors"
     ),
-    # Oracles the tests hold the product to; to move to tests/support (left for a later change).
-    ("pokna_verify.fairness.proof_replay", "readable_step"): "the unmemoized step the tests hold StepMemo to",
-    ("pokna_verify.ledger.chain", "hash_from_parts"): (
-        "the Python statement of the hash ledger_post() completes in SQL, which tests hold the SQL to"
-    ),
 }
 
 Key = tuple[str, str]  # (module, name)

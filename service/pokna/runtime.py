@@ -1,4 +1,5 @@
-"""What one process holds for its lifetime: settings, the engine, the session factory and the keys.
+"""What one process holds for its lifetime: settings, the database's connection string, its psycopg pools
+(pokna.db.aio) and the keys. No SQLAlchemy engine: nothing on a request's road speaks the ORM.
 
 Never game state: every request loads what it needs from the database, so any number of processes
 can serve one PostgreSQL.
@@ -8,12 +9,10 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session, sessionmaker
-
 from pokna.db import embedded
 from pokna.db.aio import AsyncDatabase
-from pokna.db.engine import Waits, make_engine, make_sessionmaker
+from pokna.db.backend import conninfo_of
+from pokna.db.engine import Waits
 from pokna.drand import BeaconRelays
 from pokna.service_keys import ServiceKeys, load_service_keys
 from pokna.settings import Settings
@@ -27,28 +26,21 @@ MONITORING_CONNECTIONS = 2
 
 
 class Runtime:
-    def __init__(self, settings: Settings, engine: Engine) -> None:
+    def __init__(self, settings: Settings, conninfo: str) -> None:
         self.settings = settings
-        self.engine = engine
-        self.sessions: sessionmaker[Session] = make_sessionmaker(engine)
+        self.conninfo = conninfo
+        """The database as libpq reads it, without the waits each pool adds."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, engine: Engine | None = None) -> Runtime:
-        if engine is None:
-            engine = make_engine(
-                database_url(settings),
-                waits_of(settings),
-                pool_size=settings.database_pool_size,
-                max_overflow=settings.database_pool_overflow,
-            )
-        return cls(settings, engine)
+    def from_settings(cls, settings: Settings) -> Runtime:
+        return cls(settings, conninfo_of(database_url(settings)))
 
     @cached_property
     def aio(self) -> AsyncDatabase:
-        """The hot paths' async connections to the engine's database, with the same waits and sizes; its
-        pool is opened by the app's lifespan (pokna.app.assembly)."""
-        return AsyncDatabase.for_engine(
-            self.engine,
+        """The requests' connections, with the configured waits and sizes; opened by the app's lifespan
+        (pokna.app.assembly), closed when it ends."""
+        return AsyncDatabase.for_conninfo(
+            self.conninfo,
             waits_of(self.settings),
             size=self.settings.database_pool_size,
             overflow=self.settings.database_pool_overflow,
@@ -63,11 +55,10 @@ class Runtime:
         place is taken. Opened with the requests' pool by the app's lifespan; none is opened before a
         probe or a scrape needs it."""
         waits = Waits(
-            pool=MONITORING_STATEMENT_SECONDS,
             connect=self.settings.database_connect_timeout_seconds,
             statement=MONITORING_STATEMENT_SECONDS,
         )
-        return AsyncDatabase.for_engine(self.engine, waits, size=0, overflow=MONITORING_CONNECTIONS)
+        return AsyncDatabase.for_conninfo(self.conninfo, waits, size=0, overflow=MONITORING_CONNECTIONS)
 
     @cached_property
     def beacon(self) -> BeaconRelays:
@@ -88,7 +79,6 @@ def database_url(settings: Settings) -> str:
 def waits_of(settings: Settings) -> Waits:
     """The database waits `POKNA_DATABASE_*_SECONDS` configure (docs/operations.md)."""
     return Waits(
-        pool=settings.database_pool_timeout_seconds,
         connect=settings.database_connect_timeout_seconds,
         statement=settings.database_statement_timeout_seconds,
         idle_in_transaction=settings.database_idle_in_transaction_timeout_seconds,

@@ -125,8 +125,8 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(
         default=5,
         ge=1,
-        description="Connections each API process keeps open in each of its two pools (the sessions' and "
-        "the hot paths'), and the floor of the database gate's places.",
+        description="Connections each API process keeps open in its requests' pool, and the floor of the "
+        "database gate's places.",
     )
     database_pool_overflow: int = Field(
         default=10,

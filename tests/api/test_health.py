@@ -40,12 +40,8 @@ def test_a_readiness_probe_every_few_seconds_logs_nothing(
 
 def test_readyz_is_503_problem_when_schema_is_behind(empty_database_url: str, tmp_path: object) -> None:
     settings = Settings(env=Environment.TEST, database_url=empty_database_url)
-    runtime = Runtime.from_settings(settings)
-    try:
-        with TestClient(create_app(settings, runtime)) as client:
-            response = client.get("/readyz")
-    finally:
-        runtime.engine.dispose()
+    with TestClient(create_app(settings, Runtime.from_settings(settings))) as client:
+        response = client.get("/readyz")
     assert response.status_code == 503
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["code"] == "schema_out_of_date"

@@ -14,11 +14,12 @@ from typing import Any
 import httpx
 from sqlalchemy import select, text
 
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.db.models import Game
 from pokna_verify.fairness.seed_vault import open_server_seed
 from support.driver import new_api_key
 from support.servers import running_server
+from support.sessions import make_sessionmaker
 
 QUERY_KEY = "pk_in_a_query_5e1f0a"
 UNKNOWN_KEY = "pk_unknown_bearer_77aa01"

@@ -37,7 +37,7 @@ def gated(tmp_path: Path, database_url: str, engine: Engine) -> Iterator[TestCli
         database_url=database_url,
         database_pool_timeout_seconds=WAIT_SECONDS,
     )
-    with TestClient(create_app(settings, Runtime.from_settings(settings, engine=engine))) as client:
+    with TestClient(create_app(settings, Runtime.from_settings(settings))) as client:
         yield client
 
 

@@ -1,17 +1,20 @@
-"""No request holds an ORM session (`pokna.api.deps`: every route is on psycopg's pool), and a write whose
-COMMIT the database refuses answers an error and leaves nothing behind."""
+"""An API process makes no SQLAlchemy engine (pokna.runtime: every route is on psycopg's pool), and a
+write whose COMMIT the database refuses answers an error and leaves nothing behind."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, Pool, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.app import create_app
+from pokna.runtime import Runtime
+from pokna.settings import Settings
 from support.api_checks import assert_problem, database_state
 from support.tenant_api import TenantApi, new_tenant
 
@@ -68,77 +71,32 @@ def test_a_commit_the_database_refuses_is_an_error_answer_and_writes_nothing(
     assert after["claims"] == {**before["claims"], (api.tenant_id, "open-once"): 201}
 
 
-class _ConnectionUse:
-    """Counts what the engine's pool and connections do while it listens."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.checkouts = self.commits = self.rollbacks = self.held = self.most_held = 0
-
-    def _checkout(self, *_: Any) -> None:
-        self.checkouts += 1
-        self.held += 1
-        self.most_held = max(self.most_held, self.held)
-
-    def _checkin(self, *_: Any) -> None:
-        self.held -= 1
-
-    def _commit(self, *_: Any) -> None:
-        self.commits += 1
-
-    def _rollback(self, *_: Any) -> None:
-        self.rollbacks += 1
-
-    @contextmanager
-    def listening(self) -> Iterator[_ConnectionUse]:
-        hooks = [
-            (self.engine.pool, "checkout", self._checkout),
-            (self.engine.pool, "checkin", self._checkin),
-            (self.engine, "commit", self._commit),
-            (self.engine, "rollback", self._rollback),
-        ]
-        for target, name, hook in hooks:
-            event.listen(target, name, hook)
-        try:
-            yield self
-        finally:
-            for target, name, hook in hooks:
-                event.remove(target, name, hook)
-
-
-def test_a_read_on_the_driver_takes_no_session(api: TenantApi, engine: Engine) -> None:
-    """The books' reads are on the driver's pool (pokna.ledger.reads): none of the sessions'."""
-    wallet = api.wallet(5)
-    with _ConnectionUse(engine).listening() as use:
-        assert api.balance(wallet) == 5
+def test_an_api_process_makes_no_sqlalchemy_engine(settings: Settings, database_url: str) -> None:
+    """One pool per process (issue 43): an app built from its settings, started and serving reads, keyed
+    writes and their replays, and the streams, has made no SQLAlchemy engine (nor its pool), only
+    psycopg's pools (pokna.runtime)."""
+    before = _engines()
+    runtime = Runtime.from_settings(settings)
+    with TestClient(create_app(settings, runtime)) as client:
+        api = new_tenant(client, database_url)
+        assert client.get("/readyz").status_code == 200
+        wallet = api.wallet()
         assert_problem(api.get("/v1/accounts/acct_nobody"), 404)
-    assert use.checkouts == 0
-
-
-def test_an_idempotent_post_takes_no_session(api: TenantApi, engine: Engine) -> None:
-    """Of the sessions' pool: a keyed admin write (opening a wallet, pokna.api.keyed_writes) and a deposit
-    take none of its connections: both are on the driver's pool from end to end."""
-    wallet = api.wallet()
-    with _ConnectionUse(engine).listening() as use:
-        opened = api.post("/v1/accounts", {"external_id": "once"}, headers={KEY_HEADER: "open"})
-        assert opened.status_code == 201, opened.text
-        again = api.post("/v1/accounts", {"external_id": "once"}, headers={KEY_HEADER: "open"})
-        assert (again.headers[REPLAYED], again.json()) == ("true", opened.json())
-        paid = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, headers={KEY_HEADER: "pay"})
-        assert paid.status_code == 201, paid.text
-        again = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, headers={KEY_HEADER: "pay"})
-        assert again.headers[REPLAYED] == "true"
-    assert use.checkouts == 0
-    assert api.balance(wallet) == 5
-
-
-def test_the_streams_take_no_session(api: TenantApi, engine: Engine) -> None:
-    """The ledger export (200, and a 422 before its first byte) and the audit bundle read on the driver too."""
-    api.wallet(5)
-    with _ConnectionUse(engine).listening() as use:
-        exported = api.get("/v1/ledger/export")
-        assert exported.status_code == 200, exported.text
+        for _ in range(2):
+            opened = api.post("/v1/accounts", {"external_id": "once"}, headers={KEY_HEADER: "open"})
+            assert opened.status_code == 201, opened.text
+            paid = api.post(f"/v1/accounts/{wallet}/deposits", {"amount": 5}, headers={KEY_HEADER: "pay"})
+            assert paid.status_code == 201, paid.text
+        assert (opened.headers[REPLAYED], paid.headers[REPLAYED]) == ("true", "true")
+        assert api.balance(wallet) == 5
+        assert api.get("/v1/ledger/export").status_code == 200
         assert_problem(api.get("/v1/ledger/export?from_seq=1"), 422)  # a seq without its chain
-        bundle = api.get("/v1/audit/bundle")
-        assert bundle.status_code == 200, bundle.text
-    assert use.checkouts == 0
+        assert api.get("/v1/audit/bundle").status_code == 200
+        made = _engines() - before
+    assert made == set(), "the app made a SQLAlchemy engine"
+    assert not [value for value in vars(runtime).values() if isinstance(value, Engine | Pool | sessionmaker)]
+
+
+def _engines() -> set[int]:
+    gc.collect()
+    return {id(thing) for thing in gc.get_objects() if isinstance(thing, Engine | Pool)}

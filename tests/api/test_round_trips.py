@@ -26,10 +26,9 @@ from pokna.db.types import utc_now
 from pokna.dealer.clock_dep import get_clock
 from pokna.dealer.locked import Clock
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
-from support.game_logs import ORIGIN_PREFIX, open_table
+from support.game_logs import ORIGIN_PREFIX, open_table, sequence_all
 from support.tenant_api import TenantApi, money_key, new_tenant
 from support.webhook_worker import fan_out
 from support.wire import WireTurns
@@ -47,7 +46,7 @@ def counted(tmp_path: Path, database_url: str) -> Iterator[tuple[TestClient, Wir
     )
     engine = make_engine(proxied, pool_size=1)
     try:
-        with TestClient(create_app(settings, Runtime.from_settings(settings, engine=engine))) as client:
+        with TestClient(create_app(settings, Runtime.from_settings(settings))) as client:
             yield client, wire
     finally:
         engine.dispose()

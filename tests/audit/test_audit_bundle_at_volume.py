@@ -33,10 +33,10 @@ from psycopg import AsyncConnection
 from sqlalchemy import create_engine, text
 
 from pokna.bundles.writer import BATCH_TRANSACTIONS
-from pokna.db.engine import make_sessionmaker, unit_of_work
+from pokna.ledger.reads import AccountRecord
 from pokna.ledger.store_postgresql import PAGE_TRANSACTIONS
 from pokna_verify.bundle.scan import verify_bundle_stream
-from support.driver import open_account
+from support.driver import open_account_on
 from support.fault_servers import service_env, tenant_on
 from support.game_play import Api, obliging, play
 from support.money import Teller, teller_on
@@ -71,18 +71,19 @@ def _play_games(api: Api, wallets: list[str], count: int) -> list[str]:
     return game_ids
 
 
+async def _wallet(connection: AsyncConnection[Any], tenant_id: str, external_id: str) -> AccountRecord:
+    return await open_account_on(
+        connection, tenant_id=tenant_id, kind="player_wallet", external_id=external_id
+    )
+
+
 async def _deposits(teller: Teller) -> None:
     """DEPOSITS to one new wallet, then SPREAD_DEPOSITS over SPREAD_WALLETS more, through the service function
     the deposit route calls, a few clients at once."""
-    with unit_of_work(make_sessionmaker(teller.engine)) as session:
-        wallet = open_account(
-            session, tenant_id=teller.tenant_id, kind="player_wallet", external_id="volume"
-        ).id
+    async with teller.database.connection() as connection, connection.transaction():
+        wallet = (await _wallet(connection, teller.tenant_id, "volume")).id
         spread = [
-            open_account(
-                session, tenant_id=teller.tenant_id, kind="player_wallet", external_id=f"s{index}"
-            ).id
-            for index in range(SPREAD_WALLETS)
+            (await _wallet(connection, teller.tenant_id, f"s{index}")).id for index in range(SPREAD_WALLETS)
         ]
 
     async def client(

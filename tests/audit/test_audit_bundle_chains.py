@@ -14,7 +14,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.bundles import BundleRange, open_bundle
-from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import Account
 from pokna.ledger import chain_for
 from pokna.runtime import Runtime
@@ -32,6 +31,7 @@ from pokna_verify.crypto.signing import generate_signing_key, sign_document
 from pokna_verify.fairness.keyring import KeyRing
 from pokna_verify.ledger.chain import GENESIS_HASH, line_hash
 from support.driver import export_jsonl, take_checkpoint
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi, new_tenant
 
 

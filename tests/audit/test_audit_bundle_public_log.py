@@ -18,7 +18,6 @@ from pokna.bundles import log_part, writer
 from pokna.db.models.game import Game as GameRow
 from pokna.ledger import store_postgresql
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna_verify.bundle import scan as bundle_scan
 from pokna_verify.bundle.log_records import LOG_CHECKPOINT, LOG_LEAF, NO_LOG
@@ -27,7 +26,7 @@ from pokna_verify.bundle.scan import verify_bundle, verify_bundle_stream
 from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
 from pokna_verify.tlog.note import sign_note
 from support.audit_bundles import PlayedBooks, lines_of, play_books, records
-from support.game_logs import ORIGIN_PREFIX
+from support.game_logs import ORIGIN_PREFIX, sequence_all
 from support.game_play import obliging, play
 from support.verify_cli import VerifyCli
 

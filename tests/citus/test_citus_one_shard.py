@@ -26,13 +26,14 @@ from pokna.app import create_app
 from pokna.db.engine import make_engine
 from pokna.ledger import verify_export
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.bundle.report import Verdict
 from pokna_verify.bundle.scan import verify_bundle
 from support.audit_bundles import play_books
+from support.game_logs import sequence_all
 from support.game_play import Api, Game, obliging
+from support.sessions import make_sessionmaker
 from support.tenant_api import api_key_on
 
 pytestmark = pytest.mark.xdist_group("citus")
@@ -114,7 +115,7 @@ def test_every_hot_request_runs_on_one_shard_in_one_phase(single_shard_url: str,
     api_key = api_key_on(single_shard_url, "Mos Espa")
     settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=single_shard_url)
     engine = make_engine(single_shard_url)
-    runtime = Runtime.from_settings(settings, engine=engine)
+    runtime = Runtime.from_settings(settings)
     commits = TwoPhaseCommits(single_shard_url)
     try:
         with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
@@ -237,10 +238,10 @@ def test_the_export_and_the_audit_bundle_ask_one_shard_per_statement(
     answers 500 here."""
     settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=single_shard_url)
     engine = make_engine(single_shard_url)
-    runtime = Runtime.from_settings(settings, engine=engine)
+    runtime = Runtime.from_settings(settings)
     try:
         with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
-            books = play_books(client, runtime.sessions, games=3)
+            books = play_books(client, make_sessionmaker(engine), games=3)
             exported = books.api.get("/v1/ledger/export", format="jsonl")
             assert exported.status_code == 200, exported.text
             report = verify_export(exported.text.splitlines())

@@ -23,7 +23,6 @@ import pytest
 from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.pool import NullPool
 
-from pokna.db.engine import make_sessionmaker, unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.ledger.drafts import draft_of, unchained
@@ -31,6 +30,7 @@ from pokna.ledger.model import DEFAULT_CURRENCY, AccountTransfer
 from pokna.ledger.store_postgresql import batch_document
 from support.citus import CitusCluster
 from support.driver import funding_account, open_account
+from support.sessions import make_sessionmaker, unit_of_work
 
 pytestmark = pytest.mark.xdist_group("citus")
 

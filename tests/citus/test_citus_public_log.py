@@ -46,7 +46,7 @@ def test_the_sequencer_and_the_public_reads_run_on_one_shard_in_one_phase(
     settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=single_shard_url)
     engine = make_engine(single_shard_url)
     admin = create_engine(single_shard_url, isolation_level="AUTOCOMMIT")
-    runtime = Runtime.from_settings(settings, engine=engine)
+    runtime = Runtime.from_settings(settings)
     signer = LogSigner("citus.test/games", runtime.keys.signing_key)
 
     def two_phase_commits() -> int:

@@ -29,12 +29,13 @@ import httpx
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.ledger import verify_export
 from support.citus import CitusCluster
 from support.fault_servers import tenant_on
 from support.game_play import FINAL, Api, Game, Response, check_finished_game, obliging
 from support.servers import serving
+from support.sessions import make_sessionmaker
 
 pytestmark = pytest.mark.xdist_group("citus")
 

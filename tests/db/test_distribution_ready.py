@@ -32,6 +32,7 @@ from support.databases import PostgresDatabases
 from support.distribution_checks import catalog_findings, statement_findings
 from support.game_play import Api, play
 from support.postgres import PostgresUnavailable, start_cluster
+from support.sessions import make_sessionmaker
 from support.sweeping import swept
 from support.tenant_api import new_tenant
 from support.webhook_receiver import running_receiver
@@ -73,10 +74,10 @@ def traced_url() -> Iterator[str]:
 def captured_statements(traced_url: str, tmp_path: Path) -> list[str]:
     settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=traced_url, **FAST)
     engine = make_engine(traced_url)
-    runtime = Runtime.from_settings(settings, engine=engine)
+    runtime = Runtime.from_settings(settings)
     try:
         with TestClient(create_app(settings, runtime)) as client:
-            tenant = new_tenant(client, runtime.sessions)
+            tenant = new_tenant(client, make_sessionmaker(engine))
             with engine.connect() as connection:
                 connection.execute(text("SELECT pg_stat_statements_reset()"))
                 connection.commit()

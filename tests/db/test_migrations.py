@@ -11,13 +11,14 @@ from sqlalchemy import inspect, text
 import pokna.db.models  # noqa: F401
 from pokna.db import migrate
 from pokna.db.base import Base
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import AccountTransfer
 from pokna.ledger.store_postgresql import batch_document
 from support.driver import funding_account, open_account
+from support.sessions import make_sessionmaker, unit_of_work
 
 
 def test_models_and_migrations_agree(database_url: str) -> None:

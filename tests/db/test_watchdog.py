@@ -1,5 +1,5 @@
 """A server that stops answering cannot hold a statement longer than the client's own bound
-(pokna.db.watchdog), on both roads to the database, while a live server's slow statement is still ended by
+(pokna.db.watchdog), on psycopg's pools, while a live server's slow statement is still ended by
 the server's own timeout. The server process serving the connection is really stopped (SIGSTOP), as a
 frozen host or a partition looks to the client."""
 
@@ -12,30 +12,22 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
 from psycopg.pq import TransactionStatus
-from sqlalchemy import Engine, exc, text
 
 from pokna.db.aio import AsyncDatabase
-from pokna.db.engine import Waits, make_engine
+from pokna.db.backend import conninfo_of
+from pokna.db.engine import Waits
 from pokna.db.watchdog import TICK_SECONDS, StatementWatchdog
 
 WAITS = Waits(connect=2, statement=1)
 ANSWER = WAITS.answer or 0.0
 BOUND = ANSWER + 2 * TICK_SECONDS + 3  # the limit, the looks around it, and a loaded machine's slack
-
-
-@contextmanager
-def stopped(pid: int) -> Iterator[None]:
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
+Done = TypeVar("Done")
 
 
 def answered_within(seconds: float, statement: Callable[[], object]) -> tuple[float, BaseException | None]:
@@ -57,37 +49,31 @@ def answered_within(seconds: float, statement: Callable[[], object]) -> tuple[fl
     return time.monotonic() - started, errors[0] if errors else None
 
 
-@pytest.fixture
-def watched_engine(empty_database_url: str) -> Iterator[Engine]:
-    engine = make_engine(empty_database_url, WAITS, pool_size=1, max_overflow=0)
-    yield engine
-    engine.dispose()
+def _on_watched_connection(
+    database_url: str, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[Done]]
+) -> Done:
+    """`work` on a connection of a pool with WAITS, as the API's (pokna.runtime), opened for it."""
+    database = AsyncDatabase.for_conninfo(conninfo_of(database_url), WAITS, size=1, overflow=0)
+
+    async def run() -> Done:
+        async with database.opened(), database.connection() as connection:
+            return await work(connection)
+
+    return asyncio.run(run())
 
 
-def test_a_frozen_server_is_abandoned_on_the_sessions_road(
-    watched_engine: Engine, caplog: pytest.LogCaptureFixture
+def test_a_live_servers_slow_statement_is_ended_by_the_server_not_the_client(empty_database_url: str) -> None:
+    async def slow(connection: psycopg.AsyncConnection[Any]) -> None:
+        await connection.execute("SELECT pg_sleep(10)")
+
+    with pytest.raises(psycopg.errors.QueryCanceled):  # statement_timeout, 57014
+        _on_watched_connection(empty_database_url, slow)
+
+
+def test_a_frozen_server_is_abandoned_on_the_hot_paths_road(
+    empty_database_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with watched_engine.connect() as connection:
-        backend = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        connection.commit()
-        with caplog.at_level(logging.WARNING, "pokna.db"), stopped(backend):
-            waited, error = answered_within(BOUND, lambda: connection.execute(text("SELECT 1")))
-    assert isinstance(error, exc.OperationalError)
-    assert waited >= ANSWER
-    assert any("database unavailable" in record.message for record in caplog.records)
-    with watched_engine.connect() as connection:  # the pool replaced it: the database serves again
-        assert connection.execute(text("SELECT 1")).scalar_one() == 1
-
-
-def test_a_live_servers_slow_statement_is_ended_by_the_server_not_the_client(watched_engine: Engine) -> None:
-    with watched_engine.connect() as connection, pytest.raises(exc.OperationalError) as raised:
-        connection.execute(text("SELECT pg_sleep(10)"))
-    assert isinstance(raised.value.orig, psycopg.errors.QueryCanceled)  # statement_timeout, 57014
-
-
-def test_a_frozen_server_is_abandoned_on_the_hot_paths_road(empty_database_url: str) -> None:
-    engine = make_engine(empty_database_url, WAITS)
-    database = AsyncDatabase.for_engine(engine, WAITS, size=1, overflow=0)
+    database = AsyncDatabase.for_conninfo(conninfo_of(empty_database_url), WAITS, size=1, overflow=0)
     frozen: list[int] = []
 
     async def select_on_a_frozen_server() -> float:
@@ -103,13 +89,14 @@ def test_a_frozen_server_is_abandoned_on_the_hot_paths_road(empty_database_url: 
 
     waited: list[float] = []
     try:
-        _, error = answered_within(BOUND, lambda: waited.append(asyncio.run(select_on_a_frozen_server())))
+        with caplog.at_level(logging.WARNING, "pokna.db"):
+            _, error = answered_within(BOUND, lambda: waited.append(asyncio.run(select_on_a_frozen_server())))
     finally:
         for pid in frozen:
             os.kill(pid, signal.SIGCONT)
-        engine.dispose()
     assert error is None
     assert waited[0] >= ANSWER
+    assert any("database unavailable" in record.message for record in caplog.records)
 
 
 class _Driver:
@@ -170,20 +157,22 @@ def test_a_closed_connection_is_forgotten() -> None:
             ours.recv(1)  # never shut down: the socket may be another connection's by now
 
 
-def test_a_stream_of_answered_statements_is_never_abandoned(watched_engine: Engine) -> None:
+def test_a_stream_of_answered_statements_is_never_abandoned(empty_database_url: str) -> None:
     """Each statement answered in 20 ms, back to back for longer than the limit: every look finds the
     connection busy (the looking thread runs while the owner waits on its socket), but each statement is
     new. Before statements stamped their connection, this cut a healthy connection at the limit."""
-    deadline = time.monotonic() + ANSWER + 2
-    with watched_engine.connect() as connection:
+
+    async def stream(connection: psycopg.AsyncConnection[Any]) -> Any:
+        deadline = time.monotonic() + ANSWER + 2
         while time.monotonic() < deadline:
-            connection.execute(text("SELECT pg_sleep(0.02)"))
-        assert connection.execute(text("SELECT 2")).scalar_one() == 2
+            await connection.execute("SELECT pg_sleep(0.02)")
+        return await (await connection.execute("SELECT 2")).fetchone()
+
+    assert _on_watched_connection(empty_database_url, stream) == (2,)
 
 
 def test_a_stream_of_answered_pipelines_is_never_abandoned(empty_database_url: str) -> None:
-    engine = make_engine(empty_database_url, WAITS)
-    database = AsyncDatabase.for_engine(engine, WAITS, size=1, overflow=0)
+    database = AsyncDatabase.for_conninfo(conninfo_of(empty_database_url), WAITS, size=1, overflow=0)
 
     async def pipelines_for(seconds: float) -> int:
         deadline, sent = time.monotonic() + seconds, 0
@@ -196,7 +185,4 @@ def test_a_stream_of_answered_pipelines_is_never_abandoned(empty_database_url: s
             await connection.execute("SELECT 1")
         return sent
 
-    try:
-        assert asyncio.run(pipelines_for(ANSWER + 2)) > 0
-    finally:
-        engine.dispose()
+    assert asyncio.run(pipelines_for(ANSWER + 2)) > 0

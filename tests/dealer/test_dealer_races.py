@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game import GameRoll
 from pokna.db.models.ledger import Account, JournalTransaction
@@ -40,6 +40,7 @@ from support.game_play import (
 )
 from support.key_checks import tenant_of_key
 from support.servers import running_server
+from support.sessions import make_sessionmaker
 
 THREADS = 8
 FUNDS = 10_000

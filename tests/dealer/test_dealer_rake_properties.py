@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna_verify.fairness.proof import Proof
 from pokna_verify.fairness.proof_replay import replay_proof
 from support.ledger_reads import trial_balance
+from support.sessions import unit_of_work
 from support.tenant_api import new_tenant
 
 rake_terms = st.one_of(

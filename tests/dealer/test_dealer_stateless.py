@@ -28,11 +28,12 @@ from alembic import command
 from sqlalchemy import Engine, text
 
 from pokna.db import migrate
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna_verify.crypto.signing import generate_signing_key, private_key_to_pem
 from pokna_verify.fairness.seed_vault import generate_vault_key
 from support.game_play import CONFLICT_CODES, Api, Response, check_finished_game, obliging, play, verify
 from support.servers import running_server
+from support.sessions import make_sessionmaker
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat
 from pokna.db.models.ledger import Account, JournalTransaction
 from pokna.dealer import service as games
@@ -38,6 +37,7 @@ from pokna.runtime import Runtime
 from support.acting import act, create_game, read_game
 from support.driver import open_account
 from support.money import Teller, new_teller
+from support.sessions import unit_of_work
 
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from fairness_samples import (
@@ -20,14 +21,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pokna_verify.fairness.errors import MalformedProofError
-from pokna_verify.fairness.proof import Proof, build_proof
+from pokna_verify.fairness.proof import Proof, RecordedRoll, build_proof
 from pokna_verify.fairness.proof_replay import (
     StepMemo,
     balance_cap,
-    readable_step,
     recorded_balances,
     replay_proof,
 )
+from pokna_verify.game import GameState, step
+from pokna_verify.game.actions import Action
+from pokna_verify.game.engine import RollFace, StepResult
 
 
 def _replayed(edit: Any = None) -> str | None:
@@ -89,6 +92,17 @@ def test_recorded_balances_are_capped_at_what_one_step_can_spend() -> None:
     cap = balance_cap(stake=10, challenge_raise=5, player_count=3)
     assert cap == 35
     assert recorded_balances({0: 1_000_000, 1: 7, 2: -3}, cap) == {"0": 35, "1": 7, "2": 0}
+
+
+def readable_step(
+    state: GameState,
+    action: Action,
+    balances: dict[int, int],
+    faces: Mapping[int, RecordedRoll],
+    roll_face: RollFace,
+) -> StepResult:
+    """The rules as they are, every time (what the memo must equal)."""
+    return step(state, action, balances=balances, roll_face=roll_face)
 
 
 def _both_ways(document: dict[str, Any], memo: StepMemo) -> str | None:

@@ -19,12 +19,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from support.fault_load import Load, Targets, check_what_was_kept
 from support.fault_servers import durable_primary, service_env, tenant_on
 from support.game_play import Api
 from support.postgres import Cluster, start_standby, sync_state
 from support.servers import serving
+from support.sessions import make_sessionmaker
 
 pytestmark = pytest.mark.xdist_group("faults")
 __all__ = ["durable_primary"]  # the fixture

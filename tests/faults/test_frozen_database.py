@@ -19,13 +19,14 @@ import pytest
 
 from pokna.api.health import READINESS_SECONDS
 from pokna.api.metrics_backlog import SCRAPE_WAIT_SECONDS
-from pokna.db.engine import make_engine, make_sessionmaker
+from pokna.db.engine import make_engine
 from pokna.db.watchdog import ANSWER_GRACE_SECONDS, TICK_SECONDS
 from support.fault_load import Load, Targets, check_what_was_kept
 from support.fault_servers import durable_primary, service_env, tenant_on
 from support.game_play import Api
 from support.postgres import Cluster
 from support.servers import serving
+from support.sessions import make_sessionmaker
 
 pytestmark = pytest.mark.xdist_group("faults")
 __all__ = ["durable_primary"]  # the fixture

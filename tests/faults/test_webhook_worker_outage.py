@@ -13,11 +13,13 @@ from fastapi.testclient import TestClient
 
 from pokna.app import create_app
 from pokna.db import migrate
+from pokna.db.engine import make_engine
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support.fault_servers import durable_primary
 from support.game_play import Api, play
 from support.postgres import Cluster
+from support.sessions import make_sessionmaker
 from support.tenant_api import new_tenant
 from support.webhook_receiver import running_receiver
 from support.webhook_worker import FAST, recorded_events, worker_process
@@ -34,22 +36,21 @@ def test_the_worker_waits_out_a_stopped_database_and_delivers_everything(
     url = durable_primary.url
     migrate.upgrade(url)
     settings = Settings(env=Environment.TEST, data_dir=tmp_path / "data", database_url=url, **FAST)
-    runtime = Runtime.from_settings(settings)
+    engine = make_engine(url)
+    sessions = make_sessionmaker(engine)
     try:
         with (
-            TestClient(create_app(settings, runtime)) as client,
+            TestClient(create_app(settings, Runtime.from_settings(settings))) as client,
             running_receiver() as receiver,
         ):
             receiver.answer_after_seconds = 0.05  # the worker is still sending when the database stops
-            tenant = new_tenant(client, runtime.sessions)
+            tenant = new_tenant(client, sessions)
             created = tenant.post("/v1/webhooks/endpoints", {"url": receiver.url, "event_types": GAME_EVENTS})
             assert created.status_code == 201, created.text
             api = Api(tenant.client, tenant.api_key)
             for _ in range(4):
                 play([api], api.create_game(api.wallet(100), [api.wallet(100), api.wallet(100)], stake=5))
-            recorded = [
-                e for e in recorded_events(runtime.sessions, tenant.tenant_id) if e["type"] in GAME_EVENTS
-            ]
+            recorded = [e for e in recorded_events(sessions, tenant.tenant_id) if e["type"] in GAME_EVENTS]
             assert len(recorded) > 20
 
             environment = {
@@ -84,4 +85,4 @@ def test_the_worker_waits_out_a_stopped_database_and_delivers_everything(
             assert "database back after" in output
             print(f"\nworker through a stopped database: {report}, {len(receiver.requests())} requests")
     finally:
-        runtime.engine.dispose()
+        engine.dispose()

@@ -13,13 +13,13 @@ from psycopg import AsyncConnection
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.types import utc_now
 from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
 from pokna.idempotency import service
 from pokna.runtime import Runtime
 from support.driver import create_tenant
+from support.sessions import unit_of_work
 
 T = TypeVar("T")
 FINGERPRINT = "f" * 64

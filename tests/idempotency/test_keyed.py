@@ -15,12 +15,12 @@ from psycopg import AsyncConnection
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.idempotency import service
 from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed, transaction
 from pokna.runtime import Runtime
 from support.driver import create_tenant
+from support.sessions import unit_of_work
 
 T = TypeVar("T")
 SENT = Keyed("k", "f" * 64)

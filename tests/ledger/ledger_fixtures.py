@@ -10,11 +10,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.runtime import Runtime
 from support.money import Teller, new_teller
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi, new_tenant
 
 

@@ -13,10 +13,10 @@ from beancount.core import data
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from support.driver import export_beancount
 from support.game_play import Api, obliging, play
 from support.ledger_reads import trial_balance
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.db import migrate
-from pokna.db.engine import make_engine, make_sessionmaker, unit_of_work
+from pokna.db.engine import make_engine
 from pokna.db.models.ledger import CHAIN_IN_RANGE
 from pokna.ledger import LEDGER_CHAINS, GameAccounts, checkpoint_document, hold_wallets, verify_export
 from pokna.ledger.drafts import draft_of, unchained
@@ -28,6 +28,7 @@ from pokna_verify.ledger.chain import GENESIS_HASH, chain_for, format_timestamp
 from support.driver import export_jsonl, funding_account, open_account, take_checkpoint
 from support.ledger_reads import house_account, revenue_account
 from support.money import Teller, new_teller
+from support.sessions import make_sessionmaker, unit_of_work
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
@@ -185,7 +186,7 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(
     engine = make_engine(empty_database_url)
     sessions = make_sessionmaker(engine)
     try:
-        teller = new_teller(Runtime(settings, engine), sessions, "before chains")
+        teller = new_teller(Runtime.from_settings(settings), sessions, "before chains")
         tenant_id = teller.tenant_id
         with unit_of_work(sessions) as session:
             wallet = open_account(session, tenant_id=tenant_id, kind="player_wallet").id
@@ -200,7 +201,7 @@ def test_books_written_before_chains_verify_unchanged_after_the_upgrade(
         engine.dispose()
 
         migrate.upgrade(empty_database_url)
-        teller = replace(teller, database=Runtime(settings, engine).aio)
+        teller = replace(teller, database=Runtime.from_settings(settings).aio)
         with unit_of_work(sessions) as session:
             wallets = [open_account(session, tenant_id=tenant_id, kind="player_wallet").id for _ in range(12)]
 

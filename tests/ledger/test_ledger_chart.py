@@ -12,9 +12,9 @@ from beancount.core import data
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.ledger import chain_for
 from support.driver import export_beancount
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi, new_tenant
 
 

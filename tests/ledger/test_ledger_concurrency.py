@@ -15,7 +15,6 @@ from psycopg import AsyncConnection
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.db.models.ledger import JournalTransaction
 from pokna.dealer import service as games
 from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
@@ -28,6 +27,7 @@ from support.driver import export_jsonl, open_account, reconcile
 from support.game_play import obliging
 from support.ledger_reads import balance_of, system_balance
 from support.money import Teller, new_teller
+from support.sessions import unit_of_work
 
 pytest_plugins = ["ledger_fixtures"]
 

@@ -14,10 +14,10 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna_verify.crypto.signing import generate_signing_key
 from support.driver import funding_account, reconcile, take_checkpoint
 from support.ledger_reads import house_account
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

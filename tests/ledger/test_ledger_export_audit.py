@@ -21,7 +21,6 @@ from psycopg import AsyncConnection
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.ledger import checkpoint_document, export_aio, store_postgresql, verify_export
 from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.crypto.errors import NotCanonicalizableError
@@ -36,6 +35,7 @@ from support.json_strategies import json_like, tricky_text
 from support.ledger_reads import balance_of, list_checkpoints, trial_balance
 from support.money import Teller
 from support.portable_export import portable_jsonl
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

@@ -19,7 +19,6 @@ from beancount.core import data
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.errors import InvalidRequest
 from pokna.ledger import chain_for, verify_export
 from support.driver import export_beancount, export_csv, export_jsonl, open_account
@@ -27,6 +26,7 @@ from support.game_play import Api, new_tenant_key
 from support.ledger_reads import trial_balance
 from support.money import Teller
 from support.portable_export import journal_groups, transaction_line
+from support.sessions import unit_of_work
 
 pytest_plugins = ["ledger_fixtures"]
 

@@ -17,7 +17,6 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-from pokna.db.engine import unit_of_work
 from pokna.ledger import verify_export
 from pokna.ledger.accounts import system_external_id
 from pokna.ledger.model import DEFAULT_CURRENCY
@@ -25,6 +24,7 @@ from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
 from support.driver import export_jsonl, open_account, reconcile
 from support.ledger_reads import balance_of, system_balance
 from support.money import Teller
+from support.sessions import unit_of_work
 
 pytest_plugins = ["ledger_fixtures"]
 

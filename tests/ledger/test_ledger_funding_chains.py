@@ -14,7 +14,6 @@ from beancount.core import data
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.ledger import AccountKind, system_external_id, verify_export
 from pokna.ledger.export_aio import beancount_account
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
@@ -26,6 +25,7 @@ from support.ledger_reads import (
     system_balance,
     trial_balance,
 )
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

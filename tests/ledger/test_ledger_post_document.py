@@ -13,12 +13,13 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import MAX_ABS_BALANCE, AccountTransfer, Posting
 from pokna.ledger.store_postgresql import batch_document
-from pokna_verify.ledger.chain import GENESIS_HASH, hash_from_parts
+from pokna_verify.ledger.chain import GENESIS_HASH
+from support.chain_hash import hash_from_parts
 from support.driver import funding_account, open_account
+from support.sessions import unit_of_work
 
 pytest_plugins = ["ledger_fixtures"]
 

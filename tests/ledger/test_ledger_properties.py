@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.dealer import service as games
 from pokna.ledger import InsufficientFunds, verify_export
 from pokna.runtime import Runtime
@@ -27,6 +26,7 @@ from support.driver import export_jsonl, open_account, reconcile
 from support.game_play import obliging
 from support.ledger_reads import trial_balance
 from support.money import Teller, new_teller
+from support.sessions import unit_of_work
 
 WALLETS = 4
 CLOCK = games.Clock(now=datetime(2026, 11, 30, 12, 0, tzinfo=UTC), open_game_ttl=timedelta(minutes=10))

@@ -15,13 +15,13 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from pokna.ledger import AccountKind, chain_for, verify_export
 from pokna.ledger.accounts_aio import open_system_account
 from pokna.runtime import Runtime
 from support.driver import export_beancount, export_csv, export_jsonl
 from support.game_play import Api, obliging, play
 from support.ledger_reads import revenue_account, trial_balance
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]

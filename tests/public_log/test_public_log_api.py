@@ -14,7 +14,6 @@ from pymerkle import InmemoryTree
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna_verify.crypto.signing import public_key_from_b64url
 from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
@@ -23,7 +22,7 @@ from pokna_verify.tlog.hashing import leaf_hash
 from pokna_verify.tlog.note import NoteVerifier, open_note
 from pokna_verify.tlog.verify import verify_consistency, verify_inclusion
 from support.api_checks import assert_problem, invalid_params
-from support.game_logs import ORIGIN_PREFIX, Table, open_table
+from support.game_logs import ORIGIN_PREFIX, Table, open_table, sequence_all
 
 
 def b64(values: list[str]) -> list[bytes]:

@@ -9,11 +9,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna_verify.tlog.checkpoint import ledger_head_lines, parse_checkpoint
 from support.driver import read_heads
-from support.game_logs import ORIGIN_PREFIX, checkpoint_notes, open_table
+from support.game_logs import ORIGIN_PREFIX, checkpoint_notes, open_table, sequence_all
 
 
 def _extensions(note: str) -> tuple[str, ...]:

@@ -12,7 +12,6 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna_verify.crypto.signing import public_key_from_b64url
 from pokna_verify.tlog.checkpoint import parse_checkpoint
@@ -20,7 +19,7 @@ from pokna_verify.tlog.game_leaf import game_leaf_entry
 from pokna_verify.tlog.hashing import leaf_hash
 from pokna_verify.tlog.note import NoteVerifier, open_note
 from pokna_verify.tlog.verify import verify_inclusion
-from support.game_logs import ORIGIN_PREFIX, open_table
+from support.game_logs import ORIGIN_PREFIX, open_table, sequence_all
 from support.game_play import Api
 
 

@@ -16,10 +16,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import sequence_all
 from pokna.runtime import Runtime
 from pokna_verify.cli import main
-from support.game_logs import ORIGIN_PREFIX, Table, open_table
+from support.game_logs import ORIGIN_PREFIX, Table, open_table, sequence_all
 
 
 def verifier(*argv: str) -> tuple[int, str]:

@@ -14,12 +14,11 @@ from pymerkle import InmemoryTree
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.aio import AsyncDatabase, conninfo_of
-from pokna.db.engine import Waits
+from pokna.db.aio import AsyncDatabase
 from pokna.db.models.game import Game as GameRow
 from pokna.public_log import reads
 from pokna.public_log.sequencer import LogSigner
-from pokna.public_log.worker import run_sequencer, sequence_all
+from pokna.public_log.worker import run_sequencer
 from pokna.runtime import Runtime
 from pokna_verify.tlog.checkpoint import parse_checkpoint
 from pokna_verify.tlog.game_leaf import game_leaf_entry
@@ -28,7 +27,14 @@ from pokna_verify.tlog.note import NoteVerifier, open_note
 from pokna_verify.tlog.tree import Node, consistency_ranges, inclusion_ranges, nodes_for, proof_hashes
 from pokna_verify.tlog.verify import verify_consistency, verify_inclusion
 from support.driver import read_heads
-from support.game_logs import ORIGIN_PREFIX, checkpoint_notes, logged_leaves, open_table, unlogged
+from support.game_logs import (
+    ORIGIN_PREFIX,
+    checkpoint_notes,
+    logged_leaves,
+    open_table,
+    sequence_all,
+    unlogged,
+)
 
 
 def signer_of(runtime: Runtime) -> LogSigner:
@@ -183,7 +189,7 @@ def test_the_running_sequencer_outlives_its_connection(
                 )
         return logged == 2 or asked > 400  # a bound: the test stops by itself whatever happens
 
-    database = AsyncDatabase(f"{conninfo_of(engine, Waits())} application_name={name}", 1, 1, 5.0)
+    database = AsyncDatabase(f"{runtime.conninfo} application_name={name}", 1, 1, 5.0)
 
     async def sequencing() -> int:
         async with database.opened():  # as `pokna log sequence` runs it: one pool for the process

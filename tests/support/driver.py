@@ -15,10 +15,11 @@ from psycopg import AsyncConnection
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.aio import conninfo_of
-from pokna.db.engine import Waits, make_engine
+from pokna.db.backend import conninfo_of
+from pokna.db.types import utc_now
 from pokna.ledger import EXPORTERS, accounts_aio, read_heads_async, reads, take_checkpoint_async
 from pokna.ledger.checkpoint import Checkpoint
+from pokna.ledger.errors import AccountExists
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind
 from pokna.ledger.reads import AccountRecord
 from pokna.ledger.reconcile import ReconcileReport
@@ -34,15 +35,11 @@ engine, or its URL."""
 
 def conninfo(database: Database) -> str:
     if isinstance(database, str):
-        engine = make_engine(database)
-        try:
-            return conninfo_of(engine, Waits())
-        finally:
-            engine.dispose()
+        return conninfo_of(database)
     bind = database.kw["bind"] if isinstance(database, sessionmaker) else database
     bound = bind.get_bind() if isinstance(bind, Session) else bind
     assert isinstance(bound, Engine)
-    return conninfo_of(bound, Waits())
+    return conninfo_of(bound.url.render_as_string(hide_password=False))
 
 
 def on_database(database: Database, work: Callable[[AsyncConnection[Any]], Awaitable[Done]]) -> Done:
@@ -125,8 +122,38 @@ def reconcile(
 
 
 def open_account(database: Database, **options: Any) -> AccountRecord:
-    """pokna.ledger.accounts_aio.open_account's options: tenant_id, kind, currency, external_id."""
-    return on_database(database, lambda connection: accounts_aio.open_account(connection, **options))
+    """`open_account_on`'s options: tenant_id, kind, currency, external_id."""
+    return on_database(database, lambda connection: open_account_on(connection, **options))
+
+
+_OF_EXTERNAL_ID = "SELECT id FROM account WHERE tenant_id = %(tenant_id)s AND kind = %(kind)s AND external_id = %(external_id)s"
+
+
+async def open_account_on(
+    connection: AsyncConnection[Any],
+    *,
+    tenant_id: str,
+    kind: AccountKind | str,
+    currency: str = DEFAULT_CURRENCY,
+    external_id: str | None = None,
+) -> AccountRecord:
+    """A new account with balance 0 of any kind, for a tenant named (the API opens player wallets only:
+    pokna.ledger.accounts_aio.open_wallet); AccountExists where the tenant has one of this kind for
+    `external_id`, without failing the caller's transaction."""
+    values = accounts_aio.new_account(tenant_id, AccountKind(kind), currency, external_id, utc_now())
+    inserted = await connection.execute(
+        accounts_aio.OPEN_ACCOUNT + " ON CONFLICT (tenant_id, kind, external_id) DO NOTHING RETURNING id",
+        values,
+    )
+    if await inserted.fetchone() is None:
+        existing = await (await connection.execute(_OF_EXTERNAL_ID, values)).fetchone()
+        raise AccountExists(
+            f"tenant {tenant_id} already has a {kind} account for {external_id!r}",
+            account_id=None if existing is None else existing[0],
+        )
+    return AccountRecord(
+        values["id"], values["kind"], external_id, values["currency"], 0, values["created_at"]
+    )
 
 
 def system_account(

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.db.aio import AsyncDatabase
 from pokna.db.models.game import Game as GameRow
 from pokna.db.models.game_log import GameLogCheckpoint, GameLogLeaf
 from pokna.db.models.ledger import Account
+from pokna.public_log.sequencer import BATCH, LogSigner
+from pokna.public_log.worker import sequence_once
 from support.game_play import Api, new_tenant_key, obliging, play
 
 ORIGIN_PREFIX = "pokna.test/games"
+
+
+def sequence_all(database: AsyncDatabase, signer: LogSigner, batch: int = BATCH) -> int:
+    """One pass of the sequencer (pokna.public_log.worker.sequence_once) from synchronous code, in an
+    event loop of its own: how many games it appended."""
+    return asyncio.run(sequence_once(database, signer, batch=batch))
 
 
 @dataclass

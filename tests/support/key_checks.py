@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 
 from psycopg import AsyncConnection
-from psycopg.conninfo import make_conninfo
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.backend import driver_parameters
+from pokna.db.backend import conninfo_of
 from pokna.tenants import authentication
 
 
@@ -18,7 +17,7 @@ def tenant_of_key(sessions: sessionmaker[Session], digest: str) -> str:
     """The tenant of the key with this digest, or Unauthorized."""
     engine = sessions.kw["bind"]
     assert isinstance(engine, Engine)
-    conninfo = make_conninfo("", **driver_parameters(engine))
+    conninfo = conninfo_of(engine.url.render_as_string(hide_password=False))
 
     async def check() -> str:
         async with await AsyncConnection.connect(conninfo, autocommit=True) as connection:

@@ -18,12 +18,12 @@ from typing import Any, Literal, TypeVar
 from uuid import uuid4
 
 from psycopg import AsyncConnection
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api.idempotency import request_fingerprint
 from pokna.db.aio import AsyncDatabase
-from pokna.db.engine import Waits, make_engine
+from pokna.db.backend import conninfo_of
+from pokna.db.engine import Waits
 from pokna.ledger import moving
 from pokna.runtime import Runtime
 from pokna.tenants.authentication import key_digest
@@ -39,11 +39,10 @@ class Teller:
     tenant_id: str
     api_key: str
     database: AsyncDatabase
-    engine: Engine
 
     @classmethod
     def of(cls, runtime: Runtime, tenant_id: str, api_key: str) -> Teller:
-        return cls(tenant_id, api_key, runtime.aio, runtime.engine)
+        return cls(tenant_id, api_key, runtime.aio)
 
     async def deposit(
         self,
@@ -115,12 +114,7 @@ def new_teller(runtime: Runtime, sessions: sessionmaker[Session], name: str = "M
 
 @contextmanager
 def teller_on(database_url: str, tenant_id: str, api_key: str) -> Iterator[Teller]:
-    """A teller on an engine and async connections of its own, for a test whose app runs elsewhere (a real
-    `pokna serve` on `database_url`)."""
-    engine = make_engine(database_url)
+    """A teller on async connections of its own, for a test whose app runs elsewhere (a real `pokna serve`
+    on `database_url`)."""
     # No pool is opened: each move's connection is its own (pokna.db.aio, a caller outside the app's loop).
-    database = AsyncDatabase.for_engine(engine, Waits(), size=1, overflow=0)
-    try:
-        yield Teller(tenant_id, api_key, database, engine)
-    finally:
-        engine.dispose()
+    yield Teller(tenant_id, api_key, AsyncDatabase.for_conninfo(conninfo_of(database_url), Waits(), 1, 0))

@@ -7,9 +7,8 @@ from typing import Any
 from uuid import uuid4
 
 from fastapi.testclient import TestClient
-from sqlalchemy.orm import Session, sessionmaker
 
-from support.driver import new_api_key
+from support.driver import Database, new_api_key
 
 
 @dataclass
@@ -67,8 +66,8 @@ def money_key() -> dict[str, str]:
     return {"Idempotency-Key": f"move-{uuid4()}"}
 
 
-def new_tenant(client: TestClient, sessions: sessionmaker[Session], name: str = "Cantina") -> TenantApi:
-    issued = new_api_key(sessions, name)
+def new_tenant(client: TestClient, database: Database, name: str = "Cantina") -> TenantApi:
+    issued = new_api_key(database, name)
     return TenantApi(client, issued.tenant_id, issued.secret)
 
 

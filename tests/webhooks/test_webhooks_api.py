@@ -231,7 +231,7 @@ def production(tmp_path: Path, database_url: str, engine: Engine) -> Iterator[Te
         signing_key=private_key_to_pem(generate_signing_key()).decode(),
         seed_encryption_key="ab" * 32,
     )
-    runtime = Runtime.from_settings(settings, engine=engine)
+    runtime = Runtime.from_settings(settings)
     with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
         yield client
 

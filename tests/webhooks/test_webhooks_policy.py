@@ -147,7 +147,7 @@ def production(tmp_path: Path, database_url: str, engine: Engine) -> Iterator[Te
         seed_encryption_key="ab" * 32,
         webhook_allowed_private_networks="0.0.0.0/0",
     )
-    runtime = Runtime.from_settings(settings, engine=engine)
+    runtime = Runtime.from_settings(settings)
     with TestClient(create_app(settings, runtime), raise_server_exceptions=False) as client:
         yield client
 

@@ -48,9 +48,8 @@ class DatabaseGate:
 
     @classmethod
     def for_settings(cls, settings: Settings) -> DatabaseGate:
-        """As many places as a pool can hand out connections, its size and its overflow: the sessions'
-        pool (pokna.db.engine) and the hot paths' (pokna.db.aio) are made with the same sizes, and a
-        request uses one of them at a time."""
+        """As many places as the requests' pool (pokna.runtime) can hand out connections, its size and its
+        overflow: a request uses one at a time."""
         places = settings.database_pool_size + settings.database_pool_overflow
         return cls(places, settings.database_pool_timeout_seconds)
 
@@ -135,8 +134,8 @@ class DatabaseGate:
 
 
 class Place:
-    """One request's hold on the gate: taken before its first database use, given back once its session
-    holds no connection; idempotent, so every way out of a request can give it back."""
+    """One request's hold on the gate: taken before its first database use, given back once it holds no
+    connection; idempotent, so every way out of a request can give it back."""
 
     def __init__(self, gate: DatabaseGate | None, party: bytes) -> None:
         self.gate = gate

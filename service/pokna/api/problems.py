@@ -12,7 +12,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -240,6 +239,5 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
     app.add_exception_handler(PoknaError, _on_domain_error)
-    app.add_exception_handler(SQLAlchemyError, _on_database_error)
-    app.add_exception_handler(psycopg.Error, _on_database_error)  # the async hot paths (pokna.db.aio)
+    app.add_exception_handler(psycopg.Error, _on_database_error)  # every route is on psycopg (pokna.db.aio)
     app.add_exception_handler(Exception, _on_unhandled)

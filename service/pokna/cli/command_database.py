@@ -2,7 +2,7 @@
 command's waits (`Waits()`: no limit on a statement), no session and no thread.
 
 A background command (`pokna sweep`, `pokna webhooks deliver`, `pokna log sequence`) holds psycopg's pool,
-one per process, open while its event loop runs (`command_database`). A command that does one piece of work
+one per process, open while its event loop runs (`command_database`; `run_until_stopped` for a worker). A command that does one piece of work
 (`pokna tenants`, `pokna ledger`, `pokna audit bundle`) holds one connection in a short event loop of its
 own (`run_command`; `streamed_command` for one that writes as it reads); its writes are one transaction
 (`async with connection.transaction()`).
@@ -11,16 +11,20 @@ own (`run_command`; `streamed_command` for one that writes as it reads); its wri
 from __future__ import annotations
 
 import asyncio
+import signal
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
+from psycopg.conninfo import make_conninfo
 
 from pokna.cli.database_url import configured_database_url
 from pokna.cli.errors import EXIT_USAGE, CommandError
-from pokna.db.aio import AsyncDatabase, conninfo_of
-from pokna.db.engine import Waits, make_engine
+from pokna.db.aio import AsyncDatabase
+from pokna.db.backend import conninfo_of
+from pokna.db.engine import Waits
 from pokna.errors import NotFound
 from pokna.tenants import service as tenants
 
@@ -32,30 +36,45 @@ CONNECTIONS = 1
 
 @asynccontextmanager
 async def command_database() -> AsyncIterator[AsyncDatabase]:
-    """The pool, open for the block. The engine only reads the URL as SQLAlchemy does (its hosts, user and
-    options: pokna.db.aio.conninfo_of); nothing connects through it."""
-    engine = make_engine(configured_database_url())
-    try:
-        database = AsyncDatabase.for_engine(engine, Waits(), size=CONNECTIONS, overflow=0)
-        async with database.opened():
-            yield database
-    finally:
-        engine.dispose()
-
-
-def command_conninfo() -> str:
-    """The configured database as a libpq connection string, with a command's waits (an engine is made
-    only to read the URL as the service does: it never connects)."""
-    engine = make_engine(configured_database_url())
-    try:
-        return conninfo_of(engine, Waits())
-    finally:
-        engine.dispose()
+    """The pool, open for the block."""
+    database = AsyncDatabase.for_conninfo(
+        conninfo_of(configured_database_url()), Waits(), size=CONNECTIONS, overflow=0
+    )
+    async with database.opened():
+        yield database
 
 
 async def command_connection() -> AsyncConnection[Any]:
-    """An autocommit connection to the configured database; the caller closes it."""
-    return await AsyncConnection.connect(command_conninfo(), autocommit=True)
+    """An autocommit connection to the configured database, with a command's waits; the caller closes it."""
+    conninfo = make_conninfo(conninfo_of(configured_database_url()), **Waits().libpq_parameters())
+    return await AsyncConnection.connect(conninfo, autocommit=True)
+
+
+def run_until_stopped(
+    work: Callable[[AsyncDatabase, Callable[[], bool]], Awaitable[Done]], max_seconds: float | None
+) -> Done:
+    """A worker (`pokna webhooks deliver`, `pokna log sequence`): `work` on the process's pool in an event
+    loop of its own, told to stop (its second argument turns true) once SIGTERM or SIGINT arrives or
+    `max_seconds` have passed. The signals' handlers are the previous ones again afterwards."""
+    stopping: list[int] = []
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+
+    def should_stop() -> bool:
+        return bool(stopping) or (deadline is not None and time.monotonic() >= deadline)
+
+    async def run() -> Done:
+        async with command_database() as database:
+            return await work(database, should_stop)
+
+    previous = {
+        signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
+        for signum in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        return asyncio.run(run())
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run_command(work: Callable[[AsyncConnection[Any]], Awaitable[Done]]) -> Done:

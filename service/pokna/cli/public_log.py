@@ -7,16 +7,15 @@ in flight, then stop.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import signal
-import time
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_database import command_database
+from pokna.cli.command_database import run_until_stopped
+from pokna.db.aio import AsyncDatabase
 from pokna.public_log.sequencer import BATCH, LogSigner
 from pokna.public_log.worker import INTERVAL_SECONDS, run_sequencer, sequence_once
 from pokna.service_keys import load_service_keys
@@ -41,27 +40,13 @@ def sequence(
     """Append finished games to the public logs and sign their checkpoints, every second until stopped."""
     settings = get_settings()
     signer = LogSigner(settings.public_log_origin, load_service_keys(settings).signing_key)
-    stopping: list[int] = []
-    deadline = None if max_seconds is None else time.monotonic() + max_seconds
 
-    def should_stop() -> bool:
-        return bool(stopping) or (deadline is not None and time.monotonic() >= deadline)
+    async def work(database: AsyncDatabase, should_stop: Callable[[], bool]) -> int:
+        if once:
+            return await sequence_once(database, signer, batch=batch)
+        return await run_sequencer(database, signer, should_stop, interval, batch)
 
-    async def work() -> int:
-        async with command_database() as database:
-            if once:
-                return await sequence_once(database, signer, batch=batch)
-            return await run_sequencer(database, signer, should_stop, interval, batch)
-
-    previous = {
-        signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
-        for signum in (signal.SIGTERM, signal.SIGINT)
-    }
-    try:
-        appended = asyncio.run(work())
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    appended = run_until_stopped(work, max_seconds)
     if as_json:
         typer.echo(json.dumps({"games_logged": appended}))
     else:

@@ -6,16 +6,15 @@ delivery twice at once. SIGTERM and SIGINT finish the attempt in flight, then st
 
 from __future__ import annotations
 
-import asyncio
 import json
-import signal
-import time
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_database import command_database
+from pokna.cli.command_database import run_until_stopped
+from pokna.db.aio import AsyncDatabase
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
 from pokna.webhooks.service import DeliveryPolicy, WorkerReport, run_worker
@@ -40,32 +39,14 @@ def deliver(
     """Deliver webhooks until stopped (or, with --drain, until the outbox is empty)."""
     settings = get_settings()
     keys = load_service_keys(settings)
-    stopping: list[int] = []
-    deadline = None if max_seconds is None else time.monotonic() + max_seconds
 
-    def should_stop() -> bool:
-        return bool(stopping) or (deadline is not None and time.monotonic() >= deadline)
+    async def work(database: AsyncDatabase, should_stop: Callable[[], bool]) -> WorkerReport:
+        policy = DeliveryPolicy.from_settings(settings)
+        return await run_worker(
+            database, keys.seed_key, policy, poll_seconds=poll_seconds, drain=drain, should_stop=should_stop
+        )
 
-    async def work() -> WorkerReport:
-        async with command_database() as database:
-            return await run_worker(
-                database,
-                keys.seed_key,
-                DeliveryPolicy.from_settings(settings),
-                poll_seconds=poll_seconds,
-                drain=drain,
-                should_stop=should_stop,
-            )
-
-    previous = {
-        signum: signal.signal(signum, lambda received, _frame: stopping.append(received))
-        for signum in (signal.SIGTERM, signal.SIGINT)
-    }
-    try:
-        report = asyncio.run(work())
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    report = run_until_stopped(work, max_seconds)
     if as_json:
         typer.echo(json.dumps(vars(report)))
     else:

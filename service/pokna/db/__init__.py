@@ -1,1 +1,2 @@
-"""Persistence: SQLAlchemy models, engines and sessions. Alembic migrations live in /migrations."""
+"""Persistence: psycopg's pools (aio.py), the SQLAlchemy models Alembic compares, the migrations driven from
+code (migrate.py; the migrations live in /migrations), the embedded PostgreSQL."""

@@ -6,10 +6,10 @@ That is why these connections come from psycopg's own pool (`psycopg_pool.AsyncC
 from SQLAlchemy's async engine: the code speaks psycopg (pipelines, `AsyncConnection`), and SQLAlchemy's
 engine would add an adapter around every connection and a greenlet around every call for nothing it uses.
 The background jobs run on a pool of this kind too, one per process, with a command's waits
-(pokna.cli.command_database), and every other command on one connection of it. The API's
-pool and its sessions reach the same database with the same waits
-(statement and idle-in-transaction timeouts, connect timeout, the same hosts of a multi-host URL) and the
-same sizes (POKNA_DATABASE_POOL_SIZE, and _OVERFLOW more under load).
+(pokna.cli.command_database), and every other command on one connection of it. An API process holds
+one such pool for its requests (POKNA_DATABASE_POOL_SIZE, and _OVERFLOW more under load) and a small one
+for its probes and scrapes (pokna.runtime), and no SQLAlchemy engine: the URL is read into a libpq
+connection string once (pokna.db.backend.conninfo_of).
 
 A pool's tasks and locks belong to one event loop, so the pool is opened by whoever runs the loop for
 long: the app's lifespan (`opened`), closed at shutdown; each worker process opens its own. A caller in
@@ -18,10 +18,10 @@ connection of its own for the block instead. How many connections are in use at 
 a request gets here, by the database gate (pokna.api.database_gate), which has a place for each
 connection the pool may open, so the pool's own wait only ever covers opening one.
 
-Connections are checked as pokna.db.engine checks its own, rather than by the pool's `check` callback
-(a round trip per checkout, and a second's back-off after a failed one): one the server has closed
-(restart, crash, failover) is seen at checkout without a round trip, and every idle one is dropped with
-it (`drain`), so the next ones connect afresh. One given back inside a transaction or broken is closed
+Connections are checked at checkout without the pool's `check` callback (a round trip per checkout, and a
+second's back-off after a failed one): one the server has closed (restart, crash, failover) is seen
+without a round trip (`_hung_up`), and every idle one is dropped with it (`drain`), so the next ones
+connect afresh, through every host of a multi-host URL in turn. One given back inside a transaction or broken is closed
 at once, without the rollback the pool would send (a round trip a cancelled request may not finish), and
 the pool replaces it. A connection the pool cannot open is retried for RECONNECT_SECONDS only, then
 opened again on demand. While the database is away a request waits up to the connect timeout (per host)
@@ -38,12 +38,10 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
-from sqlalchemy import Engine, event
 
 from pokna import metrics
-from pokna.db.backend import driver_parameters
 from pokna.db.engine import Waits
 from pokna.db.watchdog import watch_async
 
@@ -54,12 +52,6 @@ RECONNECT_SECONDS = 1.0
 and leaves the next one to the next request's demand (as each request connected itself before issue 35):
 psycopg_pool's doubling back-off (1, 2, 4 s...) would otherwise keep a service whose database
 came back waiting for its next turn."""
-
-
-def conninfo_of(engine: Engine, waits: Waits) -> str:
-    """The engine's database as a libpq connection string: the same hosts, user and options the engine
-    connects with, and the same waits."""
-    return make_conninfo("", **{**driver_parameters(engine), **waits.libpq_parameters()})
 
 
 class AsyncDatabase:
@@ -73,17 +65,18 @@ class AsyncDatabase:
         self._connect_seconds = connect_seconds
         self._pool: Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._drain_due = False
 
     @classmethod
-    def for_engine(cls, engine: Engine, waits: Waits, size: int, overflow: int) -> AsyncDatabase:
-        """`size` connections kept open, up to `overflow` more under load (the engine's own pool sizes)."""
-        hosts = len(str(driver_parameters(engine).get("host", "")).split(","))
-        database = cls(conninfo_of(engine, waits), size, size + overflow, waits.connect * hosts, waits.answer)
-        # One lifecycle with the engine's own connections: disposing of the engine (to pick up a changed
-        # server setting, after a failover) lets go of these too, at the next checkout, in the pool's loop.
-        event.listen(engine, "engine_disposed", lambda _engine: database.drain_soon())
-        return database
+    def for_conninfo(cls, conninfo: str, waits: Waits, size: int, overflow: int) -> AsyncDatabase:
+        """`size` connections kept open, up to `overflow` more under load; `conninfo` with `waits` added."""
+        hosts = len(str(conninfo_to_dict(conninfo).get("host", "")).split(","))
+        return cls(
+            make_conninfo(conninfo, **waits.libpq_parameters()),
+            size,
+            size + overflow,
+            waits.connect * hosts,
+            waits.answer,
+        )
 
     @asynccontextmanager
     async def opened(self) -> AsyncIterator[None]:
@@ -101,7 +94,7 @@ class AsyncDatabase:
             open=False,
         )
         await pool.open()
-        self._pool, self._loop, self._drain_due = pool, asyncio.get_running_loop(), False
+        self._pool, self._loop = pool, asyncio.get_running_loop()
         try:
             yield
         finally:
@@ -137,14 +130,7 @@ class AsyncDatabase:
         if self._answer is not None:
             watch_async(connection, self._answer)
 
-    def drain_soon(self) -> None:
-        """Let go of every pooled connection at the next checkout (callable from any thread)."""
-        self._drain_due = True
-
     async def _checkout(self, pool: Pool) -> AsyncConnection[Any]:
-        if self._drain_due:
-            self._drain_due = False
-            await pool.drain()
         connection = await pool.getconn()
         if not _hung_up(connection):
             return connection
@@ -160,6 +146,10 @@ async def _give_back(pool: Pool, connection: AsyncConnection[Any]) -> None:
 
 
 def _hung_up(connection: AsyncConnection[Any]) -> bool:
+    """A server that stops, crashes or is killed closes its sockets, and an idle pooled connection has
+    nothing to read unless the server said goodbye (a FATAL notice, then the end of the stream): anything
+    readable, or a hang-up, means it is gone. A peer that vanished without a word is the keepalives'
+    (pokna.db.engine.Waits)."""
     if connection.closed or connection.broken:
         return True
     poller = select.poll()

@@ -1,6 +1,7 @@
 """The one database Pokna runs on: PostgreSQL (14 or newer), an operator's or the private embedded one.
 
-A URL for any other database is refused here, once, where the engine is made; nothing else asks.
+A URL for any other database is refused here, once, where it is read (into the pools' connection string,
+or Alembic's engine); nothing else asks.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from psycopg import AsyncConnection
-from sqlalchemy import Engine
+from psycopg.conninfo import make_conninfo
 from sqlalchemy.engine import make_url
 
 
@@ -16,23 +17,21 @@ class UnsupportedDatabase(ValueError):
     code = "unsupported_database"
 
 
-def require_postgresql(target: str | Engine) -> None:
-    """Refuse a SQLAlchemy URL or engine that is not PostgreSQL, naming the setting."""
-    name = make_url(target).get_backend_name() if isinstance(target, str) else target.dialect.name
+def require_postgresql(url: str) -> None:
+    """Refuse a SQLAlchemy URL that is not PostgreSQL's, naming the setting."""
+    name = make_url(url).get_backend_name()
     if name != "postgresql":
         raise UnsupportedDatabase(f"Pokna runs on PostgreSQL, not {name!r}")
 
 
-def driver_parameters(engine: Engine) -> dict[str, str | int]:
-    """What the engine passes psycopg to connect (hosts, ports, user, database, libpq options of its
-    URL): for the connections the hot paths open with the driver itself (pokna.db.aio)."""
-    _, parameters = engine.dialect.create_connect_args(engine.url)
-    # `context` is the dialect's adapters for its own connections, not a connection option.
-    return {
-        name: value if isinstance(value, int) else str(value)
-        for name, value in parameters.items()
-        if value is not None and name != "context"
-    }
+def conninfo_of(url: str) -> str:
+    """A SQLAlchemy URL (POKNA_DATABASE_URL) as the libpq connection string psycopg connects with: its hosts,
+    ports, user, database and libpq options, read by SQLAlchemy's psycopg dialect (a multi-host URL's
+    `?host=a:1&host=b:2` included) so the URL means what it meant to the engine. No engine is made."""
+    require_postgresql(url)
+    parsed = make_url(url)
+    _, parameters = parsed.get_dialect()().create_connect_args(parsed)
+    return make_conninfo("", **{name: value for name, value in parameters.items() if value is not None})
 
 
 async def accepts_writes(connection: AsyncConnection[Any]) -> bool:

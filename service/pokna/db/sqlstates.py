@@ -1,8 +1,8 @@
 """Every SQLSTATE Pokna reacts to, named once, and what a database error means: the one place.
 
-A database error reaches the service in two wrappings: psycopg's own (`psycopg.Error`, the async paths on
-the driver) and SQLAlchemy's around it (`DBAPIError.orig`, the ORM's sessions). `sqlstate_of` reads the
-code from either, so no caller looks inside an error itself.
+A database error reaches the service as psycopg's own (`psycopg.Error`: every request, command and job is
+on the driver; only Alembic's commands speak SQLAlchemy, pokna.cli.database_errors). `sqlstate_of` reads
+the code, so no caller looks inside an error itself.
 
 Pokna's own codes (class PK, raised by the functions in service/pokna/sql/):
 - `LEDGER_REFUSED` (PK402): ledger_move() when ledger_post() refused a deposit or withdrawal; the
@@ -15,7 +15,8 @@ Pokna's own codes (class PK, raised by the functions in service/pokna/sql/):
 - `ROUND_TOO_NEAR` (PK425): beacon_roll_write() when an acceptance would commit within 50 ms of its round's
   due time; the dealer decides again once the round is due. Not an error a client sees.
 PostgreSQL's:
-- `LOCK_NOT_AVAILABLE` (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running).
+- lock_not_available (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running),
+  caught as psycopg's `LockNotAvailable` where the claim is read (pokna.idempotency.service).
 - `UNIQUE_VIOLATION` (23505): a wallet opened for an external id a concurrent request took first
   (pokna.ledger.accounts_aio.open_wallet).
 - the outages (`unavailable_reason`): the database cannot serve now, whatever the request was; a 503
@@ -26,7 +27,7 @@ is. Known by code and message together, since one of them is XX000, PostgreSQL's
 error: also a 503 with Retry-After; the retry is routed to the shard's new place.
 
 `refusal(error)` is the typed error a database error means wherever it is met (WalletHeld,
-DatabaseUnavailable), or None: the HTTP handler, the async paths and the synchronous ones all ask it.
+DatabaseUnavailable), or None: the HTTP handler and the background jobs ask it.
 What only one domain can say (a ledger refusal's reason, a stale read) that domain says, keyed by the code
 named here.
 """
@@ -37,7 +38,6 @@ import json
 from typing import Any
 
 import psycopg
-from sqlalchemy import exc
 
 from pokna.errors import DatabaseUnavailable, PoknaError, WalletHeld
 
@@ -45,7 +45,6 @@ LEDGER_REFUSED = "PK402"
 STALE_BALANCES = "PK409"
 WALLET_HELD = "PK423"
 ROUND_TOO_NEAR = "PK425"
-LOCK_NOT_AVAILABLE = "55P03"
 UNIQUE_VIOLATION = "23505"
 
 # SQLSTATE classes and codes that say the server cannot do the work now, whatever the request was.
@@ -72,29 +71,22 @@ SHARD_MOVING = {
 }
 
 
-def driver_error(error: BaseException) -> BaseException:
-    """psycopg's error under SQLAlchemy's wrapping (or `error` itself)."""
-    original = getattr(error, "orig", None)
-    return original if isinstance(original, BaseException) else error
-
-
 def sqlstate_of(error: BaseException) -> str | None:
-    """The SQLSTATE the server answered with, whichever wrapping; None when it said nothing (a connection
-    that failed first, an error that is not the database's)."""
-    sqlstate = getattr(driver_error(error), "sqlstate", None)
+    """The SQLSTATE the server answered with; None when it said nothing (a connection that failed first, an
+    error that is not the database's)."""
+    sqlstate = getattr(error, "sqlstate", None)
     return sqlstate if isinstance(sqlstate, str) and sqlstate else None
 
 
 def message_of(error: BaseException) -> str:
     """The server's primary message (what a RAISE in service/pokna/sql/ says), never the statement."""
-    original = driver_error(error)
-    diag = getattr(original, "diag", None)
-    return str(getattr(diag, "message_primary", None) or original)
+    diag = getattr(error, "diag", None)
+    return str(getattr(diag, "message_primary", None) or error)
 
 
 def detail_of(error: BaseException) -> dict[str, Any]:
     """The JSON a function in service/pokna/sql/ put in its error's DETAIL (empty when none)."""
-    diag = getattr(driver_error(error), "diag", None)
+    diag = getattr(error, "diag", None)
     detail = getattr(diag, "message_detail", None)
     found = json.loads(detail) if detail else {}
     return found if isinstance(found, dict) else {}
@@ -117,29 +109,15 @@ def unavailable_reason(error: BaseException) -> str | None:
 
     From PostgreSQL's SQLSTATE where there is one, and for a connection that failed before the server said
     anything (psycopg raises `OperationalError` with no SQLSTATE), from the error's class."""
-    if isinstance(error, exc.TimeoutError):
-        return "no database connection became free within the configured pool wait"
-    if isinstance(error, psycopg.Error):  # the async paths use the driver without SQLAlchemy
-        return _driver_reason(error, error)
-    if isinstance(error, exc.DisconnectionError):
-        return "the connection to the database was lost"
-    if not isinstance(error, exc.DBAPIError):
+    if not isinstance(error, psycopg.Error):
         return None
-    if error.connection_invalidated:
-        return "the connection to the database was lost"
-    return _driver_reason(error.orig, error)
-
-
-def _driver_reason(original: BaseException | None, error: BaseException) -> str | None:
-    sqlstate = getattr(original, "sqlstate", None)
-    if isinstance(sqlstate, str) and sqlstate:
+    sqlstate = error.sqlstate
+    if sqlstate:
         if sqlstate[:2] in _UNAVAILABLE_CLASSES:
             return "the connection to the database failed"
-        if (sqlstate, getattr(getattr(original, "diag", None), "message_primary", None)) in SHARD_MOVING:
+        if (sqlstate, error.diag.message_primary) in SHARD_MOVING:
             return "the tenant's data was moving to another database node"
         return _UNAVAILABLE_STATES.get(sqlstate)
-    if isinstance(
-        error, exc.OperationalError | exc.InterfaceError | psycopg.OperationalError | psycopg.InterfaceError
-    ):
+    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
         return "cannot reach the database"  # refused, unreachable, closed: before the server said anything
     return None

@@ -184,38 +184,6 @@ def _shut_down(connection: Any, inode: int) -> bool:
     return True
 
 
-class StampingCursor(psycopg.Cursor[Any]):
-    """Every statement stamps its connection as it is sent (StatementWatchdog.sending)."""
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        WATCHDOG.sending(self.connection)
-        return super().execute(*args, **kwargs)
-
-    def executemany(self, *args: Any, **kwargs: Any) -> None:
-        WATCHDOG.sending(self.connection)
-        super().executemany(*args, **kwargs)
-
-
-class StampingServerCursor(psycopg.ServerCursor[Any]):
-    """A server-side cursor's FETCHes stamp its connection too (an export streamed by `yield_per`)."""
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        WATCHDOG.sending(self.connection)
-        return super().execute(*args, **kwargs)
-
-    def fetchmany(self, size: int = 0) -> list[Any]:
-        WATCHDOG.sending(self.connection)
-        return super().fetchmany(size)
-
-    def fetchone(self) -> Any:
-        WATCHDOG.sending(self.connection)
-        return super().fetchone()
-
-    def fetchall(self) -> list[Any]:
-        WATCHDOG.sending(self.connection)
-        return super().fetchall()
-
-
 class StampingAsyncCursor(psycopg.AsyncCursor[Any]):
     async def execute(self, *args: Any, **kwargs: Any) -> Any:
         WATCHDOG.sending(self.connection)
@@ -226,13 +194,6 @@ class StampingAsyncCursor(psycopg.AsyncCursor[Any]):
         await super().executemany(*args, **kwargs)
 
 
-def watch(connection: psycopg.Connection[Any], limit: float) -> None:
-    """A connection of SQLAlchemy's engine: its statements stamped, then watched."""
-    connection.cursor_factory = StampingCursor
-    connection.server_cursor_factory = StampingServerCursor
-    WATCHDOG.watch(connection, limit)
-
-
 def watch_async(connection: psycopg.AsyncConnection[Any], limit: float) -> None:
     """A connection of the hot paths' pool: its statements stamped, then watched."""
     connection.cursor_factory = StampingAsyncCursor
@@ -240,4 +201,4 @@ def watch_async(connection: psycopg.AsyncConnection[Any], limit: float) -> None:
 
 
 WATCHDOG = StatementWatchdog()
-"""The process's one watchdog: every engine and pool with a statement timeout registers its connections."""
+"""The process's one watchdog: every pool with a statement timeout registers its connections."""

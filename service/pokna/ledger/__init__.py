@@ -12,7 +12,6 @@ packages import from here, not from the modules behind it:
 """
 
 from pokna.ledger.accounts import AccountSummary, system_external_id
-from pokna.ledger.accounts_aio import open_account
 from pokna.ledger.audit_reads import (
     JournalSpans,
     check_range,
@@ -82,7 +81,6 @@ __all__ = [
     "hold_wallets",
     "journal_span",
     "oldest_unsigned_at",
-    "open_account",
     "read_heads_async",
     "reconcile",
     "system_external_id",

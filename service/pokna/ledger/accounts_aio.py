@@ -2,9 +2,8 @@
 `summaries`); the statement that opens one (`OPEN_ACCOUNT`), for a caller that pipelines it with its own
 work (pokna.dealer.creating: a new game reads its seats' wallets and opens its pot in the round trips it
 already makes); a system account opened on first use (`open_system_account`: a deposit's funding
-sub-account, a rake's revenue one); a player's wallet opened under the keyed transaction (`open_wallet`:
-`POST /v1/accounts`); and an account opened for a tenant named (`open_account`: the tests, the
-benchmarks). The API's read of an account is pokna.ledger.reads's."""
+sub-account, a rake's revenue one); and a player's wallet opened under the keyed transaction (`open_wallet`:
+`POST /v1/accounts`). The API's read of an account is pokna.ledger.reads's."""
 
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ from pokna.db import sqlstates
 from pokna.db.types import new_id, utc_now
 from pokna.idempotency.keyed import Refusals, Transaction
 from pokna.ledger.accounts import AccountSummary, system_external_id
-from pokna.ledger.drafts import MAX_TEXT
-from pokna.ledger.errors import AccountExists, InvalidAccount, TenantNotFound
-from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, check_currency
+from pokna.ledger.errors import AccountExists
+from pokna.ledger.model import AccountKind, check_currency
 from pokna.ledger.reads import AccountRecord
 
 ACCOUNT_SUMMARIES = (
@@ -34,50 +32,13 @@ OPEN_ACCOUNT = (
     "VALUES (%(id)s, %(tenant_id)s, %(kind)s, %(currency)s, %(external_id)s, 0, %(created_at)s)"
 )
 """A new account with balance 0, whose id and external id nobody has used: it fails (and with it the
-caller's transaction) where `open_account` would have answered AccountExists."""
+caller's transaction) where another of its kind has its external id."""
 
 _OPEN_SYSTEM_ACCOUNT = OPEN_ACCOUNT + " ON CONFLICT (tenant_id, kind, external_id) DO NOTHING"
 _SYSTEM_ACCOUNT = (
     "SELECT id FROM account "
     "WHERE tenant_id = %(tenant_id)s AND kind = %(kind)s AND external_id = %(external_id)s"
 )
-
-
-_TENANT = "SELECT 1 FROM tenant WHERE id = %(tenant_id)s"
-
-
-async def open_account(
-    connection: AsyncConnection[Any],
-    *,
-    tenant_id: str,
-    kind: AccountKind | str,
-    currency: str = DEFAULT_CURRENCY,
-    external_id: str | None = None,
-) -> AccountRecord:
-    """A new account with balance 0, for a caller that names its tenant (the tests, the benchmarks; the
-    API's is `open_wallet`). TenantNotFound for an unknown tenant; an external id is unique per tenant and
-    kind (AccountExists). Nothing fails in the database, so the caller's transaction stays usable."""
-    account_kind = account_kind_of(kind)
-    if external_id is not None and not 0 < len(external_id) <= MAX_TEXT:
-        raise InvalidAccount(f"external_id must be 1-{MAX_TEXT} characters", field="external_id")
-    values = new_account(tenant_id, account_kind, currency, external_id, utc_now())
-    if await (await connection.execute(_TENANT, values)).fetchone() is None:
-        raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
-    if await (await connection.execute(_OPEN_SYSTEM_ACCOUNT + " RETURNING id", values)).fetchone() is None:
-        existing = await (await connection.execute(_SYSTEM_ACCOUNT, values)).fetchone()
-        raise AccountExists(
-            f"tenant {tenant_id} already has a {account_kind} account for {external_id!r}",
-            account_id=None if existing is None else existing[0],
-        )
-    return AccountRecord(values["id"], account_kind.value, external_id, currency, 0, values["created_at"])
-
-
-def account_kind_of(kind: AccountKind | str) -> AccountKind:
-    try:
-        return AccountKind(kind)
-    except ValueError:
-        known = ", ".join(member.value for member in AccountKind)
-        raise InvalidAccount(f"account kind {kind!r} is not one of {known}", field="kind") from None
 
 
 def summaries(rows: Iterable[tuple[str, str, str, int]]) -> dict[str, AccountSummary]:

@@ -2,7 +2,7 @@
 
 The reads and the money's moves are async, on the driver, each on one connection (pokna.ledger.reads,
 pokna.ledger.moving), as are opening a wallet and taking a checkpoint (under the keyed transaction,
-pokna.api.keyed_writes); the export still runs on the request's session."""
+pokna.api.keyed_writes); the export streams on one connection in one read transaction."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 a connection of the process's one pool (pokna.db.aio): no session, no thread.
 
 `sequence_once` is one pass (`pokna log sequence --once`; `pokna sweep` runs `sequence_pass` on its own
-connection); `run_sequencer` is the worker's loop; `sequence_all` is one pass from synchronous code (the
-benchmarks, the tests), in an event loop of its own."""
+connection); `run_sequencer` is the worker's loop."""
 
 from __future__ import annotations
 
@@ -25,20 +24,11 @@ INTERVAL_SECONDS = 1.0
 log = logging.getLogger("pokna.public_log")
 
 
-def sequence_all(
-    database: AsyncDatabase,
-    signer: LogSigner,
-    clock: Callable[[], datetime] = utc_now,
-    batch: int = BATCH,
-) -> int:
-    """One pass: how many games it appended, over every tenant. A tenant whose log another process holds
-    is skipped; that process appends its games."""
-    return asyncio.run(sequence_once(database, signer, clock, batch))
-
-
 async def sequence_once(
     database: AsyncDatabase, signer: LogSigner, clock: Callable[[], datetime] = utc_now, batch: int = BATCH
 ) -> int:
+    """One pass: how many games it appended, over every tenant. A tenant whose log another process holds
+    is skipped; that process appends its games."""
     async with database.connection() as connection:
         return await sequence_pass(connection, signer, clock, batch)
 

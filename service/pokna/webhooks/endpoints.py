@@ -156,8 +156,15 @@ async def _locked(opened: Transaction, endpoint_id: str) -> EndpointRecord:
 
 
 async def _check_url(url: str, policy: DeliveryPolicy) -> None:
-    """Where the policy wants public addresses only, the host is resolved now: the system's resolver
-    blocks, so it runs off the event loop (as asyncio's own `getaddrinfo` does); otherwise no I/O."""
+    """Where the policy wants public addresses only, the host is resolved now; otherwise no I/O.
+
+    The one thread hop left on a request's road, kept on purpose. The system's resolver (getaddrinfo:
+    /etc/hosts, nsswitch, the stub resolver) blocks, and it is the resolver the delivery checks the same
+    name with again (pokna.webhooks.addresses.resolve_host), so the two checks agree. asyncio's
+    `loop.getaddrinfo` would be no different: CPython runs `socket.getaddrinfo` in the loop's default
+    executor, a thread too; an async DNS client would not read /etc/hosts or nsswitch, so an endpoint could
+    pass here and fail at delivery, or the reverse. Only an endpoint's creation or a change of its URL,
+    under the production policy, comes here."""
     try:
         if policy.urls.public_addresses_only:
             await asyncio.to_thread(check_url, url, policy.urls)

@@ -61,8 +61,7 @@ async def create_endpoint(
     async def work(opened: Transaction) -> WebhookEndpointSecretOut:
         return await webhooks.create_endpoint(opened, runtime.keys.seed_key, policy, utc_now(), draft)
 
-    answer = WebhookEndpointSecretOut
-    return await write(answer, work, status=201)
+    return await write(WebhookEndpointSecretOut, work, status=201)
 
 
 @router.get(
@@ -134,8 +133,7 @@ async def delete_endpoint(
     async def work(opened: Transaction) -> WebhookEndpointDeletedOut:
         return await webhooks.delete_endpoint(opened, endpoint_id)
 
-    answer = WebhookEndpointDeletedOut
-    return await write(answer, work, status=200)
+    return await write(WebhookEndpointDeletedOut, work, status=200)
 
 
 @router.post(
@@ -156,8 +154,7 @@ async def rotate_secret(
     async def work(opened: Transaction) -> WebhookEndpointSecretOut:
         return await webhooks.rotate_secret(opened, runtime.keys.seed_key, policy, utc_now(), endpoint_id)
 
-    answer = WebhookEndpointSecretOut
-    return await write(answer, work, status=200)
+    return await write(WebhookEndpointSecretOut, work, status=200)
 
 
 @router.get(

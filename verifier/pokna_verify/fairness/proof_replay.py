@@ -85,17 +85,6 @@ class StepMemo:
         return result
 
 
-def readable_step(
-    state: GameState,
-    action: Action,
-    balances: dict[int, int],
-    faces: Mapping[int, RecordedRoll],
-    roll_face: RollFace,
-) -> StepResult:
-    """The rules as they are, every time (what the tests hold the memo equal to)."""
-    return step(state, action, balances=balances, roll_face=roll_face)
-
-
 Stepper = Callable[[GameState, Action, dict[int, int], Mapping[int, RecordedRoll], RollFace], StepResult]
 _memo = StepMemo()
 

@@ -164,7 +164,8 @@ def hash_parts(
 
     The hashed document's keys sort as (chain,) created_at, id, kind, metadata, postings, prev_hash,
     reference, seq, tenant_id, and a hex prev_hash and a decimal seq are their own canonical text (between quotes for the
-    hash), so the writer can hash without re-encoding: hash_from_parts, or PostgreSQL's ledger_post().
+    hash), so the writer can hash without re-encoding: PostgreSQL's ledger_post() (tests/support/chain_hash.py
+    states it in Python).
     """
     known = transaction_document(
         chain=chain,
@@ -186,14 +187,6 @@ def hash_parts(
     before_seq = b'","reference":' + canonicalize(reference) + b',"seq":'
     rest = b',"tenant_id":' + canonicalize(tenant_id) + b"}"
     return before_prev, before_seq, rest
-
-
-def hash_from_parts(parts: tuple[bytes, bytes, bytes], prev_hash: str, seq: int) -> str:
-    """document_hash of the document hash_parts split, completed with `prev_hash` and `seq`."""
-    before_prev, before_seq, rest = parts
-    return hashlib.sha256(
-        before_prev + prev_hash.encode("ascii") + before_seq + str(seq).encode("ascii") + rest
-    ).hexdigest()
 
 
 def line_hash(line: Mapping[str, Any]) -> str:

@@ -1,0 +1,89 @@
+"""A pooled connection the server closed is replaced at checkout, without a round trip (pokna.db.aio), and
+the API's waits bound what a stuck request can hold."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import AsyncConnection
+
+from pokna.db.aio import AsyncDatabase
+from pokna.db.backend import conninfo_of
+from pokna.db.engine import Waits
+from pokna.runtime import Runtime
+from pokna.settings import Environment, Settings
+
+
+async def _backend_pid(database: AsyncDatabase) -> int:
+    async with database.connection() as connection:
+        row = await (await connection.execute("SELECT pg_backend_pid()")).fetchone()
+        assert row is not None
+        pid: int = row[0]
+        return pid
+
+
+async def _terminate(conninfo: str, pid: int) -> None:
+    """The server ends that backend (FATAL 57P01, then it closes the socket), as a restart does; waited for
+    up to 5 s (PostgreSQL 14's timeout argument)."""
+    async with await AsyncConnection.connect(conninfo, autocommit=True) as admin:
+        ended = await (await admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))).fetchone()
+        assert ended == (True,)
+
+
+def _runtime(database_url: str, tmp_path: Path, **settings: Any) -> Runtime:
+    return Runtime.from_settings(
+        Settings(
+            env=Environment.TEST,
+            data_dir=tmp_path,
+            database_url=database_url,
+            database_pool_size=1,
+            **settings,
+        )
+    )
+
+
+def test_a_connection_the_server_closed_is_replaced_at_checkout(database_url: str) -> None:
+    conninfo = conninfo_of(database_url)
+    database = AsyncDatabase.for_conninfo(conninfo, Waits(), size=0, overflow=1)  # one connection at most
+
+    async def checkouts() -> list[int]:
+        async with database.opened():
+            first = await _backend_pid(database)
+            again = await _backend_pid(database)  # pooled: the same connection comes back
+            await _terminate(conninfo, first)
+            # Without the checkout's check this statement would fail on a dead socket.
+            return [first, again, await _backend_pid(database)]
+
+    first, again, second = asyncio.run(checkouts())
+    assert first == again
+    assert second != first
+
+
+def test_a_session_left_idle_in_a_transaction_is_ended_by_the_server(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Its transaction is ended, its locks freed."""
+    settings = Settings(
+        env=Environment.TEST,
+        data_dir=tmp_path,
+        database_url=database_url,
+        database_idle_in_transaction_timeout_seconds=1,
+    )
+    runtime = Runtime.from_settings(settings)
+
+    async def idle_in_a_transaction() -> None:
+        async with runtime.aio.opened(), runtime.aio.connection() as connection:
+            shown = await (await connection.execute("SHOW idle_in_transaction_session_timeout")).fetchone()
+            assert shown == ("1s",)
+            async with connection.transaction():
+                await connection.execute("SELECT 1")
+                time.sleep(2)
+                await connection.execute("SELECT 1")
+
+    with pytest.raises(psycopg.errors.IdleInTransactionSessionTimeout):
+        asyncio.run(idle_in_a_transaction())
