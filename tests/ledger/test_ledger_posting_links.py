@@ -13,8 +13,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
 from support.ledger_reads import house_account
+from support.sessions import unit_of_work
 from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
