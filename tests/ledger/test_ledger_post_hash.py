@@ -79,7 +79,7 @@ def test_the_hash_postgresql_stores_is_the_recipes(
             text(
                 "SELECT status, first_seq, first_prev_hash FROM ledger_post(:tenant, CAST(:batch AS jsonb))"
             ),
-            {"tenant": tenant_id, "batch": json.dumps(document)},
+            {"tenant": tenant_id, "batch": json.dumps(document.as_json())},
         ).one()
         stored = connection.execute(
             text(
