@@ -6,10 +6,10 @@
 -- rebuilt member by member in its order: json_each, json_object_agg; before its INSERT, which on Citus
 -- takes no subquery). A refused posting raises PK409 (a wallet moved after the read), so nothing is
 -- written. The write (pokna.dealer.game_write_document) and each step's batch (pokna.ledger.posting_batch)
--- are version 1: another version is refused (22023). Rows are inserted one INSERT ... VALUES each: on
--- Citus that is routed to the tenant's shard, where an INSERT ... SELECT from the document takes the
--- pull-and-COPY path (docs/scaling.md). Called by pokna.dealer.writes (GAME_WRITE); docs/ledger.md, "The
--- hot paths' one call".
+-- are version 1: another version is refused before anything is written (22023). Rows are inserted one
+-- INSERT ... VALUES each: on Citus that is routed to the tenant's shard, where an INSERT ... SELECT from the
+-- document takes the pull-and-COPY path (docs/scaling.md). Called by pokna.dealer.writes (GAME_WRITE);
+-- docs/ledger.md, "The hot paths' one call".
 --
 -- Last set by migrations/versions/0021_typed_documents.py (versions checked, a money event's ledger_seq set
 -- by name in place of text appended to its payload; created by 0009_game_write, every statement naming the
@@ -32,11 +32,20 @@ DECLARE
     v_money record;
     v_payload json;
     v_count int;
+    v_version text;
 BEGIN
     IF (p_write->>'version') IS DISTINCT FROM '1' THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
             'game_write: a write of version %s; this function reads version 1',
             coalesce(p_write->>'version', 'none'));
+    END IF;
+    SELECT coalesce(step.value->'batch'->>'version', 'none') INTO v_version
+        FROM json_array_elements(p_write->'steps') AS step(value)
+        WHERE json_typeof(step.value->'batch') = 'object' AND (step.value->'batch'->>'version') IS DISTINCT FROM '1'
+        LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
+            'game_write: a posting batch of version %s; this function reads version 1', v_version);
     END IF;
     -- First everything that needs no ledger lock.
     FOR v_step IN SELECT value FROM json_array_elements(p_write->'steps') LOOP
@@ -87,11 +96,6 @@ BEGIN
     -- Then the postings, in step order: the first takes the tenant's head, held until COMMIT.
     FOR v_step IN SELECT value FROM json_array_elements(p_write->'steps') LOOP
         CONTINUE WHEN json_typeof(v_step->'batch') IS DISTINCT FROM 'object';
-        IF (v_step->'batch'->>'version') IS DISTINCT FROM '1' THEN
-            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
-                'game_write: a posting batch of version %s; this function reads version 1',
-                coalesce(v_step->'batch'->>'version', 'none'));
-        END IF;
         SELECT * INTO v_post FROM ledger_post(p_tenant_id, (v_step->'batch')::jsonb);
         IF v_post.status <> 'posted' THEN
             RAISE EXCEPTION USING ERRCODE = 'PK409', MESSAGE = 'ledger_post: ' || v_post.status,
