@@ -164,10 +164,9 @@ def locking_all_first(steps: list[GameStep]) -> list[GameStep]:
     of a rake) after the first step's, out of that order, while a posting on another of the tenant's chains
     may hold one and wait for another: so the first posting locks them all (ledger_post() locks its batch's
     `accounts`, which may name more than its postings touch)."""
-    posting = [index for index, step in enumerate(steps) if step.batch is not None]
+    posting = [(index, step.batch) for index, step in enumerate(steps) if step.batch is not None]
     if len(posting) < 2:
         return steps
-    every = tuple(
-        sorted({account for index in posting for account in steps[index].batch.accounts})  # type: ignore[union-attr]
-    )
-    return [*steps[: posting[0]], steps[posting[0]].locking(every), *steps[posting[0] + 1 :]]
+    every = tuple(sorted({account for _, batch in posting for account in batch.accounts}))
+    first = posting[0][0]
+    return [*steps[:first], steps[first].locking(every), *steps[first + 1 :]]
