@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic_core import to_json
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -258,6 +259,7 @@ def test_the_answer_is_what_was_stored(sessions: sessionmaker[Session], tenant_a
     assert stored.created_at.isoformat().replace("+00:00", "Z") == answer["created_at"]
     rendered = JournalTransactionOut.of(stored, balance=5).model_dump_json()
     assert _members(first.content) == _members(rendered)
+    assert b'"metadata" : ' + to_json(metadata) + b', "postings" : ' in first.content  # values as rendered
     replay = tenant_api.post(path, body, headers=key)
     assert replay.content == first.content
     assert _posted(replay) == answer
