@@ -102,7 +102,7 @@ def measure(url: str, rounds: int, calls: int) -> dict[str, dict[int, float]]:
         ]
         drafts = [draft_of(t.kind, t.postings(), None, {"bench": "1"}) for t in transfers[:transactions]]
         written = [unchained(tenant_id, draft, currency_of, 3) for draft in drafts]
-        return json.dumps(batch_document(sorted(currency_of), {}, written, 3))
+        return json.dumps(batch_document(sorted(currency_of), {}, written, 3).as_json())
 
     timings: dict[str, dict[int, list[float]]] = {name: {1: [], 2: []} for name in bodies()}
     with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as connection:

@@ -69,6 +69,7 @@ DECLARE
 BEGIN
     SELECT * INTO g FROM game WHERE id = p_game;
     RETURN json_build_object(
+        'version', 1,
         'steps', json_build_array(json_build_object(
             'game_id', p_game, 'previous_version', g.version,
             'game', json_build_object('status', g.status, 'state', g.state, 'version', g.version + 1,
@@ -79,9 +80,11 @@ BEGIN
             'events', json_build_array(json_build_object('game_id', p_game, 'seq', g.event_count + 1,
                 'kind', 'action', 'payload', json_build_object('action', 'roll', 'seat', 1), 'occurred_at', v_now)),
             'money', json_build_array(json_build_object('n', 1, 'seq', g.event_count + 2, 'occurred_at', v_now,
-                'head', '{"kind":"ante","payer":1,"payee":2,"amount":1,"journal_transaction_id":"' || v_txn || '"')),
+                'payload', json_build_object('kind', 'ante', 'payer', 1, 'payee', 2, 'amount', 1,
+                    'journal_transaction_id', v_txn, 'ledger_seq', NULL))),
             'rolls', '[]'::json,
             'batch', json_build_object(
+                'version', 1,
                 'chain', (SELECT chain FROM bench_pgbench_client WHERE game_id = p_game),
                 'accounts', ARRAY[least(p_payer, p_payee), greatest(p_payer, p_payee)],
                 -- A game decides on its wallets' balances; a deposit on none (the funding account is shared).

@@ -54,7 +54,7 @@ def _post(connection: Connection, tenant_id: str, accounts: tuple[str, str], cou
     with connection.begin():
         status = connection.scalar(
             text("SELECT status FROM ledger_post(:tenant, CAST(:batch AS jsonb))"),
-            {"tenant": tenant_id, "batch": json.dumps(document)},
+            {"tenant": tenant_id, "batch": json.dumps(document.as_json())},
         )
     assert status == "posted"
 

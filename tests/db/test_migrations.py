@@ -106,7 +106,7 @@ def test_0017_downgrade_brings_back_the_ledger_level_key_and_keeps_the_books(emp
             return str(
                 connection.scalar(
                     text("SELECT status FROM ledger_post(:tenant, CAST(:batch AS jsonb))"),
-                    {"tenant": tenant_id, "batch": json.dumps(document)},
+                    {"tenant": tenant_id, "batch": json.dumps(document.as_json())},
                 )
             )
 

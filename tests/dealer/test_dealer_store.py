@@ -19,6 +19,7 @@ from pokna.db.models.ledger import Account, JournalTransaction
 from pokna.dealer import service as games
 from pokna.dealer import store_postgres
 from pokna.dealer.errors import ActionRefused
+from pokna.dealer.event_schemas import MoneyMovedEventData
 from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.locked import LOCK_FOR_ACTION, LockedGame, locked_game, split_locked
 from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
@@ -378,8 +379,16 @@ def test_game_write_writes_the_rest_of_the_step_before_it_waits_for_the_ledger_h
         money = session.scalars(
             select(GameEvent.payload).where(GameEvent.game_id == game_id, GameEvent.kind == "money_moved")
         ).all()
+        stored = session.scalars(
+            text("SELECT payload::text FROM game_event WHERE game_id = :g AND kind = 'money_moved'"),
+            {"g": game_id},
+        ).all()
     assert posted
     assert sorted(event["ledger_seq"] for event in money) == list(posted)
+    # game_write() set ledger_seq by name: the payload's members stay in the documented order.
+    for payload in stored:
+        members = json.loads(payload, object_pairs_hook=list)
+        assert [name for name, _ in members] == list(MoneyMovedEventData.model_fields)
 
 
 def _backend_waiting_for_a_lock(sessions: sessionmaker[Session], statement: str) -> int:

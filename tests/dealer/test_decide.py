@@ -10,8 +10,7 @@ import base64
 import copy
 import functools
 import itertools
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +22,7 @@ from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.creating import NewGame, new_game_records
 from pokna.dealer.decision import Act, CatchUp, Decision, PendingBeaconRound, Refused, Written, decide
 from pokna.dealer.errors import ActionRefused, NotSeated, VersionConflict
+from pokna.dealer.game_write_document import GameStep
 from pokna.dealer.locked import Clock, Env, LockedGame, NeedsRead
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.requests import (
@@ -145,7 +145,7 @@ def check_start(decision: Decision) -> None:
     assert [roll.purpose for roll in answer.rolls] == ["favor"]
     assert [seat.client_seed for seat in answer.seats] == [SERVER_CHOSEN_SEED] * 3
     (step,) = decision.writes.steps
-    assert step["batch"] is not None
+    assert step.batch is not None
     assert [row["id"] for row in decision.writes.outbox.rows] == ["msg_1", "msg_2"]
     assert decision.writes.transactions == 2  # two antes, their ids the env's
     assert decision.timed_out == ()
@@ -156,7 +156,7 @@ def check_roll(decision: Decision) -> None:
     assert decision.answer is not None
     assert decision.answer.version == 3
     assert [(roll.seat, roll.color, roll.in_favor) for roll in decision.answer.rolls] == [(1, "blue", False)]
-    assert decision.writes.steps[0]["batch"] is None  # no money moves on a roll
+    assert decision.writes.steps[0].batch is None  # no money moves on a roll
 
 
 def check_claim_raked(decision: Decision) -> None:
@@ -168,8 +168,8 @@ def check_claim_raked(decision: Decision) -> None:
     assert moves == [("pot", "revenue", 1), ("pot", 2, 19)]
 
 
-def _money(step: dict[str, Any]) -> list[dict[str, Any]]:
-    return [json.loads(row["head"] + "}") for row in step["money"]]
+def _money(step: GameStep) -> list[Mapping[str, Any]]:
+    return [money.payload for money in step.money]
 
 
 def check_client_seed(decision: Decision) -> None:
@@ -195,9 +195,9 @@ def check_cancelled(decision: Decision) -> None:
     assert decision.answer is not None
     assert decision.answer.status == "cancelled"
     (step,) = decision.writes.steps
-    assert step["game"]["revealed_server_seed"] == SERVER_SEED
-    assert step["game"]["proof"] is not None
-    assert step["batch"] is None  # nothing was ante'd: nothing moves
+    assert step.game["revealed_server_seed"] == SERVER_SEED
+    assert step.game["proof"] is not None
+    assert step.batch is None  # nothing was ante'd: nothing moves
 
 
 def _is(decision: Decision, expected: Decision) -> None:

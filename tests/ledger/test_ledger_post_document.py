@@ -41,7 +41,7 @@ def _post(
     with engine.begin() as connection:
         row = connection.execute(
             text("SELECT * FROM ledger_post(:tenant, CAST(:batch AS jsonb))"),
-            {"tenant": tenant_id, "batch": json.dumps(document)},
+            {"tenant": tenant_id, "batch": json.dumps(document.as_json())},
         ).one()
     return dict(row._mapping), written
 

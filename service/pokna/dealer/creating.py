@@ -27,13 +27,14 @@ from pokna import ledger
 from pokna.db.types import new_id, utc_now
 from pokna.dealer.announcements import announce_created
 from pokna.dealer.answer import CREATED
+from pokna.dealer.game_write_document import GameWrite
 from pokna.dealer.links import new_public_token
 from pokna.dealer.locked import Clock
 from pokna.dealer.proof_signing import signed_terms
 from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
 from pokna.dealer.rules_step import number_events
-from pokna.dealer.store_postgres import encode_rows, insert_game_statements
+from pokna.dealer.store_postgres import insert_game_statements
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GAME_WRITE
 from pokna.errors import InvalidRequest
@@ -162,8 +163,8 @@ async def write_new_game(
     await connection.execute(OPEN_ACCOUNT, pot)
     for statement, params in insert_game_statements(game, seats, events):
         await connection.execute(statement, params)
-    write = {"steps": [], "outbox": outbox.rows, "answer": stored}
-    await connection.execute(GAME_WRITE, (tenant_id, encode_rows(write)))
+    write = GameWrite(steps=(), outbox=outbox.rows, answer=stored)
+    await connection.execute(GAME_WRITE, (tenant_id, write.encode()))
     return body
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from pokna import metrics
 from pokna.db import sqlstates
 from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_values, roll_rows, seat_row
+from pokna.dealer.game_write_document import GameStep, GameWrite, MoneyEvent
 from pokna.dealer.locked import Recorded
 from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.store_postgres import encode_rows
@@ -61,7 +62,7 @@ are decided again; a held wallet is refused."""
 @dataclass
 class GameWrites:
     tenant_id: str
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[GameStep] = field(default_factory=list)
     outbox: Gathered = field(default_factory=Gathered)
     transactions: int = 0
     finished: list[str] = field(default_factory=list)
@@ -109,28 +110,22 @@ class GameWrites:
     ) -> None:
         money = [event for event in events if event.kind == MONEY_EVENT]
         self.steps.append(
-            {
-                "game_id": game.id,
-                "previous_version": previous_version,
-                "game": mutable_game_values(game),
-                "seats": [seat_row(game.tenant_id, game.id, seat) for seat in seeded],
-                "events": event_rows(
+            GameStep(
+                game_id=game.id,
+                previous_version=previous_version,
+                game=mutable_game_values(game),
+                seats=[seat_row(game.tenant_id, game.id, seat) for seat in seeded],
+                events=event_rows(
                     game.tenant_id, game.id, [event for event in events if event.kind != MONEY_EVENT]
                 ),
-                "money": [
-                    # The payload as the store writes it, its last member (the ledger seq) added by
-                    # game_write() once posted: `{...,"journal_transaction_id":"txn_..."` + `,"ledger_seq":7}`.
-                    {
-                        "n": n,
-                        "seq": event.seq,
-                        "occurred_at": event.occurred_at,
-                        "head": encode_rows(event.payload)[:-1],
-                    }
+                money=tuple(
+                    # game_write() sets the ledger seq the posting got (pokna.dealer.game_write_document).
+                    MoneyEvent(n, event.seq, event.occurred_at, {**event.payload, "ledger_seq": None})
                     for n, event in enumerate(money, start=1)
-                ],
-                "rolls": roll_rows(game.tenant_id, game.id, rolls),
-                "batch": None if batch is None else batch.document,
-            }
+                ),
+                rolls=roll_rows(game.tenant_id, game.id, rolls),
+                batch=None if batch is None else batch.document,
+            )
         )
         if batch is not None:
             self.transactions += len(batch.transaction_ids)
@@ -147,9 +142,8 @@ class GameWrites:
         return None if self.answer_key is None else {"key": self.answer_key, "status": status, "body": body}
 
     def document(self, answer: Mapping[str, Any] | None = None) -> str:
-        return encode_rows(
-            {"steps": locking_all_first(self.steps), "outbox": self.outbox.rows, "answer": answer}
-        )
+        """game_write()'s argument, encoded once."""
+        return GameWrite(tuple(locking_all_first(self.steps)), self.outbox.rows, answer).encode()
 
     def written(self, seconds: float) -> None:
         """Count what was written, once it was: a decision made again counts once."""
@@ -162,7 +156,7 @@ class GameWrites:
         return bool(self.steps or self.outbox.rows or self.before)
 
 
-def locking_all_first(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def locking_all_first(steps: list[GameStep]) -> list[GameStep]:
     """The steps, their first posting locking every account any of them posts to.
 
     Each posting locks its accounts in ascending id order, in one statement; a request of several posting
@@ -170,13 +164,9 @@ def locking_all_first(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     of a rake) after the first step's, out of that order, while a posting on another of the tenant's chains
     may hold one and wait for another: so the first posting locks them all (ledger_post() locks its batch's
     `accounts`, which may name more than its postings touch)."""
-    posting = [index for index, step in enumerate(steps) if step["batch"] is not None]
+    posting = [(index, step.batch) for index, step in enumerate(steps) if step.batch is not None]
     if len(posting) < 2:
         return steps
-    every = sorted({account for index in posting for account in steps[index]["batch"]["accounts"]})
-    first = steps[posting[0]]
-    return [
-        *steps[: posting[0]],
-        {**first, "batch": {**first["batch"], "accounts": every}},
-        *steps[posting[0] + 1 :],
-    ]
+    every = tuple(sorted({account for _, batch in posting for account in batch.accounts}))
+    first = posting[0][0]
+    return [*steps[:first], steps[first].locking(every), *steps[first + 1 :]]

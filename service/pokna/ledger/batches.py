@@ -17,12 +17,13 @@ from typing import Any
 
 from pokna.ledger.drafts import account_ids, draft_of, unchained
 from pokna.ledger.model import AccountTransfer, check_postings
+from pokna.ledger.posting_batch import PostingBatch
 from pokna.ledger.store_postgresql import batch_document
 
 
 @dataclass(frozen=True)
 class TransferBatch:
-    document: dict[str, Any]
+    document: PostingBatch
     """ledger_post()'s `p_batch`."""
     transaction_ids: list[str]
     """The journal transaction of each transfer, in order."""

@@ -10,8 +10,9 @@ transaction (pokna.idempotency.keyed).
    other's COMMIT on one chain (docs/ledger.md, "Chains").
 3. The transaction drafted and its hashed bytes encoded in Python (pokna.ledger.drafts, as every posting
    is), then one ledger_move() call (service/pokna/sql/ledger_move.sql) with COMMIT behind it: it posts
-   through ledger_post(), records the announcement and stores the answer, both sent as format() templates
-   of the seq, the hashes and the balance only the ledger's lock can tell, and returns the answer's bytes.
+   through ledger_post(), records the announcement and stores the answer, setting on each the seq, the
+   hashes and the balance only the ledger's lock can tell by name (pokna.ledger.move_document), and
+   returns the answer's bytes.
    The first money in a currency on a chain opens the tenant's funding sub-account there first, in the same
    transaction (`pokna.ledger.accounts_aio.open_system_account`: one round trip more, once).
 
@@ -22,12 +23,9 @@ the balance.
 
 from __future__ import annotations
 
-import json
-import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
 import psycopg
@@ -43,9 +41,9 @@ from pokna.ledger.announcements import announce_funding
 from pokna.ledger.drafts import draft_of, posted, unchained
 from pokna.ledger.errors import AccountNotFound, AmountOutOfRange, InsufficientFunds, InvalidPostings
 from pokna.ledger.model import MAX_ABS_BALANCE, AccountKind, Posting, TransactionKind, check_amount
+from pokna.ledger.move_document import Announcements, LedgerMove
 from pokna.ledger.schemas import JournalTransactionOut
 from pokna.ledger.store_postgresql import batch_document
-from pokna.outbox import Gathered
 from pokna_verify.ledger.chain import chain_for
 
 LEDGER_MOVE = "SELECT ledger_move(%s, %s::json)"
@@ -140,48 +138,18 @@ def _document(
     draft = draft_of(kind, postings, movement.reference, movement.metadata)
     currency_of = {movement.account_id: currency, funding_id: currency}
     written = unchained(tenant_id, draft, currency_of, chain)
-    # The answer and the announcement as format() templates of what only ledger_post() can tell
-    # (service/pokna/sql/ledger_move.sql): rendered with a stand-in for each value, which then becomes its
-    # argument. A stand-in is drawn afresh for each request and holds no %: a number no posted value is
-    # (negative, 18 digits), or a JSON string.
-    seq, balance = (-(10**17) - secrets.randbelow(10**16) for _ in range(2))
-    prev_hash, hash_ = (f"pk-{secrets.token_hex(16)}" for _ in range(2))
-    arguments = {
-        str(seq): "%1$s",
-        json.dumps(prev_hash): "%2$s",
-        json.dumps(hash_): "%3$s",
-        str(balance): "%4$s",
-    }
-    stood_in = posted(written, seq, prev_hash, hash_)
-    outbox = Gathered()
-    announce_funding(outbox, stood_in, movement.account_id, currency, balance)
-    for row in outbox.rows:
-        row["body"] = format_template(str(row["body"]), arguments)
-    answer = JournalTransactionOut.of(stood_in, balance=balance).model_dump_json()
-    return json.dumps(
-        {
-            "batch": batch_document(sorted(currency_of), {}, [written], chain),
-            "wallet_id": movement.account_id,
-            "outbox": outbox.rows,
-            "answer": {"key": key, "status": 201, "body": format_template(answer, arguments)},
-        },
-        default=_timestamp,
-    )
-
-
-def format_template(text: str, arguments: Mapping[str, str]) -> str:
-    """`text` as a template of PostgreSQL's format(): each literal % doubled, each stand-in (which holds no
-    %) replaced by its argument."""
-    template = text.replace("%", "%%")
-    for stand_in, argument in arguments.items():
-        template = template.replace(stand_in, argument)
-    return template
-
-
-def _timestamp(value: object) -> str:
-    if not isinstance(value, datetime):
-        raise TypeError(f"{type(value).__name__} is not JSON serializable")
-    return value.isoformat()
+    # The answer and the announcement with a stand-in of the right type where ledger_move() sets what only
+    # ledger_post() can tell, by name (pokna.ledger.move_document).
+    stood_in = posted(written, 0, "", "")
+    outbox = Announcements()
+    announce_funding(outbox, stood_in, movement.account_id, currency, 0)
+    return LedgerMove(
+        batch=batch_document(sorted(currency_of), {}, [written], chain),
+        wallet_id=movement.account_id,
+        announcements=tuple(outbox.rows),
+        answer_key=key,
+        answer_body=JournalTransactionOut.of(stood_in, balance=0).model_dump(mode="json"),
+    ).encode()
 
 
 def _refusal(detail: Mapping[str, Any]) -> Exception:

@@ -1,4 +1,4 @@
-"""The ledger on PostgreSQL: the document a posting sends to ledger_post(), and JSONL lines from raw columns.
+"""The ledger on PostgreSQL: the batch a posting sends to ledger_post(), and JSONL lines from raw columns.
 
 Everything that needs no lock happens before the lock is taken (validation, ids, timestamps, the hashed
 bytes around seq and prev_hash: pokna.ledger.drafts); then the caller's one call (a game step's
@@ -18,42 +18,32 @@ from psycopg import AsyncConnection
 
 from pokna.ledger.books_repository import SeqRange
 from pokna.ledger.drafts import Unchained
+from pokna.ledger.posting_batch import BatchTransaction, PostingBatch
 from pokna_verify.ledger.chain import format_timestamp
 
 
 def batch_document(
     account_ids: list[str], expected: Mapping[str, int], written: list[Unchained], chain: int
-) -> dict[str, Any]:
-    """The posting ledger_post() reads (service/pokna/sql/ledger_post.sql, where each field is described):
-
-        {"chain": 3, "accounts": ["acct_a", "acct_b"], "expected_balances": {"acct_a": 120},
-         "transactions": [{"id": "txn_...", "kind": "ante", "reference": "game_...",
-                           "metadata": "<its JSON text>", "created_at": "2026-...Z",
-                           "before_prev": "<bytea hex>", "before_seq": "<bytea hex>", "rest": "<bytea hex>",
-                           "postings": [{"id": "pst_...", "account_id": "acct_a", "amount": -5,
-                                         "currency": "CREDIT"}, ...]}, ...]}
-
-    Transactions in seq order, postings in leg order. The metadata travels as its JSON text, stored as it
-    is (a jsonb member would be re-ordered); the hashed bytes as bytea hex."""
-    return {
-        "chain": chain,
-        "accounts": account_ids,
-        "expected_balances": dict(expected),
-        "transactions": [
-            {
-                "id": transaction.row["id"],
-                "kind": transaction.row["kind"],
-                "reference": transaction.row["reference"],
-                "metadata": json.dumps(transaction.row["metadata"]),
-                "created_at": format_timestamp(transaction.row["created_at"]),
-                "before_prev": "\\x" + transaction.parts[0].hex(),
-                "before_seq": "\\x" + transaction.parts[1].hex(),
-                "rest": "\\x" + transaction.parts[2].hex(),
-                "postings": transaction.postings,
-            }
+) -> PostingBatch:
+    """The posting ledger_post() reads, from the drafted transactions in seq order (its layout:
+    pokna.ledger.posting_batch)."""
+    return PostingBatch(
+        chain=chain,
+        accounts=tuple(account_ids),
+        expected_balances=dict(expected),
+        transactions=tuple(
+            BatchTransaction(
+                id=transaction.row["id"],
+                kind=transaction.row["kind"],
+                reference=transaction.row["reference"],
+                metadata=json.dumps(transaction.row["metadata"]),
+                created_at=format_timestamp(transaction.row["created_at"]),
+                parts=transaction.parts,
+                postings=tuple(transaction.postings),
+            )
             for transaction in written
-        ],
-    }
+        ),
+    )
 
 
 # --- the JSONL export ----------------------------------------------------------------------------------

@@ -2,14 +2,19 @@
 -- game row (refused, PK500, unless it is still the version that was read), its seats' client seeds, its
 -- events and rolls; then the webhook outbox rows and the Idempotency-Key's stored answer; then, last, each
 -- step's posting batch through ledger_post() (the first takes the chain's head, held until COMMIT) and its
--- money events, which name the ledger seq the posting got. A refused posting raises PK409 (a wallet moved
--- after the read), so nothing is written. Rows are inserted one INSERT ... VALUES each: on Citus that is
--- routed to the tenant's shard, where an INSERT ... SELECT from the document takes the pull-and-COPY path
--- (docs/scaling.md). Called by pokna.dealer.writes (GAME_WRITE); docs/ledger.md, "The hot paths' one call".
+-- money events, whose payload's `ledger_seq` is set by name to the ledger seq the posting got (the payload
+-- rebuilt member by member in its order: json_each, json_object_agg; before its INSERT, which on Citus
+-- takes no subquery). A refused posting raises PK409 (a wallet moved after the read), so nothing is
+-- written. The write (pokna.dealer.game_write_document) and each step's batch (pokna.ledger.posting_batch)
+-- are version 1: another version is refused before anything is written (22023). Rows are inserted one
+-- INSERT ... VALUES each: on Citus that is routed to the tenant's shard, where an INSERT ... SELECT from the
+-- document takes the pull-and-COPY path (docs/scaling.md). Called by pokna.dealer.writes (GAME_WRITE);
+-- docs/ledger.md, "The hot paths' one call".
 --
--- Last set by migrations/versions/0017_ledger_post_document.py (rows inserted one at a time; created by
--- 0009_game_write, every statement naming the tenant since 0011_distribution_keys, head last since
--- 0012_head_last).
+-- Last set by migrations/versions/0021_typed_documents.py (versions checked, a money event's ledger_seq set
+-- by name in place of text appended to its payload; created by 0009_game_write, every statement naming the
+-- tenant since 0011_distribution_keys, head last since 0012_head_last, rows inserted one at a time since
+-- 0017_ledger_post_document).
 --
 -- This file is the function as the database holds it at the head migration. To change it, edit this file and
 -- write a new migration that applies a frozen copy of the new text (a migration never reads this file:
@@ -25,8 +30,23 @@ DECLARE
     v_roll record;
     v_message record;
     v_money record;
+    v_payload json;
     v_count int;
+    v_version text;
 BEGIN
+    IF (p_write->>'version') IS DISTINCT FROM '1' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
+            'game_write: a write of version %s; this function reads version 1',
+            coalesce(p_write->>'version', 'none'));
+    END IF;
+    SELECT coalesce(step.value->'batch'->>'version', 'none') INTO v_version
+        FROM json_array_elements(p_write->'steps') AS step(value)
+        WHERE json_typeof(step.value->'batch') = 'object' AND (step.value->'batch'->>'version') IS DISTINCT FROM '1'
+        LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
+            'game_write: a posting batch of version %s; this function reads version 1', v_version);
+    END IF;
     -- First everything that needs no ledger lock.
     FOR v_step IN SELECT value FROM json_array_elements(p_write->'steps') LOOP
         v_game_id := v_step->>'game_id';
@@ -85,12 +105,14 @@ BEGIN
         END IF;
         FOR v_money IN
             SELECT * FROM json_to_recordset(v_step->'money') AS money(n int, seq int, occurred_at timestamptz,
-                head text)
+                payload json)
         LOOP
+            SELECT json_object_agg(member.key, CASE member.key
+                    WHEN 'ledger_seq' THEN to_json(v_post.first_seq + v_money.n - 1)
+                    ELSE member.value END ORDER BY member.n)
+                INTO v_payload FROM json_each(v_money.payload) WITH ORDINALITY AS member(key, value, n);
             INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
-            VALUES (p_tenant_id, v_step->>'game_id', v_money.seq, 'money_moved',
-                (v_money.head || ',"ledger_seq":' || (v_post.first_seq + v_money.n - 1) || '}')::json,
-                v_money.occurred_at);
+            VALUES (p_tenant_id, v_step->>'game_id', v_money.seq, 'money_moved', v_payload, v_money.occurred_at);
         END LOOP;
     END LOOP;
 END
