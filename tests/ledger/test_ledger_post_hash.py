@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.engine import unit_of_work
+from support.sessions import unit_of_work
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import Posting, TransactionKind
 from pokna.ledger.store_postgresql import batch_document
