@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from support.sessions import unit_of_work
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import Posting, TransactionKind
 from pokna.ledger.store_postgresql import batch_document
 from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
 from support.driver import funding_account, open_account
+from support.sessions import unit_of_work
 
 pytest_plugins = ["ledger_fixtures"]
 
