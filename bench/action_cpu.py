@@ -249,6 +249,8 @@ def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
     """Own time by category. A builtin's or the standard library's own time (isinstance, dict.get, enum,
     datetime, dataclasses, ...) is given to the categories of the functions that called it, in proportion
     to the time each call site spent in it, up to a few levels: it is their work."""
+    if options.dump:
+        profiler.dump_stats(options.dump)
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     memo: dict[Any, dict[str, float]] = {}
 
@@ -279,6 +281,8 @@ def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
             by_category[label] += tottime * part
         by_function.append((tottime, f"{function[0].rsplit('/', 2)[-1]}:{function[2]}"))
         total += tottime
+    calls = sum(entry[1] for entry in stats.values())
+    print(f"\nPython function calls per game under the profiler: {calls / options.games:,.0f}")
     print("\nWhere it goes (cProfile own time by where each function lives; share of the profiled total):")
     for label, seconds in sorted(by_category.items(), key=lambda item: -item[1]):
         print(f"{100 * seconds / total:5.1f}%  {label}")
@@ -329,6 +333,7 @@ def main() -> int:
     parser.add_argument("--deposits", type=int, default=0, help="keyed deposits to time after the games")
     parser.add_argument("--no-profile", action="store_true", help="the unprofiled figures only")
     parser.add_argument("--bursts", action="store_true", help="for bench/cpu_ab.py: bursts on demand (stdin)")
+    parser.add_argument("--dump", type=Path, help="write the profile there too (pstats), to read with pstats")
     options = parser.parse_args()
     preload = (
         "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
