@@ -202,9 +202,12 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
         if options.no_profile:
             return
         profiler = cProfile.Profile(time.process_time)  # CPU, as the unprofiled figures
-        await play(options.games, options.keyed, [], [], profiler, options.profile)
+        profiled: dict[str, list[float]] = {"action": [], "create": []}
+        await play(
+            options.games, options.keyed, profiled["action"], profiled["create"], profiler, options.profile
+        )
         print(f"\nProfiled: the {options.profile} requests of {options.games} more games.")
-        report(profiler, options)
+        report(profiler, options, len(profiled[options.profile]))
         print(f"  per request kind, unprofiled: action {per_action:.3f} ms, creation {per_create:.3f} ms")
         if statements:
             total = sum(row[2] for row in statements if not row[0].startswith("(inside)"))
@@ -245,7 +248,7 @@ async def bursts(options: argparse.Namespace, driver: Driver, play: Any, wallets
         print(json.dumps({kind: 1e3 * sum(cpu) / len(cpu) for kind, cpu in burst.items() if cpu}), flush=True)
 
 
-def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
+def report(profiler: cProfile.Profile, options: argparse.Namespace, requests: int) -> None:
     """Own time by category. A builtin's or the standard library's own time (isinstance, dict.get, enum,
     datetime, dataclasses, ...) is given to the categories of the functions that called it, in proportion
     to the time each call site spent in it, up to a few levels: it is their work."""
@@ -282,7 +285,11 @@ def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
         by_function.append((tottime, f"{function[0].rsplit('/', 2)[-1]}:{function[2]}"))
         total += tottime
     calls = sum(entry[1] for entry in stats.values())
-    print(f"\nPython function calls per game under the profiler: {calls / options.games:,.0f}")
+    print(
+        f"\nPython function calls under the profiler: {calls / options.games:,.0f} a game, "
+        f"{calls / requests:,.0f} a request ({requests} {options.profile} requests; the games' dice decide how "
+        "many actions a game takes)"
+    )
     print("\nWhere it goes (cProfile own time by where each function lives; share of the profiled total):")
     for label, seconds in sorted(by_category.items(), key=lambda item: -item[1]):
         print(f"{100 * seconds / total:5.1f}%  {label}")
