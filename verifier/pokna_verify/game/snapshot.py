@@ -22,7 +22,41 @@ SNAPSHOT_VERSION: Final = 1
 
 
 def state_to_dict(state: GameState) -> JSONObject:
-    return {"version": SNAPSHOT_VERSION, **_object(to_json_value(state))}
+    """The state as `to_json_value` lowers it, written out field by field: every game action stores
+    its state, and the generic walk was its largest single piece of JSON work (issue 44). The keys are in
+    the dataclasses' field order, as the walk writes them; tests/game/test_game_snapshot.py holds the two
+    equal, key order included. An enum member's `_value_` is its value, read without `.value`'s
+    descriptor."""
+    config = state.config
+    outcome = state.outcome
+    return {
+        "version": SNAPSHOT_VERSION,
+        "config": {
+            "stake": config.stake,
+            "challenge_raise": config.challenge_raise,
+            "player_count": config.player_count,
+            "rake_bps": config.rake_bps,
+            "rake_cap": config.rake_cap,
+        },
+        "phase": state.phase._value_,
+        "favor": None if state.favor is None else state.favor._value_,
+        "pot": state.pot,
+        "statuses": [status._value_ for status in state.statuses],
+        "to_roll": list(state.to_roll),
+        "votes": [{"seat": ballot.seat, "choice": ballot.choice._value_} for ballot in state.votes],
+        "pass_number": state.pass_number,
+        "challenger": state.challenger,
+        "next_nonce": state.next_nonce,
+        "paid_in": list(state.paid_in),
+        "paid_out": list(state.paid_out),
+        "outcome": None
+        if outcome is None
+        else {
+            "reason": outcome.reason._value_,
+            "payouts": [{"seat": payout.seat, "amount": payout.amount} for payout in outcome.payouts],
+        },
+        "rake": state.rake,
+    }
 
 
 def state_from_dict(record: dict[str, JSONValue]) -> GameState:
