@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from pokna_verify.game.cube import Color
-from pokna_verify.game.json_value import JSONObject, JSONValue, to_json_value
+from pokna_verify.game.json_value import JSONObject, JSONValue
 from pokna_verify.game.model import (
     Ballot,
     GameConfig,
@@ -87,9 +87,3 @@ def state_from_dict(record: dict[str, JSONValue]) -> GameState:
             tuple(Payout(int(payout["seat"]), int(payout["amount"])) for payout in outcome["payouts"]),
         ),
     )
-
-
-def _object(value: JSONValue) -> JSONObject:
-    if not isinstance(value, dict):
-        raise TypeError("a game state lowers to a JSON object")
-    return value
