@@ -75,6 +75,14 @@ class _Scalar:
     """The request keys it may come under, in FastAPI's order of preference (the first is its default)."""
     kind: str
     """Where it comes from, as the error's location names it: "path", "query", "header", "cookie"."""
+    default: Any
+    """Its value when not sent, where FastAPI takes the field's default as it is (an optional parameter
+    whose default is None, text or a number, not validated); else `_ASK_FASTAPI`."""
+
+
+_ASK_FASTAPI = object()
+_AS_IS = (type(None), str, int, bool)
+"""Defaults that FastAPI's deep copy gives back as they are."""
 
 
 class _Unsupported(Exception):
@@ -135,7 +143,15 @@ def _scalars(fields: list[Any]) -> tuple[_Scalar, ...] | None:
         if _get_param_model(field) is not None or field_annotation_is_sequence(field.field_info.annotation):
             return None
         keys = tuple(key for _alias, key in _get_param_aliases(field))
-        scalars.append(_Scalar(field.name, field, keys, field.field_info.in_.value))
+        info = field.field_info
+        as_is = (
+            not info.is_required()
+            and info.default_factory is None  # a factory's value is made anew on every request
+            and not info.validate_default
+            and type(info.default) in _AS_IS
+        )
+        default = info.default if as_is else _ASK_FASTAPI
+        scalars.append(_Scalar(field.name, field, keys, info.in_.value, default))
     return tuple(scalars)
 
 
@@ -191,14 +207,18 @@ async def _parameters(step: _Step, request: Request, body: Any, embed: bool) -> 
 
 def _read_scalars(scalars: tuple[_Scalar, ...], received: Any, values: dict[str, Any]) -> bool:
     """`request_params_to_args` for parameters each sent once, the common case, without its per-request
-    work on the fields: the same lookups, the same validation. False (and `values` as it was) when one is
-    absent, so that FastAPI's function works out its default or its error."""
+    work on the fields: the same lookups, the same validation, an absent optional one's default as FastAPI
+    takes it (`_validate_value_with_model_field`). False (and `values` as it was) when one is absent and
+    anything else would be done, so that FastAPI's function works out its default or its error."""
     found: dict[str, Any] = {}
     for scalar in scalars:
         key = next((key for key in scalar.keys if key in received), scalar.keys[0])
         value = received.get(key)
         if value is None:
-            return False
+            if scalar.default is _ASK_FASTAPI:
+                return False
+            found[scalar.name] = scalar.default
+            continue
         found[scalar.name], errors = scalar.field.validate(value, found, loc=(scalar.kind, key))
         if errors:
             raise _Invalid
