@@ -9,8 +9,8 @@ request (the profiler inflates small functions most: the scaled split is an esti
 With `--statements`, pg_stat_statements (when the cluster has it) gives PostgreSQL's execution time per
 statement over the unprofiled pass.
 
-    .venv/bin/python bench/action_cpu.py [--games 150] [--keyed] [--profile action|create] [--top 25] [--statements]
-        [--deposits 300] [--no-profile] [--no-analyze]
+    .venv/bin/python bench/action_cpu.py [--games 150] [--keyed] [--profile action|create|deposit] [--top 25]
+        [--statements] [--deposits 300] [--no-profile] [--no-analyze] [--dump FILE]
 
 `--deposits N` adds N keyed deposits (each with its own Idempotency-Key, as the API requires) timed the
 same way, after the games; `--no-profile` skips the profiled pass; `--bursts` (bench/cpu_ab.py) plays
@@ -212,9 +212,21 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
         if options.no_profile:
             return
         profiler = cProfile.Profile(time.process_time)  # CPU, as the unprofiled figures
-        await play(options.games, options.keyed, [], [], profiler, options.profile)
-        print(f"\nProfiled: the {options.profile} requests of {options.games} more games.")
-        report(profiler, options)
+        profiled: dict[str, list[float]] = {"action": [], "create": []}
+        if options.profile == "deposit":
+            profiled["deposit"] = await deposit(driver, wallets, options.deposits or 300, profiler)
+            print(f"\nProfiled: {len(profiled['deposit'])} more keyed deposits.")
+        else:
+            await play(
+                options.games,
+                options.keyed,
+                profiled["action"],
+                profiled["create"],
+                profiler,
+                options.profile,
+            )
+            print(f"\nProfiled: the {options.profile} requests of {options.games} more games.")
+        report(profiler, options, len(profiled[options.profile]))
         print(f"  per request kind, unprofiled: action {per_action:.3f} ms, creation {per_create:.3f} ms")
 
 
@@ -236,13 +248,19 @@ def print_statements(statements: list[tuple[str, int, float, int]], count: int, 
     )
 
 
-async def deposit(driver: Driver, wallets: list[str], count: int) -> list[float]:
+async def deposit(
+    driver: Driver, wallets: list[str], count: int, profiler: cProfile.Profile | None = None
+) -> list[float]:
     """`count` keyed deposits of 1 (each under a fresh Idempotency-Key, as the API requires): CPU each."""
     moved: list[float] = []
     for number in range(count):
         fresh = {"Idempotency-Key": f"d-{uuid.uuid4()}"}
         started = time.process_time()
+        if profiler is not None:
+            profiler.enable()
         await driver.post(f"/v1/accounts/{wallets[1 + number % 3]}/deposits", {"amount": 1}, fresh)
+        if profiler is not None:
+            profiler.disable()
         moved.append(time.process_time() - started)
     return moved
 
@@ -260,10 +278,12 @@ async def bursts(options: argparse.Namespace, driver: Driver, play: Any, wallets
         print(json.dumps({kind: 1e3 * sum(cpu) / len(cpu) for kind, cpu in burst.items() if cpu}), flush=True)
 
 
-def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
+def report(profiler: cProfile.Profile, options: argparse.Namespace, requests: int) -> None:
     """Own time by category. A builtin's or the standard library's own time (isinstance, dict.get, enum,
     datetime, dataclasses, ...) is given to the categories of the functions that called it, in proportion
     to the time each call site spent in it, up to a few levels: it is their work."""
+    if options.dump:
+        profiler.dump_stats(options.dump)
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     memo: dict[Any, dict[str, float]] = {}
 
@@ -294,6 +314,12 @@ def report(profiler: cProfile.Profile, options: argparse.Namespace) -> None:
             by_category[label] += tottime * part
         by_function.append((tottime, f"{function[0].rsplit('/', 2)[-1]}:{function[2]}"))
         total += tottime
+    calls = sum(entry[1] for entry in stats.values())
+    per_game = "" if options.profile == "deposit" else f"{calls / options.games:,.0f} a game, "
+    print(
+        f"\nPython function calls under the profiler: {per_game}{calls / requests:,.0f} a request "
+        f"({requests} {options.profile} requests; the games' dice decide how many actions a game takes)"
+    )
     print("\nWhere it goes (cProfile own time by where each function lives; share of the profiled total):")
     for label, seconds in sorted(by_category.items(), key=lambda item: -item[1]):
         print(f"{100 * seconds / total:5.1f}%  {label}")
@@ -343,7 +369,7 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=150)
     parser.add_argument("--keyed", action="store_true", help="an Idempotency-Key on every request")
     parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--profile", choices=["action", "create"], default="action")
+    parser.add_argument("--profile", choices=["action", "create", "deposit"], default="action")
     parser.add_argument("--statements", action="store_true", help="PostgreSQL time per statement")
     parser.add_argument("--deposits", type=int, default=0, help="keyed deposits to time after the games")
     parser.add_argument("--no-profile", action="store_true", help="the unprofiled figures only")
@@ -354,6 +380,7 @@ def main() -> int:
         help="ANALYZE after the warm-up (default); --no-analyze keeps the plans made on the set-up's small tables",
     )
     parser.add_argument("--bursts", action="store_true", help="for bench/cpu_ab.py: bursts on demand (stdin)")
+    parser.add_argument("--dump", type=Path, help="write the profile there too (pstats), to read with pstats")
     options = parser.parse_args()
     preload = (
         "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"

@@ -6,14 +6,15 @@ nothing) makes the route take FastAPI's own handler."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import fastapi.routing
 import pytest
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI, Header, Response
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.api.direct_route import DirectRoute
 from pokna.dealer.clock_dep import get_clock
 from support.tenant_api import money_key, new_tenant
 
@@ -121,3 +122,56 @@ def test_every_refusal_is_fastapis(client: TestClient, sessions: sessionmaker[Se
             app.dependency_overrides.clear()
         assert direct.status_code >= 400, (label, direct.text)
         assert _answer(direct) == _answer(solved), label
+
+
+def test_parameters_sent_once_skip_fastapis_extraction(
+    client: TestClient, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A game id and an Idempotency-Key are validated field by field, and an optional one not sent takes
+    its default (pokna.api.direct_route._read_scalars)."""
+    from fastapi.dependencies import utils
+
+    extracted: list[list[str]] = []
+    original = utils.request_params_to_args
+
+    def counted(fields: Any, received: Any) -> Any:
+        extracted.append([field.name for field in fields])
+        return original(fields, received)
+
+    monkeypatch.setattr(utils, "request_params_to_args", counted)
+    api = new_tenant(client, sessions)
+    vigo, player = api.wallet(1_000), api.wallet(1_000)
+    terms = {"vigo_account_id": vigo, "player_account_ids": [player], "stake": 5}
+    game_id = api.post("/v1/games", terms, headers=money_key()).json()["id"]
+    extracted.clear()
+    start = {"type": "start", "account_id": vigo}
+    acted = api.post(f"/v1/games/{game_id}/actions", start, headers=money_key())
+    assert acted.status_code == 200, acted.text
+    rolled = api.post(f"/v1/games/{game_id}/actions", {"type": "roll", "account_id": player})
+    assert rolled.status_code in (200, 409), rolled.text  # whoever's turn it is: no key either way
+    assert extracted == []
+
+
+def test_a_required_parameter_not_sent_is_fastapis_422() -> None:
+    """A parameter missing with no default to take is left to FastAPI's extraction, which words the 422,
+    as is a value that does not validate."""
+    router = APIRouter(route_class=DirectRoute)
+
+    @router.post("/echo/{number}")
+    async def echo(
+        number: int, label: Annotated[str, Header()], note: Annotated[str, Header()] = "-"
+    ) -> Response:
+        return Response(f"{number} {label} {note}".encode())
+
+    (route,) = router.routes
+    assert isinstance(route, DirectRoute)
+    assert route.direct
+    app = FastAPI()
+    app.include_router(router)
+    with TestClient(app) as plain:
+        assert plain.post("/echo/7", headers={"label": "x"}).text == "7 x -"
+        assert plain.post("/echo/7", headers={"label": "x", "note": "y"}).text == "7 x y"
+        missing = plain.post("/echo/7")
+        assert missing.status_code == 422
+        assert missing.json()["detail"][0]["loc"] == ["header", "label"]
+        assert plain.post("/echo/x", headers={"label": "x"}).json()["detail"][0]["loc"] == ["path", "number"]

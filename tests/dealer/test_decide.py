@@ -134,8 +134,8 @@ def _no_writes(decision: Decision) -> None:
 
 def check_start(decision: Decision) -> None:
     assert isinstance(decision, Written)
-    answer = decision.answer
-    assert answer is not None
+    assert decision.answer is not None
+    answer = decision.answer.model()
     assert (answer.status, answer.phase.value, answer.version, answer.pot) == (
         "in_progress",
         "seeking",
@@ -154,15 +154,17 @@ def check_start(decision: Decision) -> None:
 def check_roll(decision: Decision) -> None:
     assert isinstance(decision, Written)
     assert decision.answer is not None
-    assert decision.answer.version == 3
-    assert [(roll.seat, roll.color, roll.in_favor) for roll in decision.answer.rolls] == [(1, "blue", False)]
+    assert decision.answer.model().version == 3
+    assert [(roll.seat, roll.color, roll.in_favor) for roll in decision.answer.model().rolls] == [
+        (1, "blue", False)
+    ]
     assert decision.writes.steps[0].batch is None  # no money moves on a roll
 
 
 def check_claim_raked(decision: Decision) -> None:
     assert isinstance(decision, Written)
     assert decision.answer is not None
-    assert decision.answer.status == "settled"
+    assert decision.answer.model().status == "settled"
     (step,) = decision.writes.steps
     moves = [(row["payer"], row["payee"], row["amount"]) for row in _money(step)]
     assert moves == [("pot", "revenue", 1), ("pot", 2, 19)]
@@ -175,9 +177,9 @@ def _money(step: GameStep) -> list[Mapping[str, Any]]:
 def check_client_seed(decision: Decision) -> None:
     assert isinstance(decision, Written)
     assert decision.answer is not None
-    assert decision.answer.version == 2
-    assert decision.answer.seats[1].client_seed == "mine"
-    assert decision.answer.rolls == []
+    assert decision.answer.model().version == 2
+    assert decision.answer.model().seats[1].client_seed == "mine"
+    assert decision.answer.model().rolls == []
     assert [row["type"] for row in decision.writes.outbox.rows] == ["game.turn"]
 
 
@@ -193,7 +195,7 @@ def refused(kind: type[Exception], code: str) -> Callable[[Decision], None]:
 def check_cancelled(decision: Decision) -> None:
     assert isinstance(decision, Written)
     assert decision.answer is not None
-    assert decision.answer.status == "cancelled"
+    assert decision.answer.model().status == "cancelled"
     (step,) = decision.writes.steps
     assert step.game["revealed_server_seed"] == SERVER_SEED
     assert step.game["proof"] is not None
@@ -227,9 +229,9 @@ def check_acted_after_deadline(decision: Decision) -> None:
 def check_beacon_accepted(decision: Decision) -> None:
     assert isinstance(decision, Written)
     assert decision.answer is not None
-    assert decision.answer.rolls == []
+    assert decision.answer.model().rolls == []
     assert decision.writes.accepted_round is not None
-    pending = decision.answer.fairness.pending_roll
+    pending = decision.answer.model().fairness.pending_roll
     assert pending is not None
     assert pending.accepted_at == "2026-12-06T12:00:05.000Z"  # env.now, not a clock of its own
 

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pokna_verify.game
 
-ALLOWED_OUTSIDE = {"__future__", "collections", "dataclasses", "enum", "fractions", "math", "typing"}
+ALLOWED_OUTSIDE = {
+    "__future__",
+    "collections",
+    "dataclasses",
+    "enum",
+    "fractions",
+    "math",
+    "operator",
+    "typing",
+}
 
 
 def imported_modules(source: Path) -> set[str]:

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pokna_verify import bounded_input
@@ -103,3 +103,57 @@ def test_a_line_is_read_to_the_limit_and_no_further(monkeypatch: pytest.MonkeyPa
     with pytest.raises(InputLimitError, match=r"^line 9 is longer"):
         finish_line(io.BytesIO(b"56789"), 4, 9)
     assert finish_line(io.BytesIO(b"5678"), 4, 3) == b"5678"  # the file's end, at the limit
+
+
+def _walked_duplicate(text: str) -> tuple[str | int, ...] | None:
+    """duplicate_key as first written: every document read into its members and walked."""
+    try:
+        document = json.loads(
+            text,
+            object_pairs_hook=bounded_input._Members,
+            parse_int=lambda _: None,
+            parse_float=lambda _: None,
+        )
+    except (ValueError, RecursionError):
+        return None
+    pending: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
+    while pending:
+        location, node = pending.pop()
+        if isinstance(node, bounded_input._Members):
+            seen: set[str] = set()
+            for key, value in node:
+                if key in seen:
+                    return (*location, key)
+                seen.add(key)
+                pending.append(((*location, key), value))
+        elif isinstance(node, list):
+            pending.extend(((*location, index), value) for index, value in enumerate(node))
+    return None
+
+
+def _text(node: Any) -> str:
+    if isinstance(node, tuple):  # an object as written: its members, repeats and all
+        return "{" + ",".join(f"{json.dumps(key)}:{_text(value)}" for key, value in node) + "}"
+    if isinstance(node, list):
+        return "[" + ",".join(_text(item) for item in node) + "]"
+    return json.dumps(node)
+
+
+written = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(st.tuples(st.sampled_from(["a", "b", "c", "é"]), children), max_size=4).map(tuple)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=2000)
+@given(written, st.integers(min_value=0, max_value=400))
+def test_a_repeated_key_is_found_where_the_walk_finds_it(document: Any, cut: int) -> None:
+    """The first reading that only asks whether a key repeats finds what the whole walk finds, in whole
+    documents and in documents cut short (no JSON: None)."""
+    text = _text(document)
+    for sent in (text, text[:cut]):
+        assert duplicate_key(sent) == _walked_duplicate(sent)

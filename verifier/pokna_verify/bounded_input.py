@@ -129,6 +129,15 @@ def duplicate_key(text: str | bytes) -> tuple[str | int, ...] | None:
     not JSON at all: the same walk as the service's edge (pokna.api.unambiguous_json). Numbers and depth are
     other checks' limits: a repeated key is found beside a number of any size."""
     try:  # only the keys matter: numbers of any size are read as nothing, so a huge one cannot hide a key
+        # Most documents repeat no key: a first reading only asks each object whether it does, in the
+        # parser's own pass, and only a document that does is read again and walked to say where.
+        json.loads(text, object_pairs_hook=_refuse_repeats, parse_int=_nothing, parse_float=_nothing)
+        return None
+    except _Repeated:
+        pass
+    except (ValueError, RecursionError):
+        return None
+    try:
         document = json.loads(text, object_pairs_hook=_Members, parse_int=_nothing, parse_float=_nothing)
     except (ValueError, RecursionError):
         return None
@@ -165,6 +174,15 @@ class _RepeatedKey(Exception):
 
 class _Members(list[tuple[str, Any]]):
     """A JSON object as the members it was written with, duplicates and all."""
+
+
+class _Repeated(Exception):
+    """An object names a key twice (not a ValueError: that is a document that is no JSON)."""
+
+
+def _refuse_repeats(members: list[tuple[str, Any]]) -> None:
+    if len(members) > 1 and len({key for key, _ in members}) < len(members):
+        raise _Repeated
 
 
 def _one_of_each(members: list[tuple[str, Any]]) -> dict[str, Any]:

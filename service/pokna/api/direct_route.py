@@ -31,8 +31,10 @@ from dataclasses import dataclass
 from typing import Any, get_type_hints
 
 from fastapi import Request, Response
+from fastapi._compat import field_annotation_is_sequence
+from fastapi.dependencies import utils as fastapi_utils
 from fastapi.dependencies.models import Dependant
-from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.dependencies.utils import _get_param_aliases, _get_param_model, request_body_to_args
 from fastapi.params import Form
 from fastapi.routing import APIRoute, _effective_route_context_var
 from fastapi.telemetry import get_telemetry_data
@@ -58,6 +60,29 @@ class _Step:
     body: tuple[Any, ...]
     request_names: tuple[str, ...]
     """Its `Request` and `HTTPConnection` parameters: both are given the request."""
+    scalars: tuple[tuple[_Scalar, ...] | None, ...]
+    """Per kind (path, query, header, cookie), its parameters as `_Scalar`s, or None where one is not."""
+
+
+@dataclass(frozen=True)
+class _Scalar:
+    """A parameter read as one value (not a list, not a model): what `request_params_to_args` works out
+    for it on every request (its param model, its request keys, its location), worked out once."""
+
+    name: str
+    field: Any
+    keys: tuple[str, ...]
+    """The request keys it may come under, in FastAPI's order of preference (the first is its default)."""
+    kind: str
+    """Where it comes from, as the error's location names it: "path", "query", "header", "cookie"."""
+    default: Any
+    """Its value when not sent, where FastAPI takes the field's default as it is (an optional parameter
+    whose default is None, text or a number, not validated); else `_ASK_FASTAPI`."""
+
+
+_ASK_FASTAPI = object()
+_AS_IS = (type(None), str, int, bool)
+"""Defaults that FastAPI's deep copy gives back as they are."""
 
 
 class _Unsupported(Exception):
@@ -99,7 +124,35 @@ def _step(dependant: Dependant, *, root: bool) -> _Step:
         request_names=tuple(
             name for name in (dependant.http_connection_param_name, dependant.request_param_name) if name
         ),
+        scalars=tuple(
+            _scalars(fields)
+            for fields in (
+                dependant.path_params,
+                dependant.query_params,
+                dependant.header_params,
+                dependant.cookie_params,
+            )
+        ),
     )
+
+
+def _scalars(fields: list[Any]) -> tuple[_Scalar, ...] | None:
+    """The fields as `_Scalar`s, or None if one of them is read otherwise (a list, a model)."""
+    scalars = []
+    for field in fields:
+        if _get_param_model(field) is not None or field_annotation_is_sequence(field.field_info.annotation):
+            return None
+        keys = tuple(key for _alias, key in _get_param_aliases(field))
+        info = field.field_info
+        as_is = (
+            not info.is_required()
+            and info.default_factory is None  # a factory's value is made anew on every request
+            and not info.validate_default
+            and type(info.default) in _AS_IS
+        )
+        default = info.default if as_is else _ASK_FASTAPI
+        scalars.append(_Scalar(field.name, field, keys, info.in_.value, default))
+    return tuple(scalars)
 
 
 def _params(dependant: Dependant) -> list[Any]:
@@ -129,14 +182,16 @@ class _Invalid(Exception):
 async def _parameters(step: _Step, request: Request, body: Any, embed: bool) -> dict[str, Any]:
     """`step`'s own parameters, validated as `solve_dependencies` validates them."""
     values: dict[str, Any] = {}
-    for fields, received in (
-        (step.path, request.path_params),
-        (step.query, request.query_params if step.query else None),
-        (step.header, request.headers if step.header else None),
-        (step.cookie, request.cookies if step.cookie else None),
+    for fields, scalars, received in (
+        (step.path, step.scalars[0], request.path_params),
+        (step.query, step.scalars[1], request.query_params if step.query else None),
+        (step.header, step.scalars[2], request.headers if step.header else None),
+        (step.cookie, step.scalars[3], request.cookies if step.cookie else None),
     ):
         if fields:
-            found, errors = request_params_to_args(list(fields), received)  # type: ignore[arg-type]
+            if scalars is not None and _read_scalars(scalars, received, values):
+                continue
+            found, errors = fastapi_utils.request_params_to_args(list(fields), received)  # type: ignore[arg-type]
             if errors:
                 raise _Invalid
             values.update(found)
@@ -148,6 +203,27 @@ async def _parameters(step: _Step, request: Request, body: Any, embed: bool) -> 
     for name in step.request_names:
         values[name] = request
     return values
+
+
+def _read_scalars(scalars: tuple[_Scalar, ...], received: Any, values: dict[str, Any]) -> bool:
+    """`request_params_to_args` for parameters each sent once, the common case, without its per-request
+    work on the fields: the same lookups, the same validation, an absent optional one's default as FastAPI
+    takes it (`_validate_value_with_model_field`). False (and `values` as it was) when one is absent and
+    anything else would be done, so that FastAPI's function works out its default or its error."""
+    found: dict[str, Any] = {}
+    for scalar in scalars:
+        key = next((key for key in scalar.keys if key in received), scalar.keys[0])
+        value = received.get(key)
+        if value is None:
+            if scalar.default is _ASK_FASTAPI:
+                return False
+            found[scalar.name] = scalar.default
+            continue
+        found[scalar.name], errors = scalar.field.validate(value, found, loc=(scalar.kind, key))
+        if errors:
+            raise _Invalid
+    values.update(found)
+    return True
 
 
 class DirectRoute(WrittenNumbersRoute):

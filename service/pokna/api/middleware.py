@@ -12,7 +12,6 @@ import asyncio
 import logging
 import re
 import time
-import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -20,6 +19,7 @@ from pokna import metrics
 from pokna.api.asgi_problems import send_problem
 from pokna.api.rate_limits import RateLimits, bearer_key_digest, throttle
 from pokna.api.unambiguous_json import refuse_duplicate_key
+from pokna.db.types import uuid4_hex
 from pokna.logs import request_id_var
 
 log = logging.getLogger("pokna.access")
@@ -62,7 +62,7 @@ class Edge:
             return
         headers = dict(scope["headers"])
         offered = headers.get(b"x-request-id", b"").decode("latin-1")
-        request_id = offered if _VALID_REQUEST_ID.match(offered) else uuid.uuid4().hex
+        request_id = offered if _VALID_REQUEST_ID.match(offered) else uuid4_hex()
         scope.setdefault("state", {})["request_id"] = request_id
         token = request_id_var.set(request_id)
         started = time.perf_counter()

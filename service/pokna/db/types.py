@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import uuid
+import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,4 +33,13 @@ def utc_now() -> datetime:
 
 def new_id(prefix: str) -> str:
     """Stripe-style prefixed ids: readable in logs, and a wrong-kind id is obvious at a glance."""
-    return f"{prefix}_{uuid.uuid4().hex}"
+    return f"{prefix}_{uuid4_hex()}"
+
+
+def uuid4_hex() -> str:
+    """`uuid.uuid4().hex`: 16 random bytes with the version (4) and variant (RFC 4122) bits set, in hex,
+    without building a `UUID` (its checks cost a few µs, and a game action draws several ids)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    return raw.hex()

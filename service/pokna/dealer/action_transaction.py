@@ -149,7 +149,7 @@ async def _attempt_once(
             await opened.end(commit=False)
             return None
         status = status_for(writes.accepted_round)
-        body = None if decision.answer is None else decision.answer.model_dump_json()
+        body = None if decision.answer is None else decision.answer.json()
         stored = None if body is None else writes.stored(status, body)
         started = time.perf_counter()
         await _send(connection, writes, stored)

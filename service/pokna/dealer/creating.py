@@ -156,7 +156,8 @@ async def write_new_game(
         round_number=new.round_number,
     )
     outbox = Gathered()
-    shown = game_out(game, seats, balances)  # once: the answer, and the turn it announces
+    # once: the answer, and the turn it announces; from the new state itself, which `game.state` holds
+    shown = game_out(game, seats, balances, new_game(new.config))
     announce_created(outbox, game, seats, shown)
     body = shown.model_dump_json()
     stored = None if claim is None else {"key": claim.key, "status": CREATED, "body": body}

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pokna.dealer.announcements import announce_client_seed_set
-from pokna.dealer.answer import action_answer, rolls_out
+from pokna.dealer.answer import ActionAnswer, action_answer, rolls_out
 from pokna.dealer.beacon_rolls import (
     RollPending,
     accept,
@@ -40,7 +40,7 @@ from pokna.dealer.locked import Env, LockedGame, NeedsRead
 from pokna.dealer.records import SeatRecord
 from pokna.dealer.requests import PlayerRequest, SetClientSeedAction
 from pokna.dealer.rules_step import BeaconDraw, apply_step, number_events
-from pokna.dealer.schemas import GameActionOut, GameOut
+from pokna.dealer.schemas import GameOut
 from pokna.dealer.writes import GameWrites
 from pokna.errors import InvalidRequest, PoknaError
 from pokna.outbox import Gathered
@@ -85,7 +85,7 @@ class Written:
 
     locked: LockedGame
     writes: GameWrites
-    answer: GameActionOut | None = None
+    answer: ActionAnswer | None = None
     """None: nothing to answer (a catch-up; a beacon roll somebody else resolved first)."""
     timed_out: tuple[dict[str, Any], ...] = ()
     """The passed deadlines applied, one entry each."""
@@ -186,7 +186,7 @@ def _after(timed_out: list[dict[str, Any]], refusal: Refusal) -> Refusal:
 
 def _act_now(
     locked: LockedGame, writes: GameWrites, request: PlayerRequest, env: Env
-) -> tuple[LockedGame, GameActionOut] | NeedsRead:
+) -> tuple[LockedGame, ActionAnswer] | NeedsRead:
     """The game after the action, and the answer: the game as the action's step left it
     (pokna.dealer.view.game_out, built once by the step), with the rolls the action made."""
     game, seats = locked.game, locked.seats

@@ -7,13 +7,14 @@ and gather the new state, the rolls, the events and the announcements in the dec
 which one call writes (pokna.dealer.writes). A beacon-mode step rolls with its round (`BeaconDraw`). Its
 outcome is a value: `Stepped` (the game after the step, as a new LockedGame, the rules' result and the game
 as shown), or `NeedsRead` when the step rakes or ends the game and the lock did not read what that needs.
-Nothing is changed in place: the records after the step are new values (`dataclasses.replace`).
+Nothing is changed in place: the records after the step are new values (`evolve`, `dataclasses.replace`'s
+cheaper twin).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -47,6 +48,7 @@ from pokna_verify.game import (
     step,
 )
 from pokna_verify.game.events import Rolled
+from pokna_verify.game.evolve import evolve
 from pokna_verify.game.transfers import party_to_json
 from pokna_verify.ledger.chain import chain_for
 
@@ -164,7 +166,7 @@ def apply_step(
             events=[*recorded_events, *events],
             rolls=[*recorded_rolls, *rolls],
         )
-        game = replace(game, proof=proof)
+        game = evolve(game, proof=proof)
     writes.save_step(
         game, previous_version=previous_version, events=events, rolls=rolls, seeded=seeded, batch=batch
     )
@@ -176,7 +178,7 @@ def apply_step(
         )
     shown = game_out(game, seats, balances, result.state)  # the state `game.state` was written from
     announce_step(writes, game, seats, shown, state, result.state, action, moment)
-    return Stepped(replace(locked, game=game, seats=seats, balances=balances), result, shown)
+    return Stepped(evolve(locked, game=game, seats=seats, balances=balances), result, shown)
 
 
 Seeded = tuple[GameRecord, tuple[SeatRecord, ...], list[SeatRecord]]
@@ -199,12 +201,12 @@ def _seat_client_seeds(
 ) -> Seeded:
     """The seeds fixed at the start, and the game's combined client seed the rolls use."""
     fixed = tuple(
-        seat if seat.client_seed is not None else replace(seat, client_seed=seed, client_seed_source="server")
+        seat if seat.client_seed is not None else evolve(seat, client_seed=seed, client_seed_source="server")
         for seat, seed in zip(seats, client_seeds, strict=True)
     )
     seeded = [after for before, after in zip(seats, fixed, strict=True) if before.client_seed is None]
     combined = game_client_seed([seat.client_seed or "" for seat in fixed])
-    return replace(game, game_client_seed=combined), fixed, seeded
+    return evolve(game, game_client_seed=combined), fixed, seeded
 
 
 def _post_transfers(
@@ -298,7 +300,7 @@ def _advance(
         changes["turn_deadline_at"] = game.created_at + locked.clock.open_game_ttl
     else:
         changes["turn_deadline_at"] = moment + timedelta(seconds=game.turn_timeout_seconds)
-    return replace(game, **changes), tuple(seats), seeded
+    return evolve(game, **changes), tuple(seats), seeded
 
 
 def number_events(
@@ -311,4 +313,4 @@ def number_events(
         EventRecord(seq=game.event_count + offset, kind=kind, payload=payload, occurred_at=moment)
         for offset, (kind, payload) in enumerate(entries, start=1)
     ]
-    return replace(game, event_count=game.event_count + len(events)), events
+    return evolve(game, event_count=game.event_count + len(events)), events

@@ -52,17 +52,34 @@ _encode_sorted = json.JSONEncoder(
 
 def _stdlib_form_is_canonical(value: object) -> bool:
     # Text subclasses (StrEnum members) encode as their text in both encoders; numbers must be exact.
-    if value is None or isinstance(value, str) or type(value) is bool:
+    # Written out as loops, with the common leaves (text, exact integers) tested in place: every signed
+    # proof and ledger line walks its whole document here first (issue 44).
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
         return True
-    if type(value) is int:
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
-    if type(value) is dict:
-        return all(type(key) is str and key.isascii() for key in value) and all(
-            _stdlib_form_is_canonical(item) for item in value.values()
-        )
-    if type(value) is list or type(value) is tuple:
-        return all(_stdlib_form_is_canonical(item) for item in value)
-    return False
+    if kind is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
+    if kind is dict:
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str or not key.isascii():
+                return False
+            kind = type(item)
+            if kind is int:
+                if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                    return False
+            elif not (kind is str or item is None or kind is bool or _stdlib_form_is_canonical(item)):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        for item in value:  # type: ignore[attr-defined]
+            kind = type(item)
+            if kind is int:
+                if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                    return False
+            elif not (kind is str or item is None or kind is bool or _stdlib_form_is_canonical(item)):
+                return False
+        return True
+    return isinstance(value, str)
 
 
 def canonicalize_generic(value: object) -> bytes:

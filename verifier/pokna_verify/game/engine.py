@@ -8,7 +8,7 @@ roll in nonce order; balances are read only to refuse what a seat cannot pay, an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pokna_verify.game.actions import Action, Cancel, Challenge, Claim, Roll, Start, Timeout, Vote
@@ -44,6 +44,7 @@ from pokna_verify.game.events import (
     Voted,
     VoteDecided,
 )
+from pokna_verify.game.evolve import evolve
 from pokna_verify.game.model import (
     VIGO_SEAT,
     Ballot,
@@ -131,7 +132,7 @@ class _Play:
         return self.state.config.stake
 
     def update(self, **changes: Any) -> None:
-        self.state = replace(self.state, **changes)
+        self.state = evolve(self.state, **changes)
 
     def emit(self, event: Event) -> None:
         self.events.append(event)

@@ -49,7 +49,11 @@ class Event:
     def to_dict(self) -> JSONObject:
         record: JSONObject = {"kind": self.kind.value}
         for name in field_names(type(self)):
-            record[name] = to_json_value(getattr(self, name))
+            value = getattr(self, name)
+            kind = type(value)
+            # to_json_value's own first test, in place: most fields are plain numbers and text
+            plain = kind is int or kind is str or kind is bool or value is None
+            record[name] = value if plain else to_json_value(value)
         return record
 
 

@@ -14,6 +14,11 @@ DEFAULT_ROLL = "roll"
 DEFAULT_CLAIM = "claim"
 DEFAULT_SPLIT = "split"
 
+# The names as text, read once: an enum member's `.value` is a descriptor call, and `turn` and
+# `refusal_for_funds` run several times in every game action.
+_START, _CANCEL, _ROLL = ActionName.START.value, ActionName.CANCEL.value, ActionName.ROLL.value
+_VOTE, _CLAIM, _CHALLENGE = ActionName.VOTE.value, ActionName.CLAIM.value, ActionName.CHALLENGE.value
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -30,20 +35,18 @@ class Turn:
 def turn(state: GameState) -> Turn:
     match state.phase:
         case Phase.OPEN:
-            return Turn((VIGO_SEAT,), (ActionName.START.value, ActionName.CANCEL.value), DEFAULT_CANCEL)
+            return Turn((VIGO_SEAT,), (_START, _CANCEL), DEFAULT_CANCEL)
         case Phase.SEEKING:
-            return Turn(state.to_roll[:1], (ActionName.ROLL.value,), DEFAULT_ROLL)
+            return Turn(state.to_roll[:1], (_ROLL,), DEFAULT_ROLL)
         case Phase.VOTING:
             waiting = tuple(seat for seat in state.survivors if not state.voted(seat))
-            return Turn(waiting, (ActionName.VOTE.value,), DEFAULT_SPLIT)
+            return Turn(waiting, (_VOTE,), DEFAULT_SPLIT)
         case Phase.LONE_SURVIVOR:
-            return Turn(
-                _challenger(state), (ActionName.CLAIM.value, ActionName.CHALLENGE.value), DEFAULT_CLAIM
-            )
+            return Turn(_challenger(state), (_CLAIM, _CHALLENGE), DEFAULT_CLAIM)
         case Phase.CHALLENGE_FAVOR:
-            return Turn((VIGO_SEAT,), (ActionName.ROLL.value,), DEFAULT_ROLL)
+            return Turn((VIGO_SEAT,), (_ROLL,), DEFAULT_ROLL)
         case Phase.CHALLENGE_ROLL:
-            return Turn(_challenger(state), (ActionName.ROLL.value,), DEFAULT_ROLL)
+            return Turn(_challenger(state), (_ROLL,), DEFAULT_ROLL)
         case Phase.SETTLED | Phase.CANCELLED:
             return Turn((), (), None)
 
@@ -57,11 +60,11 @@ def refusal_for_funds(state: GameState, action: str, balances: Mapping[int, int]
     `step` and `allowed_actions` make, so that what is offered is what is accepted. `balances` is each
     seat's spendable balance; a missing seat counts as 0."""
     config = state.config
-    if action == ActionName.START.value:
+    if action == _START:
         short = tuple(seat for seat in config.players if balances.get(seat, 0) < config.stake)
         return CannotPay(short, config.stake) if short else None
     challenger = state.challenger
-    if action == ActionName.CHALLENGE.value and challenger is not None:
+    if action == _CHALLENGE and challenger is not None:
         affordable = balances.get(challenger, 0) >= config.challenge_raise
         return None if affordable else ChallengeUnaffordable(challenger, config.challenge_raise)
     return None
