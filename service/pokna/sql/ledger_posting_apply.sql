@@ -25,9 +25,11 @@ BEGIN
     -- One statement in the common case: the balance moves only if the posting's transaction is its tenant's
     -- and the leg is within its declared count, and the account is the tenant's in the posting's currency.
     UPDATE account SET balance = balance + NEW.amount
-        WHERE tenant_id = NEW.tenant_id AND id = NEW.account_id AND currency = NEW.currency
+        WHERE account.tenant_id = NEW.tenant_id AND account.id = NEW.account_id
+            AND account.currency = NEW.currency
             AND NEW.leg < (
-                SELECT posting_count FROM journal_transaction WHERE tenant_id = NEW.tenant_id AND id = NEW.transaction_id
+                SELECT txn.posting_count FROM journal_transaction AS txn
+                WHERE txn.tenant_id = NEW.tenant_id AND txn.id = NEW.transaction_id
             );
     IF FOUND THEN
         RETURN NULL;
