@@ -81,7 +81,7 @@ DELEGATED_FUNCTIONS = (
 # a generic plan Citus 14 plans each statement's shard query again at every execution and appends the plan
 # to a list the generic plan keeps for the connection's life (local_plan_cache.c looks for a cached plan in
 # the generic plan's task list, which deferred pruning leaves empty), while it runs the first plan of that
-# list: a worker backend grew by about 0.24 MB a deposit (96 MB after 400), and the plan it ran was made
+# list: a worker backend grew by 0.24-0.29 MB a deposit (96 MB after 400), and the plan it ran was made
 # when the shard was small (the posting trigger's one walked the tenant's whole journal on every posting).
 # With a plan per call the cache is never used: the shard query is planned once per execution either way,
 # now with the shard as it is. On one PostgreSQL ANALYZE replans the generic plan, and a plan per call would
