@@ -153,3 +153,35 @@ def test_a_posting_reads_its_transaction_by_key_after_the_shard_grew_under_its_c
     worker_engine.dispose()
     # Without the setting: about GROWN rows a leg (the tenant's journal, walked through the chain index).
     assert read <= MEASURED * 2 * ROWS_PER_LEG, f"{read} journal rows read for {MEASURED * 2} legs"
+
+
+WARM = 20  # calls past PL/pgSQL's five custom plans, so a generic plan would be in use
+COUNTED = 100  # calls whose memory is counted afterwards
+# What a worker backend may grow by over COUNTED calls: without the setting about 0.24 MB a call.
+GROWTH_BYTES = 4_000_000
+
+
+def _backend_bytes(connection: Connection) -> int:
+    return int(connection.scalar(text("SELECT sum(total_bytes) FROM pg_backend_memory_contexts")))
+
+
+def test_a_worker_backend_does_not_grow_with_the_postings_it_writes(
+    coordinator: Engine, citus_cluster: CitusCluster
+) -> None:
+    """ledger_post() called on the worker that holds the tenant's shard, as a delegated call runs it there.
+    Under a generic plan Citus plans each routed statement's shard query again at every execution and keeps
+    every plan for the connection's life (pokna.db.distribution.WORKER_FUNCTION_SETTINGS says why)."""
+    tenant_id, accounts = _tenant_with_accounts(coordinator)
+    worker_url, _ = _shard_worker(coordinator, citus_cluster, tenant_id)
+    worker_engine = create_engine(worker_url, poolclass=NullPool)
+    with worker_engine.connect() as worker:
+        for _ in range(WARM):
+            _post(worker, tenant_id, accounts, 1)
+        before = _backend_bytes(worker)
+        worker.commit()
+        for _ in range(COUNTED):
+            _post(worker, tenant_id, accounts, 1)
+        grown = _backend_bytes(worker) - before
+        worker.commit()
+    worker_engine.dispose()
+    assert grown <= GROWTH_BYTES, f"the worker backend grew by {grown} bytes over {COUNTED} postings"
