@@ -64,7 +64,8 @@ class Game(Base):
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True, index=True)
+    # No index of its own: the primary key (id, tenant_id) finds a game (0022_game_lock_plans).
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
     table_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
     round_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
     status: Mapped[str] = mapped_column(String(16), index=True)
