@@ -117,7 +117,7 @@ def test_a_batch_naming_a_chain_past_the_last_is_refused_by_ledger_post(
             text("SELECT status FROM ledger_post(:tenant, CAST(:batch AS jsonb))"),
             {
                 "tenant": tenant_id,
-                "batch": f'{{"chain": {LEDGER_CHAINS}, "accounts": [], "transactions": []}}',
+                "batch": f'{{"version": 1, "chain": {LEDGER_CHAINS}, "accounts": [], "transactions": []}}',
             },
         )
 

@@ -1,6 +1,6 @@
 """The documents that cross into SQL are typed and versioned (pokna.ledger.posting_batch,
-pokna.ledger.move_document, pokna.dealer.game_write_document): game_write() and ledger_move() refuse a
-document, or a posting batch inside one, of a version they do not read, before anything is written; and
+pokna.ledger.move_document, pokna.dealer.game_write_document): game_write(), ledger_move() and ledger_post()
+refuse a document, or a posting batch inside one, of a version they do not read, before anything is written; and
 ledger_move() sets what only the ledger's lock can tell on named members, leaving every other member (a
 metadata member of the same name among them) as the API rendered it.
 """
@@ -92,6 +92,36 @@ def test_game_write_refuses_a_write_or_a_batch_of_another_version_before_it_writ
 ) -> None:
     document = {**write, "outbox": [ANNOUNCEMENT], "answer": None}
     assert _refusal(engine, GAME_WRITE, tenant_id, document) == message
+
+
+LEDGER_POST = "SELECT * FROM ledger_post(:tenant, CAST(:document AS jsonb))"
+
+
+@pytest.mark.parametrize(
+    ("batch", "version"),
+    [
+        ({**BATCH, "version": 2}, "2"),
+        ({key: value for key, value in BATCH.items() if key != "version"}, "none"),
+    ],
+    ids=["batch-v2", "batch-unversioned"],
+)
+def test_ledger_post_refuses_a_batch_of_another_version_before_it_locks_or_writes(
+    engine: Engine, tenant_id: str, batch: dict[str, Any], version: str
+) -> None:
+    """Its callers check the batch they pass on; the ledger's one way in checks it again, itself."""
+    assert _refusal(engine, LEDGER_POST, tenant_id, batch) == (
+        f"ledger_post: a posting batch of version {version}; this function reads version 1"
+    )
+    with engine.connect() as connection:
+        heads = connection.scalar(
+            text("SELECT count(*) FROM ledger_head WHERE tenant_id = :t"), {"t": tenant_id}
+        )
+    assert heads == 0
+    with engine.begin() as connection:  # the same batch at version 1 is read: an empty batch, posted
+        row = connection.execute(
+            text(LEDGER_POST), {"tenant": tenant_id, "document": json.dumps(BATCH)}
+        ).one()
+    assert row.status == "posted", row
 
 
 def _members(body: str | bytes) -> Any:

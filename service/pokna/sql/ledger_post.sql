@@ -7,7 +7,9 @@
 -- batch went (first_seq, first_prev_hash, each transaction's hash) and the locked accounts' balances after
 -- it. Called by game_write() and ledger_move(); docs/ledger.md, "Writing: one way in".
 --
--- The batch (pokna.ledger.store_postgresql.batch_document builds it):
+-- The batch (pokna.ledger.posting_batch.PostingBatch, version 1; pokna.ledger.store_postgresql.batch_document
+-- builds it; a batch of another version is refused before anything is read or locked, 22023):
+--   version            1;
 --   chain              the tenant's hash chain it goes on (absent: 0);
 --   accounts           every account to lock: those the postings touch and those expected_balances names
 --                      (a game request's first posting names every account of the request);
@@ -17,10 +19,11 @@
 --                      bytea hex: pokna_verify.ledger.chain.hash_parts), postings: in leg order, each
 --                      {id, account_id, amount, currency}}.
 --
--- Last set by migrations/versions/0020_posting_checks.py (a transaction's two postings in one INSERT);
--- earlier bodies: 0004_ledger_post, 0005_ledger_post_json, 0011_distribution_keys, 0014_ledger_chains,
--- 0016_ledger_post_row_inserts, 0017_ledger_post_document (the batch as one document of transactions and
--- their postings, no ledger-level idempotency key, the checks set-based).
+-- Last set by migrations/versions/0023_posting_batch_version.py (the batch's version checked here too, not
+-- only by the callers); earlier bodies: 0004_ledger_post, 0005_ledger_post_json, 0011_distribution_keys,
+-- 0014_ledger_chains, 0016_ledger_post_row_inserts, 0017_ledger_post_document (the batch as one document of
+-- transactions and their postings, no ledger-level idempotency key, the checks set-based),
+-- 0020_posting_checks (a transaction's two postings in one INSERT).
 --
 -- This file is the function as the database holds it at the head migration. To change it, edit this file and
 -- write a new migration that applies a frozen copy of the new text (a migration never reads this file:
@@ -51,6 +54,11 @@ DECLARE
     v_transaction record;
     v_posting record;
 BEGIN
+    IF (p_batch->>'version') IS DISTINCT FROM '1' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
+            'ledger_post: a posting batch of version %s; this function reads version 1',
+            coalesce(p_batch->>'version', 'none'));
+    END IF;
     SELECT last_seq, last_hash INTO v_seq, v_hash FROM ledger_head
         WHERE tenant_id = p_tenant_id AND chain = v_chain FOR UPDATE;
     IF NOT FOUND THEN
