@@ -39,7 +39,7 @@ from typing import Any
 
 import uvloop
 from games_http import analyze, create_tenants, next_action
-from games_support import migrated_cluster
+from games_support import cpu_snapshot, cpu_used, migrated_cluster
 from sqlalchemy import create_engine, text
 
 from pokna.service_keys import load_service_keys
@@ -133,7 +133,7 @@ class Driver:
         return json.loads(b"".join(chunks))
 
 
-async def run(options: argparse.Namespace, url: str, key: str) -> None:
+async def run(options: argparse.Namespace, url: str, key: str, postmaster_pid: int) -> None:
     from baseline_app import create_app
 
     app = create_app()
@@ -191,7 +191,9 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
         reset_statements(url)
         actions: list[float] = []
         creates: list[float] = []
+        before = cpu_snapshot(os.getpid(), postmaster_pid)
         await play(options.games, options.keyed, actions, creates)
+        server_cpu = cpu_used(before, cpu_snapshot(os.getpid(), postmaster_pid))["postgres"]
         statements = read_statements(url) if options.statements else []
         per_action = sum(actions) / len(actions) * 1e3
         per_create = sum(creates) / len(creates) * 1e3
@@ -200,6 +202,10 @@ async def run(options: argparse.Namespace, url: str, key: str) -> None:
             f"API CPU {per_action:.3f} ms an action, {per_create:.3f} ms a creation "
             f"({per_action + per_create / (len(actions) / options.games):.3f} ms an action with its "
             "share of the creation)"
+        )
+        print(
+            f"PostgreSQL CPU (all its processes, user + system): {server_cpu / len(actions) * 1e3:.3f} ms an "
+            "action with its share of the creation"
         )
         print_statements(statements, len(actions), "action, its game's creation shared out", options.top)
         if options.deposits:
@@ -400,7 +406,7 @@ def main() -> int:
                 "POKNA_RATE_LIMIT_PER_SECOND": "0",
             }
         )
-        uvloop.run(run(options, database.url, key))
+        uvloop.run(run(options, database.url, key, database.postmaster_pid))
     return 0
 
 
