@@ -11,10 +11,11 @@
 -- document takes the pull-and-COPY path (docs/scaling.md). Called by pokna.dealer.writes (GAME_WRITE);
 -- docs/ledger.md, "The hot paths' one call".
 --
--- Last set by migrations/versions/0021_typed_documents.py (versions checked, a money event's ledger_seq set
--- by name in place of text appended to its payload; created by 0009_game_write, every statement naming the
--- tenant since 0011_distribution_keys, head last since 0012_head_last, rows inserted one at a time since
--- 0017_ledger_post_document).
+-- Last set by migrations/versions/0024_game_write_checks.py (the steps read out of the document once, into
+-- an array the loops walk; created by 0009_game_write, every statement naming the tenant since
+-- 0011_distribution_keys, head last since 0012_head_last, rows inserted one at a time since
+-- 0017_ledger_post_document, versions checked and a money event's ledger_seq set by name since
+-- 0021_typed_documents).
 --
 -- This file is the function as the database holds it at the head migration. To change it, edit this file and
 -- write a new migration that applies a frozen copy of the new text (a migration never reads this file:
@@ -23,38 +24,45 @@
 
 CREATE OR REPLACE FUNCTION game_write(p_tenant_id text, p_write json) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
+    v_steps json[] := '{}';
     v_step json;
+    v_rows json;
     v_game_id text;
+    v_game game;
+    v_event game_event;
+    v_roll game_roll;
+    v_message webhook_event;
+    v_money json;
     v_post record;
-    v_event record;
-    v_roll record;
-    v_message record;
-    v_money record;
     v_payload json;
     v_count int;
-    v_version text;
 BEGIN
     IF (p_write->>'version') IS DISTINCT FROM '1' THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
             'game_write: a write of version %s; this function reads version 1',
             coalesce(p_write->>'version', 'none'));
     END IF;
-    SELECT coalesce(step.value->'batch'->>'version', 'none') INTO v_version
-        FROM json_array_elements(p_write->'steps') AS step(value)
-        WHERE json_typeof(step.value->'batch') = 'object' AND (step.value->'batch'->>'version') IS DISTINCT FROM '1'
-        LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
-            'game_write: a posting batch of version %s; this function reads version 1', v_version);
-    END IF;
+    -- The document is walked by index, in expressions: a query (json_array_elements, json_populate_recordset)
+    -- is a statement of the executor's each time, and costs more than the rows it reads.
+    v_rows := p_write->'steps';
+    FOR i IN 0 .. coalesce(json_array_length(v_rows), 0) - 1 LOOP
+        v_step := v_rows->i;
+        IF json_typeof(v_step->'batch') = 'object' AND (v_step->'batch'->>'version') IS DISTINCT FROM '1' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format(
+                'game_write: a posting batch of version %s; this function reads version 1',
+                coalesce(v_step->'batch'->>'version', 'none'));
+        END IF;
+        v_steps := v_steps || v_step;
+    END LOOP;
     -- First everything that needs no ledger lock.
-    FOR v_step IN SELECT value FROM json_array_elements(p_write->'steps') LOOP
+    FOREACH v_step IN ARRAY v_steps LOOP
         v_game_id := v_step->>'game_id';
-        UPDATE game SET status = saved.status, state = saved.state, version = saved.version,
-            event_count = saved.event_count, revealed_server_seed = saved.revealed_server_seed,
-            game_client_seed = saved.game_client_seed, proof = saved.proof,
-            turn_deadline_at = saved.turn_deadline_at, started_at = saved.started_at, ended_at = saved.ended_at
-        FROM json_populate_record(NULL::game, v_step->'game') AS saved
+        v_game := json_populate_record(NULL::game, v_step->'game');
+        UPDATE game SET status = v_game.status, state = v_game.state, version = v_game.version,
+            event_count = v_game.event_count, revealed_server_seed = v_game.revealed_server_seed,
+            game_client_seed = v_game.game_client_seed, proof = v_game.proof,
+            turn_deadline_at = v_game.turn_deadline_at, started_at = v_game.started_at,
+            ended_at = v_game.ended_at
         WHERE game.id = v_game_id AND game.tenant_id = p_tenant_id
             AND game.version = (v_step->>'previous_version')::int;
         GET DIAGNOSTICS v_count = ROW_COUNT;
@@ -70,18 +78,24 @@ BEGIN
                 AND game_seat.seat = seeded.seat;
         END IF;
 
-        FOR v_event IN SELECT * FROM json_populate_recordset(NULL::game_event, v_step->'events') LOOP
+        v_rows := v_step->'events';
+        FOR i IN 0 .. coalesce(json_array_length(v_rows), 0) - 1 LOOP
+            v_event := json_populate_record(NULL::game_event, v_rows->i);
             INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
             VALUES (p_tenant_id, v_game_id, v_event.seq, v_event.kind, v_event.payload, v_event.occurred_at);
         END LOOP;
-        FOR v_roll IN SELECT * FROM json_populate_recordset(NULL::game_roll, v_step->'rolls') LOOP
+        v_rows := v_step->'rolls';
+        FOR i IN 0 .. coalesce(json_array_length(v_rows), 0) - 1 LOOP
+            v_roll := json_populate_record(NULL::game_roll, v_rows->i);
             INSERT INTO game_roll (tenant_id, game_id, nonce, seat, purpose, face, color, rolled_at)
             VALUES (p_tenant_id, v_game_id, v_roll.nonce, v_roll.seat, v_roll.purpose, v_roll.face, v_roll.color,
                 v_roll.rolled_at);
         END LOOP;
     END LOOP;
 
-    FOR v_message IN SELECT * FROM json_populate_recordset(NULL::webhook_event, p_write->'outbox') LOOP
+    v_rows := p_write->'outbox';
+    FOR i IN 0 .. coalesce(json_array_length(v_rows), 0) - 1 LOOP
+        v_message := json_populate_record(NULL::webhook_event, v_rows->i);
         INSERT INTO webhook_event (id, tenant_id, type, ordering_key, body, occurred_at)
         VALUES (v_message.id, p_tenant_id, v_message.type, v_message.ordering_key, v_message.body,
             v_message.occurred_at);
@@ -94,7 +108,7 @@ BEGIN
     END IF;
 
     -- Then the postings, in step order: the first takes the tenant's head, held until COMMIT.
-    FOR v_step IN SELECT value FROM json_array_elements(p_write->'steps') LOOP
+    FOREACH v_step IN ARRAY v_steps LOOP
         CONTINUE WHEN json_typeof(v_step->'batch') IS DISTINCT FROM 'object';
         SELECT * INTO v_post FROM ledger_post(p_tenant_id, (v_step->'batch')::jsonb);
         IF v_post.status <> 'posted' THEN
@@ -103,16 +117,17 @@ BEGIN
                     'account_id', v_post.refused_account_id, 'balance', v_post.refused_balance,
                     'change', v_post.refused_change)::text;
         END IF;
-        FOR v_money IN
-            SELECT * FROM json_to_recordset(v_step->'money') AS money(n int, seq int, occurred_at timestamptz,
-                payload json)
-        LOOP
+        v_game_id := v_step->>'game_id';
+        v_rows := v_step->'money';
+        FOR i IN 0 .. coalesce(json_array_length(v_rows), 0) - 1 LOOP
+            v_money := v_rows->i;
             SELECT json_object_agg(member.key, CASE member.key
-                    WHEN 'ledger_seq' THEN to_json(v_post.first_seq + v_money.n - 1)
+                    WHEN 'ledger_seq' THEN to_json(v_post.first_seq + (v_money->>'n')::int - 1)
                     ELSE member.value END ORDER BY member.n)
-                INTO v_payload FROM json_each(v_money.payload) WITH ORDINALITY AS member(key, value, n);
+                INTO v_payload FROM json_each(v_money->'payload') WITH ORDINALITY AS member(key, value, n);
             INSERT INTO game_event (tenant_id, game_id, seq, kind, payload, occurred_at)
-            VALUES (p_tenant_id, v_step->>'game_id', v_money.seq, 'money_moved', v_payload, v_money.occurred_at);
+            VALUES (p_tenant_id, v_game_id, (v_money->>'seq')::int, 'money_moved', v_payload,
+                (v_money->>'occurred_at')::timestamptz);
         END LOOP;
     END LOOP;
 END

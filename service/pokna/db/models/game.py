@@ -12,6 +12,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Text,
     UniqueConstraint,
     text,
 )
@@ -64,11 +65,13 @@ class Game(Base):
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    # No index of its own: the primary key (id, tenant_id) finds a game (0022_game_lock_plans).
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    # No index of its own: the primary key (id, tenant_id) finds a game (0022_game_lock_plans). No foreign
+    # key of its own either: the pot account's, (pot_account_id, tenant_id), names an account of the tenant,
+    # and an account's tenant exists (0024_game_write_checks; docs/ledger.md, "A game's rows and their tenant").
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     table_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
     round_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    status: Mapped[str] = mapped_column(String(16), index=True)
+    status: Mapped[str] = mapped_column(String(16))
     stake: Mapped[int] = mapped_column(BigInteger)
     challenge_raise: Mapped[int] = mapped_column(BigInteger)
     currency: Mapped[str] = mapped_column(String(16))
@@ -105,7 +108,8 @@ class GameSeat(Base):
 
     game_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     seat: Mapped[int] = mapped_column(Integer, primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    # Its tenant is its game's: the key (game_id, tenant_id) above implies it (0024_game_write_checks).
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     account_id: Mapped[str] = mapped_column(String(40), index=True)
     client_seed: Mapped[str | None] = mapped_column(String(64), nullable=True)
     client_seed_source: Mapped[str | None] = mapped_column(String(16), nullable=True)
@@ -123,7 +127,8 @@ class GameRoll(Base):
 
     game_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     nonce: Mapped[int] = mapped_column(Integer, primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    # Its tenant is its game's: the key (game_id, tenant_id) above implies it (0024_game_write_checks).
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     seat: Mapped[int] = mapped_column(Integer)
     purpose: Mapped[str] = mapped_column(String(32))
     face: Mapped[int] = mapped_column(Integer)
@@ -142,7 +147,8 @@ class GameEvent(Base):
 
     game_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    # Its tenant is its game's: the key (game_id, tenant_id) above implies it (0024_game_write_checks).
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     kind: Mapped[str] = mapped_column(String(32))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     occurred_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -43,7 +43,8 @@ class GameLogLeaf(Base):
         UniqueConstraint("game_id", "tenant_id"),
     )
 
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True)
+    # Its tenant is its game's: the key (game_id, tenant_id) above implies it (0024_game_write_checks).
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     leaf_index: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     game_id: Mapped[str] = mapped_column(String(40))
     entry: Mapped[str] = mapped_column(Text)
