@@ -186,7 +186,7 @@ async def run(options: argparse.Namespace, url: str, key: str, postmaster_pid: i
         if options.analyze:
             analyze(url)
         if options.bursts:
-            await bursts(options, driver, play, wallets)
+            await bursts(options, driver, play, wallets, postmaster_pid)
             return
         reset_statements(url)
         actions: list[float] = []
@@ -271,17 +271,23 @@ async def deposit(
     return moved
 
 
-async def bursts(options: argparse.Namespace, driver: Driver, play: Any, wallets: list[str]) -> None:
+async def bursts(
+    options: argparse.Namespace, driver: Driver, play: Any, wallets: list[str], postmaster_pid: int
+) -> None:
     """For bench/cpu_ab.py: one burst per line read (`--games` games, then `--deposits` deposits), its
-    mean CPU per request kind printed as a JSON line, until the input ends."""
+    mean CPU per request kind printed as a JSON line, until the input ends; `postgres`: the cluster's CPU
+    over the games, per action with the creations shared out."""
     print(json.dumps({"ready": True}), flush=True)
     while sys.stdin.readline():
         actions: list[float] = []
         creates: list[float] = []
+        before = cpu_snapshot(os.getpid(), postmaster_pid)
         await play(options.games, options.keyed, actions, creates)
+        server = cpu_used(before, cpu_snapshot(os.getpid(), postmaster_pid))["postgres"]
         moved = await deposit(driver, wallets, options.deposits)
         burst = {"action": actions, "creation": creates, "deposit": moved}
-        print(json.dumps({kind: 1e3 * sum(cpu) / len(cpu) for kind, cpu in burst.items() if cpu}), flush=True)
+        means = {kind: 1e3 * sum(cpu) / len(cpu) for kind, cpu in burst.items() if cpu}
+        print(json.dumps({**means, "postgres": 1e3 * server / len(actions)}), flush=True)
 
 
 def report(profiler: cProfile.Profile, options: argparse.Namespace, requests: int) -> None:

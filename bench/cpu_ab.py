@@ -1,5 +1,5 @@
-"""Two checkouts' API CPU per request, measured in one run, burst against burst: bench/action_cpu.py
-(unprofiled, `--bursts`) runs once per tree, each on its own throwaway cluster and warmed up, and the two
+"""Two checkouts' API CPU per request (and PostgreSQL's per game action), measured in one run, burst against
+burst: bench/action_cpu.py (unprofiled, `--bursts`) runs once per tree, each on its own throwaway cluster and warmed up, and the two
 play short bursts in turn (A, B, B, A, A, B, ...), so that a shared, noisy machine weighs on both alike
 within seconds; prints the median and the fastest burst of each tree's CPU per request kind and their
 ratio (second tree over first), with the ratio's spread over burst pairs. On a loaded machine the fastest
@@ -24,7 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-KINDS = ("action", "creation", "deposit")
+KINDS = ("action", "creation", "deposit", "postgres")
+# `postgres`: the cluster's CPU (all its processes) over a burst's games, per action with the creations shared
+# out; only from an action_cpu.py that reports it.
 
 
 def start(tree: Path, options: argparse.Namespace) -> subprocess.Popen[str]:
