@@ -2,13 +2,13 @@
 them and as service/pokna/sql/ writes them (docs/architecture.md, "The SQL in force").
 
 PostgreSQL reads both sides. Each source file runs in a scratch schema, beside empty copies of the schema's
-tables (its triggers need their table), inside a savepoint that is rolled back; then what the database
-holds and what the file made are compared as PostgreSQL prints them back (`pg_get_functiondef`,
-`pg_get_triggerdef`), with the schema's name left out. So the comparison is exact where it matters and
-blind where it does not: a function's body is stored as written, every character of it; its header
-(arguments, result, language, volatility, settings) and a trigger's statement are compared as parsed, so
-a file may lay them out for reading. A file must create exactly one function, named after the file, and
-only triggers that call it.
+tables (its triggers need their table) and of its composite types (a function's variables may be of one),
+inside a savepoint that is rolled back; then what the database holds and what the file made are compared as
+PostgreSQL prints them back (`pg_get_functiondef`, `pg_get_triggerdef`), with the schema's name left out. So
+the comparison is exact where it matters and blind where it does not: a function's body is stored as written,
+every character of it; its header (arguments, result, language, volatility, settings) and a trigger's
+statement are compared as parsed, so a file may lay them out for reading. A file must create exactly one
+function, named after the file, and only triggers that call it.
 """
 
 from __future__ import annotations
@@ -41,6 +41,15 @@ FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
 WHERE c.relnamespace = CAST(:schema AS regnamespace) AND NOT t.tgisinternal
 """
 TABLES = "SELECT relname FROM pg_class WHERE relnamespace = CAST(:schema AS regnamespace) AND relkind IN ('r', 'p')"
+# The schema's own composite types (a function may declare a variable of one), in the order they were made.
+TYPES = """
+SELECT c.relname, string_agg(quote_ident(a.attname) || ' ' || format_type(a.atttypid, a.atttypmod), ', '
+    ORDER BY a.attnum)
+FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+WHERE c.relnamespace = CAST(:schema AS regnamespace) AND c.relkind = 'c'
+GROUP BY c.oid, c.relname
+ORDER BY c.oid
+"""
 
 
 @dataclass
@@ -102,6 +111,8 @@ def _run_sources(
     connection.execute(text(f"CREATE SCHEMA {SCRATCH}"))
     for table in connection.scalars(text(TABLES), {"schema": schema}).all():
         connection.execute(text(f'CREATE TABLE {SCRATCH}."{table}" (LIKE "{schema}"."{table}")'))
+    for name, columns in connection.execute(text(TYPES), {"schema": schema}).all():
+        connection.execute(text(f'CREATE TYPE {SCRATCH}."{name}" AS ({columns})'))
     connection.execute(text("SELECT set_config('search_path', :schema, true)"), {"schema": SCRATCH})
     made: dict[str, Definitions] = {}
     before = Definitions()
