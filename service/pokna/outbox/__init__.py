@@ -37,7 +37,7 @@ class Gathered:
     (game_write(), ledger_move())."""
 
     def __init__(self, ids: Callable[[str], str] = new_id) -> None:
-        """`ids`: where message ids come from (a game decision's own: pokna.dealer.locked.Env)."""
+        """`ids`: where message ids come from (a game decision's own: pokna.dealer.action.locked.Env)."""
         self.rows: list[dict[str, object]] = []
         self._ids = ids
 
