@@ -8,10 +8,13 @@ Each is prepared on one connection and executed past PostgreSQL's five custom pl
 nearly empty, so the connection keeps a generic plan, as a pool's connection keeps psycopg's prepared
 statements and PL/pgSQL its statements' plans. Then the tables are filled by another connection, and the
 kept plan is run again, under EXPLAIN (ANALYZE, BUFFERS): by the key it reads a page or two of the index and
-one of the table, where through the tenant's index it read every row of the tenant."""
+one of the table, where through the tenant's index it read every row of the tenant. The trigger's own plan is
+held the same way: postings on one connection while the journal is nearly empty, then after it has filled,
+counting the journal's index entries read (pg_stat_user_indexes)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -51,8 +54,11 @@ def connection(database_url: str) -> Iterator[psycopg.Connection[Any]]:
         yield opened
 
 
-def _deposit(conninfo: str, tenant_id: str, accounts: tuple[str, str], count: int) -> list[str]:
-    """`count` deposits of 1 in one ledger_post() call; their transactions' ids."""
+def _deposit(
+    database: str | psycopg.Connection[Any], tenant_id: str, accounts: tuple[str, str], count: int
+) -> list[str]:
+    """`count` deposits of 1 in one ledger_post() call, committed, on a connection of its own or the one
+    given; their transactions' ids."""
     funding, wallet = accounts
     drafts = [
         draft_of("adjustment", AccountTransfer("deposit", funding, wallet, 1).postings(), None, None)
@@ -60,11 +66,15 @@ def _deposit(conninfo: str, tenant_id: str, accounts: tuple[str, str], count: in
     ]
     written = [unchained(tenant_id, draft, dict.fromkeys(accounts, DEFAULT_CURRENCY), 0) for draft in drafts]
     document = batch_document(sorted(accounts), {}, written, 0)
-    with psycopg.connect(conninfo) as poster:
-        status = poster.execute(
-            "SELECT status FROM ledger_post(%s, %s::jsonb)", (tenant_id, json.dumps(document.as_json()))
-        ).fetchone()
-        poster.execute(FLUSH)
+    with contextlib.ExitStack() as stack:
+        poster = psycopg.connect(database) if isinstance(database, str) else database
+        if isinstance(database, str):
+            stack.enter_context(poster)
+        with poster.transaction():
+            status = poster.execute(
+                "SELECT status FROM ledger_post(%s, %s::jsonb)", (tenant_id, json.dumps(document.as_json()))
+            ).fetchone()
+            poster.execute(FLUSH)
     assert status == ("posted",)
     return [transaction["id"] for transaction in document.as_json()["transactions"]]
 
@@ -182,3 +192,41 @@ def test_pokna_serve_analyzes_a_table_once_it_holds_rows(database_url: str, tmp_
         while _analyzed(watching)["account"] == 0:
             assert time.monotonic() < deadline, "the server did not analyze `account` within a minute"
             time.sleep(0.2)
+
+
+def _journal_entries_read(connection: psycopg.Connection[Any]) -> int:
+    """Index entries read from the journal's indexes, as the activity counters hold them."""
+    found = connection.execute(
+        "SELECT sum(idx_tup_read) FROM pg_stat_user_indexes WHERE relname = 'journal_transaction'"
+    ).fetchone()
+    assert found is not None
+    return int(found[0])
+
+
+POSTED = 30  # deposits, of two legs each, on the first connection once the journal has filled
+ENTRIES_PER_LEG = 3  # a leg's look-up of its transaction, and its share of the chain link's: 1.5 by key
+
+
+def test_the_posting_trigger_reads_its_transaction_by_key_after_the_journal_filled_under_its_connection(
+    database_url: str, connection: psycopg.Connection[Any]
+) -> None:
+    """The trigger's own plan (PL/pgSQL keeps it for the connection), not a copy of its statement."""
+    conninfo = conninfo_of(database_url)
+    tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
+    accounts = (
+        funding_account(database_url, tenant_id).id,
+        open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id,
+    )
+    with psycopg.connect(conninfo, autocommit=True) as first:
+        for _ in range(8):  # past PL/pgSQL's five custom plans, while the journal is nearly empty
+            _deposit(first, tenant_id, accounts, 1)
+        _deposit(conninfo, tenant_id, accounts, GROWN)
+        with psycopg.connect(conninfo, autocommit=True) as watcher:
+            first_statistics.analyze_filled(watcher, set())
+        before = _journal_entries_read(connection)
+        for _ in range(POSTED):
+            _deposit(first, tenant_id, accounts, 1)
+        read = _journal_entries_read(connection) - before
+    # By key: a leg's look-up of its transaction and the chain link's of its predecessor, an entry each (90
+    # in all). Without statistics the trigger walked the tenant's journal: 91,440, about GROWN a leg.
+    assert read <= POSTED * 2 * ENTRIES_PER_LEG, f"{read} journal index entries read for {POSTED * 2} legs"
