@@ -72,23 +72,25 @@ def analyze_filled(connection: psycopg.Connection[Any], tried: set[str]) -> bool
 
 def watch(conninfo: str, stop: threading.Event, tick: float = TICK_SECONDS) -> None:
     """Look every `tick` seconds until every table has been analyzed or `stop` is set. A lost connection
-    is made again at the next tick; nothing here may end the server."""
+    is made again at the next tick, logged once an outage; nothing here may end the server."""
     tried: set[str] = set()
+    failing = False
     while not stop.is_set():
         try:
             with psycopg.connect(
                 conninfo, autocommit=True, application_name="pokna first statistics"
             ) as connection:
+                failing = False
                 if connection.execute(_HAS_CITUS).fetchone() == (True,):
                     return
                 while analyze_filled(connection, tried):
                     if stop.wait(tick):
                         return
                 return
-        except psycopg.Error as error:
-            log.warning("first statistics: %s; looking again in %.0f s", error, tick)
-        except Exception:  # never let the thread die silently: log it and look again
-            log.exception("first statistics: a look failed")
+        except Exception as error:  # never let the thread die: log it and look again
+            if not failing:
+                log.warning("first statistics: %s; looking again every %.0f s", error, tick)
+            failing = True
         stop.wait(tick)
 
 
