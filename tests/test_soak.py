@@ -165,7 +165,8 @@ def test_soak_more_clients_than_connections_stays_flat(
     # while the tables were nearly empty, and kept, read the tenant's whole journal or accounts on each call
     # until autovacuum first analyzed the tables, up to a minute on. `pokna serve` now analyzes a table as
     # soon as it holds rows (pokna.db.first_statistics), which replans them by key within the first seconds
-    # (bench/README.md, "The soak's decline").
+    # (bench/README.md, "The soak's decline": 0.59-1.39 since). Not tighter: on a shared machine the
+    # neighbours' load alone has taken a third to 0.59 of the first while the CPU per request stayed flat.
     assert per_third[2] >= 0.5 * per_third[0], per_third
     for pid in processes:  # generous: a leak of the request rate would show well past this
         assert rss_end[pid] < 2 * rss_start[pid] + 50 * 1024, (pid, rss_start[pid], rss_end[pid])
