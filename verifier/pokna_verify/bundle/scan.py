@@ -32,7 +32,7 @@ from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from sys import intern
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict, Unpack
 
 from pokna_verify.bounded_input import next_line
 from pokna_verify.bundle.check import BundleAudit, Progress
@@ -115,28 +115,22 @@ def take_block(audit: BundleAudit, block: ReadBlock) -> None:
         audit.ledger_taken = False
 
 
-def verify_bundle(
-    lines: Iterable[str | bytes],
-    *,
-    keys: KeyRing | None = None,
-    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
-    processes: int = 1,
-    progress: Progress | None = None,
-    play: PlayTally | None = None,
-    previous_checkpoint: str | None = None,
-) -> BundleReport:
+class AuditOptions(TypedDict, total=False):
+    """How a bundle is checked (BundleAudit's defaults for what is left out)."""
+
+    keys: KeyRing | None  # the published key ring; None: the bundle's own
+    beacon_chains: Sequence[BeaconChain]  # the drand chains a beacon-mode proof may name (quicknet unless
+    # the auditor trusts more, as tests do)
+    processes: int  # 1: checked here
+    progress: Progress | None
+    play: PlayTally | None  # a period report's sums (pokna_verify.bundle.play_tally), kept in the same pass
+    previous_checkpoint: str | None  # the log checkpoint of the previous bundle, which this one's extends
+
+
+def verify_bundle(lines: Iterable[str | bytes], **options: Unpack[AuditOptions]) -> BundleReport:
     """Lines of a bundle, checked here (processes=1) or on that many processes (verify_bundle_stream reads
-    a file; this takes any lines). `beacon_chains`: every drand chain a beacon-mode proof may name
-    (quicknet unless the auditor trusts more, as tests do). `play`: a period report's sums
-    (pokna_verify.bundle.play_tally), kept in the same pass."""
-    audit = BundleAudit(
-        published_keys=keys,
-        beacon_chains=beacon_chains,
-        processes=processes,
-        progress=progress,
-        play=play,
-        previous_checkpoint=previous_checkpoint,
-    )
+    a file; this takes any lines)."""
+    audit = BundleAudit(**options)
     numbered = enumerate(lines, start=1)
     for number, raw in itertools.islice(numbered, _OPENING_LINES):
         audit.feed(number, raw)
@@ -148,26 +142,9 @@ def verify_bundle(
     return _scan(audit, blocks(), None)
 
 
-def verify_bundle_stream(
-    stream: BinaryIO,
-    *,
-    keys: KeyRing | None = None,
-    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
-    processes: int = 1,
-    progress: Progress | None = None,
-    play: PlayTally | None = None,
-    previous_checkpoint: str | None = None,
-) -> BundleReport:
-    """verify_bundle of a file or a pipe (read from where it stands), on `processes` processes; `play`: a
-    period report's sums, kept in the same pass."""
-    audit = BundleAudit(
-        published_keys=keys,
-        beacon_chains=beacon_chains,
-        processes=processes,
-        progress=progress,
-        play=play,
-        previous_checkpoint=previous_checkpoint,
-    )
+def verify_bundle_stream(stream: BinaryIO, **options: Unpack[AuditOptions]) -> BundleReport:
+    """verify_bundle of a file or a pipe (read from where it stands), on `processes` processes."""
+    audit = BundleAudit(**options)
     number = 0
     while number < _OPENING_LINES and (raw := next_line(stream, number + 1)):
         number += 1
