@@ -49,7 +49,7 @@ def verify_export_stream(
     audit = ExportAudit(checkpoint, public_key)
     blocks = whole_line_blocks(stream)
     head = list(itertools.islice(blocks, _POOL_AFTER_BLOCKS))
-    count = processes if processes is not None else _usable_cores()
+    count = processes if processes is not None else usable_cores()
     if count < 2 or len(head) < _POOL_AFTER_BLOCKS:
         number = 1
         for block in itertools.chain(head, blocks):
@@ -85,7 +85,7 @@ def verify_export_stream(
     return audit.finish()
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
