@@ -13,13 +13,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 from pokna.db.types import new_id
-from pokna.outbox.events import EVENT_MODELS, EVENT_TYPES, Event, EventType
+from pokna.outbox.events import EVENT_MODELS, EVENT_TYPES, Event
 
 __all__ = [
     "EVENT_MODELS",
     "EVENT_TYPES",
     "Event",
-    "EventType",
     "Gathered",
     "Recorder",
 ]
