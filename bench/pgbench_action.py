@@ -118,7 +118,7 @@ def _script(
     deposit: bool = False,
     function: str = "game_write",
 ) -> str:
-    """`pipelined`: game_write() and COMMIT in one pipeline, as pokna.dealer.action_transaction sends them. `posting`:
+    """`pipelined`: game_write() and COMMIT in one pipeline, as pokna.dealer.action.action_transaction sends them. `posting`:
     instead of the action, one autocommit ledger_post() of the step's transfer. The client row is
     `client_id + :base` (pgbench's `-D base=N`, always given). `deposit`: the posting moves 1 between the
     client's wallet and its tenant's external-funding account (a deposit, then a withdrawal), as deposits do."""

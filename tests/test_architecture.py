@@ -418,7 +418,7 @@ def _exists(dotted: str) -> bool:
 
 @pytest.mark.parametrize("source", EVERY_SOURCE, ids=_shown)
 def test_docstrings_name_real_modules(source: Path) -> None:
-    """A module a docstring names in backticks (`pokna.dealer.store_postgres`, `pokna.dealer.locked:may_end`) exists,
+    """A module a docstring names in backticks (`pokna.dealer.store_postgres`, `pokna.dealer.action.locked:may_end`) exists,
     as the walk's references must: a rename that leaves the old name in a docstring fails here."""
     for node in ast.walk(ast.parse(source.read_text())):
         if not isinstance(node, (ast.Module, *_DEFINITIONS)):

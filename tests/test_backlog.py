@@ -21,7 +21,7 @@ from pokna.db import migrate
 from pokna.db.models.game import Game
 from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import utc_now
-from pokna.dealer.locked import Clock
+from pokna.dealer.action.locked import Clock
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from support.postgres import start_cluster

@@ -161,11 +161,12 @@ def test_soak_more_clients_than_connections_stays_flat(
     assert not [status for _, _, status in window if status >= 500]
     assert all(200 <= status < 300 for status in statuses), statuses
     assert min(per_third) > 0
-    # Throughput did not collapse. From a fresh database it does fall over the minute: PostgreSQL's CPU per
-    # request grows two- to threefold (every request kind slows alike, reads too), which was already so when
-    # this round began (last third / first: 0.54 at b1d4313, 0.47-0.83 since): plans made on nearly empty
-    # tables and kept by the pool's connections until autoanalyze (bench/README.md, "The soak's decline").
-    # This bound catches a collapse, not that.
-    assert per_third[2] >= 0.4 * per_third[0], per_third
+    # Throughput held. It used to fall over the minute (last third / first 0.47-0.59): plans a connection made
+    # while the tables were nearly empty, and kept, read the tenant's whole journal or accounts on each call
+    # until autovacuum first analyzed the tables, up to a minute on. `pokna serve` now analyzes a table as
+    # soon as it holds rows (pokna.db.first_statistics), which replans them by key within the first seconds
+    # (bench/README.md, "The soak's decline": 0.59-1.39 since). Not tighter: on a shared machine the
+    # neighbours' load alone has taken a third to 0.59 of the first while the CPU per request stayed flat.
+    assert per_third[2] >= 0.5 * per_third[0], per_third
     for pid in processes:  # generous: a leak of the request rate would show well past this
         assert rss_end[pid] < 2 * rss_start[pid] + 50 * 1024, (pid, rss_start[pid], rss_end[pid])

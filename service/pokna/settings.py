@@ -10,7 +10,6 @@ fields, not variables, and may echo a secret).
 
 from __future__ import annotations
 
-import ipaddress
 from enum import StrEnum
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network, ip_network
@@ -238,18 +237,12 @@ class Settings(BaseSettings):
     @field_validator("metrics_allowed_networks")
     @classmethod
     def _networks(cls, value: str) -> str:
-        for network in value.split(","):
-            if network.strip():
-                ipaddress.ip_network(network.strip(), strict=False)  # a ValueError names the bad one
+        _network_list(value)  # a ValueError names the bad one
         return value
 
     @property
-    def metrics_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-        return tuple(
-            ipaddress.ip_network(network.strip(), strict=False)
-            for network in self.metrics_allowed_networks.split(",")
-            if network.strip()
-        )
+    def metrics_networks(self) -> tuple[IPv4Network | IPv6Network, ...]:
+        return _network_list(self.metrics_allowed_networks)
 
     @model_validator(mode="after")
     def _production_needs_real_secrets(self) -> Settings:
@@ -275,6 +268,10 @@ class Settings(BaseSettings):
     def embedded_database(self) -> bool:
         """No POKNA_DATABASE_URL: the data directory's private PostgreSQL (pokna.db.embedded)."""
         return not self.database_url
+
+
+def _network_list(value: str) -> tuple[IPv4Network | IPv6Network, ...]:
+    return tuple(ip_network(network.strip(), strict=False) for network in value.split(",") if network.strip())
 
 
 # What a valid value of each variable looks like, for the messages of `SettingsError`.

@@ -5,7 +5,7 @@ webhook events whose deliveries are all finished, once older than the retention.
 It asks each domain through its public functions and runs no query of its own, every step on a
 connection of the process's one pool (pokna.db.aio): no session, no thread. A game's deadlines are
 applied as any request applies them, each game in a transaction of its own on the dealer's async path
-(pokna.dealer.game_action.apply_due).
+(pokna.dealer.action.game_action.apply_due).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ async def _apply_due(
     beacon: BeaconRelays | None,
 ) -> DueApplied:
     """One due game, in a transaction of its own on a connection of its own (a server error closes the
-    connection, pokna.dealer.action_transaction: the pool replaces it)."""
+    connection, pokna.dealer.action.action_transaction: the pool replaces it)."""
     async with database.connection() as connection:
         try:
             return await apply_due(connection, dealer, clock, tenant_id, game_id, beacon)

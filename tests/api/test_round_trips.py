@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.app import create_app
 from pokna.db.engine import make_engine
 from pokna.db.types import utc_now
+from pokna.dealer.action.locked import Clock
 from pokna.dealer.clock_dep import get_clock
-from pokna.dealer.locked import Clock
 from pokna.public_log.sequencer import LogSigner
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings

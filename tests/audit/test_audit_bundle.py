@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 import pokna.cli.ledger
-import pokna.dealer.rules_step
+import pokna.dealer.action.rules_step
 from pokna import ledger
 from pokna.db.models.ledger import Account
 from pokna_verify.bundle.check import CHECKS
@@ -239,7 +239,7 @@ def test_a_client_that_accepts_only_bytes_gets_the_same_bundle_labelled_as_bytes
 def test_deposits_and_rakes_post_against_the_sub_account_of_their_chain_and_the_bundle_sums_them(
     client: TestClient, sessions: sessionmaker[Session]
 ) -> None:
-    """Over HTTP (the async paths: pokna.ledger.moving, pokna.dealer.action_transaction): a deposit or
+    """Over HTTP (the async paths: pokna.ledger.moving, pokna.dealer.action.action_transaction): a deposit or
     withdrawal posts against the funding sub-account of its wallet's chain, a rake to the revenue
     sub-account of its game's chain; the bundle verifies and its summary sums the sub-accounts by kind."""
     books = play_books(client, sessions, games=4, rake={"bps": 1000, "cap": 2})
@@ -300,7 +300,7 @@ def test_a_range_bundle_of_a_game_in_play_across_the_chains_upgrade_is_valid(
         return 0
 
     with monkeypatch.context() as before_the_upgrade:
-        before_the_upgrade.setattr(pokna.dealer.rules_step, "chain_for", before_chains)
+        before_the_upgrade.setattr(pokna.dealer.action.rules_step, "chain_for", before_chains)
         before_the_upgrade.setattr(ledger, "chain_for", before_chains)
         game = api.ok(api.act(game["id"], obliging(game)))  # the start: every seat's stake into the pot
         assert game["status"] not in FINAL

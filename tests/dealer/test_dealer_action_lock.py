@@ -1,5 +1,5 @@
 """The action's lock reads what a proof signs exactly ahead of every step that can end a game
-(pokna.dealer.locked.MAY_END), so that the action that ends a game is no round trip dearer. The SQL
+(pokna.dealer.action.locked.MAY_END), so that the action that ends a game is no round trip dearer. The SQL
 condition is rules knowledge written in SQL: here it is held to the rules themselves, on every state of
 every path of small games (each colour sequence, each decision, each timeout, the Vigo rich and poor),
 evaluated by PostgreSQL on the state as the service stores it."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from pokna.dealer.locked import may_end
+from pokna.dealer.action.locked import may_end
 from pokna_verify.game import (
     Action,
     Cancel,

@@ -1,4 +1,4 @@
-"""An action's answer is `GameActionOut`'s JSON, made without building one (pokna.dealer.answer.ActionAnswer):
+"""An action's answer is `GameActionOut`'s JSON, made without building one (pokna.dealer.action.answer.ActionAnswer):
 the game's object with its rolls added at the end, byte for byte what the model would dump."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.dealer.answer import ActionAnswer
+from pokna.dealer.action.answer import ActionAnswer
 from pokna.dealer.schemas import ActionRollOut, GameActionOut, GameOut
 from support.game_play import Api, new_tenant_key, random_policy
 

@@ -30,7 +30,7 @@ from pokna.db.models.game import Game as GameRow
 from pokna.db.models.ledger import Account
 from pokna.db.models.webhook import WebhookEvent
 from pokna.db.types import utc_now
-from pokna.dealer.locked import Clock
+from pokna.dealer.action.locked import Clock
 from pokna.runtime import Runtime
 from pokna.settings import Settings
 from pokna_verify.crypto.signing import signature_problem

@@ -18,10 +18,10 @@ from pokna.db.models.game import Game, GameEvent, GameRoll, GameSeat
 from pokna.db.models.ledger import Account, JournalTransaction
 from pokna.dealer import service as games
 from pokna.dealer import store_postgres
+from pokna.dealer.action.locked import LOCK_FOR_ACTION, LockedGame, locked_game, split_locked
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.event_schemas import MoneyMovedEventData
 from pokna.dealer.game_queries import PROOF_EVENTS
-from pokna.dealer.locked import LOCK_FOR_ACTION, LockedGame, locked_game, split_locked
 from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.requests import (
     ClaimAction,
@@ -124,7 +124,7 @@ def test_the_proofs_one_query_reads_what_the_plain_queries_do(
 
 
 def _locked(session: Session, runtime: Runtime, tenant_id: str, game_id: str) -> LockedGame | None:
-    """The game as the action's lock statement reads it (pokna.dealer.locked, what every game write decides
+    """The game as the action's lock statement reads it (pokna.dealer.action.locked, what every game write decides
     on), run on the session's connection; None when its seats changed while the lock was awaited."""
     params = {"tenant_id": tenant_id, "game_id": game_id}
     row = session.connection().exec_driver_sql(LOCK_FOR_ACTION, params).one_or_none()

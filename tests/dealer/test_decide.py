@@ -1,7 +1,7 @@
 """`decide` on games built by hand, with a fixed `Env`: no database, no clock, no randomness of its own.
 
-Each table row is a game as locked (pokna.dealer.locked.LockedGame), what is asked of it, and the outcome
-the transaction would match on (pokna.dealer.decision.Decision), with its contents.
+Each table row is a game as locked (pokna.dealer.action.locked.LockedGame), what is asked of it, and the outcome
+the transaction would match on (pokna.dealer.action.decision.Decision), with its contents.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from pokna.dealer.action.decision import Act, CatchUp, Decision, PendingBeaconRound, Refused, Written, decide
+from pokna.dealer.action.locked import Clock, Env, LockedGame, NeedsRead
 from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.creating import NewGame, new_game_records
-from pokna.dealer.decision import Act, CatchUp, Decision, PendingBeaconRound, Refused, Written, decide
 from pokna.dealer.errors import ActionRefused, NotSeated, VersionConflict
 from pokna.dealer.game_write_document import GameStep
-from pokna.dealer.locked import Clock, Env, LockedGame, NeedsRead
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.requests import (
     CancelAction,

@@ -103,7 +103,7 @@ def test_classes_whose_init_does_more_are_built_by_it() -> None:
 def test_the_records_an_action_copies_take_the_cheap_way() -> None:
     """Were dataclasses to write `__init__` otherwise, these would still be copied, by `replace`: this
     says the saving is still there."""
-    from pokna.dealer.locked import LockedGame
+    from pokna.dealer.action.locked import LockedGame
     from pokna.dealer.records import GameRecord, SeatRecord
     from pokna_verify.game.evolve import _copying
     from pokna_verify.game.model import GameState

@@ -54,5 +54,5 @@ def on_chain_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     posts, as in these tests) and where a game step's transfers are (its game's, and its revenue
     sub-account's, and the lost race's locks). Exports across several chains are
     tests/ledger/test_ledger_export_chains.py's."""
-    for module in ("pokna.ledger.moving", "pokna.dealer.rules_step", "pokna.ledger"):
+    for module in ("pokna.ledger.moving", "pokna.dealer.action.rules_step", "pokna.ledger"):
         monkeypatch.setattr(f"{module}.chain_for", lambda _key: 0)

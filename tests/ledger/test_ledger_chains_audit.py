@@ -461,7 +461,7 @@ def _block_starts(lines: list[Line]) -> list[tuple[int, int]]:
     """(chain, seq) of each block's first line, as audit_scan cuts the export."""
     data = "".join(_text(lines)).encode()
     starts = []
-    for block in audit_scan._blocks(io.BytesIO(data)):
+    for block in audit_scan.whole_line_blocks(io.BytesIO(data)):
         first = json.loads(block.split(b"\n", 1)[0])
         starts.append((first["chain"], first["seq"]))
     return starts

@@ -383,7 +383,9 @@ def test_a_large_export_is_verified_by_a_process_pool_and_a_tampered_line_is_fou
     assert len("".join(lines)) > audit_scan._POOL_AFTER_BLOCKS * audit_scan._BLOCK_BYTES
     report = _stream_report(lines)
     assert report.processes == 2
-    assert report.blocks_from_workers == len(list(audit_scan._blocks(io.BytesIO("".join(lines).encode()))))
+    assert report.blocks_from_workers == len(
+        list(audit_scan.whole_line_blocks(io.BytesIO("".join(lines).encode())))
+    )
     assert report.valid, report.findings[:3]
     assert (report.first_seq, report.last_seq, report.transactions, report.postings) == (1, 9000, 9000, 18000)
     assert report.to_json() == verify_export(lines).to_json()
@@ -494,7 +496,7 @@ def _pool_reports(data: bytes, tmp_path: Path, **options: Any) -> list[AuditRepo
             verify_export_stream(io.BytesIO(data), processes=2, **options),
             verify_export_stream(handle, processes=2, **options),
         ]
-    blocks = len(list(audit_scan._blocks(io.BytesIO(data))))
+    blocks = len(list(audit_scan.whole_line_blocks(io.BytesIO(data))))
     for report in reports:
         assert report.processes == 2
         # Every block the workers found clean is taken in as it is; the rest are checked here again.
@@ -583,13 +585,14 @@ def test_a_consistent_rewrite_from_a_block_seam_is_reported_as_line_by_line(
     original = _generated_export(600)
     starts = [
         json.loads(block.split(b"\n", 1)[0])["seq"]
-        for block in audit_scan._blocks(io.BytesIO("".join(original).encode()))
+        for block in audit_scan.whole_line_blocks(io.BytesIO("".join(original).encode()))
     ]
     seam = starts[len(starts) // 2]
     data = "".join(tamper(original, seam)).encode()
-    assert [json.loads(block.split(b"\n", 1)[0])["seq"] for block in audit_scan._blocks(io.BytesIO(data))][
-        len(starts) // 2
-    ] in (seam, seam + 1)
+    assert [
+        json.loads(block.split(b"\n", 1)[0])["seq"]
+        for block in audit_scan.whole_line_blocks(io.BytesIO(data))
+    ][len(starts) // 2] in (seam, seam + 1)
     expected = verify_export(io.BytesIO(data))
     for report in _pool_reports(data, tmp_path):
         assert report.to_json() == expected.to_json()

@@ -1,5 +1,5 @@
 """Games created and acted on through the dealer's one way in (pokna.dealer.creating.create_game and
-pokna.dealer.game_action.act, the async path the API serves), for tests below HTTP: on the runtime's async
+pokna.dealer.action.game_action.act, the async path the API serves), for tests below HTTP: on the runtime's async
 connections, for a tenant already known."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def create_game(runtime: Runtime, clock: games.Clock, tenant_id: str, terms: gam
 
 
 def apply_due(runtime: Runtime, clock: games.Clock, tenant_id: str, game_id: str) -> games.DueApplied:
-    """The game's passed deadlines applied, as the sweep applies them (pokna.dealer.game_action.apply_due)."""
+    """The game's passed deadlines applied, as the sweep applies them (pokna.dealer.action.game_action.apply_due)."""
 
     async def apply() -> games.DueApplied:
         async with runtime.aio.connection() as connection:

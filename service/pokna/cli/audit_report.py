@@ -26,7 +26,7 @@ from pokna_verify.bundle.records import is_bundle
 from pokna_verify.bundle.report import Verdict
 from pokna_verify.cli import usage
 from pokna_verify.cli.audit_answers import answer_bundle
-from pokna_verify.cli.audit_run import cores, read_keys
+from pokna_verify.cli.audit_run import read_keys
 from pokna_verify.cli.audit_stream import first_line, named, open_source, rewound
 from pokna_verify.cli.beacon_chains import trusted_chains
 from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
@@ -34,6 +34,7 @@ from pokna_verify.cli.input_files import UnusableInputError
 from pokna_verify.cli.progress import StderrProgress
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
+from pokna_verify.ledger.scan import usable_cores
 
 
 @audit_app.command("report")
@@ -99,7 +100,7 @@ def report_command(
                     rewound(opened, first),
                     keys=ring,
                     beacon_chains=chains,
-                    processes=processes or cores(),
+                    processes=processes or usable_cores(),
                     progress=lambda lines, _: shown.show(f"{lines:,} records read"),
                     play=tally,
                 )

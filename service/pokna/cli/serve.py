@@ -16,7 +16,8 @@ from uvicorn.supervisors import Multiprocess
 
 from pokna.cli.app import app
 from pokna.cli.errors import CommandError
-from pokna.db import embedded, migrate
+from pokna.db import embedded, first_statistics, migrate
+from pokna.db.backend import conninfo_of
 from pokna.logs import configure_logging
 from pokna.metrics import shared_by_workers
 from pokna.service_keys import load_service_keys
@@ -57,6 +58,8 @@ def serve(
             where = _redacted(url)
         if migrate_first:
             migrate.upgrade(url)
+        # A fresh database's tables get statistics as soon as they hold rows (the module says why).
+        on_exit.enter_context(first_statistics.watching(conninfo_of(url)))
         load_service_keys(
             settings
         )  # fail fast on bad keys; in development, make them once, before any worker

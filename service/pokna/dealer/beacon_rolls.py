@@ -14,7 +14,7 @@ emptying a wallet. When the round arrives (verified against the chain's key by p
 resolved: the same rules step, on the balances it was accepted with, each roll
 HMAC(server_seed, f"{client_seed}:{randomness}:{nonce}:0") (pokna_verify.fairness.beacon.beacon_roll).
 
-The waiting is the shell's (pokna.dealer.game_action waits for the round after the acceptance committed;
+The waiting is the shell's (pokna.dealer.action.game_action waits for the round after the acceptance committed;
 `pokna sweep` resolves what nobody waited for); this module decides, on the game as locked, and reads no
 network, and no clock: an acceptance is stamped with the moment under the lock it is given (see `accept`).
 """
@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from pokna.dealer.action.locked import Env, LockedGame
+from pokna.dealer.action.rules_step import fix_client_seeds, number_events
 from pokna.dealer.announcements import announce_client_seed_set
 from pokna.dealer.errors import ActionRefused
-from pokna.dealer.locked import Env, LockedGame
 from pokna.dealer.records import GameRecord, SeatRecord
-from pokna.dealer.rules_step import fix_client_seeds, number_events
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GameWrites
@@ -48,7 +48,7 @@ one period plus POKNA_BEACON_WAIT_MARGIN_SECONDS at most), `pokna sweep` resolve
 
 class RollPending(Conflict):
     """The game has an accepted roll waiting for its drand round: nothing else is accepted until it resolves
-    (decided as pokna.dealer.decision.PendingBeaconRound)."""
+    (decided as pokna.dealer.action.decision.PendingBeaconRound)."""
 
     code = "roll_pending"
     title = "A roll is waiting for its beacon round"

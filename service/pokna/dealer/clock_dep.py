@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 
 from pokna.api.deps import runtime_of
 from pokna.db.types import utc_now
-from pokna.dealer.locked import Clock
+from pokna.dealer.action.locked import Clock
 
 
 async def get_clock(request: Request) -> Clock:

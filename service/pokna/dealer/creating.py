@@ -25,15 +25,15 @@ from psycopg import AsyncConnection
 
 from pokna import ledger
 from pokna.db.types import new_id, utc_now
+from pokna.dealer.action.answer import CREATED
+from pokna.dealer.action.locked import Clock
+from pokna.dealer.action.rules_step import number_events
 from pokna.dealer.announcements import announce_created
-from pokna.dealer.answer import CREATED
 from pokna.dealer.game_write_document import GameWrite
 from pokna.dealer.links import new_public_token
-from pokna.dealer.locked import Clock
 from pokna.dealer.proof_signing import signed_terms
 from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
-from pokna.dealer.rules_step import number_events
 from pokna.dealer.store_postgres import insert_game_statements
 from pokna.dealer.view import game_out
 from pokna.dealer.writes import GAME_WRITE

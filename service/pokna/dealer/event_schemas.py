@@ -117,7 +117,6 @@ _ALL = [
     _event_out("roll_accepted", RollAcceptedEventData),
     *_rules_event_outs(),
 ]
-EVENT_KINDS = tuple(typing.get_args(model.model_fields["kind"].annotation)[0] for model in _ALL)
 
 
 class GameEventOut(RootModel[Annotated[Union[tuple(_ALL)], Field(discriminator="kind")]]):  # type: ignore[misc]  # noqa: UP007

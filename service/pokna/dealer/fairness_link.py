@@ -40,7 +40,7 @@ async def fairness_link(
     whenever they like, and every reader of a busy link would queue on the game's lock. What the link
     shows instead is the committed state, which is everything that has been decided: a deadline's default
     action is fixed by the rules and stamped at the deadline itself whenever it is applied
-    (`pokna.dealer.decision.apply_passed_deadlines`), so applying it later changes nothing a player can check.
+    (`pokna.dealer.action.decision.apply_passed_deadlines`), so applying it later changes nothing a player can check.
 
     `place_in_log` gives a finished game's place in its tenant's public log (pokna.dealer.link_log)."""
     if not is_token_shaped(token):

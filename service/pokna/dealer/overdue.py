@@ -1,5 +1,5 @@
 """Games past their deadline, as the background work reads them on the async road: the sweep's list of a
-tenant's due games (each then applied by pokna.dealer.game_action.apply_due in a transaction of its own),
+tenant's due games (each then applied by pokna.dealer.action.game_action.apply_due in a transaction of its own),
 and `/metrics`' count across tenants. Both on the deadline's index: in a healthy service few games are
 past theirs."""
 

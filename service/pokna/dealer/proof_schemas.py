@@ -8,7 +8,7 @@ they have a value, as the service signs them: never filled in with a `null` on t
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
@@ -31,17 +31,19 @@ class _AsSigned(BaseModel):
 
 
 def _absent_when_none(value: object) -> bool:
-    """The service never signs a `null` optional term: it leaves the field out, and so does the answer."""
     return value is None
+
+
+def _signed_when_set(description: str) -> Any:
+    """The service never signs a `null` optional term: it leaves the field out, and so does the answer."""
+    return Field(default=None, exclude_if=_absent_when_none, description=description)
 
 
 class ProofSeat(_AsSigned):
     seat: int = Field(description="0 is the Vigo; players 1..n clockwise.")
     account_id: str
-    label: str | None = Field(
-        default=None,
-        exclude_if=_absent_when_none,
-        description="The operator's display name for the seat (`seat_labels` at creation); absent if none.",
+    label: str | None = _signed_when_set(
+        "The operator's display name for the seat (`seat_labels` at creation); absent if none."
     )
 
 
@@ -50,15 +52,11 @@ class ProofTerms(_AsSigned):
 
     stake: int = Field(description="Each seat's ante, minor units.")
     challenge_raise: int = Field(description="What a challenge adds, minor units.")
-    rake_bps: int | None = Field(
-        default=None,
-        exclude_if=_absent_when_none,
-        description="Present only when the game has a rake: basis points of each pot paid out.",
+    rake_bps: int | None = _signed_when_set(
+        "Present only when the game has a rake: basis points of each pot paid out."
     )
-    rake_cap: int | None = Field(
-        default=None,
-        exclude_if=_absent_when_none,
-        description="Present only when the rake is capped: at most this many minor units a pot.",
+    rake_cap: int | None = _signed_when_set(
+        "Present only when the rake is capped: at most this many minor units a pot."
     )
     seats: list[ProofSeat]
 
@@ -97,14 +95,10 @@ class CommitmentReceiptOut(_AsSigned):
     server_seed_hash: str = Field(description="SHA-256 of the server seed, lowercase hex.")
     created_at: str = Field(description="When the commitment was made (RFC 3339, UTC).")
     game: ProofTerms
-    fairness_mode: Literal["beacon"] | None = Field(
-        default=None,
-        exclude_if=_absent_when_none,
-        description="`beacon` in the beacon mode; absent otherwise.",
+    fairness_mode: Literal["beacon"] | None = _signed_when_set(
+        "`beacon` in the beacon mode; absent otherwise."
     )
-    beacon_chain: BeaconChainOut | None = Field(
-        default=None, exclude_if=_absent_when_none, description="Beacon mode only: the chain its rolls use."
-    )
+    beacon_chain: BeaconChainOut | None = _signed_when_set("Beacon mode only: the chain its rolls use.")
     key_id: str = Field(description="The signing key's id (`/v1/fairness/keys`).")
     signature: str = Field(description="Ed25519 over the canonical JSON of every other field, base64url.")
 
@@ -143,15 +137,11 @@ class ProofRoll(_AsSigned):
     purpose: RollPurposeName
     face: int = Field(ge=1, le=6)
     color: CubeColor
-    accepted_at: str | None = Field(
-        default=None,
-        exclude_if=_absent_when_none,
-        description="Beacon mode only: when the action that drew the roll was accepted (UTC, milliseconds).",
+    accepted_at: str | None = _signed_when_set(
+        "Beacon mode only: when the action that drew the roll was accepted (UTC, milliseconds)."
     )
-    beacon: BeaconRoundOut | None = Field(
-        default=None,
-        exclude_if=_absent_when_none,
-        description="Beacon mode only: the round the roll used, the first published after `accepted_at`.",
+    beacon: BeaconRoundOut | None = _signed_when_set(
+        "Beacon mode only: the round the roll used, the first published after `accepted_at`."
     )
 
 
@@ -243,13 +233,9 @@ class SignedProofOut(_AsSigned):
     actions: list[ProofAction] = Field(description="Every decision the rules applied, in order.")
     outcome: ProofOutcome
     transfers: list[ProofTransfer] = Field(description="Every money movement, in order.")
-    fairness_mode: Literal["beacon"] | None = Field(
-        default=None,
-        exclude_if=_absent_when_none,
-        description="`beacon` in the beacon mode; absent otherwise.",
+    fairness_mode: Literal["beacon"] | None = _signed_when_set(
+        "`beacon` in the beacon mode; absent otherwise."
     )
-    beacon_chain: BeaconChainOut | None = Field(
-        default=None, exclude_if=_absent_when_none, description="Beacon mode only: the chain its rolls use."
-    )
+    beacon_chain: BeaconChainOut | None = _signed_when_set("Beacon mode only: the chain its rolls use.")
     key_id: str
     signature: str

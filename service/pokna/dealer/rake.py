@@ -28,9 +28,6 @@ class RakeTerms:
         return RakeOut(bps=self.bps, cap=self.cap)
 
 
-NO_RAKE = RakeTerms()
-
-
 def game_config(stake: int, challenge_raise: int | None, player_count: int, rake: RakeTerms) -> GameConfig:
     """The rules' config, its refusals named by the request field they come from."""
     try:

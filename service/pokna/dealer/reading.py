@@ -3,7 +3,7 @@ connection the request holds, no session and no thread.
 
 A read is also a touch: a deadline passed since the last one is applied first, so what a client reads is
 the game as of now. The read finds it in what it read, applies it on the same connection as every write
-does (pokna.dealer.game_action.catch_up), then reads again, as committed.
+does (pokna.dealer.action.game_action.catch_up), then reads again, as committed.
 
 The API key's check and the read go in one round trip: the read is sent under the tenant the process
 remembers for the key, beside its check (pokna.tenants.authentication), and only a key not remembered
@@ -19,9 +19,9 @@ from typing import Any
 
 from psycopg import AsyncConnection, AsyncCursor
 
-from pokna.dealer.action_transaction import Dealer
-from pokna.dealer.game_action import catch_up
-from pokna.dealer.locked import Clock
+from pokna.dealer.action.action_transaction import Dealer
+from pokna.dealer.action.game_action import catch_up
+from pokna.dealer.action.locked import Clock
 from pokna.dealer.records import TABLE_COLUMNS, RoundRecord, TableRecord
 from pokna.dealer.schemas import GameEventOut, GameOut, GameProofOut, TableOut
 from pokna.dealer.store_postgres import GameRead, fetched_read, queue_read

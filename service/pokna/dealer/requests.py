@@ -188,7 +188,7 @@ class _Act(BaseModel):
 
 
 class SetClientSeedAction(_Act):
-    # Not a rules step: the dealer records the seed before the start (pokna.dealer.decision).
+    # Not a rules step: the dealer records the seed before the start (pokna.dealer.action.decision).
     type: Literal["set_client_seed"]
     account_id: AccountId
     client_seed: ClientSeed

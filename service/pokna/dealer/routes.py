@@ -1,7 +1,7 @@
 """Games and tables over REST. Thin: parse, call the dealer's service, answer what it returns.
 
 A game's writes (create, act, a passed deadline a read or a table's round finds) and its reads are async,
-on the driver (pokna.dealer.game_action, pokna.dealer.creating, pokna.dealer.reading), each on one
+on the driver (pokna.dealer.action.game_action, pokna.dealer.creating, pokna.dealer.reading), each on one
 connection, a table's read and creation too (the creation under the keyed transaction,
 pokna.api.keyed_writes). Every answer is the dealer's documented model (pokna.dealer.schemas)."""
 
@@ -163,7 +163,7 @@ async def act(
     clock: ClockDep,
     sent_key: SentKeyDep,
 ) -> Response:
-    """Async, on the driver: three round trips and no thread (pokna.dealer.game_action). The answer is sent as
+    """Async, on the driver: three round trips and no thread (pokna.dealer.action.game_action). The answer is sent as
     the bytes the dealer built once, which are also what a retry under the same key gets back. The
     runtime is read from the app, not through `RuntimeDep`: one dependency fewer to solve (issue 24)."""
     runtime = runtime_of(request)

@@ -10,11 +10,11 @@ fairness link (fairness_link.py). A table's creation and reads (tables.py) work 
 
 from __future__ import annotations
 
-from pokna.dealer.action_transaction import Dealer
+from pokna.dealer.action.action_transaction import Dealer
+from pokna.dealer.action.game_action import DueApplied, act, apply_due, catch_up
+from pokna.dealer.action.locked import Clock
 from pokna.dealer.creating import NewGame, create_game
 from pokna.dealer.fairness_link import fairness_link
-from pokna.dealer.game_action import DueApplied, act, apply_due, catch_up
-from pokna.dealer.locked import Clock
 from pokna.dealer.overdue import due_games, overdue_games
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import (

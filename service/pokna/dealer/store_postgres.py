@@ -49,7 +49,7 @@ def _names(table: str, columns: Sequence[str]) -> str:
 
 
 # The game row as one array in GameRecord's order, the version the statement's snapshot saw, and the
-# seats with their wallets' balances, in one round trip (pokna.dealer.locked.LOCK_FOR_ACTION extends it).
+# seats with their wallets' balances, in one round trip (pokna.dealer.action.locked.LOCK_FOR_ACTION extends it).
 #
 # The one deliberate exception to reading another domain only through its public functions: this statement
 # reads the seats' `account.balance` itself, because a separate read of the ledger's account summaries would be

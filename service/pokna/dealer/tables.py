@@ -15,8 +15,10 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Json
 
 from pokna.db.types import new_id
-from pokna.dealer.action_transaction import Dealer
-from pokna.dealer.answer import CREATED
+from pokna.dealer.action.action_transaction import Dealer
+from pokna.dealer.action.answer import CREATED
+from pokna.dealer.action.game_action import catch_up
+from pokna.dealer.action.locked import Clock
 from pokna.dealer.creating import (
     NewGame,
     NewRecords,
@@ -27,8 +29,6 @@ from pokna.dealer.creating import (
     write_new_game,
 )
 from pokna.dealer.errors import RoundInProgress
-from pokna.dealer.game_action import catch_up
-from pokna.dealer.locked import Clock
 from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.records import TableRecord
 from pokna.dealer.schemas import TableOut
@@ -101,7 +101,7 @@ async def deal_round(
     (pokna.dealer.creating) in the table's transaction. One round at a time. Its fairness mode is the
     tenant's default (`beacon_chain` as in pokna.dealer.creating.create_game). Whoever touches a game after
     its deadline applies it, dealing the next round included: a previous round's passed deadline is applied
-    first (pokna.dealer.game_action.catch_up), then the round is dealt, under the same claim."""
+    first (pokna.dealer.action.game_action.catch_up), then the round is dealt, under the same claim."""
 
     async def deal(caller: Caller, claim: Claim | None) -> Answer:
         round_ = _Round(table_id, claim, beacon_chain)

@@ -1,11 +1,11 @@
 """What one decision writes, gathered while the rules decide, then written by one call.
 
-Under the game's lock the dealer decides everything in Python (pokna.dealer.decision): each rules step
+Under the game's lock the dealer decides everything in Python (pokna.dealer.action.decision): each rules step
 (deadlines that passed, then the action), its money moves as the ledger's posting document, the step's
 game row, events and rolls, the webhook announcements, and the request's stored answer. `GameWrites` keeps
 them in order and `document` hands them to the PL/pgSQL function game_write()
 (service/pokna/sql/game_write.sql), which posts, writes and records them in one round trip, or raises and
-writes nothing. pokna.dealer.action_transaction sends it; `REFUSALS` is the dealer's one reading of
+writes nothing. pokna.dealer.action.action_transaction sends it; `REFUSALS` is the dealer's one reading of
 what game_write() and beacon_roll_write() refuse with.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from pokna import metrics
 from pokna.db import sqlstates
+from pokna.dealer.action.locked import Recorded
 from pokna.dealer.game_queries import PROOF_EVENTS, event_rows, mutable_game_values, roll_rows, seat_row
 from pokna.dealer.game_write_document import GameStep, GameWrite, MoneyEvent
-from pokna.dealer.locked import Recorded
 from pokna.dealer.records import MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.store_postgres import encode_rows
 from pokna.errors import WalletHeld

@@ -44,8 +44,7 @@ from pokna.ledger.reads import AccountEntry, AccountRecord, TrialBalance
 from pokna.ledger.reconcile import reconcile
 from pokna.ledger.repository import read_heads_async
 from pokna_verify.ledger.chain import LEDGER_CHAINS, chain_for
-from pokna_verify.ledger.check import AuditReport, verify_export
-from pokna_verify.ledger.scan import verify_export_stream
+from pokna_verify.ledger.check import verify_export
 
 __all__ = [
     "EXPORTERS",
@@ -57,7 +56,6 @@ __all__ = [
     "AccountSummary",
     "AccountTransfer",
     "AmountOutOfRange",
-    "AuditReport",
     "Checkpoint",
     "GameAccounts",
     "InsufficientFunds",
@@ -88,5 +86,4 @@ __all__ = [
     "transfer_batch",
     "transfers_before",
     "verify_export",
-    "verify_export_stream",
 ]

@@ -81,7 +81,7 @@ def unchained(
 ) -> Unchained:
     """Ids and created_at are drawn here, before the lock: created_at follows seq only to within the
     time a writer waited for the head. `chain`: the tenant's hash chain it goes on (hashed unless 0).
-    `ids` and `now`: a game decision's own (pokna.dealer.locked.Env), so it is decided without the wall
+    `ids` and `now`: a game decision's own (pokna.dealer.action.locked.Env), so it is decided without the wall
     clock or a random source of its own."""
     transaction_id = ids("txn")
     created_at = utc_now() if now is None else now

@@ -197,19 +197,7 @@ class AccountEntryOut(BaseModel):
     @classmethod
     def of_page(cls, page: Page[AccountEntry]) -> Page[AccountEntryOut]:
         return Page[AccountEntryOut](
-            data=[
-                cls(
-                    transaction_id=entry.transaction_id,
-                    chain=entry.chain,
-                    seq=entry.seq,
-                    kind=entry.kind,
-                    reference=entry.reference,
-                    amount=entry.amount,
-                    currency=entry.currency,
-                    created_at=entry.created_at,
-                )
-                for entry in page.data
-            ],
+            data=[cls.model_validate(entry, from_attributes=True) for entry in page.data],
             has_more=page.has_more,
             next_cursor=page.next_cursor,
         )

@@ -22,52 +22,39 @@ MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 
 class Recorder(Protocol):
-    def http_request(self, method: str, route: str, status: int, seconds: float) -> None: ...
+    """What keeps the numbers. As written here each method records nothing: that is the recorder a process
+    has until it installs one (`_NotRecording`), so the methods return rather than being left abstract."""
 
-    def idempotent_replay(self, route: str) -> None: ...
-
-    def game_action(self, action_type: str, result: str) -> None: ...
-
-    def game_finished(self, outcome: str) -> None: ...
-
-    def ledger_posted(self, transactions: int, seconds: float) -> None: ...
-
-    def db_gate_places(self, places: int) -> None: ...
-
-    def db_gate_waiting(self, change: int) -> None: ...
-
-    def db_gate_waited(self, seconds: float, timed_out: bool) -> None: ...
-
-    def db_connections_checked_out(self, change: int) -> None: ...
-
-
-class _NotRecording:
     def http_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        pass
+        return None
 
     def idempotent_replay(self, route: str) -> None:
-        pass
+        return None
 
     def game_action(self, action_type: str, result: str) -> None:
-        pass
+        return None
 
     def game_finished(self, outcome: str) -> None:
-        pass
+        return None
 
     def ledger_posted(self, transactions: int, seconds: float) -> None:
-        pass
+        return None
 
     def db_gate_places(self, places: int) -> None:
-        pass
+        return None
 
     def db_gate_waiting(self, change: int) -> None:
-        pass
+        return None
 
     def db_gate_waited(self, seconds: float, timed_out: bool) -> None:
-        pass
+        return None
 
     def db_connections_checked_out(self, change: int) -> None:
-        pass
+        return None
+
+
+class _NotRecording(Recorder):
+    pass
 
 
 _recorder: Recorder = _NotRecording()

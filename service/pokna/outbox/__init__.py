@@ -13,13 +13,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 from pokna.db.types import new_id
-from pokna.outbox.events import EVENT_MODELS, EVENT_TYPES, Event, EventType
+from pokna.outbox.events import EVENT_MODELS, EVENT_TYPES, Event
 
 __all__ = [
     "EVENT_MODELS",
     "EVENT_TYPES",
     "Event",
-    "EventType",
     "Gathered",
     "Recorder",
 ]
@@ -37,7 +36,7 @@ class Gathered:
     (game_write(), ledger_move())."""
 
     def __init__(self, ids: Callable[[str], str] = new_id) -> None:
-        """`ids`: where message ids come from (a game decision's own: pokna.dealer.locked.Env)."""
+        """`ids`: where message ids come from (a game decision's own: pokna.dealer.action.locked.Env)."""
         self.rows: list[dict[str, object]] = []
         self._ids = ids
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
@@ -212,12 +212,5 @@ class WebhookEvent(RootModel[Annotated[Event, Field(discriminator="type")]]):
 
 
 EVENT_MODELS: dict[str, type[BaseModel]] = {
-    "game.created": GameCreated,
-    "game.started": GameStarted,
-    "game.turn": GameTurn,
-    "game.turn_timed_out": GameTurnTimedOut,
-    "game.settled": GameSettled,
-    "game.cancelled": GameCancelled,
-    "ledger.deposit.posted": DepositPosted,
-    "ledger.withdrawal.posted": WithdrawalPosted,
+    model.model_fields["type"].default: model for model in get_args(Event)
 }

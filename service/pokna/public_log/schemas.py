@@ -6,14 +6,10 @@ import base64
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pokna.dealer.link_log import EXAMPLE_LOGGED
 from pokna.public_log.reads import Consistency, Inclusion
 
-EXAMPLE_ORIGIN = "pokna.example/games/tnt_0c1d2e3f"
-EXAMPLE_CHECKPOINT = (
-    f"{EXAMPLE_ORIGIN}\n7\nAw/4mt71hglFYsTjc93rBbZwyUclW4L1k+8W827LXsA=\n"
-    f"ledger 0 42 {'9f' * 32}\nledger 3 17 {'4e' * 32}\n\n"
-    f"\u2014 {EXAMPLE_ORIGIN} O1Rys6NVRNRP/cZJ65ZJ32roPwyLQK2cApczJ0X2i6FzxSHrApg4nSh66asg9wKN54HXyaEFVesvszieAH5q0DDXqAM=\n"
-)
+EXAMPLE_CHECKPOINT: str = EXAMPLE_LOGGED["checkpoint"]  # the public link's example's: the same log
 
 
 def _b64(value: bytes) -> str:
@@ -28,17 +24,10 @@ class InclusionOut(BaseModel):
                     "game_id": "game_050c1d2e3f4a5b6c7d8e9f0a1b2c3d4e",
                     "leaf_index": 5,
                     "tree_size": 7,
-                    "entry": '{"game_id":"game_050c1d2e3f4a5b6c7d8e9f0a1b2c3d4e","leaf":"pokna.game/1",'
-                    '"pot_account_id":"acct_059a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d",'
-                    '"proof_sha256":"647bbbdcdfe0f1c27cd1897c7fafb030721a1701b33cd3914572229916877751",'
-                    '"status":"settled"}',
+                    "entry": EXAMPLE_LOGGED["entry"],
                     "leaf_hash": "aJaYCTeg+QU7zwJ+lsBd1SKIbUbbNmKBMVc2tf1xitE=",
                     "root_hash": "Aw/4mt71hglFYsTjc93rBbZwyUclW4L1k+8W827LXsA=",
-                    "inclusion_path": [
-                        "SmGYoRYROvkk9eUEc8aBpYjCp1t30pij15jIihdr+1Y=",
-                        "n0U6wH7w4dNWRqNgFjE+Nw65r4vUtVfrAfBwGjeL2zk=",
-                        "VLjW3wcf3PO+5ytWZ04YTeUNfDwj+O2yLV9P2PsnKL8=",
-                    ],
+                    "inclusion_path": EXAMPLE_LOGGED["inclusion_path"],
                 }
             ]
         }

@@ -136,16 +136,7 @@ async def list_deliveries(
 
 
 def endpoint_out(endpoint: WebhookEndpoint | EndpointRecord) -> WebhookEndpointOut:
-    return WebhookEndpointOut(
-        id=endpoint.id,
-        url=endpoint.url,
-        description=endpoint.description,
-        event_types=[EventType(event_type) for event_type in endpoint.event_types],
-        enabled=endpoint.enabled,
-        previous_secret_expires_at=endpoint.previous_secret_expires_at,
-        created_at=endpoint.created_at,
-        updated_at=endpoint.updated_at,
-    )
+    return WebhookEndpointOut.model_validate(endpoint, from_attributes=True)
 
 
 def delivery_out(

@@ -71,7 +71,7 @@ class BundleAudit:
     def __init__(
         self,
         *,
-        published_keys: KeyRing | None = None,
+        keys: KeyRing | None = None,
         beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
         processes: int = 1,
         progress: Progress | None = None,
@@ -82,8 +82,8 @@ class BundleAudit:
         self.log = PublicLog(self.report, previous_checkpoint)
         self.play = play
         self.beacon_chains = tuple(beacon_chains)
-        self.published = published_keys
-        self.keys: KeyRing | None = published_keys
+        self.published = keys
+        self.keys: KeyRing | None = keys
         self.ledger = ExportAudit(None, None)
         self.journal = Journal(self.report)
         self.proof_keys: tuple[KeyRing | None] | None = None  # fixed at the first game record

@@ -24,19 +24,17 @@ offset; any other input is sent to them.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 import signal
-import stat
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from sys import intern
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict, Unpack
 
-from pokna_verify.bounded_input import finish_line, next_line
+from pokna_verify.bounded_input import next_line
 from pokna_verify.bundle.check import BundleAudit, Progress
 from pokna_verify.bundle.lines import ReadLine, read_line
 from pokna_verify.bundle.play_tally import PlayTally
@@ -46,7 +44,15 @@ from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna_verify.fairness.json_reader import JsonReader
 from pokna_verify.fairness.keyring import KeyRing
 from pokna_verify.ledger.check import BlockSummary
-from pokna_verify.ledger.scan import summarize_lines
+from pokna_verify.ledger.scan import (
+    block_lines,
+    line_count,
+    pool_context,
+    regular_file,
+    summarize_lines,
+    whole_line_blocks,
+    worker_pool,
+)
 
 _BLOCK_BYTES = 1 << 19
 _BLOCK_LINES = 2000
@@ -71,7 +77,7 @@ class _Block:
     offset: int = 0
 
     def text_lines(self) -> Sequence[str | bytes]:
-        return self.lines if self.lines is not None else _split(self.data or b"")
+        return self.lines if self.lines is not None else block_lines(self.data or b"")
 
 
 def read_block(
@@ -109,28 +115,22 @@ def take_block(audit: BundleAudit, block: ReadBlock) -> None:
         audit.ledger_taken = False
 
 
-def verify_bundle(
-    lines: Iterable[str | bytes],
-    *,
-    keys: KeyRing | None = None,
-    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
-    processes: int = 1,
-    progress: Progress | None = None,
-    play: PlayTally | None = None,
-    previous_checkpoint: str | None = None,
-) -> BundleReport:
+class AuditOptions(TypedDict, total=False):
+    """How a bundle is checked (BundleAudit's defaults for what is left out)."""
+
+    keys: KeyRing | None  # the published key ring; None: the bundle's own
+    beacon_chains: Sequence[BeaconChain]  # the drand chains a beacon-mode proof may name (quicknet unless
+    # the auditor trusts more, as tests do)
+    processes: int  # 1: checked here
+    progress: Progress | None
+    play: PlayTally | None  # a period report's sums (pokna_verify.bundle.play_tally), kept in the same pass
+    previous_checkpoint: str | None  # the log checkpoint of the previous bundle, which this one's extends
+
+
+def verify_bundle(lines: Iterable[str | bytes], **options: Unpack[AuditOptions]) -> BundleReport:
     """Lines of a bundle, checked here (processes=1) or on that many processes (verify_bundle_stream reads
-    a file; this takes any lines). `beacon_chains`: every drand chain a beacon-mode proof may name
-    (quicknet unless the auditor trusts more, as tests do). `play`: a period report's sums
-    (pokna_verify.bundle.play_tally), kept in the same pass."""
-    audit = BundleAudit(
-        published_keys=keys,
-        beacon_chains=beacon_chains,
-        processes=processes,
-        progress=progress,
-        play=play,
-        previous_checkpoint=previous_checkpoint,
-    )
+    a file; this takes any lines)."""
+    audit = BundleAudit(**options)
     numbered = enumerate(lines, start=1)
     for number, raw in itertools.islice(numbered, _OPENING_LINES):
         audit.feed(number, raw)
@@ -142,41 +142,21 @@ def verify_bundle(
     return _scan(audit, blocks(), None)
 
 
-def verify_bundle_stream(
-    stream: BinaryIO,
-    *,
-    keys: KeyRing | None = None,
-    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
-    processes: int = 1,
-    progress: Progress | None = None,
-    play: PlayTally | None = None,
-    previous_checkpoint: str | None = None,
-) -> BundleReport:
-    """verify_bundle of a file or a pipe (read from where it stands), on `processes` processes; `play`: a
-    period report's sums, kept in the same pass."""
-    audit = BundleAudit(
-        published_keys=keys,
-        beacon_chains=beacon_chains,
-        processes=processes,
-        progress=progress,
-        play=play,
-        previous_checkpoint=previous_checkpoint,
-    )
+def verify_bundle_stream(stream: BinaryIO, **options: Unpack[AuditOptions]) -> BundleReport:
+    """verify_bundle of a file or a pipe (read from where it stands), on `processes` processes."""
+    audit = BundleAudit(**options)
     number = 0
     while number < _OPENING_LINES and (raw := next_line(stream, number + 1)):
         number += 1
         audit.feed(number, raw)
-    fileno = _regular_file(stream) if _context().get_start_method() == "fork" else None
+    fileno = regular_file(stream) if pool_context().get_start_method() == "fork" else None
     offset = stream.tell() if fileno is not None else 0
 
     def blocks() -> Iterator[_Block]:
         nonlocal number, offset
-        while data := stream.read(_BLOCK_BYTES):
-            if not data.endswith(b"\n"):  # the line is finished, within MAX_LINE_BYTES
-                started = len(data) - data.rfind(b"\n") - 1
-                data += finish_line(stream, started, number + 1 + data.count(b"\n"))
+        for data in whole_line_blocks(stream, _BLOCK_BYTES, number + 1):
             yield _Block(number + 1, None, data, offset)
-            number += data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+            number += line_count(data)
             offset += len(data)
 
     return _scan(audit, blocks(), fileno)
@@ -193,13 +173,8 @@ def _scan(audit: BundleAudit, blocks: Iterator[_Block], fileno: int | None) -> B
     keys_json = keys.to_json() if keys is not None else None
     # This process is one of the `processes`: it reads every processes-th block itself (a task of None is
     # read here when its turn comes) between taking the blocks in, and one process fewer is started.
-    pool = ProcessPoolExecutor(
-        audit.processes - 1,
-        mp_context=_context(),
-        initializer=_start_worker,
-        initargs=(keys_json, [chain.to_json() for chain in chains]),
-    )
-    try:
+    chains_json = [chain.to_json() for chain in chains]
+    with worker_pool(audit.processes - 1, _start_worker, (keys_json, chains_json)) as pool:
         for index, block in enumerate(itertools.chain(head, blocks)):
             task: Future[ReadBlock | None] | None
             try:
@@ -216,10 +191,6 @@ def _scan(audit: BundleAudit, blocks: Iterator[_Block], fileno: int | None) -> B
                 _settle(audit, keys, chains, *in_flight.popleft())
         while in_flight:
             _settle(audit, keys, chains, *in_flight.popleft())
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
     return audit.finish()
 
 
@@ -260,32 +231,4 @@ def _read_block_here(first: int, lines: Sequence[str | bytes]) -> ReadBlock | No
 
 def _read_file_block(fileno: int, offset: int, size: int, first: int) -> ReadBlock | None:
     data = os.pread(fileno, size, offset)
-    return read_block(first, _split(data), _worker_keys, _worker_chains) if len(data) == size else None
-
-
-# --- lines and processes ----------------------------------------------------------------------------------
-
-
-def _split(data: bytes) -> list[bytes]:
-    """The lines of a block as iterating over the file gives them: split after each newline, kept."""
-    parts = data.split(b"\n")
-    last = parts.pop()
-    lines = [part + b"\n" for part in parts]
-    if last:
-        lines.append(last)
-    return lines
-
-
-def _regular_file(stream: BinaryIO) -> int | None:
-    try:
-        fileno = stream.fileno()
-        return fileno if stat.S_ISREG(os.fstat(fileno).st_mode) and stream.seekable() else None
-    except (OSError, ValueError):
-        return None
-
-
-def _context() -> Any:
-    """fork where there is one: the workers start in milliseconds, with everything already imported."""
-    if "fork" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context()
+    return read_block(first, block_lines(data), _worker_keys, _worker_chains) if len(data) == size else None

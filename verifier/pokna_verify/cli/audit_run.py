@@ -7,7 +7,6 @@ finding whose games are not all over yet: their money cannot be checked until th
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +33,7 @@ from pokna_verify.fairness.errors import FairnessError
 from pokna_verify.fairness.keyring import KeyRing
 from pokna_verify.ledger.check import UnusableCheckpoint
 from pokna_verify.ledger.findings import AuditReport
-from pokna_verify.ledger.scan import verify_export_stream
+from pokna_verify.ledger.scan import usable_cores, verify_export_stream
 
 
 def run_audit(
@@ -69,7 +68,7 @@ def run_audit(
                         stream,
                         keys=ring,
                         beacon_chains=chains,
-                        processes=processes or cores(),
+                        processes=processes or usable_cores(),
                         previous_checkpoint=previous,
                         progress=lambda lines, _: shown.show(f"{lines:,} records read"),
                     )
@@ -134,8 +133,3 @@ def _verify_export(
     if ring is not None and checkpoint_json is not None:
         key = ring.get(str(checkpoint_json.get("key_id")))
     return verify_export_stream(stream, checkpoint=checkpoint_json, public_key=key, processes=processes)
-
-
-def cores() -> int:
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1

@@ -43,38 +43,21 @@ def run(argv: Sequence[str] | None = None) -> int:
         arguments = parser.parse_args(_key_text_attached(sys.argv[1:] if argv is None else list(argv)))
     except SystemExit as stop:  # --help (0) or a usage mistake (2, said on stderr by argparse)
         return stop.code if isinstance(stop.code, int) else EXIT_UNUSABLE
-    if arguments.command == "proof":
+    # Each command's dests are its run function's parameter names (--beacon-chain's is beacon_chains).
+    options = vars(arguments)
+    command, log_command = options.pop("command"), options.pop("log_command", None)
+    if command == "proof":
         from pokna_verify.cli.proof_run import run_proof
 
-        return run_proof(
-            arguments.source,
-            server=arguments.server,
-            public_key=arguments.public_key,
-            keys=arguments.keys,
-            receipt=arguments.receipt,
-            beacon_chains=arguments.beacon_chain,
-            as_json=arguments.as_json,
-            log=arguments.log,
-            state=arguments.state,
-        )
-    if arguments.command == "log" and arguments.log_command == "watch":
+        return run_proof(**options)
+    if command == "log" and log_command == "watch":
         from pokna_verify.cli.log_watch import run_log_watch
 
-        return run_log_watch(arguments.url, arguments.state, keys=arguments.keys, as_json=arguments.as_json)
-    if arguments.command == "audit":
+        return run_log_watch(**options)
+    if command == "audit":
         from pokna_verify.cli.audit_run import run_audit
 
-        return run_audit(
-            arguments.source,
-            keys=arguments.keys,
-            checkpoint=arguments.checkpoint,
-            public_key=arguments.public_key,
-            beacon_chains=arguments.beacon_chain,
-            previous_checkpoint=arguments.previous_checkpoint,
-            processes=arguments.processes,
-            progress=arguments.progress,
-            as_json=arguments.as_json,
-        )
+        return run_audit(**options)
     parser.print_help(sys.stderr)
     return EXIT_UNUSABLE
 
@@ -130,7 +113,13 @@ def command_line() -> argparse.ArgumentParser:
 
 def _beacon_chain_and_json(command: argparse.ArgumentParser) -> None:
     command.add_argument(
-        "--beacon-chain", metavar="FILE", type=Path, action="append", default=[], help=usage.BEACON_CHAIN
+        "--beacon-chain",
+        dest="beacon_chains",
+        metavar="FILE",
+        type=Path,
+        action="append",
+        default=[],
+        help=usage.BEACON_CHAIN,
     )
     command.add_argument("--json", dest="as_json", action="store_true", help=usage.JSON)
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import UnusableInputError, is_url
 from pokna_verify.cli.log_inclusion import LogInclusion, entry_for, proven_in, witnessed
-from pokna_verify.cli.log_watch import open_checkpoint
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
 from pokna_verify.tlog.errors import LogError, SignatureError

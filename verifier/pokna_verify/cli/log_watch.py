@@ -13,24 +13,15 @@ import json
 import sys
 from pathlib import Path
 
+from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_UNUSABLE, EXIT_VALID
 from pokna_verify.cli.input_files import UnusableInputError
 from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, keys_url_of, log_base
 from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
-from pokna_verify.fairness.keyring import KeyRing
-from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
 from pokna_verify.tlog.errors import LogError, MalformedNoteError, SignatureError
-from pokna_verify.tlog.note import NoteVerifier, open_note
 from pokna_verify.tlog.witness import Judgement, judge, needs_consistency_proof
-
-
-def open_checkpoint(note: str, ring: KeyRing) -> Checkpoint:
-    """The checkpoint a note holds, once a key of `ring` verified it under the note's own origin."""
-    origin = note.split("\n", 1)[0]
-    verifiers = [NoteVerifier(origin, key.public_key) for key in ring.keys]
-    return parse_checkpoint(open_note(note, verifiers).text)
 
 
 def run_log_watch(url: str, state: Path, *, keys: str | None, as_json: bool) -> int:

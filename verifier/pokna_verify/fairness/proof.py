@@ -20,16 +20,10 @@ from pokna_verify.fairness.json_reader import JsonReader
 from pokna_verify.fairness.protocol import PROTOCOL, game_client_seed, require_server_seed, server_seed_hash
 from pokna_verify.fairness.terms import GameTerms
 from pokna_verify.game.cube import color_of
+from pokna_verify.game.events import RollPurpose as RollPurpose  # the purposes a proof records
 
 PROOF_DOCUMENT = "proof"
 POT = "pot"
-
-
-class RollPurpose(StrEnum):
-    FAVOR = "favor"
-    SEEK = "seek"
-    CHALLENGE_FAVOR = "challenge_favor"
-    CHALLENGE = "challenge"
 
 
 class SeedSource(StrEnum):

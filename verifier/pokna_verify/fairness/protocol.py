@@ -94,7 +94,7 @@ def require_client_seed(client_seed: str) -> str:
 
 def generate_client_seed(random_bytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
     """For seats that never chose one: secrets.token_urlsafe(16), from `random_bytes` (a decision's own
-    source, pokna.dealer.locked.Env). Its alphabet (A-Z a-z 0-9 - _) is inside ours."""
+    source, pokna.dealer.action.locked.Env). Its alphabet (A-Z a-z 0-9 - _) is inside ours."""
     return base64.urlsafe_b64encode(random_bytes(16)).rstrip(b"=").decode("ascii")
 
 

@@ -134,23 +134,15 @@ class ExportAudit:
         if report.tenant_id is None:
             report.tenant_id = line["tenant_id"]
         elif line["tenant_id"] != report.tenant_id:
-            found(
-                Finding(
-                    number,
-                    seq,
-                    f"{chain_label(chain, seq)} belongs to tenant {line['tenant_id']}, not {report.tenant_id}",
-                    chain,
-                )
-            )
+            tenants = f"{line['tenant_id']}, not {report.tenant_id}"
+            _said(report, number, chain, seq, f" belongs to tenant {tenants}")
 
         head = report.chains.get(chain)
         if head is None:
             if seq == 1 and line["prev_hash"] != GENESIS_HASH:
-                found(
-                    Finding(number, seq, f"{chain_label(chain, seq)} does not follow the genesis hash", chain)
-                )
+                _said(report, number, chain, seq, " does not follow the genesis hash")
             elif seq < 1:
-                found(Finding(number, seq, f"{chain_label(chain, seq)} is not positive", chain))
+                _said(report, number, chain, seq, " is not positive")
             head = report.chains[chain] = ChainSummary(seq, seq, line["hash"])
             if chain == 0:
                 report.first_seq = seq
@@ -171,41 +163,20 @@ class ExportAudit:
                     )
                 )
             elif seq < expected:
-                found(
-                    Finding(
-                        number,
-                        seq,
-                        f"{chain_label(chain, seq)} appears after {chain_label(chain, head.last_seq)} "
-                        "(reordered, duplicated or inserted)",
-                        chain,
-                    )
-                )
+                after = f" appears after {chain_label(chain, head.last_seq)}"
+                _said(report, number, chain, seq, f"{after} (reordered, duplicated or inserted)")
             if line["prev_hash"] != head.head_hash:
                 before = "the line before" if chain == 0 else "the line before on its chain"
-                found(
-                    Finding(
-                        number,
-                        seq,
-                        f"{chain_label(chain, seq)}: prev_hash does not match the hash of {before} "
-                        f"({chain_label(chain, head.last_seq)})",
-                        chain,
-                    )
-                )
+                before += f" ({chain_label(chain, head.last_seq)})"
+                _said(report, number, chain, seq, f": prev_hash does not match the hash of {before}")
 
         try:
             recomputed = line_hash(line)
         except NotCanonicalizableError as error:
-            found(Finding(number, seq, f"{chain_label(chain, seq)} cannot be canonicalized: {error}", chain))
+            _said(report, number, chain, seq, f" cannot be canonicalized: {error}")
             recomputed = None
         if recomputed is not None and recomputed != line["hash"]:
-            found(
-                Finding(
-                    number,
-                    seq,
-                    f"{chain_label(chain, seq)}: hash does not match its contents (the line was edited)",
-                    chain,
-                )
-            )
+            _said(report, number, chain, seq, ": hash does not match its contents (the line was edited)")
 
         _check_postings(line, number, chain, seq, report)
         head.last_seq = seq
@@ -318,40 +289,26 @@ def shape_problem(line: object) -> str | None:
 
 def _check_postings(line: dict[str, Any], number: int, chain: int, seq: int, report: AuditReport) -> None:
     postings: list[dict[str, Any]] = line["postings"]
-    found = report.findings.append
     if len(postings) < 2:
-        found(
-            Finding(
-                number, seq, f"{chain_label(chain, seq)} has {len(postings)} posting(s); at least two", chain
-            )
-        )
+        _said(report, number, chain, seq, f" has {len(postings)} posting(s); at least two")
     totals: dict[str, int] = {}
     for posting in postings:
         account_id: str = posting["account_id"]
         amount: int = posting["amount"]
         currency: str = posting["currency"]
         if amount == 0:
-            found(Finding(number, seq, f"{chain_label(chain, seq)} posts zero to {account_id}", chain))
+            _said(report, number, chain, seq, f" posts zero to {account_id}")
         known = report.account_currency.setdefault(account_id, currency)
         if known != currency:
-            found(
-                Finding(
-                    number,
-                    seq,
-                    f"{chain_label(chain, seq)} posts {currency} to {account_id}, an account in {known}",
-                    chain,
-                )
-            )
+            _said(report, number, chain, seq, f" posts {currency} to {account_id}, an account in {known}")
         totals[currency] = totals.get(currency, 0) + amount
         report.balances[account_id] = report.balances.get(account_id, 0) + amount
         report.postings += 1
     for currency, total in sorted(totals.items()):
         if total != 0:
-            found(
-                Finding(
-                    number,
-                    seq,
-                    f"{chain_label(chain, seq)} does not balance: off by {total} {currency}",
-                    chain,
-                )
-            )
+            _said(report, number, chain, seq, f" does not balance: off by {total} {currency}")
+
+
+def _said(report: AuditReport, number: int, chain: int, seq: int, problem: str) -> None:
+    """A finding on line `number` about `seq` of `chain`: its label, then `problem`."""
+    report.findings.append(Finding(number, seq, chain_label(chain, seq) + problem, chain))

@@ -10,7 +10,7 @@ import os
 import signal
 import stat
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -47,9 +47,9 @@ def verify_export_stream(
     flat at any size.
     """
     audit = ExportAudit(checkpoint, public_key)
-    blocks = _blocks(stream)
+    blocks = whole_line_blocks(stream)
     head = list(itertools.islice(blocks, _POOL_AFTER_BLOCKS))
-    count = processes if processes is not None else _usable_cores()
+    count = processes if processes is not None else usable_cores()
     if count < 2 or len(head) < _POOL_AFTER_BLOCKS:
         number = 1
         for block in itertools.chain(head, blocks):
@@ -58,12 +58,12 @@ def verify_export_stream(
     pinned_seqs = audit.pinned.seqs() if audit.pinned is not None else None
     in_flight: deque[tuple[bytes, int, Future[BlockSummary | None] | None]] = deque()
     number = 1
-    context = _pool_context()
+    context = pool_context()
     # Forked workers share a regular file's descriptor: they read their block themselves, by offset,
     # rather than have it copied to them through a pipe.
-    fileno = _regular_file(stream) if context.get_start_method() == "fork" else None
+    fileno = regular_file(stream) if context.get_start_method() == "fork" else None
     offset = stream.tell() - sum(map(len, head)) if fileno is not None else 0
-    with _worker_pool(context, count) as pool:
+    with worker_pool(count) as pool:
         for block in itertools.chain(head, blocks):
             task: Future[BlockSummary | None] | None
             try:
@@ -75,7 +75,7 @@ def verify_export_stream(
             except BrokenProcessPool:
                 task = None
             in_flight.append((block, number, task))
-            number += _line_count(block)
+            number += line_count(block)
             offset += len(block)
             if len(in_flight) >= 2 * count:
                 _settle(audit, *in_flight.popleft())
@@ -85,17 +85,20 @@ def verify_export_stream(
     return audit.finish()
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 @contextmanager
-def _worker_pool(context: BaseContext, count: int) -> Iterator[ProcessPoolExecutor]:
+def worker_pool(
+    count: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
+) -> Iterator[ProcessPoolExecutor]:
     """Workers that exit when the work is done. A ProcessPoolExecutor rather than a multiprocessing Pool:
     when a worker dies its tasks fail with BrokenProcessPool instead of waiting forever; abandoned work
-    is cancelled."""
-    pool = ProcessPoolExecutor(count, mp_context=context, initializer=_default_signals)
+    is cancelled. `initializer` (default: SIGTERM's default handler back) runs in each worker."""
+    started = initializer or _default_signals
+    pool = ProcessPoolExecutor(count, mp_context=pool_context(), initializer=started, initargs=initargs)
     try:
         yield pool
     except BaseException:
@@ -104,7 +107,7 @@ def _worker_pool(context: BaseContext, count: int) -> Iterator[ProcessPoolExecut
     pool.shutdown(wait=True)
 
 
-def _pool_context() -> BaseContext:
+def pool_context() -> BaseContext:
     """fork where there is one: the workers start in milliseconds, with everything already imported."""
     if "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
@@ -116,7 +119,7 @@ def _default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _regular_file(stream: BinaryIO) -> int | None:
+def regular_file(stream: BinaryIO) -> int | None:
     try:
         fileno = stream.fileno()
         return fileno if stat.S_ISREG(os.fstat(fileno).st_mode) and stream.seekable() else None
@@ -124,19 +127,18 @@ def _regular_file(stream: BinaryIO) -> int | None:
         return None
 
 
-def _blocks(stream: BinaryIO) -> Iterator[bytes]:
-    """Whole lines, about _BLOCK_BYTES at a time; none longer than MAX_LINE_BYTES (pokna_verify.bounded_input)
-    is read."""
-    number = 1  # of the block's first line
-    while block := stream.read(_BLOCK_BYTES):
+def whole_line_blocks(stream: BinaryIO, size: int | None = None, number: int = 1) -> Iterator[bytes]:
+    """Whole lines, about `size` bytes (default _BLOCK_BYTES) at a time, the first being line `number`; none
+    longer than MAX_LINE_BYTES (pokna_verify.bounded_input) is read."""
+    while block := stream.read(size or _BLOCK_BYTES):
         if not block.endswith(b"\n"):
             started = len(block) - block.rfind(b"\n") - 1
             block += finish_line(stream, started, number + block.count(b"\n"))
         yield block
-        number += _line_count(block)
+        number += line_count(block)
 
 
-def _block_lines(block: bytes) -> list[bytes]:
+def block_lines(block: bytes) -> list[bytes]:
     """The lines of a block as iterating over the file gives them: split after each newline, kept."""
     parts = block.split(b"\n")
     last = parts.pop()
@@ -146,15 +148,15 @@ def _block_lines(block: bytes) -> list[bytes]:
     return lines
 
 
-def _line_count(block: bytes) -> int:
+def line_count(block: bytes) -> int:
     return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
 
 
 def _check_block(audit: ExportAudit, block: bytes, number: int) -> int:
     """Check every line of `block` here, the first being line `number`; the number of the line after it."""
-    for offset, raw in enumerate(_block_lines(block)):
+    for offset, raw in enumerate(block_lines(block)):
         audit.check(number + offset, raw)
-    return number + _line_count(block)
+    return number + line_count(block)
 
 
 def _settle(

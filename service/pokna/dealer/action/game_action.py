@@ -1,6 +1,6 @@
 """The dealer's one way in for whatever moves a game on: a player's action, a waiting beacon roll's
 resolution, the deadlines a read or the sweep finds passed. Each is one transaction of
-pokna.dealer.action_transaction (lock and read, decide, write), with what comes around it here.
+pokna.dealer.action.action_transaction (lock and read, decide, write), with what comes around it here.
 
 A player's action (`act`), in three round trips, no thread, no ORM, in the keyed transaction
 (pokna.idempotency.keyed):
@@ -28,11 +28,11 @@ from psycopg import AsyncConnection
 
 from pokna import metrics
 from pokna.db.types import utc_now
-from pokna.dealer.action_transaction import Committed, Dealer, run
-from pokna.dealer.answer import ACCEPTED
+from pokna.dealer.action.action_transaction import Committed, Dealer, run
+from pokna.dealer.action.answer import ACCEPTED
+from pokna.dealer.action.decision import Act, CatchUp, Resolve
+from pokna.dealer.action.locked import Clock
 from pokna.dealer.beacon_rolls import RollPending
-from pokna.dealer.decision import Act, CatchUp, Resolve
-from pokna.dealer.locked import Clock
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.store_postgres import DEADLINE_AND_ROUND
 from pokna.dealer.writes import StaleBalances

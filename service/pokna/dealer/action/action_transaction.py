@@ -2,14 +2,14 @@
 transaction (pokna.idempotency.keyed).
 
 BEGIN, the hold of the request's claim (or the key's check) and the game's lock statement
-(pokna.dealer.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on in
-Python (pokna.dealer.decision.decide, no I/O, its moment, ids and randomness given: `live_env`, read
+(pokna.dealer.action.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on in
+Python (pokna.dealer.action.decision.decide, no I/O, its moment, ids and randomness given: `live_env`, read
 under the lock), and the transaction matches on the `Decision` it returns; what the decision gathered (a beacon acceptance or release,
 game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved after the read makes
 game_write() refuse and the request is decided again, the last time on balances read under the ledger's
 locks; a wallet a waiting beacon roll holds is refused (409 wallet_held): pokna.dealer.writes.REFUSALS.
 Actions, beacon resolutions and deadlines (a read's touch, the sweep) all run here
-(pokna.dealer.game_action); a new game has its own transaction (pokna.dealer.creating).
+(pokna.dealer.action.game_action); a new game has its own transaction (pokna.dealer.creating).
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from pokna import ledger
-from pokna.dealer.answer import status_for
-from pokna.dealer.decision import Decision, Intent, PendingBeaconRound, Refused, Written, decide
-from pokna.dealer.game_queries import PROOF_EVENTS
-from pokna.dealer.locked import (
+from pokna.dealer.action.answer import status_for
+from pokna.dealer.action.decision import Decision, Intent, PendingBeaconRound, Refused, Written, decide
+from pokna.dealer.action.locked import (
     LOCK_FOR_ACTION,
     Clock,
     LockedGame,
@@ -35,6 +34,7 @@ from pokna.dealer.locked import (
     locked_game,
     split_locked,
 )
+from pokna.dealer.game_queries import PROOF_EVENTS
 from pokna.dealer.store_postgres import RECORDED_FOR_PROOF, locked_records, recorded_records
 from pokna.dealer.writes import (
     BEACON_ROLL_WRITE,

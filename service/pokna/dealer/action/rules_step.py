@@ -1,6 +1,6 @@
 """One rules step, decided: the heart of every action and every timeout.
 
-On the game as locked (pokna.dealer.locked.LockedGame): run the pure rules step on the wallets' balances, turn its
+On the game as locked (pokna.dealer.action.locked.LockedGame): run the pure rules step on the wallets' balances, turn its
 money moves into the ledger's posting document (with those balances as expected: if one moved meanwhile,
 game_write() refuses and the request is decided again on a fresh read), sign the proof if the game ended,
 and gather the new state, the rolls, the events and the announcements in the decision's `GameWrites`,
@@ -19,9 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pokna import ledger
+from pokna.dealer.action.locked import Env, LockedGame, NeedsRead
 from pokna.dealer.announcements import announce_step
 from pokna.dealer.errors import ActionRefused
-from pokna.dealer.locked import Env, LockedGame, NeedsRead
 from pokna.dealer.proof_signing import sign_proof
 from pokna.dealer.records import ACTION_EVENT, MONEY_EVENT, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.schemas import GameOut

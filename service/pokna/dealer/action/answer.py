@@ -21,7 +21,7 @@ ACCEPTED = 202
 @dataclass(frozen=True, slots=True)
 class ActionAnswer:
     """The game as the request's last step left it (pokna.dealer.view.game_out, built once by the step:
-    pokna.dealer.rules_step.Stepped), with the rolls the request's own action made: a `GameActionOut`.
+    pokna.dealer.action.rules_step.Stepped), with the rolls the request's own action made: a `GameActionOut`.
 
     Its bytes are `GameActionOut`'s, made without building one: a `GameActionOut` is a `GameOut` with
     `rolls` as its last field, so its JSON is the game's object with `"rolls"` added at its end. Copying
