@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -186,6 +188,39 @@ def test_a_table_is_analyzed_once_when_it_holds_enough_rows_and_an_empty_one_is_
 
     first_statistics.analyze_filled(connection, tried)
     assert _analyzed(connection)["account"] == 1  # not again: autovacuum keeps it from now on
+
+
+def test_a_table_the_role_may_not_analyze_is_logged_as_skipped_not_as_analyzed(
+    database_url: str, connection: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL skips the ANALYZE of a table the role does not own with a WARNING, not an error, and
+    psycopg drops a notice nobody handles: the log must not say the table was analyzed."""
+    conninfo = conninfo_of(database_url)
+    _without_autovacuum(connection, "account")
+    _open_wallets(
+        conninfo, create_tenant(database_url, "Mos Espa").id, first_statistics.ROWS_WORTH_STATISTICS
+    )
+    bystander = f"bystander_{uuid.uuid4().hex[:10]}"  # roles are the cluster's: a name of this test's own
+    connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(bystander)))
+    try:
+        with (
+            psycopg.connect(conninfo, user=bystander, autocommit=True) as not_owner,
+            caplog.at_level(logging.INFO, "pokna.db"),
+        ):
+            tried: set[str] = set()
+            first_statistics.analyze_filled(not_owner, tried)
+    finally:
+        connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(bystander)))
+    assert tried == {"account"}  # tried once, not again at every look
+    assert _analyzed(connection)["account"] == 0
+    said = [
+        (record.levelno, record.getMessage()) for record in caplog.records if "account" in record.getMessage()
+    ]
+    assert len(said) == 1, said
+    level, message = said[0]
+    assert level == logging.WARNING, said
+    assert message.startswith("first statistics: account not analyzed"), said
+    assert "skipping" in message, said  # PostgreSQL's own words, in the line
 
 
 def test_pokna_serve_analyzes_a_table_once_it_holds_rows(database_url: str, tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ analyzes a table once `autovacuum_analyze_threshold` (50) rows changed, but only
 database, every `autovacuum_naptime` (a minute by default): a fresh deployment served its first minute on
 the guesses. So `pokna serve` watches, from one thread of its own (`watching`), for a table of its schema
 that was never analyzed and holds `ROWS_WORTH_STATISTICS` rows, and ANALYZEs it once; autovacuum keeps the
-statistics from then on. A table is tried once per process (an ANALYZE the service's role may not run is a
-warning, not an error). A table may fill at any time (a tenant's first game a week on), so the thread looks
+statistics from then on. A table is tried once per process (an ANALYZE the service's role may not run is
+PostgreSQL's warning, not an error, logged as such). A table may fill at any time (a tenant's first game a week on), so the thread looks
 once a second, on a connection of its own, until no table is left that was never analyzed: in practice for
 the server's life (`alembic_version`'s one row is never worth autovacuum's ANALYZE either), one read of
 `pg_stat_user_tables` a second.
@@ -65,9 +65,29 @@ def analyze_filled(connection: psycopg.Connection[Any], tried: set[str]) -> bool
             left = True
             continue
         tried.add(table)
-        connection.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
-        log.info("first statistics: analyzed %s (%d rows)", table, rows)
+        if skipped := _analyze(connection, table):
+            log.warning("first statistics: %s not analyzed (%s)", table, skipped)
+        else:
+            log.info("first statistics: analyzed %s (%d rows)", table, rows)
     return left
+
+
+def _analyze(connection: psycopg.Connection[Any], table: str) -> str:
+    """ANALYZE the table; what PostgreSQL warned, if anything. A table the role may not analyze is skipped
+    with a WARNING, not an error, and psycopg drops a notice nobody handles: without this, the log said
+    "analyzed" of a table left as it was."""
+    warned: list[str] = []
+
+    def heard(notice: psycopg.errors.Diagnostic) -> None:
+        if notice.severity_nonlocalized == "WARNING" and notice.message_primary:
+            warned.append(notice.message_primary)
+
+    connection.add_notice_handler(heard)
+    try:
+        connection.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+    finally:
+        connection.remove_notice_handler(heard)
+    return "; ".join(warned)
 
 
 def watch(conninfo: str, stop: threading.Event, tick: float = TICK_SECONDS) -> None:
