@@ -239,6 +239,21 @@ def test_pokna_serve_analyzes_a_table_once_it_holds_rows(database_url: str, tmp_
             time.sleep(0.2)
 
 
+def test_the_watch_has_ended_and_let_its_connection_go_when_its_block_ends(database_url: str) -> None:
+    """`pokna serve` leaves the block before it stops an embedded cluster: a watch still connected then
+    would be cut off mid-look and log the cluster's shutdown as an outage."""
+    with psycopg.connect(conninfo_of(database_url), autocommit=True) as observer:
+        with first_statistics.watching(conninfo_of(database_url)) as thread:
+            deadline = time.monotonic() + 60
+            while not observer.execute(
+                "SELECT 1 FROM pg_stat_activity"
+                " WHERE datname = current_database() AND application_name = 'pokna first statistics'"
+            ).fetchall():
+                assert time.monotonic() < deadline, "the watch did not connect within a minute"
+                time.sleep(0.1)
+        assert not thread.is_alive()
+
+
 def _journal_entries_read(connection: psycopg.Connection[Any]) -> int:
     """Index entries read from the journal's indexes, as the activity counters hold them."""
     found = connection.execute(

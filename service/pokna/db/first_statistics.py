@@ -41,6 +41,7 @@ ROWS_WORTH_STATISTICS = 50
 """autovacuum_analyze_threshold's default: the rows after which autovacuum would analyze a new table."""
 
 TICK_SECONDS = 1.0
+STOP_SECONDS = 5.0
 
 # The activity counters (analyze_count, n_live_tup) are what autovacuum reads too; a backend flushes its own
 # at most a second after its transaction ends, so a table that fills is seen within a tick or two.
@@ -103,9 +104,8 @@ def watch(conninfo: str, stop: threading.Event, tick: float = TICK_SECONDS) -> N
                 failing = False
                 if connection.execute(_HAS_CITUS).fetchone() == (True,):
                     return
-                while analyze_filled(connection, tried):
-                    if stop.wait(tick):
-                        return
+                while not stop.is_set() and analyze_filled(connection, tried):
+                    stop.wait(tick)
                 return
         except Exception as error:  # never let the thread die: log it and look again
             if not failing:
@@ -116,7 +116,9 @@ def watch(conninfo: str, stop: threading.Event, tick: float = TICK_SECONDS) -> N
 
 @contextmanager
 def watching(conninfo: str) -> Iterator[threading.Thread]:
-    """`watch` in a daemon thread for the block (the server's life), stopped when it ends."""
+    """`watch` in a daemon thread for the block (the server's life), stopped when it ends, and waited for
+    (up to `STOP_SECONDS`, as an ANALYZE under way is not interrupted): `pokna serve` stops an embedded
+    cluster right after, which would cut a watch still connected off mid-look, logged as an outage."""
     stop = threading.Event()
     thread = threading.Thread(target=watch, args=(conninfo, stop), name="pokna-first-statistics", daemon=True)
     thread.start()
@@ -124,3 +126,4 @@ def watching(conninfo: str) -> Iterator[threading.Thread]:
         yield thread
     finally:
         stop.set()
+        thread.join(STOP_SECONDS)
