@@ -120,6 +120,8 @@ def test_plans_kept_from_the_empty_tables_read_by_key_once_the_filled_tables_hav
     database_url: str, connection: psycopg.Connection[Any]
 ) -> None:
     conninfo = conninfo_of(database_url)
+    for table in ("journal_transaction", "account"):
+        _without_autovacuum(connection, table)
     tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
     accounts = (
         funding_account(database_url, tenant_id).id,
@@ -272,6 +274,7 @@ def test_the_posting_trigger_reads_its_transaction_by_key_after_the_journal_fill
 ) -> None:
     """The trigger's own plan (PL/pgSQL keeps it for the connection), not a copy of its statement."""
     conninfo = conninfo_of(database_url)
+    _without_autovacuum(connection, "journal_transaction")
     tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
     accounts = (
         funding_account(database_url, tenant_id).id,
