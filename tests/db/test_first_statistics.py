@@ -81,6 +81,15 @@ def _deposit(
     return [transaction["id"] for transaction in document.as_json()["transactions"]]
 
 
+def _funded_wallet(database_url: str) -> tuple[str, tuple[str, str]]:
+    """A tenant, and the two accounts its deposits move between: (funding, wallet)."""
+    tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
+    return tenant_id, (
+        funding_account(database_url, tenant_id).id,
+        open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id,
+    )
+
+
 def _open_wallets(conninfo: str, tenant_id: str, count: int) -> None:
     now = utc_now()
     with psycopg.connect(conninfo) as opener, opener.cursor() as cursor:
@@ -122,11 +131,7 @@ def test_plans_kept_from_the_empty_tables_read_by_key_once_the_filled_tables_hav
     conninfo = conninfo_of(database_url)
     for table in ("journal_transaction", "account"):
         _without_autovacuum(connection, table)
-    tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
-    accounts = (
-        funding_account(database_url, tenant_id).id,
-        open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id,
-    )
+    tenant_id, accounts = _funded_wallet(database_url)
     (first,) = _deposit(conninfo, tenant_id, accounts, 1)
     # An account read whose row is not updated meanwhile (the deposits leave a chain of versions of theirs).
     read = open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id
@@ -275,11 +280,7 @@ def test_the_posting_trigger_reads_its_transaction_by_key_after_the_journal_fill
     """The trigger's own plan (PL/pgSQL keeps it for the connection), not a copy of its statement."""
     conninfo = conninfo_of(database_url)
     _without_autovacuum(connection, "journal_transaction")
-    tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
-    accounts = (
-        funding_account(database_url, tenant_id).id,
-        open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id,
-    )
+    tenant_id, accounts = _funded_wallet(database_url)
     with psycopg.connect(conninfo, autocommit=True) as first:
         for _ in range(8):  # past PL/pgSQL's five custom plans, while the journal is nearly empty
             _deposit(first, tenant_id, accounts, 1)
