@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -259,6 +260,32 @@ def test_the_watch_has_ended_and_let_its_connection_go_when_its_block_ends(datab
                 assert time.monotonic() < deadline, "the watch did not connect within a minute"
                 time.sleep(0.1)
         assert not thread.is_alive()
+
+
+class _Looks(threading.Event):
+    """A stop that sets itself at the watch's `count`th wait: the watch runs here, look after look, with no
+    clock in the test."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.left = count
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.left -= 1
+        if self.left <= 0:
+            self.set()
+        return self.is_set()
+
+
+def test_a_database_that_cannot_be_reached_is_logged_once_not_at_every_look(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nowhere = f"host={tmp_path} port=5432 dbname=pokna"  # no server's socket in an empty directory
+    with caplog.at_level(logging.WARNING, "pokna.db"):
+        first_statistics.watch(nowhere, _Looks(3), tick=0)
+    said = [record.getMessage() for record in caplog.records if record.name == "pokna.db"]
+    assert len(said) == 1, said
+    assert said[0].startswith("first statistics: "), said
 
 
 def _journal_entries_read(connection: psycopg.Connection[Any]) -> int:
