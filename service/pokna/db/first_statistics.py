@@ -15,10 +15,10 @@ database, every `autovacuum_naptime` (a minute by default): a fresh deployment s
 the guesses. So `pokna serve` watches, from one thread of its own (`watching`), for a table of its schema
 that was never analyzed and holds `ROWS_WORTH_STATISTICS` rows, and ANALYZEs it once; autovacuum keeps the
 statistics from then on. A table is tried once per process (an ANALYZE the service's role may not run is
-PostgreSQL's warning, not an error, logged as such). A table may fill at any time (a tenant's first game a week on), so the thread looks
-once a second, on a connection of its own, until no table is left that was never analyzed: in practice for
-the server's life (`alembic_version`'s one row is never worth autovacuum's ANALYZE either), one read of
-`pg_stat_user_tables` a second.
+PostgreSQL's warning, not an error, logged as such). A table may fill at any time (a tenant's first game a
+week on), so the thread looks once a second, on a connection of its own, until no table is left that was
+never analyzed: in practice for the server's life (`alembic_version`'s one row is never worth autovacuum's
+ANALYZE either), one read of `pg_stat_user_tables` a second (about a millisecond of the database's time).
 
 Not on Citus: the coordinator's distributed tables are empty shells, and the workers' functions plan each
 call on the shard as it is (pokna.db.distribution.WORKER_FUNCTION_SETTINGS).
