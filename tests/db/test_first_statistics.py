@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,6 +82,15 @@ def _deposit(
     return [transaction["id"] for transaction in document.as_json()["transactions"]]
 
 
+def _funded_wallet(database_url: str) -> tuple[str, tuple[str, str]]:
+    """A tenant, and the two accounts its deposits move between: (funding, wallet)."""
+    tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
+    return tenant_id, (
+        funding_account(database_url, tenant_id).id,
+        open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id,
+    )
+
+
 def _open_wallets(conninfo: str, tenant_id: str, count: int) -> None:
     now = utc_now()
     with psycopg.connect(conninfo) as opener, opener.cursor() as cursor:
@@ -118,11 +130,9 @@ def test_plans_kept_from_the_empty_tables_read_by_key_once_the_filled_tables_hav
     database_url: str, connection: psycopg.Connection[Any]
 ) -> None:
     conninfo = conninfo_of(database_url)
-    tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
-    accounts = (
-        funding_account(database_url, tenant_id).id,
-        open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id,
-    )
+    for table in ("journal_transaction", "account"):
+        _without_autovacuum(connection, table)
+    tenant_id, accounts = _funded_wallet(database_url)
     (first,) = _deposit(conninfo, tenant_id, accounts, 1)
     # An account read whose row is not updated meanwhile (the deposits leave a chain of versions of theirs).
     read = open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id
@@ -188,6 +198,39 @@ def test_a_table_is_analyzed_once_when_it_holds_enough_rows_and_an_empty_one_is_
     assert _analyzed(connection)["account"] == 1  # not again: autovacuum keeps it from now on
 
 
+def test_a_table_the_role_may_not_analyze_is_logged_as_skipped_not_as_analyzed(
+    database_url: str, connection: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL skips the ANALYZE of a table the role does not own with a WARNING, not an error, and
+    psycopg drops a notice nobody handles: the log must not say the table was analyzed."""
+    conninfo = conninfo_of(database_url)
+    _without_autovacuum(connection, "account")
+    _open_wallets(
+        conninfo, create_tenant(database_url, "Mos Espa").id, first_statistics.ROWS_WORTH_STATISTICS
+    )
+    bystander = f"bystander_{uuid.uuid4().hex[:10]}"  # roles are the cluster's: a name of this test's own
+    connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(bystander)))
+    try:
+        with (
+            psycopg.connect(conninfo, user=bystander, autocommit=True) as not_owner,
+            caplog.at_level(logging.INFO, "pokna.db"),
+        ):
+            tried: set[str] = set()
+            first_statistics.analyze_filled(not_owner, tried)
+    finally:
+        connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(bystander)))
+    assert tried == {"account"}  # tried once, not again at every look
+    assert _analyzed(connection)["account"] == 0
+    said = [
+        (record.levelno, record.getMessage()) for record in caplog.records if "account" in record.getMessage()
+    ]
+    assert len(said) == 1, said
+    level, message = said[0]
+    assert level == logging.WARNING, said
+    assert message.startswith("first statistics: account not analyzed"), said
+    assert "skipping" in message, said  # PostgreSQL's own words, in the line
+
+
 def test_pokna_serve_analyzes_a_table_once_it_holds_rows(database_url: str, tmp_path: Path) -> None:
     conninfo = conninfo_of(database_url)
     env = {"POKNA_DATABASE_URL": database_url, "POKNA_RATE_LIMIT_PER_SECOND": "0"}
@@ -202,6 +245,47 @@ def test_pokna_serve_analyzes_a_table_once_it_holds_rows(database_url: str, tmp_
         while _analyzed(watching)["account"] == 0:
             assert time.monotonic() < deadline, "the server did not analyze `account` within a minute"
             time.sleep(0.2)
+
+
+def test_the_watch_has_ended_and_let_its_connection_go_when_its_block_ends(database_url: str) -> None:
+    """`pokna serve` leaves the block before it stops an embedded cluster: a watch still connected then
+    would be cut off mid-look and log the cluster's shutdown as an outage."""
+    with psycopg.connect(conninfo_of(database_url), autocommit=True) as observer:
+        with first_statistics.watching(conninfo_of(database_url)) as thread:
+            deadline = time.monotonic() + 60
+            while not observer.execute(
+                "SELECT 1 FROM pg_stat_activity"
+                " WHERE datname = current_database() AND application_name = 'pokna first statistics'"
+            ).fetchall():
+                assert time.monotonic() < deadline, "the watch did not connect within a minute"
+                time.sleep(0.1)
+        assert not thread.is_alive()
+
+
+class _Looks(threading.Event):
+    """A stop that sets itself at the watch's `count`th wait: the watch runs here, look after look, with no
+    clock in the test."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.left = count
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.left -= 1
+        if self.left <= 0:
+            self.set()
+        return self.is_set()
+
+
+def test_a_database_that_cannot_be_reached_is_logged_once_not_at_every_look(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nowhere = f"host={tmp_path} port=5432 dbname=pokna"  # no server's socket in an empty directory
+    with caplog.at_level(logging.WARNING, "pokna.db"):
+        first_statistics.watch(nowhere, _Looks(3), tick=0)
+    said = [record.getMessage() for record in caplog.records if record.name == "pokna.db"]
+    assert len(said) == 1, said
+    assert said[0].startswith("first statistics: "), said
 
 
 def _journal_entries_read(connection: psycopg.Connection[Any]) -> int:
@@ -222,11 +306,8 @@ def test_the_posting_trigger_reads_its_transaction_by_key_after_the_journal_fill
 ) -> None:
     """The trigger's own plan (PL/pgSQL keeps it for the connection), not a copy of its statement."""
     conninfo = conninfo_of(database_url)
-    tenant_id = create_tenant(database_url, "Chalmun's Cantina").id
-    accounts = (
-        funding_account(database_url, tenant_id).id,
-        open_account(database_url, tenant_id=tenant_id, kind="player_wallet").id,
-    )
+    _without_autovacuum(connection, "journal_transaction")
+    tenant_id, accounts = _funded_wallet(database_url)
     with psycopg.connect(conninfo, autocommit=True) as first:
         for _ in range(8):  # past PL/pgSQL's five custom plans, while the journal is nearly empty
             _deposit(first, tenant_id, accounts, 1)

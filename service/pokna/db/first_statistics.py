@@ -14,11 +14,11 @@ analyzes a table once `autovacuum_analyze_threshold` (50) rows changed, but only
 database, every `autovacuum_naptime` (a minute by default): a fresh deployment served its first minute on
 the guesses. So `pokna serve` watches, from one thread of its own (`watching`), for a table of its schema
 that was never analyzed and holds `ROWS_WORTH_STATISTICS` rows, and ANALYZEs it once; autovacuum keeps the
-statistics from then on. A table is tried once per process (an ANALYZE the service's role may not run is a
-warning, not an error). A table may fill at any time (a tenant's first game a week on), so the thread looks
-once a second, on a connection of its own, until no table is left that was never analyzed: in practice for
-the server's life (`alembic_version`'s one row is never worth autovacuum's ANALYZE either), one read of
-`pg_stat_user_tables` a second.
+statistics from then on. A table is tried once per process (an ANALYZE the service's role may not run is
+PostgreSQL's warning, not an error, logged as such). A table may fill at any time (a tenant's first game a
+week on), so the thread looks once a second, on a connection of its own, until no table is left that was
+never analyzed: in practice for the server's life (`alembic_version`'s one row is never worth autovacuum's
+ANALYZE either), one read of `pg_stat_user_tables` a second (about a millisecond of the database's time).
 
 Not on Citus: the coordinator's distributed tables are empty shells, and the workers' functions plan each
 call on the shard as it is (pokna.db.distribution.WORKER_FUNCTION_SETTINGS).
@@ -41,6 +41,7 @@ ROWS_WORTH_STATISTICS = 50
 """autovacuum_analyze_threshold's default: the rows after which autovacuum would analyze a new table."""
 
 TICK_SECONDS = 1.0
+STOP_SECONDS = 5.0
 
 # The activity counters (analyze_count, n_live_tup) are what autovacuum reads too; a backend flushes its own
 # at most a second after its transaction ends, so a table that fills is seen within a tick or two.
@@ -65,9 +66,29 @@ def analyze_filled(connection: psycopg.Connection[Any], tried: set[str]) -> bool
             left = True
             continue
         tried.add(table)
-        connection.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
-        log.info("first statistics: analyzed %s (%d rows)", table, rows)
+        if skipped := _analyze(connection, table):
+            log.warning("first statistics: %s not analyzed (%s)", table, skipped)
+        else:
+            log.info("first statistics: analyzed %s (%d rows)", table, rows)
     return left
+
+
+def _analyze(connection: psycopg.Connection[Any], table: str) -> str:
+    """ANALYZE the table; what PostgreSQL warned, if anything. A table the role may not analyze is skipped
+    with a WARNING, not an error, and psycopg drops a notice nobody handles: without this, the log said
+    "analyzed" of a table left as it was."""
+    warned: list[str] = []
+
+    def heard(notice: psycopg.errors.Diagnostic) -> None:
+        if notice.severity_nonlocalized == "WARNING" and notice.message_primary:
+            warned.append(notice.message_primary)
+
+    connection.add_notice_handler(heard)
+    try:
+        connection.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+    finally:
+        connection.remove_notice_handler(heard)
+    return "; ".join(warned)
 
 
 def watch(conninfo: str, stop: threading.Event, tick: float = TICK_SECONDS) -> None:
@@ -83,9 +104,8 @@ def watch(conninfo: str, stop: threading.Event, tick: float = TICK_SECONDS) -> N
                 failing = False
                 if connection.execute(_HAS_CITUS).fetchone() == (True,):
                     return
-                while analyze_filled(connection, tried):
-                    if stop.wait(tick):
-                        return
+                while not stop.is_set() and analyze_filled(connection, tried):
+                    stop.wait(tick)
                 return
         except Exception as error:  # never let the thread die: log it and look again
             if not failing:
@@ -96,7 +116,9 @@ def watch(conninfo: str, stop: threading.Event, tick: float = TICK_SECONDS) -> N
 
 @contextmanager
 def watching(conninfo: str) -> Iterator[threading.Thread]:
-    """`watch` in a daemon thread for the block (the server's life), stopped when it ends."""
+    """`watch` in a daemon thread for the block (the server's life), stopped when it ends, and waited for
+    (up to `STOP_SECONDS`, as an ANALYZE under way is not interrupted): `pokna serve` stops an embedded
+    cluster right after, which would cut a watch still connected off mid-look, logged as an outage."""
     stop = threading.Event()
     thread = threading.Thread(target=watch, args=(conninfo, stop), name="pokna-first-statistics", daemon=True)
     thread.start()
@@ -104,3 +126,4 @@ def watching(conninfo: str) -> Iterator[threading.Thread]:
         yield thread
     finally:
         stop.set()
+        thread.join(STOP_SECONDS)
