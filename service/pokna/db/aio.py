@@ -105,10 +105,7 @@ class AsyncDatabase:
     def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
         """An autocommit connection (a transaction is `async with connection.transaction()`), given back
         to the pool afterwards, or closed if it broke or was left inside a transaction."""
-        pool = self._pool
-        if pool is None or self._loop is not asyncio.get_running_loop():
-            return self._own_connection()
-        return _Checkout(self, pool)
+        return _Checkout(self)
 
     @asynccontextmanager
     async def _own_connection(self) -> AsyncIterator[AsyncConnection[Any]]:
@@ -135,20 +132,31 @@ class AsyncDatabase:
 
 
 class _Checkout(AbstractAsyncContextManager[AsyncConnection[Any]]):
-    """One of the pool's connections for the block. A class rather than an `asynccontextmanager`
-    generator: every request to the database goes through one (issue 44)."""
+    """One of the pool's connections for the block, or a connection of its own for a caller in another
+    loop than the pool's (decided on entering, in the caller's loop). A class rather than an
+    `asynccontextmanager` generator: every request to the database goes through one (issue 44)."""
 
-    def __init__(self, database: AsyncDatabase, pool: Pool) -> None:
+    def __init__(self, database: AsyncDatabase) -> None:
         self._database = database
-        self._pool = pool
+        self._pool: Pool | None = None
         self._connection: AsyncConnection[Any] | None = None
+        self._own: AbstractAsyncContextManager[AsyncConnection[Any]] | None = None
 
     async def __aenter__(self) -> AsyncConnection[Any]:
-        self._connection = await self._database._checkout(self._pool)
+        database = self._database
+        pool = database._pool
+        if pool is None or database._loop is not asyncio.get_running_loop():
+            self._own = database._own_connection()
+            return await self._own.__aenter__()
+        self._pool, self._connection = pool, await database._checkout(pool)
         metrics.db_connections_checked_out(1)
         return self._connection
 
     async def __aexit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        if self._own is not None:
+            await self._own.__aexit__(kind, error, traceback)
+            return
+        assert self._pool is not None
         assert self._connection is not None
         metrics.db_connections_checked_out(-1)
         # Shielded: a cancelled request still gives its connection back whole, or the pool would count
