@@ -14,8 +14,7 @@ connection holds no thread.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -42,33 +41,56 @@ def runtime_of(request: Request) -> Runtime:
     return runtime
 
 
-@asynccontextmanager
-async def public_connection(request: Request) -> AsyncIterator[AsyncConnection[Any]]:
+class _Connected(AbstractAsyncContextManager[AsyncConnection[Any]]):
+    """A place at the database gate, then one of the runtime's async connections; both given back when
+    the block ends. A class rather than an `asynccontextmanager` generator: every hot request goes
+    through one, and a generator's context manager costs a helper, a generator and its frame each
+    time (issue 44)."""
+
+    def __init__(self, request: Request, *, checks_key: bool) -> None:
+        self._request = request
+        self._checks_key = checks_key
+        self._place = Place(request.app.state.database_gate, client_party(request.scope))
+        self._held: AbstractAsyncContextManager[AsyncConnection[Any]] | None = None
+
+    async def __aenter__(self) -> AsyncConnection[Any]:
+        try:
+            await self._place.take()
+            runtime: Runtime = self._request.app.state.runtime
+            held = runtime.aio.connection()
+            connection = await held.__aenter__()
+        except BaseException as error:
+            self._place.give_back()
+            self._ended(error)
+            raise
+        self._held = held
+        return connection
+
+    async def __aexit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        assert self._held is not None
+        try:
+            await self._held.__aexit__(kind, error, traceback)
+        except BaseException as raised:
+            self._ended(raised)
+            raise
+        finally:
+            self._place.give_back()
+        self._ended(error)
+
+    def _ended(self, error: BaseException | None) -> None:
+        if self._checks_key and not isinstance(error, Unauthorized):
+            self._request.state.api_key_authenticated = True
+
+
+def public_connection(request: Request) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
     """For an async route that needs no API key (the public logs): a place at the database gate, then one
     of the runtime's async connections. A bearer key sent along is never checked here, so it never counts
     as checked: remembered, a made-up key would earn its own rate-limit bucket (pokna.api.rate_limits)."""
-    runtime: Runtime = request.app.state.runtime
-    place = Place(request.app.state.database_gate, client_party(request.scope))
-    await place.take()
-    try:
-        async with runtime.aio.connection() as connection:
-            yield connection
-    finally:
-        place.give_back()
+    return _Connected(request, checks_key=False)
 
 
-@asynccontextmanager
-async def driver_connection(request: Request) -> AsyncIterator[AsyncConnection[Any]]:
+def driver_connection(request: Request) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
     """For an async hot path (pokna.db.aio): `public_connection`, whose first statement checks the API key.
     The key counts as checked (for the edge's per-key rate limits) once the block ends, or fails with
     anything but Unauthorized."""
-    try:
-        async with public_connection(request) as connection:
-            yield connection
-    except Unauthorized:
-        raise
-    except BaseException:
-        request.state.api_key_authenticated = True
-        raise
-    else:
-        request.state.api_key_authenticated = True
+    return _Connected(request, checks_key=True)

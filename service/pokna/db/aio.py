@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import select
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -102,28 +102,20 @@ class AsyncDatabase:
                 self._pool = self._loop = None
             await pool.close()
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
         """An autocommit connection (a transaction is `async with connection.transaction()`), given back
         to the pool afterwards, or closed if it broke or was left inside a transaction."""
-        pool = self._pool
-        if pool is None or self._loop is not asyncio.get_running_loop():
-            connection = await AsyncConnection.connect(self._conninfo, autocommit=True)
-            await self._watch(connection)
-            try:
-                yield connection
-            finally:
-                await connection.close()
-            return
-        connection = await self._checkout(pool)
-        metrics.db_connections_checked_out(1)
+        return _Checkout(self)
+
+    @asynccontextmanager
+    async def _own_connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """For a caller in another loop than the pool's, or before it opened: a connection of its own."""
+        connection = await AsyncConnection.connect(self._conninfo, autocommit=True)
+        await self._watch(connection)
         try:
             yield connection
         finally:
-            metrics.db_connections_checked_out(-1)
-            # Shielded: a cancelled request still gives its connection back whole, or the pool would
-            # count it as taken for ever.
-            await asyncio.shield(_give_back(pool, connection))
+            await connection.close()
 
     async def _watch(self, connection: AsyncConnection[Any]) -> None:
         """Each new connection is abandoned if a statement of its goes unanswered (pokna.db.watchdog)."""
@@ -137,6 +129,39 @@ class AsyncDatabase:
         await pool.putconn(connection)
         await pool.drain()  # they died with it: the next ones connect afresh
         return await pool.getconn()
+
+
+class _Checkout(AbstractAsyncContextManager[AsyncConnection[Any]]):
+    """One of the pool's connections for the block, or a connection of its own for a caller in another
+    loop than the pool's (decided on entering, in the caller's loop). A class rather than an
+    `asynccontextmanager` generator: every request to the database goes through one (issue 44)."""
+
+    def __init__(self, database: AsyncDatabase) -> None:
+        self._database = database
+        self._pool: Pool | None = None
+        self._connection: AsyncConnection[Any] | None = None
+        self._own: AbstractAsyncContextManager[AsyncConnection[Any]] | None = None
+
+    async def __aenter__(self) -> AsyncConnection[Any]:
+        database = self._database
+        pool = database._pool
+        if pool is None or database._loop is not asyncio.get_running_loop():
+            self._own = database._own_connection()
+            return await self._own.__aenter__()
+        self._pool, self._connection = pool, await database._checkout(pool)
+        metrics.db_connections_checked_out(1)
+        return self._connection
+
+    async def __aexit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        if self._own is not None:
+            await self._own.__aexit__(kind, error, traceback)
+            return
+        assert self._pool is not None
+        assert self._connection is not None
+        metrics.db_connections_checked_out(-1)
+        # Shielded: a cancelled request still gives its connection back whole, or the pool would count
+        # it as taken for ever.
+        await asyncio.shield(_give_back(self._pool, self._connection))
 
 
 async def _give_back(pool: Pool, connection: AsyncConnection[Any]) -> None:
