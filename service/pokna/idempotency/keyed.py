@@ -10,10 +10,10 @@ deposit or withdrawal), and the one module that spells BEGIN, COMMIT and ROLLBAC
    the domain's reads, pipelined: one round trip (`Transaction.read`). The domain decides on what they
    read, in Python, and queues its writes; COMMIT goes behind them, sent by the pipeline's exit.
 
-BEGIN and COMMIT are commands sent in the pipeline (`_queue_command`; psycopg's `transaction()` would
-wait for BEGIN on its own, and a pipeline's exit always syncs). Each domain names once what the
-database's refusals of its writes mean (a table of SQLSTATE -> error); such a refusal rolls back and
-keeps the connection, and any other database error closes it (its prepared statements with it).
+BEGIN and COMMIT are commands queued in the pipeline (`_queue_command`; psycopg's `transaction()` would
+wait for BEGIN on its own, and a pipeline's exit always syncs). Each domain names once what the database's refusals of its
+writes mean (a table of SQLSTATE -> error); such a refusal rolls back and keeps the connection, and any
+other database error closes it (its prepared statements with it).
 """
 
 from __future__ import annotations
@@ -187,8 +187,7 @@ async def _queue_command(connection: AsyncConnection[Any], command: bytes) -> No
     raised here, as before, not later at the pipeline's exit). The same protocol messages as a statement
     executed with `prepare=False`, without a cursor, the query's conversion and the prepared-statement
     bookkeeping: 6.1 against 15.6 µs of the client's CPU a command (bench/README.md, issue 44's round 4),
-    twice per transaction. Nor does it take the connection's lock, as an execute does: the connection is
-    one request's, and nothing else sends on it meanwhile."""
+    twice per transaction."""
     await connection.wait(_command_gen(connection, command))
 
 
@@ -202,7 +201,7 @@ def _command_gen(connection: AsyncConnection[Any], command: bytes) -> PQGen[None
 async def _rolled_back(connection: AsyncConnection[Any]) -> None:
     """End a transaction the server refused in (it is left failed, not ended), to go on on the same
     connection. Only a refusal of the writes comes here, after which the pipeline held only COMMIT, never a
-    prepared statement (BEGIN, COMMIT and ROLLBACK are commands, never prepared): the statements a
+    prepared statement (BEGIN, COMMIT and ROLLBACK are sent with `prepare=False`): the statements a
     pipeline skips after an error are not validated by psycopg, so one it meant to prepare there would be
     remembered as prepared when the server never saw it."""
     if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
