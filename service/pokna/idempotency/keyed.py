@@ -10,8 +10,8 @@ deposit or withdrawal), and the one module that spells BEGIN, COMMIT and ROLLBAC
    the domain's reads, pipelined: one round trip (`Transaction.read`). The domain decides on what they
    read, in Python, and queues its writes; COMMIT goes behind them, sent by the pipeline's exit.
 
-BEGIN and COMMIT are commands queued in the pipeline (`_queue_command`; psycopg's `transaction()` would
-wait for BEGIN on its own, and a pipeline's exit always syncs). Each domain names once what the database's refusals of its
+BEGIN and COMMIT are statements of the pipeline (psycopg's `transaction()` would wait for BEGIN on its
+own, and a pipeline's exit always syncs). Each domain names once what the database's refusals of its
 writes mean (a table of SQLSTATE -> error); such a refusal rolls back and keeps the connection, and any
 other database error closes it (its prepared statements with it).
 """
@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, AsyncPipeline
-from psycopg.abc import PQGen
 
 from pokna.db.types import utc_now
 from pokna.idempotency import service as idempotency
@@ -149,7 +148,7 @@ class Transaction:
 
     async def end(self, *, commit: bool) -> None:
         """COMMIT (or ROLLBACK) now, before the block ends: what follows is sent after it."""
-        await _queue_command(self.connection, b"COMMIT" if commit else b"ROLLBACK")
+        await self.connection.execute("COMMIT" if commit else "ROLLBACK", prepare=False)
         self.ended = True
 
 
@@ -161,7 +160,7 @@ async def transaction(
     ROLLBACK if it raises. A refusal named in `refusals` is raised as its error."""
     try:
         async with connection.pipeline() as pipeline:
-            await _queue_command(connection, b"BEGIN")
+            await connection.execute("BEGIN", prepare=False)
             opened = Transaction(connection, pipeline, caller, claim)
             try:
                 yield opened
@@ -178,24 +177,6 @@ async def transaction(
             raise
         await _rolled_back(connection)
         raise refused(error) from None
-
-
-async def _queue_command(connection: AsyncConnection[Any], command: bytes) -> None:
-    """`command` sent in the connection's pipeline as psycopg sends its own transaction commands
-    (`_exec_command`), then the pipeline's exchange that a statement's execute runs after queuing it
-    (`_communicate_gen`: what is queued is sent, what has arrived is read, and a refusal among it is
-    raised here, as before, not later at the pipeline's exit). The same protocol messages as a statement
-    executed with `prepare=False`, without a cursor, the query's conversion and the prepared-statement
-    bookkeeping: 6.1 against 15.6 µs of the client's CPU a command (bench/README.md, issue 44's round 4),
-    twice per transaction."""
-    await connection.wait(_command_gen(connection, command))
-
-
-def _command_gen(connection: AsyncConnection[Any], command: bytes) -> PQGen[None]:
-    pipeline = connection._pipeline
-    assert pipeline is not None, "only inside a pipeline"
-    yield from connection._exec_command(command)
-    yield from pipeline._communicate_gen()
 
 
 async def _rolled_back(connection: AsyncConnection[Any]) -> None:
