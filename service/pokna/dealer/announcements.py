@@ -45,7 +45,7 @@ def announce_created(outbox: Recorder, game: GameRecord, seats: Sequence[SeatRec
         account_ids=[seat.account_id for seat in seats],
         start_deadline_at=game.turn_deadline_at,
     )
-    outbox.record(game.tenant_id, game.id, GameCreated(timestamp=game.created_at, data=data))
+    outbox.record(game.id, GameCreated(timestamp=game.created_at, data=data))
     _announce_turn(outbox, game, shown, game.created_at)
 
 
@@ -79,10 +79,10 @@ def announce_step(
             applied_action=waited.default_action or "cancel",
             deadline_at=moment,
         )
-        outbox.record(game.tenant_id, game.id, GameTurnTimedOut(timestamp=moment, data=data))
+        outbox.record(game.id, GameTurnTimedOut(timestamp=moment, data=data))
     if before.phase is Phase.OPEN and after.phase is not Phase.OPEN and not after.is_over:
         started = GameStartedData(game_id=game.id, version=game.version, pot=after.pot, started_at=moment)
-        outbox.record(game.tenant_id, game.id, GameStarted(timestamp=moment, data=started))
+        outbox.record(game.id, GameStarted(timestamp=moment, data=started))
     if after.is_over:
         _announce_end(outbox, game, shown, moment)
     else:
@@ -101,7 +101,7 @@ def _announce_turn(outbox: Recorder, game: GameRecord, shown: GameOut, moment: d
         default_action=shown.turn.default_action,
         deadline_at=shown.turn.deadline_at,
     )
-    outbox.record(game.tenant_id, game.id, GameTurn(timestamp=moment, data=data))
+    outbox.record(game.id, GameTurn(timestamp=moment, data=data))
 
 
 def _announce_end(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:
@@ -124,4 +124,4 @@ def _announce_end(outbox: Recorder, game: GameRecord, shown: GameOut, moment: da
         if game.status == "settled"
         else GameCancelled(timestamp=moment, data=data)
     )
-    outbox.record(game.tenant_id, game.id, ended)
+    outbox.record(game.id, ended)

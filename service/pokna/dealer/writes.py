@@ -133,9 +133,9 @@ class GameWrites:
         pending_events.extend(events)
         pending_rolls.extend(rolls)
 
-    def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
+    def record(self, ordering_key: str, event: Event) -> str:
         """The outbox's `Gathered.record`: written by game_write() with the step that announces it."""
-        return self.outbox.record(tenant_id, ordering_key, event)
+        return self.outbox.record(ordering_key, event)
 
     def stored(self, status: int, body: str) -> dict[str, Any] | None:
         """The stored answer game_write() records under `answer_key`, if there is one."""

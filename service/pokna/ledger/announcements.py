@@ -31,4 +31,4 @@ def announce_funding(
         if transaction.kind == TransactionKind.DEPOSIT
         else WithdrawalPosted(timestamp=transaction.created_at, data=data)
     )
-    outbox.record(transaction.tenant_id, wallet_id, event)
+    outbox.record(wallet_id, event)

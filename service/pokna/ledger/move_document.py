@@ -66,7 +66,7 @@ class Announcements:
     ids: Callable[[str], str] = new_id
     rows: list[Announcement] = field(default_factory=list)
 
-    def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
+    def record(self, ordering_key: str, event: Event) -> str:
         message_id = self.ids("msg")
         body = event.model_dump(mode="json")
         self.rows.append(Announcement(message_id, event.type, ordering_key, body, event.timestamp))

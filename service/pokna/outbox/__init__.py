@@ -28,7 +28,7 @@ class Recorder(Protocol):
     """Where a domain records its events: `Gathered`, or the writes a game request gathers for one call
     (pokna.dealer.writes.GameWrites), which hold the same rows."""
 
-    def record(self, tenant_id: str, ordering_key: str, event: Event) -> str: ...
+    def record(self, ordering_key: str, event: Event) -> str: ...
 
 
 class Gathered:
@@ -40,7 +40,7 @@ class Gathered:
         self.rows: list[dict[str, object]] = []
         self._ids = ids
 
-    def record(self, tenant_id: str, ordering_key: str, event: Event) -> str:
+    def record(self, ordering_key: str, event: Event) -> str:
         message_id = self._ids("msg")
         self.rows.append(
             {
