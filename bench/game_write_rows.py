@@ -23,7 +23,7 @@ on all nodes are counted (a two-phase commit leaves one a participant on the nod
 Each form is first checked to store its rows as sent: a payload's text byte for byte (quotes, backslashes,
 `$$`, `%L`, escaped non-ASCII) and a hostile kind, the instants exactly under another TimeZone and DateStyle.
 
-    cd bench && PYTHONPATH=$PWD/../service:$PWD/../verifier ../.venv/bin/python game_write_rows.py [--rounds 4] [--calls 300]
+    cd bench && ../.venv/bin/python game_write_rows.py [--rounds 4] [--calls 300]
 """
 
 from __future__ import annotations
