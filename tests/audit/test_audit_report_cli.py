@@ -132,8 +132,15 @@ def test_a_report_of_games_played_over_http(played: tuple[Path, Path], tmp_path:
         assert (
             f"{100 * side['rtp']:.2f}%" in page if name != "operator" else f"{100 * side['rtp']:.3f}%" in page
         )
-    assert document["testing"]["flags"] == 0
-    assert "No figure is flagged" in page
+    # The report's flags are its tests' (the sides' RTP, the dice's faces; no rake is off its terms here),
+    # and the page's verdict says their count: none in all but about one run in a hundred, by the chance
+    # the assertion on each side above allows for.
+    flagged = sum(test["flagged"] for test in document["tests"])
+    assert document["testing"]["flags"] == flagged
+    if flagged:
+        assert f"{flagged} figure{'s' if flagged != 1 else ''} flagged: see below." in page
+    else:
+        assert "No figure is flagged" in page
 
 
 def test_an_invalid_bundle_gets_no_report(played: tuple[Path, Path], tmp_path: Path) -> None:
