@@ -5,7 +5,8 @@ It is why pokna.db.distribution.WORKER_FUNCTION_SETTINGS exists: under PL/pgSQL'
 deparses, parses and plans each routed statement's shard query again at every execution inside a function on
 a worker and keeps every plan for the connection's life; `plan_cache_mode = force_custom_plan` on the
 function keeps the backend flat. When a Citus release fixes the cache, the tests of the bug fail and say so;
-the test of the workaround holds either way.
+the test of the workaround holds either way. (Seen on a build of 14.0.1 with the reproducer's fix.diff: the
+backend 2.5 -> 2.9 -> 2.9 MB, each shard query planned once, the two tests of the bug failing with FIXED.)
 """
 
 from __future__ import annotations
