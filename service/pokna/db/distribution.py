@@ -86,7 +86,9 @@ DELEGATED_FUNCTIONS = (
 # With a plan per call the cache is never used: the shard query is planned once per execution either way,
 # now with the shard as it is. On one PostgreSQL ANALYZE replans the generic plan, and a plan per call would
 # only cost (about 0.1 ms a planning). A setting on a function holds for what it calls and the triggers its
-# statements fire; the trigger keeps its own for a posting written outside them.
+# statements fire; the trigger keeps its own for a posting written outside them. The Citus bug is reproduced
+# for upstream, with a fix, in deploy/citus/repro-local-plan-cache/; its test
+# (tests/citus/test_citus_plan_cache_reproducer.py) fails once a Citus release fixes it.
 PLANNED_EACH_CALL = ("plan_cache_mode", "force_custom_plan")
 WORKER_FUNCTION_SETTINGS = tuple(
     (signature, *PLANNED_EACH_CALL)
