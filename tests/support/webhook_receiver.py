@@ -47,6 +47,10 @@ class Receiver:
     slow_seconds: float = 30.0  # at most, for a `slow` answer: it waits for the sender to hang up
     redirect_to: str = ""  # where a `redirect` failure points
     answer_after_seconds: float = 0.0  # a pause before every 2xx: widens any window two senders could share
+    # The first request is answered only once another arrives while it waits (60 s at most): a worker sends
+    # one delivery at a time, so that other request is another worker's, and both are sure to have sent.
+    first_waits_for_another: bool = False
+    another_arrived: threading.Event = field(default_factory=threading.Event)
     received: list[Received] = field(default_factory=list)  # in the order their handling ended
     arrivals: int = 0
     in_flight: dict[str, int] = field(default_factory=dict)
@@ -114,6 +118,10 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 if receiver.in_flight.get(message_id):
                     receiver.overlaps.append(message_id)
                 receiver.in_flight[message_id] = receiver.in_flight.get(message_id, 0) + 1
+            if number > 0:
+                receiver.another_arrived.set()
+            elif receiver.first_waits_for_another:
+                receiver.another_arrived.wait(timeout=60)
             failing = number < receiver.fail_first
             answered: int | None = 200
             try:
