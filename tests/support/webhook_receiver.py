@@ -50,6 +50,7 @@ class Receiver:
     # The first request is answered only once another arrives while it waits (60 s at most): a worker sends
     # one delivery at a time, so that other request is another worker's, and both are sure to have sent.
     first_waits_for_another: bool = False
+    held_from: int | None = None  # requests from this arrival on wait until `released` (60 s at most)
     another_arrived: threading.Event = field(default_factory=threading.Event)
     received: list[Received] = field(default_factory=list)  # in the order their handling ended
     arrivals: int = 0
@@ -122,6 +123,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 receiver.another_arrived.set()
             elif receiver.first_waits_for_another:
                 receiver.another_arrived.wait(timeout=60)
+            if receiver.held_from is not None and number >= receiver.held_from:
+                receiver.released.wait(timeout=60)
             failing = number < receiver.fail_first
             answered: int | None = 200
             try:
