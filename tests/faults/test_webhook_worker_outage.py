@@ -43,7 +43,11 @@ def test_the_worker_waits_out_a_stopped_database_and_delivers_everything(
             TestClient(create_app(settings, Runtime.from_settings(settings))) as client,
             running_receiver() as receiver,
         ):
-            receiver.answer_after_seconds = 0.05  # the worker is still sending when the database stops
+            # The worker is still sending when the database stops: from its third request on, the receiver
+            # answers once the database is stopped. (A pause of 50 ms before each answer left the worker a few
+            # seconds of work after its third request: with the stop 5 s late, as on a loaded machine, the
+            # worker finished first and met no outage.)
+            receiver.held_from = 2
             tenant = new_tenant(client, sessions)
             created = tenant.post("/v1/webhooks/endpoints", {"url": receiver.url, "event_types": GAME_EVENTS})
             assert created.status_code == 201, created.text
@@ -68,6 +72,7 @@ def test_the_worker_waits_out_a_stopped_database_and_delivers_everything(
                     assert worker.poll() is None, log.read_text()
                     time.sleep(0.01)
                 durable_primary.halt("fast")
+                receiver.released.set()
                 time.sleep(3)
                 assert worker.poll() is None, (
                     f"the worker exited while the database was away:\n{log.read_text()}"

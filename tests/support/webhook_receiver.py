@@ -1,12 +1,14 @@
 """A real webhook receiver on 127.0.0.1, for the delivery tests: a small threaded `http.server` that
 records every request it gets and answers as a test tells it to (fail the first N in some way, then 200).
 
-Failures it can play: a 5xx status, a redirect, an answer slower than the sender's timeout, a connection
-reset, and `hold`: keep the first request open until released (a worker can be killed while it waits).
+Failures it can play: a 5xx status, a redirect, an answer slower than the sender's timeout (none until the
+sender hangs up), a connection reset, and `hold`: keep the first request open until released (a worker can be
+killed while it waits).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -42,9 +44,14 @@ class Receiver:
     url: str
     fail_first: int = 0
     failure: Failure = "status"
-    slow_seconds: float = 2.0
+    slow_seconds: float = 30.0  # at most, for a `slow` answer: it waits for the sender to hang up
     redirect_to: str = ""  # where a `redirect` failure points
     answer_after_seconds: float = 0.0  # a pause before every 2xx: widens any window two senders could share
+    # The first request is answered only once another arrives while it waits (60 s at most): a worker sends
+    # one delivery at a time, so that other request is another worker's, and both are sure to have sent.
+    first_waits_for_another: bool = False
+    held_from: int | None = None  # requests from this arrival on wait until `released` (60 s at most)
+    another_arrived: threading.Event = field(default_factory=threading.Event)
     received: list[Received] = field(default_factory=list)  # in the order their handling ended
     arrivals: int = 0
     in_flight: dict[str, int] = field(default_factory=dict)
@@ -112,6 +119,12 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 if receiver.in_flight.get(message_id):
                     receiver.overlaps.append(message_id)
                 receiver.in_flight[message_id] = receiver.in_flight.get(message_id, 0) + 1
+            if number > 0:
+                receiver.another_arrived.set()
+            elif receiver.first_waits_for_another:
+                receiver.another_arrived.wait(timeout=60)
+            if receiver.held_from is not None and number >= receiver.held_from:
+                receiver.released.wait(timeout=60)
             failing = number < receiver.fail_first
             answered: int | None = 200
             try:
@@ -120,7 +133,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 elif failing and receiver.failure == "redirect":
                     answered = 307
                 elif failing and receiver.failure == "slow":
-                    time.sleep(receiver.slow_seconds)
+                    _wait_for_hang_up(self.connection, receiver.slow_seconds)
                     answered = None  # the sender gave up before this answer
                 elif failing and receiver.failure == "reset":
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -148,6 +161,15 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                     receiver.in_flight[message_id] -= 1
 
     return Handler
+
+
+def _wait_for_hang_up(connection: socket.socket, seconds: float) -> None:
+    """Until the sender closes the connection (its timeout ran out), or `seconds` at most: an answer slower
+    than the sender's timeout whatever that timeout is, and a test no slower than the timeout makes it."""
+    connection.settimeout(seconds)
+    with contextlib.suppress(OSError):  # a timeout or a reset: nothing more will be read either way
+        while connection.recv(4096):
+            pass
 
 
 @contextmanager

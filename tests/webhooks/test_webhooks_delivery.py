@@ -102,7 +102,6 @@ def test_a_receiver_failing_the_first_attempts_gets_everything_with_the_same_ids
 ) -> None:
     tenant = new_tenant(client, sessions)
     with running_receiver(fail_first=3, failure=failure) as receiver:
-        receiver.slow_seconds = 1.0  # twice the sender's timeout
         endpoint = subscribe(tenant, receiver.url, GAME_EVENTS)
         play_one_game(tenant)
         report = drain(runtime)

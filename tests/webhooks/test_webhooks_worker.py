@@ -37,12 +37,15 @@ LIMIT_SECONDS = 90
 
 
 @contextmanager
-def worker(settings: Settings, log: Path, *options: str) -> Iterator[subprocess.Popen[bytes]]:
+def worker(
+    settings: Settings, log: Path, *options: str, timeout_seconds: float | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    fast = FAST if timeout_seconds is None else FAST | {"webhook_timeout_seconds": timeout_seconds}
     environment = {
         "POKNA_ENV": "test",
         "POKNA_DATA_DIR": str(settings.data_dir),  # the same seed key: it opens the endpoints' secrets
         "POKNA_DATABASE_URL": str(settings.database_url),
-        **{f"POKNA_{name.upper()}": str(value) for name, value in FAST.items()},
+        **{f"POKNA_{name.upper()}": str(value) for name, value in fast.items()},
     }
     options = ("--poll-seconds", "0.01", "--max-seconds", str(LIMIT_SECONDS), *options)
     with worker_process(environment, log, *options) as process:
@@ -126,6 +129,9 @@ def test_two_workers_at_once_never_send_one_delivery_concurrently(
     tenant = new_tenant(client, sessions)
     with running_receiver(fail_first=6) as receiver:
         receiver.answer_after_seconds = 0.02
+        # Both workers send: one started a second late (a loaded machine) found the outbox drained and sent
+        # nothing. The first request waits for the other's (the senders wait up to 60 s for it to answer).
+        receiver.first_waits_for_another = True
         subscribe(tenant, receiver)
         play_games(tenant, 4)
         recorded = [
@@ -133,7 +139,10 @@ def test_two_workers_at_once_never_send_one_delivery_concurrently(
         ]
 
         logs = (tmp_path / "a.log", tmp_path / "b.log")
-        with worker(settings, logs[0], "--drain") as one, worker(settings, logs[1], "--drain") as other:
+        with (
+            worker(settings, logs[0], "--drain", timeout_seconds=60) as one,
+            worker(settings, logs[1], "--drain", timeout_seconds=60) as other,
+        ):
             reports = [finished(one, logs[0]), finished(other, logs[1])]
         receiver.wait_idle()
 
