@@ -4,7 +4,7 @@ upgrade to 0025 timed, with the posting table's size (heap and indexes) before a
 
     .venv/bin/python bench/posting_created_at_migration.py [--deposits 100000]
 
-bench/README.md, "An account's page"; docs/operations.md, "Migration 0025".
+bench/README.md, "An account's page"; docs/operations.md, "Migration 0025 on a large posting table".
 """
 
 from __future__ import annotations

@@ -13,14 +13,16 @@ the account's whole history (a tenant's funding and revenue accounts take a post
   Citus runs shard by shard (the two tables are colocated). Postings are append-only: the migration drops
   `trg_posting_append_only` for that UPDATE and creates it again, as it was, in the same transaction. The
   ADD COLUMN before it holds the table's ACCESS EXCLUSIVE lock until COMMIT, so no other session writes or
-  changes a posting while the trigger is gone, and a failure rolls the drop back with the rest. (Dropping
-  and creating a trigger is DDL Citus passes on to the shards, as 0020 did for `trg_account_guard`.)
+  changes a posting while the trigger is gone, and a failure rolls the drop back with the rest. Dropping
+  and creating a trigger is DDL Citus passes on to the shards, as 0020 did for `trg_account_guard`
+  (tests/citus/test_citus_posting_created_at.py upgrades a distributed database holding postings).
 - `ix_posting_account_id (account_id)` is replaced by `ix_posting_account_time (tenant_id, account_id,
   created_at, transaction_id)`, built after the backfill: a page is that index read backwards from the
   top (or from the cursor's key), `limit` entries. Its (tenant_id, account_id) prefix serves
   `ledger_account_guard()`'s "does a posting name this account", the old index's other reader.
 
-What it costs an operator with a large posting table: docs/operations.md, "Migration 0025".
+What it costs an operator with a large posting table: docs/operations.md, "Migration 0025 on a large
+posting table".
 
 The downgrade restores 0023's `ledger_post()`, 0020's `ledger_posting_apply()` and the old index, and drops
 the column.
