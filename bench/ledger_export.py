@@ -106,7 +106,8 @@ def load(url: str, postings: int) -> int:
                 )  # fmt: skip
                 transactions.append((transaction_id, TENANT, seq, "ante", "{}", 2, prev_hash, hash_, moment))
                 legs.extend(
-                    (new_id("pst"), TENANT, transaction_id, leg, *entry) for leg, entry in enumerate(pair)
+                    (new_id("pst"), TENANT, transaction_id, leg, *entry, moment)
+                    for leg, entry in enumerate(pair)
                 )
                 prev_hash = hash_
             with connection.cursor() as cursor:
@@ -117,7 +118,8 @@ def load(url: str, postings: int) -> int:
                     for row in transactions:
                         copy.write_row(row)
                 with cursor.copy(
-                    "COPY posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) FROM STDIN"
+                    "COPY posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, created_at) "
+                    "FROM STDIN"
                 ) as copy:
                     for row in legs:
                         copy.write_row(row)

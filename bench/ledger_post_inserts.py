@@ -54,10 +54,10 @@ SET_BASED = """    FOR v_transaction IN
             metadata text, created_at timestamptz, postings jsonb)) WITH ORDINALITY
         AS t(id, kind, reference, metadata, created_at, postings, n)
     ORDER BY t.n;
-    INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency)
-    SELECT p.id, p_tenant_id, t.id, p.n - 1, p.account_id, p.amount, p.currency
-    FROM ROWS FROM (jsonb_to_recordset(p_batch->'transactions') AS (id text, postings jsonb))
-            WITH ORDINALITY AS t(id, postings, n),
+    INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, created_at)
+    SELECT p.id, p_tenant_id, t.id, p.n - 1, p.account_id, p.amount, p.currency, t.created_at
+    FROM ROWS FROM (jsonb_to_recordset(p_batch->'transactions') AS (id text, created_at timestamptz,
+            postings jsonb)) WITH ORDINALITY AS t(id, created_at, postings, n),
         ROWS FROM (jsonb_to_recordset(t.postings) AS (id text, account_id text, amount bigint, currency text))
             WITH ORDINALITY AS p(id, account_id, amount, currency, n)
     ORDER BY t.n, p.n;

@@ -64,9 +64,11 @@ BEGIN
     INSERT INTO journal_transaction (id, tenant_id, chain, seq, kind, reference, metadata, posting_count,
         prev_hash, hash, created_at)
     VALUES (v_id, p_tenant, p_chain, v_seq, 'deposit', NULL, '{}', 2, v_prev, v_hash, v_now);
-    INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) VALUES
-        ('pst_' || replace(gen_random_uuid()::text, '-', ''), p_tenant, v_id, 0, p_from, -p_amount, 'CREDIT'),
-        ('pst_' || replace(gen_random_uuid()::text, '-', ''), p_tenant, v_id, 1, p_to, p_amount, 'CREDIT');
+    INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, created_at) VALUES
+        ('pst_' || replace(gen_random_uuid()::text, '-', ''), p_tenant, v_id, 0, p_from, -p_amount, 'CREDIT',
+            v_now),
+        ('pst_' || replace(gen_random_uuid()::text, '-', ''), p_tenant, v_id, 1, p_to, p_amount, 'CREDIT',
+            v_now);
     UPDATE ledger_head SET last_seq = v_seq, last_hash = v_hash WHERE tenant_id = p_tenant AND chain = p_chain;
     RETURN v_seq;
 END

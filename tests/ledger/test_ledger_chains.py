@@ -76,8 +76,9 @@ def _raw(
         for leg, (account_id, amount) in enumerate(legs):
             connection.execute(
                 text(
-                    "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) "
-                    "VALUES (:id, :tenant, :txn, :leg, :account, :amount, 'CREDIT')"
+                    "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, "
+                    "created_at) SELECT :id, tenant_id, id, :leg, :account, :amount, 'CREDIT', created_at "
+                    "FROM journal_transaction WHERE tenant_id = :tenant AND id = :txn"
                 ),
                 {"id": f"{transaction_id}_{leg}", "tenant": tenant_id, "txn": transaction_id, "leg": leg,
                  "account": account_id, "amount": amount},

@@ -71,9 +71,9 @@ def _raw_posting(
 ) -> None:
     connection.execute(
         text(
-            "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) "
-            "VALUES (:id, (SELECT tenant_id FROM journal_transaction WHERE id = :txn), :txn, :leg, :account, "
-            ":amount, :currency)"
+            "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, created_at) "
+            "SELECT :id, tenant_id, id, :leg, :account, :amount, :currency, created_at "
+            "FROM journal_transaction WHERE id = :txn"
         ),
         {
             "id": f"pst_{uuid.uuid4().hex}",

@@ -19,9 +19,11 @@ from support.tenant_api import TenantApi
 
 pytest_plugins = ["ledger_fixtures"]
 
+# The posting's created_at is its transaction's when there is one (else any: the trigger refuses it anyway).
 POSTING = (
-    "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) "
-    "VALUES (:id, :tenant, :txn, 0, :account, 5, 'CREDIT')"
+    "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, created_at) "
+    "VALUES (:id, :tenant, CAST(:txn AS text), 0, :account, 5, 'CREDIT', coalesce((SELECT created_at "
+    "FROM journal_transaction WHERE tenant_id = :tenant AND id = CAST(:txn AS text)), now()))"
 )
 
 

@@ -14,7 +14,7 @@ per posting, and how".
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import pytest
 from sqlalchemy import Connection, Engine, text
@@ -60,18 +60,26 @@ def _transaction(
 
 
 def _write(
-    engine: Engine, books: dict[str, str], transaction_id: str, count: int, legs: Sequence[Leg]
+    engine: Engine,
+    books: dict[str, str],
+    transaction_id: str,
+    count: int,
+    legs: Sequence[Leg],
+    early: Collection[int] = (),
 ) -> None:
     """The tenant's next transaction of chain 0, declaring `count` postings, and `legs` in one statement."""
     with engine.begin() as connection:
         _transaction(connection, transaction_id, books["tenant"], 2, books["hash"], count)
-        _postings(connection, legs)
+        _postings(connection, legs, early)
 
 
-def _postings(connection: Connection, legs: Sequence[Leg]) -> None:
-    """Every leg in ONE `INSERT ... VALUES` statement."""
+def _postings(connection: Connection, legs: Sequence[Leg], early: Collection[int] = ()) -> None:
+    """Every leg in ONE `INSERT ... VALUES` statement, at its transaction's moment (the transactions are
+    written at CURRENT_TIMESTAMP, in the same database transaction) but the legs `early` names, a second
+    before it."""
     rows = ", ".join(
-        f"(:id{n}, :tenant{n}, :txn{n}, :leg{n}, :account{n}, :amount{n}, :currency{n})"
+        f"(:id{n}, :tenant{n}, :txn{n}, :leg{n}, :account{n}, :amount{n}, :currency{n}, CURRENT_TIMESTAMP"
+        + (" - interval '1 second')" if n in early else ")")
         for n in range(len(legs))
     )
     params: dict[str, object] = {}
@@ -87,7 +95,8 @@ def _postings(connection: Connection, legs: Sequence[Leg]) -> None:
         }
     connection.execute(
         text(
-            f"INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency) VALUES {rows}"
+            "INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, created_at) "
+            f"VALUES {rows}"
         ),
         params,
     )
@@ -197,6 +206,7 @@ def test_a_held_wallet_debited_and_credited_in_one_statement_is_refused(
         ("no transaction", "names no transaction txn_none of its tenant"),
         ("leg beyond the count", "declares 3 postings; leg 3 refused"),
         ("another currency", "names account .* of another tenant or currency"),
+        ("another moment", "posting pst_\\w+ is created at .*, its transaction txn_\\w+ at "),
     ],
 )
 def test_one_bad_posting_among_good_ones_refuses_the_statement(
@@ -208,9 +218,11 @@ def test_one_bad_posting_among_good_ones_refuses_the_statement(
         "no transaction": (tenant, "txn_none", 1, house, 2, "CREDIT"),
         "leg beyond the count": (tenant, txn, 3, house, 2, "CREDIT"),
         "another currency": (tenant, txn, 1, house, 2, "PEGGAT"),
+        "another moment": (tenant, txn, 1, house, 2, "CREDIT"),  # written a second before its transaction
     }[fault]
     legs = [(tenant, txn, 0, wallet, -3, "CREDIT"), bad, (tenant, txn, 2, funding, 1, "CREDIT")]
+    early = {1} if fault == "another moment" else set()
     with pytest.raises(DBAPIError, match=refusal) as refused:
-        _write(engine, books, txn, 3, legs)
+        _write(engine, books, txn, 3, legs, early)
     assert getattr(refused.value.orig, "sqlstate", None) == "23000"
     assert _balances(engine, wallet, house, funding) == [100, 0, -100]

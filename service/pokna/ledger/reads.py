@@ -27,13 +27,13 @@ ACCOUNT = (
     "WHERE tenant_id = %(tenant_id)s AND id = %(account_id)s"
 )
 
-_POSTINGS = (
-    "FROM journal_transaction AS {t} JOIN posting AS {p} "
-    "ON {p}.tenant_id = {t}.tenant_id AND {p}.transaction_id = {t}.id "
-    "WHERE {t}.tenant_id = %(tenant_id)s AND {p}.account_id = %(account_id)s"
+POSITION = (
+    "SELECT cp.created_at, cp.transaction_id FROM posting AS cp "
+    "WHERE cp.tenant_id = %(tenant_id)s AND cp.transaction_id = %(after)s AND cp.account_id = %(account_id)s "
+    "LIMIT 1"
 )
-POSITION = "SELECT c.created_at, c.id " + _POSTINGS.format(t="c", p="cp") + " AND c.id = %(after)s LIMIT 1"
-"""Where a cursor stands: (created_at, id) of a transaction that touched the account; a cursor from
+"""Where a cursor stands: (created_at, id) of a transaction that touched the account, as its posting on the
+account carries them (the posting trigger holds a posting's created_at to its transaction's); a cursor from
 another list is no cursor here."""
 
 _ENTRIES = (
@@ -42,12 +42,14 @@ _ENTRIES = (
     "FROM journal_transaction AS j WHERE j.tenant_id = %(tenant_id)s AND j.id = p.transaction_id LIMIT 1) AS t "
     "WHERE p.tenant_id = %(tenant_id)s AND p.account_id = %(account_id)s"
 )
-"""The account's postings first, then each one's transaction by its key: the lateral subquery (its LIMIT keeps
-the planner from flattening it into a join) fixes that order, so a page costs the account's postings, not
-the tenant's journal, whatever the statistics say (bench/README.md, "The soak's decline")."""
-_NEWEST_FIRST = " ORDER BY t.created_at DESC, t.id DESC LIMIT %(limit)s"  # a tenant's chains share no seq
+"""The page of the account's postings first, then each one's transaction by its key. The postings are in
+their transactions' order by themselves (created_at is the transaction's, transaction_id its id), so the
+page is `ix_posting_account_time` read backwards from its top or from the cursor, `limit` entries, whatever
+the account's history (0025_posting_created_at; bench/README.md, "An account's page"). The lateral
+subquery's LIMIT keeps the planner from flattening it into a join."""
+_NEWEST_FIRST = " ORDER BY p.created_at DESC, p.transaction_id DESC LIMIT %(limit)s"  # chains share no seq
 ENTRIES = _ENTRIES + _NEWEST_FIRST
-ENTRIES_AFTER = _ENTRIES + f" AND (t.created_at, t.id) < ({POSITION})" + _NEWEST_FIRST
+ENTRIES_AFTER = _ENTRIES + f" AND (p.created_at, p.transaction_id) < ({POSITION})" + _NEWEST_FIRST
 
 TENANT_ACCOUNTS = (
     "SELECT id, kind, external_id, balance FROM account "

@@ -19,8 +19,9 @@
 --                      bytea hex: pokna_verify.ledger.chain.hash_parts), postings: in leg order, each
 --                      {id, account_id, amount, currency}}.
 --
--- Last set by migrations/versions/0023_posting_batch_version.py (the batch's version checked here too, not
--- only by the callers); earlier bodies: 0004_ledger_post, 0005_ledger_post_json, 0011_distribution_keys,
+-- Last set by migrations/versions/0025_posting_created_at.py (each posting written with its transaction's
+-- created_at); earlier bodies: 0023_posting_batch_version (the batch's version checked here too, not only by
+-- the callers), 0004_ledger_post, 0005_ledger_post_json, 0011_distribution_keys,
 -- 0014_ledger_chains, 0016_ledger_post_row_inserts, 0017_ledger_post_document (the batch as one document of
 -- transactions and their postings, no ledger-level idempotency key, the checks set-based),
 -- 0020_posting_checks (a transaction's two postings in one INSERT).
@@ -159,13 +160,13 @@ BEGIN
             v_transaction.created_at);
         -- Two legs (a deposit's, a withdrawal's, most of a game's transfers): one INSERT of both rows.
         IF jsonb_array_length(v_transaction.postings) = 2 THEN
-            INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency)
+            INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, created_at)
             VALUES (v_transaction.postings->0->>'id', p_tenant_id, v_transaction.id, 0,
                     v_transaction.postings->0->>'account_id', (v_transaction.postings->0->>'amount')::bigint,
-                    v_transaction.postings->0->>'currency'),
+                    v_transaction.postings->0->>'currency', v_transaction.created_at),
                 (v_transaction.postings->1->>'id', p_tenant_id, v_transaction.id, 1,
                     v_transaction.postings->1->>'account_id', (v_transaction.postings->1->>'amount')::bigint,
-                    v_transaction.postings->1->>'currency');
+                    v_transaction.postings->1->>'currency', v_transaction.created_at);
             CONTINUE;
         END IF;
         FOR v_posting IN
@@ -173,9 +174,9 @@ BEGIN
                     AS (id text, account_id text, amount bigint, currency text))
                 WITH ORDINALITY AS p(id, account_id, amount, currency, n)
         LOOP
-            INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency)
+            INSERT INTO posting (id, tenant_id, transaction_id, leg, account_id, amount, currency, created_at)
             VALUES (v_posting.id, p_tenant_id, v_transaction.id, v_posting.n - 1, v_posting.account_id,
-                v_posting.amount, v_posting.currency);
+                v_posting.amount, v_posting.currency, v_transaction.created_at);
         END LOOP;
     END LOOP;
 

@@ -111,7 +111,9 @@ class JournalPosting(Base):
     # account of its tenant, and ledger_account_guard() keeps an account some posting names.
     __table_args__ = (
         UniqueConstraint("transaction_id", "leg", "tenant_id"),
-        Index("ix_posting_account_id", "account_id"),
+        # An account's page of transactions, newest first, read from here alone (docs/ledger.md, "Reading an
+        # account"); its prefix finds whether any posting names an account (ledger_account_guard).
+        Index("ix_posting_account_time", "tenant_id", "account_id", "created_at", "transaction_id"),
         CheckConstraint("leg >= 0", name="leg_non_negative"),
         CheckConstraint(
             f"amount <> 0 AND amount BETWEEN {-MAX_POSTING_AMOUNT} AND {MAX_POSTING_AMOUNT}",
@@ -126,6 +128,9 @@ class JournalPosting(Base):
     account_id: Mapped[str] = mapped_column(String(40))
     amount: Mapped[int] = mapped_column(BigInteger)
     currency: Mapped[str] = mapped_column(String(16))
+    # Its transaction's created_at, copied so that an account's postings are in time order by themselves
+    # (0025_posting_created_at); the posting trigger refuses any other.
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class LedgerHead(Base):
