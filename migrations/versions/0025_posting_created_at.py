@@ -256,7 +256,12 @@ $$
 
 
 def upgrade() -> None:
+    # The column's ACCESS EXCLUSIVE lock is held to COMMIT. Waiting for it behind a long reader (an export, an
+    # audit bundle) would queue every later statement on posting behind the wait: give up after 10 s instead,
+    # to be run again (docs/operations.md). Then back to the session's own setting for the rest.
+    op.execute("SET LOCAL lock_timeout = '10s'")
     op.add_column("posting", sa.Column("created_at", sa.DateTime(timezone=True), nullable=True))
+    op.execute("SET LOCAL lock_timeout TO DEFAULT")
     op.drop_index("ix_posting_account_id", table_name="posting")
     op.execute("DROP TRIGGER trg_posting_append_only ON posting")
     op.execute(BACKFILL)

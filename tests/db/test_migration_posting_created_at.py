@@ -29,6 +29,11 @@ def _posting_columns(engine: Engine) -> set[str]:
         return {column["name"] for column in inspect(connection).get_columns("posting")}
 
 
+def _posting_indexes(engine: Engine) -> set[str]:
+    with engine.connect() as connection:
+        return {str(index["name"]) for index in inspect(connection).get_indexes("posting")}
+
+
 def test_0025_backfills_each_posting_with_its_transactions_moment(empty_database_url: str) -> None:
     migrate.upgrade(empty_database_url, BEFORE)
     engine = make_engine(empty_database_url)
@@ -41,6 +46,8 @@ def test_0025_backfills_each_posting_with_its_transactions_moment(empty_database
         migrate.upgrade(empty_database_url)
         engine.dispose()
         assert _matching(engine) == (1200, 1200)
+        assert "ix_posting_account_time" in _posting_indexes(engine)
+        assert "ix_posting_account_id" not in _posting_indexes(engine)
         refusal = "posting is append-only; UPDATE refused"
         with pytest.raises(DBAPIError, match=refusal) as refused, engine.begin() as connection:
             connection.execute(text("UPDATE posting SET amount = amount"))
@@ -51,6 +58,8 @@ def test_0025_backfills_each_posting_with_its_transactions_moment(empty_database
         migrate.downgrade(empty_database_url, BEFORE)
         engine.dispose()
         assert "created_at" not in _posting_columns(engine)
+        assert "ix_posting_account_id" in _posting_indexes(engine)
+        assert "ix_posting_account_time" not in _posting_indexes(engine)
         post_deposits(engine, tenants[1], 10, seed=10)  # 0024's ledger_post, on 0024's table
         migrate.upgrade(empty_database_url)
         engine.dispose()
