@@ -66,3 +66,26 @@ def test_0025_backfills_each_posting_with_its_transactions_moment(empty_database
         assert _matching(engine) == (1240, 1240)
     finally:
         engine.dispose()
+
+
+def test_0025_gives_up_behind_a_long_reader_and_runs_again_after_it(empty_database_url: str) -> None:
+    """docs/operations.md: the migration waits at most 10 s for the posting table's lock, fails with nothing
+    changed, and `pokna db upgrade` run again once the reader is done migrates."""
+    migrate.upgrade(empty_database_url, BEFORE)
+    engine = make_engine(empty_database_url)
+    try:
+        books = open_books(engine, new_tenant_row(engine, "Anchorhead"))
+        post_deposits(engine, books, 20, seed=1)
+        with engine.connect() as reader:  # an export's long read of the postings, still open
+            reader.execute(text("SELECT count(*) FROM posting")).one()
+            with pytest.raises(DBAPIError) as gave_up:
+                migrate.upgrade(empty_database_url)
+            assert getattr(gave_up.value.orig, "sqlstate", None) == "55P03"  # lock_not_available
+            assert migrate.current_revision(engine) == BEFORE
+            assert "created_at" not in _posting_columns(engine)
+            reader.rollback()
+        migrate.upgrade(empty_database_url)
+        assert migrate.current_revision(engine) == migrate.head_revision()
+        assert _matching(engine) == (40, 40)
+    finally:
+        engine.dispose()
