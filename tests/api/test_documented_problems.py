@@ -17,13 +17,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.api import health
 from pokna.api.idempotency import request_fingerprint
-from pokna.db.models.game import Game as GameRow
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.types import utc_now
 from pokna.runtime import Runtime
-from pokna_verify.fairness.protocol import game_client_seed, roll
-from pokna_verify.fairness.seed_vault import open_server_seed
 from support.api_checks import assert_problem
+from support.steering import steering_seeds
 from support.tenant_api import TenantApi, new_tenant
 from support.webhook_worker import fan_out
 
@@ -132,20 +130,7 @@ def _steer(
     api: TenantApi, sessions: sessionmaker[Session], runtime: Runtime, game: Any, colors: Sequence[str]
 ) -> None:
     """Choose the client seeds so that the first rolls come out in `colors` (the test plays the operator)."""
-    with sessions() as session:
-        row = session.scalars(select(GameRow).where(GameRow.id == game["id"])).one_or_none()
-        assert row is not None
-        server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, row.id)
-    players = [f"seat-{seat['seat']}" for seat in game["seats"][1:]]
-    vigo = next(
-        f"vigo-{attempt}"
-        for attempt in range(100_000)
-        if all(
-            roll(server_seed, game_client_seed([f"vigo-{attempt}", *players]), nonce).color == color
-            for nonce, color in enumerate(colors)
-        )
-    )
-    for seat, seed in zip(game["seats"], [vigo, *players], strict=True):
+    for seat, seed in zip(game["seats"], steering_seeds(sessions, runtime, game, colors), strict=True):
         body = {"type": "set_client_seed", "account_id": seat["account_id"], "client_seed": seed}
         assert api.post(f"/v1/games/{game['id']}/actions", body).status_code == 200
 

@@ -25,7 +25,6 @@ from typer.testing import CliRunner
 import pokna.cli.sweep  # noqa: F401  (registers `sweep`)
 from pokna.api.idempotency import request_fingerprint
 from pokna.cli.app import app as pokna_cli
-from pokna.db.models.game import Game as GameRow
 from pokna.db.models.idempotency import IdempotencyRecord
 from pokna.db.models.ledger import JournalTransaction
 from pokna.db.models.tenant import Tenant
@@ -35,10 +34,10 @@ from pokna.dealer.service import Clock
 from pokna.idempotency.service import RETENTION
 from pokna.runtime import Runtime
 from pokna.settings import Settings, get_settings
-from pokna_verify.fairness.protocol import game_client_seed, roll, server_seed_hash
-from pokna_verify.fairness.seed_vault import open_server_seed
+from pokna_verify.fairness.protocol import server_seed_hash
 from support.api_checks import database_state
 from support.game_play import FINAL, Api, Game, check_finished_game, new_tenant_key, random_policy, verify
+from support.steering import steer
 from support.sweeping import swept
 
 TIMEOUT = 60
@@ -84,24 +83,7 @@ class Seats:
 
     def steer(self, game: Game, colors: Sequence[str]) -> Game:
         """Choose the client seeds so the first rolls come out in `colors` (the test plays the operator)."""
-        with self.sessions() as session:
-            row = session.scalars(select(GameRow).where(GameRow.id == game["id"])).one_or_none()
-            assert row is not None
-            server_seed = open_server_seed(row.sealed_server_seed, self.runtime.keys.seed_key, row.id)
-        players = [f"seat-{seat['seat']}" for seat in game["seats"][1:]]
-        for attempt in range(100_000):
-            vigo = f"vigo-{attempt}"
-            client_seed = game_client_seed([vigo, *players])
-            if all(
-                roll(server_seed, client_seed, nonce).color == color for nonce, color in enumerate(colors)
-            ):
-                break
-        else:
-            raise AssertionError(f"no client seed gives {colors}")
-        for seat, seed in zip(game["seats"], [vigo, *players], strict=True):
-            body = {"type": "set_client_seed", "account_id": seat["account_id"], "client_seed": seed}
-            game = self.api.ok(self.api.act(game["id"], body))
-        return game
+        return steer(self.api, self.sessions, self.runtime, game, colors)
 
     def act(self, game: Game, kind: str, seat: int, **extra: Any) -> Game:
         body = {"type": kind, "account_id": game["seats"][seat]["account_id"], **extra}

@@ -4,7 +4,8 @@ a situation of the rules (a vote, a lone survivor) that random dice only make li
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,10 +17,10 @@ from pokna_verify.fairness.seed_vault import open_server_seed
 from support.game_play import Api, Game
 
 
-def steer(
-    api: Api, sessions: sessionmaker[Session], runtime: Runtime, game: Game, colors: Sequence[str]
-) -> Game:
-    """`game`, not started yet, with the client seeds set that make its rolls 0, 1, ... `colors`."""
+def steering_seeds(
+    sessions: sessionmaker[Session], runtime: Runtime, game: Mapping[str, Any], colors: Sequence[str]
+) -> list[str]:
+    """The client seed of each seat of `game` (Vigo's first) that make its rolls 0, 1, ... `colors`."""
     with sessions() as session:
         row = session.scalars(select(GameRow).where(GameRow.id == game["id"])).one()
         server_seed = open_server_seed(row.sealed_server_seed, runtime.keys.seed_key, row.id)
@@ -36,7 +37,14 @@ def steer(
         None,
     )
     assert vigo is not None, f"no client seed gives {colors}"
-    for seat, seed in zip(game["seats"], [vigo, *players], strict=True):
+    return [vigo, *players]
+
+
+def steer(
+    api: Api, sessions: sessionmaker[Session], runtime: Runtime, game: Game, colors: Sequence[str]
+) -> Game:
+    """`game`, not started yet, with the client seeds set that make its rolls 0, 1, ... `colors`."""
+    for seat, seed in zip(game["seats"], steering_seeds(sessions, runtime, game, colors), strict=True):
         body = {"type": "set_client_seed", "account_id": seat["account_id"], "client_seed": seed}
         game = api.ok(api.act(game["id"], body))
     return game
