@@ -3,10 +3,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import text
 from typer.testing import CliRunner
 
 from pokna.cli.app import app
 from pokna.db import migrate
+from pokna.db.engine import make_engine
 from pokna.settings import get_settings
 
 
@@ -30,3 +32,25 @@ def test_db_upgrade_then_current_reports_head(cli_env: str) -> None:
     downgraded = runner.invoke(app, ["db", "downgrade", "base"])
     assert downgraded.exit_code == 0, downgraded.output
     assert runner.invoke(app, ["db", "current"]).output.startswith("empty")
+
+
+def test_db_upgrade_behind_a_long_reader_says_why_it_stopped_and_what_to_do(cli_env: str) -> None:
+    """docs/operations.md: migration 0025 waits a bounded time for the posting table; the operator is told
+    that, and to run the command again once the reader is stopped, which then migrates."""
+    runner = CliRunner()
+    assert runner.invoke(app, ["db", "upgrade", "0024_game_write_checks"]).exit_code == 0
+    engine = make_engine(cli_env)
+    try:
+        with engine.connect() as reader:  # an export reading the postings, still open
+            reader.execute(text("SELECT count(*) FROM posting")).one()
+            stopped = runner.invoke(app, ["db", "upgrade"])
+            reader.rollback()
+        assert stopped.exit_code == 1, stopped.output
+        assert "gave up waiting for a table another session is using" in stopped.output
+        assert "run `pokna db upgrade` again" in stopped.output
+        assert migrate.current_revision(engine) == "0024_game_write_checks"
+        again = runner.invoke(app, ["db", "upgrade"])
+        assert again.exit_code == 0, again.output
+        assert migrate.current_revision(engine) == migrate.head_revision()
+    finally:
+        engine.dispose()

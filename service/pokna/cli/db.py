@@ -20,10 +20,27 @@ db_app = typer.Typer(
 app.add_typer(db_app, name="db")
 
 
+LOCK_NOT_AVAILABLE = "55P03"
+
+
 @db_app.command()
 def upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
     """Apply migrations up to REVISION (default: head)."""
-    migrate.upgrade(configured_database_url(), revision)
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        migrate.upgrade(configured_database_url(), revision)
+    except DBAPIError as error:
+        # A migration that waits a bounded time for its lock (0025_posting_created_at) gives up behind a
+        # long reader; the generic answer ("not at head: run `pokna db upgrade`") would hide why.
+        if getattr(error.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        raise CommandError(
+            "`pokna db upgrade` gave up waiting for a table another session is using, and applied nothing "
+            "of the migration that waited",
+            "stop the API, the sweeper and any export or audit job, then run `pokna db upgrade` again: "
+            "docs/operations.md",
+        ) from error
     typer.echo(f"database at {revision}")
 
 
