@@ -10,7 +10,7 @@ import typer
 from pokna.cli.app import app
 from pokna.cli.database_url import configured_database_url
 from pokna.cli.errors import CommandError
-from pokna.db import embedded, migrate
+from pokna.db import embedded, migrate, sqlstates
 from pokna.db.engine import make_engine
 from pokna.settings import get_settings
 
@@ -18,9 +18,6 @@ db_app = typer.Typer(
     help="Database schema: upgrade, downgrade, current; stop the embedded PostgreSQL.", no_args_is_help=True
 )
 app.add_typer(db_app, name="db")
-
-
-LOCK_NOT_AVAILABLE = "55P03"
 
 
 @db_app.command()
@@ -33,7 +30,7 @@ def upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = 
     except DBAPIError as error:
         # A migration that waits a bounded time for its lock (0025_posting_created_at) gives up behind a
         # long reader; the generic answer ("not at head: run `pokna db upgrade`") would hide why.
-        if getattr(error.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+        if error.orig is None or sqlstates.sqlstate_of(error.orig) != sqlstates.LOCK_NOT_AVAILABLE:
             raise
         raise CommandError(
             "`pokna db upgrade` gave up waiting for a table another session is using, and applied nothing "

@@ -15,8 +15,10 @@ Pokna's own codes (class PK, raised by the functions in service/pokna/sql/):
 - `ROUND_TOO_NEAR` (PK425): beacon_roll_write() when an acceptance would commit within 50 ms of its round's
   due time; the dealer decides again once the round is due. Not an error a client sees.
 PostgreSQL's:
-- lock_not_available (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running),
-  caught as psycopg's `LockNotAvailable` where the claim is read (pokna.idempotency.service).
+- `LOCK_NOT_AVAILABLE` (55P03): a NOWAIT lock refused (an idempotency claim held by a request still running),
+  caught as psycopg's `LockNotAvailable` where the claim is read (pokna.idempotency.service); and a migration
+  that gave up waiting for its lock (`lock_timeout`, 0025_posting_created_at), which `pokna db upgrade`
+  explains (pokna.cli.db).
 - `UNIQUE_VIOLATION` (23505): a wallet opened for an external id a concurrent request took first
   (pokna.ledger.accounts_aio.open_wallet).
 - the outages (`unavailable_reason`): the database cannot serve now, whatever the request was; a 503
@@ -46,6 +48,7 @@ STALE_BALANCES = "PK409"
 WALLET_HELD = "PK423"
 ROUND_TOO_NEAR = "PK425"
 UNIQUE_VIOLATION = "23505"
+LOCK_NOT_AVAILABLE = "55P03"
 
 # SQLSTATE classes and codes that say the server cannot do the work now, whatever the request was.
 _UNAVAILABLE_CLASSES = ("08",)  # connection exception
