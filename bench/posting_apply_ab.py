@@ -34,6 +34,10 @@ variants get `plan_cache_mode = force_custom_plan`, as `pokna db upgrade` gives 
 the harness runs them as their own user):
 
     PYTHONPATH=service:verifier .venv/bin/python bench/posting_apply_ab.py [--calls 500] [--pairs 4]
+
+Measured at `0024_game_write_checks` (bench/README.md). Since `0025_posting_created_at` the head's trigger
+also compares a posting's `created_at` with its transaction's, in the same subquery; the statement bodies
+above do not, so a run against a later head favours them by that comparison.
 """
 
 from __future__ import annotations
