@@ -158,9 +158,8 @@ def measure(options: argparse.Namespace, names: list[str], stack: ExitStack) -> 
             # closed per request beyond the pool (SQLAlchemy closes an overflow connection it gets back).
             "POKNA_DATABASE_POOL_SIZE": str(-(-options.clients // options.api_workers) + 1),
         }
-        probe = "/healthz" if on_worker else "/readyz"  # a worker has no alembic_version: ready_answer()
         server = stack.enter_context(
-            serving(env, options.api_workers, scratch / f"{name}.log", "baseline_app:create_app", probe=probe)
+            serving(env, options.api_workers, scratch / f"{name}.log", "baseline_app:create_app")
         )
         api.adopt(server.process.pid)
         if on_worker:
@@ -256,8 +255,8 @@ def worker_url(database: str, workers: list[Node]) -> str:
 
 
 def ready_answer(base_url: str) -> str:
-    """What `/readyz` answers through the workers (the migrations' `alembic_version` is on the
-    coordinator only, a local table)."""
+    """What `/readyz` answers through the workers (200 since `alembic_version` is a reference table on
+    every node: docs/scaling.md, "Serving through the workers")."""
     with httpx.Client(base_url=base_url, trust_env=False, timeout=10) as http:
         answer = http.get("/readyz")
     return f"{answer.status_code} {answer.text[:300]}"

@@ -60,12 +60,11 @@ def serving(
     log_path: Path,
     factory: str,
     keep_nagle: bool = False,
-    probe: str = "/readyz",
 ) -> Iterator[Server]:
     """`bench/baseline_app.py` (the product app plus one route) under uvicorn, on loopback only; up once
-    `probe` answers 200 (`/healthz` for a database whose readiness the app cannot read: a Citus worker)."""
+    `/readyz` answers 200."""
     extra = ["--factory", factory, *(["--keep-nagle"] if keep_nagle else [])]
-    with _served("baseline_app.py", extra, env, workers, log_path, probe) as server:
+    with _served("baseline_app.py", extra, env, workers, log_path) as server:
         yield server
 
 
@@ -78,7 +77,7 @@ def serving_reference(env: dict[str, str], workers: int, log_path: Path) -> Iter
 
 @contextmanager
 def _served(
-    script: str, extra: list[str], env: dict[str, str], workers: int, log_path: Path, probe: str = "/readyz"
+    script: str, extra: list[str], env: dict[str, str], workers: int, log_path: Path
 ) -> Iterator[Server]:
     port = free_port()
     environment = {**os.environ, **env}
@@ -87,7 +86,7 @@ def _served(
         process = subprocess.Popen(argv, env=environment, stdout=log, stderr=log)
         server = Server(f"http://127.0.0.1:{port}", process, log_path)
         try:
-            _wait_until_up(server, probe)
+            _wait_until_up(server)
             yield server
         finally:
             process.terminate()
@@ -98,7 +97,7 @@ def _served(
                 process.wait(timeout=20)
 
 
-def _wait_until_up(server: Server, probe: str) -> None:
+def _wait_until_up(server: Server) -> None:
     # A loaded machine (other suites beside the bench) can take longer than a minute to start two workers.
     start_seconds = float(os.environ.get("POKNA_BENCH_START_SECONDS", "60"))
     deadline = time.monotonic() + start_seconds
@@ -108,7 +107,7 @@ def _wait_until_up(server: Server, probe: str) -> None:
                 f"the server exited with {server.process.returncode}:\n{server.log_path.read_text()}"
             )
         try:
-            with urllib.request.urlopen(f"{server.base_url}{probe}", timeout=2):
+            with urllib.request.urlopen(f"{server.base_url}/readyz", timeout=2):
                 return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.2)

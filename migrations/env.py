@@ -31,10 +31,17 @@ def _run_locked(connection: Connection) -> None:
 
     On a Citus coordinator the same transaction then places whatever the distribution map says and is not
     yet placed, once the schema is at its head (docs/scaling.md): a new table is distributed by the
-    upgrade that creates it."""
+    upgrade that creates it. A Citus worker changes nothing (`pokna.db.migrate.NotTheCoordinator`)."""
     with context.begin_transaction():
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         citus = distribution.has_citus(connection)
+        if citus and distribution.is_worker(connection):
+            # A server on the workers (`pokna serve` migrates first) finds nothing to do; anything else is
+            # the coordinator's to run.
+            revision, head = migrate.current_revision(connection), migrate.head_revision()
+            if revision == head and context.get_revision_argument() == head:
+                return
+            raise migrate.NotTheCoordinator(revision)
         if citus:
             for setting in distribution.CITUS_SETTINGS:
                 connection.execute(text(setting))

@@ -94,7 +94,6 @@ def test_the_documented_commands_distribute_the_schema(citus_cluster: CitusClust
         expected = {
             table: "reference" if placement is Placement.REFERENCE else OWN_KEYS.get(table, "tenant_id")
             for table, placement in PLACEMENT.items()
-            if placement is not Placement.LOCAL
         }
         assert placed == expected
         assert delegated == len(DELEGATED_FUNCTIONS)

@@ -7,11 +7,12 @@ by `tenant_id`. A table is:
 - `DISTRIBUTED`: tenant-owned; every primary key, unique constraint and foreign key to another
   distributed table includes `tenant_id`, and every statement that reads or locks it names the tenant;
 - `REFERENCE`: read before the tenant is known (an API key by its hash) or by every tenant; it may point
-  at other reference tables only, never at a distributed one; every write to it goes to every node;
+  at other reference tables only, never at a distributed one; every write to it goes to every node.
+  Alembic's version is one too: every node, a worker the API connects to included (docs/scaling.md,
+  "Serving through the workers"), reads the schema's revision from its own copy;
 - `BY_OWN_KEY`: read before the tenant is known and written often (a public link, once per game), so
   distributed by its own key (`OWN_KEYS`) in a colocation group of its own: a link is written to one
-  shard, and read from one by its token; it may point at reference tables only;
-- `LOCAL`: the coordinator's own bookkeeping (Alembic's version).
+  shard, and read from one by its token; it may point at reference tables only.
 
 `tests/db/test_distribution_ready.py` holds the live catalog of a migrated database to this map. On a
 database with the Citus extension, `pokna db upgrade` (and `pokna serve`'s migration) places what the map
@@ -35,7 +36,6 @@ class Placement(StrEnum):
     DISTRIBUTED = "distributed"
     REFERENCE = "reference"
     BY_OWN_KEY = "by_own_key"
-    LOCAL = "local"
 
 
 PLACEMENT: dict[str, Placement] = {
@@ -60,7 +60,7 @@ PLACEMENT: dict[str, Placement] = {
     "webhook_event": Placement.DISTRIBUTED,
     "webhook_endpoint": Placement.DISTRIBUTED,
     "webhook_delivery": Placement.DISTRIBUTED,
-    "alembic_version": Placement.LOCAL,
+    "alembic_version": Placement.REFERENCE,
 }
 
 # The column each BY_OWN_KEY table is distributed by.
@@ -117,6 +117,12 @@ CITUS_SETTINGS = (
 def has_citus(connection: Connection) -> bool:
     found = connection.scalar(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'"))
     return bool(found)
+
+
+def is_worker(connection: Connection) -> bool:
+    """A Citus worker's database (the coordinator's node group is 0, and so is a Citus database with no
+    node registered yet)."""
+    return bool(connection.scalar(text("SELECT groupid <> 0 FROM pg_dist_local_group")))
 
 
 def placement_statements(placed: set[str], delegated: set[str]) -> list[str]:

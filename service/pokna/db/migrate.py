@@ -22,6 +22,19 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+class NotTheCoordinator(RuntimeError):
+    """A migration asked of a Citus worker. The API may read and write through the workers
+    (docs/scaling.md, "Serving through the workers"), but only the coordinator changes the schema: on a
+    worker a migration would fail part-way, or change that node alone."""
+
+    def __init__(self, revision: str | None) -> None:
+        super().__init__(
+            f"this database is a Citus worker's (at {revision or 'no revision'}): only the coordinator "
+            "changes the schema (run `pokna db upgrade` with POKNA_DATABASE_URL naming the coordinator; "
+            "a server on the workers starts once the schema is at the head, or with --no-migrate)"
+        )
+
+
 # Any constant will do, as long as every Pokna process uses the same one (migrations/env.py takes it).
 MIGRATION_LOCK = 0x506F6B6E61  # "Pokna"
 
