@@ -162,22 +162,20 @@ def _placed(connection: Connection) -> set[str]:
 
 
 def _delegated(connection: Connection) -> set[str]:
-    """The delegated functions, by the signature DELEGATED_FUNCTIONS spells (`name(type, type)`)."""
+    """Which functions of DELEGATED_FUNCTIONS are delegated, by the signature it spells. Compared by the
+    function's oid: a signature read back from the catalog names OUT parameters too (`ledger_post` has
+    nine), and one that never matched was delegated again at every upgrade, which then failed while any
+    worker was down."""
     rows = connection.execute(
         text(
-            "SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' "
-            "FROM pg_dist_object d JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid "
+            "SELECT wanted.signature FROM unnest(CAST(:signatures AS text[])) AS wanted(signature) "
+            "JOIN pg_dist_object d ON d.classid = 'pg_proc'::regclass "
+            "AND d.objid = to_regprocedure(wanted.signature)::oid "
             "WHERE d.distribution_argument_index IS NOT NULL"
-        )
+        ),
+        {"signatures": [signature for signature, _ in DELEGATED_FUNCTIONS]},
     ).scalars()
-    # pg_get_function_identity_arguments names the arguments: keep their types only.
-    return {_types_only(signature) for signature in rows}
-
-
-def _types_only(signature: str) -> str:
-    name, _, arguments = signature.partition("(")
-    types = [argument.split()[-1] for argument in arguments.rstrip(")").split(", ") if argument]
-    return f"{name}({', '.join(types)})"
+    return set(rows)
 
 
 def setting_statements(connection: Connection) -> list[str]:
