@@ -52,7 +52,6 @@ from types import FrameType
 from typing import Any
 
 import cpu_budget
-import httpx
 from citus_http import analyze, keyed_games, seat
 from cpu_budget import Budget
 from games_http import RESULTS, Client, books_balance, run_phase
@@ -129,7 +128,7 @@ def main() -> int:
             result = measure(options, shapes, stack)
     finally:
         signal.alarm(0)
-    shown = ("summary", "errors", "books", "readiness_on_workers")
+    shown = ("summary", "errors", "books")
     print(json.dumps({key: result[key] for key in shown}, indent=2))
     output = options.output or RESULTS / f"citus_scaleout-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +145,7 @@ def measure(options: argparse.Namespace, names: list[str], stack: ExitStack) -> 
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pokna-scaleout-")))
     load_service_keys(Settings(data_dir=scratch / "data"))
 
-    def serve(name: str, url: str, on_worker: bool) -> str:
+    def serve(name: str, url: str) -> str:
         env = {
             "POKNA_DATABASE_URL": url,
             "POKNA_DATA_DIR": str(scratch / "data"),
@@ -162,13 +161,10 @@ def measure(options: argparse.Namespace, names: list[str], stack: ExitStack) -> 
             serving(env, options.api_workers, scratch / f"{name}.log", "baseline_app:create_app")
         )
         api.adopt(server.process.pid)
-        if on_worker:
-            readiness[name] = ready_answer(server.base_url)
         return server.base_url
 
     databases: dict[int, tuple[str, dict[int, list[str]]]] = {}
     shapes: list[Shape] = []
-    readiness: dict[str, str] = {}
     for name in names:
         count, _, route = name[1:].partition("-")
         serving_workers = workers[: int(count)]
@@ -187,7 +183,7 @@ def measure(options: argparse.Namespace, names: list[str], stack: ExitStack) -> 
         if route == "local":  # an API per worker, each tenant's clients sent to its own worker's
             entries = [
                 (
-                    serve(f"{name}-{worker.name}", worker_url(database, [worker]), True),
+                    serve(f"{name}-{worker.name}", worker_url(database, [worker])),
                     tenants[worker.cluster.port],
                 )
                 for worker in serving_workers
@@ -198,7 +194,7 @@ def measure(options: argparse.Namespace, names: list[str], stack: ExitStack) -> 
                 if route == "any"
                 else coordinator_url(coordinator, database)
             )
-            entries = [(serve(name, url, route == "any"), keys)]
+            entries = [(serve(name, url), keys)]
         clients = [
             client
             for index, (base_url, batch) in enumerate(entries)
@@ -238,7 +234,6 @@ def measure(options: argparse.Namespace, names: list[str], stack: ExitStack) -> 
         "summary": summarize(phases, names),
         "errors": sum(p["errors"] for p in phases),
         "books": books,
-        "readiness_on_workers": readiness,
         "phases": phases,
     }
 
@@ -252,14 +247,6 @@ def worker_url(database: str, workers: list[Node]) -> str:
     of them at random (one worker: always that one)."""
     hosts = "&".join(f"host=127.0.0.1:{worker.cluster.port}" for worker in workers)
     return f"postgresql+psycopg://postgres@/{database}?{hosts}&load_balance_hosts=random"
-
-
-def ready_answer(base_url: str) -> str:
-    """What `/readyz` answers through the workers (200 since `alembic_version` is a reference table on
-    every node: docs/scaling.md, "Serving through the workers")."""
-    with httpx.Client(base_url=base_url, trust_env=False, timeout=10) as http:
-        answer = http.get("/readyz")
-    return f"{answer.status_code} {answer.text[:300]}"
 
 
 def phase(shape: Shape, nodes: list[Node], api: Budget, seconds: float) -> dict[str, Any]:

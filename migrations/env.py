@@ -36,10 +36,11 @@ def _run_locked(connection: Connection) -> None:
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         citus = distribution.has_citus(connection)
         if citus and distribution.is_worker(connection):
-            # A server on the workers (`pokna serve` migrates first) finds nothing to do; anything else is
-            # the coordinator's to run.
-            revision, head = migrate.current_revision(connection), migrate.head_revision()
-            if revision == head and context.get_revision_argument() == head:
+            # Only the coordinator changes the schema. A worker already at the revision asked for has
+            # nothing to do (what `pokna serve` on the workers runs at start); anything else is refused
+            # before any change.
+            revision = migrate.current_revision(connection)
+            if revision is not None and _asks_for(revision):
                 return
             raise migrate.NotTheCoordinator(revision)
         if citus:
@@ -48,6 +49,16 @@ def _run_locked(connection: Connection) -> None:
         context.run_migrations()
         if citus and migrate.current_revision(connection) == migrate.head_revision():
             distribution.distribute(connection)
+
+
+def _asks_for(revision: str) -> bool:
+    """Whether the command's destination is `revision` itself; a command with none (Alembic's own
+    `current`) changes nothing either."""
+    try:
+        asked = context.get_revision_argument()
+    except KeyError:
+        return True
+    return migrate.resolves_to(asked, revision)
 
 
 def _configure(connection: Connection) -> None:

@@ -20,7 +20,7 @@ from sqlalchemy.engine import make_url
 from pokna.db import migrate
 from support.citus import CitusCluster
 from support.game_play import Api, play
-from support.servers import serving
+from support.servers import free_port, serving
 from support.tenant_api import api_key_on
 
 pytestmark = pytest.mark.xdist_group("citus")
@@ -61,6 +61,15 @@ def _scalar(url: str, statement: str) -> object:
     try:
         with engine.connect() as connection:
             return connection.scalar(text(statement))
+    finally:
+        engine.dispose()
+
+
+def _execute(url: str, statement: str) -> None:
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(statement))
     finally:
         engine.dispose()
 
@@ -107,8 +116,9 @@ def test_the_schema_is_the_coordinators_to_change(
     current = _pokna(worker, tmp_path, "db", "current")
     assert current.returncode == 0, current.stderr
     assert current.stdout.strip() == f"{head} (head)"  # the worker reads the revision from its own copy
-    at_head = _pokna(worker, tmp_path, "db", "upgrade")
-    assert at_head.returncode == 0, at_head.stderr
+    for destination in ("head", "heads", head[:4]):  # nothing to do, however the head is named
+        at_head = _pokna(worker, tmp_path, "db", "upgrade", destination)
+        assert at_head.returncode == 0, at_head.stderr
 
     refused = _pokna(worker, tmp_path, "db", "downgrade", "-1")
     assert refused.returncode == 1, refused.stdout + refused.stderr
@@ -123,6 +133,10 @@ def test_the_schema_is_the_coordinators_to_change(
     refused = _pokna(worker, tmp_path, "db", "upgrade")
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert f"a Citus worker's (at {previous})" in refused.stderr
+    # A server of this release started on the workers meets the same refusal, and says so.
+    served = _pokna(worker, tmp_path, "serve", "--port", str(free_port()))
+    assert served.returncode == 1, served.stdout + served.stderr
+    assert "only the coordinator changes the schema" in served.stderr
     assert _revision(citus_database_url) == previous
 
     upgraded = _pokna(citus_database_url, tmp_path, "db", "upgrade")
@@ -131,23 +145,34 @@ def test_the_schema_is_the_coordinators_to_change(
     assert _pokna(worker, tmp_path, "db", "current").stdout.strip() == f"{head} (head)"
 
 
+def test_a_worker_migrated_by_a_newer_release_says_so(
+    citus_cluster: CitusCluster, citus_database_url: str, tmp_path: Path
+) -> None:
+    worker = citus_cluster.url(citus_cluster.workers[0], _database(citus_database_url))
+    newer = "9999_from_a_newer_release"
+    _execute(citus_database_url, f"UPDATE alembic_version SET version_num = '{newer}'")
+    refused = _pokna(worker, tmp_path, "db", "upgrade")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert f"a Citus worker's (at {newer}), a revision this release of Pokna does not know" in refused.stderr
+    assert _revision(citus_database_url) == newer
+
+
 def test_a_database_distributed_before_keeps_its_revision_on_the_coordinator_until_upgraded(
     citus_cluster: CitusCluster, citus_database_url: str, tmp_path: Path
 ) -> None:
     """A database distributed by an earlier release has `alembic_version` on the coordinator alone; the
     next `pokna db upgrade` copies it to every node, and a worker reads the revision from then on."""
-    engine = create_engine(citus_database_url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT undistribute_table('alembic_version')"))
-    finally:
-        engine.dispose()
+    _execute(citus_database_url, "SELECT undistribute_table('alembic_version')")
     worker = citus_cluster.url(citus_cluster.workers[1], _database(citus_database_url))
     head = migrate.head_revision()
     assert _pokna(worker, tmp_path, "db", "current").stdout.strip() == f"empty (head is {head})"
     refused = _pokna(worker, tmp_path, "db", "upgrade")  # what a server's start-up migration meets there
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "a Citus worker's (at no revision): only the coordinator changes the schema" in refused.stderr
+    # A release behind: the upgrade that brings the schema to the head places the table in the same
+    # transaction, after the migrations have written their revision to it.
+    behind = _pokna(citus_database_url, tmp_path, "db", "downgrade", "-1")
+    assert behind.returncode == 0, behind.stderr
 
     upgraded = _pokna(citus_database_url, tmp_path, "db", "upgrade")
     assert upgraded.returncode == 0, upgraded.stderr

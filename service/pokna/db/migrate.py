@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alembic import command
+from alembic import command, util
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -25,13 +25,20 @@ def alembic_config(url: str) -> Config:
 class NotTheCoordinator(RuntimeError):
     """A migration asked of a Citus worker. The API may read and write through the workers
     (docs/scaling.md, "Serving through the workers"), but only the coordinator changes the schema: on a
-    worker a migration would fail part-way, or change that node alone."""
+    worker a migration would begin to create the schema on that node alone."""
 
     def __init__(self, revision: str | None) -> None:
+        where = f"a Citus worker's (at {revision or 'no revision'})"
+        if revision is not None and not is_known(revision):
+            super().__init__(
+                f"this database is {where}, a revision this release of Pokna does not know: a newer release "
+                "migrated it (serve that release)"
+            )
+            return
         super().__init__(
-            f"this database is a Citus worker's (at {revision or 'no revision'}): only the coordinator "
-            "changes the schema (run `pokna db upgrade` with POKNA_DATABASE_URL naming the coordinator; "
-            "a server on the workers starts once the schema is at the head, or with --no-migrate)"
+            f"this database is {where}: only the coordinator changes the schema (run `pokna db upgrade` "
+            "or `downgrade` with POKNA_DATABASE_URL naming the coordinator; a server on the workers starts "
+            "once the schema is at the head of its release)"
         )
 
 
@@ -47,10 +54,31 @@ def downgrade(url: str, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
 
 
-def head_revision() -> str | None:
+def scripts() -> ScriptDirectory:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    return ScriptDirectory.from_config(config).get_current_head()
+    return ScriptDirectory.from_config(config)
+
+
+def head_revision() -> str | None:
+    return scripts().get_current_head()
+
+
+def is_known(revision: str) -> bool:
+    """Whether this release has the migration `revision` (a newer release's is unknown to it)."""
+    return revision in {script.revision for script in scripts().walk_revisions()}
+
+
+def resolves_to(asked: str | tuple[str, ...] | None, revision: str) -> bool:
+    """Whether a command's destination (`head`, `heads`, an id or its unique prefix) is exactly
+    `revision`; a relative step (`-1`), `base` or an unknown id is not."""
+    found_in = scripts()
+    wanted = asked if isinstance(asked, tuple) else (asked,)
+    try:
+        found = [found_in.get_revision(found_in.as_revision_number(one)) for one in wanted]  # type: ignore[arg-type]
+    except util.CommandError:  # a step, a missing or an ambiguous id
+        return False
+    return [script.revision if script is not None else None for script in found] == [revision]
 
 
 def current_revision(bind: Engine | Connection) -> str | None:
