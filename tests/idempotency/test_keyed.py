@@ -100,3 +100,32 @@ def test_a_failed_write_releases_the_claim_and_a_named_refusal_keeps_the_connect
     # Nothing stored. A refusal releases the claim; a closed connection cannot, and leaves it unfinished and
     # unlocked, which a retry takes over at once (tests/idempotency/test_idempotency_service.py).
     assert _claims(sessions) == ({} if named else {"k": None})
+
+
+def test_a_refusal_leaves_no_statement_the_connection_cannot_run(runtime: Runtime, tenant_id: str) -> None:
+    """psycopg (3.3.9) prepares a statement at its sixth execution on a connection. In an autocommit
+    pipeline refused at a statement before it, the server skips its Parse but psycopg remembers it as
+    prepared, and every later execution of it there fails (`prepared statement "_pg3_N" does not exist`:
+    tests/db/test_pool_checkout.py, where such a connection is not pooled again). A refusal keeps its
+    connection, which is safe because the keyed transaction is an explicit one (BEGIN ... ROLLBACK), after
+    which psycopg forgets what it prepared: held here, with a statement prepared behind the refused one."""
+    refusals = {DIVISION_BY_ZERO: lambda error: Refused(str(error))}
+
+    async def rounds(connection: AsyncConnection[Any]) -> int:
+        async def once(divisor: int) -> int:
+            async with transaction(connection, Caller(tenant_id=tenant_id), None, refusals) as opened:
+                await opened.read(lambda tenant: connection.execute("SELECT 1"))
+                await connection.execute("SELECT 1 / %(divisor)s", {"divisor": divisor})
+                after = await connection.execute("SELECT length(%(text)s::text)", {"text": "Vigo"})
+            row = await after.fetchone()
+            assert row is not None
+            return int(row[0])
+
+        for _ in range(5):
+            await once(1)
+        with pytest.raises(Refused):
+            await once(0)  # the sixth execution of each: psycopg prepares all three here
+        assert not connection.closed
+        return await once(1)
+
+    assert _on_driver(runtime, rounds) == 4

@@ -161,12 +161,19 @@ class _Checkout(AbstractAsyncContextManager[AsyncConnection[Any]]):
         metrics.db_connections_checked_out(-1)
         # Shielded: a cancelled request still gives its connection back whole, or the pool would count
         # it as taken for ever.
-        await asyncio.shield(_give_back(self._pool, self._connection))
+        await asyncio.shield(_give_back(self._pool, self._connection, error))
 
 
-async def _give_back(pool: Pool, connection: AsyncConnection[Any]) -> None:
-    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        connection.pgconn.finish()  # closed at once, no round trip: the pool replaces it
+async def _give_back(pool: Pool, connection: AsyncConnection[Any], error: BaseException | None) -> None:
+    """Back to the pool, or closed at once (no round trip: the pool replaces it) if it is inside a
+    transaction, or if a database error ended the block: what such an error left on the connection is not
+    known (a pipeline it aborted leaves psycopg's memory of the statements it prepared unreliable: seen as
+    `prepared statement "_pg3_2" does not exist` on the next request after a Citus worker's outage)."""
+    if (
+        isinstance(error, psycopg.Error)
+        or connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+    ):
+        connection.pgconn.finish()
     await pool.putconn(connection)
 
 
