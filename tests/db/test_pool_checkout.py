@@ -100,11 +100,11 @@ def _ended_by_the_server(database_url: str, pid: int, seconds: float = 60) -> No
             time.sleep(0.1)
 
 
-# psycopg (3.3.9) prepares a statement at its fifth execution. When a pipeline of three prepared statements
-# is refused at the second one's execution, the connection is left unable to execute the third: every
-# later execution of it there fails with `prepared statement "_pg3_2" does not exist` (found on a Citus
-# worker's outage; reproduced on one PostgreSQL with a division by zero). A connection to which anything of
-# the kind happened is not given to another request.
+# psycopg (3.3.9) prepares a statement at its sixth execution on a connection. When the pipeline of that
+# execution is refused at a statement before it, the server skips its Parse, but psycopg remembers it as
+# prepared: every later execution of it there fails with `prepared statement "_pg3_2" does not exist`
+# (found on a Citus worker's outage; reproduced on one PostgreSQL with a division by zero). A connection to
+# which anything of the kind happened is not given to another request.
 _BEFORE = "SELECT %(text)s::text"
 _REFUSED_AT = "SELECT 1 / %(divisor)s"
 _AFTER = "SELECT length(%(text)s::text)"
@@ -124,7 +124,7 @@ def test_a_connection_a_database_error_left_is_not_pooled_again(database_url: st
     async def after_a_refusal() -> tuple[list[int], int]:
         async with database.opened():
             pids = [await _backend_pid(database)]
-            for _ in range(5):  # the fifth prepares the three statements
+            for _ in range(5):  # five executions of each: the next one prepares them
                 await pipelined(1)
             with pytest.raises(psycopg.errors.DivisionByZero):
                 await pipelined(0)

@@ -103,12 +103,12 @@ def test_a_failed_write_releases_the_claim_and_a_named_refusal_keeps_the_connect
 
 
 def test_a_refusal_leaves_no_statement_the_connection_cannot_run(runtime: Runtime, tenant_id: str) -> None:
-    """psycopg (3.3.9) prepares a statement at its sixth execution on a connection. In an autocommit
-    pipeline refused at a statement before it, the server skips its Parse but psycopg remembers it as
-    prepared, and every later execution of it there fails (`prepared statement "_pg3_N" does not exist`:
-    tests/db/test_pool_checkout.py, where such a connection is not pooled again). A refusal keeps its
-    connection, which is safe because the keyed transaction is an explicit one (BEGIN ... ROLLBACK), after
-    which psycopg forgets what it prepared: held here, with a statement prepared behind the refused one."""
+    """psycopg (3.3.9) prepares a statement at its sixth execution on a connection. In a pipeline refused
+    at a statement before it, the server skips its Parse but psycopg remembers it as prepared, and every
+    later execution of it there fails (`prepared statement "_pg3_N" does not exist`; for a connection an
+    error ends the request on: tests/db/test_pool_checkout.py). A refusal keeps its connection, and its
+    rollback makes psycopg forget what it prepared. A ROLLBACK sent as a statement did so only when psycopg
+    saw that text for the first time with something prepared: here the first refusal comes before."""
     refusals = {DIVISION_BY_ZERO: lambda error: Refused(str(error))}
 
     async def rounds(connection: AsyncConnection[Any]) -> int:
@@ -121,10 +121,12 @@ def test_a_refusal_leaves_no_statement_the_connection_cannot_run(runtime: Runtim
             assert row is not None
             return int(row[0])
 
-        for _ in range(5):
+        with pytest.raises(Refused):  # a ROLLBACK while nothing is prepared
+            await once(0)
+        for _ in range(5):  # the refused round's two last statements were not counted
             await once(1)
         with pytest.raises(Refused):
-            await once(0)  # the sixth execution of each: psycopg prepares all three here
+            await once(0)  # their sixth execution: psycopg prepares them here
         assert not connection.closed
         return await once(1)
 

@@ -181,9 +181,10 @@ async def transaction(
 
 async def _rolled_back(connection: AsyncConnection[Any]) -> None:
     """End a transaction the server refused in (it is left failed, not ended), to go on on the same
-    connection. Only a refusal of the writes comes here, after which the pipeline held only COMMIT, never a
-    prepared statement (BEGIN, COMMIT and ROLLBACK are sent with `prepare=False`): the statements a
-    pipeline skips after an error are not validated by psycopg, so one it meant to prepare there would be
-    remembered as prepared when the server never saw it."""
-    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        await connection.execute("ROLLBACK", prepare=False)
+    connection, with psycopg's `rollback()`, which also forgets every statement psycopg prepared on it
+    (and deallocates them). Statements may follow the refused one in its pipeline (a beacon roll's write
+    behind `game_write()`, the stored answer behind a wallet's insert); the server skips them, and one
+    psycopg was preparing at that execution it would remember as prepared (psycopg 3.3.9: nothing
+    validates that Parse), so that every later use of it on this connection would fail: `prepared
+    statement "_pg3_N" does not exist`, seen as a 500 on the retry of a stale decision."""
+    await connection.rollback()
