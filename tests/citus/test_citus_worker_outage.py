@@ -112,7 +112,8 @@ def test_a_workers_outage_stops_its_tenants_only_and_loses_nothing(served_by: st
         ):
             up, down = Api(http, up_key), Api(http, down_key)
             up_wallet, down_wallet = up.wallet(), down.wallet()
-            for api, wallet in ((up, up_wallet), (down, down_wallet)):  # both workers in use before the outage
+            # Both workers in use before the outage.
+            for api, wallet in ((up, up_wallet), (down, down_wallet)):
                 api.ok(api.deposit(wallet, 1), 201)
             seats = [up.wallet(50) for _ in range(3)]
 
