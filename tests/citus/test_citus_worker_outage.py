@@ -102,8 +102,8 @@ def test_a_workers_outage_stops_its_tenants_only_and_loses_nothing(served_by: st
         url = cluster.new_database(name)
         migrate.upgrade(url)
         up_key, down_key = _key_per_worker(cluster, url)
-        # The worker that goes down first: libpq tries the hosts in order, so every pooled connection is on
-        # it, and every one that replaces them must skip it.
+        # The worker that goes down, listed first: libpq tries the hosts in order, so every pooled
+        # connection is on it, and every one that replaces them must skip it.
         hosts = "&".join(f"host=127.0.0.1:{worker.port}" for worker in reversed(cluster.workers))
         served = url if served_by == "coordinator" else f"postgresql+psycopg://postgres@/{name}?{hosts}"
         with (

@@ -186,5 +186,5 @@ async def _rolled_back(connection: AsyncConnection[Any]) -> None:
     behind `game_write()`, the stored answer behind a wallet's insert); the server skips them, and one
     psycopg was preparing at that execution it would remember as prepared (psycopg 3.3.9: nothing
     validates that Parse), so that every later use of it on this connection would fail: `prepared
-    statement "_pg3_N" does not exist`, seen as a 500 on the retry of a stale decision."""
+    statement "_pg3_N" does not exist`, a 500 for a stale decision's retry on the same connection."""
     await connection.rollback()
