@@ -29,7 +29,7 @@ from pokna.db import migrate
 from pokna.db.engine import make_engine
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import AccountTransfer
-from pokna.ledger.store_postgresql import batch_document
+from pokna.ledger.posting_batch import batch_document
 from support.citus import citus_bindir, start_citus  # type: ignore[import-not-found,unused-ignore]
 from support.driver import create_tenant, open_account  # type: ignore[import-not-found,unused-ignore]
 from support.postgres import start_cluster  # type: ignore[import-not-found,unused-ignore]

@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from pokna.db import migrate
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import AccountTransfer
-from pokna.ledger.store_postgresql import batch_document
+from pokna.ledger.posting_batch import batch_document
 from support.ledger_history import POST, Books, new_tenant_row, open_books, post_deposits
 from support.postgres import start_cluster
 

@@ -27,7 +27,7 @@ from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountTransfer
-from pokna.ledger.store_postgresql import batch_document
+from pokna.ledger.posting_batch import batch_document
 from support.citus import CitusCluster
 from support.driver import funding_account, open_account
 from support.sessions import make_sessionmaker, unit_of_work

@@ -34,7 +34,7 @@ from pokna.db.types import utc_now
 from pokna.ledger.accounts_aio import OPEN_ACCOUNT, new_account
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import DEFAULT_CURRENCY, AccountKind, AccountTransfer
-from pokna.ledger.store_postgresql import batch_document
+from pokna.ledger.posting_batch import batch_document
 from support.driver import create_tenant, funding_account, open_account
 from support.servers import serving
 

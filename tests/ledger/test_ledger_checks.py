@@ -1,5 +1,5 @@
 """The ledger's pure checks of a journal transaction, made before any lock is taken on every posting
-document it writes (a game's transfers: pokna.ledger.batches; a deposit or withdrawal: pokna.ledger.moving).
+document it writes (a game's transfers: pokna.ledger.posting_batch.transfer_batch; a deposit or withdrawal: pokna.ledger.moving).
 No database: what a client cannot send (legs of its own choosing) is refused here all the same."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import MAX_ABS_BALANCE, AccountTransfer, Posting
-from pokna.ledger.store_postgresql import batch_document
+from pokna.ledger.posting_batch import batch_document
 from pokna_verify.ledger.chain import GENESIS_HASH
 from support.chain_hash import hash_from_parts
 from support.driver import funding_account, open_account

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import Posting, TransactionKind
-from pokna.ledger.store_postgresql import batch_document
+from pokna.ledger.posting_batch import batch_document
 from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
 from support.driver import funding_account, open_account
 from support.sessions import unit_of_work

@@ -1,5 +1,5 @@
 """A long history on a few accounts, written fast: deposits through ledger_post(), hundreds of transactions a
-call, as the service's batches are written (pokna.ledger.store_postgresql.batch_document). For tests of what
+call, as the service's batches are written (pokna.ledger.posting_batch.batch_document). For tests of what
 an account's history costs to read (tests/ledger/test_ledger_account_pages.py) and of a migration over
 existing postings (tests/db/test_migration_posting_created_at.py).
 
@@ -20,7 +20,7 @@ from pokna.db.models.tenant import Tenant
 from pokna.db.types import new_id, utc_now
 from pokna.ledger.drafts import draft_of, unchained
 from pokna.ledger.model import AccountTransfer
-from pokna.ledger.store_postgresql import batch_document
+from pokna.ledger.posting_batch import batch_document
 from support.driver import funding_account, open_account
 from support.sessions import make_sessionmaker, unit_of_work
 

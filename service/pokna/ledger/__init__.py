@@ -6,7 +6,7 @@ packages import from here, not from the modules behind it:
 - accounts, accounts_aio: open, find and read accounts (`AccountSummary` is what other domains may know
   of one);
 - moving: deposits and withdrawals, the one way money enters and leaves a wallet (one ledger_move() call);
-  batches: a game step's transfers, posted by the dealer's game_write(); both through ledger_post();
+  posting_batch: a game step's transfers, posted by the dealer's game_write(); both through ledger_post();
 - reads (the API's), export_aio, checkpoint, reconcile: the journal read back, async; the offline check
   is pokna_verify's.
 """
@@ -19,7 +19,6 @@ from pokna.ledger.audit_reads import (
     journal_span,
     transfers_before,
 )
-from pokna.ledger.batches import TransferBatch, transfer_batch
 from pokna.ledger.books_repository import check_seq_bounds
 from pokna.ledger.checkpoint import (
     Checkpoint,
@@ -40,6 +39,7 @@ from pokna.ledger.errors import (
 from pokna.ledger.export_aio import EXPORTERS, check_chain
 from pokna.ledger.holding import GameAccounts, hold_wallets
 from pokna.ledger.model import AccountKind, AccountTransfer, PostedTransaction, Posting, TransactionKind
+from pokna.ledger.posting_batch import TransferBatch, transfer_batch
 from pokna.ledger.reads import AccountEntry, AccountRecord, TrialBalance
 from pokna.ledger.reconcile import reconcile
 from pokna.ledger.repository import read_heads_async

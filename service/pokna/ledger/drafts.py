@@ -1,7 +1,7 @@
 """A journal transaction before its place in the chain is known: validated, given its ids and timestamp,
 laid out as rows, and its hashed bytes encoded around the two values only the head lock can tell.
 
-No database: a game step's transfers (pokna.ledger.batches) and a deposit or withdrawal
+No database: a game step's transfers (pokna.ledger.posting_batch.transfer_batch) and a deposit or withdrawal
 (pokna.ledger.moving) are built from here, so every transaction is drafted and hashed the same way, all of
 it before any lock is taken.
 """

@@ -42,8 +42,8 @@ from pokna.ledger.drafts import draft_of, posted, unchained
 from pokna.ledger.errors import AccountNotFound, AmountOutOfRange, InsufficientFunds, InvalidPostings
 from pokna.ledger.model import MAX_ABS_BALANCE, AccountKind, Posting, TransactionKind, check_amount
 from pokna.ledger.move_document import Announcements, LedgerMove
+from pokna.ledger.posting_batch import batch_document
 from pokna.ledger.schemas import JournalTransactionOut
-from pokna.ledger.store_postgresql import batch_document
 from pokna_verify.ledger.chain import chain_for
 
 LEDGER_MOVE = "SELECT ledger_move(%s, %s::json)"

@@ -1,7 +1,8 @@
-"""The posting batch: the document ledger_post() reads (service/pokna/sql/ledger_post.sql), as a type.
+"""The posting batch: the document ledger_post() reads (service/pokna/sql/ledger_post.sql), as a type, and
+how it is built.
 
-Built by pokna.ledger.store_postgresql.batch_document, once a posting is drafted and its hashed bytes
-encoded (pokna.ledger.drafts); sent inside a game write (pokna.dealer.game_write_document) or a ledger move
+Built by `batch_document` once a posting is drafted and its hashed bytes encoded (pokna.ledger.drafts): for
+a game step's transfers by `transfer_batch`, for a deposit or a withdrawal by pokna.ledger.moving. Sent inside a game write (pokna.dealer.game_write_document) or a ledger move
 (pokna.ledger.move_document), whose functions refuse a batch of a version they do not read before it
 reaches ledger_post(). Frozen dataclasses rather than pydantic models: every field is built here from
 values already checked, so validating them again would only cost the hot path's CPU.
@@ -21,9 +22,15 @@ Transactions in seq order, postings in leg order. The metadata travels as its JS
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
+
+from pokna.ledger.drafts import Unchained, account_ids, draft_of, unchained
+from pokna.ledger.model import AccountTransfer, check_postings
+from pokna_verify.ledger.chain import format_timestamp
 
 POSTING_BATCH_VERSION = 1
 """The batch's layout as game_write() and ledger_move() read it: raise it with theirs when a field changes."""
@@ -80,3 +87,75 @@ class PostingBatch:
             "expected_balances": dict(self.expected_balances),
             "transactions": [transaction.as_json() for transaction in self.transactions],
         }
+
+
+def batch_document(
+    account_ids: list[str], expected: Mapping[str, int], written: list[Unchained], chain: int
+) -> PostingBatch:
+    """The batch ledger_post() reads, from the drafted transactions in seq order."""
+    return PostingBatch(
+        chain=chain,
+        accounts=tuple(account_ids),
+        expected_balances=dict(expected),
+        transactions=tuple(
+            BatchTransaction(
+                id=transaction.row["id"],
+                kind=transaction.row["kind"],
+                reference=transaction.row["reference"],
+                metadata=json.dumps(transaction.row["metadata"]),
+                created_at=format_timestamp(transaction.row["created_at"]),
+                parts=transaction.parts,
+                postings=tuple(transaction.postings),
+            )
+            for transaction in written
+        ),
+    )
+
+
+# --- a game step's transfers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TransferBatch:
+    document: PostingBatch
+    """ledger_post()'s `p_batch`."""
+    transaction_ids: list[str]
+    """The journal transaction of each transfer, in order."""
+    chain: int
+    """The tenant's hash chain they go on."""
+
+
+def transfer_batch(
+    *,
+    tenant_id: str,
+    currency: str,
+    transfers: Sequence[AccountTransfer],
+    reference: str | None,
+    metadata: Mapping[str, Any] | None,
+    expected_balances: Mapping[str, int],
+    chain: int,
+    ids: Callable[[str], str],
+    now: datetime,
+) -> TransferBatch:
+    """A game step's money moves as ledger_post()'s document, built before any lock and posted by the
+    caller's own write (the dealer's game_write(): postings, the step and its announcements in one round trip).
+
+    One two-leg journal transaction per transfer, in order, so that every ante, contribution and payout is
+    its own auditable line; ledger_post() posts them all or none. Every account a game moves money between
+    holds the game's currency (checked when the game was seated, and again by the posting trigger), so no
+    account is read here; ledger_post() checks under its locks that each exists in the tenant and still
+    holds the balance the step was decided on.
+
+    `chain`: the tenant's hash chain the transfers go on (a game's: chain_for(game id)); `ids` and `now`:
+    the decision's (pokna.ledger.drafts.unchained)."""
+    drafts = [draft_of(transfer.kind, transfer.postings(), reference, metadata) for transfer in transfers]
+    involved = sorted(account_ids(drafts) | expected_balances.keys())
+    currency_of = dict.fromkeys(involved, currency)
+    for draft in drafts:
+        check_postings(draft.postings, currency_of)
+    written = [unchained(tenant_id, draft, currency_of, chain, ids=ids, now=now) for draft in drafts]
+    return TransferBatch(
+        batch_document(involved, expected_balances, written, chain),
+        [row.row["id"] for row in written],
+        chain,
+    )

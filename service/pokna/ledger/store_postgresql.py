@@ -1,52 +1,15 @@
-"""The ledger on PostgreSQL: the batch a posting sends to ledger_post(), and JSONL lines from raw columns.
-
-Everything that needs no lock happens before the lock is taken (validation, ids, timestamps, the hashed
-bytes around seq and prev_hash: pokna.ledger.drafts); then the caller's one call (a game step's
-game_write(), a deposit's or withdrawal's ledger_move()) reaches ledger_post(), which takes the head lock
-and the account locks, checks the balances, hashes, writes and advances the head
-(service/pokna/sql/ledger_post.sql).
-"""
+"""The ledger's JSONL export, its lines made from raw columns on PostgreSQL (what a posting sends to
+ledger_post() is pokna.ledger.posting_batch)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
 from psycopg import AsyncConnection
 
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.drafts import Unchained
-from pokna.ledger.posting_batch import BatchTransaction, PostingBatch
-from pokna_verify.ledger.chain import format_timestamp
-
-
-def batch_document(
-    account_ids: list[str], expected: Mapping[str, int], written: list[Unchained], chain: int
-) -> PostingBatch:
-    """The posting ledger_post() reads, from the drafted transactions in seq order (its layout:
-    pokna.ledger.posting_batch)."""
-    return PostingBatch(
-        chain=chain,
-        accounts=tuple(account_ids),
-        expected_balances=dict(expected),
-        transactions=tuple(
-            BatchTransaction(
-                id=transaction.row["id"],
-                kind=transaction.row["kind"],
-                reference=transaction.row["reference"],
-                metadata=json.dumps(transaction.row["metadata"]),
-                created_at=format_timestamp(transaction.row["created_at"]),
-                parts=transaction.parts,
-                postings=tuple(transaction.postings),
-            )
-            for transaction in written
-        ),
-    )
-
-
-# --- the JSONL export ----------------------------------------------------------------------------------
 
 # Each transaction's postings come as one flat text array (account_id, amount, currency, ... in leg order):
 # ARRAY(subquery) reads them in the index's leg order with no per-transaction sort or aggregate, which
