@@ -4,8 +4,7 @@ after the first step's wallets could deadlock with a posting on another chain.""
 
 from __future__ import annotations
 
-from pokna.dealer.game_write_document import GameStep
-from pokna.dealer.writes import locking_all_first
+from pokna.dealer.writes import GameStep, locking_all_first
 from pokna.ledger.posting_batch import PostingBatch
 
 

@@ -21,8 +21,7 @@ from pokna.dealer import store_postgres
 from pokna.dealer.action.locked import LOCK_FOR_ACTION, LockedGame, locked_game, split_locked
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.event_schemas import MoneyMovedEventData
-from pokna.dealer.game_queries import PROOF_EVENTS
-from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.records import PROOF_EVENTS, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.requests import (
     ClaimAction,
     PlayerRequest,

@@ -23,7 +23,6 @@ from pokna.dealer.action.locked import Clock, Env, LockedGame, NeedsRead
 from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.creating import NewGame, new_game_records
 from pokna.dealer.errors import ActionRefused, NotSeated, VersionConflict
-from pokna.dealer.game_write_document import GameStep
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.requests import (
     CancelAction,
@@ -33,6 +32,7 @@ from pokna.dealer.requests import (
     SetClientSeedAction,
     StartAction,
 )
+from pokna.dealer.writes import GameStep
 from pokna.service_keys import ServiceKeys
 from pokna_verify.fairness.beacon import QUICKNET, BeaconChain
 from pokna_verify.fairness.keyring import KeyRing

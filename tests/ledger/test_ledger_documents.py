@@ -1,5 +1,5 @@
 """The documents that cross into SQL are typed and versioned (pokna.ledger.posting_batch,
-pokna.ledger.move_document, pokna.dealer.game_write_document): game_write(), ledger_move() and ledger_post()
+pokna.ledger.move_document, pokna.dealer.writes): game_write(), ledger_move() and ledger_post()
 refuse a document, or a posting batch inside one, of a version they do not read, before anything is written; and
 ledger_move() sets what only the ledger's lock can tell on named members, leaving every other member (a
 metadata member of the same name among them) as the API rendered it.

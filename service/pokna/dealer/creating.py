@@ -29,14 +29,13 @@ from pokna.dealer.action.answer import CREATED
 from pokna.dealer.action.locked import Clock
 from pokna.dealer.action.rules_step import number_events
 from pokna.dealer.announcements import announce_created
-from pokna.dealer.game_write_document import GameWrite
 from pokna.dealer.links import new_public_token
 from pokna.dealer.proof_signing import signed_terms
 from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
 from pokna.dealer.store_postgres import insert_game_statements
 from pokna.dealer.view import game_out
-from pokna.dealer.writes import GAME_WRITE
+from pokna.dealer.writes import GAME_WRITE, GameWrite
 from pokna.errors import InvalidRequest
 from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed, transaction
 from pokna.ledger.accounts_aio import ACCOUNT_SUMMARIES, OPEN_ACCOUNT, new_account, summaries

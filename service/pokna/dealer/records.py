@@ -8,6 +8,7 @@ columns back, with the step's events and rolls, in the one call to game_write().
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -73,6 +74,7 @@ class SeatRecord:
 # The event kinds a proof is built from: each action as it was decided, and each money move it made.
 ACTION_EVENT = "action"
 MONEY_EVENT = "money_moved"
+PROOF_EVENTS = (ACTION_EVENT, MONEY_EVENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,3 +141,55 @@ class RoundRecord:
     status: str
     state: dict[str, Any]
     seats: list[tuple[int, str]]
+
+
+# --- the records as rows, as the action's statements send them (store_postgres, writes) ---------------------
+
+
+def game_row(game: GameRecord) -> dict[str, Any]:
+    return {name: getattr(game, name) for name in GAME_COLUMNS}
+
+
+def mutable_game_values(game: GameRecord) -> dict[str, Any]:
+    return {name: getattr(game, name) for name in MUTABLE_GAME_COLUMNS}
+
+
+def seat_row(tenant_id: str, game_id: str, seat: SeatRecord) -> dict[str, Any]:
+    return {
+        "tenant_id": tenant_id,
+        "game_id": game_id,
+        "seat": seat.seat,
+        "account_id": seat.account_id,
+        "client_seed": seat.client_seed,
+        "client_seed_source": seat.client_seed_source,
+    }
+
+
+def event_rows(tenant_id: str, game_id: str, events: Sequence[EventRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "tenant_id": tenant_id,
+            "game_id": game_id,
+            "seq": event.seq,
+            "kind": event.kind,
+            "payload": event.payload,
+            "occurred_at": event.occurred_at,
+        }
+        for event in events
+    ]
+
+
+def roll_rows(tenant_id: str, game_id: str, rolls: Sequence[RollRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "tenant_id": tenant_id,
+            "game_id": game_id,
+            "nonce": roll.nonce,
+            "seat": roll.seat,
+            "purpose": roll.purpose,
+            "face": roll.face,
+            "color": roll.color,
+            "rolled_at": roll.rolled_at,
+        }
+        for roll in rolls
+    ]

@@ -24,17 +24,15 @@ from typing import Any
 
 from psycopg import AsyncConnection, AsyncCursor
 
-from pokna.dealer.game_queries import (
-    event_rows,
-    game_row,
-    seat_row,
-)
 from pokna.dealer.records import (
     GAME_COLUMNS,
     EventRecord,
     GameRecord,
     RollRecord,
     SeatRecord,
+    event_rows,
+    game_row,
+    seat_row,
 )
 from pokna.errors import NotFound
 

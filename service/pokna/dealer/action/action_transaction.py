@@ -34,7 +34,7 @@ from pokna.dealer.action.locked import (
     locked_game,
     split_locked,
 )
-from pokna.dealer.game_queries import PROOF_EVENTS
+from pokna.dealer.records import PROOF_EVENTS
 from pokna.dealer.store_postgres import RECORDED_FOR_PROOF, locked_records, recorded_records
 from pokna.dealer.writes import (
     BEACON_ROLL_WRITE,

@@ -31,8 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pokna.db.types import new_id, utc_now
-from pokna.dealer.game_queries import PROOF_EVENTS
-from pokna.dealer.records import EventRecord, GameRecord, RollRecord, SeatRecord
+from pokna.dealer.records import PROOF_EVENTS, EventRecord, GameRecord, RollRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
 from pokna.dealer.store_postgres import (
     LOCK_GAME_AND_SEATS,
