@@ -5,7 +5,7 @@
 -- money events, whose payload's `ledger_seq` is set by name to the ledger seq the posting got (the payload
 -- rebuilt member by member in its order: json_each, json_object_agg; before its INSERT, which on Citus
 -- takes no subquery). A refused posting raises PK409 (a wallet moved after the read), so nothing is
--- written. The write (pokna.dealer.game_write_document) and each step's batch (pokna.ledger.posting_batch)
+-- written. The write (pokna.dealer.writes.GameWrite) and each step's batch (pokna.ledger.posting_batch)
 -- are version 1: another version is refused before anything is written (22023). Rows are inserted one
 -- INSERT ... VALUES each: on Citus that is routed to the tenant's shard, where an INSERT ... SELECT from the
 -- document takes the pull-and-COPY path (docs/scaling.md). Called by pokna.dealer.writes (GAME_WRITE);
