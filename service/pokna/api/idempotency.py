@@ -160,7 +160,7 @@ def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
             if raw_body
             else b""
         )
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: the bytes as sent
         canonical = raw_body
     return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + canonical).hexdigest()
 

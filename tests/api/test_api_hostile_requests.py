@@ -1,0 +1,37 @@
+"""Requests an integrator gets wrong, or an attacker sends on purpose, that the routes' schemas alone do
+not catch: each is answered with what the route documents, never a 500, and writes nothing it should not."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from support.tenant_api import money_key, new_tenant
+
+DEEP = b"[" * 5000 + b"]" * 5000
+
+
+def test_a_deeply_nested_body_on_a_keyed_route_without_a_body_is_not_a_500(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """A route that reads no body still fingerprints a keyed request's body, so that a retry is told from
+    another request: a body nested past the JSON parser's depth is compared as the bytes sent, like any
+    other body that is not JSON, rather than failing the request."""
+    api = new_tenant(client, sessions)
+    api.wallet(10)
+    endpoint = api.post(
+        "/v1/webhooks/endpoints", {"url": "http://127.0.0.1:9/hook", "event_types": ["game.turn"]}
+    )
+    assert endpoint.status_code == 201, endpoint.text
+    for path, status in [
+        ("/v1/ledger/checkpoints", 201),
+        (f"/v1/webhooks/endpoints/{endpoint.json()['id']}/rotate-secret", 200),
+    ]:
+        key = money_key()
+        headers = {**key, "content-type": "application/json"}
+        first = api.post(path, content=DEEP, headers=headers)
+        assert first.status_code == status, first.text
+        retry = api.post(path, content=DEEP, headers=headers)
+        assert (retry.status_code, retry.json()) == (status, first.json())
+        other = api.post(path, content=b"[]", headers=headers)
+        assert (other.status_code, other.json()["code"]) == (422, "idempotency_key_reused")
