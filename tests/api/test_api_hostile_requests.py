@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from support.api_checks import assert_names_field, assert_problem, database_state
 from support.tenant_api import money_key, new_tenant
 
 DEEP = b"[" * 5000 + b"]" * 5000
@@ -35,3 +36,26 @@ def test_a_deeply_nested_body_on_a_keyed_route_without_a_body_is_not_a_500(
         assert (retry.status_code, retry.json()) == (status, first.json())
         other = api.post(path, content=b"[]", headers=headers)
         assert (other.status_code, other.json()["code"]) == (422, "idempotency_key_reused")
+
+
+def test_two_idempotency_keys_on_one_request_are_refused_naming_the_header(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """Which of two keys a request is under is a guess (the first here, the last or both joined elsewhere,
+    e.g. behind a proxy that adds its own): a retry that sent them in another order, or with a proxy's
+    fresh one first, would post again. Refused before anything is claimed or written, on every kind of
+    keyed route: a money move, a game's creation, an admin write."""
+    api = new_tenant(client, sessions)
+    wallet, player = api.wallet(10), api.wallet(10)
+    writes = [
+        (f"/v1/accounts/{wallet}/deposits", {"amount": 5}),
+        ("/v1/games", {"vigo_account_id": wallet, "player_account_ids": [player], "stake": 1}),
+        ("/v1/accounts", {}),
+    ]
+    before = database_state(sessions)
+    for path, body in writes:
+        headers = [*api.headers.items(), ("Idempotency-Key", "first-1"), ("Idempotency-Key", "second-2")]
+        problem = assert_problem(client.post(path, json=body, headers=headers), 422, "validation_error")
+        assert_names_field(problem, "header.Idempotency-Key")
+    assert database_state(sessions) == before
+    assert api.deposit(wallet, 5).status_code == 201  # one key is as before
