@@ -59,3 +59,27 @@ def test_two_idempotency_keys_on_one_request_are_refused_naming_the_header(
         assert_names_field(problem, "header.Idempotency-Key")
     assert database_state(sessions) == before
     assert api.deposit(wallet, 5).status_code == 201  # one key is as before
+
+
+def test_metadata_the_schema_allows_but_the_journal_cannot_hold_is_refused_naming_it(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """20 values of 200 characters fit the body's schema, but not the journal's 8192 bytes of canonical
+    JSON once a character takes several bytes: refused as bad input naming `body.metadata`, as the schema's
+    own limits are, not as a ledger failure the route does not document."""
+    api = new_tenant(client, sessions)
+    wallet = api.wallet(10)
+    too_much = {f"k{index}": "\U0001f3b2" * 200 for index in range(20)}
+    before = database_state(sessions)
+    for kind in ("deposits", "withdrawals"):
+        sent = api.post(
+            f"/v1/accounts/{wallet}/{kind}", {"amount": 1, "metadata": too_much}, headers=money_key()
+        )
+        assert_names_field(assert_problem(sent, 422, "validation_error"), "body.metadata")
+    assert database_state(sessions) == before
+    fits = {f"k{index}": "\U0001f3b2" * 100 for index in range(20)}  # 8171 bytes in all
+    fitting = api.post(
+        f"/v1/accounts/{wallet}/deposits", {"amount": 1, "metadata": fits}, headers=money_key()
+    )
+    assert fitting.status_code == 201, fitting.text
+    assert fitting.json()["metadata"] == fits
