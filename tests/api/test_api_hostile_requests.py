@@ -83,3 +83,26 @@ def test_metadata_the_schema_allows_but_the_journal_cannot_hold_is_refused_namin
     )
     assert fitting.status_code == 201, fitting.text
     assert fitting.json()["metadata"] == fits
+
+
+def test_a_null_rake_is_the_tenants_default_as_the_document_says_not_none(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """A rake's `cap: null` means no cap, so `rake: null` reads as no rake; it takes the tenant's default,
+    which the document said only of an absent rake. No rake at all is `{"bps": 0}`."""
+    api = new_tenant(client, sessions)
+    assert api.put("/v1/tenant/settings", {"rake": {"bps": 500, "cap": None}}).status_code == 200
+    vigo, player = api.wallet(10), api.wallet(10)
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    for path, body, schema in [
+        ("/v1/games", {"vigo_account_id": vigo, "player_account_ids": [player], "stake": 1}, "GameCreate"),
+        ("/v1/tables", {"account_ids": [vigo, player], "stake": 1}, "TableCreate"),
+    ]:
+        assert (
+            "Absent or null: the tenant's default rake"
+            in schemas[schema]["properties"]["rake"]["description"]
+        )
+        for rake, taken in [(None, {"bps": 500, "cap": None}), ({"bps": 0}, {"bps": 0, "cap": None})]:
+            created = api.post(path, {**body, "rake": rake})
+            assert created.status_code == 201, created.text
+            assert created.json()["rake"] == taken

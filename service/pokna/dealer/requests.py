@@ -156,7 +156,8 @@ class GameCreate(BaseModel):
     rake: RakeTermsIn | None = Field(
         default=None,
         description="The house's share of each pot paid out, fixed now and signed in the commitment. "
-        "Absent: the tenant's default rake (`GET /v1/tenant/settings`).",
+        "Absent or null: the tenant's default rake (`GET /v1/tenant/settings`); "
+        '`{"bps": 0}` for none.',
     )
     seat_labels: list[SeatLabel] | None = Field(
         default=None,
@@ -275,7 +276,8 @@ class TableCreate(BaseModel):
     turn_timeout_seconds: TurnTimeout = 60
     rake: RakeTermsIn | None = Field(
         default=None,
-        description="Every round's rake, fixed now. Absent: the tenant's default rake.",
+        description="Every round's rake, fixed now. Absent or null: the tenant's default rake; "
+        '`{"bps": 0}` for none.',
     )
 
 
