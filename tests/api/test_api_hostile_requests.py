@@ -106,3 +106,23 @@ def test_a_null_rake_is_the_tenants_default_as_the_document_says_not_none(
             created = api.post(path, {**body, "rake": rake})
             assert created.status_code == 201, created.text
             assert created.json()["rake"] == taken
+
+
+def test_a_cancel_naming_someone_not_seated_is_refused_and_the_game_stays_open(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """A cancel's `account_id` is optional, but one that names nobody at this table (a wallet of another
+    game, an id from nowhere) is the mark of a request sent to the wrong game: refused as every other
+    action naming an account not seated is, rather than cancelling whichever game it reached."""
+    api = new_tenant(client, sessions)
+    vigo, player, stranger = api.wallet(10), api.wallet(10), api.wallet(10)
+    body = {"vigo_account_id": vigo, "player_account_ids": [player], "stake": 1}
+    game = api.post("/v1/games", body).json()
+    actions = f"/v1/games/{game['id']}/actions"
+    for who in (stranger, "acct_" + "0" * 32):
+        refused = api.post(actions, {"type": "cancel", "account_id": who})
+        assert_names_field(assert_problem(refused, 422, "not_seated"), "body.account_id")
+    assert api.get(f"/v1/games/{game['id']}").json()["status"] == "open"
+    assert api.post(actions, {"type": "cancel", "account_id": player}).json()["status"] == "cancelled"
+    other = api.post("/v1/games", body).json()
+    assert api.post(f"/v1/games/{other['id']}/actions", {"type": "cancel"}).json()["status"] == "cancelled"

@@ -238,9 +238,15 @@ class VoteAction(_Act):
 
 class CancelAction(_Act):
     type: Literal["cancel"]
-    account_id: AccountId | None = Field(default=None, description="Optional: who asked.")
+    account_id: AccountId | None = Field(
+        default=None,
+        description="Optional: who asked; if given, a seat of this game (else 422 `not_seated`).",
+    )
 
     def engine_action(self, seat_of: SeatOf) -> rules.Action:
+        if self.account_id is not None:
+            # Nobody at this table asked: the request was meant for another game, which it must not cancel.
+            seat_of(self.account_id)
         return rules.Cancel()
 
 
