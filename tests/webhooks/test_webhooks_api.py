@@ -74,6 +74,26 @@ def test_an_endpoint_is_made_listed_changed_rotated_and_deleted(
     assert_problem(tenant.get(path), 404, "webhook_endpoint_not_found")
 
 
+def test_a_description_is_removed_by_null_and_other_nulls_change_nothing(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """Only the fields given change: a description given as null is removed (it was answered 200 and kept,
+    with no other way to remove one); url, event_types and enabled cannot be null, so theirs change nothing."""
+    tenant = new_tenant(client, sessions)
+    endpoint = create(tenant, description="lobby").json()
+    path = f"{ENDPOINTS}/{endpoint['id']}"
+    kept = client.patch(
+        path, json={"url": None, "event_types": None, "enabled": None}, headers=tenant.headers
+    )
+    assert kept.status_code == 200, kept.text
+    assert kept.json() == tenant.get(path).json()
+    assert (kept.json()["url"], kept.json()["description"]) == (endpoint["url"], "lobby")
+    removed = client.patch(path, json={"description": None}, headers=tenant.headers)
+    assert removed.status_code == 200, removed.text
+    assert removed.json()["description"] is None
+    assert tenant.get(path).json()["description"] is None
+
+
 def test_a_create_retried_with_its_key_answers_the_same_endpoint_and_secret(
     client: TestClient, sessions: sessionmaker[Session]
 ) -> None:
