@@ -259,6 +259,8 @@ ON_A_DATABASE = [
     ),
     failure("tenants", "create", "", says=("a tenant name is 1-200 characters, not 0",)),
     failure("tenants", "create", "x" * 201, says=("a tenant name is 1-200 characters, not 201",)),
+    # counted as kept, without spaces at either end: "not 3" would contradict "1-200"
+    failure("tenants", "create", "   ", says=("a tenant name is 1-200 characters, not 0",)),
     failure(
         "db",
         "downgrade",

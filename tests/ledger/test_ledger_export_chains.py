@@ -145,6 +145,23 @@ def test_the_export_route_refuses_a_chain_that_is_not_one_naming_it(
     assert _positions(answer.text.splitlines()) == [(chain_for(wallet), 1)]
 
 
+def test_a_range_that_ends_before_it_starts_is_refused_naming_to_seq(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """Swapped bounds are a mistake, not an empty chain: the export answered 200 with nothing, where the
+    audit bundle refused the same bounds."""
+    api = Api(client, new_tenant_key(sessions))
+    chain = chain_for(api.wallet(25))
+    asked = [("/v1/ledger/export", {"format": kind}) for kind in ("jsonl", "csv", "beancount")]
+    for path, params in [*asked, ("/v1/audit/bundle", {})]:
+        answer = api.get(path, **params, chain=chain, from_seq=2, to_seq=1)
+        assert answer.status_code == 422, answer.text
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert [param["name"] for param in answer.json()["invalid_params"]] == ["query.to_seq"]
+    answer = api.get("/v1/ledger/export", chain=chain, from_seq=1, to_seq=1)
+    assert _positions(answer.text.splitlines()) == [(chain, 1)]
+
+
 def _bean_balances(path: Path) -> dict[str, int]:
     entries, errors, _options = loader.load_file(str(path))
     assert errors == []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 from fastapi import Depends, Header, Request
 from fastapi.exceptions import RequestValidationError
@@ -78,7 +78,8 @@ IdempotencyKey = Annotated[
 _KEY_DESCRIPTION = (
     "Makes the POST safe to retry: a retry with the same key and body returns the stored response and does "
     "nothing more. 1-255 printable ASCII characters, not starting or ending with a space; a key sent in "
-    'double quotes is the same key unquoted, and an empty or blank one (`""`) is refused.'
+    'double quotes is the same key unquoted, and an empty or blank one (`""`) is refused, as are two of '
+    "these headers on one request."
 )
 _KEY_EXAMPLE = "order-7f3c2a"
 
@@ -109,21 +110,22 @@ async def get_sent_key(
     key = _unquoted(idempotency_key)
     if key is None:
         return None
+    if (sent := len(request.headers.getlist(KEY_HEADER))) > 1:
+        # FastAPI reads the first; another reader the last, or both joined: a retry with the two in
+        # another order, or with a proxy's fresh key first, would be another request and post again.
+        _refuse_key(f"send one {KEY_HEADER}; this request has {sent}", idempotency_key)
     if not key.strip(' "'):
         # `""` or `" "` fit the header's pattern as keys of their own, but mean none: refused like any
         # other key the pattern refuses, naming the header.
-        raise RequestValidationError(
-            [
-                {
-                    "type": "string_pattern_mismatch",
-                    "loc": ("header", "Idempotency-Key"),
-                    "msg": "an empty or blank key; send 1-255 printable ASCII characters",
-                    "input": idempotency_key,
-                }
-            ]
-        )
+        _refuse_key("an empty or blank key; send 1-255 printable ASCII characters", idempotency_key)
     # Only a keyed request is ever compared with another; FastAPI has already read (and cached) the body.
     return SentKey(key, request_fingerprint(request.method, request.url.path, await request.body()))
+
+
+def _refuse_key(reason: str, sent: str | None) -> NoReturn:
+    raise RequestValidationError(
+        [{"type": "string_pattern_mismatch", "loc": ("header", KEY_HEADER), "msg": reason, "input": sent}]
+    )
 
 
 SentKeyDep = Annotated[SentKey | None, Depends(get_sent_key)]
@@ -160,7 +162,7 @@ def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
             if raw_body
             else b""
         )
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: the bytes as sent
         canonical = raw_body
     return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + canonical).hexdigest()
 

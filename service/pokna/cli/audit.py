@@ -88,7 +88,7 @@ def bundle_command(
     progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
     """Write an audit bundle: the ledger over the range, every game's proof, checkpoints, key ring. Every
-    chain in (chain, seq) order, or one chain (--chain); a seq range without --chain is chain 0's."""
+    chain in (chain, seq) order, or one chain (--chain); a seq range needs --chain (a seq is a position on one)."""
     from contextlib import nullcontext
 
     from pokna.bundles import BundleRange, open_bundle

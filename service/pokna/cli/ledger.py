@@ -77,7 +77,7 @@ def export_command(
     progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
     """Stream a tenant's journal as JSONL (what `pokna audit verify` reads), CSV or Beancount: every chain
-    in (chain, seq) order, or one chain (--chain); a seq range without --chain is chain 0's."""
+    in (chain, seq) order, or one chain (--chain); a seq range needs --chain (a seq is a position on one)."""
     if export_format not in EXPORT_FORMATS:
         raise typer.BadParameter(f"one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
     # Checked now, before the file is opened and before the first line is asked for.

@@ -33,7 +33,7 @@ def create(name: Annotated[str, typer.Argument(help="The app's name.")], as_json
                 tenant = await service.create_tenant(connection, name)
             except ValueError as error:
                 raise CommandError(
-                    f"{error}, not {len(name)}", 'e.g. pokna tenants create "Chalmun\'s Cantina"'
+                    f"{error}, not {len(name.strip())}", 'e.g. pokna tenants create "Chalmun\'s Cantina"'
                 ) from None
             return tenant, await service.issue_api_key(connection, tenant.id)
 

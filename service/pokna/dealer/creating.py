@@ -15,6 +15,7 @@ created in the table's own transaction, from the same records (pokna.dealer.tabl
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -276,12 +277,19 @@ def check_labels(labels: Sequence[str] | None, seat_count: int) -> None:
         )
     seen: dict[str, int] = {}
     for index, label in enumerate(labels):
-        if label.casefold() in seen:
+        alike = _as_read(label)
+        if alike in seen:
             raise InvalidRequest(
-                f"seat {index}'s label {label!r} is seat {seen[label.casefold()]}'s already",
+                f"seat {index}'s label {label!r} is seat {seen[alike]}'s already",
                 field=f"body.seat_labels.{index}",
             )
-        seen[label.casefold()] = index
+        seen[alike] = index
+
+
+def _as_read(label: str) -> str:
+    """What a reader takes the label for: case set aside, and the same letters however they are encoded
+    (an accent composed or combined, a full-width letter), which a page shows alike."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", label).casefold())
 
 
 def beacon_chain_for(mode: str, beacon_chain: BeaconChain | None) -> BeaconChain | None:

@@ -156,7 +156,8 @@ class GameCreate(BaseModel):
     rake: RakeTermsIn | None = Field(
         default=None,
         description="The house's share of each pot paid out, fixed now and signed in the commitment. "
-        "Absent: the tenant's default rake (`GET /v1/tenant/settings`).",
+        "Absent or null: the tenant's default rake (`GET /v1/tenant/settings`); "
+        '`{"bps": 0}` for none.',
     )
     seat_labels: list[SeatLabel] | None = Field(
         default=None,
@@ -237,9 +238,15 @@ class VoteAction(_Act):
 
 class CancelAction(_Act):
     type: Literal["cancel"]
-    account_id: AccountId | None = Field(default=None, description="Optional: who asked.")
+    account_id: AccountId | None = Field(
+        default=None,
+        description="Optional: who asked; if given, a seat of this game (else 422 `not_seated`).",
+    )
 
     def engine_action(self, seat_of: SeatOf) -> rules.Action:
+        if self.account_id is not None:
+            # Nobody at this table asked: the request was meant for another game, which it must not cancel.
+            seat_of(self.account_id)
         return rules.Cancel()
 
 
@@ -275,7 +282,8 @@ class TableCreate(BaseModel):
     turn_timeout_seconds: TurnTimeout = 60
     rake: RakeTermsIn | None = Field(
         default=None,
-        description="Every round's rake, fixed now. Absent: the tenant's default rake.",
+        description="Every round's rake, fixed now. Absent or null: the tenant's default rake; "
+        '`{"bps": 0}` for none.',
     )
 
 

@@ -46,9 +46,12 @@ def selected_chains(
 
 
 def check_seq_bounds(chain: int | None, from_seq: int | None, to_seq: int | None) -> None:
-    """Refuse a seq bound without a chain (see selected_chains)."""
+    """Refuse a seq bound without a chain (see selected_chains), and bounds that are swapped: a range that
+    ends before it starts would read as an empty chain."""
     if chain is None and (from_seq is not None or to_seq is not None):
         raise InvalidRequest(SEQ_NEEDS_CHAIN, field="query.chain")
+    if from_seq is not None and to_seq is not None and from_seq > to_seq:
+        raise InvalidRequest(f"to_seq {to_seq} is before from_seq {from_seq}", field="query.to_seq")
 
 
 def seq_ranges(

@@ -12,11 +12,13 @@ from typing import Annotated, Literal
 
 from fastapi import Query
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
 )
+from pydantic_core import PydanticCustomError
 
 from pokna.api.fields import SEQ_MAX, Amount, Currency, NoNul
 from pokna.db.models.ledger import Account
@@ -30,6 +32,8 @@ from pokna.ledger import (
     TrialBalance,
     checkpoint_document,
 )
+from pokna.ledger.errors import InvalidPostings
+from pokna.ledger.model import MAX_METADATA_BYTES, check_metadata
 from pokna.paging import Page
 from pokna_verify.ledger.chain import LEDGER_CHAINS
 
@@ -94,6 +98,17 @@ class AccountOut(BaseModel):
         )
 
 
+def _fits_the_journal(metadata: dict[str, str] | None) -> dict[str, str] | None:
+    """The journal holds metadata up to a size (it is hashed into the chain), which 20 values of 200
+    characters can pass: refused here as bad input naming the field, not by the posting."""
+    if metadata is not None:
+        try:
+            check_metadata(metadata)
+        except InvalidPostings as refusal:
+            raise PydanticCustomError("metadata_size", str(refusal)) from None
+    return metadata
+
+
 class MoneyMovement(BaseModel):
     model_config = ConfigDict(
         extra="forbid", json_schema_extra={"examples": [{"amount": 500, "reference": "psp-charge-7781"}]}
@@ -103,12 +118,14 @@ class MoneyMovement(BaseModel):
     reference: Text | None = Field(
         default=None, description="Your reference, e.g. the payment provider's id."
     )
-    metadata: dict[Annotated[str, NoNul], Annotated[str, StringConstraints(max_length=200), NoNul]] | None = (
-        Field(
-            default=None,
-            max_length=20,
-            description="Up to 20 string values, kept with the journal transaction.",
-        )
+    metadata: Annotated[
+        dict[Annotated[str, NoNul], Annotated[str, StringConstraints(max_length=200), NoNul]] | None,
+        AfterValidator(_fits_the_journal),
+    ] = Field(
+        default=None,
+        max_length=20,
+        description=f"Up to 20 string values, kept with the journal transaction: at most {MAX_METADATA_BYTES} "
+        "bytes as canonical JSON (RFC 8785, UTF-8), names and all.",
     )
 
 

@@ -98,6 +98,10 @@ def _on(address: Address, network: Network) -> bool:
 
 def check_url_form(url: str, policy: UrlPolicy) -> str:
     """The URL's host, if its form is acceptable (no resolution: for saving an endpoint quickly)."""
+    if any(character < " " or character == "\x7f" for character in url):
+        # urlsplit drops tabs and line breaks silently, so it would judge another URL than the one saved,
+        # and the delivery's client refuses every control character: each attempt would fail.
+        raise UnsafeUrl("the URL has a control character (a tab or a line break, say)")
     try:
         parts = urlsplit(url)
     except ValueError:  # an unbalanced `[` of an IPv6 host, say

@@ -56,12 +56,14 @@ class NewEndpoint:
 
 @dataclass(frozen=True)
 class EndpointChange:
-    """What to change; None leaves a field as it is."""
+    """What to change; None leaves a field as it is, but `removes_description` removes the description
+    (the one field an endpoint may be without)."""
 
     url: str | None = None
     event_types: Sequence[EventType] | None = None
     description: str | None = None
     enabled: bool | None = None
+    removes_description: bool = False
 
 
 async def create_endpoint(
@@ -95,7 +97,7 @@ async def update_endpoint(
     changed = replace(
         endpoint,
         url=endpoint.url if change.url is None else change.url,
-        description=endpoint.description if change.description is None else change.description,
+        description=_description(endpoint.description, change),
         event_types=endpoint.event_types if change.event_types is None else _distinct(change.event_types),
         enabled=endpoint.enabled if change.enabled is None else change.enabled,
         updated_at=now,
@@ -111,6 +113,12 @@ async def update_endpoint(
     }
     await opened.connection.execute(_UPDATE, values)
     return endpoint_out(changed)
+
+
+def _description(current: str | None, change: EndpointChange) -> str | None:
+    if change.removes_description:
+        return None
+    return current if change.description is None else change.description
 
 
 async def delete_endpoint(opened: Transaction, endpoint_id: str) -> WebhookEndpointDeletedOut:

@@ -49,7 +49,8 @@ class WebhookEndpointCreate(BaseModel):
 
 class WebhookEndpointUpdate(BaseModel):
     """Only the fields given change. `enabled: false` disables the endpoint (its deliveries wait);
-    `enabled: true` enables it again."""
+    `enabled: true` enables it again. `description: null` removes the description; a null `url`,
+    `event_types` or `enabled` changes nothing."""
 
     model_config = ConfigDict(
         extra="forbid",

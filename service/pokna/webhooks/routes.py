@@ -109,7 +109,11 @@ async def update_endpoint(
     write: KeyedWriteDep,
 ) -> WebhookEndpointOut:
     change = webhooks.EndpointChange(
-        url=body.url, event_types=body.event_types, description=body.description, enabled=body.enabled
+        url=body.url,
+        event_types=body.event_types,
+        description=body.description,
+        enabled=body.enabled,
+        removes_description="description" in body.model_fields_set and body.description is None,
     )
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
 
