@@ -261,6 +261,13 @@ ON_A_DATABASE = [
     failure("tenants", "create", "x" * 201, says=("a tenant name is 1-200 characters, not 201",)),
     # counted as kept, without spaces at either end: "not 3" would contradict "1-200"
     failure("tenants", "create", "   ", says=("a tenant name is 1-200 characters, not 0",)),
+    # printed as they are by `pokna tenants list`: an escape sequence would drive the reader's terminal
+    failure(
+        "tenants",
+        "create",
+        "Chalmun\x1b[2J\tCantina",
+        says=("a tenant name holds no control characters, not U+0009, U+001B",),
+    ),
     failure(
         "db",
         "downgrade",

@@ -24,7 +24,10 @@ TenantArgument = Annotated[str, typer.Argument(help="The tenant's id (`pokna ten
 
 
 @tenants_app.command("create")
-def create(name: Annotated[str, typer.Argument(help="The app's name.")], as_json: JsonOption = False) -> None:
+def create(
+    name: Annotated[str, typer.Argument(help="The app's name: 1-200 characters, no control characters.")],
+    as_json: JsonOption = False,
+) -> None:
     """Create a tenant and its first API key. The key is shown only now."""
 
     async def create(connection: AsyncConnection[Any]) -> tuple[service.TenantRecord, service.IssuedKey]:
@@ -32,9 +35,7 @@ def create(name: Annotated[str, typer.Argument(help="The app's name.")], as_json
             try:
                 tenant = await service.create_tenant(connection, name)
             except ValueError as error:
-                raise CommandError(
-                    f"{error}, not {len(name.strip())}", 'e.g. pokna tenants create "Chalmun\'s Cantina"'
-                ) from None
+                raise CommandError(str(error), 'e.g. pokna tenants create "Chalmun\'s Cantina"') from None
             return tenant, await service.issue_api_key(connection, tenant.id)
 
     tenant, issued = run_command(create)

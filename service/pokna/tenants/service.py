@@ -4,6 +4,7 @@ stored only as SHA-256 digests."""
 from __future__ import annotations
 
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -47,7 +48,10 @@ _TENANT_IDS = "SELECT id FROM tenant ORDER BY id"
 async def create_tenant(connection: AsyncConnection[Any], name: str) -> TenantRecord:
     name = name.strip()
     if not name or len(name) > 200:
-        raise ValueError("a tenant name is 1-200 characters")
+        raise ValueError(f"a tenant name is 1-200 characters, not {len(name)}")
+    if controls := sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) == "Cc"}):
+        # `pokna tenants list` prints names as they are: an escape sequence would drive the terminal.
+        raise ValueError(f"a tenant name holds no control characters, not {', '.join(controls)}")
     tenant = TenantRecord(new_id("ten"), name, utc_now())
     await connection.execute(
         "INSERT INTO tenant (id, name, created_at) VALUES (%(id)s, %(name)s, %(created_at)s)", vars(tenant)
