@@ -128,6 +128,8 @@ def test_development_takes_local_http_receivers_and_production_does_not() -> Non
         ("http://user:secret@example.org/", "credentials"),
         ("http://example.org/#fragment", "fragment"),
         ("http://example.org:70000/", "port"),
+        # no server listens on port 0: the delivery's client would send to the scheme's default port
+        ("http://example.org:0/", "port"),
     ],
 )
 def test_a_malformed_url_is_refused_saying_why(url: str, reason: str) -> None:

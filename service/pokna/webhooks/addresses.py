@@ -116,9 +116,11 @@ def check_url_form(url: str, policy: UrlPolicy) -> str:
     if parts.fragment:
         raise UnsafeUrl("the URL may not have a fragment")
     try:
-        parts.port  # noqa: B018 (raises on a malformed port)
+        port = parts.port  # raises on a malformed port
     except ValueError:
-        raise UnsafeUrl("the URL's port is not a number from 0 to 65535") from None
+        port = 0
+    if port == 0:  # nothing listens on port 0, and the delivery's client would send to the default port
+        raise UnsafeUrl("the URL's port is not a number from 1 to 65535")
     return parts.hostname
 
 
