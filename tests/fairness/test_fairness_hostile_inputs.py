@@ -202,3 +202,21 @@ def test_pokna_audit_report_reads_stdin_within_the_limit(tmp_path: Path) -> None
     assert ran.exit_code == 2, ran.stderr[-3000:]
     assert ran.stderr.strip().startswith("UNUSABLE INPUT: stdin: line 1 is longer than 16 MiB"), ran.stderr
     assert not (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize(("field", "value"), [("client_seed", "\ud800"), ("game_id", "game-\udfff")])
+def test_a_proof_holding_a_lone_surrogate_is_unusable_naming_where(
+    verify_cli: VerifyCli, evidence: dict[str, Path], field: str, value: str
+) -> None:
+    """JSON may write `\\ud800` alone, which is no text UTF-8 can carry: recomputing the rolls from such a
+    client seed, or printing such a game id, raised UnicodeEncodeError (a fuzzing round's find)."""
+    proof = evidence["proof"]
+    proof.write_text(json.dumps({**json.loads(proof.read_text()), field: value}))
+    ran = verify_cli(
+        "verify", str(proof), "--keys", str(evidence["keys"]), "--receipt", str(evidence["receipt"])
+    )
+    assert ran.exit_code == 2, ran.output[-3000:]
+    assert one_line(ran) == (
+        f"UNUSABLE INPUT: the proof file {proof}: a string holds a lone UTF-16 surrogate (at /{field}), which "
+        "is not text: refused, since readers differ on what it says"
+    )
