@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fairness_samples import KEY_RING, sample_proof, sample_receipt
+from fairness_samples import KEY_RING, NEW_KEY, sample_proof, sample_receipt
 
+from pokna_verify.tlog.game_leaf import game_leaf_entry
 from support.hostile_inputs import (
     COMMANDS,
     DEEP_ARRAY,
@@ -26,10 +27,14 @@ from support.hostile_inputs import (
     hostile_server,
     run_bounded,
 )
+from support.log_stand_in import History, StandInLog
 from support.verify_cli import Ran, VerifyCli
 
 TOO_DEEP = "JSON nested deeper than 64 levels, the most the verifiers read"
 TOO_LARGE = "larger than 16 MiB (16,777,216 bytes)"
+LOGGED_AS = (
+    "game #1 of standin.test/games/tnt_standin's public log, proven in its signed checkpoint of 1 games"
+)
 
 
 @pytest.fixture
@@ -219,4 +224,40 @@ def test_a_proof_holding_a_lone_surrogate_is_unusable_naming_where(
     assert one_line(ran) == (
         f"UNUSABLE INPUT: the proof file {proof}: a string holds a lone UTF-16 surrogate (at /{field}), which "
         "is not text: refused, since readers differ on what it says"
+    )
+
+
+def test_a_link_whose_log_entry_nests_100000_deep_is_said_unusable_without_a_traceback(
+    verify_cli: VerifyCli, evidence: dict[str, Path], tmp_path: Path
+) -> None:
+    """A link's `public_log.entry` is JSON inside a string, which the document's limits do not see into;
+    it was read with json.loads, which raised RecursionError (a fuzzing round's find). Its checkpoint is
+    genuinely signed, so the entry is the first thing read of it."""
+    proof = sample_proof()
+    entry = game_leaf_entry(proof, status="settled", pot_account_id="acct_pot")
+    note = StandInLog(NEW_KEY, History([entry], 1)).checkpoint()
+    place = {"status": "logged", "log_url": "/v1/logs/t", "leaf_index": 0, "inclusion_path": []}
+    link = {
+        "object": "fairness_link",
+        "game_id": proof["game_id"],
+        "status": "settled",
+        "revealed": True,
+        "commitment": sample_receipt(),
+        "proof": proof,
+        "keys_url": "/v1/fairness/keys",
+        "public_log": {**place, "checkpoint": note, "entry": entry.decode()},
+    }
+    saved = tmp_path / "link.json"
+    saved.write_text(json.dumps(link))
+    ran = verify_cli("verify", str(saved), "--keys", str(evidence["keys"]))
+    assert (ran.exit_code, ran.output.splitlines()[-1]) == (0, f"public log: INCLUDED: {LOGGED_AS}"), (
+        ran.output
+    )
+
+    saved.write_text(json.dumps({**link, "public_log": {**link["public_log"], "entry": DEEP_ARRAY}}))
+    ran = verify_cli("verify", str(saved), "--keys", str(evidence["keys"]))
+    assert ran.exit_code == 0, ran.output[-3000:]  # the proof is what verifies; the log's place is said
+    assert ran.output.splitlines()[-1] == (
+        "public log: UNUSABLE: the public log place the link carries could not be checked: the log's entry: "
+        f"{TOO_DEEP}"
     )
