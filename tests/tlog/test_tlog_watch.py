@@ -15,6 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pokna_verify.cli import main
+from support.hostile_inputs import DEEP_ARRAY
 from support.log_stand_in import History, StandInLog, serving
 
 
@@ -128,3 +129,17 @@ def test_unusable_input_exits_2(log: StandInLog, tmp_path: Path) -> None:
     state = tmp_path / "broken.json"
     state.write_text("[]")
     assert watch(log, state)[0] == 2
+
+
+TOO_DEEP = "JSON nested deeper than 64 levels, the most the verifiers read"
+
+
+def test_a_state_file_nested_100000_deep_is_unusable(log: StandInLog, tmp_path: Path) -> None:
+    """It was read with json.loads, which raised RecursionError (a fuzzing round's find); it is read within
+    the limits every other input is (pokna_verify.bounded_input)."""
+    state = tmp_path / "deep.json"
+    state.write_text(DEEP_ARRAY)
+    assert watch(log, state) == (
+        2,
+        {"verdict": "unusable", "consistent": False, "detail": f"the state file {state}: {TOO_DEEP}"},
+    )
