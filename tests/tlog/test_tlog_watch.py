@@ -143,3 +143,37 @@ def test_a_state_file_nested_100000_deep_is_unusable(log: StandInLog, tmp_path: 
         2,
         {"verdict": "unusable", "consistent": False, "detail": f"the state file {state}: {TOO_DEEP}"},
     )
+
+
+def test_a_consistency_proof_or_a_problem_nested_deep_is_unusable(
+    log: StandInLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both were read with json.loads, which raised RecursionError (a fuzzing round's find)."""
+    state = tmp_path / "witness.json"
+    assert watch(log, state)[0] == 0
+    log.history = History(entries(12), 11, dict(HEADS))
+    honest = log.answer
+    monkeypatch.setattr(
+        log,
+        "answer",
+        lambda path, query: (
+            (200, "application/json", DEEP_ARRAY) if path.endswith("/consistency") else honest(path, query)
+        ),
+    )
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (2, "unusable")
+    assert str(said["detail"]).endswith(f"/consistency?first=5&second=11: {TOO_DEEP}"), said
+    deep_problem = "[" * 30_000 + "]" * 30_000  # an error's body is read to 64 KiB, for its `detail`
+    monkeypatch.setattr(
+        log,
+        "answer",
+        lambda path, query: (
+            (422, "application/problem+json", deep_problem)
+            if path.endswith("/consistency")
+            else honest(path, query)
+        ),
+    )
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (2, "unusable")
+    assert str(said["detail"]).endswith("/consistency?first=5&second=11: it answered HTTP 422"), said
+    assert kept_size(state) == 5

@@ -9,12 +9,12 @@ from __future__ import annotations
 import base64
 import binascii
 import http.client
-import json
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
 
+from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.cli.input_files import UnusableInputError, is_url
 
 FETCH_TIMEOUT_SECONDS = 10.0
@@ -74,8 +74,10 @@ def fetch_text(url: str, what: str) -> str:
 
 def fetch_json(url: str, what: str) -> dict[str, Any]:
     try:
-        document = json.loads(fetch(url, what, "application/json").decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = loads(fetch(url, what, "application/json").decode("utf-8"))
+    except InputLimitError as error:
+        raise UnusableInputError(f"the {what} from {url}: {error}") from None
+    except ValueError as error:  # not UTF-8, or not JSON
         raise UnusableInputError(f"{url} did not answer JSON: not a {what}") from error
     if not isinstance(document, dict):
         raise UnusableInputError(f"{url} answered JSON but not an object: not a {what}")
@@ -94,8 +96,8 @@ def hashes_of(document: dict[str, Any], field: str, url: str) -> list[bytes]:
 
 def _problem_of(error: urllib.error.HTTPError) -> str:
     try:
-        problem = json.loads(error.read(64 * 1024).decode("utf-8"))
-    except (OSError, ValueError, http.client.HTTPException):
+        problem = loads(error.read(64 * 1024).decode("utf-8"))
+    except (OSError, ValueError, http.client.HTTPException, InputLimitError):
         return ""
     explained = problem.get("detail") if isinstance(problem, dict) else None
     return f": {' '.join(explained.split())[:200]}" if isinstance(explained, str) and explained else ""
