@@ -2,6 +2,7 @@
 
 Apart from input_files' fetching because a log answers 404 for something that is not an error to the
 caller (a game not logged yet), and because its answers are small: anything past MAX_LOG_BYTES is refused.
+Each GET is url_fetch.get's, so a log that trickles its answer is given up at the same deadline.
 """
 
 from __future__ import annotations
@@ -9,15 +10,13 @@ from __future__ import annotations
 import base64
 import binascii
 import http.client
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
 from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.cli.input_files import UnusableInputError, is_url
+from pokna_verify.cli.url_fetch import DeadlinePassed, get
 
-FETCH_TIMEOUT_SECONDS = 10.0
 MAX_LOG_BYTES = 1024 * 1024
 LOG_PATH = "/v1/logs/"
 
@@ -46,23 +45,24 @@ def keys_url_of(log_url: str) -> str:
 
 
 def fetch(url: str, what: str, accept: str) -> bytes:
+    """The answer's body, within MAX_LOG_BYTES and url_fetch's deadline for the whole fetch."""
     try:
-        request = urllib.request.Request(url, headers={"Accept": accept})  # noqa: S310 (http(s) checked)
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310
-            body: bytes = response.read(MAX_LOG_BYTES + 1)
-    except urllib.error.HTTPError as error:
-        said = _problem_of(error)
-        if error.code == 404:
-            raise NotThere(f"{url} answered HTTP 404{said}") from error
-        raise UnusableInputError(
-            f"cannot fetch the {what} from {url}: it answered HTTP {error.code}{said}"
-        ) from error
+        answer = get(url, accept=accept, max_bytes=MAX_LOG_BYTES)
+    except DeadlinePassed as error:
+        raise UnusableInputError(f"cannot fetch the {what} from {url}: {error}") from None
     except (OSError, http.client.HTTPException, ValueError) as error:
         reason = getattr(error, "reason", None) or error or type(error).__name__
         raise UnusableInputError(f"cannot fetch the {what} from {url}: {reason}") from error
-    if len(body) > MAX_LOG_BYTES:
+    if not answer.ok:
+        said = _problem_of(answer.body)
+        if answer.status == 404:
+            raise NotThere(f"{url} answered HTTP 404{said}")
+        raise UnusableInputError(
+            f"cannot fetch the {what} from {url}: it answered HTTP {answer.status}{said}"
+        )
+    if len(answer.body) > MAX_LOG_BYTES:
         raise UnusableInputError(f"{url} answered more than {MAX_LOG_BYTES} bytes: not a {what}")
-    return body
+    return answer.body
 
 
 def fetch_text(url: str, what: str) -> str:
@@ -94,10 +94,10 @@ def hashes_of(document: dict[str, Any], field: str, url: str) -> list[bytes]:
         raise UnusableInputError(f"{url}: {field} holds something that is not base64") from error
 
 
-def _problem_of(error: urllib.error.HTTPError) -> str:
+def _problem_of(body: bytes) -> str:
     try:
-        problem = loads(error.read(64 * 1024).decode("utf-8"))
-    except (OSError, ValueError, http.client.HTTPException, InputLimitError):
+        problem = loads(body.decode("utf-8"))
+    except (ValueError, InputLimitError):
         return ""
     explained = problem.get("detail") if isinstance(problem, dict) else None
     return f": {' '.join(explained.split())[:200]}" if isinstance(explained, str) and explained else ""
