@@ -227,17 +227,13 @@ def test_a_proof_holding_a_lone_surrogate_is_unusable_naming_where(
     )
 
 
-def test_a_link_whose_log_entry_nests_100000_deep_is_said_unusable_without_a_traceback(
-    verify_cli: VerifyCli, evidence: dict[str, Path], tmp_path: Path
-) -> None:
-    """A link's `public_log.entry` is JSON inside a string, which the document's limits do not see into;
-    it was read with json.loads, which raised RecursionError (a fuzzing round's find). Its checkpoint is
-    genuinely signed, so the entry is the first thing read of it."""
+def _logged_link() -> dict[str, Any]:
+    """The sample game's link, with its place in a one-game log whose checkpoint NEW_KEY signed."""
     proof = sample_proof()
     entry = game_leaf_entry(proof, status="settled", pot_account_id="acct_pot")
     note = StandInLog(NEW_KEY, History([entry], 1)).checkpoint()
     place = {"status": "logged", "log_url": "/v1/logs/t", "leaf_index": 0, "inclusion_path": []}
-    link = {
+    return {
         "object": "fairness_link",
         "game_id": proof["game_id"],
         "status": "settled",
@@ -247,6 +243,26 @@ def test_a_link_whose_log_entry_nests_100000_deep_is_said_unusable_without_a_tra
         "keys_url": "/v1/fairness/keys",
         "public_log": {**place, "checkpoint": note, "entry": entry.decode()},
     }
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"entry": DEEP_ARRAY}, f"the log's entry: {TOO_DEEP}"),
+        ({"entry": '{"leaf": "pokna.game/1"'}, "the log's entry is not a pokna.game/1 leaf"),
+        ({"entry": None}, "the link's public_log lacks its checkpoint, entry or leaf index"),
+        ({"leaf_index": "0"}, "the link's public_log lacks its checkpoint, entry or leaf index"),
+        ({"inclusion_path": None}, "the link's inclusion_path is not a list of base64 hashes"),
+        ({"checkpoint": "standin.test/games/tnt_standin\n1\n"}, "a signed note is text, a blank line"),
+    ],
+)
+def test_a_link_carrying_a_malformed_place_in_the_log_fails_the_verification(
+    verify_cli: VerifyCli, evidence: dict[str, Path], tmp_path: Path, change: dict[str, Any], said: str
+) -> None:
+    """The place is the link's, beside the proof, and not signed: whoever changes a byte of it must make
+    the check fail, as the verifier page's does (docs/fairness.md, section 6). It was 'UNUSABLE', exit 0,
+    VALID (a fuzzing round's find); and an entry nested 100,000 deep raised RecursionError."""
+    link = _logged_link()
     saved = tmp_path / "link.json"
     saved.write_text(json.dumps(link))
     ran = verify_cli("verify", str(saved), "--keys", str(evidence["keys"]))
@@ -254,10 +270,9 @@ def test_a_link_whose_log_entry_nests_100000_deep_is_said_unusable_without_a_tra
         ran.output
     )
 
-    saved.write_text(json.dumps({**link, "public_log": {**link["public_log"], "entry": DEEP_ARRAY}}))
+    saved.write_text(json.dumps({**link, "public_log": {**link["public_log"], **change}}))
     ran = verify_cli("verify", str(saved), "--keys", str(evidence["keys"]))
-    assert ran.exit_code == 0, ran.output[-3000:]  # the proof is what verifies; the log's place is said
-    assert ran.output.splitlines()[-1] == (
-        "public log: UNUSABLE: the public log place the link carries could not be checked: the log's entry: "
-        f"{TOO_DEEP}"
-    )
+    assert ran.exit_code == 1, ran.output[-3000:]
+    assert ran.output.splitlines()[-1].startswith(
+        f"public log: FAILED: the public log place the link carries is malformed: {said}"
+    ), ran.output[-3000:]
