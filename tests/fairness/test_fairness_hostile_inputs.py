@@ -276,3 +276,32 @@ def test_a_link_carrying_a_malformed_place_in_the_log_fails_the_verification(
     assert ran.output.splitlines()[-1].startswith(
         f"public log: FAILED: the public log place the link carries is malformed: {said}"
     ), ran.output[-3000:]
+
+
+def test_a_served_link_whose_addresses_urllib_cannot_split_is_answered_not_a_traceback(
+    verify_cli: VerifyCli, evidence: dict[str, Path], tmp_path: Path
+) -> None:
+    """A link's `keys_url` and `public_log.log_url` are resolved against the link's URL; "http://[::1" made
+    urljoin raise ValueError (a fuzzing round's find). The keys are then not had (exit 4, said why), and
+    the state file's consistency check is unusable."""
+    link = _logged_link()
+    broken = "http://[::1"
+    served = {
+        "/v1/fairness/proofs/keys": json.dumps({**link, "keys_url": broken}).encode(),
+        "/v1/fairness/proofs/log": json.dumps(
+            {**link, "public_log": {**link["public_log"], "log_url": broken}}
+        ).encode(),
+        "/v1/fairness/keys": json.dumps(KEY_RING.to_json()).encode(),
+    }
+    with hostile_server(served) as server:
+        ran = verify_cli("verify", server.url("/v1/fairness/proofs/keys"))
+        assert ran.exit_code == 4, ran.output[-3000:]
+        assert f"the link's keys_url {broken!r} is no address (Invalid IPv6 URL)" in ran.output, ran.output
+
+        state = tmp_path / "witness.json"
+        ran = verify_cli("verify", server.url("/v1/fairness/proofs/log"), "--state", str(state))
+        assert ran.exit_code == 0, ran.output[-3000:]
+        assert ran.output.splitlines()[-1] == (
+            "public log: UNUSABLE: the public log place the link carries could not be checked: the link's "
+            f"log_url {broken!r} is no address (Invalid IPv6 URL)"
+        )

@@ -72,7 +72,10 @@ def _check(
         return included
     if not isinstance(log_url, str):
         raise UnusableInputError("the link's public_log names no log_url to ask for consistency")
-    base = urllib.parse.urljoin(link_url, log_url) if is_url(link_url) else log_url
+    try:
+        base = urllib.parse.urljoin(link_url, log_url) if is_url(link_url) else log_url
+    except ValueError as error:  # the link's own text, e.g. "http://[::1": not even an address
+        raise UnusableInputError(f"the link's log_url {log_url[:80]!r} is no address ({error})") from None
     return witnessed(included, base.rstrip("/"), note, checkpoint_state=state)
 
 
