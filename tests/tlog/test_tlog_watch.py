@@ -126,6 +126,12 @@ def test_unusable_input_exits_2(log: StandInLog, tmp_path: Path) -> None:
     with redirect_stdout(out), redirect_stderr(err):
         assert main(["log", "watch", f"{log.base}/v1/nothing", "--state", str(tmp_path / "s.json")]) == 2
     assert "is not a log's address" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):  # urlsplit's ValueError, a traceback before
+        assert main(["log", "watch", "http://[::1/v1/logs/t", "--state", str(tmp_path / "s.json")]) == 2
+    assert (
+        err.getvalue() == "UNUSABLE INPUT: http://[::1/v1/logs/t is not a log's address: Invalid IPv6 URL\n"
+    )
     state = tmp_path / "broken.json"
     state.write_text("[]")
     assert watch(log, state)[0] == 2

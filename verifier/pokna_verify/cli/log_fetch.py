@@ -29,7 +29,10 @@ def log_base(url: str) -> str:
     """`https://host/v1/logs/TENANT`, from it or from any of its addresses (its `/checkpoint`, ...)."""
     if not is_url(url):
         raise UnusableInputError(f"{url!r} is not an http(s) URL of a log (https://host{LOG_PATH}TENANT)")
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as error:  # "http://[::1/...": no address at all
+        raise UnusableInputError(f"{url} is not a log's address: {error}") from None
     path = parts.path
     if LOG_PATH not in path:
         raise UnusableInputError(f"{url} is not a log's address: it has no {LOG_PATH}TENANT")
