@@ -18,9 +18,12 @@ from typer.testing import CliRunner
 
 import pokna.cli.audit_report  # noqa: F401  (registers `audit report`)
 from pokna.cli.app import app
+from pokna.public_log.sequencer import LogSigner
+from pokna.runtime import Runtime
 from pokna_verify.bundle import scan as bundle_scan
 from pokna_verify.ledger import scan as audit_scan
 from support.audit_bundles import play_books
+from support.game_logs import ORIGIN_PREFIX, sequence_all
 from support.hostile_inputs import DEEP_ARRAY, HUGE_NUMBER
 from support.verify_cli import Ran, VerifyCli
 
@@ -124,3 +127,25 @@ def test_a_bundle_line_past_a_limit_or_naming_a_key_twice_is_unusable_in_every_a
     assert report.exit_code == 2, report.output[-3000:]
     assert report.output.strip() == said
     assert not html.exists()
+
+
+def test_a_log_leaf_whose_entry_nests_100000_deep_is_unusable_naming_its_line(
+    verify_cli: VerifyCli,
+    client: TestClient,
+    sessions: sessionmaker[Session],
+    runtime: Runtime,
+    tmp_path: Path,
+) -> None:
+    """A leaf's entry is JSON inside a string: the line's own limits do not see into it, and the entry was
+    read with json.loads, which raised RecursionError (a fuzzing round's find). It is read within them."""
+    books = play_books(client, sessions, games=2)
+    assert sequence_all(runtime.aio, LogSigner(ORIGIN_PREFIX, runtime.keys.signing_key)) >= 2
+    lines = books.bundle()
+    bundle, keys = tmp_path / "bundle.jsonl", tmp_path / "keys.json"
+    keys.write_text(json.dumps(books.key_ring.to_json()))
+    index = next(number for number, line in enumerate(lines) if json.loads(line)["type"] == "pokna.log.leaf")
+    lines[index] = json.dumps({**json.loads(lines[index]), "entry": DEEP_ARRAY}) + "\n"
+    bundle.write_text("".join(lines))
+    ran = verify_cli("audit", "verify", str(bundle), "--keys", str(keys))
+    assert ran.exit_code == 2, ran.output[-3000:]
+    assert one_line(ran) == f"UNUSABLE INPUT: {bundle}: line {index + 1}: {TOO_DEEP}"

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fairness_samples import KEY_RING, sample_proof, sample_receipt
+from fairness_samples import KEY_RING, NEW_KEY, sample_proof, sample_receipt
 
+from pokna_verify.tlog.game_leaf import game_leaf_entry
 from support.hostile_inputs import (
     COMMANDS,
     DEEP_ARRAY,
@@ -26,10 +27,14 @@ from support.hostile_inputs import (
     hostile_server,
     run_bounded,
 )
+from support.log_stand_in import History, StandInLog
 from support.verify_cli import Ran, VerifyCli
 
 TOO_DEEP = "JSON nested deeper than 64 levels, the most the verifiers read"
 TOO_LARGE = "larger than 16 MiB (16,777,216 bytes)"
+LOGGED_AS = (
+    "game #1 of standin.test/games/tnt_standin's public log, proven in its signed checkpoint of 1 games"
+)
 
 
 @pytest.fixture
@@ -202,3 +207,101 @@ def test_pokna_audit_report_reads_stdin_within_the_limit(tmp_path: Path) -> None
     assert ran.exit_code == 2, ran.stderr[-3000:]
     assert ran.stderr.strip().startswith("UNUSABLE INPUT: stdin: line 1 is longer than 16 MiB"), ran.stderr
     assert not (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize(("field", "value"), [("client_seed", "\ud800"), ("game_id", "game-\udfff")])
+def test_a_proof_holding_a_lone_surrogate_is_unusable_naming_where(
+    verify_cli: VerifyCli, evidence: dict[str, Path], field: str, value: str
+) -> None:
+    """JSON may write `\\ud800` alone, which is no text UTF-8 can carry: recomputing the rolls from such a
+    client seed, or printing such a game id, raised UnicodeEncodeError (a fuzzing round's find)."""
+    proof = evidence["proof"]
+    proof.write_text(json.dumps({**json.loads(proof.read_text()), field: value}))
+    ran = verify_cli(
+        "verify", str(proof), "--keys", str(evidence["keys"]), "--receipt", str(evidence["receipt"])
+    )
+    assert ran.exit_code == 2, ran.output[-3000:]
+    assert one_line(ran) == (
+        f"UNUSABLE INPUT: the proof file {proof}: a string holds a lone UTF-16 surrogate (at /{field}), which "
+        "is not text: refused, since readers differ on what it says"
+    )
+
+
+def _logged_link() -> dict[str, Any]:
+    """The sample game's link, with its place in a one-game log whose checkpoint NEW_KEY signed."""
+    proof = sample_proof()
+    entry = game_leaf_entry(proof, status="settled", pot_account_id="acct_pot")
+    note = StandInLog(NEW_KEY, History([entry], 1)).checkpoint()
+    place = {"status": "logged", "log_url": "/v1/logs/t", "leaf_index": 0, "inclusion_path": []}
+    return {
+        "object": "fairness_link",
+        "game_id": proof["game_id"],
+        "status": "settled",
+        "revealed": True,
+        "commitment": sample_receipt(),
+        "proof": proof,
+        "keys_url": "/v1/fairness/keys",
+        "public_log": {**place, "checkpoint": note, "entry": entry.decode()},
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"entry": DEEP_ARRAY}, f"the log's entry: {TOO_DEEP}"),
+        ({"entry": '{"leaf": "pokna.game/1"'}, "the log's entry is not a pokna.game/1 leaf"),
+        ({"entry": None}, "the link's public_log lacks its checkpoint, entry or leaf index"),
+        ({"leaf_index": "0"}, "the link's public_log lacks its checkpoint, entry or leaf index"),
+        ({"inclusion_path": None}, "the link's inclusion_path is not a list of base64 hashes"),
+        ({"checkpoint": "standin.test/games/tnt_standin\n1\n"}, "a signed note is text, a blank line"),
+    ],
+)
+def test_a_link_carrying_a_malformed_place_in_the_log_fails_the_verification(
+    verify_cli: VerifyCli, evidence: dict[str, Path], tmp_path: Path, change: dict[str, Any], said: str
+) -> None:
+    """The place is the link's, beside the proof, and not signed: whoever changes a byte of it must make
+    the check fail, as the verifier page's does (docs/fairness.md, section 6). It was 'UNUSABLE', exit 0,
+    VALID (a fuzzing round's find); and an entry nested 100,000 deep raised RecursionError."""
+    link = _logged_link()
+    saved = tmp_path / "link.json"
+    saved.write_text(json.dumps(link))
+    ran = verify_cli("verify", str(saved), "--keys", str(evidence["keys"]))
+    assert (ran.exit_code, ran.output.splitlines()[-1]) == (0, f"public log: INCLUDED: {LOGGED_AS}"), (
+        ran.output
+    )
+
+    saved.write_text(json.dumps({**link, "public_log": {**link["public_log"], **change}}))
+    ran = verify_cli("verify", str(saved), "--keys", str(evidence["keys"]))
+    assert ran.exit_code == 1, ran.output[-3000:]
+    assert ran.output.splitlines()[-1].startswith(
+        f"public log: FAILED: the public log place the link carries is malformed: {said}"
+    ), ran.output[-3000:]
+
+
+def test_a_served_link_whose_addresses_urllib_cannot_split_is_answered_not_a_traceback(
+    verify_cli: VerifyCli, evidence: dict[str, Path], tmp_path: Path
+) -> None:
+    """A link's `keys_url` and `public_log.log_url` are resolved against the link's URL; "http://[::1" made
+    urljoin raise ValueError (a fuzzing round's find). The keys are then not had (exit 4, said why), and
+    the state file's consistency check is unusable."""
+    link = _logged_link()
+    broken = "http://[::1"
+    served = {
+        "/v1/fairness/proofs/keys": json.dumps({**link, "keys_url": broken}).encode(),
+        "/v1/fairness/proofs/log": json.dumps(
+            {**link, "public_log": {**link["public_log"], "log_url": broken}}
+        ).encode(),
+        "/v1/fairness/keys": json.dumps(KEY_RING.to_json()).encode(),
+    }
+    with hostile_server(served) as server:
+        ran = verify_cli("verify", server.url("/v1/fairness/proofs/keys"))
+        assert ran.exit_code == 4, ran.output[-3000:]
+        assert f"the link's keys_url {broken!r} is no address (Invalid IPv6 URL)" in ran.output, ran.output
+
+        state = tmp_path / "witness.json"
+        ran = verify_cli("verify", server.url("/v1/fairness/proofs/log"), "--state", str(state))
+        assert ran.exit_code == 0, ran.output[-3000:]
+        assert ran.output.splitlines()[-1] == (
+            "public log: UNUSABLE: the public log place the link carries could not be checked: the link's "
+            f"log_url {broken!r} is no address (Invalid IPv6 URL)"
+        )

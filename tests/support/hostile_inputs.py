@@ -86,7 +86,8 @@ def endless_fifo(path: Path, chunk: bytes = b"0" * 65536, cap_bytes: int = 256 <
 
 @dataclass
 class HostileServer:
-    """Serves `bodies` by path; `/drip` sends a JSON answer's headers, then a byte every `drip_seconds`."""
+    """Serves `bodies` by path; `/drip` (and any path under it) sends a JSON answer's headers, then a byte
+    every `drip_seconds`."""
 
     base: str
     bodies: Mapping[str, bytes]
@@ -106,7 +107,7 @@ def hostile_server(
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path == "/drip":
+            if self.path.startswith("/drip"):  # /drip/v1/logs/TENANT/checkpoint too: a log's address
                 self._drip()
                 return
             body = served["server"].bodies.get(self.path)

@@ -15,6 +15,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pokna_verify.cli import main
+from pokna_verify.fairness.keyring import KeyRing
+from support.hostile_inputs import DEEP_ARRAY, hostile_server
 from support.log_stand_in import History, StandInLog, serving
 
 
@@ -112,7 +114,6 @@ def test_a_corrupted_consistency_proof_or_a_bad_signature_exits_1(log: StandInLo
     honest_key = log.key
     log.key = Ed25519PrivateKey.generate()  # serves a note signed by a key its published ring does not hold
     keys = tmp_path / "keys.json"
-    from pokna_verify.fairness.keyring import KeyRing
 
     keys.write_text(json.dumps(KeyRing.of(honest_key.public_key()).to_json()))
     code, said = watch(log, state, "--keys", str(keys))
@@ -125,6 +126,81 @@ def test_unusable_input_exits_2(log: StandInLog, tmp_path: Path) -> None:
     with redirect_stdout(out), redirect_stderr(err):
         assert main(["log", "watch", f"{log.base}/v1/nothing", "--state", str(tmp_path / "s.json")]) == 2
     assert "is not a log's address" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):  # urlsplit's ValueError, a traceback before
+        assert main(["log", "watch", "http://[::1/v1/logs/t", "--state", str(tmp_path / "s.json")]) == 2
+    assert (
+        err.getvalue() == "UNUSABLE INPUT: http://[::1/v1/logs/t is not a log's address: Invalid IPv6 URL\n"
+    )
     state = tmp_path / "broken.json"
     state.write_text("[]")
     assert watch(log, state)[0] == 2
+
+
+TOO_DEEP = "JSON nested deeper than 64 levels, the most the verifiers read"
+
+
+def test_a_state_file_nested_100000_deep_is_unusable(log: StandInLog, tmp_path: Path) -> None:
+    """It was read with json.loads, which raised RecursionError (a fuzzing round's find); it is read within
+    the limits every other input is (pokna_verify.bounded_input)."""
+    state = tmp_path / "deep.json"
+    state.write_text(DEEP_ARRAY)
+    assert watch(log, state) == (
+        2,
+        {"verdict": "unusable", "consistent": False, "detail": f"the state file {state}: {TOO_DEEP}"},
+    )
+
+
+def test_a_consistency_proof_or_a_problem_nested_deep_is_unusable(
+    log: StandInLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both were read with json.loads, which raised RecursionError (a fuzzing round's find)."""
+    state = tmp_path / "witness.json"
+    assert watch(log, state)[0] == 0
+    log.history = History(entries(12), 11, dict(HEADS))
+    honest = log.answer
+    monkeypatch.setattr(
+        log,
+        "answer",
+        lambda path, query: (
+            (200, "application/json", DEEP_ARRAY) if path.endswith("/consistency") else honest(path, query)
+        ),
+    )
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (2, "unusable")
+    assert str(said["detail"]).endswith(f"/consistency?first=5&second=11: {TOO_DEEP}"), said
+    deep_problem = "[" * 30_000 + "]" * 30_000  # an error's body is read to 64 KiB, for its `detail`
+    monkeypatch.setattr(
+        log,
+        "answer",
+        lambda path, query: (
+            (422, "application/problem+json", deep_problem)
+            if path.endswith("/consistency")
+            else honest(path, query)
+        ),
+    )
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (2, "unusable")
+    assert str(said["detail"]).endswith("/consistency?first=5&second=11: it answered HTTP 422"), said
+    assert kept_size(state) == 5
+
+
+def test_a_log_that_trickles_its_checkpoint_is_given_up_at_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte every half second never trips the socket's 10 s timeout; the whole fetch's deadline does (2 s
+    here, 30 s as shipped), as for a proof's URL. The log's own fetches had no deadline (a fuzzing round's
+    find): the server gives up after 12 s, so without one this ends too, saying something else."""
+    monkeypatch.setattr("pokna_verify.cli.url_fetch.FETCH_DEADLINE_SECONDS", 2.0)
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps(KeyRing.of(Ed25519PrivateKey.generate().public_key()).to_json()))
+    with hostile_server({}, drip_seconds=0.5, lifetime_seconds=12) as server:
+        log_url = server.url("/drip/v1/logs/tnt_slow")
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["log", "watch", log_url, "--state", str(tmp_path / "s.json"), "--keys", str(keys)])
+    assert code == 2, err.getvalue()
+    assert err.getvalue() == (
+        f"UNUSABLE INPUT: cannot fetch the checkpoint from {log_url}/checkpoint: no whole answer within 2 s, "
+        "the limit for one fetch\n"
+    )

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pokna_verify import bounded_input
@@ -23,6 +23,7 @@ from pokna_verify.bounded_input import (
     duplicate_key,
     finish_line,
     loads,
+    lone_surrogate,
     next_line,
 )
 from support.json_strategies import json_like
@@ -49,6 +50,7 @@ def _same(left: Any, right: Any) -> bool:
 @given(json_like(max_leaves=40), st.integers(0, 3))
 def test_what_the_service_could_write_reads_as_json_loads_reads_it(value: Any, indent: int) -> None:
     text = json.dumps(value, indent=indent or None)
+    assume(lone_surrogate(value) is None)  # never signed nor hashed (RFC 8785), so never written; refused
     assert _same(loads(text), json.loads(text))
     assert deeper_than(text, _depth(value)) is False
     if _depth(value) > 0:
@@ -89,6 +91,23 @@ def test_a_key_named_twice_at_any_depth_is_refused_naming_where() -> None:
         loads('{"postings": [{"amount": 1}, {"amount": 999, "amount": 5}]}')
     assert duplicate_key('{"a/b": {"~": 1, "~": 2}}') == ("a/b", "~")
     assert duplicate_key('{"a": 1}') is None
+
+
+def test_a_lone_surrogate_anywhere_is_refused_naming_where_and_a_pair_is_read() -> None:
+    assert loads('{"die": "\\ud83c\\udfb2", "\\ud83c\\udfb2": "\\u00e9\\uD7FF \\\\ud800"}') == {
+        "die": "\U0001f3b2",
+        "\U0001f3b2": "\u00e9\ud7ff \\ud800",
+    }
+    for text, where in (
+        ('{"seeds": [{"client_seed": "a\\ud800"}]}', "/seeds/0/client_seed"),
+        ('{"a": {"\\uDFFF": 1}}', "/a"),
+        ('"\\udc00\\ud800"', "/"),
+        (b'{"id": "\xed\xa0\x80"}', "/id"),  # UTF-8 bytes of U+D800, which surrogatepass decodes
+    ):
+        with pytest.raises(
+            InputLimitError, match=f"^a string holds a lone UTF-16 surrogate \\(at {where}\\)"
+        ):
+            loads(text)
 
 
 def test_a_line_is_read_to_the_limit_and_no_further(monkeypatch: pytest.MonkeyPatch) -> None:

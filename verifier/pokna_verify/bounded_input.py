@@ -1,5 +1,5 @@
 """What the verifiers will read of what they are handed: JSON bounded in size, depth and number length, with
-no key named twice in one object, and lines of bounded length.
+no key named twice in one object and no string that is not text, and lines of bounded length.
 
 `json.loads` alone turns a 100,000-deep array into a RecursionError and an integer of 5,000 digits into
 Python's own 4,300-digit ValueError (tracebacks, not answers), and it keeps the last of two equal keys: a
@@ -66,6 +66,10 @@ def loads(
         raise InputLimitError(_repeated(text, repeated.key)) from None
     if isinstance(value, (dict, list)) and deeper_than(text, MAX_DEPTH):
         raise InputLimitError(_too_deep())
+    if _may_hold_a_surrogate(text):
+        surrogate = lone_surrogate(value)
+        if surrogate is not None:
+            raise InputLimitError(_not_text(surrogate))
     return value
 
 
@@ -156,6 +160,26 @@ def duplicate_key(text: str | bytes) -> tuple[str | int, ...] | None:
     return None
 
 
+def lone_surrogate(value: Any) -> tuple[str | int, ...] | None:
+    """Where the first string holding a lone UTF-16 surrogate is (a key: the object it names), or None. JSON
+    may write `\\ud800` alone; Python reads it into a str that UTF-8 cannot carry, so hashing, signing
+    checks and printing it raise UnicodeEncodeError, and other readers refuse it or read U+FFFD instead."""
+    pending: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+    while pending:
+        location, node = pending.pop()
+        if isinstance(node, str):
+            if not _is_text(node):
+                return location
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                if not _is_text(key):
+                    return location
+                pending.append(((*location, key), item))
+        elif isinstance(node, list):
+            pending.extend(((*location, index), item) for index, item in enumerate(node))
+    return None
+
+
 def json_pointer(location: tuple[str | int, ...]) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in location)
 
@@ -165,6 +189,7 @@ def json_pointer(location: tuple[str | int, ...]) -> str:
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
 _BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _RepeatedKey(Exception):
@@ -206,6 +231,27 @@ def _refuse_long(number: str) -> None:
 
 # One decoder for every line: json.loads(text, **hooks) would build one (and its scanner) per call.
 _DECODER = json.JSONDecoder(object_pairs_hook=_one_of_each, parse_int=bounded_int, parse_float=bounded_float)
+
+
+def _may_hold_a_surrogate(text: str) -> bool:
+    """Cheap, and true of nearly no line: a lone surrogate comes from a `\\udXXX` escape, or from
+    bytes decoded with surrogatepass."""
+    return "\\ud" in text or "\\uD" in text or (not text.isascii() and _SURROGATE.search(text) is not None)
+
+
+def _is_text(string: str) -> bool:
+    try:
+        string.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _not_text(location: tuple[str | int, ...]) -> str:
+    return (
+        f"a string holds a lone UTF-16 surrogate (at {json_pointer(location) or '/'}), which is not text: "
+        "refused, since readers differ on what it says"
+    )
 
 
 def _too_deep() -> str:

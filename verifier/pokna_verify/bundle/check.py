@@ -330,6 +330,7 @@ class BundleAudit:
         ledger = self.ledger.finish()
         for finding in ledger.findings:
             report.found(finding.line, TRANSACTION, where(finding.chain, finding.seq), finding.problem)
+        report.findings.dropped += ledger.findings.dropped
         report.notes += ledger.notes
         report.transactions, report.postings = ledger.transactions, ledger.postings
         report.records = dict(self.count)

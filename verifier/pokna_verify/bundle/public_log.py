@@ -23,10 +23,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from pokna_verify.bounded_input import InputLimitError, loads, on_line
 from pokna_verify.bundle.log_records import (
     LOG_CHECKPOINT,
     LOG_FORMAT,
@@ -137,7 +137,10 @@ class PublicLog:
         hashed = leaf_hash(entry.encode())
         self._append(hashed)
         self.leaves += 1
-        game_id = _game_of(entry)
+        try:
+            game_id = _game_of(entry)
+        except InputLimitError as error:  # JSON inside the line's JSON: its limits are the line's
+            raise on_line(number, error) from None
         if game_id is None:
             found(number, LOG_LEAF, None, f"leaf {index}'s entry names no game")
         elif game_id in self.logged:
@@ -161,7 +164,7 @@ class PublicLog:
                 number, LOG_LEAF, game_id, f"a leaf carries a proof of game {game_id}, which the books hold"
             )
             return
-        document = json.loads(entry)
+        document = loads(entry)  # read once already, by _game_of
         checked = read_game_proof(proof, ring)
         rebuilt = game_log_leaf(
             {
@@ -378,7 +381,7 @@ def _previous(previous: object, ring: KeyRing | None) -> tuple[Checkpoint | None
 
 def _game_of(entry: str) -> str | None:
     try:
-        document = json.loads(entry)
+        document = loads(entry)
     except ValueError:
         return None
     game_id = document.get("game_id") if isinstance(document, dict) else None

@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
+from pokna_verify.ledger.findings import KeptFindings
 
 
 class Verdict(StrEnum):
@@ -30,7 +31,7 @@ class BundleFinding:
 
 @dataclass
 class BundleReport:
-    findings: list[BundleFinding] = field(default_factory=list)
+    findings: KeptFindings[BundleFinding] = field(default_factory=KeptFindings)
     notes: list[str] = field(default_factory=list)
     tenant_id: str | None = None
     # Chain 0's range, as the header signs it (null when the bundle is of another chain only).
@@ -110,4 +111,5 @@ class BundleReport:
         }
         if self.extra_beacon_chains:
             document["beacon_chains_trusted"] = [chain.to_json() for chain in self.beacon_chains]
+        self.findings.listed_json(document)
         return document

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pokna_verify.bundle.report import BundleReport, Verdict
 from pokna_verify.cli.beacon_chains import also_trusted
 from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_VALID
 from pokna_verify.ledger.chain import chain_label
-from pokna_verify.ledger.findings import AuditReport
+from pokna_verify.ledger.findings import AuditReport, KeptFindings
 
 BUNDLE_EXIT = {
     Verdict.VALID: EXIT_VALID,
@@ -43,11 +44,12 @@ def answer_bundle(path: Path, report: BundleReport, as_json: bool) -> int:
     for finding in report.findings:
         name = f"{finding.record} {finding.record_id}" if finding.record_id else finding.record
         print(f"  FAIL  line {finding.line or '-'}  {name}: {finding.problem}")
+    _not_listed(report.findings)
     verdict = report.verdict
     if verdict is Verdict.VALID:
         print("VALID")
     elif verdict is Verdict.INVALID:
-        print(f"INVALID: {len(report.findings)} finding(s)")
+        print(f"INVALID: {report.findings.total} finding(s)")
     else:
         print(
             f"NOT REVEALED: {len(report.unrevealed_games)} game(s) still in play: {report.unrevealed_games[:5]}"
@@ -96,4 +98,10 @@ def _print_export_report(path: Path, report: AuditReport) -> None:
         where = chain_label(finding.chain, finding.seq) if finding.seq is not None else "-"
         line = f"line {finding.line}" if finding.line is not None else "checkpoint"
         print(f"  FAIL  {where:>12}  {line:>10}  {finding.problem}")
-    print("VALID" if report.valid else f"INVALID: {len(report.findings)} finding(s)")
+    _not_listed(report.findings)
+    print("VALID" if report.valid else f"INVALID: {report.findings.total} finding(s)")
+
+
+def _not_listed(findings: KeptFindings[Any]) -> None:
+    if findings.dropped:
+        print(f"  ... and {findings.dropped} more finding(s), not listed: the first {len(findings)} are")

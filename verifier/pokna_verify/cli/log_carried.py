@@ -4,7 +4,8 @@ A finished game's link carries its place in the public log (`public_log`, beside
 was signed before the game was logged, so its signature does not cover this). Nothing in it is taken on the
 link's word: the checkpoint is a signed note, checked with the keys that check the proof under the log's
 origin; the leaf is rebuilt from the proof being verified and must be the entry the link shows; and the
-audit path must lead from it to the checkpoint's root. `pending` (not logged yet) is said and fails nothing.
+audit path must lead from it to the checkpoint's root. `pending` (not logged yet) is said and fails nothing;
+anything else the place holds that cannot be read fails, as on the verifier page (js/tlog.js).
 With `--state FILE` the checkpoint is judged against the one kept there, asking the log (at the link's
 `log_url`) for the consistency proof between the two.
 """
@@ -58,18 +59,38 @@ def _check(
             f"game {game_id} is not in its tenant's public log yet (the link says pending): games are logged "
             "about a second after they end; check again later",
         )
-    if place.get("status") != "logged":
-        raise UnusableInputError(f"the link's public_log status is {str(place.get('status'))[:40]!r}")
     if keys is None:
         raise UnusableInputError("no keys to check the checkpoint's signature with")
     ring = KeyRing.of(keys) if isinstance(keys, Ed25519PublicKey) else keys
+    try:
+        included, note = _proven(proof, place, ring)
+    except (UnusableInputError, LogError) as error:
+        # The place is the link's own, unsigned: a byte changed must fail, as on the verifier page, not
+        # leave the proof's verdict standing beside an "unusable" log.
+        return LogInclusion("failed", f"the public log place the link carries is malformed: {error}")
+    if state is None or included.status != "included":
+        return included
+    if not isinstance(log_url, str):
+        raise UnusableInputError("the link's public_log names no log_url to ask for consistency")
+    try:
+        base = urllib.parse.urljoin(link_url, log_url) if is_url(link_url) else log_url
+    except ValueError as error:  # the link's own text, e.g. "http://[::1": not even an address
+        raise UnusableInputError(f"the link's log_url {log_url[:80]!r} is no address ({error})") from None
+    return witnessed(included, base.rstrip("/"), note, checkpoint_state=state)
+
+
+def _proven(proof: Mapping[str, Any], place: Mapping[str, Any], ring: KeyRing) -> tuple[LogInclusion, str]:
+    """The verdict on the place the link carries, and its checkpoint's note."""
+    game_id = str(proof.get("game_id"))
+    if place.get("status") != "logged":
+        raise UnusableInputError(f"the link's public_log status is {str(place.get('status'))[:40]!r}")
     note, entry, leaf_index = place.get("checkpoint"), place.get("entry"), place.get("leaf_index")
     if not isinstance(note, str) or not isinstance(entry, str) or not isinstance(leaf_index, int):
         raise UnusableInputError("the link's public_log lacks its checkpoint, entry or leaf index")
     try:
         checkpoint = open_checkpoint(note, ring)
     except SignatureError as error:  # a checkpoint the link carries that no key signed: tampered with
-        return LogInclusion("failed", f"the checkpoint the link carries is not signed: {error}")
+        return LogInclusion("failed", f"the checkpoint the link carries is not signed: {error}"), note
     expected = entry_for(proof, entry)
     if entry.encode() != expected:
         return LogInclusion(
@@ -78,14 +99,8 @@ def _check(
             checkpoint.origin,
             leaf_index,
             checkpoint.size,
-        )
-    included = proven_in(checkpoint, expected, leaf_index, _hashes(place.get("inclusion_path")))
-    if state is None or included.status != "included":
-        return included
-    if not isinstance(log_url, str):
-        raise UnusableInputError("the link's public_log names no log_url to ask for consistency")
-    base = urllib.parse.urljoin(link_url, log_url) if is_url(link_url) else log_url
-    return witnessed(included, base.rstrip("/"), note, checkpoint_state=state)
+        ), note
+    return proven_in(checkpoint, expected, leaf_index, _hashes(place.get("inclusion_path"))), note
 
 
 def _hashes(values: object) -> list[bytes]:

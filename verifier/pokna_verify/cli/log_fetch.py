@@ -2,6 +2,7 @@
 
 Apart from input_files' fetching because a log answers 404 for something that is not an error to the
 caller (a game not logged yet), and because its answers are small: anything past MAX_LOG_BYTES is refused.
+Each GET is url_fetch.get's, so a log that trickles its answer is given up at the same deadline.
 """
 
 from __future__ import annotations
@@ -9,15 +10,13 @@ from __future__ import annotations
 import base64
 import binascii
 import http.client
-import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
+from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.cli.input_files import UnusableInputError, is_url
+from pokna_verify.cli.url_fetch import DeadlinePassed, get
 
-FETCH_TIMEOUT_SECONDS = 10.0
 MAX_LOG_BYTES = 1024 * 1024
 LOG_PATH = "/v1/logs/"
 
@@ -30,7 +29,10 @@ def log_base(url: str) -> str:
     """`https://host/v1/logs/TENANT`, from it or from any of its addresses (its `/checkpoint`, ...)."""
     if not is_url(url):
         raise UnusableInputError(f"{url!r} is not an http(s) URL of a log (https://host{LOG_PATH}TENANT)")
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as error:  # "http://[::1/...": no address at all
+        raise UnusableInputError(f"{url} is not a log's address: {error}") from None
     path = parts.path
     if LOG_PATH not in path:
         raise UnusableInputError(f"{url} is not a log's address: it has no {LOG_PATH}TENANT")
@@ -46,23 +48,24 @@ def keys_url_of(log_url: str) -> str:
 
 
 def fetch(url: str, what: str, accept: str) -> bytes:
+    """The answer's body, within MAX_LOG_BYTES and url_fetch's deadline for the whole fetch."""
     try:
-        request = urllib.request.Request(url, headers={"Accept": accept})  # noqa: S310 (http(s) checked)
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310
-            body: bytes = response.read(MAX_LOG_BYTES + 1)
-    except urllib.error.HTTPError as error:
-        said = _problem_of(error)
-        if error.code == 404:
-            raise NotThere(f"{url} answered HTTP 404{said}") from error
-        raise UnusableInputError(
-            f"cannot fetch the {what} from {url}: it answered HTTP {error.code}{said}"
-        ) from error
+        answer = get(url, accept=accept, max_bytes=MAX_LOG_BYTES)
+    except DeadlinePassed as error:
+        raise UnusableInputError(f"cannot fetch the {what} from {url}: {error}") from None
     except (OSError, http.client.HTTPException, ValueError) as error:
         reason = getattr(error, "reason", None) or error or type(error).__name__
         raise UnusableInputError(f"cannot fetch the {what} from {url}: {reason}") from error
-    if len(body) > MAX_LOG_BYTES:
+    if not answer.ok:
+        said = _problem_of(answer.body)
+        if answer.status == 404:
+            raise NotThere(f"{url} answered HTTP 404{said}")
+        raise UnusableInputError(
+            f"cannot fetch the {what} from {url}: it answered HTTP {answer.status}{said}"
+        )
+    if len(answer.body) > MAX_LOG_BYTES:
         raise UnusableInputError(f"{url} answered more than {MAX_LOG_BYTES} bytes: not a {what}")
-    return body
+    return answer.body
 
 
 def fetch_text(url: str, what: str) -> str:
@@ -74,8 +77,10 @@ def fetch_text(url: str, what: str) -> str:
 
 def fetch_json(url: str, what: str) -> dict[str, Any]:
     try:
-        document = json.loads(fetch(url, what, "application/json").decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = loads(fetch(url, what, "application/json").decode("utf-8"))
+    except InputLimitError as error:
+        raise UnusableInputError(f"the {what} from {url}: {error}") from None
+    except ValueError as error:  # not UTF-8, or not JSON
         raise UnusableInputError(f"{url} did not answer JSON: not a {what}") from error
     if not isinstance(document, dict):
         raise UnusableInputError(f"{url} answered JSON but not an object: not a {what}")
@@ -92,10 +97,10 @@ def hashes_of(document: dict[str, Any], field: str, url: str) -> list[bytes]:
         raise UnusableInputError(f"{url}: {field} holds something that is not base64") from error
 
 
-def _problem_of(error: urllib.error.HTTPError) -> str:
+def _problem_of(body: bytes) -> str:
     try:
-        problem = json.loads(error.read(64 * 1024).decode("utf-8"))
-    except (OSError, ValueError, http.client.HTTPException):
+        problem = loads(body.decode("utf-8"))
+    except (ValueError, InputLimitError):
         return ""
     explained = problem.get("detail") if isinstance(problem, dict) else None
     return f": {' '.join(explained.split())[:200]}" if isinstance(explained, str) and explained else ""

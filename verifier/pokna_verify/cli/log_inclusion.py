@@ -9,7 +9,6 @@ logged yet is said plainly and fails nothing: logging follows a game's end by ab
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import UnusableInputError
 from pokna_verify.cli.log_fetch import NotThere, fetch_json, fetch_text, hashes_of, keys_url_of, log_base
@@ -129,7 +129,9 @@ def entry_for(proof: Mapping[str, Any], served: str) -> bytes:
     """The leaf this proof makes, with the status and pot account the log says (the proof does not carry
     them); the proof's own id and hash are what must match."""
     try:
-        claimed = json.loads(served)
+        claimed = loads(served)
+    except InputLimitError as error:  # JSON inside a document's or an answer's JSON: read within the limits
+        raise UnusableInputError(f"the log's entry: {error}") from None
     except ValueError:
         claimed = None
     if not isinstance(claimed, dict) or claimed.get("leaf") != LEAF_KIND:

@@ -12,7 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from pokna_verify.cli.input_files import UnusableInputError
+from pokna_verify.bounded_input import InputLimitError, loads
+from pokna_verify.cli.input_files import UnusableInputError, read_document
 from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
 from pokna_verify.tlog.errors import LogError
 
@@ -21,12 +22,13 @@ def read_state(path: Path) -> dict[str, str]:
     """origin -> the kept checkpoint's signed note; nothing kept if the file does not exist yet."""
     if not path.exists():
         return {}
+    data = read_document(path, "state")
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = loads(data.decode("utf-8"))
         logs = document["logs"]
         kept = {origin: entry["checkpoint"] for origin, entry in logs.items()}
-    except OSError as error:
-        raise UnusableInputError(f"cannot read the state file {path}: {error.strerror or error}") from error
+    except InputLimitError as error:
+        raise UnusableInputError(f"the state file {path}: {error}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise UnusableInputError(f"the state file {path} is not a witness's state ({error!r})") from error
     if not all(isinstance(origin, str) and isinstance(note, str) for origin, note in kept.items()):

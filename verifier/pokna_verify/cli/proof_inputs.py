@@ -189,7 +189,15 @@ def gather_evidence(
             keys_from=f"the key ring {keys} (--keys)",
         )
     if is_url(source) and subject.keys_url is not None:
-        return _fetched_keys(partial, urllib.parse.urljoin(source, subject.keys_url))
+        try:
+            keys_url = urllib.parse.urljoin(source, subject.keys_url)
+        except ValueError as error:  # the link's own text, e.g. "http://[::1": not even an address
+            return dataclasses.replace(
+                partial,
+                keys_missing=f"the link's keys_url {subject.keys_url[:80]!r} is no address ({error}); pass --keys "
+                "or --public-key",
+            )
+        return _fetched_keys(partial, keys_url)
     return partial
 
 

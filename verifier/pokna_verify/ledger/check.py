@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 _STRING_FIELDS = ("id", "tenant_id", "kind", "created_at", "prev_hash", "hash")
+_ABSENT = object()
 
 
 def verify_export(
@@ -270,7 +271,7 @@ def shape_problem(line: object) -> str | None:
     for name in _STRING_FIELDS:
         if not isinstance(line.get(name), str):
             return f"{name} is not a string"
-    if line.get("reference") is not None and not isinstance(line.get("reference"), str):
+    if not isinstance(line.get("reference", _ABSENT), str | None):  # null, but there: it is hashed
         return "reference is neither a string nor null"
     if not isinstance(line.get("metadata"), dict):
         return "metadata is not an object"

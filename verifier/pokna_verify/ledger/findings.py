@@ -4,9 +4,37 @@ the balances; and what a worker's block of lines adds to it (pokna_verify.ledger
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pokna_verify.ledger.chain import LEDGER_CHAINS
+
+MAX_FINDINGS_KEPT = 10_000
+"""Findings kept, to list; past it they are only counted. A file may hold any number of lines, and a
+million broken ones (3 MB of `{}`) held a million findings (over 300 MB) and listed them all."""
+
+_Item = TypeVar("_Item")
+
+
+class KeptFindings(list[_Item]):
+    """The first MAX_FINDINGS_KEPT findings appended, and how many more were `dropped`: a report with any
+    finding is invalid all the same, and says how many it found."""
+
+    dropped: int = 0
+
+    def append(self, finding: _Item) -> None:
+        if len(self) < MAX_FINDINGS_KEPT:
+            super().append(finding)
+        else:
+            self.dropped += 1
+
+    @property
+    def total(self) -> int:
+        return len(self) + self.dropped
+
+    def listed_json(self, document: dict[str, Any]) -> None:
+        """`findings_not_listed` in a report's JSON, only when some were dropped."""
+        if self.dropped:
+            document["findings_not_listed"] = self.dropped
 
 
 @dataclass(frozen=True)
@@ -44,7 +72,7 @@ class ChainSummary:
 
 @dataclass
 class AuditReport:
-    findings: list[Finding] = field(default_factory=list)
+    findings: KeptFindings[Finding] = field(default_factory=KeptFindings)
     notes: list[str] = field(default_factory=list)
     tenant_id: str | None = None
     transactions: int = 0
@@ -76,7 +104,7 @@ class AuditReport:
         return totals
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document = {
             "valid": self.valid,
             "tenant_id": self.tenant_id,
             "transactions": self.transactions,
@@ -91,6 +119,8 @@ class AuditReport:
             "trial_balance": self.trial_balance(),
             "balances": dict(sorted(self.balances.items())),
         }
+        self.findings.listed_json(document)
+        return document
 
 
 @dataclass(frozen=True)
