@@ -431,3 +431,19 @@ def test_docstrings_name_real_modules(source: Path) -> None:
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+SQL_SOURCES = sorted((PACKAGE / "sql").glob("*.sql"))
+_NAMED_IN_SQL = re.compile(r"\b(pokna(?:_verify)?(?:\.[A-Za-z_]+)+)")
+
+
+@pytest.mark.parametrize("source", SQL_SOURCES, ids=_shown)
+def test_sql_comments_name_real_modules(source: Path) -> None:
+    """The functions' sources name the Python that builds or calls them (`pokna.dealer.writes`) in their
+    comments, where no docstring check reads: a module merged away would stay named there."""
+    for line in source.read_text().splitlines():
+        _code, dashes, comment = line.partition("--")
+        for name in _NAMED_IN_SQL.findall(comment if dashes else ""):
+            assert name in _document_types() or _exists(name), (
+                f"{_shown(source)}: a comment names {name}, which does not exist"
+            )

@@ -127,6 +127,11 @@ NO_DATABASE = [
     usage("ledger", "export", says="Missing option '--tenant'"),
     usage("ledger", "export", "--tenant", "t", "--format", "xml", says="one of jsonl, csv, beancount"),
     usage("ledger", "export", "--tenant", "t", "--from-seq", "0", says="'--from-seq': 0 is not at least 1"),
+    # a range that ends before it starts, refused before any database is asked, as the API refuses it
+    failure(
+        *["ledger", "export", "--tenant", "t", "--chain", "1", "--from-seq", "5", "--to-seq", "2"],
+        says=("to_seq 2 is before from_seq 5",),
+    ),
     usage("ledger", "checkpoint", says="Missing option '--tenant'"),
     usage("ledger", "reconcile", "--chain", "yes", says="Got unexpected extra argument(s) (yes)"),
     usage("db", "downgrade", says="Missing argument 'REVISION'"),

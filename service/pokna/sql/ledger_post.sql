@@ -7,7 +7,7 @@
 -- batch went (first_seq, first_prev_hash, each transaction's hash) and the locked accounts' balances after
 -- it. Called by game_write() and ledger_move(); docs/ledger.md, "Writing: one way in".
 --
--- The batch (pokna.ledger.posting_batch.PostingBatch, version 1; pokna.ledger.store_postgresql.batch_document
+-- The batch (pokna.ledger.posting_batch.PostingBatch, version 1; pokna.ledger.posting_batch.batch_document
 -- builds it; a batch of another version is refused before anything is read or locked, 22023):
 --   version            1;
 --   chain              the tenant's hash chain it goes on (absent: 0);
