@@ -2,8 +2,9 @@
 
 An action is one short critical section under the game's row lock, so the shell stays thin: the ORM's
 identity map and change tracking cost more than the rules step itself. The records are values: a
-rules step makes the game after it with `dataclasses.replace`, and the game's writes (pokna.dealer.writes.GameWrites.save_step) send its mutable
-columns back, with the step's events and rolls, in the one call to game_write().
+rules step makes the game after it with `dataclasses.replace`, and the game's writes
+(pokna.dealer.writes.GameWrites.save_step) send its mutable columns back, as the rows below, with the
+step's events and rolls, in the one call to game_write().
 """
 
 from __future__ import annotations
