@@ -124,3 +124,17 @@ def test_a_bundle_counts_the_ledgers_findings_past_the_first_ones_too(
     kept = verify_bundle(bundle, processes=1)
     assert (len(kept.findings), kept.findings.total) == (50, len(every.findings))
     assert kept.to_json()["findings_not_listed"] == len(every.findings) - 50
+
+
+def test_findings_added_in_any_way_are_kept_to_the_first_ones_and_the_rest_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only append was bounded: extend or += (which no check uses yet) would have kept every finding."""
+    monkeypatch.setattr(findings, "MAX_FINDINGS_KEPT", 3)
+    extended: findings.KeptFindings[int] = findings.KeptFindings()
+    extended.extend(range(5))
+    added: findings.KeptFindings[int] = findings.KeptFindings()
+    added += range(5)
+    added += [5]
+    assert (list(extended), extended.dropped) == ([0, 1, 2], 2)
+    assert (list(added), added.dropped, added.total) == ([0, 1, 2], 3, 6)
