@@ -375,6 +375,12 @@ def test_a_bare_token_or_a_relative_link_is_fetched_from_the_server_named(
         (SETTLED, None, "is a proof token or a link without its site: give the whole link"),
         (f"/verify?proof={SETTLED}", None, "or the site it came from with --server https://host"),
         (SETTLED, "host.example", "--server 'host.example' is not an http(s) URL"),
+        (SETTLED, "http://[::1", "--server 'http://[::1' is no address (Invalid IPv6 URL)"),
+        (
+            f"/verify?proof={SETTLED}",
+            "http://[::1",
+            "--server 'http://[::1' is no address (Invalid IPv6 URL)",
+        ),
         ("{origin}/verify", None, "is the browser verifier with no ?proof=: give the game's link"),
         ("{origin}/verify?proof=not a token", None, "?proof='not a token' is neither a proof token"),
         (

@@ -227,6 +227,9 @@ def test_a_proof_holding_a_lone_surrogate_is_unusable_naming_where(
     )
 
 
+NO_KEYS = "the public log place the link carries could not be checked: no keys to check the checkpoint's signature with"
+
+
 def _logged_link() -> dict[str, Any]:
     """The sample game's link, with its place in a one-game log whose checkpoint NEW_KEY signed."""
     proof = sample_proof()
@@ -270,12 +273,18 @@ def test_a_link_carrying_a_malformed_place_in_the_log_fails_the_verification(
         ran.output
     )
 
+    unkeyed = verify_cli("verify", str(saved))  # a saved link has no keys_url to follow: partly verified
+    assert (unkeyed.exit_code, unkeyed.output.splitlines()[-1]) == (4, f"public log: UNUSABLE: {NO_KEYS}"), (
+        unkeyed.output
+    )
+
     saved.write_text(json.dumps({**link, "public_log": {**link["public_log"], **change}}))
-    ran = verify_cli("verify", str(saved), "--keys", str(evidence["keys"]))
-    assert ran.exit_code == 1, ran.output[-3000:]
-    assert ran.output.splitlines()[-1].startswith(
-        f"public log: FAILED: the public log place the link carries is malformed: {said}"
-    ), ran.output[-3000:]
+    for keys in (["--keys", str(evidence["keys"])], []):  # without keys too, as on the page
+        ran = verify_cli("verify", str(saved), *keys)
+        assert ran.exit_code == 1, ran.output[-3000:]
+        assert ran.output.splitlines()[-1].startswith(
+            f"public log: FAILED: the public log place the link carries is malformed: {said}"
+        ), ran.output[-3000:]
 
 
 def test_a_served_link_whose_addresses_urllib_cannot_split_is_answered_not_a_traceback(

@@ -88,4 +88,4 @@ def test_the_public_log_checks_under_node_agree_with_python(project: Path, tmp_p
     path = tmp_path / "tlog_vectors.json"
     path.write_text(json.dumps(vectors()))
     summary = run_node_tests(project, "tlog.test.mjs", {"POKNA_TLOG_VECTORS": str(path)})
-    assert summary["pass"] == 5
+    assert summary["pass"] == 6

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
 
+import pokna.cli.ledger  # noqa: F401  (registers `ledger`)
+from pokna.cli.app import app
+from pokna.settings import get_settings
 from pokna_verify.crypto.signing import generate_signing_key
+from pokna_verify.ledger import findings
 from support.driver import funding_account, reconcile, take_checkpoint
 from support.ledger_reads import house_account
 from support.sessions import unit_of_work
@@ -345,3 +351,39 @@ def test_reconcile_reports_an_unbalanced_transaction_and_its_broken_chain(
             (books["tenant"], "trial balance is off by 3 CREDIT"),
         ]
     assert reconcile(sessions, books["tenant"]).chain_problems == []  # --no-chain
+
+
+def test_reconcile_lists_the_first_chain_findings_and_counts_the_rest(
+    engine: Engine,
+    sessions: sessionmaker[Session],
+    books: dict[str, str],
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The verifier keeps the first 10,000 findings of an export and counts the rest (1 here, so that the
+    three of a changed posting are past it): reconcile says how many it did not list, rather than show a
+    broken chain of a million lines as 10,000 problems."""
+    monkeypatch.setattr(findings, "MAX_FINDINGS_KEPT", 1)
+    with engine.begin() as connection:
+        connection.execute(text("SET LOCAL session_replication_role = replica"))
+        connection.execute(
+            text("UPDATE posting SET amount = amount + 3 WHERE transaction_id = :txn AND leg = 0"),
+            {"txn": books["txn"]},
+        )
+    report = reconcile(sessions, books["tenant"], check_chain=True)
+    assert report.chain_problems == [
+        (books["tenant"], "seq 1: hash does not match its contents (the line was edited)")
+    ]
+    assert report.chain_problems_not_listed == {books["tenant"]: 2}
+
+    monkeypatch.setenv("POKNA_DATABASE_URL", database_url)
+    monkeypatch.setenv("POKNA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("POKNA_ENV", "test")
+    get_settings.cache_clear()
+    try:
+        ran = CliRunner().invoke(app, ["ledger", "reconcile", "--tenant", books["tenant"]])
+    finally:
+        get_settings.cache_clear()
+    assert ran.exit_code == 1, ran.output
+    assert f"CHAIN    tenant {books['tenant']}: ... and 2 more finding(s), not listed\n" in ran.output

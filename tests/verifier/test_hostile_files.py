@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pokna_verify.bundle.scan import verify_bundle
 from pokna_verify.ledger import findings
 from pokna_verify.ledger.chain import document_hash, format_timestamp, transaction_document
 from pokna_verify.ledger.scan import verify_export_stream
@@ -101,3 +102,39 @@ def test_a_file_of_broken_lines_keeps_the_first_findings_and_counts_the_rest(
     assert sum("FAIL" in line for line in shown) == 50
     assert shown[-2].endswith("more finding(s), not listed: the first 50 are"), shown[-3:]
     assert int(shown[-1].split()[1]) > 120, shown[-1]  # every broken line, and what the header lacks
+
+
+def test_a_bundle_counts_the_ledgers_findings_past_the_first_ones_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bundle's transactions are checked by the ledger's own audit, which keeps its first findings and
+    counts the rest; the bundle's report took the kept ones and lost that count, so it said fewer findings
+    than it found. However many are kept, the total is the same."""
+    lines = _export_lines(120)
+    for line in lines:
+        line["metadata"] = {"edited": True}  # each hash no longer matches: a ledger finding per line
+    bundle = ['{"type": "pokna.audit.bundle"}\n'] + [
+        json.dumps({"type": "transaction", **line}) + "\n" for line in lines
+    ]
+    every = verify_bundle(bundle, processes=1)
+    assert every.findings.dropped == 0
+    assert sum("hash does not match" in finding.problem for finding in every.findings) == 120
+
+    monkeypatch.setattr(findings, "MAX_FINDINGS_KEPT", 50)
+    kept = verify_bundle(bundle, processes=1)
+    assert (len(kept.findings), kept.findings.total) == (50, len(every.findings))
+    assert kept.to_json()["findings_not_listed"] == len(every.findings) - 50
+
+
+def test_findings_added_in_any_way_are_kept_to_the_first_ones_and_the_rest_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only append was bounded: extend or += (which no check uses yet) would have kept every finding."""
+    monkeypatch.setattr(findings, "MAX_FINDINGS_KEPT", 3)
+    extended: findings.KeptFindings[int] = findings.KeptFindings()
+    extended.extend(range(5))
+    added: findings.KeptFindings[int] = findings.KeptFindings()
+    added += range(5)
+    added += [5]
+    assert (list(extended), extended.dropped) == ([0, 1, 2], 2)
+    assert (list(added), added.dropped, added.total) == ([0, 1, 2], 3, 6)

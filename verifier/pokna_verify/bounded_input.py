@@ -189,7 +189,6 @@ def json_pointer(location: tuple[str | int, ...]) -> str:
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
 _BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _RepeatedKey(Exception):
@@ -235,8 +234,12 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_one_of_each, parse_int=bounded_in
 
 def _may_hold_a_surrogate(text: str) -> bool:
     """Cheap, and true of nearly no line: a lone surrogate comes from a `\\udXXX` escape, or from
-    bytes decoded with surrogatepass."""
-    return "\\ud" in text or "\\uD" in text or (not text.isascii() and _SURROGATE.search(text) is not None)
+    bytes decoded with surrogatepass. It runs on every line of an audit: one search for `\\u` (which the
+    service's exports nearly never hold: PostgreSQL writes text as UTF-8) rather than two for `\\ud` and
+    `\\uD`, and for a line that is not ASCII a UTF-8 encoding, about three times as fast as a search."""
+    if "\\u" in text and ("\\ud" in text or "\\uD" in text):
+        return True
+    return not text.isascii() and not _is_text(text)
 
 
 def _is_text(string: str) -> bool:

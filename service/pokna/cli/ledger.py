@@ -120,6 +120,8 @@ def reconcile_command(
         typer.echo(f"UNBALANCED tenant {tenant_id} {chain_label(on_chain, seq)} ({transaction_id})")
     for tenant_id, problem in report.chain_problems:
         typer.echo(f"CHAIN    tenant {tenant_id}: {problem}")
+    for tenant_id, count in report.chain_problems_not_listed.items():
+        typer.echo(f"CHAIN    tenant {tenant_id}: ... and {count} more finding(s), not listed")
     if not report.ok:
         typer.echo("RECONCILE FAILED")
         raise typer.Exit(1)

@@ -33,6 +33,8 @@ class ReconcileReport:
     """(tenant, chain, seq, transaction id)"""
     chain_problems: list[tuple[str, str]] = field(default_factory=list)
     """(tenant, the offline verifier's finding, which names the chain and seq)"""
+    chain_problems_not_listed: dict[str, int] = field(default_factory=dict)
+    """tenant -> findings past the verifier's first 10,000 (MAX_FINDINGS_KEPT), counted but not listed"""
 
     @property
     def ok(self) -> bool:
@@ -94,6 +96,7 @@ async def reconcile(
             for transaction, tenant, chain, seq in await found.fetchall()
         ]
         problems: list[tuple[str, str]] = []
+        not_listed: dict[str, int] = {}
         if check_chain:
             # Every tenant from `tenant`, a reference table: on a distributed database every node has it.
             tenants = [tenant_id] if tenant_id is not None else await tenant_ids_async(connection)
@@ -103,5 +106,8 @@ async def reconcile(
                 async for line in export_jsonl(connection, tenant, None, None, None):
                     number += 1
                     audit.check(number, line)
-                problems.extend((tenant, finding.problem) for finding in audit.finish().findings)
-    return ReconcileReport(differences, unbalanced, problems)
+                findings = audit.finish().findings
+                problems.extend((tenant, finding.problem) for finding in findings)
+                if findings.dropped:
+                    not_listed[tenant] = findings.dropped
+    return ReconcileReport(differences, unbalanced, problems, not_listed)

@@ -63,6 +63,16 @@ test("pending fails nothing; no key ring checks the path only", async () => {
   assert.equal(unkeyed.status, "not run");
 });
 
+test("a place whose status is neither pending nor logged is malformed and fails, as pokna-verify proof says", async () => {
+  // The service writes only these two; the rest of this place still proves game #4, so the status is all that is wrong.
+  for (const status of ["bogus", undefined, null]) {
+    const report = await verifyDocument({ ...vectors.link, public_log: { ...vectors.link.public_log, status } }, { keyRing: vectors.key_ring });
+    assert.equal(report.publicLog.status, "fail", `${status}: ${report.publicLog.message}`);
+    assert.match(report.publicLog.message, /^the link's public_log is malformed: its status is /);
+    assert.equal(report.verdict.state, "invalid");
+  }
+});
+
 test("a changed path hash, a stranger's checkpoint or another proof's leaf fails the verification", async () => {
   const place = vectors.link.public_log;
   const changedPath = { ...place, inclusion_path: [btoa(String.fromCharCode(...flipped(place.inclusion_path[0]))), ...place.inclusion_path.slice(1)] };

@@ -5,7 +5,8 @@ was signed before the game was logged, so its signature does not cover this). No
 link's word: the checkpoint is a signed note, checked with the keys that check the proof under the log's
 origin; the leaf is rebuilt from the proof being verified and must be the entry the link shows; and the
 audit path must lead from it to the checkpoint's root. `pending` (not logged yet) is said and fails nothing;
-anything else the place holds that cannot be read fails, as on the verifier page (js/tlog.js).
+anything else the place holds that cannot be read fails, as on the verifier page (js/tlog.js), with keys or
+without (then all but the checkpoint's signature is checked).
 With `--state FILE` the checkpoint is judged against the one kept there, asking the log (at the link's
 `log_url`) for the consistency proof between the two.
 """
@@ -16,6 +17,7 @@ import base64
 import binascii
 import urllib.parse
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,14 @@ from pokna_verify.cli.input_files import UnusableInputError, is_url
 from pokna_verify.cli.log_inclusion import LogInclusion, entry_for, proven_in, witnessed
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
 from pokna_verify.tlog.errors import LogError, SignatureError
+from pokna_verify.tlog.note import open_note
+
+_NO_KEYS = (
+    "the public log place the link carries could not be checked: "
+    "no keys to check the checkpoint's signature with"
+)
 
 
 def check_carried_inclusion(
@@ -59,8 +68,6 @@ def _check(
             f"game {game_id} is not in its tenant's public log yet (the link says pending): games are logged "
             "about a second after they end; check again later",
         )
-    if keys is None:
-        raise UnusableInputError("no keys to check the checkpoint's signature with")
     ring = KeyRing.of(keys) if isinstance(keys, Ed25519PublicKey) else keys
     try:
         included, note = _proven(proof, place, ring)
@@ -79,8 +86,11 @@ def _check(
     return witnessed(included, base.rstrip("/"), note, checkpoint_state=state)
 
 
-def _proven(proof: Mapping[str, Any], place: Mapping[str, Any], ring: KeyRing) -> tuple[LogInclusion, str]:
-    """The verdict on the place the link carries, and its checkpoint's note."""
+def _proven(
+    proof: Mapping[str, Any], place: Mapping[str, Any], ring: KeyRing | None
+) -> tuple[LogInclusion, str]:
+    """The verdict on the place the link carries, and its checkpoint's note. Without keys all but the
+    signature is checked, as on the page: a place that is malformed, or not this proof's, fails all the same."""
     game_id = str(proof.get("game_id"))
     if place.get("status") != "logged":
         raise UnusableInputError(f"the link's public_log status is {str(place.get('status'))[:40]!r}")
@@ -88,7 +98,7 @@ def _proven(proof: Mapping[str, Any], place: Mapping[str, Any], ring: KeyRing) -
     if not isinstance(note, str) or not isinstance(entry, str) or not isinstance(leaf_index, int):
         raise UnusableInputError("the link's public_log lacks its checkpoint, entry or leaf index")
     try:
-        checkpoint = open_checkpoint(note, ring)
+        checkpoint = open_checkpoint(note, ring) if ring is not None else _unsigned(note)
     except SignatureError as error:  # a checkpoint the link carries that no key signed: tampered with
         return LogInclusion("failed", f"the checkpoint the link carries is not signed: {error}"), note
     expected = entry_for(proof, entry)
@@ -100,7 +110,17 @@ def _proven(proof: Mapping[str, Any], place: Mapping[str, Any], ring: KeyRing) -
             leaf_index,
             checkpoint.size,
         ), note
-    return proven_in(checkpoint, expected, leaf_index, _hashes(place.get("inclusion_path"))), note
+    included = proven_in(checkpoint, expected, leaf_index, _hashes(place.get("inclusion_path")))
+    if ring is None and included.status == "included":
+        return LogInclusion("unusable", _NO_KEYS), note  # the page says "not run"
+    return included, note
+
+
+def _unsigned(note: str) -> Checkpoint:
+    """The checkpoint a signed note holds, read as open_checkpoint reads it, its signature not checked."""
+    with suppress(SignatureError):  # well formed: no key to check a signature with is all that is missing
+        open_note(note, [])
+    return parse_checkpoint(note.rpartition("\n\n")[0] + "\n")
 
 
 def _hashes(values: object) -> list[bytes]:

@@ -24,6 +24,13 @@ def where_to_read(source: str, server: str | None) -> str:
     or a path relative to the service is resolved against `server`. Anything else is read as it was given."""
     if server is not None and not is_url(server):
         raise UnusableInputError(f"--server {server!r} is not an http(s) URL: give the service's base URL")
+    if server is not None:
+        try:
+            urllib.parse.urlsplit(server)
+        except ValueError as error:  # "http://[::1": the links joined to it could not be either
+            raise UnusableInputError(
+                f"--server {server[:80]!r} is no address ({error}): give the service's base URL"
+            ) from None
     if _is_file(source):
         return source
     text = source.strip()

@@ -106,13 +106,15 @@ export async function gameLeafEntry(proof, status, potAccountId) {
 }
 
 // The link's `public_log` member judged: {name: "public_log", status, message, gameNumber?, origin?}.
-// Pending is "not run" and fails nothing; a leaf that is not this proof's, a path that does not lead to the
-// signed root, or a checkpoint no key of the ring signed, fails. Without WebCrypto Ed25519 the path is still
+// Pending is "not run" and fails nothing; any other status than logged, a leaf that is not this proof's, a path
+// that does not lead to the signed root, or a checkpoint no key of the ring signed, fails. Without WebCrypto Ed25519 the path is still
 // checked against the checkpoint's root, and the result says the signature was not.
 export async function checkPublicLog(proof, place, keyRing) {
   const name = "public_log";
   if (!isObject(place)) return notRun(name, "the link carries no place in a public log");
   if (place.status === "pending") return notRun(name, "not logged yet: a game is logged about a second after it ends; check again later");
+  // The service writes only "pending" and "logged"; the place is not signed, so any other is a changed link (as pokna-verify proof says).
+  if (place.status !== "logged") return check(name, [`the link's public_log is malformed: its status is ${JSON.stringify(place.status ?? null).slice(0, 40)}, neither pending nor logged`]);
   let checkpoint;
   let path;
   try {

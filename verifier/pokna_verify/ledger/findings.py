@@ -3,8 +3,9 @@ the balances; and what a worker's block of lines adds to it (pokna_verify.ledger
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pokna_verify.ledger.chain import LEDGER_CHAINS
 
@@ -16,8 +17,8 @@ _Item = TypeVar("_Item")
 
 
 class KeptFindings(list[_Item]):
-    """The first MAX_FINDINGS_KEPT findings appended, and how many more were `dropped`: a report with any
-    finding is invalid all the same, and says how many it found."""
+    """The first MAX_FINDINGS_KEPT findings added (append, extend or +=), and how many more were `dropped`:
+    a report with any finding is invalid all the same, and says how many it found."""
 
     dropped: int = 0
 
@@ -26,6 +27,15 @@ class KeptFindings(list[_Item]):
             super().append(finding)
         else:
             self.dropped += 1
+
+    def extend(self, findings: Iterable[_Item]) -> None:
+        for finding in findings:
+            self.append(finding)
+
+    # list's own += extends in C, past append; mypy holds += to list.__add__, which makes another list
+    def __iadd__(self, findings: Iterable[_Item]) -> Self:  # type: ignore[override,misc]
+        self.extend(findings)
+        return self
 
     @property
     def total(self) -> int:
