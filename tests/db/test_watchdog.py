@@ -186,3 +186,32 @@ def test_a_stream_of_answered_pipelines_is_never_abandoned(empty_database_url: s
         return sent
 
     assert asyncio.run(pipelines_for(ANSWER + 2)) > 0
+
+
+def test_an_outage_ends_in_the_log_only_once_the_database_answers(caplog: pytest.LogCaptureFixture) -> None:
+    """While the server stays frozen, abandoning the one statement that waited leaves none waiting: that
+    is not an answer. Before, the next look logged `database answering again` with the server still
+    frozen, and each later request of the same outage logged its abandoned connection all over again."""
+    watchdog = StatementWatchdog(tick=3600)  # looked at by hand, one look a second of the test's clock
+    pairs = [socket.socketpair() for _ in range(3)]
+    try:
+        first, second, third = (_Driver(ours) for ours, _ in pairs)
+        with caplog.at_level(logging.WARNING, "pokna.db"):
+            for driver in (first, second, third):
+                watchdog.watch(driver, 2.0)
+            first.transaction_status = TransactionStatus.ACTIVE
+            for moment in range(4):  # abandoned at 2; at 3 nothing waits any more
+                watchdog.look(float(moment))
+            second.transaction_status = TransactionStatus.ACTIVE  # the next request, still frozen
+            for moment in range(4, 8):
+                watchdog.look(float(moment))
+            while_frozen = [record.message for record in caplog.records]
+            watchdog.sending(third)  # the server is back: a statement sent and answered between two looks
+            watchdog.look(8.0)
+    finally:
+        for ours, server in pairs:
+            ours.close()
+            server.close()
+    assert not [line for line in while_frozen if "answering again" in line], while_frozen
+    assert sum("was abandoned" in line for line in while_frozen) == 1, while_frozen
+    assert caplog.records[-1].message == "database answering again: 2 connections were abandoned"

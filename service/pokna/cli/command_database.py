@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, OperationalError
 from psycopg.conninfo import make_conninfo
 
 from pokna.cli.database_url import configured_database_url
@@ -32,6 +32,11 @@ Done = TypeVar("Done")
 
 CONNECTIONS = 1
 """A background command works one step at a time, on one connection."""
+
+STOP_GRACE_SECONDS = 10.0
+"""How long past `--max-seconds` a worker's step may still run before it is cut: its help says "at the
+latest", which a frozen database (statements that are never answered) would otherwise stretch to as long as
+the freeze lasts."""
 
 
 @asynccontextmanager
@@ -64,7 +69,21 @@ def run_until_stopped(
 
     async def run() -> Done:
         async with command_database() as database:
-            return await work(database, should_stop)
+            if deadline is None:
+                return await work(database, should_stop)
+            # The deadline is looked at between steps; a step whose statement the database never answers
+            # (a command's have no statement timeout) is cut STOP_GRACE_SECONDS past it.
+            bound = asyncio.timeout(deadline + STOP_GRACE_SECONDS - time.monotonic())
+            try:
+                async with bound:
+                    return await work(database, should_stop)
+            except TimeoutError:
+                if not bound.expired():
+                    raise
+            raise OperationalError(
+                f"no answer from the database {STOP_GRACE_SECONDS:g} s past --max-seconds {max_seconds:g}; "
+                "the step it was in was cut and rolled back"
+            )
 
     previous = {
         signum: signal.signal(signum, lambda received, _frame: stopping.append(received))

@@ -33,7 +33,13 @@ def sequence(
     ] = INTERVAL_SECONDS,
     batch: Annotated[int, typer.Option("--batch", min=1, help="Games one pass appends to one log.")] = BATCH,
     max_seconds: Annotated[
-        float | None, typer.Option("--max-seconds", min=0, help="Stop after this long, at the latest.")
+        float | None,
+        typer.Option(
+            "--max-seconds",
+            min=0,
+            help="Stop after this long, at the latest: a step the database leaves unanswered (a frozen server) "
+            "is cut 10 s after it, and the command fails.",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:

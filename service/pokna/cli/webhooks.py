@@ -29,7 +29,13 @@ def deliver(
         bool, typer.Option("--drain", help="Stop once nothing is left to send (failed deliveries aside).")
     ] = False,
     max_seconds: Annotated[
-        float | None, typer.Option("--max-seconds", min=0, help="Stop after this long, at the latest.")
+        float | None,
+        typer.Option(
+            "--max-seconds",
+            min=0,
+            help="Stop after this long, at the latest: a step the database leaves unanswered (a frozen server) "
+            "is cut 10 s after it, and the command fails.",
+        ),
     ] = None,
     poll_seconds: Annotated[
         float, typer.Option("--poll-seconds", min=0.01, help="How long to wait when nothing is due.")

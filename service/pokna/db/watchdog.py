@@ -26,7 +26,9 @@ its own cancellation: a slow statement on a live server is still ended by the se
 Connections without a statement timeout (the commands: an export may run long) are not watched.
 
 The first connection of an outage found waiting `WARN_AFTER_SECONDS` is logged (`database unavailable`),
-so an operator sees a frozen database while it lasts, not only after it resumes.
+so an operator sees a frozen database while it lasts, not only after it resumes. The outage ends (`database
+answering again`) at the first look that finds a statement answered and none stuck: a look that finds
+none waiting because the only one was just abandoned proves nothing, the server may still be frozen.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ class StatementWatchdog:
         """One look at every watched connection (the thread's tick; tests call it with their own clock)."""
         with self._lock:
             watched = list(self._watched.items())
-        stuck = False
+        stuck = answered = False
         for key, entry in watched:
             connection = entry.connection()
             status = None if connection is None else _status(connection)
@@ -120,6 +122,7 @@ class StatementWatchdog:
                     self._watched.pop(key, None)
                 continue
             if status != TransactionStatus.ACTIVE:
+                answered = answered or entry.sent_at is not None
                 entry.sent_at = None  # answered: nothing is waited for
                 continue
             if entry.sent_at is None:  # busy with what psycopg sent itself (COMMIT, FETCH): from now
@@ -146,7 +149,7 @@ class StatementWatchdog:
                     )
                 with self._lock:
                     self._watched.pop(key, None)
-        if not stuck and self._warned:
+        if answered and not stuck and self._warned:
             if self._abandoned:
                 log.warning("database answering again: %d connections were abandoned", self._abandoned)
             self._warned, self._abandoned = False, 0
