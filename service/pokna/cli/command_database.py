@@ -15,8 +15,9 @@ import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
+import typer
 from psycopg import AsyncConnection, OperationalError
 from psycopg.conninfo import make_conninfo
 
@@ -37,6 +38,17 @@ STOP_GRACE_SECONDS = 10.0
 """How long past `--max-seconds` a worker's step may still run before it is cut: its help says "at the
 latest", which a frozen database (statements that are never answered) would otherwise stretch to as long as
 the freeze lasts."""
+
+MaxSecondsOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-seconds",
+        min=0,
+        help="Stop after this long, at the latest: a step the database leaves unanswered (a frozen server) "
+        f"is cut {STOP_GRACE_SECONDS:g} s after it, and the command fails.",
+    ),
+]
+"""A worker's `--max-seconds`, which `run_until_stopped` holds."""
 
 
 @asynccontextmanager

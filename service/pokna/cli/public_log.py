@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_database import run_until_stopped
+from pokna.cli.command_database import MaxSecondsOption, run_until_stopped
 from pokna.db.aio import AsyncDatabase
 from pokna.public_log.sequencer import BATCH, LogSigner
 from pokna.public_log.worker import INTERVAL_SECONDS, run_sequencer, sequence_once
@@ -32,15 +32,7 @@ def sequence(
         float, typer.Option("--interval", min=0.05, help="Seconds from one pass's start to the next's.")
     ] = INTERVAL_SECONDS,
     batch: Annotated[int, typer.Option("--batch", min=1, help="Games one pass appends to one log.")] = BATCH,
-    max_seconds: Annotated[
-        float | None,
-        typer.Option(
-            "--max-seconds",
-            min=0,
-            help="Stop after this long, at the latest: a step the database leaves unanswered (a frozen server) "
-            "is cut 10 s after it, and the command fails.",
-        ),
-    ] = None,
+    max_seconds: MaxSecondsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Append finished games to the public logs and sign their checkpoints, every second until stopped."""

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.command_database import run_until_stopped
+from pokna.cli.command_database import MaxSecondsOption, run_until_stopped
 from pokna.db.aio import AsyncDatabase
 from pokna.service_keys import load_service_keys
 from pokna.settings import get_settings
@@ -28,15 +28,7 @@ def deliver(
     drain: Annotated[
         bool, typer.Option("--drain", help="Stop once nothing is left to send (failed deliveries aside).")
     ] = False,
-    max_seconds: Annotated[
-        float | None,
-        typer.Option(
-            "--max-seconds",
-            min=0,
-            help="Stop after this long, at the latest: a step the database leaves unanswered (a frozen server) "
-            "is cut 10 s after it, and the command fails.",
-        ),
-    ] = None,
+    max_seconds: MaxSecondsOption = None,
     poll_seconds: Annotated[
         float, typer.Option("--poll-seconds", min=0.01, help="How long to wait when nothing is due.")
     ] = 1.0,
