@@ -53,7 +53,10 @@ MaxSecondsOption = Annotated[
 
 @asynccontextmanager
 async def command_database() -> AsyncIterator[AsyncDatabase]:
-    """The pool, open for the block."""
+    """The pool, open for the block. The database is reached once first, on a connection of its own: the
+    pool connects in the background and logs each failed attempt, so a command started with the database
+    out of reach would print those before its one line saying so."""
+    await (await command_connection()).close()
     database = AsyncDatabase.for_conninfo(
         conninfo_of(configured_database_url()), Waits(), size=CONNECTIONS, overflow=0
     )
