@@ -32,17 +32,8 @@ from pokna.dealer.problem_docs import (
     TABLE_NOT_FOUND,
     VERSION_CONFLICT,
 )
-from pokna.dealer.requests import (
-    ACTION_EXAMPLES,
-    GameAction,
-    GameActionOut,
-    GameCreate,
-    GameEventOut,
-    GameOut,
-    GameProofOut,
-    TableCreate,
-    TableOut,
-)
+from pokna.dealer.requests import ACTION_EXAMPLES, GameAction, GameCreate, TableCreate
+from pokna.dealer.schemas import GameActionOut, GameEventOut, GameOut, GameProofOut, TableOut
 
 router = APIRouter(prefix="/v1", route_class=DirectRoute)
 
