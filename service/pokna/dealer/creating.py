@@ -15,6 +15,7 @@ created in the table's own transaction, from the same records (pokna.dealer.tabl
 
 from __future__ import annotations
 
+import secrets
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,6 @@ from pokna.dealer.action.answer import CREATED
 from pokna.dealer.action.locked import Clock
 from pokna.dealer.action.rules_step import number_events
 from pokna.dealer.announcements import announce_created
-from pokna.dealer.links import new_public_token
 from pokna.dealer.proof_signing import signed_terms
 from pokna.dealer.rake import RakeTerms, game_config
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
@@ -227,7 +227,7 @@ def new_game_records(
             beacon_chain=chain,
         ),
         proof=None,
-        public_token=new_public_token(),
+        public_token=secrets.token_urlsafe(24),  # 192 random bits, never derived from the game id
         turn_deadline_at=clock.now + clock.open_game_ttl,
         created_at=clock.now,
         started_at=None,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pokna.dealer.links import link_path, verify_page_path
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.records import EventRecord, GameRecord, RoundRecord, SeatRecord, TableRecord
 from pokna.dealer.schemas import (
@@ -26,6 +25,7 @@ from pokna.dealer.schemas import (
     TableTotalOut,
     TurnOut,
 )
+from pokna_verify.fairness.links import link_path, verify_page_path
 from pokna_verify.fairness.proof_replay import outcome_to_json
 from pokna_verify.fairness.protocol import PROTOCOL
 from pokna_verify.game import VIGO_SEAT, GameState, Phase, SeatStatus, allowed_actions, state_from_dict, turn
