@@ -22,7 +22,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from pokna import ledger
-from pokna.dealer.action.answer import status_for
+from pokna.dealer.action.answer import ACCEPTED
 from pokna.dealer.action.decision import Decision, Intent, PendingBeaconRound, Refused, Written, decide
 from pokna.dealer.action.locked import (
     LOCK_FOR_ACTION,
@@ -148,7 +148,7 @@ async def _attempt_once(
         if decision.answer is None and not writes:
             await opened.end(commit=False)
             return None
-        status = status_for(writes.accepted_round)
+        status = 200 if writes.accepted_round is None else ACCEPTED  # waiting for its beacon round
         body = None if decision.answer is None else decision.answer.json()
         stored = None if body is None else writes.stored(status, body)
         started = time.perf_counter()

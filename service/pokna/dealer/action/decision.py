@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pokna.dealer.action.answer import ActionAnswer, action_answer, rolls_out
+from pokna.dealer.action.answer import ActionAnswer, rolls_out
 from pokna.dealer.action.locked import Env, LockedGame, NeedsRead
 from pokna.dealer.action.rules_step import BeaconDraw, apply_step, number_events
 from pokna.dealer.announcements import announce_client_seed_set
@@ -167,7 +167,7 @@ def _resolve(locked: LockedGame, writes: GameWrites, beacon_round: BeaconRound, 
     stepped = apply_step(release(locked, writes), writes, action, locked.clock.now, env, beacon=draw)
     if isinstance(stepped, NeedsRead):
         return stepped
-    answer = action_answer(stepped.shown, rolls_out(stepped.result, locked.seats))
+    answer = ActionAnswer(stepped.shown, rolls_out(stepped.result, locked.seats))
     return Written(stepped.locked, writes, answer)
 
 
@@ -197,17 +197,17 @@ def _act_now(
         )
     if isinstance(request, SetClientSeedAction):
         after, shown = _set_client_seed(locked, writes, request)
-        return after, action_answer(shown, [])
+        return after, ActionAnswer(shown, [])
     action = request.engine_action(lambda account_id: _seat_of(seats, account_id))
     chain = chain_of(game)
     state = state_from_dict(game.state)
     if chain is not None and draws_rolls(locked, state, action):
         after, shown = accept(locked, writes, chain, state, action, env)
-        return after, action_answer(shown, [])
+        return after, ActionAnswer(shown, [])
     stepped = apply_step(locked, writes, action, locked.clock.now, env, state=state)
     if isinstance(stepped, NeedsRead):
         return stepped
-    return stepped.locked, action_answer(stepped.shown, rolls_out(stepped.result, seats))
+    return stepped.locked, ActionAnswer(stepped.shown, rolls_out(stepped.result, seats))
 
 
 def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
