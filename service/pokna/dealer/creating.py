@@ -32,7 +32,7 @@ from pokna.dealer.action.locked import Clock
 from pokna.dealer.action.rules_step import number_events
 from pokna.dealer.announcements import announce_created
 from pokna.dealer.proof_signing import signed_terms
-from pokna.dealer.rake import RakeTerms, game_config
+from pokna.dealer.rake import RakeTerms, game_config, tenant_defaults
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
 from pokna.dealer.store_postgres import insert_game_statements
 from pokna.dealer.view import game_out
@@ -75,24 +75,7 @@ async def create_game(
 ) -> Answer:
     """The new game's answer (201). `beacon_chain`: the drand chain this service plays beacon-mode
     games against, committed to in the receipt of such a game."""
-
-    async def create(caller: Caller, claim: Claim | None) -> Answer:
-        return await _create(connection, keys, clock, caller, claim, terms, beacon_chain)
-
-    return await keyed(connection, caller, sent, create)
-
-
-async def _create(
-    connection: AsyncConnection[Any],
-    keys: ServiceKeys,
-    clock: Clock,
-    caller: Caller,
-    claim: Claim | None,
-    terms: NewGame,
-    beacon_chain: BeaconChain | None,
-) -> Answer:
     account_ids, fields = seated(terms)
-    check_distinct(account_ids, fields)
 
     async def reads(tenant_id: str) -> tuple[psycopg.AsyncCursor[Any], psycopg.AsyncCursor[Any] | None]:
         accounts = await connection.execute(
@@ -102,18 +85,22 @@ async def _create(
             return accounts, None
         return accounts, await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
 
-    async with transaction(connection, caller, claim) as opened:
-        accounts, defaults = await opened.read(reads)
-        found = summaries(await accounts.fetchall())
-        balances = seated_balances(found, account_ids, terms.currency, fields)
-        check_labels(terms.seat_labels, len(account_ids))
-        bps, cap, mode = await _one(defaults) if defaults is not None else (0, None, None)
-        rake = terms.rake or RakeTerms(bps, cap)
-        config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
-        chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
-        new = NewRecords(terms, config, chain)
-        body = await write_new_game(connection, keys, clock, opened.tenant, claim, new, balances)
-    return Answer(CREATED, body.encode(), replayed=False)
+    async def create(caller: Caller, claim: Claim | None) -> Answer:
+        check_distinct(account_ids, fields)
+        async with transaction(connection, caller, claim) as opened:
+            accounts, defaults = await opened.read(reads)
+            found = summaries(await accounts.fetchall())
+            balances = seated_balances(found, account_ids, terms.currency, fields)
+            check_labels(terms.seat_labels, len(account_ids))
+            rake, mode = await tenant_defaults(defaults) if defaults is not None else (RakeTerms(), None)
+            rake = terms.rake or rake
+            config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+            chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
+            new = NewRecords(terms, config, chain)
+            body = await write_new_game(connection, keys, clock, opened.tenant, claim, new, balances)
+        return Answer(CREATED, body.encode(), replayed=False)
+
+    return await keyed(connection, caller, sent, create)
 
 
 @dataclass(frozen=True)
@@ -167,12 +154,6 @@ async def write_new_game(
     write = GameWrite(steps=(), outbox=outbox.rows, answer=stored)
     await connection.execute(GAME_WRITE, (tenant_id, write.encode()))
     return body
-
-
-async def _one(cursor: psycopg.AsyncCursor[Any]) -> tuple[Any, ...]:
-    row = await cursor.fetchone()
-    assert row is not None, "an authenticated caller's tenant exists"
-    return tuple(row)
 
 
 def seated(terms: NewGame) -> tuple[list[str], list[str]]:
@@ -292,7 +273,7 @@ def _as_read(label: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", label).casefold())
 
 
-def beacon_chain_for(mode: str, beacon_chain: BeaconChain | None) -> BeaconChain | None:
+def beacon_chain_for(mode: str | None, beacon_chain: BeaconChain | None) -> BeaconChain | None:
     """The chain a new game of this fairness mode (the request's, or the tenant's default) commits to:
     none in the default mode."""
     if mode != "beacon":
