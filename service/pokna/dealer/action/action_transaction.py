@@ -116,9 +116,8 @@ async def _attempt_once(
             )
         )
         tenant_id = opened.tenant
-        if (
-            claim is not None
-        ):  # a retry of an action the service failed to finish acts as of its first attempt
+        # A retry of an action the service failed to finish acts as of its first attempt.
+        if claim is not None:
             clock = clock.resuming(opened.resumed_at)
         row = await lock.fetchone()
         if row is None:

@@ -290,9 +290,8 @@ def _advance(
     if after.is_over:
         changes["turn_deadline_at"] = None
         changes["ended_at"] = moment
-        if (
-            game.game_client_seed is None
-        ):  # cancelled before the start: the seeds are fixed now, for the proof
+        # Cancelled before the start: the seeds are fixed now, for the proof.
+        if game.game_client_seed is None:
             game, seats, seeded = _seat_client_seeds(game, seats, _fixed_client_seeds(seats, env))
         sealed = game.sealed_server_seed
         changes["revealed_server_seed"] = open_server_seed(sealed, locked.keys.seed_key, game.id)
