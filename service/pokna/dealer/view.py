@@ -147,7 +147,6 @@ def event_out(event: EventRecord) -> GameEventOut:
 
 
 def proof_out(game: GameRecord) -> GameProofOut:
-    """The signed proof once the game is over; before that, only the signed commitment."""
     if game.proof is not None:
         return SignedProofOut.model_validate(game.proof)
     return ProofPendingOut(game_id=game.id, status=game.status, revealed=False, commitment=game.receipt)
