@@ -130,18 +130,7 @@ async def write_new_game(
     terms = new.terms
     game_id = new_id("game")
     pot = new_account(tenant_id, AccountKind.GAME_POT, terms.currency, game_id, utc_now())
-    game, seats, events = new_game_records(
-        keys,
-        clock,
-        tenant_id,
-        terms,
-        new.config,
-        new.chain,
-        game_id,
-        pot["id"],
-        table_id=new.table_id,
-        round_number=new.round_number,
-    )
+    game, seats, events = new_game_records(keys, clock, tenant_id, new, game_id, pot["id"])
     outbox = Gathered()
     # once: the answer, and the turn it announces; from the new state itself, which `game.state` holds
     shown = game_out(game, seats, balances, new_game(new.config))
@@ -164,28 +153,19 @@ def seated(terms: NewGame) -> tuple[list[str], list[str]]:
 
 
 def new_game_records(
-    keys: ServiceKeys,
-    clock: Clock,
-    tenant_id: str,
-    terms: NewGame,
-    config: GameConfig,
-    chain: BeaconChain | None,
-    game_id: str,
-    pot_account_id: str,
-    *,
-    table_id: str | None = None,
-    round_number: int | None = None,
+    keys: ServiceKeys, clock: Clock, tenant_id: str, new: NewRecords, game_id: str, pot_account_id: str
 ) -> tuple[GameRecord, list[SeatRecord], list[EventRecord]]:
     """The new game's row, seats and first event, its server seed drawn and sealed and its commitment
     signed: pure but for the seed's randomness (a table's round shares it: pokna.dealer.tables)."""
+    terms, config = new.terms, new.config
     account_ids = [terms.vigo_account_id, *terms.player_account_ids]
     server_seed = generate_server_seed()
     commitment = server_seed_hash(server_seed)
     game = GameRecord(
         id=game_id,
         tenant_id=tenant_id,
-        table_id=table_id,
-        round_number=round_number,
+        table_id=new.table_id,
+        round_number=new.round_number,
         status="open",
         stake=config.stake,
         challenge_raise=config.challenge_raise,
@@ -205,7 +185,7 @@ def new_game_records(
             created_at=_rfc3339(clock.now),
             terms=signed_terms(config, account_ids, terms.seat_labels),
             private_key=keys.signing_key,
-            beacon_chain=chain,
+            beacon_chain=new.chain,
         ),
         proof=None,
         public_token=secrets.token_urlsafe(24),  # 192 random bits, never derived from the game id
