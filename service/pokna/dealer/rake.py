@@ -13,7 +13,6 @@ from typing import Any
 
 import psycopg
 
-from pokna.dealer.schemas import RakeOut
 from pokna.errors import InvalidRequest
 from pokna.idempotency.keyed import Transaction
 from pokna.tenants.settings import GAME_DEFAULTS, SET_DEFAULTS, TenantSettingsOut, settings_out
@@ -26,9 +25,6 @@ class RakeTerms:
 
     bps: int = 0
     cap: int | None = None
-
-    def out(self) -> RakeOut:
-        return RakeOut(bps=self.bps, cap=self.cap)
 
 
 def game_config(stake: int, challenge_raise: int | None, player_count: int, rake: RakeTerms) -> GameConfig:

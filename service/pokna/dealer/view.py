@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pokna.dealer.rake import RakeTerms
 from pokna.dealer.records import EventRecord, GameRecord, RoundRecord, SeatRecord, TableRecord
 from pokna.dealer.schemas import (
     FairnessOut,
@@ -185,7 +184,7 @@ def table_out(table: TableRecord, rounds: Sequence[RoundRecord]) -> TableOut:
         account_ids=table.account_ids,
         stake=table.stake,
         challenge_raise=table.challenge_raise,
-        rake=RakeTerms(table.rake_bps, table.rake_cap).out(),
+        rake=RakeOut(bps=table.rake_bps, cap=table.rake_cap),
         currency=table.currency,
         turn_timeout_seconds=table.turn_timeout_seconds,
         rounds_played=table.rounds_played,
