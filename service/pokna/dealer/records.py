@@ -1,4 +1,5 @@
-"""A game and its seats as the service works on them: plain rows, read and written with Core statements.
+"""A game and its seats as the service works on them: plain rows, read and written by the store's
+statements (pokna.dealer.store_postgres).
 
 An action is one short critical section under the game's row lock, so the shell stays thin: the ORM's
 identity map and change tracking cost more than the rules step itself. The records are values: a

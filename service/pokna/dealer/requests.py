@@ -203,7 +203,7 @@ class CancelAction(_Act):
 PlayerRequest = (
     SetClientSeedAction | StartAction | RollAction | ClaimAction | ChallengeAction | VoteAction | CancelAction
 )
-"""One player's request to act, as parsed; the dealer's `decide_action` takes it as it is."""
+"""One player's request to act, as parsed; the dealer decides it as it is (pokna.dealer.action.decision.Act)."""
 
 GameAction = Annotated[PlayerRequest, Field(discriminator="type")]
 
