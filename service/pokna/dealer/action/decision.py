@@ -1,14 +1,11 @@
 """Deciding, on the game as locked: what a request, a waiting beacon roll or a passed deadline does.
 
 `decide` takes the game as locked (pokna.dealer.action.locked.LockedGame), what is asked of it (`Intent`) and
-what it takes from the world (pokna.dealer.action.locked.Env: the moment, the ids, the randomness), and returns
-the `Decision`, a value the transaction (pokna.dealer.action.action_transaction) matches on: `Written` (every
-write gathered in pokna.dealer.writes.GameWrites, and the answer), `PendingBeaconRound` (refused while
-an accepted roll waits, with what was decided before written all the same), `NeedsRead` (a read the lock
-did not make: the transaction makes it and decides again) or `Refused`. Nothing here does I/O, reads a
-clock or draws anything. The parts: the deadlines that passed (here, `apply_passed_deadlines`), the
-beacon draw (pokna.dealer.beacon_rolls), the rules step (pokna.dealer.action.rules_step); the answer is made
-from the last step's view (pokna.dealer.action.answer).
+what it takes from the world (pokna.dealer.action.locked.Env: the moment, the ids, the randomness), and
+returns the `Decision`, a value the transaction (pokna.dealer.action.action_transaction) matches on. Nothing
+here does I/O, reads a clock or draws anything. The parts: the deadlines that passed (here,
+`apply_passed_deadlines`), the beacon draw (pokna.dealer.beacon_rolls), the rules step
+(pokna.dealer.action.rules_step); the answer is made from the last step's view (pokna.dealer.action.answer).
 
 Deadlines: every waiting turn has one, and an open game has one for its start. They apply lazily
 (whoever touches a game first after a deadline makes it happen: an action, a read, a table's next round)
