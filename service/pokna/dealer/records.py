@@ -101,21 +101,6 @@ class RollRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class OverdueGames:
-    """Games past their deadline that nobody has moved on yet, across tenants (for `/metrics`).
-
-    `deadlines`: turns (or starts) whose deadline passed and whose default action is not applied yet;
-    `rolls`: beacon-mode rolls still waiting after their deadline (the round's due time plus
-    pokna.dealer.beacon_rolls.SWEEP_AFTER_DUE), and `wallets_held` the seated wallets those rolls hold."""
-
-    deadlines: int
-    oldest_deadline_at: datetime | None
-    rolls: int
-    oldest_roll_deadline_at: datetime | None
-    wallets_held: int
-
-
-@dataclass(frozen=True, slots=True)
 class TableRecord:
     """A table's row, as its answer shows it."""
 

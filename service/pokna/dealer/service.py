@@ -13,7 +13,7 @@ from pokna.dealer.action.game_action import DueApplied, act, apply_due, catch_up
 from pokna.dealer.action.locked import Clock
 from pokna.dealer.creating import NewGame, create_game
 from pokna.dealer.fairness_link import fairness_link
-from pokna.dealer.overdue import due_games, overdue_games
+from pokna.dealer.overdue import OverdueGames, due_games, overdue_games
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import (
     AuditedGame,
@@ -23,7 +23,6 @@ from pokna.dealer.reading import (
     read_game,
     read_table,
 )
-from pokna.dealer.records import OverdueGames
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.tables import NewTable, create_table, deal_round
 from pokna.idempotency.keyed import Answer, Caller, Keyed
