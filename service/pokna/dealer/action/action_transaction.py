@@ -2,14 +2,14 @@
 transaction (pokna.idempotency.keyed).
 
 BEGIN, the hold of the request's claim (or the key's check) and the game's lock statement
-(pokna.dealer.action.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on in
-Python (pokna.dealer.action.decision.decide, no I/O, its moment, ids and randomness given: `live_env`, read
-under the lock), and the transaction matches on the `Decision` it returns; what the decision gathered (a beacon acceptance or release,
-game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved after the read makes
-game_write() refuse and the request is decided again, the last time on balances read under the ledger's
-locks; a wallet a waiting beacon roll holds is refused (409 wallet_held): pokna.dealer.writes.REFUSALS.
-Actions, beacon resolutions and deadlines (a read's touch, the sweep) all run here
-(pokna.dealer.action.game_action); a new game has its own transaction (pokna.dealer.creating).
+(pokna.dealer.action.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on
+in Python (pokna.dealer.action.decision.decide, no I/O, its moment, ids and randomness given: `live_env`, read
+under the lock), and the transaction matches on the `Decision` it returns; what the decision gathered (a
+beacon acceptance or release, game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved
+after the read makes game_write() refuse and the request is decided again, the last time on balances read
+under the ledger's locks; a wallet a waiting beacon roll holds is refused (409 wallet_held):
+pokna.dealer.writes.REFUSALS. Actions, beacon resolutions and deadlines (a read's touch, the sweep) all run
+here (pokna.dealer.action.game_action); a new game has its own transaction (pokna.dealer.creating).
 """
 
 from __future__ import annotations
@@ -105,10 +105,8 @@ async def _attempt_once(
     *,
     held: bool,
 ) -> Committed | None:
-    """One decision, in one keyed transaction of two round trips (pokna.idempotency.keyed): BEGIN, the
-    claim's hold (or the key's check) and the game's lock; game_write() and COMMIT. `held`: after a lost
-    race, the balances are read under the ledger's locks (pokna.ledger.holding), so this decision is the
-    last."""
+    """One decision, in two round trips (the module's docstring). `held`: after a lost race, the balances
+    are read under the ledger's locks (pokna.ledger.holding), so this decision is the last."""
     async with transaction(connection, caller, claim, REFUSALS) as opened:
         lock = await opened.read(
             lambda tenant_id: connection.execute(

@@ -170,8 +170,9 @@ def locked_game(
     recorded: Recorded | None = None,
     revenue_account: str | None = None,
 ) -> LockedGame | None:
-    """LOCK_GAME_AND_SEATS's part of the row as the value decided on. `balances`: read under the ledger's locks instead (after a
-    lost race). None when the seats changed while the lock was awaited: the caller locks again."""
+    """LOCK_GAME_AND_SEATS's part of the row as the value decided on. `balances`: read under the ledger's
+    locks instead (after a lost race). None when the seats changed while the lock was awaited: the caller
+    locks again."""
     game, seats, read_balances = locked_records(*locked)
     if seats is None:
         return None
