@@ -29,9 +29,6 @@ from pokna_verify.fairness.proof_replay import outcome_to_json
 from pokna_verify.fairness.protocol import PROTOCOL
 from pokna_verify.game import VIGO_SEAT, GameState, Phase, SeatStatus, allowed_actions, state_from_dict, turn
 
-SET_CLIENT_SEED = "set_client_seed"
-TO_ROLL = "to_roll"
-
 
 def status_of(state: GameState) -> str:
     if state.phase is Phase.OPEN:
@@ -50,7 +47,7 @@ def seat_status(state: GameState, seat: int) -> str:
     if status is not SeatStatus.IN_FAVOR:
         return status.value
     if state.phase is Phase.OPEN or (state.phase is Phase.SEEKING and seat in state.to_roll):
-        return TO_ROLL
+        return "to_roll"
     return status.value
 
 
@@ -65,7 +62,7 @@ def game_out(
     now = turn(state)
     allowed = list(allowed_actions(state, {seat.seat: balances.get(seat.account_id, 0) for seat in seats}))
     if state.phase is Phase.OPEN:
-        allowed.insert(0, SET_CLIENT_SEED)
+        allowed.insert(0, "set_client_seed")  # not a rules step: the dealer records it
     if game.pending_roll is not None:  # nothing is accepted until the waiting roll resolves
         allowed = []
     outcome = None
