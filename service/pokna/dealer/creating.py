@@ -124,9 +124,8 @@ async def write_new_game(
     new: NewRecords,
     balances: dict[str, int],
 ) -> str:
-    """The new game decided (its config checked, its records built) and its writes queued in the caller's
-    pipeline, before its COMMIT: the pot account, the game, its seats, first event and link, and
-    game_write() with no step for the announcement and the stored answer. The answer's JSON."""
+    """The new game's records built and its writes queued in the caller's pipeline, before its COMMIT (the
+    last round trip of the module's docstring). The answer's JSON."""
     terms = new.terms
     game_id = new_id("game")
     pot = new_account(tenant_id, AccountKind.GAME_POT, terms.currency, game_id, utc_now())
