@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from pokna.dealer.action.answer import ActionAnswer, rolls_out
 from pokna.dealer.action.locked import Env, LockedGame, NeedsRead
 from pokna.dealer.action.rules_step import BeaconDraw, apply_step, number_events
-from pokna.dealer.announcements import announce_client_seed_set
+from pokna.dealer.announcements import announce_turn
 from pokna.dealer.beacon_rolls import (
     RollPending,
     accept,
@@ -238,7 +238,7 @@ def _set_client_seed(
     writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=[seat])
     after = replace(locked, game=game, seats=(*seats[:index], seat, *seats[index + 1 :]))
     shown = after.shown()
-    announce_client_seed_set(writes, game, shown, now)
+    announce_turn(writes, game, shown, now)
     return after, shown
 
 
