@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pokna.dealer.action.decision import Act, CatchUp, Decision, PendingBeaconRound, Refused, Written, decide
 from pokna.dealer.action.locked import Clock, Env, LockedGame, NeedsRead
 from pokna.dealer.beacon_rolls import RollPending
-from pokna.dealer.creating import NewGame, new_game_records
+from pokna.dealer.creating import NewGame, NewRecords, new_game_records
 from pokna.dealer.errors import ActionRefused, NotSeated, VersionConflict
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.requests import (
@@ -93,7 +93,9 @@ def _new_game(chain: BeaconChain | None, rake_bps: int = 0) -> tuple[GameRecord,
     terms = NewGame(ACCOUNTS[0], ACCOUNTS[1:], stake=10)
     config = GameConfig(stake=10, challenge_raise=10, player_count=2, rake_bps=rake_bps)
     created = Clock(CREATED_AT, TTL)
-    game, seats, _ = new_game_records(KEYS, created, "ten_1", terms, config, chain, "game_1", "acct_pot")
+    game, seats, _ = new_game_records(
+        KEYS, created, "ten_1", NewRecords(terms, config, chain), "game_1", "acct_pot"
+    )
     sealed = seal_server_seed(SERVER_SEED, KEYS.seed_key, game.id)
     return replace(game, sealed_server_seed=sealed, server_seed_hash=server_seed_hash(SERVER_SEED)), seats
 

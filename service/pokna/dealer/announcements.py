@@ -46,14 +46,7 @@ def announce_created(outbox: Recorder, game: GameRecord, seats: Sequence[SeatRec
         start_deadline_at=game.turn_deadline_at,
     )
     outbox.record(game.id, GameCreated(timestamp=game.created_at, data=data))
-    _announce_turn(outbox, game, shown, game.created_at)
-
-
-def announce_client_seed_set(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:
-    """A client seed is no rules step, yet it moves the game's version: the turn is announced again with
-    that version, or a receiver acting on the last `game.turn` it had would send a stale
-    `expected_version` and be refused with a conflict."""
-    _announce_turn(outbox, game, shown, moment)
+    announce_turn(outbox, game, shown, game.created_at)
 
 
 def announce_step(
@@ -86,10 +79,13 @@ def announce_step(
     if after.is_over:
         _announce_end(outbox, game, shown, moment)
     else:
-        _announce_turn(outbox, game, shown, moment)
+        announce_turn(outbox, game, shown, moment)
 
 
-def _announce_turn(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:
+def announce_turn(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:
+    """Also called alone where the version moves with no rules step (a client seed set, a beacon roll
+    accepted): the turn is announced again with that version, or a receiver acting on the last
+    `game.turn` it had would send a stale `expected_version` and be refused with a conflict."""
     assert shown.turn is not None
     data = GameTurnData(
         game_id=game.id,

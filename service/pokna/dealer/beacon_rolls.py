@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 from pokna.dealer.action.locked import Env, LockedGame
 from pokna.dealer.action.rules_step import fix_client_seeds, number_events
-from pokna.dealer.announcements import announce_client_seed_set
+from pokna.dealer.announcements import announce_turn
 from pokna.dealer.errors import ActionRefused
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.schemas import GameOut
@@ -167,7 +167,7 @@ def accept(
     )
     # The version moved: the turn is announced again with it (nothing is allowed until the roll resolves).
     shown = game_out(game, seats, balances)
-    announce_client_seed_set(writes, game, shown, moment)
+    announce_turn(writes, game, shown, moment)
     return replace(locked, game=game, seats=seats), shown
 
 

@@ -15,6 +15,7 @@ created in the table's own transaction, from the same records (pokna.dealer.tabl
 
 from __future__ import annotations
 
+import secrets
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,9 +31,8 @@ from pokna.dealer.action.answer import CREATED
 from pokna.dealer.action.locked import Clock
 from pokna.dealer.action.rules_step import number_events
 from pokna.dealer.announcements import announce_created
-from pokna.dealer.links import new_public_token
 from pokna.dealer.proof_signing import signed_terms
-from pokna.dealer.rake import RakeTerms, game_config
+from pokna.dealer.rake import RakeTerms, game_config, tenant_defaults
 from pokna.dealer.records import EventRecord, GameRecord, SeatRecord
 from pokna.dealer.store_postgres import insert_game_statements
 from pokna.dealer.view import game_out
@@ -75,24 +75,7 @@ async def create_game(
 ) -> Answer:
     """The new game's answer (201). `beacon_chain`: the drand chain this service plays beacon-mode
     games against, committed to in the receipt of such a game."""
-
-    async def create(caller: Caller, claim: Claim | None) -> Answer:
-        return await _create(connection, keys, clock, caller, claim, terms, beacon_chain)
-
-    return await keyed(connection, caller, sent, create)
-
-
-async def _create(
-    connection: AsyncConnection[Any],
-    keys: ServiceKeys,
-    clock: Clock,
-    caller: Caller,
-    claim: Claim | None,
-    terms: NewGame,
-    beacon_chain: BeaconChain | None,
-) -> Answer:
     account_ids, fields = seated(terms)
-    check_distinct(account_ids, fields)
 
     async def reads(tenant_id: str) -> tuple[psycopg.AsyncCursor[Any], psycopg.AsyncCursor[Any] | None]:
         accounts = await connection.execute(
@@ -102,18 +85,22 @@ async def _create(
             return accounts, None
         return accounts, await connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id})
 
-    async with transaction(connection, caller, claim) as opened:
-        accounts, defaults = await opened.read(reads)
-        found = summaries(await accounts.fetchall())
-        balances = seated_balances(found, account_ids, terms.currency, fields)
-        check_labels(terms.seat_labels, len(account_ids))
-        bps, cap, mode = await _one(defaults) if defaults is not None else (0, None, None)
-        rake = terms.rake or RakeTerms(bps, cap)
-        config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
-        chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
-        new = NewRecords(terms, config, chain)
-        body = await write_new_game(connection, keys, clock, opened.tenant, claim, new, balances)
-    return Answer(CREATED, body.encode(), replayed=False)
+    async def create(caller: Caller, claim: Claim | None) -> Answer:
+        check_distinct(account_ids, fields)
+        async with transaction(connection, caller, claim) as opened:
+            accounts, defaults = await opened.read(reads)
+            found = summaries(await accounts.fetchall())
+            balances = seated_balances(found, account_ids, terms.currency, fields)
+            check_labels(terms.seat_labels, len(account_ids))
+            rake, mode = await tenant_defaults(defaults) if defaults is not None else (RakeTerms(), None)
+            rake = terms.rake or rake
+            config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+            chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
+            new = NewRecords(terms, config, chain)
+            body = await write_new_game(connection, keys, clock, opened.tenant, claim, new, balances)
+        return Answer(CREATED, body.encode(), replayed=False)
+
+    return await keyed(connection, caller, sent, create)
 
 
 @dataclass(frozen=True)
@@ -137,24 +124,12 @@ async def write_new_game(
     new: NewRecords,
     balances: dict[str, int],
 ) -> str:
-    """The new game decided (its config checked, its records built) and its writes queued in the caller's
-    pipeline, before its COMMIT: the pot account, the game, its seats, first event and link, and
-    game_write() with no step for the announcement and the stored answer. The answer's JSON."""
+    """The new game's records built and its writes queued in the caller's pipeline, before its COMMIT (the
+    last round trip of the module's docstring). The answer's JSON."""
     terms = new.terms
     game_id = new_id("game")
     pot = new_account(tenant_id, AccountKind.GAME_POT, terms.currency, game_id, utc_now())
-    game, seats, events = new_game_records(
-        keys,
-        clock,
-        tenant_id,
-        terms,
-        new.config,
-        new.chain,
-        game_id,
-        pot["id"],
-        table_id=new.table_id,
-        round_number=new.round_number,
-    )
+    game, seats, events = new_game_records(keys, clock, tenant_id, new, game_id, pot["id"])
     outbox = Gathered()
     # once: the answer, and the turn it announces; from the new state itself, which `game.state` holds
     shown = game_out(game, seats, balances, new_game(new.config))
@@ -169,12 +144,6 @@ async def write_new_game(
     return body
 
 
-async def _one(cursor: psycopg.AsyncCursor[Any]) -> tuple[Any, ...]:
-    row = await cursor.fetchone()
-    assert row is not None, "an authenticated caller's tenant exists"
-    return tuple(row)
-
-
 def seated(terms: NewGame) -> tuple[list[str], list[str]]:
     """The seats' accounts, the Vigo's first, and the request fields that name them."""
     fields = ["body.vigo_account_id"]
@@ -183,28 +152,19 @@ def seated(terms: NewGame) -> tuple[list[str], list[str]]:
 
 
 def new_game_records(
-    keys: ServiceKeys,
-    clock: Clock,
-    tenant_id: str,
-    terms: NewGame,
-    config: GameConfig,
-    chain: BeaconChain | None,
-    game_id: str,
-    pot_account_id: str,
-    *,
-    table_id: str | None = None,
-    round_number: int | None = None,
+    keys: ServiceKeys, clock: Clock, tenant_id: str, new: NewRecords, game_id: str, pot_account_id: str
 ) -> tuple[GameRecord, list[SeatRecord], list[EventRecord]]:
     """The new game's row, seats and first event, its server seed drawn and sealed and its commitment
     signed: pure but for the seed's randomness (a table's round shares it: pokna.dealer.tables)."""
+    terms, config = new.terms, new.config
     account_ids = [terms.vigo_account_id, *terms.player_account_ids]
     server_seed = generate_server_seed()
     commitment = server_seed_hash(server_seed)
     game = GameRecord(
         id=game_id,
         tenant_id=tenant_id,
-        table_id=table_id,
-        round_number=round_number,
+        table_id=new.table_id,
+        round_number=new.round_number,
         status="open",
         stake=config.stake,
         challenge_raise=config.challenge_raise,
@@ -224,10 +184,10 @@ def new_game_records(
             created_at=_rfc3339(clock.now),
             terms=signed_terms(config, account_ids, terms.seat_labels),
             private_key=keys.signing_key,
-            beacon_chain=chain,
+            beacon_chain=new.chain,
         ),
         proof=None,
-        public_token=new_public_token(),
+        public_token=secrets.token_urlsafe(24),  # 192 random bits, never derived from the game id
         turn_deadline_at=clock.now + clock.open_game_ttl,
         created_at=clock.now,
         started_at=None,
@@ -292,7 +252,7 @@ def _as_read(label: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", label).casefold())
 
 
-def beacon_chain_for(mode: str, beacon_chain: BeaconChain | None) -> BeaconChain | None:
+def beacon_chain_for(mode: str | None, beacon_chain: BeaconChain | None) -> BeaconChain | None:
     """The chain a new game of this fairness mode (the request's, or the tenant's default) commits to:
     none in the default mode."""
     if mode != "beacon":

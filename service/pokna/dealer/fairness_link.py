@@ -15,7 +15,6 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from pokna.dealer.link_log import PlaceInLog
-from pokna.dealer.links import KEYS_PATH, is_token_shaped
 from pokna.dealer.proof_schemas import CommitmentReceiptOut, SignedProofOut
 from pokna.dealer.schemas import (
     FairnessLinkOut,
@@ -25,6 +24,7 @@ from pokna.dealer.schemas import (
 )
 from pokna.dealer.store_postgres import linked_game
 from pokna.errors import NotFound
+from pokna_verify.fairness.links import KEYS_PATH, is_token_shaped
 
 
 async def fairness_link(

@@ -16,6 +16,7 @@ from pokna.api.problem_docs import problems
 from pokna_verify.fairness.keyring import KeyRing
 
 router = APIRouter(tags=["fairness"])
+_STATIC = resources.files("pokna").joinpath("static")
 
 
 class PublishedKeyOut(BaseModel):
@@ -63,10 +64,6 @@ def fairness_keys(runtime: RuntimeDep) -> KeyRingOut:
     return KeyRingOut.of(runtime.keys.key_ring)
 
 
-def _static(name: str) -> str:
-    return resources.files("pokna").joinpath("static", name).read_text(encoding="utf-8")
-
-
 def _script(source: Traversable) -> Response:
     return Response(source.read_text(encoding="utf-8"), media_type="text/javascript")
 
@@ -80,12 +77,12 @@ def _script(source: Traversable) -> Response:
     responses=problems(),
 )
 def verify_page() -> HTMLResponse:
-    return HTMLResponse(_static("verify.html"))
+    return HTMLResponse(_STATIC.joinpath("verify.html").read_text(encoding="utf-8"))
 
 
 @router.get("/verify.js", include_in_schema=False)
 def verify_script() -> Response:
-    return _script(resources.files("pokna").joinpath("static", "verify.js"))
+    return _script(_STATIC.joinpath("verify.js"))
 
 
 # The ES modules /verify.js imports, at the addresses its relative imports name: the page's own parts
@@ -93,7 +90,7 @@ def verify_script() -> Response:
 # the same files Node imports as `pokna-verify`, with the vendored BLS library the core imports for
 # beacon-mode proofs). One route per file, so nothing else under those paths is served.
 MODULE_FOLDERS = {
-    "/verify/": resources.files("pokna").joinpath("static", "verify"),
+    "/verify/": _STATIC.joinpath("verify"),
     "/pokna-verify/": resources.files("pokna_verify").joinpath("js"),
 }
 

@@ -5,12 +5,11 @@ past theirs."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from psycopg import AsyncConnection
-
-from pokna.dealer.records import OverdueGames
 
 _DUE = (
     "SELECT id FROM game WHERE tenant_id = %(tenant_id)s AND turn_deadline_at IS NOT NULL "
@@ -28,6 +27,21 @@ _HELD = (
     "ON game.tenant_id = seat.tenant_id AND game.id = seat.game_id "
     "WHERE game.turn_deadline_at <= %(now)s AND game.pending_roll IS NOT NULL"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class OverdueGames:
+    """Games past their deadline that nobody has moved on yet, across tenants (for `/metrics`).
+
+    `deadlines`: turns (or starts) whose deadline passed and whose default action is not applied yet;
+    `rolls`: beacon-mode rolls still waiting after their deadline (the round's due time plus
+    pokna.dealer.beacon_rolls.SWEEP_AFTER_DUE), and `wallets_held` the seated wallets those rolls hold."""
+
+    deadlines: int
+    oldest_deadline_at: datetime | None
+    rolls: int
+    oldest_roll_deadline_at: datetime | None
+    wallets_held: int
 
 
 async def due_games(

@@ -9,8 +9,10 @@ each currency and chain.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from pokna.dealer.schemas import RakeOut
+import psycopg
+
 from pokna.errors import InvalidRequest
 from pokna.idempotency.keyed import Transaction
 from pokna.tenants.settings import GAME_DEFAULTS, SET_DEFAULTS, TenantSettingsOut, settings_out
@@ -23,9 +25,6 @@ class RakeTerms:
 
     bps: int = 0
     cap: int | None = None
-
-    def out(self) -> RakeOut:
-        return RakeOut(bps=self.bps, cap=self.cap)
 
 
 def game_config(stake: int, challenge_raise: int | None, player_count: int, rake: RakeTerms) -> GameConfig:
@@ -44,14 +43,21 @@ def game_config(stake: int, challenge_raise: int | None, player_count: int, rake
         raise InvalidRequest(error.message, field=f"body.{field}" if field else "body") from error
 
 
+async def tenant_defaults(found: psycopg.AsyncCursor[Any]) -> tuple[RakeTerms, str]:
+    """GAME_DEFAULTS' row, as sent in the caller's pipeline: the tenant's default rake terms and mode."""
+    row = await found.fetchone()
+    assert row is not None, "a key's tenant is never deleted"
+    bps, cap, mode = row
+    return RakeTerms(bps, cap), mode
+
+
 async def set_defaults(opened: Transaction, terms: RakeTerms, fairness_mode: str | None) -> TenantSettingsOut:
     """The tenant's defaults for new games and tables: `terms`, and `fairness_mode` unless None (then the
     one it has, read in the transaction's first round trip); its settings as they now are."""
     connection = opened.connection
     found = await opened.read(lambda tenant_id: connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id}))
-    row = await found.fetchone()
-    assert row is not None, "a key's tenant is never deleted"
-    mode = row[2] if fairness_mode is None else fairness_mode
+    _, mode = await tenant_defaults(found)
+    mode = mode if fairness_mode is None else fairness_mode
     values = {"tenant_id": opened.tenant, "bps": terms.bps, "cap": terms.cap, "fairness_mode": mode}
     await connection.execute(SET_DEFAULTS, values)
     return settings_out(opened.tenant, terms.bps, terms.cap, mode)

@@ -1,4 +1,5 @@
-"""A game and its seats as the service works on them: plain rows, read and written with Core statements.
+"""A game and its seats as the service works on them: plain rows, read and written by the store's
+statements (pokna.dealer.store_postgres).
 
 An action is one short critical section under the game's row lock, so the shell stays thin: the ORM's
 identity map and change tracking cost more than the rules step itself. The records are values: a
@@ -97,21 +98,6 @@ class RollRecord:
     accepted_at: str | None = None
     """Beacon mode: when the action that drew the roll was accepted, and the round it used."""
     beacon: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class OverdueGames:
-    """Games past their deadline that nobody has moved on yet, across tenants (for `/metrics`).
-
-    `deadlines`: turns (or starts) whose deadline passed and whose default action is not applied yet;
-    `rolls`: beacon-mode rolls still waiting after their deadline (the round's due time plus
-    pokna.dealer.beacon_rolls.SWEEP_AFTER_DUE), and `wallets_held` the seated wallets those rolls hold."""
-
-    deadlines: int
-    oldest_deadline_at: datetime | None
-    rolls: int
-    oldest_roll_deadline_at: datetime | None
-    wallets_held: int
 
 
 @dataclass(frozen=True, slots=True)

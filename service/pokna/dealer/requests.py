@@ -1,7 +1,5 @@
-"""Request shapes of the games API. Fields may be added, never removed.
-
-The answers are the dealer's own (pokna.dealer.schemas): its services build them, so they are declared
-next to the code that fills them in, and imported here for the routes."""
+"""Request shapes of the games API. Fields may be added, never removed. The answers are the dealer's own
+(pokna.dealer.schemas): its services build them, so they are declared next to the code that fills them in."""
 
 from __future__ import annotations
 
@@ -13,56 +11,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic_core import PydanticCustomError
 
 from pokna.api.fields import INTEGER_MAX, WHOLE_NUMBER, AccountId, Amount, Currency, RakeTermsIn
-from pokna.dealer.schemas import (
-    ActionRollOut,
-    FairnessLinkOut,
-    FairnessOut,
-    GameActionOut,
-    GameEventOut,
-    GameOut,
-    GameProofOut,
-    OutcomeOut,
-    PayoutOut,
-    ProofPendingOut,
-    SeatOut,
-    SignedProofOut,
-    TableOut,
-    TableRoundOut,
-    TableTotalOut,
-    TurnOut,
-)
 from pokna_verify.game import actions as rules
 from pokna_verify.game.model import VoteChoice
-
-__all__ = [
-    "ActionRollOut",
-    "CancelAction",
-    "ChallengeAction",
-    "ClaimAction",
-    "FairnessLinkOut",
-    "FairnessOut",
-    "GameAction",
-    "GameActionOut",
-    "GameCreate",
-    "GameEventOut",
-    "GameOut",
-    "GameProofOut",
-    "OutcomeOut",
-    "PayoutOut",
-    "PlayerRequest",
-    "ProofPendingOut",
-    "RollAction",
-    "SeatOut",
-    "SetClientSeedAction",
-    "SignedProofOut",
-    "StartAction",
-    "TableCreate",
-    "TableOut",
-    "TableRoundOut",
-    "TableTotalOut",
-    "TurnOut",
-    "VoteAction",
-]
 
 ClientSeed = Annotated[
     str,
@@ -253,7 +203,7 @@ class CancelAction(_Act):
 PlayerRequest = (
     SetClientSeedAction | StartAction | RollAction | ClaimAction | ChallengeAction | VoteAction | CancelAction
 )
-"""One player's request to act, as parsed; the dealer's `decide_action` takes it as it is."""
+"""One player's request to act, as parsed; the dealer decides it as it is (pokna.dealer.action.decision.Act)."""
 
 GameAction = Annotated[PlayerRequest, Field(discriminator="type")]
 

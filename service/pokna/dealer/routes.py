@@ -32,26 +32,13 @@ from pokna.dealer.problem_docs import (
     TABLE_NOT_FOUND,
     VERSION_CONFLICT,
 )
-from pokna.dealer.requests import (
-    ACTION_EXAMPLES,
-    GameAction,
-    GameActionOut,
-    GameCreate,
-    GameEventOut,
-    GameOut,
-    GameProofOut,
-    TableCreate,
-    TableOut,
-)
+from pokna.dealer.requests import ACTION_EXAMPLES, GameAction, GameCreate, TableCreate
+from pokna.dealer.schemas import GameActionOut, GameEventOut, GameOut, GameProofOut, TableOut
 
 router = APIRouter(prefix="/v1", route_class=DirectRoute)
 
 GameId = Annotated[str, Path(max_length=40, description="The game's id (`game_...`)."), NoNul]
 TableId = Annotated[str, Path(max_length=40, description="The table's id (`tbl_...`)."), NoNul]
-
-# Deadlines apply lazily: whoever touches a game first after a deadline makes it happen. An action and a
-# table's next round do so in their own transactions, a read (pokna.dealer.reading) on its connection
-# before it reads again.
 
 
 def _dealer(request: Request) -> dealer.Dealer:
@@ -77,8 +64,7 @@ async def create_game(
     clock: ClockDep,
     sent_key: SentKeyDep,
 ) -> Response:
-    """Async, on the driver: three round trips and no thread (pokna.dealer.creating); the answer is
-    sent as the bytes built once, which are also what a retry under the same key gets back."""
+    """Async, on the driver: three round trips and no thread (pokna.dealer.creating)."""
     runtime = runtime_of(request)
     terms = dealer.NewGame(
         vigo_account_id=body.vigo_account_id,
@@ -163,8 +149,7 @@ async def act(
     clock: ClockDep,
     sent_key: SentKeyDep,
 ) -> Response:
-    """Async, on the driver: three round trips and no thread (pokna.dealer.action.game_action). The answer is sent as
-    the bytes the dealer built once, which are also what a retry under the same key gets back. The
+    """Async, on the driver: three round trips and no thread (pokna.dealer.action.game_action). The
     runtime is read from the app, not through `RuntimeDep`: one dependency fewer to solve (issue 24)."""
     runtime = runtime_of(request)
     keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
@@ -183,6 +168,8 @@ async def act(
 
 
 def _sent(played: dealer.Answer) -> Response:
+    """The answer as the bytes the dealer built once, which are also what a retry under the same key gets
+    back."""
     headers = {REPLAYED_HEADER: "true"} if played.replayed else None
     return Response(played.body, status_code=played.status, media_type="application/json", headers=headers)
 
@@ -278,8 +265,7 @@ async def deal_round(
     clock: ClockDep,
     sent_key: SentKeyDep,
 ) -> Response:
-    """Async, on the driver, as a new game is (pokna.dealer.tables.deal_round): the answer is sent as the
-    bytes built once, which are also what a retry under the same key gets back."""
+    """Async, on the driver, as a new game is (pokna.dealer.tables.deal_round)."""
     runtime = runtime_of(request)
     keyed = None if sent_key is None else dealer.Keyed(sent_key.key, sent_key.fingerprint)
     async with driver_connection(request) as connection:

@@ -1,11 +1,9 @@
 """The dealer's one way in: every game write and read the HTTP layer, the CLI, the sweep and the tests call.
 
-A game's writes are async, on the driver, each one transaction cut the same way (what is read under the lock
--> a decision -> the writes): creating (creating.py) and a table's round (tables.py), acting, resolving a
-beacon roll and applying passed deadlines (action/game_action.py, through action/action_transaction.py and
-action/decision.py). A game's reads are async too, on the caller's connection (reading.py), and so is the
-public fairness link (fairness_link.py). A table's creation and reads (tables.py) work in the caller's session
-(they flush, never commit); storage in pokna.dealer.store_postgres.
+All are async, on the driver. Each write is one transaction cut the same way (what is read under the lock
+-> a decision -> the writes): creating a game (creating.py), a table and its rounds (tables.py), acting,
+resolving a beacon roll and applying passed deadlines (action/game_action.py). Reads go on the caller's
+connection (reading.py, overdue.py, fairness_link.py); storage in pokna.dealer.store_postgres.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from pokna.dealer.action.game_action import DueApplied, act, apply_due, catch_up
 from pokna.dealer.action.locked import Clock
 from pokna.dealer.creating import NewGame, create_game
 from pokna.dealer.fairness_link import fairness_link
-from pokna.dealer.overdue import due_games, overdue_games
+from pokna.dealer.overdue import OverdueGames, due_games, overdue_games
 from pokna.dealer.rake import RakeTerms
 from pokna.dealer.reading import (
     AuditedGame,
@@ -25,7 +23,6 @@ from pokna.dealer.reading import (
     read_game,
     read_table,
 )
-from pokna.dealer.records import OverdueGames
 from pokna.dealer.requests import PlayerRequest
 from pokna.dealer.tables import NewTable, create_table, deal_round
 from pokna.idempotency.keyed import Answer, Caller, Keyed

@@ -1,16 +1,16 @@
-"""The game store: the statements every action runs under the game's lock, made one round trip each (the lock and its reads, the step's write, the new game, the proof's
-events and rolls). The shorter that critical section, the more actions a game and the ledger take.
+"""The game store: the statements every action runs under the game's lock, made one round trip each (the lock
+and its reads, the step's write, the new game, the proof's events and rolls). The shorter that critical
+section, the more actions a game and the ledger take.
 
-Each is one statement with a fixed text whatever the row counts (but a new game's, below), so psycopg
-prepares it once per connection; it is sent as that driver text, so SQLAlchemy has nothing to compile per call.
+Each is one statement with a fixed text whatever the row counts (but a new game's, below), so psycopg prepares
+it once per connection; it is sent as that driver text, so SQLAlchemy has nothing to compile per call.
 
-Rows travel as JSON both ways, adapted by the C JSON codec instead of one parameter or one column per
-field, but for a new game's (one parameter per value, for Citus: `insert_game_statements`). A step's
-write sends a table's rows as one parameter that json_populate_record(set) expands into the
-table's own row type: a JSON null becomes SQL NULL and a nested value lands in a json column as the
-encoder wrote it (no string in it may hold U+0000: see _encode).
-A read returns a record as a JSON array, its timestamps as ISO 8601 text.
-Only constant table and column names are formatted into these statements; every value is bound.
+Rows travel as JSON both ways, adapted by the C JSON codec instead of one parameter or one column per field,
+but for a new game's (one parameter per value, for Citus: `insert_game_statements`). A step's write sends a
+table's rows as one parameter that json_populate_record(set) expands into the table's own row type: a JSON
+null becomes SQL NULL and a nested value lands in a json column as the encoder wrote it (no string in it may
+hold U+0000: see encode_rows). A read returns a record as a JSON array, its timestamps as ISO 8601 text. Only
+constant table and column names are formatted into these statements; every value is bound.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from pokna.dealer.creating import (
     write_new_game,
 )
 from pokna.dealer.errors import RoundInProgress
-from pokna.dealer.rake import RakeTerms, game_config
+from pokna.dealer.rake import RakeTerms, game_config, tenant_defaults
 from pokna.dealer.records import TableRecord
 from pokna.dealer.schemas import TableOut
 from pokna.dealer.store_postgres import INSERT_TABLE, LAST_ROUND, TABLE_FOR_ROUND, TABLE_ROUND_DEALT
@@ -68,8 +68,8 @@ async def create_table(opened: Transaction, terms: NewTable, clock: Clock) -> Ta
 
     accounts, defaults = await opened.read(reads)
     seated_balances(summaries(await accounts.fetchall()), seats, terms.currency, fields)
-    bps, cap, _ = tuple(await defaults.fetchone() or (0, None, None))
-    rake = RakeTerms(bps, cap) if terms.rake is None else terms.rake
+    default_rake, _ = await tenant_defaults(defaults)
+    rake = terms.rake or default_rake
     game_config(terms.stake, terms.challenge_raise, len(seats) - 1, rake)
     table = TableRecord(
         id=new_id("tbl"),
@@ -158,8 +158,17 @@ async def _deal(
         _check_last_round(await last.fetchone(), tenant_id, clock, caught_up=caught_up)
         account_ids, stake, challenge_raise, currency, timeout, rake_bps, rake_cap, played = row
         rake = RakeTerms(rake_bps, rake_cap)
-        terms = _new_game_for_round(account_ids, stake, challenge_raise, currency, timeout, rake, played)
-        _, _, mode = tuple(await defaults.fetchone() or (0, None, None))
+        order = [account_ids[position] for position in round_seating(len(account_ids), played)]
+        terms = NewGame(
+            vigo_account_id=order[0],
+            player_account_ids=order[1:],
+            stake=stake,
+            challenge_raise=challenge_raise,
+            currency=currency,
+            turn_timeout_seconds=timeout,
+            rake=rake,
+        )
+        _, mode = await tenant_defaults(defaults)
         seats, fields = seated(terms)
         check_distinct(seats, fields)
         accounts = await connection.execute(ACCOUNT_SUMMARIES, {"tenant_id": tenant_id, "account_ids": seats})
@@ -169,8 +178,7 @@ async def _deal(
         chain = beacon_chain_for(mode, round_.beacon_chain)
         new = NewRecords(terms, config, chain, table_id=round_.table_id, round_number=played + 1)
         body = await write_new_game(connection, keys, clock, tenant_id, round_.claim, new, balances)
-        params = {"tenant_id": tenant_id, "table_id": round_.table_id}
-        await connection.execute(TABLE_ROUND_DEALT, params)
+        await connection.execute(TABLE_ROUND_DEALT, {"tenant_id": tenant_id, "table_id": round_.table_id})
     return Answer(CREATED, body.encode(), replayed=False)
 
 
@@ -185,24 +193,3 @@ def _check_last_round(last: tuple[Any, ...] | None, tenant_id: str, clock: Clock
     if not caught_up and not pending and deadline_at is not None and deadline_at <= clock.now:
         raise DeadlinePassed(tenant_id, game_id)
     raise RoundInProgress(f"round {round_number} ({game_id}) has not ended")
-
-
-def _new_game_for_round(
-    account_ids: list[str],
-    stake: int,
-    challenge_raise: int,
-    currency: str,
-    turn_timeout_seconds: int,
-    rake: RakeTerms,
-    round_index: int,
-) -> NewGame:
-    order = [account_ids[position] for position in round_seating(len(account_ids), round_index)]
-    return NewGame(
-        vigo_account_id=order[0],
-        player_account_ids=order[1:],
-        stake=stake,
-        challenge_raise=challenge_raise,
-        currency=currency,
-        turn_timeout_seconds=turn_timeout_seconds,
-        rake=rake,
-    )

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pokna.dealer.links import link_path, verify_page_path
-from pokna.dealer.rake import RakeTerms
 from pokna.dealer.records import EventRecord, GameRecord, RoundRecord, SeatRecord, TableRecord
 from pokna.dealer.schemas import (
     FairnessOut,
@@ -26,12 +24,10 @@ from pokna.dealer.schemas import (
     TableTotalOut,
     TurnOut,
 )
+from pokna_verify.fairness.links import link_path, verify_page_path
 from pokna_verify.fairness.proof_replay import outcome_to_json
 from pokna_verify.fairness.protocol import PROTOCOL
 from pokna_verify.game import VIGO_SEAT, GameState, Phase, SeatStatus, allowed_actions, state_from_dict, turn
-
-SET_CLIENT_SEED = "set_client_seed"
-TO_ROLL = "to_roll"
 
 
 def status_of(state: GameState) -> str:
@@ -51,7 +47,7 @@ def seat_status(state: GameState, seat: int) -> str:
     if status is not SeatStatus.IN_FAVOR:
         return status.value
     if state.phase is Phase.OPEN or (state.phase is Phase.SEEKING and seat in state.to_roll):
-        return TO_ROLL
+        return "to_roll"
     return status.value
 
 
@@ -66,7 +62,7 @@ def game_out(
     now = turn(state)
     allowed = list(allowed_actions(state, {seat.seat: balances.get(seat.account_id, 0) for seat in seats}))
     if state.phase is Phase.OPEN:
-        allowed.insert(0, SET_CLIENT_SEED)
+        allowed.insert(0, "set_client_seed")  # not a rules step: the dealer records it
     if game.pending_roll is not None:  # nothing is accepted until the waiting roll resolves
         allowed = []
     outcome = None
@@ -147,7 +143,6 @@ def event_out(event: EventRecord) -> GameEventOut:
 
 
 def proof_out(game: GameRecord) -> GameProofOut:
-    """The signed proof once the game is over; before that, only the signed commitment."""
     if game.proof is not None:
         return SignedProofOut.model_validate(game.proof)
     return ProofPendingOut(game_id=game.id, status=game.status, revealed=False, commitment=game.receipt)
@@ -186,7 +181,7 @@ def table_out(table: TableRecord, rounds: Sequence[RoundRecord]) -> TableOut:
         account_ids=table.account_ids,
         stake=table.stake,
         challenge_raise=table.challenge_raise,
-        rake=RakeTerms(table.rake_bps, table.rake_cap).out(),
+        rake=RakeOut(bps=table.rake_bps, cap=table.rake_cap),
         currency=table.currency,
         turn_timeout_seconds=table.turn_timeout_seconds,
         rounds_played=table.rounds_played,

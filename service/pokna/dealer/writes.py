@@ -11,8 +11,9 @@ what game_write() and beacon_roll_write() refuse with.
 The document (`GameWrite`, each step a `GameStep`) is gathered step by step by `GameWrites` while the
 rules decide, and encoded once when the decision is sent. Each step carries its posting batch
 (pokna.ledger.posting_batch) and its money events, whose `ledger_seq` only ledger_post() can tell: the
-payload is sent as a JSON object with a null there, and game_write() sets that member by name. Frozen dataclasses, not pydantic models: every value was checked
-where the decision made it, and this is the hot path (pokna.ledger.posting_batch).
+payload is sent as a JSON object with a null there, and game_write() sets that member by name. Frozen
+dataclasses, not pydantic models: every value was checked where the decision made it, and this is the hot
+path (pokna.ledger.posting_batch).
 
     {"version": 1,
      "steps": [{"game_id": "game_...", "previous_version": 3, "game": {<the game row's mutable columns>},

@@ -12,7 +12,7 @@ from pokna.api.deps import public_connection
 from pokna.api.problem_docs import STORED, problems
 from pokna.dealer import service as dealer
 from pokna.dealer.problem_docs import LINK_NOT_FOUND
-from pokna.dealer.requests import FairnessLinkOut
+from pokna.dealer.schemas import FairnessLinkOut
 from pokna.public_log.game_links import place_in_log
 
 router = APIRouter(tags=["fairness"])

@@ -1,6 +1,6 @@
 """The public fairness link's addresses and the shape of its token: what a player may hold of a game.
 
-The service serves the link (pokna.dealer.fairness_link) and draws its tokens (pokna.dealer.links); the
+The service serves the link (pokna.dealer.fairness_link) and draws its tokens (pokna.dealer.creating); the
 verifier reads every form a player is handed (pokna_verify.cli.proof_source). Both read the same
 addresses here. Paths are relative to the API's base URL, which only the deployment knows.
 """

@@ -2,14 +2,14 @@
 transaction (pokna.idempotency.keyed).
 
 BEGIN, the hold of the request's claim (or the key's check) and the game's lock statement
-(pokna.dealer.action.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on in
-Python (pokna.dealer.action.decision.decide, no I/O, its moment, ids and randomness given: `live_env`, read
-under the lock), and the transaction matches on the `Decision` it returns; what the decision gathered (a beacon acceptance or release,
-game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved after the read makes
-game_write() refuse and the request is decided again, the last time on balances read under the ledger's
-locks; a wallet a waiting beacon roll holds is refused (409 wallet_held): pokna.dealer.writes.REFUSALS.
-Actions, beacon resolutions and deadlines (a read's touch, the sweep) all run here
-(pokna.dealer.action.game_action); a new game has its own transaction (pokna.dealer.creating).
+(pokna.dealer.action.locked.LOCK_FOR_ACTION) go in one pipelined round trip; the game as locked is decided on
+in Python (pokna.dealer.action.decision.decide, no I/O, its moment, ids and randomness given: `live_env`, read
+under the lock), and the transaction matches on the `Decision` it returns; what the decision gathered (a
+beacon acceptance or release, game_write(), the rolls' rounds) and COMMIT go in the next. A wallet that moved
+after the read makes game_write() refuse and the request is decided again, the last time on balances read
+under the ledger's locks; a wallet a waiting beacon roll holds is refused (409 wallet_held):
+pokna.dealer.writes.REFUSALS. Actions, beacon resolutions and deadlines (a read's touch, the sweep) all run
+here (pokna.dealer.action.game_action); a new game has its own transaction (pokna.dealer.creating).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from pokna import ledger
-from pokna.dealer.action.answer import status_for
+from pokna.dealer.action.answer import ACCEPTED
 from pokna.dealer.action.decision import Decision, Intent, PendingBeaconRound, Refused, Written, decide
 from pokna.dealer.action.locked import (
     LOCK_FOR_ACTION,
@@ -105,10 +105,8 @@ async def _attempt_once(
     *,
     held: bool,
 ) -> Committed | None:
-    """One decision, in one keyed transaction of two round trips (pokna.idempotency.keyed): BEGIN, the
-    claim's hold (or the key's check) and the game's lock; game_write() and COMMIT. `held`: after a lost
-    race, the balances are read under the ledger's locks (pokna.ledger.holding), so this decision is the
-    last."""
+    """One decision, in two round trips (the module's docstring). `held`: after a lost race, the balances
+    are read under the ledger's locks (pokna.ledger.holding), so this decision is the last."""
     async with transaction(connection, caller, claim, REFUSALS) as opened:
         lock = await opened.read(
             lambda tenant_id: connection.execute(
@@ -116,9 +114,8 @@ async def _attempt_once(
             )
         )
         tenant_id = opened.tenant
-        if (
-            claim is not None
-        ):  # a retry of an action the service failed to finish acts as of its first attempt
+        # A retry of an action the service failed to finish acts as of its first attempt.
+        if claim is not None:
             clock = clock.resuming(opened.resumed_at)
         row = await lock.fetchone()
         if row is None:
@@ -148,7 +145,7 @@ async def _attempt_once(
         if decision.answer is None and not writes:
             await opened.end(commit=False)
             return None
-        status = status_for(writes.accepted_round)
+        status = 200 if writes.accepted_round is None else ACCEPTED  # waiting for its beacon round
         body = None if decision.answer is None else decision.answer.json()
         stored = None if body is None else writes.stored(status, body)
         started = time.perf_counter()

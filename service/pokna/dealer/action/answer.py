@@ -37,16 +37,11 @@ class ActionAnswer:
         return f"{game[:-1]},{_ROLLS_KEY}{_ROLLS.dump_json(self.rolls).decode()}}}"
 
     def model(self) -> GameActionOut:
-        """The answer as its documented model."""
         return GameActionOut.model_construct(**dict(self.shown), rolls=self.rolls)
 
 
 _ROLLS = TypeAdapter(list[ActionRollOut])
 _ROLLS_KEY = '"rolls":'
-
-
-def action_answer(shown: GameOut, rolls: list[ActionRollOut]) -> ActionAnswer:
-    return ActionAnswer(shown, rolls)
 
 
 def rolls_out(result: StepResult, seats: Sequence[SeatRecord]) -> list[ActionRollOut]:
@@ -63,8 +58,3 @@ def rolls_out(result: StepResult, seats: Sequence[SeatRecord]) -> list[ActionRol
         for event in result.events
         if isinstance(event, Rolled)
     ]
-
-
-def status_for(accepted_round: int | None) -> int:
-    """200, or 202 for an action accepted to wait for its beacon round."""
-    return 200 if accepted_round is None else ACCEPTED

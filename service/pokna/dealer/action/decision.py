@@ -1,14 +1,11 @@
 """Deciding, on the game as locked: what a request, a waiting beacon roll or a passed deadline does.
 
 `decide` takes the game as locked (pokna.dealer.action.locked.LockedGame), what is asked of it (`Intent`) and
-what it takes from the world (pokna.dealer.action.locked.Env: the moment, the ids, the randomness), and returns
-the `Decision`, a value the transaction (pokna.dealer.action.action_transaction) matches on: `Written` (every
-write gathered in pokna.dealer.writes.GameWrites, and the answer), `PendingBeaconRound` (refused while
-an accepted roll waits, with what was decided before written all the same), `NeedsRead` (a read the lock
-did not make: the transaction makes it and decides again) or `Refused`. Nothing here does I/O, reads a
-clock or draws anything. The parts: the deadlines that passed (here, `apply_passed_deadlines`), the
-beacon draw (pokna.dealer.beacon_rolls), the rules step (pokna.dealer.action.rules_step); the answer is made
-from the last step's view (pokna.dealer.action.answer).
+what it takes from the world (pokna.dealer.action.locked.Env: the moment, the ids, the randomness), and
+returns the `Decision`, a value the transaction (pokna.dealer.action.action_transaction) matches on. Nothing
+here does I/O, reads a clock or draws anything. The parts: the deadlines that passed (here,
+`apply_passed_deadlines`), the beacon draw (pokna.dealer.beacon_rolls), the rules step
+(pokna.dealer.action.rules_step); the answer is made from the last step's view (pokna.dealer.action.answer).
 
 Deadlines: every waiting turn has one, and an open game has one for its start. They apply lazily
 (whoever touches a game first after a deadline makes it happen: an action, a read, a table's next round)
@@ -23,10 +20,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pokna.dealer.action.answer import ActionAnswer, action_answer, rolls_out
+from pokna.dealer.action.answer import ActionAnswer, rolls_out
 from pokna.dealer.action.locked import Env, LockedGame, NeedsRead
 from pokna.dealer.action.rules_step import BeaconDraw, apply_step, number_events
-from pokna.dealer.announcements import announce_client_seed_set
+from pokna.dealer.announcements import announce_turn
 from pokna.dealer.beacon_rolls import (
     RollPending,
     accept,
@@ -167,7 +164,7 @@ def _resolve(locked: LockedGame, writes: GameWrites, beacon_round: BeaconRound, 
     stepped = apply_step(release(locked, writes), writes, action, locked.clock.now, env, beacon=draw)
     if isinstance(stepped, NeedsRead):
         return stepped
-    answer = action_answer(stepped.shown, rolls_out(stepped.result, locked.seats))
+    answer = ActionAnswer(stepped.shown, rolls_out(stepped.result, locked.seats))
     return Written(stepped.locked, writes, answer)
 
 
@@ -197,17 +194,17 @@ def _act_now(
         )
     if isinstance(request, SetClientSeedAction):
         after, shown = _set_client_seed(locked, writes, request)
-        return after, action_answer(shown, [])
+        return after, ActionAnswer(shown, [])
     action = request.engine_action(lambda account_id: _seat_of(seats, account_id))
     chain = chain_of(game)
     state = state_from_dict(game.state)
     if chain is not None and draws_rolls(locked, state, action):
         after, shown = accept(locked, writes, chain, state, action, env)
-        return after, action_answer(shown, [])
+        return after, ActionAnswer(shown, [])
     stepped = apply_step(locked, writes, action, locked.clock.now, env, state=state)
     if isinstance(stepped, NeedsRead):
         return stepped
-    return stepped.locked, action_answer(stepped.shown, rolls_out(stepped.result, seats))
+    return stepped.locked, ActionAnswer(stepped.shown, rolls_out(stepped.result, seats))
 
 
 def _seat_of(seats: Sequence[SeatRecord], account_id: str | None) -> int:
@@ -241,7 +238,7 @@ def _set_client_seed(
     writes.save_step(game, previous_version=previous_version, events=events, rolls=[], seeded=[seat])
     after = replace(locked, game=game, seats=(*seats[:index], seat, *seats[index + 1 :]))
     shown = after.shown()
-    announce_client_seed_set(writes, game, shown, now)
+    announce_turn(writes, game, shown, now)
     return after, shown
 
 

@@ -5,16 +5,17 @@ pokna.dealer.action.action_transaction (lock and read, decide, write), with what
 A player's action (`act`), in three round trips, no thread, no ORM, in the keyed transaction
 (pokna.idempotency.keyed):
 
-1. Authenticate the API key and claim the Idempotency-Key, in one autocommit statement. Without a key there is nothing to claim, and the key is checked by the next
-   round trip instead.
+1. Authenticate the API key and claim the Idempotency-Key, in one autocommit statement. Without a key
+   there is nothing to claim, and the key is checked by the next round trip instead.
 2. BEGIN, hold the claim (or authenticate) and lock the game with its seats and balances: one pipeline.
 3. Decide in Python, build the answer once, and send everything it writes as one game_write() call with
    COMMIT behind it in the same pipeline. The answer's bytes are what is sent and stored for replay.
 
 The rare paths cost more and say so: a key seen before (pokna.idempotency.service.claim_existing), a game
 ended by a chain of passed deadlines the lock did not foresee, a step that rakes (the revenue account is
-read, and opened the first time), a wallet that moved after the read (decided again from step 2), and in beacon mode the wait for
-the round after the acceptance committed, then its resolution in a transaction of its own.
+read, and opened the first time), a wallet that moved after the read (decided again from step 2), and in
+beacon mode the wait for the round after the acceptance committed, then its resolution in a transaction of
+its own.
 """
 
 from __future__ import annotations
@@ -172,8 +173,9 @@ async def apply_due(
     game_id: str,
     beacon: BeaconRelays | None = None,
 ) -> DueApplied:
-    """Every deadline of the game that has passed by `clock.now`, applied (`pokna sweep`). A beacon-mode game whose accepted roll nobody waited for is resolved instead, if its round is
-    served (asked before the lock)."""
+    """Every deadline of the game that has passed by `clock.now`, applied (`pokna sweep`). A beacon-mode
+    game whose accepted roll nobody waited for is resolved instead, if its round is served (asked before
+    the lock)."""
     row = await (
         await connection.execute(DEADLINE_AND_ROUND, {"tenant_id": tenant_id, "game_id": game_id})
     ).fetchone()
@@ -201,8 +203,8 @@ async def catch_up(
     connection: AsyncConnection[Any], dealer: Dealer, clock: Clock, tenant_id: str, game_id: str
 ) -> None:
     """The deadlines a read (pokna.dealer.reading) or a table's next round found passed, applied before it
-    reads again: its answer is the game as of `clock.now`. A game whose seat's wallet a waiting beacon roll of another game
-    holds is caught up after that roll resolves."""
+    reads again: its answer is the game as of `clock.now`. A game whose seat's wallet a waiting beacon roll
+    of another game holds is caught up after that roll resolves."""
     try:
         await run(connection, dealer, clock, Caller(tenant_id=tenant_id), None, game_id, CatchUp())
     except WalletHeld:

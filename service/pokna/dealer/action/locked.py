@@ -1,10 +1,6 @@
-"""The game as locked: the one value every decision is made on (pokna.dealer.action.decision).
-
-`LockedGame` holds what the lock's round trip read (the game row, its seats in order, their wallets'
-balances) and what a decision needs beside it (the service's keys, the `Clock`); it is a value, never
-changed: a rules step returns the game after it as a new one (pokna.dealer.action.rules_step.Stepped). What a
-decision takes from the world (the moment under the lock, ids, randomness) is passed beside it (`Env`). It is read by one statement, `LOCK_FOR_ACTION`, which
-pokna.dealer.action.action_transaction sends pipelined behind BEGIN.
+"""The game as locked (`LockedGame`): the one value every decision is made on
+(pokna.dealer.action.decision), with what it takes from the world beside it (`Env`). It is read by one
+statement, `LOCK_FOR_ACTION`, which pokna.dealer.action.action_transaction sends pipelined behind BEGIN.
 
 That statement is the game's lock with its seats and balances (LOCK_GAME_AND_SEATS), and, when the game's
 next step may end it, what the proof of the ended game signs (its recorded events and rolls,
@@ -174,8 +170,9 @@ def locked_game(
     recorded: Recorded | None = None,
     revenue_account: str | None = None,
 ) -> LockedGame | None:
-    """LOCK_GAME_AND_SEATS's part of the row as the value decided on. `balances`: read under the ledger's locks instead (after a
-    lost race). None when the seats changed while the lock was awaited: the caller locks again."""
+    """LOCK_GAME_AND_SEATS's part of the row as the value decided on. `balances`: read under the ledger's
+    locks instead (after a lost race). None when the seats changed while the lock was awaited: the caller
+    locks again."""
     game, seats, read_balances = locked_records(*locked)
     if seats is None:
         return None

@@ -1,14 +1,13 @@
 """One rules step, decided: the heart of every action and every timeout.
 
-On the game as locked (pokna.dealer.action.locked.LockedGame): run the pure rules step on the wallets' balances, turn its
-money moves into the ledger's posting document (with those balances as expected: if one moved meanwhile,
-game_write() refuses and the request is decided again on a fresh read), sign the proof if the game ended,
-and gather the new state, the rolls, the events and the announcements in the decision's `GameWrites`,
-which one call writes (pokna.dealer.writes). A beacon-mode step rolls with its round (`BeaconDraw`). Its
-outcome is a value: `Stepped` (the game after the step, as a new LockedGame, the rules' result and the game
-as shown), or `NeedsRead` when the step rakes or ends the game and the lock did not read what that needs.
-Nothing is changed in place: the records after the step are new values (`evolve`, `dataclasses.replace`'s
-cheaper twin).
+On the game as locked (pokna.dealer.action.locked.LockedGame): run the pure rules step on the wallets'
+balances, turn its money moves into the ledger's posting document (with those balances as expected: if one
+moved meanwhile, game_write() refuses and the request is decided again on a fresh read), sign the proof if the
+game ended, and gather the new state, the rolls, the events and the announcements in the decision's
+`GameWrites`, which one call writes (pokna.dealer.writes). A beacon-mode step rolls with its round
+(`BeaconDraw`). Its outcome is a value: `Stepped`, or `NeedsRead` when the step rakes or ends the game and the
+lock did not read what that needs. Nothing is changed in place: the records after the step are new values
+(`evolve`, `dataclasses.replace`'s cheaper twin).
 """
 
 from __future__ import annotations
@@ -290,9 +289,8 @@ def _advance(
     if after.is_over:
         changes["turn_deadline_at"] = None
         changes["ended_at"] = moment
-        if (
-            game.game_client_seed is None
-        ):  # cancelled before the start: the seeds are fixed now, for the proof
+        # Cancelled before the start: the seeds are fixed now, for the proof.
+        if game.game_client_seed is None:
             game, seats, seeded = _seat_client_seeds(game, seats, _fixed_client_seeds(seats, env))
         sealed = game.sealed_server_seed
         changes["revealed_server_seed"] = open_server_seed(sealed, locked.keys.seed_key, game.id)
