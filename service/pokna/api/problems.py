@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from pokna.api.asgi_problems import problem_document
 from pokna.db.sqlstates import refusal
 from pokna.errors import DatabaseUnavailable, PoknaError
 
@@ -81,16 +82,8 @@ class Problem(BaseModel):
 def problem_response(
     request: Request, *, status: int, code: str, title: str, detail: str, **extensions: Any
 ) -> JSONResponse:
-    body: dict[str, Any] = {
-        "type": f"https://pokna.dev/problems/{code}",
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "code": code,
-        "instance": request.url.path,
-        "request_id": getattr(request.state, "request_id", None),
-    }
-    body.update(extensions)
+    request_id = getattr(request.state, "request_id", None)
+    body = problem_document(status, code, title, detail, request.url.path, request_id, extensions)
     return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_JSON)
 
 
