@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pokna.api.idempotency import key_required
 from pokna.errors import (
     Forbidden,
     IdempotencyKeyRequired,
@@ -135,12 +136,7 @@ IDEMPOTENT = (
 )
 """An operation that takes an `Idempotency-Key` (a write: any JSON sent with it is read for repeated
 keys, even where the operation takes no body)."""
-KEY_REQUIRED = of(
-    IdempotencyKeyRequired,
-    "this request moves money: send an Idempotency-Key header (1-255 printable ASCII characters, a new one "
-    "for each request and the same one on its retries), so that a retry after a lost answer cannot move "
-    "the money twice",
-)
+KEY_REQUIRED = of(IdempotencyKeyRequired, key_required().detail)
 """An operation that moves money: it refuses a request without an `Idempotency-Key`."""
 
 
