@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from pokna.api.asgi_problems import problem_document
+from pokna.api.problem_docs import INTERNAL_ERROR
 from pokna.db.sqlstates import refusal
 from pokna.errors import DatabaseUnavailable, PoknaError
 
@@ -224,7 +225,7 @@ async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
         status=500,
         code="internal_error",
         title="Internal server error",
-        detail="An unexpected error occurred; nothing was committed. Quote the request id when reporting it.",
+        detail=INTERNAL_ERROR.detail,
     )
 
 
