@@ -16,11 +16,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from pokna.api.asgi_problems import problem_document
-from pokna.api.problem_docs import INTERNAL_ERROR
+from pokna.api.problem_docs import INTERNAL_ERROR, PROBLEM_JSON
 from pokna.db.sqlstates import refusal
 from pokna.errors import DatabaseUnavailable, PoknaError
 
-PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("pokna.api")
 
 _HTTP_CODES = {
