@@ -98,10 +98,6 @@ def _malformed_json(request: Request) -> JSONResponse:
     )
 
 
-def _field_name(location: tuple[Any, ...]) -> str:
-    return ".".join(str(part) for part in location)
-
-
 def _pointer(location: tuple[Any, ...]) -> str:
     parts = [str(part).replace("~", "~0").replace("/", "~1") for part in location[1:]]
     return "/" + "/".join(parts) if parts else ""
@@ -137,7 +133,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     for error in errors:
         location = _client_location(error, exc.body)
         params.append(
-            {"name": _field_name(location), "reason": str(error["msg"]), "pointer": _pointer(location)}
+            {"name": ".".join(map(str, location)), "reason": str(error["msg"]), "pointer": _pointer(location)}
         )
     detail = "; ".join(f"{param['name']}: {param['reason']}" for param in params)
     return problem_response(
@@ -189,7 +185,7 @@ async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
     )
     response.headers.update(exc.headers)
     if isinstance(exc, DatabaseUnavailable):
-        response.headers["Retry-After"] = str(_retry_after_seconds(request))
+        response.headers["Retry-After"] = str(request.app.state.runtime.settings.database_retry_after_seconds)
     return response
 
 
@@ -208,11 +204,6 @@ async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
             extra={"path": request.url.path},
         )
     return await _on_domain_error(request, refused)
-
-
-def _retry_after_seconds(request: Request) -> int:
-    seconds: int = request.app.state.runtime.settings.database_retry_after_seconds
-    return seconds
 
 
 async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
