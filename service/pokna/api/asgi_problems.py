@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.types import Scope, Send
 
 PROBLEM_JSON = b"application/problem+json"
+
+
+def invalid_param(location: Sequence[object], reason: str) -> dict[str, str]:
+    """An `invalid_params` entry: the field's dotted name (`body.stake`), and its JSON Pointer (RFC 6901)
+    within the request part the name starts with."""
+    pointer = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in location[1:])
+    return {"name": ".".join(map(str, location)), "reason": reason, "pointer": pointer}
 
 
 def problem_document(

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from pokna.api.asgi_problems import problem_document
+from pokna.api.asgi_problems import invalid_param, problem_document
 from pokna.api.problem_docs import INTERNAL_ERROR, PROBLEM_JSON
 from pokna.db.sqlstates import refusal
 from pokna.errors import DatabaseUnavailable, PoknaError
@@ -98,11 +98,6 @@ def _malformed_json(request: Request) -> JSONResponse:
     )
 
 
-def _pointer(location: tuple[Any, ...]) -> str:
-    parts = [str(part).replace("~", "~0").replace("/", "~1") for part in location[1:]]
-    return "/" + "/".join(parts) if parts else ""
-
-
 def _client_location(error: Any, body: Any) -> tuple[Any, ...]:
     """Where the client put the bad value. Pydantic names a tagged union's member (`body.roll.account_id`);
     the client never wrote `roll` as a key, so drop the tag and name the field as sent."""
@@ -129,12 +124,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     errors = list(exc.errors())
     if any(error.get("type") == "json_invalid" for error in errors):
         return _malformed_json(request)
-    params = []
-    for error in errors:
-        location = _client_location(error, exc.body)
-        params.append(
-            {"name": ".".join(map(str, location)), "reason": str(error["msg"]), "pointer": _pointer(location)}
-        )
+    params = [invalid_param(_client_location(error, exc.body), str(error["msg"])) for error in errors]
     detail = "; ".join(f"{param['name']}: {param['reason']}" for param in params)
     return problem_response(
         request,
