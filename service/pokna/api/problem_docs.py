@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pokna.api.asgi_problems import problem_document
 from pokna.api.idempotency import key_required
 from pokna.errors import (
     Forbidden,
@@ -41,15 +42,8 @@ class ProblemDoc:
     detail: str
 
     def example(self) -> dict[str, Any]:
-        return {
-            "type": f"https://pokna.dev/problems/{self.code}",
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-            "code": self.code,
-            "instance": "/v1/...",
-            "request_id": "3f2a9c0e5b7d4e1f8a6b2c9d0e1f2a3b",
-        }
+        request_id = "3f2a9c0e5b7d4e1f8a6b2c9d0e1f2a3b"
+        return problem_document(self.status, self.code, self.title, self.detail, "/v1/...", request_id, {})
 
 
 def of(error: type[PoknaError], detail: str) -> ProblemDoc:
