@@ -136,7 +136,8 @@ def test_a_round_named_more_than_a_period_ahead_is_refused_at_once(relay: Beacon
 def test_the_relays_come_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POKNA_BEACON_URLS", "http://127.0.0.1:9/, https://relay.example/")
     monkeypatch.setenv("POKNA_BEACON_WAIT_MARGIN_SECONDS", "1.5")
-    client = BeaconRelays.from_settings(Settings(), QUICKNET)
+    client = BeaconRelays.for_settings(Settings())
+    assert client.chain == QUICKNET
     assert tuple(client.urls) == ("http://127.0.0.1:9", "https://relay.example")
     assert client.margin_seconds == 1.5
     monkeypatch.setenv("POKNA_BEACON_URLS", "ftp://relay.example")

@@ -70,13 +70,9 @@ class BeaconRelays:
     @classmethod
     def for_settings(cls, settings: Settings) -> BeaconRelays:
         """The relays of POKNA_BEACON_URLS, for the chain new beacon-mode games commit to."""
-        return cls.from_settings(settings, beacon_chain(settings))
-
-    @classmethod
-    def from_settings(cls, settings: Settings, chain: BeaconChain) -> BeaconRelays:
         return cls(
             urls=settings.beacon_urls,
-            chain=chain,
+            chain=beacon_chain(settings),
             request_timeout_seconds=settings.beacon_request_timeout_seconds,
             margin_seconds=settings.beacon_wait_margin_seconds,
         )

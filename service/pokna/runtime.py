@@ -33,7 +33,8 @@ class Runtime:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:
-        return cls(settings, conninfo_of(database_url(settings)))
+        url = embedded.database_url(settings.database_url, settings.data_dir, settings.postgres_bindir)
+        return cls(settings, conninfo_of(url))
 
     @cached_property
     def aio(self) -> AsyncDatabase:
@@ -41,7 +42,11 @@ class Runtime:
         (pokna.app.assembly), closed when it ends."""
         return AsyncDatabase.for_conninfo(
             self.conninfo,
-            waits_of(self.settings),
+            Waits(
+                connect=self.settings.database_connect_timeout_seconds,
+                statement=self.settings.database_statement_timeout_seconds,
+                idle_in_transaction=self.settings.database_idle_in_transaction_timeout_seconds,
+            ),
             size=self.settings.database_pool_size,
             overflow=self.settings.database_pool_overflow,
         )
@@ -69,17 +74,3 @@ class Runtime:
     def keys(self) -> ServiceKeys:
         """Loaded on first use, so commands that never sign anything never create development keys."""
         return load_service_keys(self.settings)
-
-
-def database_url(settings: Settings) -> str:
-    """POKNA_DATABASE_URL, or the data directory's private PostgreSQL, started if it is stopped."""
-    return embedded.database_url(settings.database_url, settings.data_dir, settings.postgres_bindir)
-
-
-def waits_of(settings: Settings) -> Waits:
-    """The database waits `POKNA_DATABASE_*_SECONDS` configure (docs/operations.md)."""
-    return Waits(
-        connect=settings.database_connect_timeout_seconds,
-        statement=settings.database_statement_timeout_seconds,
-        idle_in_transaction=settings.database_idle_in_transaction_timeout_seconds,
-    )

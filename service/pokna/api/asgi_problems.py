@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.types import Scope, Send
 
 PROBLEM_JSON = b"application/problem+json"
+
+
+def invalid_param(location: Sequence[object], reason: str) -> dict[str, str]:
+    """An `invalid_params` entry: the field's dotted name (`body.stake`), and its JSON Pointer (RFC 6901)
+    within the request part the name starts with."""
+    pointer = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in location[1:])
+    return {"name": ".".join(map(str, location)), "reason": reason, "pointer": pointer}
+
+
+def problem_document(
+    status: int, code: str, title: str, detail: str, instance: str, request_id: str | None, extensions: Any
+) -> dict[str, Any]:
+    return {
+        "type": f"https://pokna.dev/problems/{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "instance": instance,
+        "request_id": request_id,
+        **extensions,
+    }
 
 
 async def send_problem(
@@ -21,17 +44,9 @@ async def send_problem(
     headers: dict[str, str] | None = None,
     **extensions: Any,
 ) -> None:
-    """The same document `pokna.api.problems.problem_response` makes, for middleware that has no `Request`."""
-    body: dict[str, Any] = {
-        "type": f"https://pokna.dev/problems/{code}",
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "code": code,
-        "instance": scope["path"],
-        "request_id": scope.get("state", {}).get("request_id"),
-        **extensions,
-    }
+    """`pokna.api.problems.problem_response` for middleware that has no `Request`."""
+    request_id = scope.get("state", {}).get("request_id")
+    body = problem_document(status, code, title, detail, scope["path"], request_id, extensions)
     payload = json.dumps(body).encode()
     await send(
         {

@@ -20,8 +20,7 @@ tests/api/test_http_protocol.py holds has no supported setting behind it.
   fraction of h11's CPU (bench/README.md, issue 18).
 So the subclass overrides uvicorn's parser callbacks (`on_url`, `on_header`, `on_headers_complete`,
 `data_received`) and its refusal (`send_400_response`); an upgrade of uvicorn is checked by that test file,
-which speaks to a real `pokna serve` over a raw socket. (Its h11 twin, `ProblemH11Protocol`, unused since
-issue 18, is gone.)"""
+which speaks to a real `pokna serve` over a raw socket."""
 
 from __future__ import annotations
 

@@ -201,7 +201,7 @@ def _registry() -> CollectorRegistry:
     return REGISTRY
 
 
-class _PrometheusRecorder:
+class _PrometheusRecorder(metrics.Recorder):
     def http_request(self, method: str, route: str, status: int, seconds: float) -> None:
         method = method if method in KNOWN_METHODS else OTHER_METHOD
         REQUEST_SECONDS.labels(method, route, str(status)).observe(seconds)

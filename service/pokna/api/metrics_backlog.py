@@ -6,8 +6,7 @@ deliver`), and a process that stopped counts nothing. So they are read from the 
 `/metrics` is rendered, at most once per `BACKLOG_REUSE_SECONDS` per process, by a reader the app's
 assembly hands in (pokna.backlog asks each domain; this kernel knows none). Every API process reads the
 same database, so every one reports the same values: aggregate them with `max`, never `sum`
-(deploy/prometheus/). When the read fails, or has not answered within SCRAPE_WAIT_SECONDS, `pokna_backlog_up` is 0 and the other gauges are left out rather
-than reported stale.
+(deploy/prometheus/). A read that fails or is late leaves the other gauges out, never stale: `pokna_backlog_up` 0.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pokna import metrics
 from pokna.api.asgi_problems import send_problem
+from pokna.api.problem_docs import INTERNAL_ERROR
 from pokna.api.rate_limits import RateLimits, bearer_key_digest, throttle
 from pokna.api.unambiguous_json import refuse_duplicate_key
 from pokna.db.types import uuid4_hex
@@ -24,9 +25,6 @@ from pokna.logs import request_id_var
 
 log = logging.getLogger("pokna.access")
 error_log = logging.getLogger("pokna.api")
-INTERNAL_ERROR_DETAIL = (
-    "An unexpected error occurred; nothing was committed. Quote the request id when reporting it."
-)
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 UNMATCHED_ROUTE = "unmatched"
 """The route label of a path no route matches: a label value per probed path would have no bound."""
@@ -114,7 +112,7 @@ class Edge:
                 status=500,
                 code="internal_error",
                 title="Internal server error",
-                detail=INTERNAL_ERROR_DETAIL,
+                detail=INTERNAL_ERROR.detail,
             )
         finally:
             if key is not None:

@@ -8,17 +8,7 @@ from fastapi import Depends, Query
 from pydantic import BaseModel
 
 from pokna.api.fields import INTEGER_MAX, NoNul
-from pokna.paging import Page
-
-__all__ = [
-    "MAX_LIMIT",
-    "EventPageDep",
-    "Page",
-    "PageDep",
-    "PageRequest",
-    "event_page_request",
-    "page_request",
-]
+from pokna.paging import Page as Page  # re-exported: every list route's answer
 
 MAX_LIMIT = 100
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,100}$"

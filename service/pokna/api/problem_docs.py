@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pokna.api.asgi_problems import problem_document
+from pokna.api.idempotency import key_required
 from pokna.errors import (
     Forbidden,
     IdempotencyKeyRequired,
@@ -40,15 +42,8 @@ class ProblemDoc:
     detail: str
 
     def example(self) -> dict[str, Any]:
-        return {
-            "type": f"https://pokna.dev/problems/{self.code}",
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-            "code": self.code,
-            "instance": "/v1/...",
-            "request_id": "3f2a9c0e5b7d4e1f8a6b2c9d0e1f2a3b",
-        }
+        request_id = "3f2a9c0e5b7d4e1f8a6b2c9d0e1f2a3b"
+        return problem_document(self.status, self.code, self.title, self.detail, "/v1/...", request_id, {})
 
 
 def of(error: type[PoknaError], detail: str) -> ProblemDoc:
@@ -135,12 +130,7 @@ IDEMPOTENT = (
 )
 """An operation that takes an `Idempotency-Key` (a write: any JSON sent with it is read for repeated
 keys, even where the operation takes no body)."""
-KEY_REQUIRED = of(
-    IdempotencyKeyRequired,
-    "this request moves money: send an Idempotency-Key header (1-255 printable ASCII characters, a new one "
-    "for each request and the same one on its retries), so that a retry after a lost answer cannot move "
-    "the money twice",
-)
+KEY_REQUIRED = of(IdempotencyKeyRequired, key_required().detail)
 """An operation that moves money: it refuses a request without an `Idempotency-Key`."""
 
 

@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from pokna.api.asgi_problems import invalid_param, problem_document
+from pokna.api.problem_docs import INTERNAL_ERROR, PROBLEM_JSON
 from pokna.db.sqlstates import refusal
 from pokna.errors import DatabaseUnavailable, PoknaError
 
-PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("pokna.api")
 
 _HTTP_CODES = {
@@ -81,16 +82,8 @@ class Problem(BaseModel):
 def problem_response(
     request: Request, *, status: int, code: str, title: str, detail: str, **extensions: Any
 ) -> JSONResponse:
-    body: dict[str, Any] = {
-        "type": f"https://pokna.dev/problems/{code}",
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "code": code,
-        "instance": request.url.path,
-        "request_id": getattr(request.state, "request_id", None),
-    }
-    body.update(extensions)
+    request_id = getattr(request.state, "request_id", None)
+    body = problem_document(status, code, title, detail, request.url.path, request_id, extensions)
     return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_JSON)
 
 
@@ -103,15 +96,6 @@ def _malformed_json(request: Request) -> JSONResponse:
         detail="The request body is not valid JSON.",
         invalid_params=[{"name": "body", "reason": "not valid JSON", "pointer": ""}],
     )
-
-
-def _field_name(location: tuple[Any, ...]) -> str:
-    return ".".join(str(part) for part in location)
-
-
-def _pointer(location: tuple[Any, ...]) -> str:
-    parts = [str(part).replace("~", "~0").replace("/", "~1") for part in location[1:]]
-    return "/" + "/".join(parts) if parts else ""
 
 
 def _client_location(error: Any, body: Any) -> tuple[Any, ...]:
@@ -140,12 +124,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     errors = list(exc.errors())
     if any(error.get("type") == "json_invalid" for error in errors):
         return _malformed_json(request)
-    params = []
-    for error in errors:
-        location = _client_location(error, exc.body)
-        params.append(
-            {"name": _field_name(location), "reason": str(error["msg"]), "pointer": _pointer(location)}
-        )
+    params = [invalid_param(_client_location(error, exc.body), str(error["msg"])) for error in errors]
     detail = "; ".join(f"{param['name']}: {param['reason']}" for param in params)
     return problem_response(
         request,
@@ -196,7 +175,7 @@ async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
     )
     response.headers.update(exc.headers)
     if isinstance(exc, DatabaseUnavailable):
-        response.headers["Retry-After"] = str(_retry_after_seconds(request))
+        response.headers["Retry-After"] = str(request.app.state.runtime.settings.database_retry_after_seconds)
     return response
 
 
@@ -217,11 +196,6 @@ async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
     return await _on_domain_error(request, refused)
 
 
-def _retry_after_seconds(request: Request) -> int:
-    seconds: int = request.app.state.runtime.settings.database_retry_after_seconds
-    return seconds
-
-
 async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
     # The route's template, never the path: a public fairness link's path is its capability.
     route = getattr(request.scope.get("route"), "path", None)
@@ -231,7 +205,7 @@ async def _on_unhandled(request: Request, exc: Exception) -> JSONResponse:
         status=500,
         code="internal_error",
         title="Internal server error",
-        detail="An unexpected error occurred; nothing was committed. Quote the request id when reporting it.",
+        detail=INTERNAL_ERROR.detail,
     )
 
 

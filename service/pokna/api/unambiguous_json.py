@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from starlette.types import Scope, Send
 
-from pokna.api.asgi_problems import send_problem
+from pokna.api.asgi_problems import invalid_param, send_problem
 from pokna_verify.bounded_input import duplicate_key
 
 
@@ -20,15 +20,14 @@ async def refuse_duplicate_key(scope: Scope, send: Send, body: bytes) -> bool:
     repeated = duplicate_key(body) if body else None
     if repeated is None:
         return False
-    name = ".".join(str(part) for part in ("body", *repeated))
-    pointer = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in repeated)
+    param = invalid_param(("body", *repeated), "appears more than once")
     await send_problem(
         scope,
         send,
         status=400,
         code="duplicate_key",
         title="Duplicate key in JSON body",
-        detail=f"{name} appears more than once; send each key once",
-        invalid_params=[{"name": name, "reason": "appears more than once", "pointer": pointer}],
+        detail=f"{param['name']} appears more than once; send each key once",
+        invalid_params=[param],
     )
     return True

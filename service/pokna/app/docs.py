@@ -15,14 +15,11 @@ from fastapi.staticfiles import StaticFiles
 ASSETS_URL = "/docs/assets"
 
 
-def _assets_directory() -> Path:
-    return Path(str(resources.files("fastapi_offline").joinpath("static")))
-
-
 def install_docs(app: FastAPI) -> None:
     """Call with `docs_url=None, redoc_url=None` on the app: this page replaces FastAPI's CDN-backed ones."""
     openapi_url = app.openapi_url or "/openapi.json"
-    app.mount(ASSETS_URL, StaticFiles(directory=_assets_directory()), name="docs-assets")
+    assets = Path(str(resources.files("fastapi_offline").joinpath("static")))
+    app.mount(ASSETS_URL, StaticFiles(directory=assets), name="docs-assets")
 
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:

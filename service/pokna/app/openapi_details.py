@@ -17,11 +17,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pokna.api.idempotency import KEY_HEADER
+from pokna.api.problem_docs import PROBLEM_JSON
 from pokna.outbox.events import WebhookEvent
 
-PROBLEM_JSON = "application/problem+json"
 COMPONENTS = "#/components/schemas/{model}"
-KEY_HEADER = "Idempotency-Key"
 
 EDGE_HEADERS: dict[str, dict[str, Any]] = {
     "X-Request-ID": {

@@ -13,11 +13,9 @@ UNCONNECTED_DATABASE_URL = "postgresql+psycopg://pokna@localhost/never-connected
 
 
 def openapi_document() -> dict[str, Any]:
-    # The document does not depend on the database: an engine that is never connected is enough.
+    # The document does not depend on the database: the pools open only in the app's lifespan, never run here.
     settings = Settings(env=Environment.TEST, database_url=UNCONNECTED_DATABASE_URL)
-    app = create_app(settings, Runtime.from_settings(settings))
-    document: dict[str, Any] = app.openapi()
-    return document
+    return create_app(settings, Runtime.from_settings(settings)).openapi()
 
 
 def render_openapi() -> str:

@@ -14,10 +14,9 @@ from typing import Annotated
 import typer
 
 from pokna.cli.app import app
-from pokna.cli.ledger import PROGRESS_OPTION, output_file
+from pokna.cli.ledger import PROGRESS_OPTION, ChainOption, OutputOption, output_file
 from pokna_verify.cli import usage
 from pokna_verify.cli.progress import StderrProgress
-from pokna_verify.ledger.chain import LEDGER_CHAINS
 
 audit_app = typer.Typer(help="Offline audits: ledger exports and audit bundles.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
@@ -59,10 +58,7 @@ def verify_command(
 @audit_app.command("bundle")
 def bundle_command(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
-    chain: Annotated[
-        int | None,
-        typer.Option("--chain", min=0, max=LEDGER_CHAINS - 1, help="Only this chain (default: every chain)."),
-    ] = None,
+    chain: ChainOption = None,
     from_seq: Annotated[
         int | None, typer.Option("--from-seq", min=1, help="First seq, on --chain (which it needs).")
     ] = None,
@@ -82,9 +78,7 @@ def bundle_command(
             "--log-since", min=1, help="The previous bundle's public log size: carry the proof from it."
         ),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
-    ] = None,
+    output: OutputOption = None,
     progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
     """Write an audit bundle: the ledger over the range, every game's proof, checkpoints, key ring. Every

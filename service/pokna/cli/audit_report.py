@@ -59,10 +59,7 @@ def report_command(
     settled_to: Annotated[
         datetime | None, typer.Option("--to", help="... and at or before this time (UTC unless a zone).")
     ] = None,
-    keys: Annotated[
-        str | None,
-        typer.Option("--keys", help=usage.AUDIT_KEYS),
-    ] = None,
+    keys: Annotated[str | None, typer.Option("--keys", help=usage.AUDIT_KEYS)] = None,
     beacon_chain: Annotated[
         list[Path] | None, typer.Option("--beacon-chain", metavar="FILE", help=usage.BEACON_CHAIN)
     ] = None,

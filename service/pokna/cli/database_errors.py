@@ -17,7 +17,7 @@ from pokna.db.engine import make_engine
 from pokna.settings import get_settings
 
 
-def _unreachable_hint(url: str) -> str:
+def _unreachable_hint() -> str:
     if get_settings().embedded_database:
         return "the embedded PostgreSQL in POKNA_DATA_DIR: see its server.log"
     return "check POKNA_DATABASE_URL and that the database server is up"
@@ -40,9 +40,9 @@ def describe_database_error(error: BaseException) -> str:
         finally:
             engine.dispose()
     except SQLAlchemyError as failed:
-        return f"cannot reach the database {redacted(url)}: {_reason(failed)} ({_unreachable_hint(url)})"
+        return f"cannot reach the database {redacted(url)}: {_reason(failed)} ({_unreachable_hint()})"
     head = migrate.head_revision()
     if revision != head:
         state = "has no Pokna schema" if revision is None else f"is at schema {revision}, not {head}"
         return f"the database {redacted(url)} {state} (run `pokna db upgrade`)"
-    return f"the database {redacted(url)} refused the command: {_reason(error)} ({_unreachable_hint(url)})"
+    return f"the database {redacted(url)} refused the command: {_reason(error)} ({_unreachable_hint()})"

@@ -26,14 +26,9 @@ class CommandError(Exception):
         self.exit_code = exit_code
 
 
-def _loaded(module: str, name: str) -> type[BaseException] | None:
-    found: Any = getattr(sys.modules.get(module), name, None)
-    return found if isinstance(found, type) and issubclass(found, BaseException) else None
-
-
 def _is(error: BaseException, module: str, name: str) -> bool:
-    cls = _loaded(module, name)
-    return cls is not None and isinstance(error, cls)
+    found: Any = getattr(sys.modules.get(module), name, None)
+    return isinstance(found, type) and issubclass(found, BaseException) and isinstance(error, found)
 
 
 def is_database_error(error: BaseException) -> bool:

@@ -58,16 +58,8 @@ _TYPE_NAMES = {
     "file": "FILE",
     "directory": "DIRECTORY",
 }
-_BOOLEANS = {
-    "1": True,
-    "true": True,
-    "yes": True,
-    "on": True,
-    "0": False,
-    "false": False,
-    "no": False,
-    "off": False,
-}
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
 
 
 @dataclass(frozen=True)
@@ -82,8 +74,8 @@ class _PlainValue(RuntimeParam):
         if self.annotation is bool:
             if isinstance(value, bool):
                 return value
-            if str(value).lower() in _BOOLEANS:
-                return _BOOLEANS[str(value).lower()]
+            if str(value).lower() in _TRUE | _FALSE:
+                return str(value).lower() in _TRUE
             raise typer.BadParameter(f"{value!r} is not true or false.", ctx=ctx, param=param)
         try:
             number = int(value)

@@ -51,6 +51,11 @@ def output_file(path: Path | None) -> Iterator[TextIO]:
 
 
 PROGRESS_OPTION = typer.Option("--progress/--no-progress", help=usage.PROGRESS)
+ChainOption = Annotated[
+    int | None,
+    typer.Option("--chain", min=0, max=LEDGER_CHAINS - 1, help="Only this chain (default: every chain)."),
+]
+OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")]
 
 
 @ledger_app.command("export")
@@ -59,10 +64,7 @@ def export_command(
     export_format: Annotated[
         str, typer.Option("--format", help=f"One of: {', '.join(EXPORT_FORMATS)}.")
     ] = "jsonl",
-    chain: Annotated[
-        int | None,
-        typer.Option("--chain", min=0, max=LEDGER_CHAINS - 1, help="Only this chain (default: every chain)."),
-    ] = None,
+    chain: ChainOption = None,
     from_seq: Annotated[
         int | None,
         typer.Option("--from-seq", min=1, help="First seq to export, on --chain (which it needs)."),
@@ -71,9 +73,7 @@ def export_command(
         int | None,
         typer.Option("--to-seq", min=0, help="Last seq to export, on --chain (which it needs)."),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
-    ] = None,
+    output: OutputOption = None,
     progress: Annotated[bool | None, PROGRESS_OPTION] = None,
 ) -> None:
     """Stream a tenant's journal as JSONL (what `pokna audit verify` reads), CSV or Beancount: every chain
@@ -134,9 +134,7 @@ def reconcile_command(
 @ledger_app.command("checkpoint")
 def checkpoint_command(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")
-    ] = None,
+    output: OutputOption = None,
 ) -> None:
     """Sign the tenant's current chain head with the service key and print the checkpoint document."""
     signing_key = load_service_keys(get_settings()).signing_key

@@ -15,6 +15,7 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from pokna.cli.app import app
+from pokna.cli.database_errors import redacted
 from pokna.cli.errors import CommandError
 from pokna.db import embedded, first_statistics, migrate
 from pokna.db.backend import conninfo_of
@@ -55,7 +56,7 @@ def serve(
             where = f"embedded PostgreSQL in {settings.data_dir / 'postgres'}"
         else:
             url = str(settings.database_url)
-            where = _redacted(url)
+            where = redacted(url)
         if migrate_first:
             migrate.upgrade(url)
         # A fresh database's tables get statistics as soon as they hold rows (the module says why).
@@ -142,9 +143,3 @@ def _bind(host: str, port: int) -> socket.socket:
         ) from None
     sock.set_inheritable(True)
     return sock
-
-
-def _redacted(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)

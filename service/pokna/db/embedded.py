@@ -187,13 +187,13 @@ class EmbeddedCluster:
     def log_path(self) -> Path:
         return self.pgdata / "server.log"
 
+    def _pg_ctl(self, *arguments: str) -> list[str]:
+        return [str(self.binaries / "pg_ctl"), "-D", str(self.pgdata), *arguments]
+
     def is_running(self) -> bool:
         if not (self.pgdata / "PG_VERSION").exists():
             return False
-        return (
-            server_user().run([str(self.binaries / "pg_ctl"), "-D", str(self.pgdata), "status"]).returncode
-            == 0
-        )
+        return server_user().run(self._pg_ctl("status")).returncode == 0
 
     def ensure_running(self) -> bool:
         """Make the cluster if there is none, start it if it is stopped; True if this call started it."""
@@ -212,19 +212,7 @@ class EmbeddedCluster:
     def stop(self, mode: str = "fast") -> None:
         with _locked(self.data_dir / "postgres.lock"):
             if self.is_running():
-                stopped = server_user().run(
-                    [
-                        str(self.binaries / "pg_ctl"),
-                        "-D",
-                        str(self.pgdata),
-                        "-m",
-                        mode,
-                        "-w",
-                        "-t",
-                        "60",
-                        "stop",
-                    ]
-                )
+                stopped = server_user().run(self._pg_ctl("-m", mode, "-w", "-t", "60", "stop"))
                 if stopped.returncode != 0:
                     raise EmbeddedDatabaseError(f"pg_ctl stop failed: {stopped.stdout.strip()}")
 
@@ -270,9 +258,7 @@ class EmbeddedCluster:
         if socket_dir != self.pgdata:
             socket_dir.mkdir(mode=0o700, exist_ok=True)
             user.own(socket_dir)
-        argv = [
-            str(self.binaries / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log_path), "-w", "-t", "60", "start",
-        ]  # fmt: skip
+        argv = self._pg_ctl("-l", str(self.log_path), "-w", "-t", "60", "start")
         deadline = time.monotonic() + 30
         while True:
             started = user.run(argv)

@@ -32,9 +32,6 @@ separate statements: on Citus a statement whose tenant comes from `api_key` (a r
 cannot be routed to the tenant's worker (docs/scaling.md). They still go in one round trip, the claim under
 the tenant the process remembers for the key, the key's check beside it: pokna.tenants.authentication
 owns the check, the memory and its rule (a revoked key's claim is undone and refused).
-
-(Until issue 35 a synchronous twin on the ORM session did the same for the routes whose work is ORM;
-they now claim and release through this module too, pokna.api.idempotency.)
 """
 
 from __future__ import annotations
@@ -86,10 +83,7 @@ needs no second one. Two statements, each filtered by the tenant as a bound valu
 with the insert in a CTE: Citus routes each of these to the tenant's shard alone, but plans an INSERT in
 a CTE recursively (the insert, then the read, each as a subplan whose rows the coordinator writes to a
 file and reads back): three executions and two files per keyed request (issue 45, item 5)."""
-_LOCKED_RECORD = (
-    "SELECT request_fingerprint, response_status, response_body, expires_at FROM idempotency_record "
-    "WHERE tenant_id = %(tenant_id)s AND key = %(key)s FOR UPDATE NOWAIT"
-)
+_LOCKED_RECORD = _SEEN + " FOR UPDATE NOWAIT"
 _DELETE_RECORD = "DELETE FROM idempotency_record WHERE tenant_id = %(tenant_id)s AND key = %(key)s"
 _TAKE_OVER = (
     "UPDATE idempotency_record SET claim_token = %(token)s, locked_until = NULL "

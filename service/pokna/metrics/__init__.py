@@ -14,16 +14,14 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
 
 MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 """prometheus-client's multiprocess mode: each process writes its values to files in this directory and
 `/metrics` adds them up, whichever worker answers the scrape."""
 
 
-class Recorder(Protocol):
-    """What keeps the numbers. As written here each method records nothing: that is the recorder a process
-    has until it installs one (`_NotRecording`), so the methods return rather than being left abstract."""
+class Recorder:
+    """What keeps the numbers. This one records nothing: a process has it until it installs one."""
 
     def http_request(self, method: str, route: str, status: int, seconds: float) -> None:
         return None
@@ -53,11 +51,7 @@ class Recorder(Protocol):
         return None
 
 
-class _NotRecording(Recorder):
-    pass
-
-
-_recorder: Recorder = _NotRecording()
+_recorder = Recorder()
 
 
 def record_with(recorder: Recorder) -> None:

@@ -11,6 +11,7 @@ import io
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from html import escape
 from math import floor, log10, sqrt
 from typing import Any
 
@@ -64,7 +65,7 @@ def _svg(figure: Figure, name: str, title: str) -> str:
         .replace('href="#', f'href="#{name}-')
         .replace("url(#", f"url(#{name}-")
     )
-    return text.replace(">", f"><title>{_escape(title)}</title>", 1)
+    return text.replace(">", f"><title>{escape(title, quote=False)}</title>", 1)
 
 
 def rtp_chart(tables: Sequence[dict[str, Any]]) -> str | None:
@@ -102,8 +103,7 @@ def _rtp_row(ax: Axes, table: dict[str, Any], side: dict[str, Any]) -> None:
     ax.locator_params(axis="x", nbins=4)
     digits = max(0, min(4, 1 - floor(log10(max(span, 1e-9) * 100 / 4))))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{100 * value:.{digits}f}%"))
-    for edge in ("left", "right", "top"):
-        ax.spines[edge].set_visible(False)
+    ax.spines[["left", "right", "top"]].set_visible(False)
     who = {"vigo": "Vigo", "players": "Players", "operator": "Rake / staked"}[side["side"]]
     ax.set_title(
         f"{who}, {_short(table)}" + ("  FLAGGED" if flagged else ""), color=FLAGGED if flagged else INK
@@ -137,8 +137,7 @@ def faces_chart(purposes: Sequence[dict[str, Any]], z: float) -> str | None:
                 else purpose["purpose"].replace("_", " ").capitalize()
             )
             ax.set_title(f"{name}: {rolls:,} rolls")
-            for edge in ("right", "top"):
-                ax.spines[edge].set_visible(False)
+            ax.spines[["right", "top"]].set_visible(False)
         axes[-1].set_xticks(range(1, 7))
         axes[-1].set_xlabel("face (1-3 red, 4-6 blue)")
         return _svg(figure, "faces", "Share of each face per roll purpose, against one in six")
@@ -199,8 +198,7 @@ def p_values_chart(tests: Sequence[dict[str, Any]], level: float) -> str | None:
         ax.set_ylim(rows[-1] - 0.5, 0.75)
         ax.set_yticks([])
         ax.set_xlabel("p-value (log scale)")
-        for edge in ("left", "right", "top"):
-            ax.spines[edge].set_visible(False)
+        ax.spines[["left", "right", "top"]].set_visible(False)
         return _svg(figure, "p-values", "The p-value of every test run, against the flag level")
 
 
@@ -216,7 +214,3 @@ def _short_test(test: dict[str, Any]) -> str:
             title.split(", raise")[0].replace("RTP of the ", "RTP, ").replace("Rake per unit staked", "Rake")
         )
     return title.replace("Consecutive rolls of a game are independent", "Consecutive rolls independent")
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -247,7 +247,7 @@ def _rng(rng: dict[str, Any], testing: dict[str, Any]) -> str:
                 "Runs expected",
                 f"{runs['expected_runs']:,.1f} (standard deviation {runs['standard_deviation']:.1f})",
             ),
-            ("z, p-value", _test_cell(runs_test)),
+            ("z, p-value", _p_cell(runs_test, with_statistic=True)),
         ]
     )
     return (
@@ -263,18 +263,12 @@ def _rng(rng: dict[str, Any], testing: dict[str, Any]) -> str:
     )
 
 
-def _p_cell(test: dict[str, Any]) -> str:
+def _p_cell(test: dict[str, Any], with_statistic: bool = False) -> str:
     if test["p_value"] is None:
         return '<span class="muted">not run</span>'
+    statistic = f"{test['statistic']:.2f}, p = " if with_statistic else ""
     mark = ' <strong class="flag">FLAGGED</strong>' if test["flagged"] else ""
-    return f"{p_value(test['p_value'])}{mark}"
-
-
-def _test_cell(test: dict[str, Any]) -> str:
-    if test["p_value"] is None:
-        return '<span class="muted">not run</span>'
-    mark = ' <strong class="flag">FLAGGED</strong>' if test["flagged"] else ""
-    return f"{test['statistic']:.2f}, p = {p_value(test['p_value'])}{mark}"
+    return f"{statistic}{p_value(test['p_value'])}{mark}"
 
 
 def _test_line(test: dict[str, Any]) -> str:
