@@ -20,15 +20,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.rows import namedtuple_row
 
 from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.checkpoint import Checkpoint, checkpoint_of
+from pokna.ledger.checkpoint import Checkpoint
 from pokna.ledger.errors import TenantNotFound
-from pokna.ledger.export_aio import first_created_at, head_seqs
-from pokna_verify.ledger.chain import GENESIS_HASH, LEDGER_CHAINS
+from pokna.ledger.export_aio import check_chain, first_created_at, head_seqs
+from pokna.ledger.reads import checkpoints_of
+from pokna_verify.ledger.chain import GENESIS_HASH
 
 # How far a checkpoint's created_at may trail a transaction it pins (both are the service's clock, read on
 # possibly different hosts): the database query's margin; the pins themselves are checked exactly.
@@ -99,7 +99,7 @@ _LINK_HASHES = """
          WHERE tenant_id = %(tenant_id)s AND chain = %(chain)s AND seq = %(last)s)
 """
 _CHECKPOINTS = """
-    SELECT id, tenant_id, seq, hash, heads, created_at, key_id, signature FROM ledger_checkpoint
+    SELECT id, tenant_id, seq, hash, created_at, key_id, signature, heads FROM ledger_checkpoint
     WHERE tenant_id = %(tenant_id)s
         AND (seq BETWEEN %(first)s AND %(last)s OR (heads IS NOT NULL AND created_at >= %(since)s))
     ORDER BY created_at, seq
@@ -122,10 +122,7 @@ def check_range(
     to_time: datetime | None = None,
 ) -> None:
     """Refuse a range that contradicts itself (InvalidRequest naming the field: `query.from_seq`, ...)."""
-    if chain is not None and not 0 <= chain < LEDGER_CHAINS:
-        raise InvalidRequest(
-            f"chain is one of the ledger's chains, 0 to {LEDGER_CHAINS - 1}; not {chain}", field="query.chain"
-        )
+    check_chain(chain)
     for name, value in (("from_seq", from_seq), ("to_seq", to_seq)):
         if value is not None and value < 1:
             raise InvalidRequest(f"{name} is a seq, 1 or more; not {value}", field=f"query.{name}")
@@ -206,9 +203,7 @@ async def checkpoints_between(
         "last": zero.last_seq if zero is not None else 0,
         "since": since - _CLOCK_MARGIN if since is not None else None,
     }
-    async with connection.cursor(row_factory=namedtuple_row) as cursor:
-        await cursor.execute(_CHECKPOINTS, values)
-        return [checkpoint_of(row) for row in await cursor.fetchall()]
+    return checkpoints_of(await (await connection.execute(_CHECKPOINTS, values)).fetchall())
 
 
 async def transfers_before(

@@ -116,20 +116,6 @@ def checkpoint_document(checkpoint: Checkpoint) -> dict[str, Any]:
     }
 
 
-def checkpoint_of(row: Any) -> Checkpoint:
-    """A stored checkpoint's row (every column of `ledger_checkpoint`) as the Checkpoint."""
-    return Checkpoint(
-        id=row.id,
-        tenant_id=row.tenant_id,
-        seq=int(row.seq),
-        hash=row.hash,
-        created_at=row.created_at,
-        key_id=row.key_id,
-        signature=row.signature,
-        heads=row.heads,
-    )
-
-
 async def checkpoint_moved_heads(connection: AsyncConnection[Any], signing_key: Ed25519PrivateKey) -> int:
     """The periodic half of "periodically and on demand": sign a tenant's heads when any moved since its
     last checkpoint (`pokna sweep` calls this), so an auditor never has more than one sweep of unpinned

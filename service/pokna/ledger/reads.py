@@ -159,7 +159,7 @@ def entries_page(rows: Sequence[Sequence[Any]], limit: int) -> Page[AccountEntry
 
 
 def checkpoints_of(rows: Sequence[Sequence[Any]]) -> list[Checkpoint]:
-    """CHECKPOINTS's rows."""
+    """CHECKPOINTS's rows (an audit bundle's read of them too: pokna.ledger.audit_reads)."""
     return [
         Checkpoint(id_, tenant_id, int(seq), hash_, at.astimezone(UTC), key_id, signature, heads)
         for id_, tenant_id, seq, hash_, at, key_id, signature, heads in rows
