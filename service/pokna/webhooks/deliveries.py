@@ -8,8 +8,15 @@ from datetime import datetime
 from typing import Any
 
 from pokna.idempotency.keyed import Transaction
-from pokna.webhooks.errors import DeliveryInFlight, DeliveryNotFound, EndpointNotFound
-from pokna.webhooks.reads import DELIVERY_COLUMNS, ENDPOINT, DeliveryRecord, as_record, delivery_out
+from pokna.webhooks.errors import DeliveryInFlight, DeliveryNotFound
+from pokna.webhooks.reads import (
+    DELIVERY_COLUMNS,
+    ENDPOINT,
+    DeliveryRecord,
+    as_record,
+    delivery_out,
+    endpoint_found,
+)
 from pokna.webhooks.schemas import DeliveryStatus, WebhookDeliveryOut
 
 DELIVERY_LOCKED = (
@@ -38,8 +45,7 @@ async def retry_delivery(
         return await connection.execute(ENDPOINT, bound), await connection.execute(DELIVERY_LOCKED, bound)
 
     endpoint, delivery = await opened.read(queue)
-    if await endpoint.fetchone() is None:
-        raise EndpointNotFound(f"no webhook endpoint {endpoint_id}")
+    endpoint_found(endpoint_id, await endpoint.fetchone())
     row = await delivery.fetchone()
     if row is None:
         raise DeliveryNotFound(f"no delivery {delivery_id} of webhook endpoint {endpoint_id}")
