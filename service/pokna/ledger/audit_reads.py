@@ -2,14 +2,14 @@
 links, the signed checkpoints that pin a transaction inside it, and how many of a game's transfers came
 before it.
 
-A range is one chain's (`chain`), or chain 0's when only seqs are given (a seq is a position on one chain,
-and chain 0 was the only one before there were chains), or every chain's when neither is. Its ends are given
-by seq or by time, never both for the same end; either end may be left open. Times are turned into seqs
-here per chain (on each chain, the first transaction written at or after `from_time`, the last at or before
-`to_time`), so a bundle is always, per chain, a run of consecutive seqs whatever it was asked by.
+A range is one chain's (`chain`), or every chain's; seqs are positions on one chain and need `chain`
+(books_repository.check_seq_bounds). Its ends are given by seq or by time, never both for the same end;
+either end may be left open. Times are turned into seqs here per chain (the first transaction written at
+or after `from_time`, the last at or before `to_time`), so a bundle is always, per chain, a run of
+consecutive seqs whatever it was asked by.
 
-Read on the async road (an `AsyncConnection` in autocommit: each statement sees its own snapshot, as under
-READ COMMITTED it did in a transaction); every statement names the tenant, so on Citus it reaches one shard.
+Each statement on an autocommit connection sees its own snapshot, and names the tenant, so on Citus it
+reaches one shard.
 """
 
 from __future__ import annotations
