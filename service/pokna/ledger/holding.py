@@ -72,9 +72,5 @@ async def hold_wallets(
         await connection.execute(_CREATE_HEAD, params)
         await connection.execute(_HOLD_HEAD, params)
         rows = await (await connection.execute(_HOLD_ACCOUNTS, params)).fetchall()
-    return _wallets(game, rows)
-
-
-def _wallets(game: GameAccounts, rows: Iterable[Any]) -> dict[str, int]:
     wallets = set(game.wallet_ids)
     return {account_id: int(balance) for account_id, balance in rows if account_id in wallets}
