@@ -63,6 +63,7 @@ router = APIRouter(prefix="/v1", route_class=DirectRoute)
 
 AccountId = Annotated[str, Path(max_length=40, description="The account's id (`acct_...`)."), NoNul]
 EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}
+MOVEMENT_PROBLEMS = (KEYED, JSON_BODY, KEY_REQUIRED, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET)
 
 
 @router.post(
@@ -157,7 +158,7 @@ router.add_api_route(
     description="Money in: the tenant's funding account pays the wallet. The `Idempotency-Key` header is "
     "required, so that a retry after a lost answer cannot credit twice: without one the request is 400 "
     "`idempotency_key_required` and nothing is posted.",
-    responses=problems(KEYED, JSON_BODY, KEY_REQUIRED, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET),
+    responses=problems(*MOVEMENT_PROBLEMS),
     openapi_extra=REQUIRED_KEY_EXTRA,
 )
 router.add_api_route(
@@ -172,16 +173,7 @@ router.add_api_route(
     description="Money out: the wallet pays the tenant's funding account. The `Idempotency-Key` header is "
     "required, so that a retry after a lost answer cannot pay out twice: without one the request is 400 "
     "`idempotency_key_required` and nothing is posted.",
-    responses=problems(
-        KEYED,
-        JSON_BODY,
-        KEY_REQUIRED,
-        IDEMPOTENT,
-        ACCOUNT_NOT_FOUND,
-        NOT_A_WALLET,
-        INSUFFICIENT_FUNDS,
-        WALLET_HELD,
-    ),
+    responses=problems(*MOVEMENT_PROBLEMS, INSUFFICIENT_FUNDS, WALLET_HELD),
     openapi_extra=REQUIRED_KEY_EXTRA,
 )
 
