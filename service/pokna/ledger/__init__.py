@@ -13,6 +13,7 @@ packages import from here, not from the modules behind it:
 
 from pokna.ledger.accounts import AccountSummary, system_external_id
 from pokna.ledger.audit_reads import (
+    JournalRange,
     JournalSpans,
     check_range,
     checkpoints_between,
@@ -61,6 +62,7 @@ __all__ = [
     "InsufficientFunds",
     "InvalidAccount",
     "InvalidPostings",
+    "JournalRange",
     "JournalSpans",
     "PostedTransaction",
     "Posting",

@@ -36,6 +36,24 @@ _CLOCK_MARGIN = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
+class JournalRange:
+    """What a bundle is asked for: by seq or by time; either end may stay open (the start of the books, the
+    chain head now). `chain`: that chain only; seqs need it; with neither, every chain."""
+
+    from_seq: int | None = None
+    to_seq: int | None = None
+    from_time: datetime | None = None
+    to_time: datetime | None = None
+    chain: int | None = None
+
+    @property
+    def whole_books(self) -> bool:
+        return self.chain is None and not any(
+            end is not None for end in (self.from_seq, self.to_seq, self.from_time, self.to_time)
+        )
+
+
+@dataclass(frozen=True)
 class JournalSpan:
     """Seqs `first_seq`..`last_seq` of chain `chain` (empty when first > last), the prev_hash the first
     continues from and the hash of the last: the two links a signed bundle header pins."""
@@ -113,60 +131,46 @@ _REFERENCES = """
 _NO_SEQ = 2**63 - 1  # bigint's largest: a bound that leaves nothing out
 
 
-def check_range(
-    *,
-    chain: int | None = None,
-    from_seq: int | None = None,
-    to_seq: int | None = None,
-    from_time: datetime | None = None,
-    to_time: datetime | None = None,
-) -> None:
+def check_range(asked: JournalRange) -> None:
     """Refuse a range that contradicts itself (InvalidRequest naming the field: `query.from_seq`, ...)."""
-    check_chain(chain)
-    for name, value in (("from_seq", from_seq), ("to_seq", to_seq)):
+    check_chain(asked.chain)
+    for name, value in (("from_seq", asked.from_seq), ("to_seq", asked.to_seq)):
         if value is not None and value < 1:
             raise InvalidRequest(f"{name} is a seq, 1 or more; not {value}", field=f"query.{name}")
-    for name, moment in (("from_time", from_time), ("to_time", to_time)):
+    for name, moment in (("from_time", asked.from_time), ("to_time", asked.to_time)):
         if moment is not None and moment.tzinfo is None:
             raise InvalidRequest(f"{name} needs a time zone (e.g. Z)", field=f"query.{name}")
-    if from_seq is not None and from_time is not None:
+    if asked.from_seq is not None and asked.from_time is not None:
         raise InvalidRequest("give from_seq or from_time, not both", field="query.from_time")
-    if to_seq is not None and to_time is not None:
+    if asked.to_seq is not None and asked.to_time is not None:
         raise InvalidRequest("give to_seq or to_time, not both", field="query.to_time")
-    if from_seq is not None and to_seq is not None and from_seq > to_seq:
-        raise InvalidRequest(f"to_seq {to_seq} is before from_seq {from_seq}", field="query.to_seq")
-    if from_time is not None and to_time is not None and from_time > to_time:
+    if asked.from_seq is not None and asked.to_seq is not None and asked.from_seq > asked.to_seq:
+        raise InvalidRequest(
+            f"to_seq {asked.to_seq} is before from_seq {asked.from_seq}", field="query.to_seq"
+        )
+    if asked.from_time is not None and asked.to_time is not None and asked.from_time > asked.to_time:
         raise InvalidRequest("to_time is before from_time", field="query.to_time")
-    books_repository.check_seq_bounds(chain, from_seq, to_seq)
+    books_repository.check_seq_bounds(asked.chain, asked.from_seq, asked.to_seq)
 
 
-async def journal_span(
-    connection: AsyncConnection[Any],
-    tenant_id: str,
-    *,
-    chain: int | None = None,
-    from_seq: int | None = None,
-    to_seq: int | None = None,
-    from_time: datetime | None = None,
-    to_time: datetime | None = None,
-) -> JournalSpans:
+async def journal_span(connection: AsyncConnection[Any], tenant_id: str, asked: JournalRange) -> JournalSpans:
     """The asked-for range cut at each chain's head as it is now. Raises InvalidRequest naming the field
     for a range that contradicts itself (check_range), TenantNotFound for an unknown tenant."""
-    check_range(chain=chain, from_seq=from_seq, to_seq=to_seq, from_time=from_time, to_time=to_time)
+    check_range(asked)
     if not await _one(connection, _TENANT_EXISTS, {"tenant_id": tenant_id}):
         raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
     heads = await head_seqs(connection, tenant_id)
-    chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
-    first_by_time = await _seq_by_chain(connection, _FIRST_SEQ_SINCE, tenant_id, from_time)
-    last_by_time = await _seq_by_chain(connection, _LAST_SEQ_UNTIL, tenant_id, to_time)
+    chains = books_repository.selected_chains(asked.chain, asked.from_seq, asked.to_seq, heads)
+    first_by_time = await _seq_by_chain(connection, _FIRST_SEQ_SINCE, tenant_id, asked.from_time)
+    last_by_time = await _seq_by_chain(connection, _LAST_SEQ_UNTIL, tenant_id, asked.to_time)
     spans: list[JournalSpan] = []
     zero = None
     for on in chains:
-        first, last = from_seq, to_seq
-        if from_time is not None:
+        first, last = asked.from_seq, asked.to_seq
+        if asked.from_time is not None:
             # Nothing written on the chain since from_time: a range that starts after its head, and is empty.
             first = first_by_time.get(on, heads.get(on, 0) + 1)
-        if to_time is not None:
+        if asked.to_time is not None:
             last = last_by_time.get(on, 0)
         (seqs,) = books_repository.seq_ranges(heads, [on], first, last)
         if seqs.empty:
