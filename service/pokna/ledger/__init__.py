@@ -21,12 +21,7 @@ from pokna.ledger.audit_reads import (
     transfers_before,
 )
 from pokna.ledger.books_repository import check_seq_bounds
-from pokna.ledger.checkpoint import (
-    Checkpoint,
-    checkpoint_document,
-    oldest_unsigned_at,
-    take_checkpoint_async,
-)
+from pokna.ledger.checkpoint import Checkpoint, checkpoint_document, oldest_unsigned_at, take_checkpoint_async
 from pokna.ledger.errors import (
     AccountExists,
     AmountOutOfRange,

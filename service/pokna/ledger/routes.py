@@ -17,12 +17,7 @@ from pokna.api.auth import ApiKeyDigestDep, StreamingTenantDep
 from pokna.api.deps import driver_connection, runtime_of
 from pokna.api.direct_route import DirectRoute
 from pokna.api.fields import Currency, NoNul
-from pokna.api.idempotency import (
-    REPLAYED_HEADER,
-    REQUIRED_KEY_EXTRA,
-    RequiredSentKeyDep,
-    key_required,
-)
+from pokna.api.idempotency import REPLAYED_HEADER, REQUIRED_KEY_EXTRA, RequiredSentKeyDep, key_required
 from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import (
@@ -134,11 +129,7 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
                 await authenticate(connection, api_key_digest)
                 raise key_required()
             moved = await moving.move(
-                connection,
-                api_key_digest,
-                sent_key.key,
-                sent_key.fingerprint,
-                movement,
+                connection, api_key_digest, sent_key.key, sent_key.fingerprint, movement
             )
         headers = {REPLAYED_HEADER: "true"} if moved.replayed else None
         return Response(moved.body, status_code=moved.status, media_type="application/json", headers=headers)

@@ -11,13 +11,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import Query
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 from pokna.api.fields import SEQ_MAX, Amount, Currency, NoNul

@@ -15,13 +15,7 @@ from typing import Protocol
 from pokna.db.types import new_id
 from pokna.outbox.events import EVENT_MODELS, EVENT_TYPES, Event
 
-__all__ = [
-    "EVENT_MODELS",
-    "EVENT_TYPES",
-    "Event",
-    "Gathered",
-    "Recorder",
-]
+__all__ = ["EVENT_MODELS", "EVENT_TYPES", "Event", "Gathered", "Recorder"]
 
 
 class Recorder(Protocol):
