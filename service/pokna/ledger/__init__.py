@@ -28,7 +28,6 @@ from pokna.ledger.errors import (
     InsufficientFunds,
     InvalidAccount,
     InvalidPostings,
-    TenantNotFound,
     TransactionNotFound,
     UnbalancedTransaction,
 )
@@ -61,7 +60,6 @@ __all__ = [
     "JournalSpans",
     "PostedTransaction",
     "Posting",
-    "TenantNotFound",
     "TransactionKind",
     "TransactionNotFound",
     "TransferBatch",

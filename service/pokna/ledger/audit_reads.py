@@ -100,7 +100,7 @@ class JournalSpans:
         return next((span for span in self.chains if span.chain == chain), None)
 
 
-_TENANT_EXISTS = "SELECT EXISTS (SELECT 1 FROM tenant WHERE id = %(tenant_id)s)"
+_TENANT = "SELECT 1 FROM tenant WHERE id = %(tenant_id)s"
 _FIRST_SEQ_SINCE = """
     SELECT chain, min(seq) FROM journal_transaction
     WHERE tenant_id = %(tenant_id)s AND created_at >= %(moment)s GROUP BY chain
@@ -157,7 +157,7 @@ async def journal_span(connection: AsyncConnection[Any], tenant_id: str, asked: 
     """The asked-for range cut at each chain's head as it is now. Raises InvalidRequest naming the field
     for a range that contradicts itself (check_range), TenantNotFound for an unknown tenant."""
     check_range(asked)
-    if not await _one(connection, _TENANT_EXISTS, {"tenant_id": tenant_id}):
+    if await (await connection.execute(_TENANT, {"tenant_id": tenant_id})).fetchone() is None:
         raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
     heads = await head_seqs(connection, tenant_id)
     chains = books_repository.selected_chains(asked.chain, asked.from_seq, asked.to_seq, heads)
@@ -251,8 +251,3 @@ async def _seq_by_chain(
         return {}
     rows = await (await connection.execute(statement, {"tenant_id": tenant_id, "moment": moment})).fetchall()
     return {int(chain): int(seq) for chain, seq in rows}
-
-
-async def _one(connection: AsyncConnection[Any], statement: str, values: dict[str, Any]) -> Any:
-    row = await (await connection.execute(statement, values)).fetchone()
-    return None if row is None else row[0]
