@@ -238,7 +238,6 @@ async def transfers_before(
 async def _references(
     connection: AsyncConnection[Any], tenant_id: str, references: list[str], chain: int, before: int
 ) -> dict[str, int]:
-    """How many transactions on `chain` carry each reference before seq `before`."""
     values = {"tenant_id": tenant_id, "references": references, "chain": chain, "before": before}
     rows = await (await connection.execute(_REFERENCES, values)).fetchall()
     return {str(reference): int(count) for reference, count in rows}

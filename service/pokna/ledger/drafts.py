@@ -109,7 +109,6 @@ def unchained(
 
 
 def posted(written: Unchained, seq: int, prev_hash: str, hash_: str) -> PostedTransaction:
-    """The transaction as written at `seq`, chained on `prev_hash`."""
     row = written.row
     return PostedTransaction(
         id=row["id"],

@@ -112,7 +112,6 @@ async def undispatched_events(
 
 
 async def enabled_endpoints(connection: Connection, tenant_id: str) -> list[tuple[str, set[str]]]:
-    """Each enabled endpoint's id and the event types it wants."""
     found = await connection.execute(_ENABLED_ENDPOINTS, {"tenant_id": tenant_id})
     return [(row[0], set(row[1])) for row in await found.fetchall()]
 
