@@ -112,9 +112,6 @@ def batch_document(
     )
 
 
-# --- a game step's transfers ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TransferBatch:
     document: PostingBatch

@@ -99,9 +99,6 @@ _PURGE_EVENTS = "DELETE FROM webhook_event WHERE tenant_id = %(tenant_id)s AND s
 Connection = AsyncConnection[Any]
 
 
-# --- the worker ------------------------------------------------------------------------------------------
-
-
 async def undispatched_events(
     connection: Connection, tenant_id: str, limit: int
 ) -> list[tuple[int, str, str]]:
