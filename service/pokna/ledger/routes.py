@@ -1,8 +1,6 @@
-"""Wallets, money in and out, and the tenant's books over REST.
-
-The reads and the money's moves are async, on the driver, each on one connection (pokna.ledger.reads,
-pokna.ledger.moving), as are opening a wallet and taking a checkpoint (under the keyed transaction,
-pokna.api.keyed_writes); the export streams on one connection in one read transaction."""
+"""Wallets, money in and out, and the tenant's books over REST: each request on one connection (opening a
+wallet and taking a checkpoint in the keyed transaction, pokna.api.keyed_writes); the export streams in one
+read transaction."""
 
 from __future__ import annotations
 
@@ -121,8 +119,7 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
         api_key_digest: ApiKeyDigestDep,
         sent_key: RequiredSentKeyDep,
     ) -> Response:
-        """Async, on the driver: three round trips (pokna.ledger.moving). The answer is the bytes the ledger
-        filled in and stored for replay."""
+        """The answer is the bytes ledger_move() filled in and stored for replay (pokna.ledger.moving)."""
         movement = moving.Movement(kind, account_id, body.amount, body.reference, body.metadata)
         async with driver_connection(request) as connection:
             if sent_key is None:  # the API key is checked first, as on every route
