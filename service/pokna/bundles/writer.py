@@ -1,7 +1,7 @@
-"""Writing an audit bundle: the tenant's journal over a range (per hash chain, in (chain, seq) order), streamed, with the proof of every game it
-moves money for, the signed checkpoints inside the range, the key ring, a signed header and a trailer,
-and for a bundle of the whole books the public log's checkpoint and leaves (the record layout:
-pokna_verify.bundle.records; the log's part: pokna.bundles.log_part).
+"""Writing an audit bundle: the tenant's journal over a range (per hash chain, in (chain, seq) order),
+streamed, with the proof of every game it moves money for, the signed checkpoints inside the range, the
+key ring, a signed header and a trailer, and for a bundle of the whole books the public log's checkpoint
+and leaves (the record layout: pokna_verify.bundle.records; the log's part: pokna.bundles.log_part).
 
 Streamed in batches of transactions: a batch's new accounts and games are read in one query each and
 written just before the first transaction that needs them, so memory holds one batch and the ids already

@@ -169,7 +169,7 @@ def _queue(
 
 
 def endpoint_found(endpoint_id: str, row: Sequence[Any] | None) -> Sequence[Any]:
-    """The endpoint's row, read beside whatever the request asks of it; another tenant's is as absent as none."""
+    """The endpoint's row, read beside what the request asks of it; another tenant's is as absent as none."""
     if row is None:
         raise EndpointNotFound(f"no webhook endpoint {endpoint_id}")
     return row
