@@ -1,11 +1,10 @@
 """Reading the books over the API: an account, its postings, a tenant's trial balance, its checkpoints.
 
-Async, on the driver, each read sent beside the API key's check in one round trip
-(pokna.tenants.authentication.read_beside), every statement bound to the tenant as a value so that Citus
-sends it to the tenant's shard alone (docs/scaling.md). No locks, no transaction: each statement reads
-as committed when it runs, as the session's READ COMMITTED statements did. The statements are named
-here, and each answer is built from their rows by a function of its own, so that a test reads the
-books the same way on its own connection (tests/support/ledger_reads.py)."""
+Each read is sent beside the API key's check in one round trip (pokna.tenants.authentication.read_beside),
+bound to the tenant as a value so that Citus sends it to the tenant's shard alone (docs/scaling.md); no
+locks, no transaction. The statements are named here, and each answer is built from their rows by a
+function of its own, so that a test reads the books the same way on its own connection
+(tests/support/ledger_reads.py)."""
 
 from __future__ import annotations
 
