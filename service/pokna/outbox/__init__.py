@@ -27,8 +27,8 @@ class Recorder(Protocol):
 
 
 class Gathered:
-    """Events gathered as webhook_event rows, for a request that writes them with its change in one call
-    (game_write(), ledger_move())."""
+    """Events gathered as webhook_event rows, for a game request that writes them with its change in one
+    call (game_write(); a deposit's are pokna.ledger.move_document.Announcements)."""
 
     def __init__(self, ids: Callable[[str], str] = new_id) -> None:
         """`ids`: where message ids come from (a game decision's own: pokna.dealer.action.locked.Env)."""
