@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.bundles import BundleRange, open_bundle
 from pokna.db.models.ledger import Account
 from pokna.ledger import chain_for
+from pokna.ledger.errors import TenantNotFound
 from pokna.runtime import Runtime
 from pokna_verify.bundle.records import (
     CHECKPOINT,
@@ -226,3 +227,9 @@ def test_every_chain_is_signed_whole_in_order(
     reordered.insert(at, moved)
     found = verify_bundle(lines(reordered), keys=ring).findings
     assert any("a bundle holds its chains in ascending order" in finding.problem for finding in found)
+
+
+def test_a_bundle_of_a_tenant_that_does_not_exist_is_refused_before_its_first_byte(runtime: Runtime) -> None:
+    """The API and the CLI know the tenant before they ask; a caller that does not is told so."""
+    with pytest.raises(TenantNotFound, match="no tenant ten_nope"):
+        _bundle(runtime, "ten_nope")

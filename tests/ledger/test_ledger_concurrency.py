@@ -15,11 +15,10 @@ from psycopg import AsyncConnection
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from pokna.db.models.ledger import JournalTransaction
+from pokna.db.models.ledger import MAX_ABS_BALANCE, JournalTransaction
 from pokna.dealer import service as games
 from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
 from pokna.ledger import AmountOutOfRange, InsufficientFunds, verify_export
-from pokna.ledger.model import MAX_ABS_BALANCE
 from pokna.runtime import Runtime
 from pokna_verify.ledger.chain import chain_for
 from support.acting import create_game_now, play_now

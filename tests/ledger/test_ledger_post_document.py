@@ -13,8 +13,9 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.db.models.ledger import MAX_ABS_BALANCE
 from pokna.ledger.drafts import draft_of, unchained
-from pokna.ledger.model import MAX_ABS_BALANCE, AccountTransfer, Posting
+from pokna.ledger.model import AccountTransfer, Posting
 from pokna.ledger.posting_batch import batch_document
 from pokna_verify.ledger.chain import GENESIS_HASH
 from support.chain_hash import hash_from_parts

@@ -74,12 +74,8 @@ def runs_test(tally: RollTally) -> Test:
     method = "colour changes between consecutive rolls against 1/2 of the pairs, normal approximation"
     pairs = tally.transitions
     if pairs < MIN_PAIRS_FOR_RUNS:
-        return Test(
-            key,
-            title,
-            method,
-            not_run=f"{pairs} pairs of consecutive rolls; at least {MIN_PAIRS_FOR_RUNS} needed",
-        )
+        not_run = f"{pairs} pairs of consecutive rolls; at least {MIN_PAIRS_FOR_RUNS} needed"
+        return Test(key, title, method, not_run=not_run)
     z = (tally.changes - pairs / 2) / (sqrt(pairs) / 2)
     return Test(key, title, method, z, None, float(2 * stats.norm.sf(abs(z))))
 

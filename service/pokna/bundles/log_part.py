@@ -74,7 +74,6 @@ async def log_part(
 
 
 def leaf_starts(size: int) -> range:
-    """Where each batch of the log's first `size` leaves starts."""
     return range(0, size, LEAF_BATCH)
 
 

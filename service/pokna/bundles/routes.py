@@ -75,11 +75,9 @@ async def audit_bundle(
         ),
     ] = None,
 ) -> StreamingResponse:
-    """Async, on the driver. The key, the range, the log's checkpoint and the signed header are read on one
-    connection before the first byte (401, 404, 422 naming the field come as problems); every later batch
-    takes a place at the database gate and a connection for its reads only, both given back before its
-    chunk is sent (pokna.bundles.writer). A read that fails part way raises out of the stream: the transfer
-    ends unfinished, never as a whole bundle (which ends with its trailer)."""
+    """All that can refuse the bundle (401, 404, 422 naming the field) is read before the first byte, so it
+    comes as a problem; a read that fails later raises out of the stream: the transfer ends unfinished,
+    never as a whole bundle (which ends with its trailer). Each batch's connection: pokna.bundles.writer."""
     span = bundles.BundleRange(
         from_seq=from_seq,
         to_seq=to_seq,

@@ -1,7 +1,7 @@
-"""Writing an audit bundle: the tenant's journal over a range (per hash chain, in (chain, seq) order), streamed, with the proof of every game it
-moves money for, the signed checkpoints inside the range, the key ring, a signed header and a trailer,
-and for a bundle of the whole books the public log's checkpoint and leaves (the record layout:
-pokna_verify.bundle.records; the log's part: pokna.bundles.log_part).
+"""Writing an audit bundle: the tenant's journal over a range (per hash chain, in (chain, seq) order),
+streamed, with the proof of every game it moves money for, the signed checkpoints inside the range, the
+key ring, a signed header and a trailer, and for a bundle of the whole books the public log's checkpoint
+and leaves (the record layout: pokna_verify.bundle.records; the log's part: pokna.bundles.log_part).
 
 Streamed in batches of transactions: a batch's new accounts and games are read in one query each and
 written just before the first transaction that needs them, so memory holds one batch and the ids already
@@ -21,7 +21,6 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -58,22 +57,8 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 @dataclass(frozen=True)
-class BundleRange:
-    """By seq or by time; either end may stay open (the start of the books, the chain head now). `chain`:
-    that chain only; seqs need it; with neither, every chain (pokna.ledger.journal_span)."""
-
-    from_seq: int | None = None
-    to_seq: int | None = None
-    from_time: datetime | None = None
-    to_time: datetime | None = None
-    chain: int | None = None
+class BundleRange(ledger.JournalRange):
     log_since: int | None = None  # the previous bundle's log checkpoint size: carry the proof from it
-
-    @property
-    def whole_books(self) -> bool:
-        return self.chain is None and not any(
-            end is not None for end in (self.from_seq, self.to_seq, self.from_time, self.to_time)
-        )
 
 
 async def open_bundle(
@@ -83,23 +68,9 @@ async def open_bundle(
     checkpoint and sign the header, on `connection`: all that can refuse the bundle happens before its
     first byte. The checkpoint is read first, so the journal's range ends at or after the heads it signs
     (pokna.bundles.log_part)."""
-    ledger.check_range(
-        chain=span.chain,
-        from_seq=span.from_seq,
-        to_seq=span.to_seq,
-        from_time=span.from_time,
-        to_time=span.to_time,
-    )
+    ledger.check_range(span)
     log = await log_part(connection, tenant_id, whole_books=span.whole_books, since=span.log_since)
-    journal = await ledger.journal_span(
-        connection,
-        tenant_id,
-        chain=span.chain,
-        from_seq=span.from_seq,
-        to_seq=span.to_seq,
-        from_time=span.from_time,
-        to_time=span.to_time,
-    )
+    journal = await ledger.journal_span(connection, tenant_id, span)
     zero = journal.zero
     header = sign_document(
         header_document(

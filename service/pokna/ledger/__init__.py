@@ -13,6 +13,7 @@ packages import from here, not from the modules behind it:
 
 from pokna.ledger.accounts import AccountSummary, system_external_id
 from pokna.ledger.audit_reads import (
+    JournalRange,
     JournalSpans,
     check_range,
     checkpoints_between,
@@ -20,19 +21,13 @@ from pokna.ledger.audit_reads import (
     transfers_before,
 )
 from pokna.ledger.books_repository import check_seq_bounds
-from pokna.ledger.checkpoint import (
-    Checkpoint,
-    checkpoint_document,
-    oldest_unsigned_at,
-    take_checkpoint_async,
-)
+from pokna.ledger.checkpoint import Checkpoint, checkpoint_document, oldest_unsigned_at, take_checkpoint_async
 from pokna.ledger.errors import (
     AccountExists,
     AmountOutOfRange,
     InsufficientFunds,
     InvalidAccount,
     InvalidPostings,
-    TenantNotFound,
     TransactionNotFound,
     UnbalancedTransaction,
 )
@@ -61,10 +56,10 @@ __all__ = [
     "InsufficientFunds",
     "InvalidAccount",
     "InvalidPostings",
+    "JournalRange",
     "JournalSpans",
     "PostedTransaction",
     "Posting",
-    "TenantNotFound",
     "TransactionKind",
     "TransactionNotFound",
     "TransferBatch",

@@ -13,14 +13,10 @@ from pokna_verify.ledger.chain import LEDGER_CHAINS
 def system_external_id(currency: str, chain: int = 0) -> str:
     """A system account's external id: its currency on chain 0 (as before chains), `CREDIT/chain3` on chain
     3. A currency is upper-case letters and digits, so no sub-account's id is another's, or a currency."""
-    return check_currency(currency) + sub_account_suffix(chain)
-
-
-def sub_account_suffix(chain: int) -> str:
-    """What a system account's external id adds to its currency on `chain`: nothing on chain 0."""
+    check_currency(currency)
     if type(chain) is not int or not 0 <= chain < LEDGER_CHAINS:
         raise ValueError(f"chain is one of 0 to {LEDGER_CHAINS - 1}, not {chain!r}")
-    return "" if chain == 0 else f"/chain{chain}"
+    return currency if chain == 0 else f"{currency}/chain{chain}"
 
 
 PER_CHAIN_KINDS = frozenset({AccountKind.EXTERNAL_FUNDING.value, AccountKind.REVENUE.value})

@@ -1,9 +1,7 @@
-"""Accounts on the async road (psycopg): what other domains may know of accounts (`ACCOUNT_SUMMARIES`,
-`summaries`); the statement that opens one (`OPEN_ACCOUNT`), for a caller that pipelines it with its own
-work (pokna.dealer.creating: a new game reads its seats' wallets and opens its pot in the round trips it
-already makes); a system account opened on first use (`open_system_account`: a deposit's funding
-sub-account, a rake's revenue one); and a player's wallet opened under the keyed transaction (`open_wallet`:
-`POST /v1/accounts`). The API's read of an account is pokna.ledger.reads's."""
+"""Accounts on the async road (psycopg): what other domains may know of them, and opening them. The
+statements are public for a caller that pipelines them with its own work (pokna.dealer.creating: a new
+game reads its seats' wallets and opens its pot in the round trips it already makes). The API's read of
+an account is pokna.ledger.reads's."""
 
 from __future__ import annotations
 

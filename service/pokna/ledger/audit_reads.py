@@ -2,14 +2,14 @@
 links, the signed checkpoints that pin a transaction inside it, and how many of a game's transfers came
 before it.
 
-A range is one chain's (`chain`), or chain 0's when only seqs are given (a seq is a position on one chain,
-and chain 0 was the only one before there were chains), or every chain's when neither is. Its ends are given
-by seq or by time, never both for the same end; either end may be left open. Times are turned into seqs
-here per chain (on each chain, the first transaction written at or after `from_time`, the last at or before
-`to_time`), so a bundle is always, per chain, a run of consecutive seqs whatever it was asked by.
+A range is one chain's (`chain`), or every chain's; seqs are positions on one chain and need `chain`
+(books_repository.check_seq_bounds). Its ends are given by seq or by time, never both for the same end;
+either end may be left open. Times are turned into seqs here per chain (the first transaction written at
+or after `from_time`, the last at or before `to_time`), so a bundle is always, per chain, a run of
+consecutive seqs whatever it was asked by.
 
-Read on the async road (an `AsyncConnection` in autocommit: each statement sees its own snapshot, as under
-READ COMMITTED it did in a transaction); every statement names the tenant, so on Citus it reaches one shard.
+Each statement on an autocommit connection sees its own snapshot, and names the tenant, so on Citus it
+reaches one shard.
 """
 
 from __future__ import annotations
@@ -20,19 +20,37 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.rows import namedtuple_row
 
 from pokna.errors import InvalidRequest
 from pokna.ledger import books_repository
 from pokna.ledger.books_repository import SeqRange
-from pokna.ledger.checkpoint import Checkpoint, checkpoint_of
+from pokna.ledger.checkpoint import Checkpoint
 from pokna.ledger.errors import TenantNotFound
-from pokna.ledger.export_aio import first_created_at, head_seqs
-from pokna_verify.ledger.chain import GENESIS_HASH, LEDGER_CHAINS
+from pokna.ledger.export_aio import check_chain, first_created_at, head_seqs
+from pokna.ledger.reads import checkpoints_of
+from pokna_verify.ledger.chain import GENESIS_HASH
 
 # How far a checkpoint's created_at may trail a transaction it pins (both are the service's clock, read on
 # possibly different hosts): the database query's margin; the pins themselves are checked exactly.
 _CLOCK_MARGIN = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class JournalRange:
+    """What a bundle is asked for: by seq or by time; either end may stay open (the start of the books, the
+    chain head now). `chain`: that chain only; seqs need it; with neither, every chain."""
+
+    from_seq: int | None = None
+    to_seq: int | None = None
+    from_time: datetime | None = None
+    to_time: datetime | None = None
+    chain: int | None = None
+
+    @property
+    def whole_books(self) -> bool:
+        return self.chain is None and not any(
+            end is not None for end in (self.from_seq, self.to_seq, self.from_time, self.to_time)
+        )
 
 
 @dataclass(frozen=True)
@@ -82,7 +100,7 @@ class JournalSpans:
         return next((span for span in self.chains if span.chain == chain), None)
 
 
-_TENANT_EXISTS = "SELECT EXISTS (SELECT 1 FROM tenant WHERE id = %(tenant_id)s)"
+_TENANT = "SELECT 1 FROM tenant WHERE id = %(tenant_id)s"
 _FIRST_SEQ_SINCE = """
     SELECT chain, min(seq) FROM journal_transaction
     WHERE tenant_id = %(tenant_id)s AND created_at >= %(moment)s GROUP BY chain
@@ -99,7 +117,7 @@ _LINK_HASHES = """
          WHERE tenant_id = %(tenant_id)s AND chain = %(chain)s AND seq = %(last)s)
 """
 _CHECKPOINTS = """
-    SELECT id, tenant_id, seq, hash, heads, created_at, key_id, signature FROM ledger_checkpoint
+    SELECT id, tenant_id, seq, hash, created_at, key_id, signature, heads FROM ledger_checkpoint
     WHERE tenant_id = %(tenant_id)s
         AND (seq BETWEEN %(first)s AND %(last)s OR (heads IS NOT NULL AND created_at >= %(since)s))
     ORDER BY created_at, seq
@@ -113,63 +131,46 @@ _REFERENCES = """
 _NO_SEQ = 2**63 - 1  # bigint's largest: a bound that leaves nothing out
 
 
-def check_range(
-    *,
-    chain: int | None = None,
-    from_seq: int | None = None,
-    to_seq: int | None = None,
-    from_time: datetime | None = None,
-    to_time: datetime | None = None,
-) -> None:
+def check_range(asked: JournalRange) -> None:
     """Refuse a range that contradicts itself (InvalidRequest naming the field: `query.from_seq`, ...)."""
-    if chain is not None and not 0 <= chain < LEDGER_CHAINS:
-        raise InvalidRequest(
-            f"chain is one of the ledger's chains, 0 to {LEDGER_CHAINS - 1}; not {chain}", field="query.chain"
-        )
-    for name, value in (("from_seq", from_seq), ("to_seq", to_seq)):
+    check_chain(asked.chain)
+    for name, value in (("from_seq", asked.from_seq), ("to_seq", asked.to_seq)):
         if value is not None and value < 1:
             raise InvalidRequest(f"{name} is a seq, 1 or more; not {value}", field=f"query.{name}")
-    for name, moment in (("from_time", from_time), ("to_time", to_time)):
+    for name, moment in (("from_time", asked.from_time), ("to_time", asked.to_time)):
         if moment is not None and moment.tzinfo is None:
             raise InvalidRequest(f"{name} needs a time zone (e.g. Z)", field=f"query.{name}")
-    if from_seq is not None and from_time is not None:
+    if asked.from_seq is not None and asked.from_time is not None:
         raise InvalidRequest("give from_seq or from_time, not both", field="query.from_time")
-    if to_seq is not None and to_time is not None:
+    if asked.to_seq is not None and asked.to_time is not None:
         raise InvalidRequest("give to_seq or to_time, not both", field="query.to_time")
-    if from_seq is not None and to_seq is not None and from_seq > to_seq:
-        raise InvalidRequest(f"to_seq {to_seq} is before from_seq {from_seq}", field="query.to_seq")
-    if from_time is not None and to_time is not None and from_time > to_time:
+    if asked.from_seq is not None and asked.to_seq is not None and asked.from_seq > asked.to_seq:
+        raise InvalidRequest(
+            f"to_seq {asked.to_seq} is before from_seq {asked.from_seq}", field="query.to_seq"
+        )
+    if asked.from_time is not None and asked.to_time is not None and asked.from_time > asked.to_time:
         raise InvalidRequest("to_time is before from_time", field="query.to_time")
-    books_repository.check_seq_bounds(chain, from_seq, to_seq)
+    books_repository.check_seq_bounds(asked.chain, asked.from_seq, asked.to_seq)
 
 
-async def journal_span(
-    connection: AsyncConnection[Any],
-    tenant_id: str,
-    *,
-    chain: int | None = None,
-    from_seq: int | None = None,
-    to_seq: int | None = None,
-    from_time: datetime | None = None,
-    to_time: datetime | None = None,
-) -> JournalSpans:
+async def journal_span(connection: AsyncConnection[Any], tenant_id: str, asked: JournalRange) -> JournalSpans:
     """The asked-for range cut at each chain's head as it is now. Raises InvalidRequest naming the field
     for a range that contradicts itself (check_range), TenantNotFound for an unknown tenant."""
-    check_range(chain=chain, from_seq=from_seq, to_seq=to_seq, from_time=from_time, to_time=to_time)
-    if not await _one(connection, _TENANT_EXISTS, {"tenant_id": tenant_id}):
+    check_range(asked)
+    if await (await connection.execute(_TENANT, {"tenant_id": tenant_id})).fetchone() is None:
         raise TenantNotFound(f"no tenant {tenant_id}", tenant_id=tenant_id)
     heads = await head_seqs(connection, tenant_id)
-    chains = books_repository.selected_chains(chain, from_seq, to_seq, heads)
-    first_by_time = await _seq_by_chain(connection, _FIRST_SEQ_SINCE, tenant_id, from_time)
-    last_by_time = await _seq_by_chain(connection, _LAST_SEQ_UNTIL, tenant_id, to_time)
+    chains = books_repository.selected_chains(asked.chain, asked.from_seq, asked.to_seq, heads)
+    first_by_time = await _seq_by_chain(connection, _FIRST_SEQ_SINCE, tenant_id, asked.from_time)
+    last_by_time = await _seq_by_chain(connection, _LAST_SEQ_UNTIL, tenant_id, asked.to_time)
     spans: list[JournalSpan] = []
     zero = None
     for on in chains:
-        first, last = from_seq, to_seq
-        if from_time is not None:
+        first, last = asked.from_seq, asked.to_seq
+        if asked.from_time is not None:
             # Nothing written on the chain since from_time: a range that starts after its head, and is empty.
             first = first_by_time.get(on, heads.get(on, 0) + 1)
-        if to_time is not None:
+        if asked.to_time is not None:
             last = last_by_time.get(on, 0)
         (seqs,) = books_repository.seq_ranges(heads, [on], first, last)
         if seqs.empty:
@@ -206,9 +207,7 @@ async def checkpoints_between(
         "last": zero.last_seq if zero is not None else 0,
         "since": since - _CLOCK_MARGIN if since is not None else None,
     }
-    async with connection.cursor(row_factory=namedtuple_row) as cursor:
-        await cursor.execute(_CHECKPOINTS, values)
-        return [checkpoint_of(row) for row in await cursor.fetchall()]
+    return checkpoints_of(await (await connection.execute(_CHECKPOINTS, values)).fetchall())
 
 
 async def transfers_before(
@@ -239,7 +238,6 @@ async def transfers_before(
 async def _references(
     connection: AsyncConnection[Any], tenant_id: str, references: list[str], chain: int, before: int
 ) -> dict[str, int]:
-    """How many transactions on `chain` carry each reference before seq `before`."""
     values = {"tenant_id": tenant_id, "references": references, "chain": chain, "before": before}
     rows = await (await connection.execute(_REFERENCES, values)).fetchall()
     return {str(reference): int(count) for reference, count in rows}
@@ -252,8 +250,3 @@ async def _seq_by_chain(
         return {}
     rows = await (await connection.execute(statement, {"tenant_id": tenant_id, "moment": moment})).fetchall()
     return {int(chain): int(seq) for chain, seq in rows}
-
-
-async def _one(connection: AsyncConnection[Any], statement: str, values: dict[str, Any]) -> Any:
-    row = await (await connection.execute(statement, values)).fetchone()
-    return None if row is None else row[0]

@@ -9,7 +9,7 @@ finds chain 0 pinned). Published or handed to the auditor, it pins every chain's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -71,34 +71,19 @@ async def take_checkpoint_in(opened: Transaction, signing_key: Ed25519PrivateKey
 def _signed(
     tenant_id: str, all_heads: dict[int, tuple[int, str]], signing_key: Ed25519PrivateKey
 ) -> Checkpoint:
+    """Signed as checkpoint_document gives it, so what is stored and what an auditor is given are the
+    document that was signed (sign_document sets `key_id` and leaves out the signature)."""
     seq, hash_ = all_heads[0]
     heads = [
         {"chain": chain, "seq": head_seq, "hash": head_hash}
         for chain, (head_seq, head_hash) in sorted(all_heads.items())
         if head_seq > 0
     ]
-    created_at = utc_now()
-    signed = sign_document(
-        {
-            "type": CHECKPOINT_TYPE,
-            "tenant_id": tenant_id,
-            "seq": seq,
-            "hash": hash_,
-            "heads": heads,
-            "created_at": format_timestamp(created_at),
-        },
-        signing_key,
+    unsigned = Checkpoint(
+        new_id("ckpt"), tenant_id, seq, hash_, utc_now(), key_id="", signature="", heads=heads
     )
-    return Checkpoint(
-        id=new_id("ckpt"),
-        tenant_id=tenant_id,
-        seq=seq,
-        hash=hash_,
-        created_at=created_at,
-        key_id=signed["key_id"],
-        signature=signed[SIGNATURE_FIELD],
-        heads=heads,
-    )
+    signed = sign_document(checkpoint_document(unsigned), signing_key)
+    return replace(unsigned, key_id=signed["key_id"], signature=signed[SIGNATURE_FIELD])
 
 
 def checkpoint_document(checkpoint: Checkpoint) -> dict[str, Any]:
@@ -114,20 +99,6 @@ def checkpoint_document(checkpoint: Checkpoint) -> dict[str, Any]:
         "key_id": checkpoint.key_id,
         SIGNATURE_FIELD: checkpoint.signature,
     }
-
-
-def checkpoint_of(row: Any) -> Checkpoint:
-    """A stored checkpoint's row (every column of `ledger_checkpoint`) as the Checkpoint."""
-    return Checkpoint(
-        id=row.id,
-        tenant_id=row.tenant_id,
-        seq=int(row.seq),
-        hash=row.hash,
-        created_at=row.created_at,
-        key_id=row.key_id,
-        signature=row.signature,
-        heads=row.heads,
-    )
 
 
 async def checkpoint_moved_heads(connection: AsyncConnection[Any], signing_key: Ed25519PrivateKey) -> int:

@@ -15,13 +15,7 @@ from typing import Any, NamedTuple
 
 from pokna.db.types import new_id, utc_now
 from pokna.ledger.errors import InvalidPostings
-from pokna.ledger.model import (
-    PostedTransaction,
-    Posting,
-    TransactionKind,
-    check_amount,
-    check_metadata,
-)
+from pokna.ledger.model import PostedTransaction, Posting, TransactionKind, check_amount, check_metadata
 from pokna_verify.ledger.chain import format_timestamp, hash_parts
 
 MAX_TEXT = 200
@@ -115,7 +109,6 @@ def unchained(
 
 
 def posted(written: Unchained, seq: int, prev_hash: str, hash_: str) -> PostedTransaction:
-    """The transaction as written at `seq`, chained on `prev_hash`."""
     row = written.row
     return PostedTransaction(
         id=row["id"],

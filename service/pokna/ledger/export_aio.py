@@ -79,11 +79,6 @@ def beancount_string(value: str) -> str:
     return f'"{cleaned}"'
 
 
-def earliest_day(account_days: list[datetime], first_transaction: datetime | None) -> date:
-    moments = [*account_days, *([first_transaction] if first_transaction else [])]
-    return min(moments).date() if moments else date(1970, 1, 1)
-
-
 _HEADS = "SELECT chain, last_seq FROM ledger_head WHERE tenant_id = %(tenant_id)s AND last_seq > 0"
 _POSTINGS = """
     SELECT t.chain, t.seq, t.id, t.kind, t.reference, t.created_at, t.hash,
@@ -248,7 +243,8 @@ async def export_beancount(
     for currency in currencies:
         yield f'option "operating_currency" "{currency}"\n'
     yield "\n"
-    open_day = earliest_day([row.created_at for row in accounts], first_day)
+    moments = [row.created_at for row in accounts] + ([first_day] if first_day else [])
+    open_day = min(moments).date() if moments else date(1970, 1, 1)
     for row in accounts:
         yield f"{open_day.isoformat()} open {names[row.id]} {row.currency}\n"
         if row.kind in PER_CHAIN_KINDS and (part := sub_account_chain(row.external_id, row.currency)) >= 0:

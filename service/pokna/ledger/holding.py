@@ -8,10 +8,9 @@ nothing can move them before the posting and the second decision is the last. Wi
 share wallets with busy neighbours could lose the race every time.
 
 Every account the step may post to is locked here, in one statement, in ascending id order: the wallets,
-the game's pot and the tenant's revenue sub-account of the game's chain (a rake). Locking only the wallets and leaving the others
-to the posting would take the revenue account after wallets of a higher id, out of the one order. While a
-tenant had one head that could not deadlock (every other poster waited at the head first); with a head per
-chain, a posting on another chain may hold the revenue account and wait for one of these wallets.
+the game's pot and the tenant's revenue sub-account of the game's chain (a rake). Locking only the wallets
+and leaving the others to the posting would take the revenue account after wallets of a higher id, out of
+the one order: a posting on another chain may hold the revenue account and wait for one of these wallets.
 """
 
 from __future__ import annotations
@@ -72,9 +71,5 @@ async def hold_wallets(
         await connection.execute(_CREATE_HEAD, params)
         await connection.execute(_HOLD_HEAD, params)
         rows = await (await connection.execute(_HOLD_ACCOUNTS, params)).fetchall()
-    return _wallets(game, rows)
-
-
-def _wallets(game: GameAccounts, rows: Iterable[Any]) -> dict[str, int]:
     wallets = set(game.wallet_ids)
     return {account_id: int(balance) for account_id, balance in rows if account_id in wallets}

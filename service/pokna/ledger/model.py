@@ -15,25 +15,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from pokna.db.models.ledger import MAX_ABS_BALANCE, MAX_POSTING_AMOUNT
+from pokna.db.models.ledger import MAX_POSTING_AMOUNT
 from pokna.ledger.errors import AmountOutOfRange, InvalidAccount, InvalidPostings, UnbalancedTransaction
 from pokna_verify.crypto.canonical_json import canonicalize
 from pokna_verify.crypto.errors import NotCanonicalizableError
-
-__all__ = [
-    "DEFAULT_CURRENCY",
-    "MAX_ABS_BALANCE",
-    "MAX_METADATA_BYTES",
-    "MAX_POSTING_AMOUNT",
-    "AccountKind",
-    "AccountTransfer",
-    "PostedTransaction",
-    "Posting",
-    "TransactionKind",
-    "check_currency",
-    "check_metadata",
-    "check_postings",
-]
 
 DEFAULT_CURRENCY: Final = "CREDIT"
 MAX_METADATA_BYTES: Final = 8192

@@ -33,6 +33,7 @@ from psycopg import AsyncConnection
 
 from pokna import metrics
 from pokna.db import sqlstates
+from pokna.db.models.ledger import MAX_ABS_BALANCE
 from pokna.errors import InvalidRequest, WalletHeld
 from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, Refusals, keyed, transaction
 from pokna.ledger.accounts import system_external_id
@@ -40,7 +41,7 @@ from pokna.ledger.accounts_aio import open_system_account
 from pokna.ledger.announcements import announce_funding
 from pokna.ledger.drafts import draft_of, posted, unchained
 from pokna.ledger.errors import AccountNotFound, AmountOutOfRange, InsufficientFunds, InvalidPostings
-from pokna.ledger.model import MAX_ABS_BALANCE, AccountKind, Posting, TransactionKind, check_amount
+from pokna.ledger.model import AccountKind, Posting, TransactionKind, check_amount
 from pokna.ledger.move_document import Announcements, LedgerMove
 from pokna.ledger.posting_batch import batch_document
 from pokna.ledger.schemas import JournalTransactionOut

@@ -4,8 +4,9 @@ how it is built.
 Built by `batch_document` once a posting is drafted and its hashed bytes encoded (pokna.ledger.drafts): for
 a game step's transfers by `transfer_batch`, for a deposit or a withdrawal by pokna.ledger.moving. Sent
 inside a game write (pokna.dealer.writes) or a ledger move (pokna.ledger.move_document), whose functions
-refuse a batch of a version they do not read before it reaches ledger_post(). Frozen dataclasses rather than pydantic models: every field is built here from
-values already checked, so validating them again would only cost the hot path's CPU.
+refuse a batch of a version they do not read before it reaches ledger_post(). Frozen dataclasses rather
+than pydantic models: every field is built here from values already checked, so validating them again
+would only cost the hot path's CPU.
 
 Its JSON value (`as_json`):
 
@@ -110,9 +111,6 @@ def batch_document(
             for transaction in written
         ),
     )
-
-
-# --- a game step's transfers ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

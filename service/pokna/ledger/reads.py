@@ -1,11 +1,10 @@
 """Reading the books over the API: an account, its postings, a tenant's trial balance, its checkpoints.
 
-Async, on the driver, each read sent beside the API key's check in one round trip
-(pokna.tenants.authentication.read_beside), every statement bound to the tenant as a value so that Citus
-sends it to the tenant's shard alone (docs/scaling.md). No locks, no transaction: each statement reads
-as committed when it runs, as the session's READ COMMITTED statements did. The statements are named
-here, and each answer is built from their rows by a function of its own, so that a test reads the
-books the same way on its own connection (tests/support/ledger_reads.py)."""
+Each read is sent beside the API key's check in one round trip (pokna.tenants.authentication.read_beside),
+bound to the tenant as a value so that Citus sends it to the tenant's shard alone (docs/scaling.md); no
+locks, no transaction. The statements are named here, and each answer is built from their rows by a
+function of its own, so that a test reads the books the same way on its own connection
+(tests/support/ledger_reads.py)."""
 
 from __future__ import annotations
 
@@ -159,7 +158,7 @@ def entries_page(rows: Sequence[Sequence[Any]], limit: int) -> Page[AccountEntry
 
 
 def checkpoints_of(rows: Sequence[Sequence[Any]]) -> list[Checkpoint]:
-    """CHECKPOINTS's rows."""
+    """CHECKPOINTS's rows (an audit bundle's read of them too: pokna.ledger.audit_reads)."""
     return [
         Checkpoint(id_, tenant_id, int(seq), hash_, at.astimezone(UTC), key_id, signature, heads)
         for id_, tenant_id, seq, hash_, at, key_id, signature, heads in rows

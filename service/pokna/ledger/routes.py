@@ -1,8 +1,6 @@
-"""Wallets, money in and out, and the tenant's books over REST.
-
-The reads and the money's moves are async, on the driver, each on one connection (pokna.ledger.reads,
-pokna.ledger.moving), as are opening a wallet and taking a checkpoint (under the keyed transaction,
-pokna.api.keyed_writes); the export streams on one connection in one read transaction."""
+"""Wallets, money in and out, and the tenant's books over REST: each request on one connection (opening a
+wallet and taking a checkpoint in the keyed transaction, pokna.api.keyed_writes); the export streams in one
+read transaction."""
 
 from __future__ import annotations
 
@@ -17,12 +15,7 @@ from pokna.api.auth import ApiKeyDigestDep, StreamingTenantDep
 from pokna.api.deps import driver_connection, runtime_of
 from pokna.api.direct_route import DirectRoute
 from pokna.api.fields import Currency, NoNul
-from pokna.api.idempotency import (
-    REPLAYED_HEADER,
-    REQUIRED_KEY_EXTRA,
-    RequiredSentKeyDep,
-    key_required,
-)
+from pokna.api.idempotency import REPLAYED_HEADER, REQUIRED_KEY_EXTRA, RequiredSentKeyDep, key_required
 from pokna.api.keyed_writes import KeyedWriteDep
 from pokna.api.pagination import Page, PageDep
 from pokna.api.problem_docs import (
@@ -63,6 +56,7 @@ router = APIRouter(prefix="/v1", route_class=DirectRoute)
 
 AccountId = Annotated[str, Path(max_length=40, description="The account's id (`acct_...`)."), NoNul]
 EXPORT_MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "beancount": "text/plain"}
+MOVEMENT_PROBLEMS = (KEYED, JSON_BODY, KEY_REQUIRED, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET)
 
 
 @router.post(
@@ -125,19 +119,14 @@ def _movement(kind: Literal["deposit", "withdrawal"]) -> Any:
         api_key_digest: ApiKeyDigestDep,
         sent_key: RequiredSentKeyDep,
     ) -> Response:
-        """Async, on the driver: three round trips (pokna.ledger.moving). The answer is the bytes the ledger
-        filled in and stored for replay."""
+        """The answer is the bytes ledger_move() filled in and stored for replay (pokna.ledger.moving)."""
         movement = moving.Movement(kind, account_id, body.amount, body.reference, body.metadata)
         async with driver_connection(request) as connection:
             if sent_key is None:  # the API key is checked first, as on every route
                 await authenticate(connection, api_key_digest)
                 raise key_required()
             moved = await moving.move(
-                connection,
-                api_key_digest,
-                sent_key.key,
-                sent_key.fingerprint,
-                movement,
+                connection, api_key_digest, sent_key.key, sent_key.fingerprint, movement
             )
         headers = {REPLAYED_HEADER: "true"} if moved.replayed else None
         return Response(moved.body, status_code=moved.status, media_type="application/json", headers=headers)
@@ -157,7 +146,7 @@ router.add_api_route(
     description="Money in: the tenant's funding account pays the wallet. The `Idempotency-Key` header is "
     "required, so that a retry after a lost answer cannot credit twice: without one the request is 400 "
     "`idempotency_key_required` and nothing is posted.",
-    responses=problems(KEYED, JSON_BODY, KEY_REQUIRED, IDEMPOTENT, ACCOUNT_NOT_FOUND, NOT_A_WALLET),
+    responses=problems(*MOVEMENT_PROBLEMS),
     openapi_extra=REQUIRED_KEY_EXTRA,
 )
 router.add_api_route(
@@ -172,16 +161,7 @@ router.add_api_route(
     description="Money out: the wallet pays the tenant's funding account. The `Idempotency-Key` header is "
     "required, so that a retry after a lost answer cannot pay out twice: without one the request is 400 "
     "`idempotency_key_required` and nothing is posted.",
-    responses=problems(
-        KEYED,
-        JSON_BODY,
-        KEY_REQUIRED,
-        IDEMPOTENT,
-        ACCOUNT_NOT_FOUND,
-        NOT_A_WALLET,
-        INSUFFICIENT_FUNDS,
-        WALLET_HELD,
-    ),
+    responses=problems(*MOVEMENT_PROBLEMS, INSUFFICIENT_FUNDS, WALLET_HELD),
     openapi_extra=REQUIRED_KEY_EXTRA,
 )
 

@@ -1,6 +1,6 @@
 """Wallets and the ledger over REST: each answer is built here, once, from what pokna.ledger returns.
 
-The ledger's own records (ORM accounts, PostedTransaction, AccountEntry, TrialBalance, Checkpoint) stay the
+The ledger's own records (AccountRecord, PostedTransaction, AccountEntry, TrialBalance, Checkpoint) stay the
 ledger's: the dealer and the CLI read them too, and they carry what the API does not send (tenant ids).
 These models are the documented contract, with its examples.
 """
@@ -11,17 +11,10 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import Query
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 from pokna.api.fields import SEQ_MAX, Amount, Currency, NoNul
-from pokna.db.models.ledger import Account
 from pokna.ledger import (
     AccountEntry,
     AccountKind,
@@ -86,7 +79,7 @@ class AccountOut(BaseModel):
     created_at: datetime
 
     @classmethod
-    def of(cls, account: Account | AccountRecord) -> AccountOut:
+    def of(cls, account: AccountRecord) -> AccountOut:
         return cls(
             id=account.id,
             object="account",

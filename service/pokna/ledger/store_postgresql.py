@@ -58,7 +58,6 @@ async def jsonl_lines(
 
 
 def pages(tenant_id: str, seqs: SeqRange) -> Iterator[dict[str, Any]]:
-    """The parameters of each page of PAGE_TRANSACTIONS transactions of the range, in seq order."""
     for first in range(seqs.first, seqs.last + 1, PAGE_TRANSACTIONS):
         yield {
             "tenant_id": tenant_id,

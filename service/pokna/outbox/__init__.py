@@ -1,10 +1,11 @@
 """The transactional outbox: an event is written in the same transaction as the change it describes.
 
 An event is recorded from one place per kind (the dealer's `announcements`, the ledger's funding
-transfers) into `Gathered`, whose rows the change's one call writes with it: `game_write()` for a game,
-`ledger_move()` for a deposit or withdrawal (their SQL is in service/pokna/sql/). Only a row is written:
-nothing is sent from inside a business transaction, so a rolled-back action emits nothing and a committed
-one always has its event. The webhooks worker (pokna.webhooks) fans the rows out to endpoints and sends them, later and elsewhere.
+transfers) into a `Recorder` (`Gathered`; a deposit's pokna.ledger.move_document.Announcements), whose
+rows the change's one call writes with it: `game_write()` for a game, `ledger_move()` for a deposit or
+withdrawal (their SQL is in service/pokna/sql/). Only a row is written: nothing is sent from inside a
+business transaction, so a rolled-back action emits nothing and a committed one always has its event. The
+webhooks worker (pokna.webhooks) fans the rows out to endpoints and sends them, later and elsewhere.
 """
 
 from __future__ import annotations
@@ -15,13 +16,7 @@ from typing import Protocol
 from pokna.db.types import new_id
 from pokna.outbox.events import EVENT_MODELS, EVENT_TYPES, Event
 
-__all__ = [
-    "EVENT_MODELS",
-    "EVENT_TYPES",
-    "Event",
-    "Gathered",
-    "Recorder",
-]
+__all__ = ["EVENT_MODELS", "EVENT_TYPES", "Event", "Gathered", "Recorder"]
 
 
 class Recorder(Protocol):
@@ -32,8 +27,8 @@ class Recorder(Protocol):
 
 
 class Gathered:
-    """Events gathered as webhook_event rows, for a request that writes them with its change in one call
-    (game_write(), ledger_move())."""
+    """Events gathered as webhook_event rows, for a game request that writes them with its change in one
+    call (game_write(); a deposit's are pokna.ledger.move_document.Announcements)."""
 
     def __init__(self, ids: Callable[[str], str] = new_id) -> None:
         """`ids`: where message ids come from (a game decision's own: pokna.dealer.action.locked.Env)."""

@@ -119,23 +119,24 @@ class LedgerMovementData(BaseModel):
     posted_at: datetime
 
 
-_TIMESTAMP = Field(description="When the change happened (RFC 3339, UTC).")
-
-
 class _Envelope(BaseModel):
     """Documented as sent: every field of the body is always there, `type` included, so the schema marks
-    them required (a `switch` over `type` is exhaustive) although `type` has a default here."""
+    them required (a `switch` over `type` is exhaustive) although `type` has a default here. Each event
+    narrows `type` to its own; a field redeclared keeps its place, so every body reads type, timestamp,
+    data."""
 
     model_config = ConfigDict(
         json_schema_mode_override="serialization", json_schema_serialization_defaults_required=True
     )
+
+    type: str
+    timestamp: datetime = Field(description="When the change happened (RFC 3339, UTC).")
 
 
 class GameCreated(_Envelope):
     """A game was created: its seats and terms; it waits for the Vigo's `start` until the deadline."""
 
     type: Literal["game.created"] = "game.created"
-    timestamp: datetime = _TIMESTAMP
     data: GameCreatedData
 
 
@@ -143,7 +144,6 @@ class GameStarted(_Envelope):
     """The Vigo started the game: the antes are in the pot and the favor is rolled."""
 
     type: Literal["game.started"] = "game.started"
-    timestamp: datetime = _TIMESTAMP
     data: GameStartedData
 
 
@@ -151,7 +151,6 @@ class GameTurn(_Envelope):
     """A turn must be taken: sent after every change that leaves the game running."""
 
     type: Literal["game.turn"] = "game.turn"
-    timestamp: datetime = _TIMESTAMP
     data: GameTurnData
 
 
@@ -159,7 +158,6 @@ class GameTurnTimedOut(_Envelope):
     """A turn timed out and its default action was applied (a `game.turn` or the ending follows)."""
 
     type: Literal["game.turn_timed_out"] = "game.turn_timed_out"
-    timestamp: datetime = _TIMESTAMP
     data: GameTurnTimedOutData
 
 
@@ -167,7 +165,6 @@ class GameSettled(_Envelope):
     """The game settled: its outcome, the payouts and the public link to its signed proof."""
 
     type: Literal["game.settled"] = "game.settled"
-    timestamp: datetime = _TIMESTAMP
     data: GameEndedData
 
 
@@ -175,7 +172,6 @@ class GameCancelled(_Envelope):
     """The game was cancelled (by `cancel`, or never started in time): antes, if any, went back."""
 
     type: Literal["game.cancelled"] = "game.cancelled"
-    timestamp: datetime = _TIMESTAMP
     data: GameEndedData
 
 
@@ -183,7 +179,6 @@ class DepositPosted(_Envelope):
     """A deposit was posted to a player wallet."""
 
     type: Literal["ledger.deposit.posted"] = "ledger.deposit.posted"
-    timestamp: datetime = _TIMESTAMP
     data: LedgerMovementData
 
 
@@ -191,7 +186,6 @@ class WithdrawalPosted(_Envelope):
     """A withdrawal was posted from a player wallet."""
 
     type: Literal["ledger.withdrawal.posted"] = "ledger.withdrawal.posted"
-    timestamp: datetime = _TIMESTAMP
     data: LedgerMovementData
 
 

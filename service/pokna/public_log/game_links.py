@@ -17,22 +17,19 @@ from pokna.dealer.link_log import LinkLogIncludedOut, LinkLogPendingOut
 from pokna.public_log import reads
 
 
-def log_url(tenant_id: str) -> str:
-    return f"/v1/logs/{tenant_id}"
-
-
 async def place_in_log(
     connection: AsyncConnection[Any], tenant_id: str, game_id: str, leaf_index: int | None
 ) -> LinkLogPendingOut | LinkLogIncludedOut:
     """Pending until the sequencer has marked the game logged, which it does in the transaction that
     appends its leaf and signs the checkpoint holding it: a marked game always has both."""
+    log_url = f"/v1/logs/{tenant_id}"
     found = None if leaf_index is None else await reads.latest_inclusion(connection, tenant_id, game_id)
     if found is None:
-        return LinkLogPendingOut(status="pending", log_url=log_url(tenant_id))
+        return LinkLogPendingOut(status="pending", log_url=log_url)
     note, proof = found
     return LinkLogIncludedOut(
         status="logged",
-        log_url=log_url(tenant_id),
+        log_url=log_url,
         origin=note.split("\n", 1)[0],
         leaf_index=proof.leaf_index,
         game_number=proof.leaf_index + 1,

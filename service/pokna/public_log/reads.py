@@ -21,6 +21,7 @@ from typing import Any
 from psycopg import AsyncConnection, AsyncCursor
 
 from pokna.errors import InvalidRequest, NotFound
+from pokna.public_log import store
 from pokna_verify.tlog.hashing import leaf_hash
 from pokna_verify.tlog.tree import (
     LeafRange,
@@ -36,9 +37,6 @@ from pokna_verify.tlog.tree import (
 _LATEST_CHECKPOINT = (
     "SELECT note, tree_size FROM game_log_checkpoint WHERE tenant_id = %(tenant_id)s "
     "ORDER BY tree_size DESC LIMIT 1"
-)
-_CHECKPOINT_OF_SIZE = (
-    "SELECT note FROM game_log_checkpoint WHERE tenant_id = %(tenant_id)s AND tree_size = %(tree_size)s"
 )
 _LEAF_OF_GAME = (
     "SELECT leaf_index, entry FROM game_log_leaf WHERE tenant_id = %(tenant_id)s AND game_id = %(game_id)s"
@@ -71,17 +69,17 @@ class Consistency:
 
 
 async def latest_checkpoint(connection: AsyncConnection[Any], tenant_id: str) -> str:
-    note = await _one(connection, _LATEST_CHECKPOINT, {"tenant_id": tenant_id})
-    if note is None:
+    found = await store.checkpoint_at(connection, tenant_id)
+    if found is None:
         raise NotFound(f"tenant {tenant_id} has no game in its public log yet")
-    return str(note)
+    return found.note
 
 
 async def checkpoint_of_size(connection: AsyncConnection[Any], tenant_id: str, tree_size: int) -> str:
-    note = await _one(connection, _CHECKPOINT_OF_SIZE, {"tenant_id": tenant_id, "tree_size": tree_size})
-    if note is None:
+    found = await store.checkpoint_at(connection, tenant_id, tree_size)
+    if found is None:
         raise NotFound(f"tenant {tenant_id}'s public log signed no checkpoint of {tree_size} games")
-    return str(note)
+    return found.note
 
 
 async def inclusion(
@@ -170,11 +168,6 @@ def _size_within(log_size: int, tree_size: int | None) -> int:
     if size > log_size:
         raise NotFound(f"the log holds {log_size} games; no tree of {size} is signed yet")
     return size
-
-
-async def _one(connection: AsyncConnection[Any], statement: str, values: dict[str, Any]) -> object:
-    row = await (await connection.execute(statement, values)).fetchone()
-    return None if row is None else row[0]
 
 
 async def _queue_nodes(

@@ -87,14 +87,9 @@ async def _append(
     await mark_logged(connection, tenant_id, {leaf.game_id: leaf.leaf_index for leaf in leaves})
     root = root_hash(new_size, {**stored, **made})
     if len(games) >= batch:  # a backlog may remain: sign the heads of the last pass that left none
-        heads = _kept_heads(await store.latest_note(connection, tenant_id))
+        kept = await store.checkpoint_at(connection, tenant_id)
+        heads = {} if kept is None else parse_checkpoint(kept.note.split("\n\n", 1)[0] + "\n").ledger_heads
     checkpoint = Checkpoint(signer.origin(tenant_id), new_size, root, ledger_head_lines(heads))
     note = sign_note(checkpoint.to_text(), checkpoint.origin, signer.signing_key)
     await store.append(connection, tenant_id, made, leaves, store.StoredCheckpoint(new_size, root, note, now))
     return len(entries)
-
-
-def _kept_heads(latest_note: str | None) -> dict[int, tuple[int, str]]:
-    if latest_note is None:
-        return {}
-    return parse_checkpoint(latest_note.split("\n\n", 1)[0] + "\n").ledger_heads

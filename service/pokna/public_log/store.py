@@ -1,9 +1,10 @@
 """The queries on the public log's tables. The sequencer and the read API decide; this only reads and
 writes rows, each statement naming its tenant (on Citus: one shard).
 
-The sequencer's, on its async connection inside its transaction (`lock_log`, `latest_note`, `append`); the reads an
-audit bundle makes of the log on its async connections (`checkpoint_at`, `leaves_between`,
-pokna.bundles.log_part; the nodes of a proof: reads.read_nodes). The read API's own statements are in reads.py."""
+The sequencer's, on its async connection inside its transaction (`lock_log`, `checkpoint_at`, `append`); the
+reads an audit bundle makes of the log on its async connections (`checkpoint_at`, `leaves_between`,
+pokna.bundles.log_part; the nodes of a proof: reads.read_nodes); a checkpoint the read API serves
+(`checkpoint_at`). The read API's proofs are read in reads.py."""
 
 from __future__ import annotations
 
@@ -81,9 +82,6 @@ _INSERT_CHECKPOINT = (
     "INSERT INTO game_log_checkpoint (tenant_id, tree_size, root_hash, note, created_at) "
     "VALUES (%(tenant_id)s, %(tree_size)s, %(root_hash)s, %(note)s, %(created_at)s)"
 )
-_LATEST_NOTE = (
-    "SELECT note FROM game_log_checkpoint WHERE tenant_id = %(tenant_id)s ORDER BY tree_size DESC LIMIT 1"
-)
 
 
 async def lock_log(connection: AsyncConnection[Any], tenant_id: str, now: datetime) -> int | None:
@@ -93,11 +91,6 @@ async def lock_log(connection: AsyncConnection[Any], tenant_id: str, now: dateti
     await connection.execute(_OPEN_LOG, values)
     row = await (await connection.execute(_LOCK_LOG, values)).fetchone()
     return None if row is None else int(row[0])
-
-
-async def latest_note(connection: AsyncConnection[Any], tenant_id: str) -> str | None:
-    row = await (await connection.execute(_LATEST_NOTE, {"tenant_id": tenant_id})).fetchone()
-    return None if row is None else str(row[0])
 
 
 async def append(

@@ -75,7 +75,6 @@ class UrlPolicy:
     local_receivers: bool = False
 
     def allows(self, address: Address) -> bool:
-        """Whether an attempt may connect to `address`."""
         if not self.public_addresses_only:
             return True
         judged = carried_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else address

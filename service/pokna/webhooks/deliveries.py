@@ -8,12 +8,12 @@ from datetime import datetime
 from typing import Any
 
 from pokna.idempotency.keyed import Transaction
-from pokna.webhooks.errors import DeliveryInFlight, DeliveryNotFound, EndpointNotFound
-from pokna.webhooks.reads import DELIVERY_COLUMNS, ENDPOINT, DeliveryRecord, as_record, delivery_out
+from pokna.webhooks import reads
+from pokna.webhooks.errors import DeliveryInFlight, DeliveryNotFound
 from pokna.webhooks.schemas import DeliveryStatus, WebhookDeliveryOut
 
 DELIVERY_LOCKED = (
-    f"SELECT event.id, event.type, delivery.locked_until, {DELIVERY_COLUMNS} "  # noqa: S608
+    f"SELECT event.id, event.type, delivery.locked_until, {reads.DELIVERY_COLUMNS} "  # noqa: S608
     "FROM webhook_delivery AS delivery JOIN webhook_event AS event "
     "ON event.tenant_id = delivery.tenant_id AND event.seq = delivery.event_seq "
     "WHERE delivery.tenant_id = %(tenant_id)s AND delivery.id = %(delivery_id)s "
@@ -35,20 +35,20 @@ async def retry_delivery(
 
     async def queue(tenant_id: str) -> tuple[Any, Any]:
         connection, bound = opened.connection, {**values, "tenant_id": tenant_id}
-        return await connection.execute(ENDPOINT, bound), await connection.execute(DELIVERY_LOCKED, bound)
+        endpoint = await connection.execute(reads.ENDPOINT, bound)
+        return endpoint, await connection.execute(DELIVERY_LOCKED, bound)
 
     endpoint, delivery = await opened.read(queue)
-    if await endpoint.fetchone() is None:
-        raise EndpointNotFound(f"no webhook endpoint {endpoint_id}")
+    reads.endpoint_found(endpoint_id, await endpoint.fetchone())
     row = await delivery.fetchone()
     if row is None:
         raise DeliveryNotFound(f"no delivery {delivery_id} of webhook endpoint {endpoint_id}")
     message_id, event_type, locked_until = row[:3]
-    found = as_record(DeliveryRecord, row[3:])
+    found = reads.as_record(reads.DeliveryRecord, row[3:])
     if found.status == DeliveryStatus.SENDING and locked_until is not None and locked_until > now:
         raise DeliveryInFlight(f"delivery {delivery_id} is being attempted; ask again once it is done")
     await opened.connection.execute(_RETRY, {**values, "tenant_id": opened.tenant, "now": now})
     retried = replace(
         found, status=DeliveryStatus.PENDING.value, next_attempt_at=now, attempt_limit=found.attempts + 1
     )
-    return delivery_out(retried, message_id, event_type)
+    return reads.delivery_out(retried, message_id, event_type)

@@ -20,9 +20,9 @@ from pokna.db.types import new_id
 from pokna.idempotency.keyed import Transaction
 from pokna.outbox.events import EventType
 from pokna.webhooks.addresses import UnsafeUrl, check_url
-from pokna.webhooks.errors import EndpointNotFound, UnsafeWebhookUrl
+from pokna.webhooks.errors import UnsafeWebhookUrl
 from pokna.webhooks.policy import DeliveryPolicy
-from pokna.webhooks.reads import ENDPOINT, EndpointRecord, as_record, endpoint_out
+from pokna.webhooks.reads import ENDPOINT, EndpointRecord, as_record, endpoint_found, endpoint_out
 from pokna.webhooks.schemas import WebhookEndpointDeletedOut, WebhookEndpointOut, WebhookEndpointSecretOut
 from pokna.webhooks.signing import generate_secret, seal_secret
 
@@ -157,10 +157,7 @@ async def _locked(opened: Transaction, endpoint_id: str) -> EndpointRecord:
         values = {"tenant_id": tenant_id, "endpoint_id": endpoint_id}
         return await opened.connection.execute(ENDPOINT_LOCKED, values)
 
-    row = await (await opened.read(queue)).fetchone()
-    if row is None:
-        raise EndpointNotFound(f"no webhook endpoint {endpoint_id}")
-    return as_record(EndpointRecord, row)
+    return as_record(EndpointRecord, endpoint_found(endpoint_id, await (await opened.read(queue)).fetchone()))
 
 
 async def _check_url(url: str, policy: DeliveryPolicy) -> None:

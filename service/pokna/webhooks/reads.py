@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, AsyncCursor
 
-from pokna.db.models.webhook import WebhookDelivery, WebhookEndpoint
 from pokna.errors import InvalidRequest
 from pokna.outbox.events import EventType
 from pokna.paging import Page, page_of
@@ -95,7 +94,7 @@ async def get_endpoint(
 ) -> WebhookEndpointOut:
     values = {"endpoint_id": endpoint_id}
     _, found = await read_beside(connection, api_key_digest, _queue(connection, ENDPOINT, values))
-    return endpoint_out(as_record(EndpointRecord, _found(endpoint_id, await found.fetchone())))
+    return endpoint_out(as_record(EndpointRecord, endpoint_found(endpoint_id, await found.fetchone())))
 
 
 async def list_deliveries(
@@ -124,7 +123,7 @@ async def list_deliveries(
         return endpoint, None if bad_cursor else await _queue(connection, statement, values)(tenant_id)
 
     _, (endpoint, deliveries) = await read_beside(connection, api_key_digest, queue)
-    _found(endpoint_id, await endpoint.fetchone())
+    endpoint_found(endpoint_id, await endpoint.fetchone())
     if deliveries is None:
         raise InvalidRequest("not a cursor of this list", field="query.starting_after")
     page = page_of(await deliveries.fetchall(), limit, lambda row: str(row[0]))
@@ -135,13 +134,11 @@ async def list_deliveries(
     )
 
 
-def endpoint_out(endpoint: WebhookEndpoint | EndpointRecord) -> WebhookEndpointOut:
+def endpoint_out(endpoint: EndpointRecord) -> WebhookEndpointOut:
     return WebhookEndpointOut.model_validate(endpoint, from_attributes=True)
 
 
-def delivery_out(
-    delivery: WebhookDelivery | DeliveryRecord, message_id: str, event_type: str
-) -> WebhookDeliveryOut:
+def delivery_out(delivery: DeliveryRecord, message_id: str, event_type: str) -> WebhookDeliveryOut:
     """The delivery of the event `message_id` (its `webhook-id`) of `event_type`."""
     status = DeliveryStatus(delivery.status)
     return WebhookDeliveryOut(
@@ -171,7 +168,8 @@ def _queue(
     return queue
 
 
-def _found(endpoint_id: str, row: Sequence[Any] | None) -> Sequence[Any]:
+def endpoint_found(endpoint_id: str, row: Sequence[Any] | None) -> Sequence[Any]:
+    """The endpoint's row, read beside what the request asks of it; another tenant's is as absent as none."""
     if row is None:
         raise EndpointNotFound(f"no webhook endpoint {endpoint_id}")
     return row

@@ -2,7 +2,7 @@
 async connection. `FOR UPDATE SKIP LOCKED` is how any number of workers share the work without waiting on
 each other. Every query names its tenant, the worker's too (it goes tenant by tenant), and joins on
 `tenant_id`: on a distributed database each runs on the tenant's node alone. The one exception is
-`backlog`, an operator's count across tenants for `/metrics` (on Citus it asks every shard)."""
+`webhook_backlog`, an operator's count across tenants for `/metrics` (on Citus it asks every shard)."""
 
 from __future__ import annotations
 
@@ -99,9 +99,6 @@ _PURGE_EVENTS = "DELETE FROM webhook_event WHERE tenant_id = %(tenant_id)s AND s
 Connection = AsyncConnection[Any]
 
 
-# --- the worker ------------------------------------------------------------------------------------------
-
-
 async def undispatched_events(
     connection: Connection, tenant_id: str, limit: int
 ) -> list[tuple[int, str, str]]:
@@ -112,7 +109,6 @@ async def undispatched_events(
 
 
 async def enabled_endpoints(connection: Connection, tenant_id: str) -> list[tuple[str, set[str]]]:
-    """Each enabled endpoint's id and the event types it wants."""
     found = await connection.execute(_ENABLED_ENDPOINTS, {"tenant_id": tenant_id})
     return [(row[0], set(row[1])) for row in await found.fetchall()]
 
@@ -182,15 +178,24 @@ class Waiting:
     """When the oldest became work to do; None when there is none."""
 
 
-async def backlog(connection: Connection, now: datetime) -> tuple[Waiting, Waiting]:
-    """Across tenants: the events not fanned out yet (since each occurred), and the deliveries a worker may
-    attempt now (since each is due). A delivery waiting out its backoff, or behind an earlier one of its
-    game to the same endpoint, is no work yet: a receiver that is down does not make the worker look late."""
+@dataclass(frozen=True)
+class WebhookBacklog:
+    """What the webhooks worker has still to do, across tenants: fan events out, attempt due deliveries."""
+
+    fan_out: Waiting
+    delivery: Waiting
+
+
+async def webhook_backlog(connection: Connection, now: datetime) -> WebhookBacklog:
+    """For `/metrics`, where a stopped or slow worker shows as work waiting longer and longer: the events
+    not fanned out yet (since each occurred), and the deliveries a worker may attempt now (since each is
+    due). One waiting out its backoff, or behind an earlier one of its game to the same endpoint, is no
+    work yet: a receiver that is down does not make the worker look late."""
     events = await (await connection.execute(_EVENTS_WAITING)).fetchone()
     deliveries = await (await connection.execute(_DELIVERIES_DUE, {"now": now})).fetchone()
     assert events is not None  # an aggregate answers one row
     assert deliveries is not None
-    return Waiting(int(events[0]), events[1]), Waiting(int(deliveries[0]), deliveries[1])
+    return WebhookBacklog(Waiting(int(events[0]), events[1]), Waiting(int(deliveries[0]), deliveries[1]))
 
 
 async def outstanding(connection: Connection, tenant_id: str) -> int:

@@ -51,9 +51,7 @@ DeliveryId = Annotated[str, Path(max_length=40, description="The delivery's id (
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, UNSAFE_WEBHOOK_URL),
 )
 async def create_endpoint(
-    body: WebhookEndpointCreate,
-    runtime: RuntimeDep,
-    write: KeyedWriteDep,
+    body: WebhookEndpointCreate, runtime: RuntimeDep, write: KeyedWriteDep
 ) -> WebhookEndpointSecretOut:
     draft = webhooks.NewEndpoint(url=body.url, event_types=body.event_types, description=body.description)
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
@@ -103,10 +101,7 @@ async def get_endpoint(
     responses=problems(KEYED, JSON_BODY, IDEMPOTENT, ENDPOINT_NOT_FOUND, UNSAFE_WEBHOOK_URL),
 )
 async def update_endpoint(
-    endpoint_id: EndpointId,
-    body: WebhookEndpointUpdate,
-    runtime: RuntimeDep,
-    write: KeyedWriteDep,
+    endpoint_id: EndpointId, body: WebhookEndpointUpdate, runtime: RuntimeDep, write: KeyedWriteDep
 ) -> WebhookEndpointOut:
     change = webhooks.EndpointChange(
         url=body.url,
@@ -130,10 +125,7 @@ async def update_endpoint(
     description="Nothing more is sent to it, including deliveries still pending; the events stay recorded.",
     responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND),
 )
-async def delete_endpoint(
-    endpoint_id: EndpointId,
-    write: KeyedWriteDep,
-) -> WebhookEndpointDeletedOut:
+async def delete_endpoint(endpoint_id: EndpointId, write: KeyedWriteDep) -> WebhookEndpointDeletedOut:
     async def work(opened: Transaction) -> WebhookEndpointDeletedOut:
         return await webhooks.delete_endpoint(opened, endpoint_id)
 
@@ -149,9 +141,7 @@ async def delete_endpoint(
     responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND),
 )
 async def rotate_secret(
-    endpoint_id: EndpointId,
-    runtime: RuntimeDep,
-    write: KeyedWriteDep,
+    endpoint_id: EndpointId, runtime: RuntimeDep, write: KeyedWriteDep
 ) -> WebhookEndpointSecretOut:
     policy = webhooks.DeliveryPolicy.from_settings(runtime.settings)
 
@@ -196,9 +186,7 @@ async def list_deliveries(
     responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND, DELIVERY_NOT_FOUND, DELIVERY_IN_FLIGHT),
 )
 async def retry_delivery(
-    endpoint_id: EndpointId,
-    delivery_id: DeliveryId,
-    write: KeyedWriteDep,
+    endpoint_id: EndpointId, delivery_id: DeliveryId, write: KeyedWriteDep
 ) -> WebhookDeliveryOut:
     async def work(opened: Transaction) -> WebhookDeliveryOut:
         return await webhooks.retry_delivery(opened, utc_now(), endpoint_id, delivery_id)

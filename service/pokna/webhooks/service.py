@@ -8,7 +8,6 @@ are recorded by the domains, through pokna.outbox.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,6 +24,7 @@ from pokna.webhooks.endpoints import (
     update_endpoint,
 )
 from pokna.webhooks.policy import DeliveryPolicy
+from pokna.webhooks.repository import WebhookBacklog, webhook_backlog
 from pokna.webhooks.worker import WorkerReport, run_worker
 
 __all__ = [
@@ -57,17 +57,3 @@ async def purge_finished_events(
         purged += batch
         if batch == 0:
             return purged
-
-
-@dataclass(frozen=True)
-class WebhookBacklog:
-    """What the webhooks worker has still to do, across tenants: fan events out, attempt due deliveries."""
-
-    fan_out: repository.Waiting
-    delivery: repository.Waiting
-
-
-async def webhook_backlog(connection: AsyncConnection[Any], now: datetime) -> WebhookBacklog:
-    """For `/metrics`: a worker that stopped, or cannot keep up, shows here as work waiting longer and longer."""
-    fan_out, delivery = await repository.backlog(connection, now)
-    return WebhookBacklog(fan_out=fan_out, delivery=delivery)
