@@ -33,6 +33,8 @@ class Runtime:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:
+        """With no database URL set, this starts the embedded PostgreSQL (pokna.db.embedded); each pool adds
+        the requests' waits (docs/operations.md, "Bounded waits")."""
         url = embedded.database_url(settings.database_url, settings.data_dir, settings.postgres_bindir)
         return cls(settings, conninfo_of(url))
 

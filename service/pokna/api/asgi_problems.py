@@ -19,8 +19,10 @@ def invalid_param(location: Sequence[object], reason: str) -> dict[str, str]:
 
 
 def problem_document(
-    status: int, code: str, title: str, detail: str, instance: str, request_id: str | None, extensions: Any
+    *, status: int, code: str, title: str, detail: str, instance: str, request_id: str | None, extensions: Any
 ) -> dict[str, Any]:
+    """The RFC 9457 document, its fields in one order for the handlers, the middleware and the docs' examples.
+    Keyword-only: `title` and `detail` are neighbouring strings, easy to swap."""
     return {
         "type": f"https://pokna.dev/problems/{code}",
         "title": title,
@@ -46,7 +48,15 @@ async def send_problem(
 ) -> None:
     """`pokna.api.problems.problem_response` for middleware that has no `Request`."""
     request_id = scope.get("state", {}).get("request_id")
-    body = problem_document(status, code, title, detail, scope["path"], request_id, extensions)
+    body = problem_document(
+        status=status,
+        code=code,
+        title=title,
+        detail=detail,
+        instance=scope["path"],
+        request_id=request_id,
+        extensions=extensions,
+    )
     payload = json.dumps(body).encode()
     await send(
         {

@@ -43,7 +43,15 @@ class ProblemDoc:
 
     def example(self) -> dict[str, Any]:
         request_id = "3f2a9c0e5b7d4e1f8a6b2c9d0e1f2a3b"
-        return problem_document(self.status, self.code, self.title, self.detail, "/v1/...", request_id, {})
+        return problem_document(
+            status=self.status,
+            code=self.code,
+            title=self.title,
+            detail=self.detail,
+            instance="/v1/...",
+            request_id=request_id,
+            extensions={},
+        )
 
 
 def of(error: type[PoknaError], detail: str) -> ProblemDoc:

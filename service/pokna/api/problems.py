@@ -83,7 +83,15 @@ def problem_response(
     request: Request, *, status: int, code: str, title: str, detail: str, **extensions: Any
 ) -> JSONResponse:
     request_id = getattr(request.state, "request_id", None)
-    body = problem_document(status, code, title, detail, request.url.path, request_id, extensions)
+    body = problem_document(
+        status=status,
+        code=code,
+        title=title,
+        detail=detail,
+        instance=request.url.path,
+        request_id=request_id,
+        extensions=extensions,
+    )
     return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_JSON)
 
 

@@ -92,9 +92,12 @@ async def create_game(
             found = summaries(await accounts.fetchall())
             balances = seated_balances(found, account_ids, terms.currency, fields)
             check_labels(terms.seat_labels, len(account_ids))
-            rake, mode = await tenant_defaults(defaults) if defaults is not None else (RakeTerms(), None)
-            rake = terms.rake or rake
-            config = game_config(terms.stake, terms.challenge_raise, len(terms.player_account_ids), rake)
+            default_rake, mode = (
+                await tenant_defaults(defaults) if defaults is not None else (RakeTerms(), None)
+            )
+            config = game_config(
+                terms.stake, terms.challenge_raise, len(terms.player_account_ids), terms.rake or default_rake
+            )
             chain = beacon_chain_for(terms.fairness_mode or mode, beacon_chain)
             new = NewRecords(terms, config, chain)
             body = await write_new_game(connection, keys, clock, opened.tenant, claim, new, balances)
