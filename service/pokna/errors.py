@@ -74,7 +74,9 @@ class IdempotencyKeyRequired(PoknaError):
     def __init__(self, detail: str) -> None:
         super().__init__(
             detail,
-            invalid_params=[{"name": "header.Idempotency-Key", "reason": "required", "pointer": ""}],
+            invalid_params=[
+                {"name": "header.Idempotency-Key", "reason": "required", "pointer": "/Idempotency-Key"}
+            ],
         )
 
 

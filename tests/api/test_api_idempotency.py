@@ -23,7 +23,7 @@ from pokna.db.types import utc_now
 from pokna.idempotency.keyed import Transaction
 from pokna.runtime import Runtime
 from pokna.settings import Settings
-from support.api_checks import assert_problem, database_state
+from support.api_checks import assert_names_field, assert_problem, database_state
 from support.tenant_api import TenantApi, new_tenant
 
 KEY_HEADER = "Idempotency-Key"
@@ -189,6 +189,7 @@ def test_money_moves_only_under_a_key(api: TenantApi, sessions: sessionmaker[Ses
         assert "Idempotency-Key" in problem["detail"]
         assert "retry" in problem["detail"]
         assert [param["name"] for param in problem["invalid_params"]] == ["header.Idempotency-Key"]
+        assert_names_field(problem, "header.Idempotency-Key")  # the pointer a malformed key's has
     assert database_state(sessions) == before
     assert api.balance(wallet) == 50
     for _attempt in range(2):  # the same request under a key moves the money once
