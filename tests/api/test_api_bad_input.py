@@ -545,7 +545,7 @@ def test_a_client_seed_on_an_ended_game_is_409_game_over_as_any_action(cantina: 
     assert cancelled.status_code == 200, cancelled.text
     seed = {"type": "set_client_seed", "account_id": cantina.players[0], "client_seed": "late"}
     for body in (seed, {"type": "start", "account_id": cantina.vigo}):
-        problem = cantina.assert_refused(lambda body=body: cantina.action(body), 409, code="game_over")
+        problem = cantina.assert_refused(partial(cantina.action, body), 409, code="game_over")
         assert problem["phase"] == "cancelled"
         assert problem["game"]["status"] == "cancelled"
 
