@@ -540,6 +540,16 @@ def test_a_client_seed_after_the_start_is_409_client_seed_locked(cantina: Cantin
     assert problem["game"]["status"] == "in_progress"
 
 
+def test_a_client_seed_on_an_ended_game_is_409_game_over_as_any_action(cantina: Cantina) -> None:
+    cancelled = cantina.action({"type": "cancel"})
+    assert cancelled.status_code == 200, cancelled.text
+    seed = {"type": "set_client_seed", "account_id": cantina.players[0], "client_seed": "late"}
+    for body in (seed, {"type": "start", "account_id": cantina.vigo}):
+        problem = cantina.assert_refused(partial(cantina.action, body), 409, code="game_over")
+        assert problem["phase"] == "cancelled"
+        assert problem["game"]["status"] == "cancelled"
+
+
 def _posts(c: Cantina) -> list[str]:
     return [
         "/v1/accounts",

@@ -22,7 +22,7 @@ from pokna.dealer.action.decision import Act, CatchUp, Decision, PendingBeaconRo
 from pokna.dealer.action.locked import Clock, Env, LockedGame, NeedsRead
 from pokna.dealer.beacon_rolls import RollPending
 from pokna.dealer.creating import NewGame, NewRecords, new_game_records
-from pokna.dealer.errors import ActionRefused, NotSeated, VersionConflict
+from pokna.dealer.errors import ActionRefused, ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.records import GameRecord, SeatRecord
 from pokna.dealer.requests import (
     CancelAction,
@@ -118,6 +118,21 @@ def started(**options: Any) -> LockedGame:
 def lone_survivor(**options: Any) -> LockedGame:
     """Player 1 out, player 2 in favor: claim or challenge."""
     return played(_start(), _roll("acct_p1"), _roll("acct_p2"), **options)
+
+
+def cancelled() -> LockedGame:
+    return played(CancelAction(type="cancel"))
+
+
+def settled() -> LockedGame:
+    """Player 2, the lone survivor, claimed the pot."""
+    return played(
+        _start(), _roll("acct_p1"), _roll("acct_p2"), ClaimAction(type="claim", account_id="acct_p2")
+    )
+
+
+def _seed(account_id: str) -> PlayerRequest:
+    return SetClientSeedAction(type="set_client_seed", account_id=account_id, client_seed="mine")
 
 
 def _roll(account_id: str) -> PlayerRequest:
@@ -296,6 +311,21 @@ CASES: list[tuple[str, Callable[[], LockedGame], Any, Callable[[Decision], None]
     ("a deadline passed, nothing due", locked, CatchUp(), _no_writes),
     ("acted after the deadline", lambda: locked(at=LATE), Act(_start()), check_acted_after_deadline),
     ("beacon mode: the start accepted", lambda: locked(chain=QUICKNET), Act(_start()), check_beacon_accepted),
+    (
+        "a client seed once started",
+        started,
+        Act(_seed("acct_p1")),
+        refused(ClientSeedLocked, "client_seed_locked"),
+    ),
+    ("a client seed once cancelled", cancelled, Act(_seed("acct_p1")), refused(ActionRefused, "game_over")),
+    ("a client seed once settled", settled, Act(_seed("acct_p1")), refused(ActionRefused, "game_over")),
+    ("a start once settled", settled, Act(_start()), refused(ActionRefused, "game_over")),
+    (
+        "a client seed after the deadline",
+        lambda: locked(at=LATE),
+        Act(_seed("acct_p1")),
+        check_acted_after_deadline,
+    ),
 ]
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.app import create_app
 from pokna.db.models.webhook import WebhookDelivery
 from pokna.db.types import utc_now
+from pokna.outbox.events import EventType
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings
 from pokna_verify.crypto.signing import generate_signing_key, private_key_to_pem
@@ -123,6 +124,22 @@ def test_tenants_never_see_or_touch_each_others_endpoints(
     assert other.get(ENDPOINTS).json()["data"] == []
     assert database_state(sessions)["counts"] == before["counts"]
     assert owner.get(path).json()["enabled"] is True
+
+
+def test_event_types_named_twice_count_once_toward_the_limit(
+    client: TestClient, sessions: sessionmaker[Session]
+) -> None:
+    """The types are a set (answered sorted, each once): a list of 8 distinct types and a repeat is all
+    eight, and nine times one type is that one, on a creation and on a change."""
+    tenant = new_tenant(client, sessions)
+    every = [event_type.value for event_type in EventType]
+    made = create(tenant, event_types=[*every, "game.turn"])
+    assert made.status_code == 201, made.text
+    assert made.json()["event_types"] == sorted(every)
+    path = f"{ENDPOINTS}/{made.json()['id']}"
+    changed = client.patch(path, json={"event_types": ["game.settled"] * 9}, headers=tenant.headers)
+    assert changed.status_code == 200, changed.text
+    assert tenant.get(path).json()["event_types"] == ["game.settled"]
 
 
 @pytest.mark.parametrize(

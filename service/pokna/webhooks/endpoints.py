@@ -1,10 +1,10 @@
 """A tenant's webhook endpoints: made, changed, deleted, and their secrets rotated.
 
 Each is the work of one keyed transaction (pokna.api.keyed_writes over pokna.idempotency.keyed), on the
-driver: its reads (the endpoint, locked) go with BEGIN and the claim's hold in one round trip, its write
-with the stored answer and COMMIT in the next. Every statement is bound to the tenant as a value (one
-shard on Citus). A secret is answered when it is made (creation, rotation) and never again; it is
-stored sealed.
+driver: its reads (the endpoint, locked; for a creation, the tenant's endpoints counted under a lock of its
+creations) go with BEGIN and the claim's hold in one round trip, its write with the stored answer and
+COMMIT in the next. Every statement is bound to the tenant as a value (one shard on Citus). A secret is
+answered when it is made (creation, rotation) and never again; it is stored sealed.
 """
 
 from __future__ import annotations
@@ -20,13 +20,23 @@ from pokna.db.types import new_id
 from pokna.idempotency.keyed import Transaction
 from pokna.outbox.events import EventType
 from pokna.webhooks.addresses import UnsafeUrl, check_url
-from pokna.webhooks.errors import UnsafeWebhookUrl
-from pokna.webhooks.policy import DeliveryPolicy
+from pokna.webhooks.errors import EndpointLimitReached, UnsafeWebhookUrl
+from pokna.webhooks.policy import MAX_ENDPOINTS, DeliveryPolicy
 from pokna.webhooks.reads import ENDPOINT, EndpointRecord, as_record, endpoint_found, endpoint_out
 from pokna.webhooks.schemas import WebhookEndpointDeletedOut, WebhookEndpointOut, WebhookEndpointSecretOut
 from pokna.webhooks.signing import generate_secret, seal_secret
 
 ENDPOINT_LOCKED = ENDPOINT + " FOR UPDATE"
+_CREATIONS_LOCK = 0x77686570  # "whep": with the tenant's hash, the key of its creations' advisory lock
+_CREATIONS_SERIALIZED = (
+    # Waits for the tenant's other creations to commit; `count(*)` makes it one row even with no endpoint,
+    # and the tenant in WHERE sends it where the tenant's shard is on Citus, so the lock is taken there.
+    f"SELECT pg_advisory_xact_lock({_CREATIONS_LOCK}, hashtext(%(tenant_id)s)), count(*) "  # noqa: S608
+    "FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s"
+)
+_COUNT = "SELECT count(*) FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s"
+"""A statement of its own after the lock: its snapshot, taken once the lock is held, sees what the
+creations before it committed (READ COMMITTED)."""
 _INSERT = (
     "INSERT INTO webhook_endpoint (id, tenant_id, url, description, event_types, enabled, sealed_secret, "
     "sealed_previous_secret, previous_secret_expires_at, created_at, updated_at) VALUES (%(endpoint_id)s, "
@@ -69,7 +79,13 @@ class EndpointChange:
 async def create_endpoint(
     opened: Transaction, seed_key: bytes, policy: DeliveryPolicy, now: datetime, draft: NewEndpoint
 ) -> WebhookEndpointSecretOut:
-    await opened.read(_nothing)  # BEGIN and the claim's hold (or the API key's check): the tenant known
+    live = await _endpoints_counted(opened)
+    if live >= MAX_ENDPOINTS:
+        raise EndpointLimitReached(
+            f"a tenant has at most {MAX_ENDPOINTS} webhook endpoints and this one has {live}; delete one "
+            "to make another",
+            limit=MAX_ENDPOINTS,
+        )
     await _check_url(draft.url, policy)
     endpoint_id, secret = new_id("whep"), generate_secret()
     event_types = _distinct(draft.event_types)
@@ -146,8 +162,18 @@ async def rotate_secret(
     return WebhookEndpointSecretOut(**endpoint_out(rotated).model_dump(), secret=secret)
 
 
-async def _nothing(tenant_id: str) -> str:
-    return tenant_id
+async def _endpoints_counted(opened: Transaction) -> int:
+    """BEGIN and the claim's hold (or the API key's check), then the tenant's endpoints counted under a
+    lock its other creations wait for until this one ends: two at the limit's last place cannot both
+    pass."""
+
+    async def queue(tenant_id: str) -> Any:
+        await opened.connection.execute(_CREATIONS_SERIALIZED, {"tenant_id": tenant_id})
+        return await opened.connection.execute(_COUNT, {"tenant_id": tenant_id})
+
+    row = await (await opened.read(queue)).fetchone()
+    assert row is not None  # an aggregate answers one row
+    return int(row[0])
 
 
 async def _locked(opened: Transaction, endpoint_id: str) -> EndpointRecord:

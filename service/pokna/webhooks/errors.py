@@ -23,3 +23,8 @@ class DeliveryInFlight(Conflict):
 class UnsafeWebhookUrl(InvalidRequest):
     code = "unsafe_webhook_url"
     title = "This URL may not receive webhooks"
+
+
+class EndpointLimitReached(Conflict):
+    code = "webhook_endpoint_limit_reached"
+    title = "The tenant has as many webhook endpoints as it may"

@@ -9,6 +9,9 @@ from pokna.settings import Environment, Settings
 from pokna.webhooks.addresses import UrlPolicy
 
 MAX_RESPONSE_BYTES = 64 * 1024
+MAX_ENDPOINTS = 16
+"""A tenant's endpoints, enabled or disabled (Stripe's limit per account): every event fans out to each,
+a delivery row and a request apiece. Deleting one frees its place."""
 
 
 @dataclass(frozen=True)

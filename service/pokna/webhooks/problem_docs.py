@@ -4,7 +4,14 @@
 from __future__ import annotations
 
 from pokna.api.problem_docs import of
-from pokna.webhooks.errors import DeliveryInFlight, DeliveryNotFound, EndpointNotFound, UnsafeWebhookUrl
+from pokna.webhooks.errors import (
+    DeliveryInFlight,
+    DeliveryNotFound,
+    EndpointLimitReached,
+    EndpointNotFound,
+    UnsafeWebhookUrl,
+)
+from pokna.webhooks.policy import MAX_ENDPOINTS
 
 ENDPOINT_NOT_FOUND = of(EndpointNotFound, "no webhook endpoint whep_0c1d2e3f")
 DELIVERY_NOT_FOUND = of(DeliveryNotFound, "no delivery whdl_0c1d2e3f of webhook endpoint whep_0c1d2e3f")
@@ -12,3 +19,8 @@ DELIVERY_IN_FLIGHT = of(
     DeliveryInFlight, "delivery whdl_0c1d2e3f is being attempted; ask again once it is done"
 )
 UNSAFE_WEBHOOK_URL = of(UnsafeWebhookUrl, "webhook URLs must be https in production")
+ENDPOINT_LIMIT_REACHED = of(
+    EndpointLimitReached,
+    f"a tenant has at most {MAX_ENDPOINTS} webhook endpoints and this one has {MAX_ENDPOINTS}; delete one "
+    "to make another",
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from pokna.api.fields import NoNul
 from pokna.outbox.events import EventType
@@ -24,7 +24,13 @@ Description = Annotated[
 ]
 EventTypes = Annotated[
     list[EventType],
-    Field(min_length=1, max_length=len(EventType), description="The event types to send to this endpoint."),
+    Field(
+        min_length=1,
+        description="The event types to send to this endpoint; a type named twice counts once.",
+    ),
+    # A set, answered sorted: a repeat is no second subscription, so it is dropped, not counted toward a
+    # limit (any distinct list is within the 8 types) nor refused (creations that repeated one passed).
+    AfterValidator(lambda event_types: list(dict.fromkeys(event_types))),
 ]
 
 

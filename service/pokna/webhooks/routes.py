@@ -20,9 +20,11 @@ from pokna.db.types import utc_now
 from pokna.idempotency.keyed import Transaction
 from pokna.webhooks import reads
 from pokna.webhooks import service as webhooks
+from pokna.webhooks.policy import MAX_ENDPOINTS
 from pokna.webhooks.problem_docs import (
     DELIVERY_IN_FLIGHT,
     DELIVERY_NOT_FOUND,
+    ENDPOINT_LIMIT_REACHED,
     ENDPOINT_NOT_FOUND,
     UNSAFE_WEBHOOK_URL,
 )
@@ -47,8 +49,9 @@ DeliveryId = Annotated[str, Path(max_length=40, description="The delivery's id (
     response_model=WebhookEndpointSecretOut,
     summary="Create a webhook endpoint; its signing secret is in this answer only",
     description="Events of the chosen types are POSTed to the URL, signed per Standard Webhooks "
-    "(`webhook-id`, `webhook-timestamp`, `webhook-signature`). Keep the `secret`: it is never shown again.",
-    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, UNSAFE_WEBHOOK_URL),
+    "(`webhook-id`, `webhook-timestamp`, `webhook-signature`). Keep the `secret`: it is never shown again. "
+    f"A tenant has at most {MAX_ENDPOINTS} endpoints, enabled or disabled; deleting one frees its place.",
+    responses=problems(KEYED, JSON_BODY, IDEMPOTENT, UNSAFE_WEBHOOK_URL, ENDPOINT_LIMIT_REACHED),
 )
 async def create_endpoint(
     body: WebhookEndpointCreate, runtime: RuntimeDep, write: KeyedWriteDep

@@ -34,7 +34,7 @@ from pokna.dealer.beacon_rolls import (
     release,
     roll_pending,
 )
-from pokna.dealer.errors import ClientSeedLocked, NotSeated, VersionConflict
+from pokna.dealer.errors import ActionRefused, ClientSeedLocked, NotSeated, VersionConflict
 from pokna.dealer.records import SeatRecord
 from pokna.dealer.requests import PlayerRequest, SetClientSeedAction
 from pokna.dealer.schemas import GameOut
@@ -43,10 +43,13 @@ from pokna.errors import InvalidRequest, PoknaError
 from pokna.outbox import Gathered
 from pokna_verify.fairness.beacon import BeaconRound, verify_round
 from pokna_verify.fairness.protocol import client_seed_problem
-from pokna_verify.game import Timeout, state_from_dict, turn
+from pokna_verify.game import GameOver, Timeout, state_from_dict, turn
 from pokna_verify.game.events import TimedOut
+from pokna_verify.game.model import FINAL_PHASES
 
 Refusal = TypeVar("Refusal", bound=PoknaError)
+FINAL_STATUSES = frozenset(phase.value for phase in FINAL_PHASES)
+"""A game's `status` once it has ended: its final phase's name (pokna.dealer.view.status_of)."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,8 @@ def _set_client_seed(
     locked: LockedGame, writes: GameWrites, request: SetClientSeedAction
 ) -> tuple[LockedGame, GameOut]:
     game, seats, now = locked.game, locked.seats, locked.clock.now
+    if game.status in FINAL_STATUSES:  # as the rules refuse any other action on an ended game
+        raise ActionRefused(GameOver(game.status), locked.shown())
     if game.status != "open":
         raise ClientSeedLocked("client seeds can be set only before the game starts", game=locked.shown())
     if (problem := client_seed_problem(request.client_seed)) is not None:
