@@ -4,7 +4,6 @@ than the retention, with their deliveries; an event still waiting to be fanned o
 from __future__ import annotations
 
 import threading
-import time
 from datetime import timedelta
 
 from fastapi.testclient import TestClient
@@ -14,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.db.types import utc_now
 from pokna.dealer.service import Clock
 from pokna.runtime import Runtime
+from support.lock_waits import wait_for_a_statement_waiting_on_a_lock
 from support.sweeping import swept
 from support.tenant_api import new_tenant
 from support.webhook_receiver import running_receiver
@@ -80,7 +80,7 @@ def test_a_delivery_retried_while_the_sweep_purges_its_event_is_kept(
                 {"id": failed["id"]},
             )
             written.set()
-            wait_for_a_purge_waiting_on_a_lock(sessions)
+            wait_for_a_statement_waiting_on_a_lock(sessions, "DELETE FROM webhook_delivery")
             retrying.commit()
 
     written = threading.Event()
@@ -93,19 +93,3 @@ def test_a_delivery_retried_while_the_sweep_purges_its_event_is_kept(
     assert recorded_events(sessions) == events
     [kept] = tenant.get(path).json()["data"]
     assert (kept["id"], kept["status"]) == (failed["id"], "pending")
-
-
-def wait_for_a_purge_waiting_on_a_lock(sessions: sessionmaker[Session], seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    with sessions() as watching:
-        while time.monotonic() < deadline:
-            waiting = watching.execute(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND query LIKE 'DELETE FROM webhook_%'"
-                )
-            ).scalar_one()
-            watching.rollback()  # a fresh snapshot of the activity each time
-            if waiting:
-                return
-            time.sleep(0.02)
