@@ -10,21 +10,23 @@ from sqlalchemy.orm import Session, sessionmaker
 
 
 def wait_for_a_statement_waiting_on_a_lock(
-    sessions: sessionmaker[Session], starting: str, seconds: float = 30.0
+    sessions: sessionmaker[Session], *starting: str, seconds: float = 30.0
 ) -> None:
-    """Until a statement whose text starts with `starting` waits on a lock (bounded in time, then fails)."""
+    """Until a statement whose text starts with one of `starting` waits on a lock (bounded in time, then
+    fails)."""
     deadline = time.monotonic() + seconds
     with sessions() as watching:
         while time.monotonic() < deadline:
             waiting = watching.execute(
                 text(
                     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND starts_with(query, :starting)"
+                    "AND EXISTS (SELECT FROM unnest(CAST(:starting AS text[])) AS prefix "
+                    "WHERE starts_with(query, prefix))"
                 ),
-                {"starting": starting},
+                {"starting": list(starting)},
             ).scalar_one()
             watching.rollback()  # a fresh snapshot of the activity each time
             if waiting:
                 return
             time.sleep(0.02)
-    raise AssertionError(f"no statement starting {starting!r} waited on a lock in {seconds} s")
+    raise AssertionError(f"no statement starting one of {starting!r} waited on a lock in {seconds} s")

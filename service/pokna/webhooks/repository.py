@@ -35,8 +35,11 @@ _UNDISPATCHED = (
     "SELECT seq, type, ordering_key FROM webhook_event WHERE tenant_id = %(tenant_id)s "
     "AND dispatched_at IS NULL ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED"
 )
+# Locked (FOR KEY SHARE, which an endpoint's change or deletion waits for): one deleted meanwhile would make
+# its deliveries' insert break the foreign key; one being deleted is waited for, then left out.
 _ENABLED_ENDPOINTS = (
-    "SELECT id, event_types FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s AND enabled ORDER BY id"
+    "SELECT id, event_types FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s AND enabled ORDER BY id "
+    "FOR KEY SHARE"
 )
 _INSERT_DELIVERY = (
     "INSERT INTO webhook_delivery (id, event_seq, endpoint_id, tenant_id, ordering_key, status, attempts, "
