@@ -256,7 +256,8 @@ def test_every_write_retried_with_its_key_is_done_once_and_a_refused_one_burns_n
     assert rotated["secret"].startswith("whsec_")
     assert tenant.get(path).json() == {key: value for key, value in rotated.items() if key != "secret"}
     retried = twice("POST", f"/deliveries/{delivery_id}/retry", "retry-1")
-    assert (retried["status"], retried["attempt_limit"]) == ("pending", 1)
+    # Never tried yet, so it keeps its whole schedule (the default limit of 18 attempts).
+    assert (retried["status"], retried["attempt_limit"]) == ("pending", 18)
     assert twice("DELETE", "", "delete-1") == {
         "id": path.rsplit("/", 1)[1],
         "object": "webhook_endpoint",

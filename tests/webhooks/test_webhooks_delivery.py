@@ -4,8 +4,10 @@ can; and a delivery that never succeeds ends failed, visible, and can be retried
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
+from pokna.db.types import utc_now
 from pokna.outbox import EVENT_TYPES
 from pokna.runtime import Runtime
+from pokna.webhooks.attempts import claim_next, record_result
+from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.pinning import new_client
+from pokna.webhooks.policy import DeliveryPolicy
+from pokna.webhooks.schemas import DeliveryStatus
+from pokna.webhooks.sending import send
 from support.game_play import Api, play
 from support.tenant_api import TenantApi, new_tenant
 from support.webhook_receiver import Failure, Receiver, running_receiver
@@ -173,6 +182,45 @@ def test_a_delivery_that_never_succeeds_is_failed_visible_and_can_be_retried(
         assert arrived.message_id == delivery["message_id"]
         assert {request.message_id for request in receiver.received} == {delivery["message_id"]}
     assert tenant.get(path).json()["data"][0]["status"] == "delivered"
+
+
+def test_a_pending_delivery_retried_by_hand_keeps_the_rest_of_its_retries(
+    client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
+) -> None:
+    """Hurrying a delivery that waits out its backoff sends it now and keeps its schedule: the retry once set
+    the limit to one more attempt whatever the state, so one more failure ended it `failed`, the 4 attempts
+    it had left lost."""
+    tenant = new_tenant(client, sessions)
+    with running_receiver(fail_first=1000) as receiver:
+        endpoint = subscribe(tenant, receiver.url, ["ledger.deposit.posted"])
+        tenant.wallet(10)
+        waiting = replace(DeliveryPolicy.from_settings(runtime.settings), backoff_initial_seconds=3600)
+        assert asyncio.run(one_attempt(runtime, waiting)) is DeliveryStatus.PENDING
+        path = f"/v1/webhooks/endpoints/{endpoint['id']}/deliveries"
+        [delivery] = tenant.get(path).json()["data"]
+        assert (delivery["status"], delivery["attempts"], delivery["attempt_limit"]) == ("pending", 1, 6)
+
+        retried = tenant.post(f"{path}/{delivery['id']}/retry")
+        assert retried.status_code == 200, retried.text
+        assert (retried.json()["status"], retried.json()["attempt_limit"]) == ("pending", 6)
+        report = drain(runtime)
+        assert (report.attempts, report.failed) == (5, 1)
+        assert len(receiver.requests()) == 6
+
+
+async def one_attempt(runtime: Runtime, policy: DeliveryPolicy) -> DeliveryStatus | None:
+    """The worker's steps for one attempt, under `policy`: fan out, claim, send, record."""
+    client = new_client()
+    try:
+        async with runtime.aio.connection() as connection:
+            await dispatch_events(connection, policy, utc_now())
+            claim = await claim_next(connection, runtime.keys.seed_key, policy, utc_now())
+        assert claim is not None
+        result = await send(client, policy, claim)
+        async with runtime.aio.connection() as connection:
+            return await record_result(connection, policy, utc_now(), claim, result)
+    finally:
+        await client.close()
 
 
 def test_the_documented_receiver_verifies_a_real_message(

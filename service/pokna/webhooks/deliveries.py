@@ -21,7 +21,7 @@ DELIVERY_LOCKED = (
 )
 _RETRY = (
     "UPDATE webhook_delivery SET status = 'pending', next_attempt_at = %(now)s, "
-    "attempt_limit = attempts + 1, locked_until = NULL, claim_token = NULL "
+    "attempt_limit = %(attempt_limit)s, locked_until = NULL, claim_token = NULL "
     "WHERE tenant_id = %(tenant_id)s AND id = %(delivery_id)s"
 )
 
@@ -30,7 +30,9 @@ async def retry_delivery(
     opened: Transaction, now: datetime, endpoint_id: str, delivery_id: str
 ) -> WebhookDeliveryOut:
     """One more attempt, due now, whatever the delivery's state (a delivered one is sent again with the
-    same `webhook-id`); if it fails, the delivery is failed again. Refused while an attempt is in flight."""
+    same `webhook-id`); if it fails, a delivered or failed delivery is failed again, and one still on its
+    schedule (pending, or its worker's lease over) keeps the retries it had left. Refused while an attempt
+    is in flight."""
     values = {"endpoint_id": endpoint_id, "delivery_id": delivery_id}
 
     async def queue(tenant_id: str) -> tuple[Any, Any]:
@@ -47,8 +49,12 @@ async def retry_delivery(
     found = reads.as_record(reads.DeliveryRecord, row[3:])
     if found.status == DeliveryStatus.SENDING and locked_until is not None and locked_until > now:
         raise DeliveryInFlight(f"delivery {delivery_id} is being attempted; ask again once it is done")
-    await opened.connection.execute(_RETRY, {**values, "tenant_id": opened.tenant, "now": now})
+    attempt_limit = found.attempts + 1
+    if found.status in (DeliveryStatus.PENDING, DeliveryStatus.SENDING):
+        attempt_limit = max(found.attempt_limit, attempt_limit)
+    retry = {**values, "tenant_id": opened.tenant, "now": now, "attempt_limit": attempt_limit}
+    await opened.connection.execute(_RETRY, retry)
     retried = replace(
-        found, status=DeliveryStatus.PENDING.value, next_attempt_at=now, attempt_limit=found.attempts + 1
+        found, status=DeliveryStatus.PENDING.value, next_attempt_at=now, attempt_limit=attempt_limit
     )
     return reads.delivery_out(retried, message_id, event_type)

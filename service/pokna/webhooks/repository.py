@@ -35,8 +35,11 @@ _UNDISPATCHED = (
     "SELECT seq, type, ordering_key FROM webhook_event WHERE tenant_id = %(tenant_id)s "
     "AND dispatched_at IS NULL ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED"
 )
+# Locked (FOR KEY SHARE, which an endpoint's change or deletion waits for): one deleted meanwhile would make
+# its deliveries' insert break the foreign key; one being deleted is waited for, then left out.
 _ENABLED_ENDPOINTS = (
-    "SELECT id, event_types FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s AND enabled ORDER BY id"
+    "SELECT id, event_types FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s AND enabled ORDER BY id "
+    "FOR KEY SHARE"
 )
 _INSERT_DELIVERY = (
     "INSERT INTO webhook_delivery (id, event_seq, endpoint_id, tenant_id, ordering_key, status, attempts, "
@@ -91,10 +94,18 @@ _PURGEABLE = (
     "WHERE delivery.tenant_id = event.tenant_id AND delivery.event_seq = event.seq "
     "AND delivery.status IN ('pending', 'sending')) ORDER BY seq LIMIT %(limit)s"
 )
+# Both deletes check again what the pick saw: a delivery retried by hand since (pending again, waited on
+# by the first delete, which then reads its new status) stays, and so does its event (the second delete
+# sees it: the deliveries would go with the event, the foreign key cascades).
 _PURGE_DELIVERIES = (
-    "DELETE FROM webhook_delivery WHERE tenant_id = %(tenant_id)s AND event_seq = ANY(%(seqs)s)"
+    "DELETE FROM webhook_delivery WHERE tenant_id = %(tenant_id)s AND event_seq = ANY(%(seqs)s) "
+    "AND status IN ('delivered', 'failed')"
 )
-_PURGE_EVENTS = "DELETE FROM webhook_event WHERE tenant_id = %(tenant_id)s AND seq = ANY(%(seqs)s)"
+_PURGE_EVENTS = (
+    "DELETE FROM webhook_event AS event WHERE tenant_id = %(tenant_id)s AND seq = ANY(%(seqs)s) "
+    "AND NOT EXISTS (SELECT FROM webhook_delivery AS delivery WHERE delivery.tenant_id = event.tenant_id "
+    "AND delivery.event_seq = event.seq)"
+)
 
 Connection = AsyncConnection[Any]
 
@@ -210,11 +221,11 @@ async def outstanding(connection: Connection, tenant_id: str) -> int:
 
 async def purge_finished(connection: Connection, tenant_id: str, older_than: datetime) -> int:
     """Delete the tenant's events fanned out before `older_than` none of whose deliveries is still open
-    (their deliveries go with them)."""
+    (their deliveries go with them); how many went."""
     values: dict[str, Any] = {"tenant_id": tenant_id, "older_than": older_than, "limit": PURGE_BATCH}
     seqs = [row[0] for row in await (await connection.execute(_PURGEABLE, values)).fetchall()]
     if not seqs:
         return 0
     await connection.execute(_PURGE_DELIVERIES, {"tenant_id": tenant_id, "seqs": seqs})
-    await connection.execute(_PURGE_EVENTS, {"tenant_id": tenant_id, "seqs": seqs})
-    return len(seqs)
+    purged = await connection.execute(_PURGE_EVENTS, {"tenant_id": tenant_id, "seqs": seqs})
+    return purged.rowcount

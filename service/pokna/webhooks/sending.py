@@ -14,8 +14,10 @@ and asyncio's own `getaddrinfo` would hand the lookup to a thread.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 
 import httpx
 
@@ -66,7 +68,7 @@ async def send(
         except httpx.ConnectError:
             if time.monotonic() - started > policy.timeout_seconds:
                 break
-        except httpx.TimeoutException:
+        except (httpx.TimeoutException, TimeoutError):  # TimeoutError: the deadline on the answer's head
             return result(None, AttemptError.TIMEOUT)
         except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError, ValueError):
             return result(None, AttemptError.CONNECTION)  # one bad receiver never stops the worker
@@ -82,11 +84,16 @@ async def _post(
     started: float,
     result: Callable[[int | None, AttemptError | None], AttemptResult],
 ) -> AttemptResult:
-    # Connecting gets what is left of one timeout, shared by all the addresses tried, so an attempt stays
-    # within its lease (connect, send, the answer's head and its body, each bounded by the timeout).
-    connect = max(policy.timeout_seconds - (time.monotonic() - started), 0.001)
-    timeout = httpx.Timeout(policy.timeout_seconds, connect=connect)
-    async with http.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+    # Connecting, sending and the answer's head get what is left of one timeout, shared by all the addresses
+    # tried, so an attempt stays within its lease (that, then the answer's body, bounded by the timeout).
+    # httpx's timeouts are per read: a head trickled a byte at a time would never end without the deadline.
+    left = max(policy.timeout_seconds - (time.monotonic() - started), 0.001)
+    timeout = httpx.Timeout(policy.timeout_seconds, connect=left)
+    async with AsyncExitStack() as answer:
+        async with asyncio.timeout(left):
+            response = await answer.enter_async_context(
+                http.stream("POST", url, content=body, headers=headers, timeout=timeout)
+            )
         read = 0
         async for chunk in response.aiter_raw():
             read += len(chunk)
