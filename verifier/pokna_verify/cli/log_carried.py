@@ -13,8 +13,6 @@ With `--state FILE` the checkpoint is judged against the one kept there, asking 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import urllib.parse
 from collections.abc import Mapping
 from contextlib import suppress
@@ -25,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import UnusableInputError, is_url
+from pokna_verify.cli.log_fetch import hashes_of
 from pokna_verify.cli.log_inclusion import LogInclusion, entry_for, proven_in, witnessed
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
@@ -110,7 +109,9 @@ def _proven(
             leaf_index,
             checkpoint.size,
         ), note
-    included = proven_in(checkpoint, expected, leaf_index, _hashes(place.get("inclusion_path")))
+    included = proven_in(
+        checkpoint, expected, leaf_index, hashes_of(place.get("inclusion_path"), "the link's inclusion_path")
+    )
     if ring is None and included.status == "included":
         return LogInclusion("unusable", _NO_KEYS), note  # the page says "not run"
     return included, note
@@ -121,14 +122,3 @@ def _unsigned(note: str) -> Checkpoint:
     with suppress(SignatureError):  # well formed: no key to check a signature with is all that is missing
         open_note(note, [])
     return parse_checkpoint(note.rpartition("\n\n")[0] + "\n")
-
-
-def _hashes(values: object) -> list[bytes]:
-    if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
-        raise UnusableInputError("the link's inclusion_path is not a list of base64 hashes")
-    try:
-        return [base64.b64decode(value, validate=True) for value in values]
-    except (binascii.Error, ValueError) as error:
-        raise UnusableInputError(
-            f"the link's inclusion_path holds a hash that is not base64: {error}"
-        ) from error

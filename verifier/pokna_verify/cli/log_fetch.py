@@ -87,14 +87,14 @@ def fetch_json(url: str, what: str) -> dict[str, Any]:
     return document
 
 
-def hashes_of(document: dict[str, Any], field: str, url: str) -> list[bytes]:
-    values = document.get(field)
+def hashes_of(values: object, named: str) -> list[bytes]:
+    """An audit path as a log serves it, or as a link carries it (`named` says which in a message)."""
     if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
-        raise UnusableInputError(f"{url}: {field} is not a list of base64 hashes")
+        raise UnusableInputError(f"{named} is not a list of base64 hashes")
     try:
         return [base64.b64decode(value, validate=True) for value in values]
     except (binascii.Error, ValueError) as error:
-        raise UnusableInputError(f"{url}: {field} holds something that is not base64") from error
+        raise UnusableInputError(f"{named} holds a hash that is not base64: {error}") from error
 
 
 def _problem_of(body: bytes) -> str:

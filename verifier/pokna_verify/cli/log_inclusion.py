@@ -95,7 +95,7 @@ def _check(
             leaf_index,
             checkpoint.size,
         )
-    path = hashes_of(answer, "inclusion_path", asked)
+    path = hashes_of(answer.get("inclusion_path"), f"{asked}: inclusion_path")
     included = proven_in(checkpoint, expected, leaf_index, path)
     if state is None or included.status != "included":
         return included
@@ -155,7 +155,9 @@ def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state:
     path: list[bytes] = []
     if kept is not None and needs_consistency_proof(kept, latest):
         asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
-        path = hashes_of(fetch_json(asked, "consistency proof"), "consistency_path", asked)
+        path = hashes_of(
+            fetch_json(asked, "consistency proof").get("consistency_path"), f"{asked}: consistency_path"
+        )
     witnessed = judge(kept, latest, path)
     if not witnessed.judgement.consistent:
         return LogInclusion(

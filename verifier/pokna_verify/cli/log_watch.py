@@ -38,7 +38,9 @@ def run_log_watch(url: str, state: Path, *, keys: str | None, as_json: bool) -> 
         path: list[bytes] = []
         if kept is not None and needs_consistency_proof(kept, latest):
             asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
-            path = hashes_of(fetch_json(asked, "consistency proof"), "consistency_path", asked)
+            path = hashes_of(
+                fetch_json(asked, "consistency proof").get("consistency_path"), f"{asked}: consistency_path"
+            )
         witnessed = judge(kept, latest, path)
     except (UnusableInputError, CryptoError, MalformedNoteError, LogError) as error:
         return _said(as_json, "unusable", str(error), EXIT_UNUSABLE)
