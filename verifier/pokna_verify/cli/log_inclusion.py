@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.bundle.log_records import open_checkpoint
-from pokna_verify.cli.input_files import UnusableInputError
-from pokna_verify.cli.log_fetch import NotThere, fetch_json, fetch_text, hashes_of, keys_url_of, log_base
+from pokna_verify.cli.input_files import NotThere, UnusableInputError
+from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, keys_url_of, log_base
 from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
