@@ -42,11 +42,12 @@ from pokna_verify.bundle.records import (
     TRANSACTION,
 )
 from pokna_verify.bundle.report import BundleReport
-from pokna_verify.bundle.span import Span, signed_chains, span_problems, where
+from pokna_verify.bundle.span import Span, signed_chains, span_problems
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.crypto.signing import signature_problem
 from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.ledger.chain import chain_label
 from pokna_verify.ledger.check import ExportAudit, is_int, shape_problem
 
 Progress = Callable[[int, BundleReport], None]
@@ -230,7 +231,7 @@ class BundleAudit:
         problem = None if self.ledger_taken else shape_problem(line)
         if problem is not None:
             chain = line.get("chain", 0)
-            name = where(chain if is_int(chain) else 0, line.get("seq"))
+            name = chain_label(chain if is_int(chain) else 0, line.get("seq"))
             self.report.found(number, TRANSACTION, name, f"not a ledger transaction: {problem}")
             return
         chain, seq, hash_ = line.get("chain", 0), line["seq"], line["hash"]
@@ -238,8 +239,8 @@ class BundleAudit:
             self.report.found(
                 number,
                 TRANSACTION,
-                where(chain, seq),
-                f"{where(chain, seq)} comes after chain {self.last[0]}: a bundle holds its chains in ascending order",
+                chain_label(chain, seq),
+                f"{chain_label(chain, seq)} comes after chain {self.last[0]}: a bundle holds its chains in ascending order",
             )
         if not self.ledger_taken:
             self.ledger.check_parsed(number, line)
@@ -329,7 +330,7 @@ class BundleAudit:
         self.log.finish(self.keys, self.ranges, signed_log)
         ledger = self.ledger.finish()
         for finding in ledger.findings:
-            report.found(finding.line, TRANSACTION, where(finding.chain, finding.seq), finding.problem)
+            report.found(finding.line, TRANSACTION, chain_label(finding.chain, finding.seq), finding.problem)
         report.findings.dropped += ledger.findings.dropped
         report.notes += ledger.notes
         report.transactions, report.postings = ledger.transactions, ledger.postings

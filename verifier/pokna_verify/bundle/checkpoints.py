@@ -10,7 +10,7 @@ from typing import Any
 
 from pokna_verify.bundle.records import CHECKPOINT, checkpoint_pins, checkpoint_place
 from pokna_verify.bundle.report import BundleReport
-from pokna_verify.bundle.span import where
+from pokna_verify.ledger.chain import chain_label
 
 
 class Checkpoints:
@@ -37,7 +37,7 @@ class Checkpoints:
         pins = checkpoint_pins(record)
         place = checkpoint_place(pins, ranges) if pins is not None else None
         target = place if place is not None else (0, seq if isinstance(seq, int) else -1)
-        name = where(target[0], seq if place is None else target[1])
+        name = chain_label(target[0], seq if place is None else target[1])
         if record.get("tenant_id") != self.report.tenant_id:
             found(
                 number, CHECKPOINT, name, f"signed for tenant {record.get('tenant_id')!r}, not the bundle's"
@@ -51,7 +51,7 @@ class Checkpoints:
                 "with chain 0's equal to them",
             )
         if last is None or target != last[:2]:
-            after = "the start" if last is None else where(*last[:2])
+            after = "the start" if last is None else chain_label(*last[:2])
             found(number, CHECKPOINT, name, f"a checkpoint of {name} placed after {after}, not after its seq")
         elif pins is not None and (target[0], target[1], last[2]) not in pins:
             found(
@@ -86,7 +86,7 @@ class Checkpoints:
                     pinned_on,
                     CHECKPOINT,
                     name,
-                    f"{where(chain, seq)}: the hash differs from the signed checkpoint (history rewritten)",
+                    f"{chain_label(chain, seq)}: the hash differs from the signed checkpoint (history rewritten)",
                 )
 
     def finish(self) -> None:
@@ -96,5 +96,5 @@ class Checkpoints:
                     pinned_on,
                     CHECKPOINT,
                     name,
-                    f"it pins {where(chain, seq)}, which the bundle does not hold",
+                    f"it pins {chain_label(chain, seq)}, which the bundle does not hold",
                 )

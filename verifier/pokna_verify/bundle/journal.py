@@ -15,6 +15,7 @@ from pokna_verify.bundle.money import GameBook, expected_transfers, pot_flow, ta
 from pokna_verify.bundle.proofs import GameProof
 from pokna_verify.bundle.records import ACCOUNT, DEPOSIT, GAME, TRANSACTION, WITHDRAWAL
 from pokna_verify.bundle.report import BundleReport
+from pokna_verify.ledger.chain import chain_label
 from pokna_verify.ledger.check import is_int
 
 PLAYER_WALLET = "player_wallet"
@@ -134,7 +135,7 @@ class Journal:
     def on_transaction(self, number: int, line: Mapping[str, Any]) -> None:
         report, seq, kind = self.report, line["seq"], line["kind"]
         chain = line.get("chain", 0)
-        where = f"seq {seq}" if chain == 0 else f"chain {chain} seq {seq}"
+        where = chain_label(chain, seq)
         postings: list[dict[str, Any]] = line["postings"]
         report.transaction_kinds[kind] = report.transaction_kinds.get(kind, 0) + 1
         kinds: list[str | None] = []

@@ -37,8 +37,8 @@ from pokna_verify.bundle.log_records import (
 )
 from pokna_verify.bundle.proofs import read_game_proof
 from pokna_verify.bundle.report import BundleReport
-from pokna_verify.bundle.span import where
 from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.ledger.chain import chain_label
 from pokna_verify.tlog.checkpoint import Checkpoint
 from pokna_verify.tlog.errors import LogError
 from pokna_verify.tlog.hashing import EMPTY_TREE_HASH, leaf_hash, node_hash
@@ -257,15 +257,15 @@ class PublicLog:
                 self.report.found(
                     line,
                     LOG_CHECKPOINT,
-                    where(chain, seq),
-                    f"the log's ledger head {where(chain, seq)} is not in the bundle",
+                    chain_label(chain, seq),
+                    f"the log's ledger head {chain_label(chain, seq)} is not in the bundle",
                 )
             elif self.head_hashes.get(chain) != hash_:
                 self.report.found(
                     line,
                     LOG_CHECKPOINT,
-                    where(chain, seq),
-                    f"ledger heads mismatch: the log pins {where(chain, seq)} as {hash_[:16]}…, the bundle holds "
+                    chain_label(chain, seq),
+                    f"ledger heads mismatch: the log pins {chain_label(chain, seq)} as {hash_[:16]}…, the bundle holds "
                     f"{(self.head_hashes.get(chain) or 'none')[:16]}…",
                 )
 
@@ -295,7 +295,7 @@ class PublicLog:
                 self.game_lines[game_id],
                 "game",
                 game_id,
-                f"game {game_id} ended at {where(chain, seq)}, before the log's checkpoint of {checkpoint.size} "
+                f"game {game_id} ended at {chain_label(chain, seq)}, before the log's checkpoint of {checkpoint.size} "
                 "games was signed, but is not logged",
             )
 

@@ -59,7 +59,7 @@ def chain_for(partition_key: str) -> int:
     return int.from_bytes(digest[:4], "big") % LEDGER_CHAINS
 
 
-def chain_label(chain: int, seq: int | None) -> str:
+def chain_label(chain: int, seq: object) -> str:
     """How a transaction is named to people: `seq 12` on chain 0 (as before chains), `chain 3 seq 12`."""
     where = f"seq {seq}" if seq is not None else "seq ?"
     return where if chain == 0 else f"chain {chain} {where}"
