@@ -1,8 +1,6 @@
 """What `pokna-verify audit` (and the service's `pokna audit verify`, the same code) does once it runs: read
 the file, know it by its first record (an audit bundle's header, or else a ledger export), check it, print
-the report; the exit code is the verdict's: 0 VALID, 1 INVALID (each finding names its record), 2 UNUSABLE
-input (nothing that could be judged, an empty export or bundle included), 3 NOT REVEALED (a bundle with no
-finding whose games are not all over yet: their money cannot be checked until their proofs exist)."""
+the report; the exit code is the verdict's (usage.AUDIT_EXIT_CODES says each)."""
 
 from __future__ import annotations
 
