@@ -20,7 +20,7 @@ from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import NotThere, UnusableInputError
 from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, keys_url_of, log_base
-from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
+from pokna_verify.cli.log_state import kept_checkpoint, read_state, unsigned_checkpoint, write_state
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
@@ -148,10 +148,8 @@ def entry_for(proof: Mapping[str, Any], served: str) -> bytes:
 def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state: Path) -> LogInclusion:
     """The checkpoint the game was proven in, judged against the one kept in the state file and kept."""
     notes = read_state(checkpoint_state)
-    origin = note.split("\n", 1)[0]
-    kept = kept_checkpoint(notes, origin, checkpoint_state)
-    latest = kept_checkpoint({origin: note}, origin, checkpoint_state)
-    assert latest is not None
+    latest = unsigned_checkpoint(note)
+    kept = kept_checkpoint(notes, latest.origin, checkpoint_state)
     path: list[bytes] = []
     if kept is not None and needs_consistency_proof(kept, latest):
         asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
@@ -164,6 +162,6 @@ def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state:
             "failed", witnessed.detail, included.origin, included.leaf_index, included.tree_size
         )
     if kept is None or latest.size > kept.size:
-        notes[origin] = note
+        notes[latest.origin] = note
         write_state(checkpoint_state, notes)
     return included
