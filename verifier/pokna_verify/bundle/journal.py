@@ -126,7 +126,6 @@ class Journal:
                 number, GAME, name, f"transfers_before {before} exceeds the proof's {len(expected)} transfers"
             )
         book.expected = expected
-        book.seat_accounts = frozenset(account_id for _, account_id in facts.seats)
         book.pot_balance = pot_flow(expected[:before], pot)
         return True
 

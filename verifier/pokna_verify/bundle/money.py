@@ -51,7 +51,6 @@ class GameBook:
     expected: list[ExpectedTransfer] | None  # None: no proof yet (the game is in play)
     position: int  # transfers of the game seen so far, counting those before the range
     transfers_before: int = 0  # as its record says
-    seat_accounts: frozenset[str] = frozenset()
     pot_balance: int = 0
     posted: int = 0
 
