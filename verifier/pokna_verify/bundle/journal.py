@@ -17,6 +17,7 @@ from pokna_verify.bundle.records import ACCOUNT, DEPOSIT, GAME, TRANSACTION, WIT
 from pokna_verify.bundle.report import BundleReport
 from pokna_verify.ledger.chain import chain_label
 from pokna_verify.ledger.check import is_int
+from pokna_verify.tlog.game_leaf import FINISHED
 
 PLAYER_WALLET = "player_wallet"
 GAME_POT = "game_pot"
@@ -24,7 +25,6 @@ EXTERNAL_FUNDING = "external_funding"
 REVENUE = "revenue"
 RAKE = "rake"
 ACCOUNT_KINDS = (PLAYER_WALLET, GAME_POT, "house", EXTERNAL_FUNDING, REVENUE)
-ENDED = ("settled", "cancelled")
 
 
 class Journal:
@@ -100,7 +100,7 @@ class Journal:
         self.games[game_id] = book
         self.report.games[status] = self.report.games.get(status, 0) + 1
         if document is None:
-            if status in ENDED:
+            if status in FINISHED:
                 found(number, GAME, name, f"game {game_id} is {status} but its record has no proof")
             else:
                 self.report.unrevealed_games.append(game_id)
