@@ -10,6 +10,8 @@ import urllib.parse
 from typing import Any
 
 from pokna_verify.cli.input_files import UnusableInputError, fetch, fetch_json_object, is_url
+from pokna_verify.tlog.checkpoint import Checkpoint
+from pokna_verify.tlog.witness import Witnessed, judge, needs_consistency_proof
 
 MAX_LOG_BYTES = 1024 * 1024
 LOG_PATH = "/v1/logs/"
@@ -56,3 +58,13 @@ def hashes_of(values: object, named: str) -> list[bytes]:
         return [base64.b64decode(value, validate=True) for value in values]
     except (binascii.Error, ValueError) as error:
         raise UnusableInputError(f"{named} holds a hash that is not base64: {error}") from error
+
+
+def judged(base: str, kept: Checkpoint | None, latest: Checkpoint) -> Witnessed:
+    """`latest` judged against `kept`, with the log's consistency proof between the two when one is needed."""
+    path: list[bytes] = []
+    if kept is not None and needs_consistency_proof(kept, latest):
+        asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
+        answer = fetch_json(asked, "consistency proof")
+        path = hashes_of(answer.get("consistency_path"), f"{asked}: consistency_path")
+    return judge(kept, latest, path)

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import NotThere, UnusableInputError
-from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, keys_url_of, log_base
+from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, judged, keys_url_of, log_base
 from pokna_verify.cli.log_state import kept_checkpoint, read_state, unsigned_checkpoint, write_state
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
@@ -29,7 +29,6 @@ from pokna_verify.tlog.errors import LogError
 from pokna_verify.tlog.game_leaf import LEAF_KIND, game_leaf_entry
 from pokna_verify.tlog.hashing import leaf_hash
 from pokna_verify.tlog.verify import verify_inclusion
-from pokna_verify.tlog.witness import judge, needs_consistency_proof
 
 Status = Literal["included", "not_logged", "failed", "unusable"]
 
@@ -150,13 +149,7 @@ def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state:
     notes = read_state(checkpoint_state)
     latest = unsigned_checkpoint(note)
     kept = kept_checkpoint(notes, latest.origin, checkpoint_state)
-    path: list[bytes] = []
-    if kept is not None and needs_consistency_proof(kept, latest):
-        asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
-        path = hashes_of(
-            fetch_json(asked, "consistency proof").get("consistency_path"), f"{asked}: consistency_path"
-        )
-    witnessed = judge(kept, latest, path)
+    witnessed = judged(base, kept, latest)
     if not witnessed.judgement.consistent:
         return LogInclusion(
             "failed", witnessed.detail, included.origin, included.leaf_index, included.tree_size
