@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import UnusableInputError, is_url
 from pokna_verify.cli.log_fetch import hashes_of
-from pokna_verify.cli.log_inclusion import LogInclusion, entry_for, proven_in, witnessed
+from pokna_verify.cli.log_inclusion import LogInclusion, another_proof, entry_for, proven_in, witnessed
 from pokna_verify.cli.log_state import unsigned_checkpoint
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
@@ -100,13 +100,7 @@ def _proven(
         return LogInclusion("failed", f"the checkpoint the link carries is not signed: {error}"), note
     expected = entry_for(proof, entry)
     if entry.encode() != expected:
-        return LogInclusion(
-            "failed",
-            f"{checkpoint.origin} logged another proof for game {game_id} than this one: {entry[:200]}",
-            checkpoint.origin,
-            leaf_index,
-            checkpoint.size,
-        ), note
+        return another_proof(checkpoint, game_id, entry, leaf_index), note
     included = proven_in(
         checkpoint, expected, leaf_index, hashes_of(place.get("inclusion_path"), "the link's inclusion_path")
     )

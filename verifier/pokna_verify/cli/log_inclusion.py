@@ -87,18 +87,18 @@ def _check(
         raise UnusableInputError(f"{asked} did not answer an entry and a leaf index")
     expected = entry_for(proof, entry)
     if entry.encode() != expected:
-        return LogInclusion(
-            "failed",
-            f"{checkpoint.origin} logged another proof for game {game_id} than this one: {entry[:200]}",
-            checkpoint.origin,
-            leaf_index,
-            checkpoint.size,
-        )
+        return another_proof(checkpoint, game_id, entry, leaf_index)
     path = hashes_of(answer.get("inclusion_path"), f"{asked}: inclusion_path")
     included = proven_in(checkpoint, expected, leaf_index, path)
     if state is None or included.status != "included":
         return included
     return witnessed(included, base, note, checkpoint_state=state)
+
+
+def another_proof(checkpoint: Checkpoint, game_id: str, entry: str, leaf_index: int) -> LogInclusion:
+    """The log's leaf for this game is made of a proof other than the one being verified."""
+    detail = f"{checkpoint.origin} logged another proof for game {game_id} than this one: {entry[:200]}"
+    return LogInclusion("failed", detail, checkpoint.origin, leaf_index, checkpoint.size)
 
 
 def proven_in(checkpoint: Checkpoint, entry: bytes, leaf_index: int, path: list[bytes]) -> LogInclusion:
