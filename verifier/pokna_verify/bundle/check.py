@@ -2,20 +2,18 @@
 docs/audit.md). Memory holds the accounts, the games still open in the range and a few blocks of records
 in flight, never the bundle.
 
-Each line is read once (pokna_verify.bundle.lines.read_line): JSON, and for a game record its proof, parsed and checked
-(pokna_verify.bundle.proofs). pokna_verify.bundle.scan does that (on every core for a large bundle) and hands the
-records here in order; BundleAudit.take then runs every check that needs the records before it. The scan
-calls this module, never the other way round: verify_bundle is there.
+pokna_verify.bundle.scan reads each line once, a game record's proof checked with it (on every core for a
+large bundle), and hands the records here in order: BundleAudit.take runs every check that needs the
+records before it. The scan calls this module, never the other way round: verify_bundle is there.
 
-The ledger's own rules (chains, seqs, balance, currencies) are pokna_verify.ledger.check's; which chains and
-seqs the bundle holds, with their end links, is checked here against the signed header (per chain since
-format 2; a format 1 bundle, written before there were chains, is all chain 0); every proof is checked
-as pokna_verify.fairness checks it; the money is matched by pokna_verify.bundle.money and explained by
-pokna_verify.bundle.journal; the signed checkpoints are placed by pokna_verify.bundle.checkpoints.
-Signatures (header, proofs, checkpoints) are checked against the published key ring
-the auditor brings; without one, against the ring inside the bundle, which the report says. A beacon-mode
-proof's drand rounds are checked against quicknet and any chain the auditor trusts too (never one the
-bundle names: whoever holds a chain's key chooses its rounds).
+The ledger's own rules (chains, seqs, balance, currencies) are pokna_verify.ledger.check's; which chains
+and seqs the bundle holds, with their end links, is checked here against the signed header (per chain
+since format 2; a format 1 bundle, written before there were chains, is all chain 0); the money is matched
+by pokna_verify.bundle.money and explained by pokna_verify.bundle.journal; the signed checkpoints are
+placed by pokna_verify.bundle.checkpoints. Signatures (header, proofs, checkpoints) are checked against the
+published key ring the auditor brings; without one, against the ring inside the bundle, which the report
+says. A beacon-mode proof's drand rounds are checked against quicknet and any chain the auditor trusts too
+(never one the bundle names: whoever holds a chain's key chooses its rounds).
 """
 
 from __future__ import annotations
