@@ -22,10 +22,10 @@ from pokna_verify.cli.input_files import (
     UnusableInputError,
     public_key_argument,
     read_json_object,
-    read_json_source,
     read_previous_checkpoint,
 )
 from pokna_verify.cli.progress import StderrProgress
+from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
 from pokna_verify.fairness.keyring import KeyRing
@@ -110,9 +110,7 @@ def _unusable(said: str, as_json: bool) -> int:
 
 
 def read_keys(source: str | None) -> KeyRing | None:
-    if source is None:
-        return None
-    return KeyRing.from_json(read_json_source(source, "key ring"))
+    return None if source is None else read_key_ring(source)
 
 
 def _verify_export(
