@@ -71,60 +71,57 @@ class Journal:
     def on_game(self, number: int, record: Mapping[str, Any], proof: GameProof | None) -> bool:
         """`proof`: the record's proof as read and checked (pokna_verify.bundle.proofs). True when the proof's own
         verdict belongs in the report (the record was sound enough for it to be checked)."""
-        found = self.report.found
         game_id, status, pot = record.get("game_id"), record.get("status"), record.get("pot_account_id")
         before_field, document = record.get("transfers_before"), record.get("proof")
         name = game_id if isinstance(game_id, str) else None
+
+        def said(problem: str) -> None:
+            self.report.found(number, GAME, name, problem)
+
         if not (isinstance(game_id, str) and isinstance(status, str) and isinstance(pot, str)):
-            found(number, GAME, name, "a game record has string game_id, status and pot_account_id")
+            said("a game record has string game_id, status and pot_account_id")
             return False
         before = before_field if isinstance(before_field, int) and is_int(before_field) else -1
         if before < 0:
-            found(
-                number, GAME, name, f"transfers_before is {before_field!r}: a count, 0 for a range from seq 1"
-            )
+            said(f"transfers_before is {before_field!r}: a count, 0 for a range from seq 1")
             before = 0
         if game_id in self.games or game_id in self.closed:
-            found(number, GAME, name, f"game {game_id} appears twice")
+            said(f"game {game_id} appears twice")
             return False
         if pot in self.pot_owner:
-            found(number, GAME, name, f"pot account {pot} is already game {self.pot_owner[pot]}'s")
+            said(f"pot account {pot} is already game {self.pot_owner[pot]}'s")
         pot, game_id = intern(pot), intern(game_id)
         self.pot_owner[pot] = game_id
         if self.pending_game is not None:
-            found(
-                number, GAME, name, f"a second game record before a transaction (after {self.pending_game})"
-            )
+            said(f"a second game record before a transaction (after {self.pending_game})")
         self.pending_game = game_id
         book = GameBook(game_id, number, status, pot, None, before, transfers_before=before)
         self.games[game_id] = book
         self.report.games[status] = self.report.games.get(status, 0) + 1
         if document is None:
             if status in FINISHED:
-                found(number, GAME, name, f"game {game_id} is {status} but its record has no proof")
+                said(f"game {game_id} is {status} but its record has no proof")
             else:
                 self.report.unrevealed_games.append(game_id)
             return False
         if not isinstance(document, dict):
-            found(number, GAME, name, "proof is neither an object nor null")
+            said("proof is neither an object nor null")
             return False
         assert proof is not None  # read_game_proof reads every proof object
         facts = proof.facts
         if facts is None:
-            found(number, GAME, name, f"the proof is malformed: {proof.malformed}")
+            said(f"the proof is malformed: {proof.malformed}")
             return False
         if facts.game_id != game_id:
-            found(number, GAME, name, f"the proof is of game {facts.game_id}, the record of {game_id}")
+            said(f"the proof is of game {facts.game_id}, the record of {game_id}")
         reason = facts.reason
         if status != ("cancelled" if reason == "cancelled" else "settled"):
-            found(number, GAME, name, f"status {status!r} contradicts the proof's outcome {reason!r}")
+            said(f"status {status!r} contradicts the proof's outcome {reason!r}")
         expected, problems = expected_transfers(facts.seats, facts.transfers, book)
         for problem in problems:
-            found(number, GAME, name, problem)
+            said(problem)
         if before > len(expected):
-            found(
-                number, GAME, name, f"transfers_before {before} exceeds the proof's {len(expected)} transfers"
-            )
+            said(f"transfers_before {before} exceeds the proof's {len(expected)} transfers")
         book.expected = expected
         book.pot_balance = pot_flow(expected[:before], pot)
         return True
