@@ -139,14 +139,14 @@ class Journal:
             account_id, currency = posting["account_id"], posting["currency"]
             known = self.accounts.get(account_id)
             if known is None:
-                report.found(
-                    number, TRANSACTION, where, f"account {account_id} has no account record before it"
+                self._transaction_problem(
+                    number, where, f"account {account_id} has no account record before it"
                 )
                 kinds.append(None)
                 continue
             kinds.append(known[0])
             if known[1] != currency:
-                report.found(number, TRANSACTION, where, f"posts {currency} to {account_id}, in {known[1]}")
+                self._transaction_problem(number, where, f"posts {currency} to {account_id}, in {known[1]}")
             changes = report.kind_changes.setdefault(known[0], {})
             changes[currency] = changes.get(currency, 0) + posting["amount"]
         game_id = line["metadata"].get("game_id")
@@ -156,11 +156,8 @@ class Journal:
         elif kind in (DEPOSIT, WITHDRAWAL):
             self._money_in_or_out(number, where, kind, postings, kinds)
         else:
-            report.found(
-                number,
-                TRANSACTION,
-                where,
-                f"unexplained: {kind!r} is neither a deposit, a withdrawal nor a game's",
+            self._transaction_problem(
+                number, where, f"unexplained: {kind!r} is neither a deposit, a withdrawal nor a game's"
             )
 
     def _check_order(
@@ -173,9 +170,8 @@ class Journal:
             if account_id not in self.used_accounts and account_id not in first_touched:
                 first_touched.append(intern(account_id))
         if self.pending_accounts != first_touched:
-            self.report.found(
+            self._transaction_problem(
                 number,
-                TRANSACTION,
                 where,
                 f"the account records before it are {self.pending_accounts}; it is the first to touch "
                 f"{first_touched}",
@@ -183,11 +179,8 @@ class Journal:
         self.used_accounts.update(first_touched)
         new_game = game_id is not None and game_id not in self.games_seen
         if self.pending_game != (game_id if new_game else None):
-            self.report.found(
-                number,
-                TRANSACTION,
-                where,
-                f"the game record before it is {self.pending_game!r}, not its game's",
+            self._transaction_problem(
+                number, where, f"the game record before it is {self.pending_game!r}, not its game's"
             )
         if game_id is not None:
             self.games_seen.add(intern(game_id))
@@ -198,13 +191,13 @@ class Journal:
     ) -> None:
         found = self.report.found
         if line["reference"] != game_id:
-            found(
-                number, TRANSACTION, where, f"names game {game_id} but its reference is {line['reference']!r}"
+            self._transaction_problem(
+                number, where, f"names game {game_id} but its reference is {line['reference']!r}"
             )
         book = self.games.get(game_id)
         if book is None:
             problem = "after its last transfer" if game_id in self.closed else "with no game record before it"
-            found(number, TRANSACTION, where, f"a transfer of game {game_id} {problem}")
+            self._transaction_problem(number, where, f"a transfer of game {game_id} {problem}")
             return
         chain = line.get("chain", 0)
         if (
@@ -232,21 +225,20 @@ class Journal:
                 wanted = REVENUE
                 revenue_accounts.add(account_id)
             if kind is not None and kind != wanted:
-                found(
-                    number,
-                    TRANSACTION,
-                    where,
-                    f"game {game_id} moves money of {account_id}, a {kind} account",
+                self._transaction_problem(
+                    number, where, f"game {game_id} moves money of {account_id}, a {kind} account"
                 )
             owner = self.pot_owner.get(account_id)
             if owner is not None and owner != game_id:
-                found(number, TRANSACTION, where, f"game {game_id} touches the pot of game {owner}")
+                self._transaction_problem(number, where, f"game {game_id} touches the pot of game {owner}")
         mismatch = take_transaction(book, line["kind"], line["postings"], frozenset(revenue_accounts))
         if mismatch is not None:
-            found(number, TRANSACTION, where, mismatch)
+            self._transaction_problem(number, where, mismatch)
         if book.complete:
             if book.pot_balance != 0:
-                found(number, TRANSACTION, where, f"game {game_id} ends with {book.pot_balance} in its pot")
+                self._transaction_problem(
+                    number, where, f"game {game_id} ends with {book.pot_balance} in its pot"
+                )
             del self.games[game_id]
             self.closed.add(intern(game_id))
 
@@ -258,12 +250,12 @@ class Journal:
         shape = [(EXTERNAL_FUNDING, not into_wallet), (PLAYER_WALLET, into_wallet)]
         if [(leg_kind, amount > 0) for leg_kind, amount in legs] != shape:
             found = ", ".join(f"{leg_kind} {amount:+d}" for leg_kind, amount in legs)
-            self.report.found(
-                number,
-                TRANSACTION,
-                where,
-                f"a {kind} moves money between a wallet and external funding, not {found}",
+            self._transaction_problem(
+                number, where, f"a {kind} moves money between a wallet and external funding, not {found}"
             )
+
+    def _transaction_problem(self, number: int, where: str, problem: str) -> None:
+        self.report.found(number, TRANSACTION, where, problem)
 
     def finish(self) -> None:
         """Games whose transfers the range does not hold to the end."""
