@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from pokna_verify.crypto.canonical_json import (
     MAX_SAFE_INTEGER,
-    _stdlib_form_is_canonical,
     canonicalize,
     canonicalize_generic,
     format_number,
+    stdlib_form_is_canonical,
 )
 from pokna_verify.crypto.errors import NotCanonicalizableError
 from support.json_strategies import json_like_leaves, tricky_text
@@ -206,4 +206,4 @@ def _walked(value: object) -> bool:
 @given(anything_json_like)
 def test_the_fast_paths_domain_is_as_it_was(value: object) -> None:
     """The domain test's loops take exactly what its first form took: no value loses the C encoder."""
-    assert _stdlib_form_is_canonical(value) == _walked(value)
+    assert stdlib_form_is_canonical(value) == _walked(value)

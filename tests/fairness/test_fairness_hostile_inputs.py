@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fairness_samples import KEY_RING, NEW_KEY, sample_proof, sample_receipt
+from fairness_samples import KEY_RING, NEW_KEY, STRANGER_KEY, sample_proof, sample_receipt
 
 from pokna_verify.tlog.game_leaf import game_leaf_entry
 from support.hostile_inputs import (
@@ -284,6 +284,26 @@ def test_a_link_carrying_a_malformed_place_in_the_log_fails_the_verification(
         assert ran.exit_code == 1, ran.output[-3000:]
         assert ran.output.splitlines()[-1].startswith(
             f"public log: FAILED: the public log place the link carries is malformed: {said}"
+        ), ran.output[-3000:]
+
+
+def test_a_link_carrying_the_leaf_of_another_proof_fails_the_verification(
+    verify_cli: VerifyCli, evidence: dict[str, Path], tmp_path: Path
+) -> None:
+    """The carried entry must be the leaf of the very proof beside it: one made of another proof of the game
+    (here signed by another key) fails, with keys or without, as `--log` does for a log's answer."""
+    link = _logged_link()
+    other = {**link["proof"], "signature": sample_proof(STRANGER_KEY)["signature"]}
+    entry = game_leaf_entry(other, status="settled", pot_account_id="acct_pot").decode()
+    saved = tmp_path / "link.json"
+    saved.write_text(json.dumps({**link, "public_log": {**link["public_log"], "entry": entry}}))
+    origin = link["public_log"]["checkpoint"].split("\n", 1)[0]
+    for keys in (["--keys", str(evidence["keys"])], []):
+        ran = verify_cli("verify", str(saved), *keys)
+        assert ran.exit_code == 1, ran.output[-3000:]
+        assert ran.output.splitlines()[-1] == (
+            f"public log: FAILED: {origin} logged another proof for game {link['game_id']} than this one: "
+            f"{entry[:200]}"
         ), ran.output[-3000:]
 
 

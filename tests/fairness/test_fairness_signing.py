@@ -131,9 +131,8 @@ def test_key_ring_json_round_trip() -> None:
 
 
 def test_rotation_keeps_retired_keys_and_old_proofs_verify() -> None:
-    ring = KeyRing.of(OLD_KEY.public_key())
     old_proof = sample_proof(private_key=OLD_KEY)
-    ring = ring.rotate(NEW_KEY.public_key())
+    ring = KeyRing.of(NEW_KEY.public_key(), retired=[OLD_KEY.public_key()])
     assert ring.current is not None
     assert ring.current.key_id == key_id_of(NEW_KEY.public_key())
     assert [key.status for key in ring.keys] == [KeyStatus.CURRENT, KeyStatus.RETIRED]

@@ -2,20 +2,18 @@
 docs/audit.md). Memory holds the accounts, the games still open in the range and a few blocks of records
 in flight, never the bundle.
 
-Each line is read once (pokna_verify.bundle.lines.read_line): JSON, and for a game record its proof, parsed and checked
-(pokna_verify.bundle.proofs). pokna_verify.bundle.scan does that (on every core for a large bundle) and hands the
-records here in order; BundleAudit.take then runs every check that needs the records before it. The scan
-calls this module, never the other way round: verify_bundle is there.
+pokna_verify.bundle.scan reads each line once, a game record's proof checked with it (on every core for a
+large bundle), and hands the records here in order: BundleAudit.take runs every check that needs the
+records before it. The scan calls this module, never the other way round: verify_bundle is there.
 
-The ledger's own rules (chains, seqs, balance, currencies) are pokna_verify.ledger.check's; which chains and
-seqs the bundle holds, with their end links, is checked here against the signed header (per chain since
-format 2; a format 1 bundle, written before there were chains, is all chain 0); every proof is checked
-as pokna_verify.fairness checks it; the money is matched by pokna_verify.bundle.money and explained by
-pokna_verify.bundle.journal; the signed checkpoints are placed by pokna_verify.bundle.checkpoints.
-Signatures (header, proofs, checkpoints) are checked against the published key ring
-the auditor brings; without one, against the ring inside the bundle, which the report says. A beacon-mode
-proof's drand rounds are checked against quicknet and any chain the auditor trusts too (never one the
-bundle names: whoever holds a chain's key chooses its rounds).
+The ledger's own rules (chains, seqs, balance, currencies) are pokna_verify.ledger.check's; which chains
+and seqs the bundle holds, with their end links, is checked here against the signed header (per chain
+since format 2; a format 1 bundle, written before there were chains, is all chain 0); the money is matched
+by pokna_verify.bundle.money and explained by pokna_verify.bundle.journal; the signed checkpoints are
+placed by pokna_verify.bundle.checkpoints. Signatures (header, proofs, checkpoints) are checked against the
+published key ring the auditor brings; without one, against the ring inside the bundle, which the report
+says. A beacon-mode proof's drand rounds are checked against quicknet and any chain the auditor trusts too
+(never one the bundle names: whoever holds a chain's key chooses its rounds).
 """
 
 from __future__ import annotations
@@ -42,11 +40,12 @@ from pokna_verify.bundle.records import (
     TRANSACTION,
 )
 from pokna_verify.bundle.report import BundleReport
-from pokna_verify.bundle.span import Span, signed_chains, span_problems, where
+from pokna_verify.bundle.span import Span, signed_chains, span_problems
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.crypto.signing import signature_problem
 from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.ledger.chain import chain_label
 from pokna_verify.ledger.check import ExportAudit, is_int, shape_problem
 
 Progress = Callable[[int, BundleReport], None]
@@ -230,7 +229,7 @@ class BundleAudit:
         problem = None if self.ledger_taken else shape_problem(line)
         if problem is not None:
             chain = line.get("chain", 0)
-            name = where(chain if is_int(chain) else 0, line.get("seq"))
+            name = chain_label(chain if is_int(chain) else 0, line.get("seq"))
             self.report.found(number, TRANSACTION, name, f"not a ledger transaction: {problem}")
             return
         chain, seq, hash_ = line.get("chain", 0), line["seq"], line["hash"]
@@ -238,8 +237,8 @@ class BundleAudit:
             self.report.found(
                 number,
                 TRANSACTION,
-                where(chain, seq),
-                f"{where(chain, seq)} comes after chain {self.last[0]}: a bundle holds its chains in ascending order",
+                chain_label(chain, seq),
+                f"{chain_label(chain, seq)} comes after chain {self.last[0]}: a bundle holds its chains in ascending order",
             )
         if not self.ledger_taken:
             self.ledger.check_parsed(number, line)
@@ -329,7 +328,7 @@ class BundleAudit:
         self.log.finish(self.keys, self.ranges, signed_log)
         ledger = self.ledger.finish()
         for finding in ledger.findings:
-            report.found(finding.line, TRANSACTION, where(finding.chain, finding.seq), finding.problem)
+            report.found(finding.line, TRANSACTION, chain_label(finding.chain, finding.seq), finding.problem)
         report.findings.dropped += ledger.findings.dropped
         report.notes += ledger.notes
         report.transactions, report.postings = ledger.transactions, ledger.postings

@@ -10,7 +10,7 @@ from typing import Any
 
 from pokna_verify.bundle.records import CHECKPOINT, checkpoint_pins, checkpoint_place
 from pokna_verify.bundle.report import BundleReport
-from pokna_verify.bundle.span import where
+from pokna_verify.ledger.chain import chain_label
 
 
 class Checkpoints:
@@ -33,50 +33,40 @@ class Checkpoints:
         """`ranges`: the signed range of each chain; `last`: the last transaction's chain, seq and hash;
         `after_other_records`: an account or game record came since that transaction."""
         seq = record.get("seq")
-        found = self.report.found
         pins = checkpoint_pins(record)
         place = checkpoint_place(pins, ranges) if pins is not None else None
         target = place if place is not None else (0, seq if isinstance(seq, int) else -1)
-        name = where(target[0], seq if place is None else target[1])
+        name = chain_label(target[0], seq if place is None else target[1])
+
+        def said(problem: str) -> None:
+            self.report.found(number, CHECKPOINT, name, problem)
+
         if record.get("tenant_id") != self.report.tenant_id:
-            found(
-                number, CHECKPOINT, name, f"signed for tenant {record.get('tenant_id')!r}, not the bundle's"
-            )
+            said(f"signed for tenant {record.get('tenant_id')!r}, not the bundle's")
         if pins is None:
-            found(
-                number,
-                CHECKPOINT,
-                name,
+            said(
                 "not a checkpoint: seq and hash, and heads as [{chain, seq, hash}] ascending by chain "
-                "with chain 0's equal to them",
+                "with chain 0's equal to them"
             )
         if last is None or target != last[:2]:
-            after = "the start" if last is None else where(*last[:2])
-            found(number, CHECKPOINT, name, f"a checkpoint of {name} placed after {after}, not after its seq")
+            after = "the start" if last is None else chain_label(*last[:2])
+            said(f"a checkpoint of {name} placed after {after}, not after its seq")
         elif pins is not None and (target[0], target[1], last[2]) not in pins:
-            found(
-                number,
-                CHECKPOINT,
-                name,
-                f"{name}: the hash differs from the signed checkpoint (history rewritten)",
-            )
+            said(f"{name}: the hash differs from the signed checkpoint (history rewritten)")
         elif pins is not None:
             for chain, pinned_seq, pinned_hash in pins:
                 span = ranges.get(chain)
                 if chain > target[0] and span is not None and span[0] <= pinned_seq <= span[1]:
                     self.pinned.setdefault((chain, pinned_seq), []).append((number, pinned_hash, name))
         if after_other_records:
-            found(
-                number,
-                CHECKPOINT,
-                name,
-                "a checkpoint after an account or game record: it belongs right after the transaction at its seq",
+            said(
+                "a checkpoint after an account or game record: it belongs right after the transaction at its seq"
             )
         if signature_problem is not None:
-            found(number, CHECKPOINT, name, f"checkpoint signature: {signature_problem}")
+            said(f"checkpoint signature: {signature_problem}")
         order = (target[0], target[1], str(record.get("created_at")))
         if self.last is not None and order < self.last:
-            found(number, CHECKPOINT, name, "checkpoints come oldest first")
+            said("checkpoints come oldest first")
         self.last = order
 
     def on_transaction(self, chain: int, seq: int, hash_: str) -> None:
@@ -86,7 +76,7 @@ class Checkpoints:
                     pinned_on,
                     CHECKPOINT,
                     name,
-                    f"{where(chain, seq)}: the hash differs from the signed checkpoint (history rewritten)",
+                    f"{chain_label(chain, seq)}: the hash differs from the signed checkpoint (history rewritten)",
                 )
 
     def finish(self) -> None:
@@ -96,5 +86,5 @@ class Checkpoints:
                     pinned_on,
                     CHECKPOINT,
                     name,
-                    f"it pins {where(chain, seq)}, which the bundle does not hold",
+                    f"it pins {chain_label(chain, seq)}, which the bundle does not hold",
                 )

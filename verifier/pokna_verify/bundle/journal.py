@@ -15,7 +15,9 @@ from pokna_verify.bundle.money import GameBook, expected_transfers, pot_flow, ta
 from pokna_verify.bundle.proofs import GameProof
 from pokna_verify.bundle.records import ACCOUNT, DEPOSIT, GAME, TRANSACTION, WITHDRAWAL
 from pokna_verify.bundle.report import BundleReport
+from pokna_verify.ledger.chain import chain_label
 from pokna_verify.ledger.check import is_int
+from pokna_verify.tlog.game_leaf import FINISHED
 
 PLAYER_WALLET = "player_wallet"
 GAME_POT = "game_pot"
@@ -23,7 +25,6 @@ EXTERNAL_FUNDING = "external_funding"
 REVENUE = "revenue"
 RAKE = "rake"
 ACCOUNT_KINDS = (PLAYER_WALLET, GAME_POT, "house", EXTERNAL_FUNDING, REVENUE)
-ENDED = ("settled", "cancelled")
 
 
 class Journal:
@@ -70,62 +71,58 @@ class Journal:
     def on_game(self, number: int, record: Mapping[str, Any], proof: GameProof | None) -> bool:
         """`proof`: the record's proof as read and checked (pokna_verify.bundle.proofs). True when the proof's own
         verdict belongs in the report (the record was sound enough for it to be checked)."""
-        found = self.report.found
         game_id, status, pot = record.get("game_id"), record.get("status"), record.get("pot_account_id")
         before_field, document = record.get("transfers_before"), record.get("proof")
         name = game_id if isinstance(game_id, str) else None
+
+        def said(problem: str) -> None:
+            self.report.found(number, GAME, name, problem)
+
         if not (isinstance(game_id, str) and isinstance(status, str) and isinstance(pot, str)):
-            found(number, GAME, name, "a game record has string game_id, status and pot_account_id")
+            said("a game record has string game_id, status and pot_account_id")
             return False
         before = before_field if isinstance(before_field, int) and is_int(before_field) else -1
         if before < 0:
-            found(
-                number, GAME, name, f"transfers_before is {before_field!r}: a count, 0 for a range from seq 1"
-            )
+            said(f"transfers_before is {before_field!r}: a count, 0 for a range from seq 1")
             before = 0
         if game_id in self.games or game_id in self.closed:
-            found(number, GAME, name, f"game {game_id} appears twice")
+            said(f"game {game_id} appears twice")
             return False
         if pot in self.pot_owner:
-            found(number, GAME, name, f"pot account {pot} is already game {self.pot_owner[pot]}'s")
+            said(f"pot account {pot} is already game {self.pot_owner[pot]}'s")
         pot, game_id = intern(pot), intern(game_id)
         self.pot_owner[pot] = game_id
         if self.pending_game is not None:
-            found(
-                number, GAME, name, f"a second game record before a transaction (after {self.pending_game})"
-            )
+            said(f"a second game record before a transaction (after {self.pending_game})")
         self.pending_game = game_id
         book = GameBook(game_id, number, status, pot, None, before, transfers_before=before)
         self.games[game_id] = book
         self.report.games[status] = self.report.games.get(status, 0) + 1
         if document is None:
-            if status in ENDED:
-                found(number, GAME, name, f"game {game_id} is {status} but its record has no proof")
+            if status in FINISHED:
+                said(f"game {game_id} is {status} but its record has no proof")
             else:
                 self.report.unrevealed_games.append(game_id)
             return False
         if not isinstance(document, dict):
-            found(number, GAME, name, "proof is neither an object nor null")
+            said("proof is neither an object nor null")
             return False
         assert proof is not None  # read_game_proof reads every proof object
         facts = proof.facts
         if facts is None:
-            found(number, GAME, name, f"the proof is malformed: {proof.malformed}")
+            said(f"the proof is malformed: {proof.malformed}")
             return False
         if facts.game_id != game_id:
-            found(number, GAME, name, f"the proof is of game {facts.game_id}, the record of {game_id}")
+            said(f"the proof is of game {facts.game_id}, the record of {game_id}")
         reason = facts.reason
         if status != ("cancelled" if reason == "cancelled" else "settled"):
-            found(number, GAME, name, f"status {status!r} contradicts the proof's outcome {reason!r}")
+            said(f"status {status!r} contradicts the proof's outcome {reason!r}")
         expected, problems = expected_transfers(facts.seats, facts.transfers, book)
         for problem in problems:
-            found(number, GAME, name, problem)
+            said(problem)
         if before > len(expected):
-            found(
-                number, GAME, name, f"transfers_before {before} exceeds the proof's {len(expected)} transfers"
-            )
+            said(f"transfers_before {before} exceeds the proof's {len(expected)} transfers")
         book.expected = expected
-        book.seat_accounts = frozenset(account_id for _, account_id in facts.seats)
         book.pot_balance = pot_flow(expected[:before], pot)
         return True
 
@@ -134,7 +131,7 @@ class Journal:
     def on_transaction(self, number: int, line: Mapping[str, Any]) -> None:
         report, seq, kind = self.report, line["seq"], line["kind"]
         chain = line.get("chain", 0)
-        where = f"seq {seq}" if chain == 0 else f"chain {chain} seq {seq}"
+        where = chain_label(chain, seq)
         postings: list[dict[str, Any]] = line["postings"]
         report.transaction_kinds[kind] = report.transaction_kinds.get(kind, 0) + 1
         kinds: list[str | None] = []
@@ -142,14 +139,14 @@ class Journal:
             account_id, currency = posting["account_id"], posting["currency"]
             known = self.accounts.get(account_id)
             if known is None:
-                report.found(
-                    number, TRANSACTION, where, f"account {account_id} has no account record before it"
+                self._transaction_problem(
+                    number, where, f"account {account_id} has no account record before it"
                 )
                 kinds.append(None)
                 continue
             kinds.append(known[0])
             if known[1] != currency:
-                report.found(number, TRANSACTION, where, f"posts {currency} to {account_id}, in {known[1]}")
+                self._transaction_problem(number, where, f"posts {currency} to {account_id}, in {known[1]}")
             changes = report.kind_changes.setdefault(known[0], {})
             changes[currency] = changes.get(currency, 0) + posting["amount"]
         game_id = line["metadata"].get("game_id")
@@ -159,11 +156,8 @@ class Journal:
         elif kind in (DEPOSIT, WITHDRAWAL):
             self._money_in_or_out(number, where, kind, postings, kinds)
         else:
-            report.found(
-                number,
-                TRANSACTION,
-                where,
-                f"unexplained: {kind!r} is neither a deposit, a withdrawal nor a game's",
+            self._transaction_problem(
+                number, where, f"unexplained: {kind!r} is neither a deposit, a withdrawal nor a game's"
             )
 
     def _check_order(
@@ -176,9 +170,8 @@ class Journal:
             if account_id not in self.used_accounts and account_id not in first_touched:
                 first_touched.append(intern(account_id))
         if self.pending_accounts != first_touched:
-            self.report.found(
+            self._transaction_problem(
                 number,
-                TRANSACTION,
                 where,
                 f"the account records before it are {self.pending_accounts}; it is the first to touch "
                 f"{first_touched}",
@@ -186,11 +179,8 @@ class Journal:
         self.used_accounts.update(first_touched)
         new_game = game_id is not None and game_id not in self.games_seen
         if self.pending_game != (game_id if new_game else None):
-            self.report.found(
-                number,
-                TRANSACTION,
-                where,
-                f"the game record before it is {self.pending_game!r}, not its game's",
+            self._transaction_problem(
+                number, where, f"the game record before it is {self.pending_game!r}, not its game's"
             )
         if game_id is not None:
             self.games_seen.add(intern(game_id))
@@ -201,13 +191,13 @@ class Journal:
     ) -> None:
         found = self.report.found
         if line["reference"] != game_id:
-            found(
-                number, TRANSACTION, where, f"names game {game_id} but its reference is {line['reference']!r}"
+            self._transaction_problem(
+                number, where, f"names game {game_id} but its reference is {line['reference']!r}"
             )
         book = self.games.get(game_id)
         if book is None:
             problem = "after its last transfer" if game_id in self.closed else "with no game record before it"
-            found(number, TRANSACTION, where, f"a transfer of game {game_id} {problem}")
+            self._transaction_problem(number, where, f"a transfer of game {game_id} {problem}")
             return
         chain = line.get("chain", 0)
         if (
@@ -235,21 +225,20 @@ class Journal:
                 wanted = REVENUE
                 revenue_accounts.add(account_id)
             if kind is not None and kind != wanted:
-                found(
-                    number,
-                    TRANSACTION,
-                    where,
-                    f"game {game_id} moves money of {account_id}, a {kind} account",
+                self._transaction_problem(
+                    number, where, f"game {game_id} moves money of {account_id}, a {kind} account"
                 )
             owner = self.pot_owner.get(account_id)
             if owner is not None and owner != game_id:
-                found(number, TRANSACTION, where, f"game {game_id} touches the pot of game {owner}")
+                self._transaction_problem(number, where, f"game {game_id} touches the pot of game {owner}")
         mismatch = take_transaction(book, line["kind"], line["postings"], frozenset(revenue_accounts))
         if mismatch is not None:
-            found(number, TRANSACTION, where, mismatch)
+            self._transaction_problem(number, where, mismatch)
         if book.complete:
             if book.pot_balance != 0:
-                found(number, TRANSACTION, where, f"game {game_id} ends with {book.pot_balance} in its pot")
+                self._transaction_problem(
+                    number, where, f"game {game_id} ends with {book.pot_balance} in its pot"
+                )
             del self.games[game_id]
             self.closed.add(intern(game_id))
 
@@ -261,12 +250,12 @@ class Journal:
         shape = [(EXTERNAL_FUNDING, not into_wallet), (PLAYER_WALLET, into_wallet)]
         if [(leg_kind, amount > 0) for leg_kind, amount in legs] != shape:
             found = ", ".join(f"{leg_kind} {amount:+d}" for leg_kind, amount in legs)
-            self.report.found(
-                number,
-                TRANSACTION,
-                where,
-                f"a {kind} moves money between a wallet and external funding, not {found}",
+            self._transaction_problem(
+                number, where, f"a {kind} moves money between a wallet and external funding, not {found}"
             )
+
+    def _transaction_problem(self, number: int, where: str, problem: str) -> None:
+        self.report.found(number, TRANSACTION, where, problem)
 
     def finish(self) -> None:
         """Games whose transfers the range does not hold to the end."""

@@ -17,7 +17,7 @@ chain's), and the bundle is one tenant's.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pokna_verify.fairness.proof import POT, TransferRecord
@@ -51,22 +51,19 @@ class GameBook:
     expected: list[ExpectedTransfer] | None  # None: no proof yet (the game is in play)
     position: int  # transfers of the game seen so far, counting those before the range
     transfers_before: int = 0  # as its record says
-    seat_accounts: frozenset[str] = frozenset()
     pot_balance: int = 0
     posted: int = 0
-    problems: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         return self.expected is not None and self.position >= len(self.expected)
 
 
-def _pot(game: GameBook) -> str:
-    return game.pot_account_id
-
-
 # How a named party of a proof's transfer maps to an account of the ledger.
-NAMED_PARTIES: dict[str, Callable[[GameBook], str]] = {POT: _pot, REVENUE_PARTY: lambda _: REVENUE_ACCOUNT}
+NAMED_PARTIES: dict[str, Callable[[GameBook], str]] = {
+    POT: lambda game: game.pot_account_id,
+    REVENUE_PARTY: lambda _: REVENUE_ACCOUNT,
+}
 
 
 def expected_transfers(

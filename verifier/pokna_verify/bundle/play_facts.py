@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pokna_verify.bundle.money import REVENUE_PARTY
 from pokna_verify.fairness.proof import RecordedRoll, TransferRecord
 from pokna_verify.fairness.terms import VIGO_SEAT, GameTerms
 from pokna_verify.game.model import GameConfig
@@ -20,7 +21,6 @@ from pokna_verify.game.model import GameConfig
 # Roll purposes as proofs name them (pokna_verify.game.events.RollPurpose), in the report's order.
 PURPOSES: Final = ("favor", "seek", "challenge_favor", "challenge")
 FACES: Final = 6
-REVENUE_PARTY: Final = "revenue"
 
 # Decisions seen in a game, as bits: what the exact odds' policies (pokna_verify.game.odds) are made of.
 CLAIMED: Final = 1  # a lone survivor took the pot (a claim, or a timeout's default)

@@ -68,24 +68,14 @@ def read_game_proof(
         play_facts(proof.game, proof.rolls, proof.actions, proof.outcome, proof.transfers),
     )
     signed = plain_signed_bytes(document) if plain else None
-    return GameProof(facts, None, *proof_problems(proof, keys, signed, beacon_chains))
-
-
-def proof_problems(
-    proof: Proof,
-    keys: KeyRing | None,
-    signed: bytes | None = None,
-    beacon_chains: Sequence[BeaconChain] = KNOWN_CHAINS,
-) -> tuple[tuple[str, ...], int]:
-    """Each failed check as "name: what failed", and the number of rolls recomputed."""
     try:
         report = verify_parsed_proof(
             proof, keys, replay=replay_proof, signed=signed, beacon_chains=beacon_chains
         )
     except (FairnessError, ValueError, TypeError) as error:
-        return (f"not a proof: {error}",), 0
+        return GameProof(facts, None, (f"not a proof: {error}",), 0)
     problems = [f"{check.name}: {check.message}" for check in report.failed]
     if keys is None:
         problems.append("signature: no key ring to check it with")
-    ran = report.check("rolls").status is CheckStatus.PASS
-    return tuple(problems), len(proof.rolls) if ran else 0
+    rolls = len(proof.rolls) if report.check("rolls").status is CheckStatus.PASS else 0
+    return GameProof(facts, None, tuple(problems), rolls)

@@ -37,8 +37,8 @@ from pokna_verify.bundle.log_records import (
 )
 from pokna_verify.bundle.proofs import read_game_proof
 from pokna_verify.bundle.report import BundleReport
-from pokna_verify.bundle.span import where
 from pokna_verify.fairness.keyring import KeyRing
+from pokna_verify.ledger.chain import chain_label
 from pokna_verify.tlog.checkpoint import Checkpoint
 from pokna_verify.tlog.errors import LogError
 from pokna_verify.tlog.hashing import EMPTY_TREE_HASH, leaf_hash, node_hash
@@ -66,37 +66,36 @@ class PublicLog:
     def present(self) -> bool:
         return self.line is not None
 
+    def _checkpoint_problem(self, line: int | None, problem: str) -> None:
+        self.report.found(line, LOG_CHECKPOINT, None, problem)
+
     # --- records ----------------------------------------------------------------------------------------
 
     def on_checkpoint(
         self, number: int, record: dict[str, Any], ring: KeyRing | None, tenant_id: object, first: bool
     ) -> None:
-        found = self.report.found
         if self.line is not None:
-            found(number, LOG_CHECKPOINT, None, "the log checkpoint appears twice")
+            self._checkpoint_problem(number, "the log checkpoint appears twice")
             return
         self.line = number
         if not first:
-            found(number, LOG_CHECKPOINT, None, "the log checkpoint belongs right after the key ring")
+            self._checkpoint_problem(number, "the log checkpoint belongs right after the key ring")
         if record.get("format") != LOG_FORMAT or type(record.get("format")) is not int:
-            found(
-                number,
-                LOG_CHECKPOINT,
-                None,
-                f"log record format {record.get('format')!r}; this checker reads 1",
+            self._checkpoint_problem(
+                number, f"log record format {record.get('format')!r}; this checker reads 1"
             )
             return
         note = record.get("checkpoint")
         if not isinstance(note, str) or ring is None:
-            found(number, LOG_CHECKPOINT, None, "no signed checkpoint text, or no key ring to check it with")
+            self._checkpoint_problem(number, "no signed checkpoint text, or no key ring to check it with")
             return
         try:
             checkpoint = open_checkpoint(note, ring)
         except LogError as error:
-            found(number, LOG_CHECKPOINT, None, f"the log checkpoint: {error}")
+            self._checkpoint_problem(number, f"the log checkpoint: {error}")
             return
         if not checkpoint.origin.endswith(f"/{tenant_id}"):
-            found(number, LOG_CHECKPOINT, None, f"the log {checkpoint.origin} is not tenant {tenant_id}'s")
+            self._checkpoint_problem(number, f"the log {checkpoint.origin} is not tenant {tenant_id}'s")
         self.checkpoint, self.record, self.heads = checkpoint, record, checkpoint.ledger_heads
 
     def on_game(self, number: int, game_id: str, rebuilt: bytes | None) -> None:
@@ -209,30 +208,20 @@ class PublicLog:
         """`signed_size`: the header's `log_size` (format 3), what the writer signed it carries."""
         if signed_size is None:
             if self.present:
-                self.report.found(
-                    self.line, LOG_CHECKPOINT, None, "a public log record the signed header does not name"
-                )
+                self._checkpoint_problem(self.line, "a public log record the signed header does not name")
         elif not self.present:
-            self.report.found(
-                1, LOG_CHECKPOINT, None, f"the header signs a public log of {signed_size} games, not carried"
-            )
+            self._checkpoint_problem(1, f"the header signs a public log of {signed_size} games, not carried")
         elif self.checkpoint is not None and self.checkpoint.size != signed_size:
-            self.report.found(
-                self.line,
-                LOG_CHECKPOINT,
-                None,
-                f"the header signs a public log of {signed_size} games, not this",
+            self._checkpoint_problem(
+                self.line, f"the header signs a public log of {signed_size} games, not this"
             )
         if not self.present:
             if self.leaves:
                 self.report.found(self.leaf_line, LOG_LEAF, None, "log leaves without the log's checkpoint")
             self.report.notes.append(NO_LOG)
             if self.previous_given is not None:
-                self.report.found(
-                    None,
-                    LOG_CHECKPOINT,
-                    None,
-                    "a previous checkpoint was given, but the bundle carries no public log record",
+                self._checkpoint_problem(
+                    None, "a previous checkpoint was given, but the bundle carries no public log record"
                 )
             return
         checkpoint, line = self.checkpoint, self.line
@@ -257,15 +246,15 @@ class PublicLog:
                 self.report.found(
                     line,
                     LOG_CHECKPOINT,
-                    where(chain, seq),
-                    f"the log's ledger head {where(chain, seq)} is not in the bundle",
+                    chain_label(chain, seq),
+                    f"the log's ledger head {chain_label(chain, seq)} is not in the bundle",
                 )
             elif self.head_hashes.get(chain) != hash_:
                 self.report.found(
                     line,
                     LOG_CHECKPOINT,
-                    where(chain, seq),
-                    f"ledger heads mismatch: the log pins {where(chain, seq)} as {hash_[:16]}…, the bundle holds "
+                    chain_label(chain, seq),
+                    f"ledger heads mismatch: the log pins {chain_label(chain, seq)} as {hash_[:16]}…, the bundle holds "
                     f"{(self.head_hashes.get(chain) or 'none')[:16]}…",
                 )
 
@@ -295,64 +284,50 @@ class PublicLog:
                 self.game_lines[game_id],
                 "game",
                 game_id,
-                f"game {game_id} ended at {where(chain, seq)}, before the log's checkpoint of {checkpoint.size} "
+                f"game {game_id} ended at {chain_label(chain, seq)}, before the log's checkpoint of {checkpoint.size} "
                 "games was signed, but is not logged",
             )
 
     def _consistency(self, line: int, checkpoint: Checkpoint, ring: KeyRing | None) -> None:
         previous = (self.record or {}).get("previous")
-        found = self.report.found
         given = None
         if self.previous_given is not None and ring is not None:
             try:
                 given = open_checkpoint(self.previous_given, ring)
             except LogError as error:
-                found(None, LOG_CHECKPOINT, None, f"the previous checkpoint given: {error}")
+                self._checkpoint_problem(None, f"the previous checkpoint given: {error}")
                 return
             if given.origin != checkpoint.origin:
-                found(
-                    None,
-                    LOG_CHECKPOINT,
-                    None,
-                    f"the previous checkpoint is of {given.origin}, not {checkpoint.origin}",
+                self._checkpoint_problem(
+                    None, f"the previous checkpoint is of {given.origin}, not {checkpoint.origin}"
                 )
                 return
         if previous is None:
             if given is not None and not (
                 given.size == checkpoint.size and given.root_hash == checkpoint.root_hash
             ):
-                found(
-                    line,
-                    LOG_CHECKPOINT,
-                    None,
-                    f"no consistency proof from the previous checkpoint of {given.size} games",
+                self._checkpoint_problem(
+                    line, f"no consistency proof from the previous checkpoint of {given.size} games"
                 )
             return
         carried, path = _previous(previous, ring)
         if carried is None or path is None:
-            found(
-                line,
-                LOG_CHECKPOINT,
-                None,
-                "the previous checkpoint or its consistency proof cannot be read or is not signed",
+            self._checkpoint_problem(
+                line, "the previous checkpoint or its consistency proof cannot be read or is not signed"
             )
             return
         earlier = given if given is not None else carried
         if given is not None and (given.size, given.root_hash) != (carried.size, carried.root_hash):
-            found(
+            self._checkpoint_problem(
                 line,
-                LOG_CHECKPOINT,
-                None,
                 f"the bundle's previous checkpoint ({carried.size} games) is not the one given ({given.size} games)",
             )
             return
         try:
             verify_consistency(earlier.size, checkpoint.size, earlier.root_hash, checkpoint.root_hash, path)
         except LogError as error:
-            found(
+            self._checkpoint_problem(
                 line,
-                LOG_CHECKPOINT,
-                None,
                 f"the log of {checkpoint.size} games does not extend the previous one of {earlier.size}: {error}",
             )
             return

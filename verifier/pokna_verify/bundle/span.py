@@ -6,14 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pokna_verify.ledger.chain import LEDGER_CHAINS
+from pokna_verify.ledger.findings import is_chain, is_int
 
 SPAN_FIELDS = ("from_seq", "to_seq", "first_prev_hash", "last_hash")
-
-
-def where(chain: int, seq: object) -> str:
-    """A transaction as findings name it: `seq 12` on chain 0 (as before chains), `chain 3 seq 12`."""
-    return f"seq {seq}" if chain == 0 else f"chain {chain} seq {seq}"
 
 
 class Span:
@@ -46,9 +41,9 @@ def signed_chains(chains: object) -> list[dict[str, Any]] | None:
         if not isinstance(entry, dict):
             return None
         chain, first, last = entry.get("chain"), entry.get("from_seq"), entry.get("to_seq")
-        if not (isinstance(chain, int) and _is_int(chain) and 0 <= chain < LEDGER_CHAINS):
+        if not (isinstance(chain, int) and is_chain(chain)):
             return None
-        if not (_is_int(first) and _is_int(last)) or (entries and chain <= entries[-1]["chain"]):
+        if not (is_int(first) and is_int(last)) or (entries and chain <= entries[-1]["chain"]):
             return None
         entries.append(entry)
     return entries
@@ -102,7 +97,3 @@ def _compared(signed: Mapping[str, Any], seen: Mapping[str, Any], chain: str) ->
 
 def _unsigned(chain: int, span: Span) -> str:
     return f"the bundle holds {span.transactions} transaction(s) of chain {chain}, which the signed header does not name"
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,10 +1,5 @@
-"""`pokna-verify`: check a game's proof, a ledger export or an audit bundle offline, without running Pokna.
-
-    pokna-verify proof SOURCE [--server URL] [--public-key FILE] [--keys FILE|URL] [--receipt FILE]
-                              [--beacon-chain FILE ...] [--log URL [--state FILE]] [--json]
-    pokna-verify audit FILE   [--keys FILE|URL] [--checkpoint FILE] [--public-key FILE|KEY]
-                              [--beacon-chain FILE ...] [--processes N] [--progress|--no-progress] [--json]
-    pokna-verify log watch URL --state FILE [--keys FILE|URL] [--json]
+"""`pokna-verify`: check a game's proof, a ledger export or an audit bundle offline, without running Pokna
+(`pokna-verify proof|audit|log watch`; each command's --help lists its options, cli.command declares them).
 
 The service's `pokna verify` and `pokna audit verify` are these two commands (the same functions:
 `proof_run.run_proof`, `audit_run.run_audit`), with the same options, output, --json and exit codes. The

@@ -21,7 +21,6 @@ BUNDLE_EXIT = {
 
 
 def answer_bundle(path: Path, report: BundleReport, as_json: bool) -> int:
-    """Print the bundle's report; the exit code of its verdict."""
     if as_json:
         print(json.dumps(report.to_json(), indent=2))
         return BUNDLE_EXIT[report.verdict]
@@ -58,7 +57,6 @@ def answer_bundle(path: Path, report: BundleReport, as_json: bool) -> int:
 
 
 def answer_export(path: Path, report: AuditReport, as_json: bool) -> int:
-    """Print the export's report; the exit code of its verdict."""
     if as_json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -1,8 +1,6 @@
 """What `pokna-verify audit` (and the service's `pokna audit verify`, the same code) does once it runs: read
 the file, know it by its first record (an audit bundle's header, or else a ledger export), check it, print
-the report; the exit code is the verdict's: 0 VALID, 1 INVALID (each finding names its record), 2 UNUSABLE
-input (nothing that could be judged, an empty export or bundle included), 3 NOT REVEALED (a bundle with no
-finding whose games are not all over yet: their money cannot be checked until their proofs exist)."""
+the report; the exit code is the verdict's (usage.AUDIT_EXIT_CODES says each)."""
 
 from __future__ import annotations
 
@@ -24,10 +22,10 @@ from pokna_verify.cli.input_files import (
     UnusableInputError,
     public_key_argument,
     read_json_object,
-    read_json_source,
     read_previous_checkpoint,
 )
 from pokna_verify.cli.progress import StderrProgress
+from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
 from pokna_verify.fairness.keyring import KeyRing
@@ -112,9 +110,7 @@ def _unusable(said: str, as_json: bool) -> int:
 
 
 def read_keys(source: str | None) -> KeyRing | None:
-    if source is None:
-        return None
-    return KeyRing.from_json(read_json_source(source, "key ring"))
+    return None if source is None else read_key_ring(source)
 
 
 def _verify_export(

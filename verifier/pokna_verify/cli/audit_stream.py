@@ -30,7 +30,6 @@ def open_source(path: Path) -> Iterator[Any]:
 
 
 def named(path: Path) -> str:
-    """The input as a message names it."""
     return "stdin" if str(path) == "-" else str(path)
 
 

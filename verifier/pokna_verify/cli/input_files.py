@@ -59,13 +59,20 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
     return document
 
 
-def fetch_json_object(url: str, what: str, *, not_found: str | None = None) -> dict[str, Any]:
-    """GET `url` and parse its JSON object. Every failure, the network's or the server's, becomes one line
-    naming the URL. `not_found` is said instead of the generic message when the server answers 404."""
+class NotThere(UnusableInputError):
+    """The server answered 404: what was asked is not there, which a log's caller may not count as an error
+    (a game not logged yet)."""
+
+
+def fetch(
+    url: str, what: str, *, accept: str, max_bytes: int = MAX_DOCUMENT_BYTES, not_found: str | None = None
+) -> Answer:
+    """GET `url`. Every failure, the network's or the server's, becomes one line naming the URL. `not_found`
+    is said instead of the generic message when the server answers 404."""
     if not is_url(url):
         raise UnusableInputError(f"the {what} URL {url} is not http(s)")
     try:
-        answer = get(url, accept="application/json", max_bytes=MAX_DOCUMENT_BYTES)
+        answer = get(url, accept=accept, max_bytes=max_bytes)
     except DeadlinePassed as error:
         raise UnusableInputError(f"cannot fetch the {what} from {url}: {error}") from None
     except TimeoutError as error:
@@ -82,12 +89,19 @@ def fetch_json_object(url: str, what: str, *, not_found: str | None = None) -> d
             f"cannot fetch the {what} from {url}: {error or type(error).__name__}"
         ) from error
     if not answer.ok:
-        raise UnusableInputError(_http_error_message(url, what, answer, not_found))
-    if len(answer.body) > MAX_DOCUMENT_BYTES:
+        refusal = NotThere if answer.status == 404 else UnusableInputError
+        raise refusal(_http_error_message(url, what, answer, not_found))
+    if len(answer.body) > max_bytes:
         raise UnusableInputError(
-            f"{url} answered more than {describe_bytes(MAX_DOCUMENT_BYTES)}, the most the verifiers read of "
-            f"one document: not a {what}"
+            f"{url} answered more than {describe_bytes(max_bytes)}, the most the verifiers read of a {what}"
         )
+    return answer
+
+
+def fetch_json_object(
+    url: str, what: str, *, max_bytes: int = MAX_DOCUMENT_BYTES, not_found: str | None = None
+) -> dict[str, Any]:
+    answer = fetch(url, what, accept="application/json", max_bytes=max_bytes, not_found=not_found)
     try:
         document = loads(answer.body.decode("utf-8"))
     except InputLimitError as error:

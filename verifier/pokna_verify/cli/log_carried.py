@@ -13,11 +13,8 @@ With `--state FILE` the checkpoint is judged against the one kept there, asking 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import urllib.parse
 from collections.abc import Mapping
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +22,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import UnusableInputError, is_url
-from pokna_verify.cli.log_inclusion import LogInclusion, entry_for, proven_in, witnessed
+from pokna_verify.cli.log_fetch import hashes_of
+from pokna_verify.cli.log_inclusion import LogInclusion, another_proof, entry_for, proven_in, witnessed
+from pokna_verify.cli.log_state import unsigned_checkpoint
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
-from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
 from pokna_verify.tlog.errors import LogError, SignatureError
-from pokna_verify.tlog.note import open_note
 
 _NO_KEYS = (
     "the public log place the link carries could not be checked: "
@@ -98,37 +95,15 @@ def _proven(
     if not isinstance(note, str) or not isinstance(entry, str) or not isinstance(leaf_index, int):
         raise UnusableInputError("the link's public_log lacks its checkpoint, entry or leaf index")
     try:
-        checkpoint = open_checkpoint(note, ring) if ring is not None else _unsigned(note)
+        checkpoint = open_checkpoint(note, ring) if ring is not None else unsigned_checkpoint(note)
     except SignatureError as error:  # a checkpoint the link carries that no key signed: tampered with
         return LogInclusion("failed", f"the checkpoint the link carries is not signed: {error}"), note
     expected = entry_for(proof, entry)
     if entry.encode() != expected:
-        return LogInclusion(
-            "failed",
-            f"{checkpoint.origin} logged another proof for game {game_id} than this one: {entry[:200]}",
-            checkpoint.origin,
-            leaf_index,
-            checkpoint.size,
-        ), note
-    included = proven_in(checkpoint, expected, leaf_index, _hashes(place.get("inclusion_path")))
+        return another_proof(checkpoint, game_id, entry, leaf_index), note
+    included = proven_in(
+        checkpoint, expected, leaf_index, hashes_of(place.get("inclusion_path"), "the link's inclusion_path")
+    )
     if ring is None and included.status == "included":
         return LogInclusion("unusable", _NO_KEYS), note  # the page says "not run"
     return included, note
-
-
-def _unsigned(note: str) -> Checkpoint:
-    """The checkpoint a signed note holds, read as open_checkpoint reads it, its signature not checked."""
-    with suppress(SignatureError):  # well formed: no key to check a signature with is all that is missing
-        open_note(note, [])
-    return parse_checkpoint(note.rpartition("\n\n")[0] + "\n")
-
-
-def _hashes(values: object) -> list[bytes]:
-    if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
-        raise UnusableInputError("the link's inclusion_path is not a list of base64 hashes")
-    try:
-        return [base64.b64decode(value, validate=True) for value in values]
-    except (binascii.Error, ValueError) as error:
-        raise UnusableInputError(
-            f"the link's inclusion_path holds a hash that is not base64: {error}"
-        ) from error

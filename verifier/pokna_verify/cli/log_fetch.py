@@ -1,28 +1,20 @@
-"""Reading a public log over HTTP: its checkpoints (signed notes, text) and its proofs (JSON).
-
-Apart from input_files' fetching because a log answers 404 for something that is not an error to the
-caller (a game not logged yet), and because its answers are small: anything past MAX_LOG_BYTES is refused.
-Each GET is url_fetch.get's, so a log that trickles its answer is given up at the same deadline.
-"""
+"""Reading a public log over HTTP: its checkpoints (signed notes, text) and its proofs (JSON), fetched as
+input_files fetches (a 404 is NotThere: a game not logged yet is no error to the caller). A log's answers
+are small: anything past MAX_LOG_BYTES is refused."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import http.client
 import urllib.parse
 from typing import Any
 
-from pokna_verify.bounded_input import InputLimitError, loads
-from pokna_verify.cli.input_files import UnusableInputError, is_url
-from pokna_verify.cli.url_fetch import DeadlinePassed, get
+from pokna_verify.cli.input_files import UnusableInputError, fetch, fetch_json_object, is_url
+from pokna_verify.tlog.checkpoint import Checkpoint
+from pokna_verify.tlog.witness import Witnessed, judge, needs_consistency_proof
 
 MAX_LOG_BYTES = 1024 * 1024
 LOG_PATH = "/v1/logs/"
-
-
-class NotThere(UnusableInputError):
-    """The log answered 404: what was asked is not in it (yet)."""
 
 
 def log_base(url: str) -> str:
@@ -47,60 +39,32 @@ def keys_url_of(log_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}/v1/fairness/keys"
 
 
-def fetch(url: str, what: str, accept: str) -> bytes:
-    """The answer's body, within MAX_LOG_BYTES and url_fetch's deadline for the whole fetch."""
-    try:
-        answer = get(url, accept=accept, max_bytes=MAX_LOG_BYTES)
-    except DeadlinePassed as error:
-        raise UnusableInputError(f"cannot fetch the {what} from {url}: {error}") from None
-    except (OSError, http.client.HTTPException, ValueError) as error:
-        reason = getattr(error, "reason", None) or error or type(error).__name__
-        raise UnusableInputError(f"cannot fetch the {what} from {url}: {reason}") from error
-    if not answer.ok:
-        said = _problem_of(answer.body)
-        if answer.status == 404:
-            raise NotThere(f"{url} answered HTTP 404{said}")
-        raise UnusableInputError(
-            f"cannot fetch the {what} from {url}: it answered HTTP {answer.status}{said}"
-        )
-    if len(answer.body) > MAX_LOG_BYTES:
-        raise UnusableInputError(f"{url} answered more than {MAX_LOG_BYTES} bytes: not a {what}")
-    return answer.body
-
-
 def fetch_text(url: str, what: str) -> str:
     try:
-        return fetch(url, what, "text/plain").decode("utf-8")
+        return fetch(url, what, accept="text/plain", max_bytes=MAX_LOG_BYTES).body.decode("utf-8")
     except UnicodeDecodeError as error:
         raise UnusableInputError(f"{url} did not answer UTF-8 text: not a {what}") from error
 
 
 def fetch_json(url: str, what: str) -> dict[str, Any]:
-    try:
-        document = loads(fetch(url, what, "application/json").decode("utf-8"))
-    except InputLimitError as error:
-        raise UnusableInputError(f"the {what} from {url}: {error}") from None
-    except ValueError as error:  # not UTF-8, or not JSON
-        raise UnusableInputError(f"{url} did not answer JSON: not a {what}") from error
-    if not isinstance(document, dict):
-        raise UnusableInputError(f"{url} answered JSON but not an object: not a {what}")
-    return document
+    return fetch_json_object(url, what, max_bytes=MAX_LOG_BYTES)
 
 
-def hashes_of(document: dict[str, Any], field: str, url: str) -> list[bytes]:
-    values = document.get(field)
+def hashes_of(values: object, named: str) -> list[bytes]:
+    """An audit path as a log serves it, or as a link carries it (`named` says which in a message)."""
     if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
-        raise UnusableInputError(f"{url}: {field} is not a list of base64 hashes")
+        raise UnusableInputError(f"{named} is not a list of base64 hashes")
     try:
         return [base64.b64decode(value, validate=True) for value in values]
     except (binascii.Error, ValueError) as error:
-        raise UnusableInputError(f"{url}: {field} holds something that is not base64") from error
+        raise UnusableInputError(f"{named} holds a hash that is not base64: {error}") from error
 
 
-def _problem_of(body: bytes) -> str:
-    try:
-        problem = loads(body.decode("utf-8"))
-    except (ValueError, InputLimitError):
-        return ""
-    explained = problem.get("detail") if isinstance(problem, dict) else None
-    return f": {' '.join(explained.split())[:200]}" if isinstance(explained, str) and explained else ""
+def judged(base: str, kept: Checkpoint | None, latest: Checkpoint) -> Witnessed:
+    """`latest` judged against `kept`, with the log's consistency proof between the two when one is needed."""
+    path: list[bytes] = []
+    if kept is not None and needs_consistency_proof(kept, latest):
+        asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
+        answer = fetch_json(asked, "consistency proof")
+        path = hashes_of(answer.get("consistency_path"), f"{asked}: consistency_path")
+    return judge(kept, latest, path)

@@ -18,9 +18,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.bundle.log_records import open_checkpoint
-from pokna_verify.cli.input_files import UnusableInputError
-from pokna_verify.cli.log_fetch import NotThere, fetch_json, fetch_text, hashes_of, keys_url_of, log_base
-from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
+from pokna_verify.cli.input_files import NotThere, UnusableInputError
+from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, judged, keys_url_of, log_base
+from pokna_verify.cli.log_state import kept_checkpoint, read_state, unsigned_checkpoint, write_state
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
@@ -29,7 +29,6 @@ from pokna_verify.tlog.errors import LogError
 from pokna_verify.tlog.game_leaf import LEAF_KIND, game_leaf_entry
 from pokna_verify.tlog.hashing import leaf_hash
 from pokna_verify.tlog.verify import verify_inclusion
-from pokna_verify.tlog.witness import judge, needs_consistency_proof
 
 Status = Literal["included", "not_logged", "failed", "unusable"]
 
@@ -88,18 +87,18 @@ def _check(
         raise UnusableInputError(f"{asked} did not answer an entry and a leaf index")
     expected = entry_for(proof, entry)
     if entry.encode() != expected:
-        return LogInclusion(
-            "failed",
-            f"{checkpoint.origin} logged another proof for game {game_id} than this one: {entry[:200]}",
-            checkpoint.origin,
-            leaf_index,
-            checkpoint.size,
-        )
-    path = hashes_of(answer, "inclusion_path", asked)
+        return another_proof(checkpoint, game_id, entry, leaf_index)
+    path = hashes_of(answer.get("inclusion_path"), f"{asked}: inclusion_path")
     included = proven_in(checkpoint, expected, leaf_index, path)
     if state is None or included.status != "included":
         return included
     return witnessed(included, base, note, checkpoint_state=state)
+
+
+def another_proof(checkpoint: Checkpoint, game_id: str, entry: str, leaf_index: int) -> LogInclusion:
+    """The log's leaf for this game is made of a proof other than the one being verified."""
+    detail = f"{checkpoint.origin} logged another proof for game {game_id} than this one: {entry[:200]}"
+    return LogInclusion("failed", detail, checkpoint.origin, leaf_index, checkpoint.size)
 
 
 def proven_in(checkpoint: Checkpoint, entry: bytes, leaf_index: int, path: list[bytes]) -> LogInclusion:
@@ -148,20 +147,14 @@ def entry_for(proof: Mapping[str, Any], served: str) -> bytes:
 def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state: Path) -> LogInclusion:
     """The checkpoint the game was proven in, judged against the one kept in the state file and kept."""
     notes = read_state(checkpoint_state)
-    origin = note.split("\n", 1)[0]
-    kept = kept_checkpoint(notes, origin, checkpoint_state)
-    latest = kept_checkpoint({origin: note}, origin, checkpoint_state)
-    assert latest is not None
-    path: list[bytes] = []
-    if kept is not None and needs_consistency_proof(kept, latest):
-        asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
-        path = hashes_of(fetch_json(asked, "consistency proof"), "consistency_path", asked)
-    witnessed = judge(kept, latest, path)
+    latest = unsigned_checkpoint(note)
+    kept = kept_checkpoint(notes, latest.origin, checkpoint_state)
+    witnessed = judged(base, kept, latest)
     if not witnessed.judgement.consistent:
         return LogInclusion(
             "failed", witnessed.detail, included.origin, included.leaf_index, included.tree_size
         )
     if kept is None or latest.size > kept.size:
-        notes[origin] = note
+        notes[latest.origin] = note
         write_state(checkpoint_state, notes)
     return included

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.cli.input_files import UnusableInputError, read_document
 from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
-from pokna_verify.tlog.errors import LogError
+from pokna_verify.tlog.errors import LogError, SignatureError
+from pokna_verify.tlog.note import open_note
 
 
 def read_state(path: Path) -> dict[str, str]:
@@ -40,11 +42,8 @@ def kept_checkpoint(notes: dict[str, str], origin: str, path: Path) -> Checkpoin
     note = notes.get(origin)
     if note is None:
         return None
-    text, blank, _ = note.rpartition("\n\n")
     try:
-        if not blank:
-            raise LogError("no signature block")
-        return parse_checkpoint(text + "\n")
+        return unsigned_checkpoint(note)
     except LogError as error:
         raise UnusableInputError(
             f"the state file {path} keeps an unreadable checkpoint of {origin}: {error}"
@@ -62,3 +61,11 @@ def write_state(path: Path, notes: dict[str, str]) -> None:
         os.replace(temporary, path)
     except OSError as error:
         raise UnusableInputError(f"cannot write the state file {path}: {error.strerror or error}") from error
+
+
+def unsigned_checkpoint(note: str) -> Checkpoint:
+    """The checkpoint a signed note holds, read as a signed one is but its signatures not checked: one
+    checked when it was kept, or one there is no key at hand for."""
+    with suppress(SignatureError):  # well formed: no key to check a signature with is all that is missing
+        open_note(note, [])
+    return parse_checkpoint(note.rpartition("\n\n")[0] + "\n")

@@ -16,12 +16,12 @@ from pathlib import Path
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_UNUSABLE, EXIT_VALID
 from pokna_verify.cli.input_files import UnusableInputError
-from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, keys_url_of, log_base
+from pokna_verify.cli.log_fetch import fetch_text, judged, keys_url_of, log_base
 from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.tlog.errors import LogError, MalformedNoteError, SignatureError
-from pokna_verify.tlog.witness import Judgement, judge, needs_consistency_proof
+from pokna_verify.tlog.witness import Judgement
 
 
 def run_log_watch(url: str, state: Path, *, keys: str | None, as_json: bool) -> int:
@@ -35,11 +35,7 @@ def run_log_watch(url: str, state: Path, *, keys: str | None, as_json: bool) -> 
         except SignatureError as error:
             return _said(as_json, "bad_signature", f"{base}/checkpoint: {error}", EXIT_INVALID)
         kept = kept_checkpoint(notes, latest.origin, state)
-        path: list[bytes] = []
-        if kept is not None and needs_consistency_proof(kept, latest):
-            asked = f"{base}/consistency?first={kept.size}&second={latest.size}"
-            path = hashes_of(fetch_json(asked, "consistency proof"), "consistency_path", asked)
-        witnessed = judge(kept, latest, path)
+        witnessed = judged(base, kept, latest)
     except (UnusableInputError, CryptoError, MalformedNoteError, LogError) as error:
         return _said(as_json, "unusable", str(error), EXIT_UNUSABLE)
     if witnessed.judgement in (Judgement.FIRST, Judgement.EXTENDED):

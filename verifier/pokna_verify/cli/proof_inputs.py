@@ -23,9 +23,7 @@ from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.beacon import KNOWN_CHAINS, BeaconChain
 from pokna_verify.fairness.keyring import KeyRing
 from pokna_verify.fairness.receipt import RECEIPT_DOCUMENT
-from pokna_verify.fairness.verification import (
-    Keys,
-)
+from pokna_verify.fairness.verification import Keys
 
 LINK_OBJECT = "fairness_link"
 NO_SUCH_LINK = "no such proof link"

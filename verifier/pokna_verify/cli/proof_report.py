@@ -17,11 +17,7 @@ from pokna_verify.cli.exit_codes import (
     EXIT_VALID,
 )
 from pokna_verify.cli.input_files import UnusableInputError
-from pokna_verify.cli.proof_inputs import (
-    NOT_REVEALED,
-    Evidence,
-    Subject,
-)
+from pokna_verify.cli.proof_inputs import NOT_REVEALED, Evidence, Subject
 from pokna_verify.fairness.beacon import KNOWN_CHAINS
 from pokna_verify.fairness.errors import MalformedProofError
 from pokna_verify.fairness.proof import SeedSource
@@ -30,16 +26,10 @@ from pokna_verify.fairness.protocol import client_seed_problem
 from pokna_verify.fairness.verification import (
     CheckResult,
     CheckStatus,
-    Replay,
     VerificationReport,
     verify_commitment_receipt,
     verify_proof,
 )
-
-
-def _replay() -> Replay | None:
-    """The rules engine re-runs the proof's actions over its rolls: outcome and transfers must follow."""
-    return replay_proof
 
 
 class Verdict(StrEnum):
@@ -64,7 +54,7 @@ def revealed_report(
 ) -> VerificationReport:
     try:
         report = verify_proof(
-            proof, evidence.keys, _replay(), evidence.receipt, beacon_chains=evidence.beacon_chains
+            proof, evidence.keys, replay_proof, evidence.receipt, beacon_chains=evidence.beacon_chains
         )
     except MalformedProofError as error:
         if kind == "link":

@@ -37,20 +37,20 @@ def canonicalize(value: object) -> bytes:
     escapes, and nothing else. Everything else takes the general path, canonicalize_generic, which also
     refuses what has no canonical form; tests/crypto/test_crypto_canonical_json.py holds the two equal.
     """
-    if _stdlib_form_is_canonical(value):
+    if stdlib_form_is_canonical(value):
         try:
-            return _encode_sorted(value).encode("utf-8")
+            return encode_sorted(value).encode("utf-8")
         except UnicodeEncodeError:
             pass  # a lone surrogate: the general path names it
     return canonicalize_generic(value)
 
 
-_encode_sorted = json.JSONEncoder(
+encode_sorted = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
 ).encode
 
 
-def _stdlib_form_is_canonical(value: object) -> bool:
+def stdlib_form_is_canonical(value: object) -> bool:
     # Text subclasses (StrEnum members) encode as their text in both encoders; numbers must be exact.
     # Written out as loops, with the common leaves (text, exact integers) tested in place: every signed
     # proof and ledger line walks its whole document here first (issue 44).
@@ -67,7 +67,7 @@ def _stdlib_form_is_canonical(value: object) -> bool:
             if kind is int:
                 if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
                     return False
-            elif not (kind is str or item is None or kind is bool or _stdlib_form_is_canonical(item)):
+            elif not (kind is str or item is None or kind is bool or stdlib_form_is_canonical(item)):
                 return False
         return True
     if kind is list or kind is tuple:
@@ -76,7 +76,7 @@ def _stdlib_form_is_canonical(value: object) -> bool:
             if kind is int:
                 if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
                     return False
-            elif not (kind is str or item is None or kind is bool or _stdlib_form_is_canonical(item)):
+            elif not (kind is str or item is None or kind is bool or stdlib_form_is_canonical(item)):
                 return False
         return True
     return isinstance(value, str)

@@ -69,11 +69,6 @@ class KeyRing:
             raise UnknownKeyError(f"key {key_id} is not in the key ring")
         return key.public_key
 
-    def rotate(self, new_current: Ed25519PublicKey) -> KeyRing:
-        """The previous current key retires; nothing is ever dropped."""
-        retired = tuple(PublishedKey(key.key_id, key.public_key, KeyStatus.RETIRED) for key in self.keys)
-        return KeyRing((PublishedKey(key_id_of(new_current), new_current, KeyStatus.CURRENT), *retired))
-
     def to_json(self) -> dict[str, list[dict[str, str]]]:
         return {"keys": [key.to_json() for key in self.keys]}
 

@@ -10,18 +10,12 @@ hundred thousand signed proofs saves that walk for each one. Pure.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from pokna_verify.bounded_input import bounded_float, bounded_int, loads
-from pokna_verify.crypto.canonical_json import MAX_SAFE_INTEGER
+from pokna_verify.crypto.canonical_json import MAX_SAFE_INTEGER, encode_sorted
 from pokna_verify.crypto.signing import SIGNATURE_FIELD
-
-_encode_sorted = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
-).encode
-
 
 _SAFE_DIGITS = len(str(MAX_SAFE_INTEGER))  # 16: a number of 15 digits (or 14 and a sign) is safe
 
@@ -58,6 +52,6 @@ def loads_noting_plain(text: str) -> tuple[Any, bool]:
 def plain_signed_bytes(document: Mapping[str, Any]) -> bytes:
     """pokna_verify.crypto.signing.signed_bytes(document) for a document inside a value loads_noting_plain found
     plain: every field but the signature, canonical."""
-    return _encode_sorted({key: value for key, value in document.items() if key != SIGNATURE_FIELD}).encode(
+    return encode_sorted({key: value for key, value in document.items() if key != SIGNATURE_FIELD}).encode(
         "utf-8"
     )

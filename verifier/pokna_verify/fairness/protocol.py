@@ -32,8 +32,7 @@ CURSOR = 0
 _XOR_IPAD = bytes(byte ^ 0x36 for byte in range(256))
 _XOR_OPAD = bytes(byte ^ 0x5C for byte in range(256))
 _FIRST_FOUR_BYTES = struct.Struct(">I")  # the base-256 fraction's numerator, as face_of_digest reads it
-_SERVER_SEED_RE = re.compile(r"[0-9a-f]{64}")
-_HASH_RE = re.compile(r"[0-9a-f]{64}")
+_LOWER_HEX_64 = re.compile(r"[0-9a-f]{64}")  # a server seed's text, and a SHA-256 digest in hex
 _CLIENT_SEED_RE = re.compile(r"[A-Za-z0-9._~-]{1,64}")
 
 
@@ -54,11 +53,11 @@ def generate_server_seed() -> str:
 
 
 def is_server_seed(value: object) -> bool:
-    return isinstance(value, str) and _SERVER_SEED_RE.fullmatch(value) is not None
+    return isinstance(value, str) and _LOWER_HEX_64.fullmatch(value) is not None
 
 
 def is_sha256_hex(value: object) -> bool:
-    return isinstance(value, str) and _HASH_RE.fullmatch(value) is not None
+    return isinstance(value, str) and _LOWER_HEX_64.fullmatch(value) is not None
 
 
 def require_server_seed(server_seed: str) -> str:

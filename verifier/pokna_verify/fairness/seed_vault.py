@@ -28,9 +28,8 @@ def generate_vault_key() -> bytes:
 
 def seal_server_seed(server_seed: str, key: bytes, game_id: str) -> str:
     aead = _aead(key)
-    nonce = secrets.token_bytes(
-        NONCE_BYTES
-    )  # random nonces: 2**32 seals per key stay far below collision risk
+    # Random nonces: 2**32 seals per key stay far below the risk of a collision.
+    nonce = secrets.token_bytes(NONCE_BYTES)
     sealed = aead.encrypt(nonce, require_server_seed(server_seed).encode("ascii"), _associated_data(game_id))
     return f"{TOKEN_VERSION}.{b64url_encode(nonce)}.{b64url_encode(sealed)}"
 

@@ -331,9 +331,7 @@ def _check_replay(proof: Proof, replay: Replay | None) -> CheckResult:
         )
     try:
         problem = replay(proof)
-    except (
-        Exception
-    ) as error:  # a replay that crashes on this proof is a failed replay, not a crashed verifier
+    except Exception as error:  # a replay that crashes on this proof fails the check, not the verifier
         return _result("replay", [f"replay raised {type(error).__name__}: {error}"], "")
     return _result(
         "replay",

@@ -139,8 +139,6 @@ def table_odds(config: GameConfig, policy: Policy) -> TableOdds:
 
 
 class _Tally:
-    """Accumulates per-seat probabilities and expected money flows."""
-
     def __init__(self, config: GameConfig) -> None:
         zeros = [Fraction(0)] * (config.player_count + 1)
         self.whole, self.share, self.paid_in, self.paid_out = (list(zeros) for _ in range(4))

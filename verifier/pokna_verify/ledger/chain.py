@@ -20,7 +20,12 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from pokna_verify.crypto.canonical_json import MAX_SAFE_INTEGER, canonicalize
+from pokna_verify.crypto.canonical_json import (
+    MAX_SAFE_INTEGER,
+    canonicalize,
+    encode_sorted,
+    stdlib_form_is_canonical,
+)
 
 GENESIS_HASH: Final = "0" * 64
 LEDGER_CHAINS: Final = 16
@@ -54,7 +59,7 @@ def chain_for(partition_key: str) -> int:
     return int.from_bytes(digest[:4], "big") % LEDGER_CHAINS
 
 
-def chain_label(chain: int, seq: int | None) -> str:
+def chain_label(chain: int, seq: object) -> str:
     """How a transaction is named to people: `seq 12` on chain 0 (as before chains), `chain 3 seq 12`."""
     where = f"seq {seq}" if seq is not None else "seq ?"
     return where if chain == 0 else f"chain {chain} {where}"
@@ -102,14 +107,14 @@ def document_hash(document: Mapping[str, Any]) -> str:
     ]
     if _envelope_is_canonical(hashed):
         try:
-            return hashlib.sha256(_encode_sorted(hashed).encode("utf-8")).hexdigest()
+            return hashlib.sha256(encode_sorted(hashed).encode("utf-8")).hexdigest()
         except UnicodeEncodeError:
             pass
     return hashlib.sha256(canonicalize(hashed)).hexdigest()
 
 
 def _envelope_is_canonical(hashed: Mapping[str, Any]) -> bool:
-    """_sorted_json_is_canonical for the known shape, walking only `metadata` generically (3x faster)."""
+    """stdlib_form_is_canonical for the known shape, walking only `metadata` generically (3x faster)."""
     for name in ("seq", "chain"):
         number = hashed.get(name, 0)
         if type(number) is not int or not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
@@ -126,26 +131,7 @@ def _envelope_is_canonical(hashed: Mapping[str, Any]) -> bool:
         if type(posting["account_id"]) is not str or type(posting["currency"]) is not str:
             return False
     metadata = hashed["metadata"]
-    return metadata == {} or _sorted_json_is_canonical(metadata)
-
-
-_encode_sorted = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
-).encode
-
-
-def _sorted_json_is_canonical(value: object) -> bool:
-    if value is None or isinstance(value, str | bool):
-        return True
-    if isinstance(value, int):
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
-    if isinstance(value, dict):
-        return all(isinstance(key, str) and key.isascii() for key in value) and all(
-            _sorted_json_is_canonical(item) for item in value.values()
-        )
-    if isinstance(value, list):
-        return all(_sorted_json_is_canonical(item) for item in value)
-    return False
+    return metadata == {} or stdlib_form_is_canonical(metadata)
 
 
 def hash_parts(
@@ -204,7 +190,7 @@ def line_hash(line: Mapping[str, Any]) -> str:
         return document_hash(line)
     if reference is not None and type(reference) is not str:
         return document_hash(line)
-    if metadata != {} and not _sorted_json_is_canonical(metadata):
+    if metadata != {} and not stdlib_form_is_canonical(metadata):
         return document_hash(line)
     texts = [line[name] for name in ("created_at", "id", "kind", "prev_hash", "tenant_id")]
     if any(type(text) is not str for text in texts):
@@ -223,7 +209,7 @@ def line_hash(line: Mapping[str, Any]) -> str:
     text = (
         ("{" if chain == 0 else f'{{"chain":{chain},')
         + f'"created_at":{created_at},"id":{transaction_id},"kind":{kind},'
-        f'"metadata":{"{}" if metadata == {} else _encode_sorted(metadata)},'
+        f'"metadata":{"{}" if metadata == {} else encode_sorted(metadata)},'
         f'"postings":[{",".join(postings)}],"prev_hash":{prev_hash},'
         f'"reference":{"null" if reference is None else _quote(reference)},"seq":{seq},"tenant_id":{tenant_id}}}'
     )

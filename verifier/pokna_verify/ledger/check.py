@@ -311,5 +311,4 @@ def _check_postings(line: dict[str, Any], number: int, chain: int, seq: int, rep
 
 
 def _said(report: AuditReport, number: int, chain: int, seq: int, problem: str) -> None:
-    """A finding on line `number` about `seq` of `chain`: its label, then `problem`."""
     report.findings.append(Finding(number, seq, chain_label(chain, seq) + problem, chain))
