@@ -185,9 +185,11 @@ async def export_csv(
     from_seq: int | None,
     to_seq: int | None,
 ) -> AsyncIterator[str]:
-    """A header, then one row per posting (RFC 4180 quoting), a page of transactions a chunk."""
+    """A header, then one row per posting, a page of transactions a chunk. Rows end in CRLF, as RFC 4180
+    has them: Python's csv module quotes a field holding any character of the line terminator, so with "\n"
+    alone a reference holding a bare CR went out unquoted and split its row in a reader."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     async for page in _postings(
         connection, tenant_id, await _ranges(connection, tenant_id, chain, from_seq, to_seq)
