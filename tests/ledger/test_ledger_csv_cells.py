@@ -33,3 +33,13 @@ def test_a_carriage_return_in_a_reference_stays_inside_its_cell(
 ) -> None:
     references = ["psp\r7781", "line\nbreak", "crlf\r\nend"]
     assert _references(sessions, tenant_api, references) == references
+
+
+def test_a_reference_a_spreadsheet_would_read_as_a_formula_is_written_as_text(
+    sessions: sessionmaker[Session], tenant_api: TenantApi
+) -> None:
+    formulas = ['=HYPERLINK("http://x.test","pay")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1"]
+    plain = ["psp-charge-7781", "wire '7'", "a=b"]
+    cells = _references(sessions, tenant_api, formulas + plain)
+    # OWASP's advice for CSV injection: a leading apostrophe, which spreadsheets take as "this is text".
+    assert cells == [f"'{formula}" for formula in formulas] + plain

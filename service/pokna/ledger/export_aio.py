@@ -51,6 +51,15 @@ CSV_COLUMNS: Final = (
 )
 
 
+_FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _spreadsheet_text(value: str) -> str:
+    """A client's text as a CSV cell a spreadsheet shows as text: one starting like a formula gets a leading
+    apostrophe (OWASP's advice on CSV injection), or a reference `=HYPERLINK(...)` would run on opening."""
+    return f"'{value}" if value.startswith(_FORMULA_STARTS) else value
+
+
 def check_chain(chain: int | None) -> None:
     """Refuse a chain outside 0..LEDGER_CHAINS-1, naming the `chain` query parameter."""
     if chain is not None and not 0 <= chain < LEDGER_CHAINS:
@@ -200,7 +209,7 @@ async def export_csv(
                 row.seq,
                 row.id,
                 row.kind,
-                row.reference or "",
+                _spreadsheet_text(row.reference or ""),
                 format_timestamp(row.created_at),
                 row.leg,
                 row.account_id,
