@@ -50,6 +50,7 @@ def test_an_exports_fields_cannot_drive_the_terminal(verify_cli: VerifyCli, tmp_
     export.write_text(json.dumps(line) + "\n")
     ran = verify_cli("audit", "verify", str(export))
     assert ran.exit_code == 1, ran.output
-    assert "\x1b" not in ran.output and "\u202e" not in ran.output
+    assert "\x1b" not in ran.output
+    assert "\u202e" not in ran.output
     assert f"Ledger export {export}: tenant ten_\\x1b[2J," in ran.stdout
     assert "  trial balance  5 CR\\x1b[8m\\u202e" in ran.stdout.splitlines()
