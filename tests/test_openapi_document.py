@@ -184,6 +184,7 @@ def test_the_documented_currency_pattern_is_what_the_ledger_accepts(currency: st
         accepted = False
     assert (_currency_pattern().search(currency) is not None) == accepted
     assert _currency_pattern().search("22AQ0") is None
+    assert _currency_pattern().search("TRUE") is None  # a word Beancount reads as a value
 
 
 def test_the_document_is_served_from_bytes_built_once() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fairness_samples import KEY_RING, NEW_KEY
 from test_fairness_browser_replay import play_random_game
-from test_fairness_browser_screens import rich_game
+from test_fairness_browser_screens import PHONE, rich_game
 
 from pokna_verify.crypto.signing import sign_document
 from support.browser import Browser, Site, browser_session, serving
@@ -26,7 +26,10 @@ pytestmark = pytest.mark.xdist_group("browser")
 
 DUEL_LABELS = ["Han", "Leia"]
 RICH_LABELS = ["Jabba", "Leia", "Lando", "Chewie", "Rey", "Finn", "Poe"]
-CLAIMED, RICH, PLAIN = (f"{name}-labels-token-{'l' * 32}" for name in ("claimed", "rich", "plain"))
+LONG_LABELS = ["W" * 40, "M" * 40]  # the longest a label may be, with no place to break a line
+CLAIMED, RICH, PLAIN, LONG = (
+    f"{name}-labels-token-{'l' * 32}" for name in ("claimed", "rich", "plain", "long")
+)
 
 
 def labelled(link: dict[str, Any], labels: list[str]) -> dict[str, Any]:
@@ -54,6 +57,7 @@ def site() -> Iterator[Site]:
         CLAIMED: claimed_duel(),
         RICH: labelled(rich, RICH_LABELS[:seats]),
         PLAIN: play_random_game(0).link,
+        LONG: labelled(play_random_game(0).link, LONG_LABELS),
     }
     with serving(Site(key_ring=KEY_RING.to_json(), links=links)) as site:
         yield site
@@ -80,6 +84,10 @@ STATE = """
   };
 })()
 """
+
+
+# The window's width and the page's: a phone's window grows to fit a page that would scroll sideways.
+WIDTHS = "[innerWidth, document.documentElement.scrollWidth]"
 
 
 def shown(browser: Browser, site: Site, token: str) -> dict[str, Any]:
@@ -121,3 +129,14 @@ def test_without_labels_the_page_says_the_vigo_and_player_n(browser: Browser, si
     assert state["seeds"] == ["The Vigo", "Player 1"]
     assert "named as the operator" not in state["summary"]
     assert state["gains"]["1"].startswith("Player 1 got their ante back"), state["gains"]
+
+
+def test_the_longest_labels_do_not_push_the_page_wider_than_a_phone(browser: Browser, site: Site) -> None:
+    browser.set_width(PHONE)
+    try:
+        state = shown(browser, site, LONG)
+        widths = browser.evaluate(WIDTHS)
+    finally:
+        browser.set_width(1280)
+    assert state["seeds"] == [f"{LONG_LABELS[0]} (the Vigo)", LONG_LABELS[1]]
+    assert widths == [PHONE, PHONE]

@@ -13,6 +13,8 @@ from beancount.core import data
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from pokna.ledger.errors import InvalidAccount
+from pokna.ledger.model import check_currency
 from support.driver import export_beancount
 from support.game_play import Api, obliging, play
 from support.ledger_reads import trial_balance
@@ -109,3 +111,16 @@ def test_a_partial_export_opens_with_the_balances_before_it(
     head = _write(sessions, tenant_id, tmp_path / "head.beancount", chain=0, to_seq=2)
     assert subprocess.run([str(BEAN_CHECK), str(head)], capture_output=True, check=False).returncode == 0
     assert " balance " not in head.read_text()  # not up to the head: nothing stored to assert
+
+
+@pytest.mark.parametrize("currency", ["TRUE", "FALSE", "NULL"])
+def test_a_currency_beancount_reads_as_a_keyword_is_refused(tenant_api: TenantApi, currency: str) -> None:
+    """Beancount has no quoting for a currency: `open ... TRUE` is a syntax error, so one such account would
+    break the tenant's whole export for bean-check."""
+    answer = tenant_api.post("/v1/accounts", {"currency": currency})
+    assert answer.status_code == 422, answer.text
+    problem = answer.json()
+    assert problem["detail"].startswith("body.currency: "), problem
+    assert "Beancount" in problem["detail"], problem
+    with pytest.raises(InvalidAccount, match="Beancount"):
+        check_currency(currency)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
@@ -66,10 +66,27 @@ Amount = Annotated[
 AccountId = Annotated[
     str, StringConstraints(min_length=1, max_length=40), NoNul, Field(examples=["acct_3b1f0c…"])
 ]
+
+# Words Beancount's lexer reads as values, never as a currency: `open ... TRUE` is a syntax error there, and
+# Beancount has no quoting for a currency, so one such account would break the tenant's whole export.
+BEANCOUNT_KEYWORDS: Final = frozenset({"TRUE", "FALSE", "NULL"})
+
+
+def _not_a_beancount_word(value: str) -> str:
+    if value in BEANCOUNT_KEYWORDS:
+        raise ValueError("must not be TRUE, FALSE or NULL, which the ledger's Beancount export cannot name")
+    return value
+
+
 Currency = Annotated[
     str,
     StringConstraints(pattern=r"^[A-Z][A-Z0-9]{1,15}$"),
-    Field(description="2-16 upper-case letters or digits, the first a letter.", examples=["CREDIT"]),
+    AfterValidator(_not_a_beancount_word),
+    Field(
+        description="2-16 upper-case letters or digits, the first a letter; not TRUE, FALSE or NULL.",
+        examples=["CREDIT"],
+        json_schema_extra={"pattern": r"^(?!(?:TRUE|FALSE|NULL)$)[A-Z][A-Z0-9]{1,15}$"},
+    ),
 ]
 
 

@@ -51,6 +51,15 @@ CSV_COLUMNS: Final = (
 )
 
 
+_FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _spreadsheet_text(value: str) -> str:
+    """A client's text as a CSV cell a spreadsheet shows as text: one starting like a formula gets a leading
+    apostrophe (OWASP's advice on CSV injection), or a reference `=HYPERLINK(...)` would run on opening."""
+    return f"'{value}" if value.startswith(_FORMULA_STARTS) else value
+
+
 def check_chain(chain: int | None) -> None:
     """Refuse a chain outside 0..LEDGER_CHAINS-1, naming the `chain` query parameter."""
     if chain is not None and not 0 <= chain < LEDGER_CHAINS:
@@ -185,9 +194,11 @@ async def export_csv(
     from_seq: int | None,
     to_seq: int | None,
 ) -> AsyncIterator[str]:
-    """A header, then one row per posting (RFC 4180 quoting), a page of transactions a chunk."""
+    """A header, then one row per posting, a page of transactions a chunk. Rows end in CRLF, as RFC 4180
+    has them: Python's csv module quotes a field holding any character of the line terminator, so with "\n"
+    alone a reference holding a bare CR went out unquoted and split its row in a reader."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     async for page in _postings(
         connection, tenant_id, await _ranges(connection, tenant_id, chain, from_seq, to_seq)
@@ -198,7 +209,7 @@ async def export_csv(
                 row.seq,
                 row.id,
                 row.kind,
-                row.reference or "",
+                _spreadsheet_text(row.reference or ""),
                 format_timestamp(row.created_at),
                 row.leg,
                 row.account_id,

@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
+from pokna.api.fields import BEANCOUNT_KEYWORDS
 from pokna.db.models.ledger import MAX_POSTING_AMOUNT
 from pokna.ledger.errors import AmountOutOfRange, InvalidAccount, InvalidPostings, UnbalancedTransaction
 from pokna_verify.crypto.canonical_json import canonicalize
@@ -101,6 +102,12 @@ def check_currency(currency: str) -> str:
     if not isinstance(currency, str) or _CURRENCY_RE.fullmatch(currency) is None:
         raise InvalidAccount(
             f"currency {currency!r} is not 2-16 upper-case letters or digits", field="currency"
+        )
+    if currency in BEANCOUNT_KEYWORDS:
+        raise InvalidAccount(
+            f"currency {currency!r} is a word Beancount reads as a value (TRUE, FALSE, NULL): the ledger's "
+            "Beancount export could not name it",
+            field="currency",
         )
     return currency
 

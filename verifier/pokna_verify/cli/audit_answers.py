@@ -10,6 +10,7 @@ from typing import Any
 from pokna_verify.bundle.report import BundleReport, Verdict
 from pokna_verify.cli.beacon_chains import also_trusted
 from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_VALID
+from pokna_verify.cli.terminal import say
 from pokna_verify.ledger.chain import chain_label
 from pokna_verify.ledger.findings import AuditReport, KeptFindings
 
@@ -25,32 +26,32 @@ def answer_bundle(path: Path, report: BundleReport, as_json: bool) -> int:
         print(json.dumps(report.to_json(), indent=2))
         return BUNDLE_EXIT[report.verdict]
     games = ", ".join(f"{count} {status}" for status, count in sorted(report.games.items())) or "none"
-    print(
+    say(
         f"Audit bundle {path}: tenant {report.tenant_id}, {report.describe_range()}, "
         f"{report.transactions} transactions, {report.postings} postings, games: {games}, "
         f"{report.rolls} rolls recomputed"
     )
-    print(f"  checks         {', '.join(report.checks)}")
+    say(f"  checks         {', '.join(report.checks)}")
     for chain in report.extra_beacon_chains:
-        print(f"  beacon         {also_trusted(chain)}")
+        say(f"  beacon         {also_trusted(chain)}")
     for kind, changes in sorted(report.kind_changes.items()):
         shown = ", ".join(f"{total:+d} {currency}" for currency, total in sorted(changes.items()))
-        print(f"  {kind + ' ':<15}{shown}")  # external_funding is wider than the column
+        say(f"  {kind + ' ':<15}{shown}")  # external_funding is wider than the column
     house = ", ".join(f"{total:+d} {c}" for c, total in sorted(report.house_result.items())) or "0"
-    print(f"  house result   {house}")
+    say(f"  house result   {house}")
     for note in report.notes:
-        print(f"  note: {note}")
+        say(f"  note: {note}")
     for finding in report.findings:
         name = f"{finding.record} {finding.record_id}" if finding.record_id else finding.record
-        print(f"  FAIL  line {finding.line or '-'}  {name}: {finding.problem}")
+        say(f"  FAIL  line {finding.line or '-'}  {name}: {finding.problem}")
     _not_listed(report.findings)
     verdict = report.verdict
     if verdict is Verdict.VALID:
-        print("VALID")
+        say("VALID")
     elif verdict is Verdict.INVALID:
-        print(f"INVALID: {report.findings.total} finding(s)")
+        say(f"INVALID: {report.findings.total} finding(s)")
     else:
-        print(
+        say(
             f"NOT REVEALED: {len(report.unrevealed_games)} game(s) still in play: {report.unrevealed_games[:5]}"
         )
     return BUNDLE_EXIT[verdict]
@@ -74,32 +75,32 @@ def _print_export_report(path: Path, report: AuditReport) -> None:
         span = f"seq {report.first_seq}-{report.last_seq}"
     else:
         span = f"{len(chains)} chains"
-    print(
+    say(
         f"Ledger export {path}: tenant {report.tenant_id}, {span}, "
         f"{report.transactions} transactions, {report.postings} postings"
     )
     if set(chains) <= {0}:
-        print(f"  head hash      {report.head_hash}")
+        say(f"  head hash      {report.head_hash}")
     else:
         for chain, summary in sorted(chains.items()):
-            print(
+            say(
                 f"  chain {chain:<8} seq {summary.first_seq}-{summary.last_seq}, "
                 f"{summary.transactions} transactions, head hash {summary.head_hash}"
             )
     for currency, total in sorted(report.trial_balance().items()):
-        print(f"  trial balance  {total} {currency}")
+        say(f"  trial balance  {total} {currency}")
     if report.checkpoint_checked:
-        print("  checkpoint     checked")
+        say("  checkpoint     checked")
     for note in report.notes:
-        print(f"  note: {note}")
+        say(f"  note: {note}")
     for finding in report.findings:
         where = chain_label(finding.chain, finding.seq) if finding.seq is not None else "-"
         line = f"line {finding.line}" if finding.line is not None else "checkpoint"
-        print(f"  FAIL  {where:>12}  {line:>10}  {finding.problem}")
+        say(f"  FAIL  {where:>12}  {line:>10}  {finding.problem}")
     _not_listed(report.findings)
-    print("VALID" if report.valid else f"INVALID: {report.findings.total} finding(s)")
+    say("VALID" if report.valid else f"INVALID: {report.findings.total} finding(s)")
 
 
 def _not_listed(findings: KeptFindings[Any]) -> None:
     if findings.dropped:
-        print(f"  ... and {findings.dropped} more finding(s), not listed: the first {len(findings)} are")
+        say(f"  ... and {findings.dropped} more finding(s), not listed: the first {len(findings)} are")

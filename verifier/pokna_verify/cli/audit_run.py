@@ -26,6 +26,7 @@ from pokna_verify.cli.input_files import (
 )
 from pokna_verify.cli.progress import StderrProgress
 from pokna_verify.cli.proof_inputs import read_key_ring
+from pokna_verify.cli.terminal import say
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
 from pokna_verify.fairness.keyring import KeyRing
@@ -105,7 +106,7 @@ def _unusable(said: str, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"valid": None, "error": said}))
     else:
-        print(f"UNUSABLE INPUT: {said}", file=sys.stderr)
+        say(f"UNUSABLE INPUT: {said}", file=sys.stderr)
     return EXIT_UNUSABLE
 
 

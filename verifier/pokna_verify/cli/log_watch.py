@@ -19,6 +19,7 @@ from pokna_verify.cli.input_files import UnusableInputError
 from pokna_verify.cli.log_fetch import fetch_text, judged, keys_url_of, log_base
 from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
 from pokna_verify.cli.proof_inputs import read_key_ring
+from pokna_verify.cli.terminal import say
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.tlog.errors import LogError, MalformedNoteError, SignatureError
 from pokna_verify.tlog.witness import Judgement
@@ -57,7 +58,7 @@ def _said(as_json: bool, verdict: str, detail: str, code: int, extra: dict[str, 
             )
         )
     elif code == EXIT_UNUSABLE:
-        print(f"UNUSABLE INPUT: {detail}", file=sys.stderr)
+        say(f"UNUSABLE INPUT: {detail}", file=sys.stderr)
     else:
-        print(f"{verdict.upper().replace('_', ' ')}: {detail}")
+        say(f"{verdict.upper().replace('_', ' ')}: {detail}")
     return code

@@ -18,6 +18,7 @@ from pokna_verify.cli.exit_codes import (
 )
 from pokna_verify.cli.input_files import UnusableInputError
 from pokna_verify.cli.proof_inputs import NOT_REVEALED, Evidence, Subject
+from pokna_verify.cli.terminal import say
 from pokna_verify.fairness.beacon import KNOWN_CHAINS
 from pokna_verify.fairness.errors import MalformedProofError
 from pokna_verify.fairness.proof import SeedSource
@@ -179,33 +180,33 @@ def print_report(
 ) -> None:
     heading = "Proof" if subject.revealed else "Commitment"
     game_id = str(subject.proof.get("game_id")) if subject.proof is not None else subject.game_id
-    print(f"{heading} of game {game_id}")
-    print(f"  source   {source}: {subject.describe()}")
+    say(f"{heading} of game {game_id}")
+    say(f"  source   {source}: {subject.describe()}")
     if read_from != source:
-        print(f"  fetched  {read_from}")
+        say(f"  fetched  {read_from}")
     if evidence.receipt_from is not None:
-        print(f"  receipt  {evidence.receipt_from}")
+        say(f"  receipt  {evidence.receipt_from}")
     if evidence.keys_from is not None:
-        print(f"  keys     {evidence.keys_from}")
+        say(f"  keys     {evidence.keys_from}")
     for chain in evidence.beacon_chains[len(KNOWN_CHAINS) :]:
-        print(f"  beacon   {also_trusted(chain)}")
+        say(f"  beacon   {also_trusted(chain)}")
     for check in report.checks:
-        print(f"  {check.status.upper():8} {check.name:19} {check.message}")
+        say(f"  {check.status.upper():8} {check.name:19} {check.message}")
     if verdict is Verdict.INVALID:
-        print(f"INVALID: failed checks: {', '.join(check.name for check in report.failed)}")
+        say(f"INVALID: failed checks: {', '.join(check.name for check in report.failed)}")
     elif verdict is Verdict.NOT_REVEALED:
-        print(
+        say(
             f"NOT REVEALED YET: game {subject.game_id} is {subject.status}; "
             "the server seed stays secret until it ends"
         )
         if evidence.receipt is not None:
-            print(f"  server_seed_hash  {evidence.receipt.get('server_seed_hash')}")
-            print(f"  committed at      {evidence.receipt.get('created_at')}")
+            say(f"  server_seed_hash  {evidence.receipt.get('server_seed_hash')}")
+            say(f"  committed at      {evidence.receipt.get('created_at')}")
     elif verdict is Verdict.PARTLY_VERIFIED:
         reasons = "; ".join(f"{check.name} ({check.message})" for check in report.not_run)
-        print(f"PARTLY VERIFIED: nothing failed, but not every check ran: {reasons}")
+        say(f"PARTLY VERIFIED: nothing failed, but not every check ran: {reasons}")
     else:
-        print("VALID")
+        say("VALID")
 
 
 def json_report(

@@ -26,6 +26,7 @@ from pokna_verify.cli.proof_report import (
     verdict_of,
 )
 from pokna_verify.cli.proof_source import where_to_read
+from pokna_verify.cli.terminal import say
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
 
@@ -60,7 +61,7 @@ def run_proof(
         if as_json:
             print(json.dumps({"verdict": str(Verdict.UNUSABLE), "valid": None, "error": str(error)}))
         else:
-            print(f"UNUSABLE INPUT: {error}", file=sys.stderr)
+            say(f"UNUSABLE INPUT: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
     verdict = verdict_of(subject, report)
     logged = None
@@ -76,7 +77,7 @@ def run_proof(
     else:
         print_report(source, read_from, subject, evidence, report, verdict)
         if logged is not None:
-            print(f"public log: {LABELS[logged.status]}: {logged.detail}")
+            say(f"public log: {LABELS[logged.status]}: {logged.detail}")
     if logged is not None and logged.status == "failed":
         return EXIT_INVALID
     return EXIT_CODES[verdict]
