@@ -316,6 +316,8 @@ VALID_VALUES: dict[str, str] = {
     "client_rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_CLIENT_RATE_LIMIT_PER_SECOND=20",
     "client_rate_limit_burst": "an integer of at least 1, e.g. POKNA_CLIENT_RATE_LIMIT_BURST=100",
     "metrics_allowed_networks": "comma-separated networks, e.g. POKNA_METRICS_ALLOWED_NETWORKS=127.0.0.0/8,10.0.0.0/8",
+    "public_log_origin": "a host and path, no scheme, no spaces, no '+', no trailing '/', "
+    "e.g. POKNA_PUBLIC_LOG_ORIGIN=pokna.example/games",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }
