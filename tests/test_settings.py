@@ -112,6 +112,10 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
             "; POKNA_MAX_BODY_BYTES='1' is not valid (an integer of at least 1024",
         ),
         (
+            {"POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS": "3000000"},
+            "POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS='3000000' is not valid (an integer from 1 to 2000000",
+        ),
+        (
             {"POKNA_PUBLIC_LOG_ORIGIN": "https://pokna.example/games/"},
             "POKNA_PUBLIC_LOG_ORIGIN='https://pokna.example/games/' is not valid (a host and path, no scheme",
         ),
