@@ -167,3 +167,13 @@ def test_other_formats_and_reconcile(cli_env: Path, tenant_id: str, funded: str,
     reconciled = runner.invoke(app, ["ledger", "reconcile"])
     assert reconciled.exit_code == 0, reconciled.output
     assert "chains intact" in reconciled.output
+
+
+def test_an_output_of_dash_is_stdout_as_the_verifiers_read_it(
+    cli_env: Path, tenant_id: str, funded: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 3
+    assert not (tmp_path / "-").exists()

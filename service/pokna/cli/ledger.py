@@ -37,7 +37,8 @@ app.add_typer(ledger_app, name="ledger")
 
 @contextmanager
 def output_file(path: Path | None) -> Iterator[TextIO]:
-    if path is None:
+    """`-` is stdout, as it is stdin to the verifiers (`... -o - | pokna audit verify -`), not a file named `-`."""
+    if path is None or str(path) == "-":
         yield sys.stdout
         return
     try:
@@ -55,7 +56,9 @@ ChainOption = Annotated[
     int | None,
     typer.Option("--chain", min=0, max=LEDGER_CHAINS - 1, help="Only this chain (default: every chain)."),
 ]
-OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")]
+OutputOption = Annotated[
+    Path | None, typer.Option("-o", "--output", help="File to write (default, or -: stdout).")
+]
 
 
 @ledger_app.command("export")
