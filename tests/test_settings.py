@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from pokna.service_keys import ServiceKeyError, load_service_keys
-from pokna.settings import Environment, Settings, SettingsError, get_settings
+from pokna.settings import VALID_VALUES, Environment, Settings, SettingsError, get_settings
 from pokna_verify.crypto.signing import generate_signing_key, key_id_of, private_key_to_pem
 
 
@@ -112,6 +112,14 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
             "; POKNA_MAX_BODY_BYTES='1' is not valid (an integer of at least 1024",
         ),
         (
+            {"POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS": "3000000"},
+            "POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS='3000000' is not valid (an integer from 1 to 2000000",
+        ),
+        (
+            {"POKNA_PUBLIC_LOG_ORIGIN": "https://pokna.example/games/"},
+            "POKNA_PUBLIC_LOG_ORIGIN='https://pokna.example/games/' is not valid (a host and path, no scheme",
+        ),
+        (
             {"POKNA_ENV": "production", "POKNA_DATABASE_URL": "postgresql+psycopg://u@h/db"},
             "set POKNA_SIGNING_KEY, POKNA_SEED_ENCRYPTION_KEY explicitly (`pokna secrets generate` prints",
         ),
@@ -127,6 +135,10 @@ def test_a_wrong_environment_names_the_variable_and_a_valid_value(
     assert expected in str(refused.value)
     assert "\n" not in str(refused.value)
     assert "pydantic" not in str(refused.value)
+
+
+def test_every_variable_has_a_valid_value_to_name() -> None:
+    assert set(Settings.model_fields) <= set(VALID_VALUES)
 
 
 def test_a_settings_error_never_echoes_a_secret(environment: pytest.MonkeyPatch) -> None:

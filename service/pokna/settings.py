@@ -22,6 +22,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 ENV_PREFIX = "POKNA_"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 SECRETS_HINT = "`pokna secrets generate` prints a signing key and a seed encryption key"
+# PostgreSQL's timeouts are milliseconds in a 32-bit integer (at most about 24.8 days), as is libpq's
+# tcp_user_timeout (a statement's bound plus a grace, pokna.db.engine.Waits); a connection asking for more is
+# refused as it starts, so a larger setting would leave the API with no connection it could ever open.
+LONGEST_SERVER_WAIT_SECONDS = 2_000_000
 
 
 class Environment(StrEnum):
@@ -142,12 +146,14 @@ class Settings(BaseSettings):
     database_statement_timeout_seconds: int = Field(
         default=30,
         ge=1,
+        le=LONGEST_SERVER_WAIT_SECONDS,
         description="Longest a statement may run on PostgreSQL (statement_timeout), lock waits included, "
         "before the request answers 503.",
     )
     database_idle_in_transaction_timeout_seconds: int = Field(
         default=60,
         ge=1,
+        le=LONGEST_SERVER_WAIT_SECONDS,
         description="Longest a request's PostgreSQL session may sit idle inside a transaction "
         "(idle_in_transaction_session_timeout) before the server ends it and frees what it held.",
     )
@@ -307,8 +313,10 @@ VALID_VALUES: dict[str, str] = {
     "database_pool_overflow": "an integer of at least 0, e.g. POKNA_DATABASE_POOL_OVERFLOW=10",
     "database_pool_timeout_seconds": "a number of seconds above 0, e.g. POKNA_DATABASE_POOL_TIMEOUT_SECONDS=10",
     "database_connect_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_CONNECT_TIMEOUT_SECONDS=5",
-    "database_statement_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS=30",
-    "database_idle_in_transaction_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS=60",
+    "database_statement_timeout_seconds": f"an integer from 1 to {LONGEST_SERVER_WAIT_SECONDS}, "
+    "e.g. POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS=30",
+    "database_idle_in_transaction_timeout_seconds": f"an integer from 1 to {LONGEST_SERVER_WAIT_SECONDS}, "
+    "e.g. POKNA_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS=60",
     "shutdown_timeout_seconds": "an integer of at least 1, e.g. POKNA_SHUTDOWN_TIMEOUT_SECONDS=30",
     "database_retry_after_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_RETRY_AFTER_SECONDS=2",
     "rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
@@ -316,6 +324,8 @@ VALID_VALUES: dict[str, str] = {
     "client_rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_CLIENT_RATE_LIMIT_PER_SECOND=20",
     "client_rate_limit_burst": "an integer of at least 1, e.g. POKNA_CLIENT_RATE_LIMIT_BURST=100",
     "metrics_allowed_networks": "comma-separated networks, e.g. POKNA_METRICS_ALLOWED_NETWORKS=127.0.0.0/8,10.0.0.0/8",
+    "public_log_origin": "a host and path, no scheme, no spaces, no '+', no trailing '/', "
+    "e.g. POKNA_PUBLIC_LOG_ORIGIN=pokna.example/games",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }

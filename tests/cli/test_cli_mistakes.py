@@ -143,6 +143,10 @@ NO_DATABASE = [
     usage("serve", "--workers", "many", says="'many' is not a whole number"),
     usage("sweep", "--all", says="No such option: --all"),
     usage("log", "sequence", "--batch", "0", says="'--batch': 0 is not at least 1"),
+    usage("log", "sequence", "--interval", "soon", says="'soon' is not a number"),
+    usage("log", "sequence", "--interval", "0.01", says="'--interval': 0.01 is not at least 0.05"),
+    usage("webhooks", "deliver", "--max-seconds", "-1", says="'--max-seconds': -1.0 is not at least 0"),
+    usage("log", "sequence", "--max-seconds", "nan", says="'nan' is not a number"),
     failure(
         "log",
         "sequence",
@@ -150,7 +154,7 @@ NO_DATABASE = [
         env={"POKNA_PUBLIC_LOG_ORIGIN": "a+b"},
         says=("POKNA_PUBLIC_LOG_ORIGIN='a+b'",),
     ),
-    usage("webhooks", "deliver", "--poll-seconds", "0", says="'--poll-seconds': Input should be greater"),
+    usage("webhooks", "deliver", "--poll-seconds", "0", says="'--poll-seconds': 0.0 is not at least 0.01"),
     failure(
         "webhooks",
         "deliver",

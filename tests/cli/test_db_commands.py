@@ -54,3 +54,27 @@ def test_db_upgrade_behind_a_long_reader_says_why_it_stopped_and_what_to_do(cli_
         assert migrate.current_revision(engine) == migrate.head_revision()
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("command", [["db", "upgrade"], ["db", "downgrade", "-1"], ["tenants", "list"]])
+def test_a_schema_a_newer_release_migrated_is_named_as_such(cli_env: str, command: list[str]) -> None:
+    """Back on an older release after a newer one migrated the database: `pokna db upgrade` cannot help (it
+    was the advice given, and itself answered "Can't locate revision ... give a revision id")."""
+    runner = CliRunner()
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
+    engine = make_engine(cli_env)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE alembic_version SET version_num = '0099_from_the_future'"))
+        if command[0] == "tenants":  # a command that fails on the schema: its table is gone
+            with engine.begin() as connection:
+                connection.execute(text("ALTER TABLE tenant RENAME TO tenant_renamed"))
+    finally:
+        engine.dispose()
+    refused = runner.invoke(app, command)
+    assert refused.exit_code == 1, refused.output
+    assert (
+        "is at schema 0099_from_the_future, which a newer release of Pokna migrated "
+        f"(this release's head is {migrate.head_revision()}): run that release" in refused.stderr
+    )
+    assert "run `pokna db upgrade`" not in refused.stderr

@@ -177,3 +177,30 @@ def test_public_key_prints_the_public_half_of_the_configured_key(
     assert "PRIVATE" not in result.stdout
     assert key_id_of(load_public_key_pem(result.stdout.encode())) == document["key_id"]
     assert document["key_id"] in result.stderr
+
+
+def _file_public_key(monkeypatch: pytest.MonkeyPatch, document: dict[str, str], output: Path) -> Any:
+    monkeypatch.setenv("POKNA_SIGNING_KEY", document["POKNA_SIGNING_KEY"])
+    monkeypatch.setenv("POKNA_SEED_ENCRYPTION_KEY", document["POKNA_SEED_ENCRYPTION_KEY"])
+    get_settings.cache_clear()
+    return runner.invoke(app, ["secrets", "public-key", "--output", str(output)])
+
+
+def test_public_key_never_overwrites_a_retired_key_with_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second rotation filed under the first one's name would lose the first key for good, and with it
+    every proof and checkpoint it signed; the same key filed again loses nothing, so it is done again."""
+    monkeypatch.setenv("POKNA_ENV", "production")
+    monkeypatch.setenv("POKNA_DATABASE_URL", POSTGRES_URL)
+    monkeypatch.setenv("POKNA_DATA_DIR", str(tmp_path / "data"))
+    retired = tmp_path / "data" / "keys" / "retired" / "old.pem"
+    first = json.loads(_generate("--format", "json")[0])
+    for _ in range(2):
+        filed = _file_public_key(monkeypatch, first, retired)
+        assert filed.exit_code == 0, filed.output
+    first_pem = retired.read_text()
+    refused = _file_public_key(monkeypatch, json.loads(_generate("--format", "json")[0]), retired)
+    assert refused.exit_code == 2
+    assert f"{retired} exists and is not this key" in refused.stderr
+    assert retired.read_text() == first_pem

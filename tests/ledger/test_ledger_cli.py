@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
@@ -15,6 +20,7 @@ from pokna.cli.app import app
 from pokna.service_keys import load_service_keys
 from pokna.settings import Settings, get_settings
 from pokna_verify.crypto.signing import generate_signing_key, public_key_to_b64url, public_key_to_pem
+from support.lock_waits import wait_for_a_statement_waiting_on_a_lock
 from support.tenant_api import TenantApi
 from support.verify_cli import VerifyCli
 
@@ -167,3 +173,43 @@ def test_other_formats_and_reconcile(cli_env: Path, tenant_id: str, funded: str,
     reconciled = runner.invoke(app, ["ledger", "reconcile"])
     assert reconciled.exit_code == 0, reconciled.output
     assert "chains intact" in reconciled.output
+
+
+def test_an_output_of_dash_is_stdout_as_the_verifiers_read_it(
+    cli_env: Path, tenant_id: str, funded: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["ledger", "export", "--tenant", tenant_id, "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 3
+    assert not (tmp_path / "-").exists()
+
+
+def test_an_interrupted_export_leaves_no_file_to_pass_for_a_whole_one(
+    cli_env: Path, sessions: sessionmaker[Session], tenant_id: str, funded: str, tmp_path: Path
+) -> None:
+    """Ctrl-C while the export waits for the journal's heads (held locked here); a journal's prefix
+    verifies, so a file left behind, empty or half-written, could pass for the whole export."""
+    export = tmp_path / "ledger.jsonl"
+    pokna = str(Path(sys.executable).with_name("pokna"))
+    with sessions() as holding:
+        holding.execute(text("LOCK TABLE ledger_head IN ACCESS EXCLUSIVE MODE"))
+        process = subprocess.Popen(
+            [pokna, "ledger", "export", "--tenant", tenant_id, "-o", str(export)],
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            wait_for_a_statement_waiting_on_a_lock(sessions, "SELECT chain, last_seq FROM ledger_head")
+            process.send_signal(signal.SIGINT)
+            _, errors = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=30)
+        holding.rollback()
+    assert process.returncode != 0
+    assert b"Traceback" not in errors
+    assert not export.exists()
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith(".ledger.jsonl")]

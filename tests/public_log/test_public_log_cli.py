@@ -66,3 +66,19 @@ def test_an_origin_witnesses_could_not_pin_is_refused(
     done = CliRunner().invoke(app, ["log", "sequence", "--once"])
     assert done.exit_code != 0
     assert "POKNA_PUBLIC_LOG_ORIGIN" in done.output
+
+
+def test_a_sequencer_on_a_database_without_the_schema_stops_with_one_line(
+    empty_database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `pokna webhooks deliver` does with a database it never reached: it logged a traceback a second
+    and, stopped, exited 0 saying "0 finished game(s) added", a worker that could never work."""
+    monkeypatch.setenv("POKNA_DATABASE_URL", empty_database_url)
+    monkeypatch.setenv("POKNA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("POKNA_ENV", "test")
+    get_settings.cache_clear()
+    done = CliRunner().invoke(app, ["log", "sequence", "--max-seconds", "3", "--interval", "0.1"])
+    get_settings.cache_clear()
+    assert done.exit_code == 1, done.output
+    assert "has no Pokna schema (run `pokna db upgrade`)" in done.stderr
+    assert "Traceback" not in done.output

@@ -1,5 +1,6 @@
 """What a database error means to the operator: the server cannot be reached, the schema is missing or
-behind (both common after a fresh install or an upgrade of Pokna), or something else.
+behind (both common after a fresh install or an upgrade of Pokna), ahead (a newer release migrated it), or
+something else.
 
 Only the error path pays for this diagnosis (it imports Alembic to read the schema revision); a command
 that works never does.
@@ -42,6 +43,8 @@ def describe_database_error(error: BaseException) -> str:
     except SQLAlchemyError as failed:
         return f"cannot reach the database {redacted(url)}: {_reason(failed)} ({_unreachable_hint()})"
     head = migrate.head_revision()
+    if revision is not None and not migrate.is_known(revision):
+        return str(migrate.NewerSchema(revision, f"the database {redacted(url)}"))
     if revision != head:
         state = "has no Pokna schema" if revision is None else f"is at schema {revision}, not {head}"
         return f"the database {redacted(url)} {state} (run `pokna db upgrade`)"

@@ -48,8 +48,10 @@ def describe(error: BaseException) -> tuple[str, int] | None:
         return str(error), error.exit_code
     if _is(error, "pokna.settings", "SettingsError") or _is(error, "pokna.service_keys", "ServiceKeyError"):
         return str(error), EXIT_FAILURE
-    if _is(error, "pokna.db.embedded", "EmbeddedDatabaseError") or _is(
-        error, "pokna.db.migrate", "NotTheCoordinator"
+    if (
+        _is(error, "pokna.db.embedded", "EmbeddedDatabaseError")
+        or _is(error, "pokna.db.migrate", "NotTheCoordinator")
+        or _is(error, "pokna.db.migrate", "NewerSchema")
     ):
         return str(error), EXIT_FAILURE
     if _is(error, "pokna.errors", "PoknaError"):

@@ -7,7 +7,7 @@ one error style.
   imported; the group then builds the Click command for it.
 - **Help**: plain Click layout (no rich boxes), option values named like Click's (`--tenant TEXT`), flags
   with no type label, arguments by their metavar (`PROOF.json`, `[REVISION]`).
-- **Parsing**: text, whole numbers and paths are read here, not through a pydantic TypeAdapter as Typer
+- **Parsing**: text, numbers (whole or not) and paths are read here, not through a pydantic TypeAdapter as Typer
   does (importing pydantic alone costs `pokna roll` a tenth of a second); other types go to Typer.
 - **Errors**: everything a command raises that `pokna.cli.errors.describe` knows becomes one line,
   `error: ...`, on stderr; Click's usage errors become one line too, exit 2.
@@ -30,6 +30,7 @@ Which of this is a supported hook, and which is not (Typer 0.29, issue 35 asked)
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import re
 import sys
@@ -64,7 +65,8 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 
 @dataclass(frozen=True)
 class _PlainValue(RuntimeParam):
-    """str, bool, int (with its min/max) and Path, read without pydantic, with Click's wording on a bad value."""
+    """str, bool, int and float (with their min/max; a float is finite) and Path, read without pydantic,
+    with Click's wording on a bad value."""
 
     def _coerce_value(self, value: Any, param: _TyperParameter, ctx: _click.Context) -> Any:
         if self.annotation is str:
@@ -77,10 +79,14 @@ class _PlainValue(RuntimeParam):
             if str(value).lower() in _TRUE | _FALSE:
                 return str(value).lower() in _TRUE
             raise typer.BadParameter(f"{value!r} is not true or false.", ctx=ctx, param=param)
+        number: int | float
         try:
-            number = int(value)
+            number = float(value) if self.annotation is float else int(value)
         except (TypeError, ValueError):
-            raise typer.BadParameter(f"{value!r} is not a whole number.", ctx=ctx, param=param) from None
+            kind = "a number" if self.annotation is float else "a whole number"
+            raise typer.BadParameter(f"{value!r} is not {kind}.", ctx=ctx, param=param) from None
+        if not math.isfinite(number):
+            raise typer.BadParameter(f"{value!r} is not a number.", ctx=ctx, param=param)
         low, high = self.parameter_info.min, self.parameter_info.max
         if low is not None and high is not None and not low <= number <= high:
             raise typer.BadParameter(f"{number} is not between {low} and {high}.", ctx=ctx, param=param)
@@ -98,7 +104,7 @@ def _plain(param: _TyperParameter) -> bool:
         return False
     if kind is str or kind is bool:
         return True
-    if kind is int:
+    if kind is int or kind is float:
         return not getattr(info, "clamp", False)
     return kind is Path and not getattr(info, "exists", False) and not getattr(info, "resolve_path", False)
 

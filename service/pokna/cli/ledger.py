@@ -9,6 +9,8 @@ offline check of what `ledger export` writes is `pokna audit verify`, which is `
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -37,17 +39,33 @@ app.add_typer(ledger_app, name="ledger")
 
 @contextmanager
 def output_file(path: Path | None) -> Iterator[TextIO]:
-    if path is None:
+    """`-` is stdout, as it is stdin to the verifiers (`... -o - | pokna audit verify -`), not a file named `-`.
+
+    A file is written under a name of its own beside it and renamed to `path` only once whole: a journal's
+    prefix verifies, so an export stopped half-way (Ctrl-C, a lost database) must leave no file that could
+    pass for the whole one. A device or a pipe (`/dev/stdout`) is written in place: it cannot be renamed onto."""
+    if path is None or str(path) == "-":
         yield sys.stdout
         return
+    hint = "give -o a file in a writable directory"
+    if path.is_dir():
+        raise CommandError(f"cannot write {path}: it is a directory", hint)
+    in_place = path.exists() and not path.is_file()
+    writing = path if in_place else path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        handle = path.open("w", encoding="utf-8", newline="")
+        handle = writing.open("w" if in_place else "x", encoding="utf-8", newline="")
     except OSError as error:
-        raise CommandError(
-            f"cannot write {path}: {error.strerror or error}", "give -o a file in a writable directory"
-        ) from None
-    with handle:
-        yield handle
+        raise CommandError(f"cannot write {path}: {error.strerror or error}", hint) from None
+    try:
+        with handle:
+            if not in_place and path.is_file():  # a file replaced keeps its mode: one made 0600 stays so
+                writing.chmod(stat.S_IMODE(path.stat().st_mode))
+            yield handle
+        if not in_place:
+            writing.replace(path)
+    finally:
+        if not in_place:
+            writing.unlink(missing_ok=True)
 
 
 PROGRESS_OPTION = typer.Option("--progress/--no-progress", help=usage.PROGRESS)
@@ -55,7 +73,9 @@ ChainOption = Annotated[
     int | None,
     typer.Option("--chain", min=0, max=LEDGER_CHAINS - 1, help="Only this chain (default: every chain)."),
 ]
-OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")]
+OutputOption = Annotated[
+    Path | None, typer.Option("-o", "--output", help="File to write (default, or -: stdout).")
+]
 
 
 @ledger_app.command("export")

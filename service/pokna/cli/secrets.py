@@ -135,6 +135,19 @@ def public_key_command(
     if output is None:
         typer.echo(pem, nl=False)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(pem, encoding="ascii")
+        _file_public_key(output, pem)
     typer.echo(f"public key of {key_id_of(public_key)}", err=True)
+
+
+def _file_public_key(path: Path, pem: str) -> None:
+    """Never over another key: filed into keys/retired/ under a name a past rotation used, it would lose
+    that key, and every proof and checkpoint it signed would stop verifying. The same key again is a no-op."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with path.open("x", encoding="ascii") as handle:
+            handle.write(pem)
+    except FileExistsError:
+        if path.is_file() and path.read_text(encoding="ascii", errors="replace") == pem:
+            return
+        what = "is a directory" if path.is_dir() else "exists and is not this key; refusing to overwrite it"
+        raise typer.BadParameter(f"{path} {what} (give a new file's name)", param_hint="--output") from None

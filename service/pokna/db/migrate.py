@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from psycopg import AsyncConnection
 from sqlalchemy import Connection, Engine
+
+from pokna.db.engine import make_engine
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
 
@@ -46,12 +50,43 @@ class NotTheCoordinator(RuntimeError):
 MIGRATION_LOCK = 0x506F6B6E61  # "Pokna"
 
 
+class NewerSchema(RuntimeError):
+    """The database is at a revision this release does not have: a newer release migrated it, and this
+    one can move it neither up nor down (Alembic only says it cannot locate the revision, and the advice
+    to run `pokna db upgrade` would send the operator round in a circle)."""
+
+    def __init__(self, revision: str, database: str = "the database") -> None:
+        super().__init__(
+            f"{database} is at schema {revision}, which a newer release of Pokna migrated (this release's "
+            f"head is {head_revision()}): run that release, whose `pokna db downgrade` can take it back"
+        )
+
+
 def upgrade(url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url), revision)
+    with _from_a_known_revision(url):
+        command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str) -> None:
-    command.downgrade(alembic_config(url), revision)
+    with _from_a_known_revision(url):
+        command.downgrade(alembic_config(url), revision)
+
+
+@contextmanager
+def _from_a_known_revision(url: str) -> Iterator[None]:
+    """Alembic's refusal of a revision it cannot find is read again here (on that path only) for the
+    database's own revision being the unknown one."""
+    try:
+        yield
+    except util.CommandError:
+        engine = make_engine(url)
+        try:
+            revision = current_revision(engine)
+        finally:
+            engine.dispose()
+        if revision is not None and not is_known(revision):
+            raise NewerSchema(revision) from None
+        raise
 
 
 def scripts() -> ScriptDirectory:

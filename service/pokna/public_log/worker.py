@@ -51,13 +51,19 @@ async def run_sequencer(
 ) -> int:
     """Pass after pass, a pass every `interval` seconds, until `should_stop`: the games appended. A failed
     pass is logged and the next one tries again (the pool replaces a connection the database closed: a
-    restart costs a few passes, never the worker)."""
+    restart costs a few passes, never the worker). A first pass that fails ends the worker with its error,
+    as the webhooks worker does with a database it never reached: that is a configuration mistake (no
+    schema, a wrong database), which retrying a second later for ever would only hide."""
     appended = 0
+    passed = False
     while not should_stop():
         started = time.monotonic()
         try:
             appended += await sequence_once(database, signer, utc_now, batch)
+            passed = True
         except Exception:
+            if not passed:
+                raise
             log.exception("public log: a sequencer pass failed")
         while not should_stop() and time.monotonic() - started < interval:
             await asyncio.sleep(min(0.05, interval))
