@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import resource
+import signal
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -206,3 +210,30 @@ def test_the_period_and_its_mistakes(played: tuple[Path, Path], tmp_path: Path) 
         assert full.exit_code == 2, full.output
         assert "error: cannot write /dev/full: No space left on device" in full.output, full.output
         assert "bug" not in full.output
+
+
+def test_a_report_cut_by_a_full_disk_leaves_no_page_to_pass_for_a_whole_one(
+    played: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A file-size limit stands in for a disk that fills half-way through the page: the write fails after
+    LIMIT bytes. Nothing is left at --html (nor its partial file beside it), as for a cut `ledger export`."""
+    bundle, keys = played
+    out = tmp_path / "out"
+    out.mkdir()
+    limit = 4096
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    pokna = str(Path(sys.executable).with_name("pokna"))
+    ran = subprocess.run(
+        [pokna, "audit", "report", str(bundle), "--keys", str(keys), "--html", str(out / "r.html")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=small_disk,
+    )
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert f"error: cannot write {out / 'r.html'}: File too large" in ran.stderr, ran.stderr
+    assert list(out.iterdir()) == []

@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 
 from pokna.cli.audit import audit_app, utc
-from pokna.cli.ledger import PROGRESS_OPTION
+from pokna.cli.ledger import PROGRESS_OPTION, whole_file
 from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.bundle.records import is_bundle
 from pokna_verify.bundle.report import Verdict
@@ -150,11 +150,11 @@ def _write(path: Path, text: str, option: str) -> None:
     bug in pokna, and not an INVALID bundle (exit 1) (issue 46, L6)."""
     from pokna.cli.errors import CommandError
 
+    hint = f"give {option} a file on a disk with room, in a directory you may write to"
     try:
-        path.write_text(text, encoding="utf-8")
+        with whole_file(path, hint, EXIT_UNUSABLE) as handle:  # a cut leaves no page that passes for whole
+            handle.write(text)
     except OSError as error:
         raise CommandError(
-            f"cannot write {path}: {error.strerror or error}",
-            f"give {option} a file on a disk with room, in a directory you may write to",
-            exit_code=EXIT_UNUSABLE,
+            f"cannot write {path}: {error.strerror or error}", hint, exit_code=EXIT_UNUSABLE
         ) from None
