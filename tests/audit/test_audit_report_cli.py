@@ -21,7 +21,9 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `audit`)
 from pokna.cli.app import app
+from pokna.cli.audit_report import summary_lines
 from pokna.runtime import Runtime
+from pokna_verify.bundle.report import Verdict
 from pokna_verify.game import GameConfig
 from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy, table_odds
 from support.audit_bundles import records
@@ -237,3 +239,23 @@ def test_a_report_cut_by_a_full_disk_leaves_no_page_to_pass_for_a_whole_one(
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert f"error: cannot write {out / 'r.html'}: File too large" in ran.stderr, ran.stderr
     assert list(out.iterdir()) == []
+
+
+def test_a_valid_bundles_notes_and_currencies_cannot_drive_the_terminal(
+    played: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The report of a real bundle, then what the command says of it had a note or a table's currency held
+    ESC [8m and a newline with a line of its own: each is printed escaped, as the verifiers print them. (A
+    bundle the server signs cannot carry such a currency, and no valid one a flagged rake: a forged bundle
+    with its own key ring could, so the document is edited here rather than such a bundle built.)"""
+    bundle, keys = played
+    assert report(bundle, keys, tmp_path).exit_code == 0
+    document = json.loads((tmp_path / "r.json").read_text())
+    table = document["rtp"]["tables"][0]
+    table["name"] = table["name"].replace("CREDIT", "CR\x1b[8m\nVALID")
+    table["rake"].update(flagged=True, games_off_terms=1)
+    notes = ["game gam_1\x1b[2J\n  nothing flagged"]
+    lines = summary_lines(document, Verdict.VALID, notes, "r.html")
+    assert not [line for line in lines if "\x1b" in line or "\n" in line], lines
+    assert "  note: game gam_1\\x1b[2J\\n  nothing flagged" in lines
+    assert [line for line in lines if line.startswith("  FLAGGED  ") and "CR\\x1b[8m\\nVALID" in line]
