@@ -120,6 +120,10 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
             "POKNA_PUBLIC_LOG_ORIGIN='https://pokna.example/games/' is not valid (a host and path, no scheme",
         ),
         (
+            {"POKNA_PUBLIC_LOG_ORIGIN": "https://log.example"},
+            "POKNA_PUBLIC_LOG_ORIGIN='https://log.example' is not valid (a host and path, no scheme",
+        ),
+        (
             {"POKNA_ENV": "production", "POKNA_DATABASE_URL": "postgresql+psycopg://u@h/db"},
             "set POKNA_SIGNING_KEY, POKNA_SEED_ENCRYPTION_KEY explicitly (`pokna secrets generate` prints",
         ),

@@ -240,6 +240,16 @@ class Settings(BaseSettings):
             raise ValueError("replaced by POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS")
         return value
 
+    @field_validator("public_log_origin")
+    @classmethod
+    def _no_scheme(cls, value: str) -> str:
+        """The origin is the first line of every checkpoint and the name witnesses pin, compared as bytes:
+        `https://pokna.example/games` would sign a different log from `pokna.example/games`, and the
+        regex engine of `pattern` has no look-ahead to refuse it there."""
+        if "://" in value:
+            raise ValueError("no scheme")
+        return value
+
     @field_validator("metrics_allowed_networks")
     @classmethod
     def _networks(cls, value: str) -> str:

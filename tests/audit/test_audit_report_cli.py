@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import resource
+import signal
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,9 @@ from typer.testing import CliRunner
 
 import pokna.cli.ledger  # noqa: F401  (registers `audit`)
 from pokna.cli.app import app
+from pokna.cli.audit_report import summary_lines
 from pokna.runtime import Runtime
+from pokna_verify.bundle.report import Verdict
 from pokna_verify.game import GameConfig
 from pokna_verify.game.odds import LonePolicy, Policy, VotePolicy, table_odds
 from support.audit_bundles import records
@@ -206,3 +212,50 @@ def test_the_period_and_its_mistakes(played: tuple[Path, Path], tmp_path: Path) 
         assert full.exit_code == 2, full.output
         assert "error: cannot write /dev/full: No space left on device" in full.output, full.output
         assert "bug" not in full.output
+
+
+def test_a_report_cut_by_a_full_disk_leaves_no_page_to_pass_for_a_whole_one(
+    played: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A file-size limit stands in for a disk that fills half-way through the page: the write fails after
+    LIMIT bytes. Nothing is left at --html (nor its partial file beside it), as for a cut `ledger export`."""
+    bundle, keys = played
+    out = tmp_path / "out"
+    out.mkdir()
+    limit = 4096
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    pokna = str(Path(sys.executable).with_name("pokna"))
+    ran = subprocess.run(
+        [pokna, "audit", "report", str(bundle), "--keys", str(keys), "--html", str(out / "r.html")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=small_disk,
+    )
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert f"error: cannot write {out / 'r.html'}: File too large" in ran.stderr, ran.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_a_valid_bundles_notes_and_currencies_cannot_drive_the_terminal(
+    played: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The report of a real bundle, then what the command says of it had a note or a table's currency held
+    ESC [8m and a newline with a line of its own: each is printed escaped, as the verifiers print them. (A
+    bundle the server signs cannot carry such a currency, and no valid one a flagged rake: a forged bundle
+    with its own key ring could, so the document is edited here rather than such a bundle built.)"""
+    bundle, keys = played
+    assert report(bundle, keys, tmp_path).exit_code == 0
+    document = json.loads((tmp_path / "r.json").read_text())
+    table = document["rtp"]["tables"][0]
+    table["name"] = table["name"].replace("CREDIT", "CR\x1b[8m\nVALID")
+    table["rake"].update(flagged=True, games_off_terms=1)
+    notes = ["game gam_1\x1b[2J\n  nothing flagged"]
+    lines = summary_lines(document, Verdict.VALID, notes, "r.html")
+    assert not [line for line in lines if "\x1b" in line or "\n" in line], lines
+    assert "  note: game gam_1\\x1b[2J\\n  nothing flagged" in lines
+    assert [line for line in lines if line.startswith("  FLAGGED  ") and "CR\\x1b[8m\\nVALID" in line]

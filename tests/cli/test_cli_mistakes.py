@@ -60,6 +60,11 @@ def unknown_tenant(*argv: str) -> Mistake:
     return Mistake(argv, 2, NO_TENANT)
 
 
+def unknown_id(*argv: str, says: tuple[str, ...]) -> Mistake:
+    """So is any other id that does not exist (an API key, a migration): exit 2, naming it."""
+    return Mistake(argv, 2, says)
+
+
 def failure(*argv: str, says: tuple[str, ...], env: dict[str, str] | None = None) -> Mistake:
     return Mistake(argv, 1, says, env or {})
 
@@ -263,7 +268,7 @@ ON_A_DATABASE = [
     unknown_tenant("tenants", "keys", "list", "ten_nope"),
     unknown_tenant("tenants", "keys", "create", "ten_nope"),
     unknown_tenant("audit", "bundle", "--tenant", "ten_nope"),
-    failure(
+    unknown_id(
         "tenants", "keys", "revoke", "key_nope", says=("no API key 'key_nope'", "pokna tenants keys list")
     ),
     failure("tenants", "create", "", says=("a tenant name is 1-200 characters, not 0",)),
@@ -277,13 +282,13 @@ ON_A_DATABASE = [
         "Chalmun\x1b[2J\tCantina",
         says=("a tenant name holds no control characters, not U+0009, U+001B",),
     ),
-    failure(
+    unknown_id(
         "db",
         "downgrade",
         "nonsense",
         says=("Can't locate revision identified by 'nonsense'", "pokna db current"),
     ),
-    failure("db", "upgrade", "nonsense", says=("Can't locate revision identified by 'nonsense'",)),
+    unknown_id("db", "upgrade", "nonsense", says=("Can't locate revision identified by 'nonsense'",)),
     failure(
         "ledger",
         "export",

@@ -15,12 +15,12 @@ import importlib.util
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from pokna.cli.audit import audit_app, utc
-from pokna.cli.ledger import PROGRESS_OPTION
+from pokna.cli.ledger import PROGRESS_OPTION, whole_file
 from pokna_verify.bounded_input import InputLimitError
 from pokna_verify.bundle.records import is_bundle
 from pokna_verify.bundle.report import Verdict
@@ -32,6 +32,7 @@ from pokna_verify.cli.beacon_chains import trusted_chains
 from pokna_verify.cli.exit_codes import EXIT_UNUSABLE
 from pokna_verify.cli.input_files import UnusableInputError
 from pokna_verify.cli.progress import StderrProgress
+from pokna_verify.cli.terminal import printable
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.errors import FairnessError
 from pokna_verify.ledger.scan import usable_cores
@@ -122,26 +123,37 @@ def report_command(
     _write(html, render_page(document), "--html")
     if json_file is not None:
         _write(json_file, json.dumps(document, indent=2) + "\n", "--json")
-    testing = document["testing"]
     written = f"{html}" + (f" and {json_file}" if json_file is not None else "")
-    typer.echo(
+    for line in summary_lines(document, bundle.verdict, bundle.notes, written):
+        typer.echo(line)
+
+
+def summary_lines(document: dict[str, Any], verdict: Verdict, notes: list[str], written: str) -> list[str]:
+    """What the command says of a report it wrote. A valid bundle is still the file under check: its notes
+    and its currencies (in a table's name) reach the terminal escaped, as the verifiers print them
+    (pokna_verify.cli.terminal), or ESC [8m or a newline and a fake line would pass for pokna's own."""
+    testing = document["testing"]
+    lines = [
         f"Report of {document['period']['games']:,} games, {document['rng']['rolls']:,} rolls "
-        f"(bundle {bundle.verdict.value.upper()}): {written}"
-    )
-    for note in bundle.notes:
-        typer.echo(f"  note: {note}")
-    typer.echo(
+        f"(bundle {verdict.value.upper()}): {written}"
+    ]
+    lines += [f"  note: {note}" for note in notes]
+    lines.append(
         f"  {testing['tests_run']} tests, each flagged below p = {testing['per_test_level']:.2g} "
         f"(Bonferroni, {testing['family_alpha']} for the report): "
         + ("nothing flagged" if not testing["flags"] else f"{testing['flags']} FLAGGED")
     )
-    for test in document["tests"]:
-        if test["flagged"]:
-            typer.echo(f"  FLAGGED  {test['title']}: p = {test['p_value']:.3g}")
-    for table in document["rtp"]["tables"]:
-        if table["rake"]["flagged"]:
-            off = table["rake"]["games_off_terms"]
-            typer.echo(f"  FLAGGED  {table['name']}: the rake of {off} game(s) differs from the terms")
+    lines += [
+        f"  FLAGGED  {test['title']}: p = {test['p_value']:.3g}"
+        for test in document["tests"]
+        if test["flagged"]
+    ]
+    lines += [
+        f"  FLAGGED  {table['name']}: the rake of {table['rake']['games_off_terms']} game(s) differs from the terms"
+        for table in document["rtp"]["tables"]
+        if table["rake"]["flagged"]
+    ]
+    return [printable(line) for line in lines]
 
 
 def _write(path: Path, text: str, option: str) -> None:
@@ -150,11 +162,11 @@ def _write(path: Path, text: str, option: str) -> None:
     bug in pokna, and not an INVALID bundle (exit 1) (issue 46, L6)."""
     from pokna.cli.errors import CommandError
 
+    hint = f"give {option} a file on a disk with room, in a directory you may write to"
     try:
-        path.write_text(text, encoding="utf-8")
+        with whole_file(path, hint, EXIT_UNUSABLE) as handle:  # a cut leaves no page that passes for whole
+            handle.write(text)
     except OSError as error:
         raise CommandError(
-            f"cannot write {path}: {error.strerror or error}",
-            f"give {option} a file on a disk with room, in a directory you may write to",
-            exit_code=EXIT_UNUSABLE,
+            f"cannot write {path}: {error.strerror or error}", hint, exit_code=EXIT_UNUSABLE
         ) from None

@@ -1,7 +1,8 @@
 """One error style for every command: `error: <what is wrong> (<what to do>)`, one line on stderr.
 
-Exit codes: 1 a failure, 2 a usage error (a wrong option or argument). The offline verifiers keep their
-own answers (VALID 0, INVALID 1, UNUSABLE INPUT 2), which they print themselves.
+Exit codes: 1 a failure, 2 a usage error: a wrong option or argument, an id among them (a tenant, an API
+key or a migration that does not exist). The offline verifiers keep their own answers (VALID 0, INVALID 1,
+UNUSABLE INPUT 2), which they print themselves.
 
 `describe` turns whatever a command raised into that one line. It recognises an exception by its class
 only when that class's module is already loaded (an exception cannot be of a class nobody imported), so
@@ -57,10 +58,15 @@ def describe(error: BaseException) -> tuple[str, int] | None:
     if _is(error, "pokna.errors", "PoknaError"):
         return first_line(str(error)), EXIT_FAILURE
     if _is(error, "alembic.util.exc", "CommandError"):
+        # A revision Alembic cannot resolve is the one given: the database's own, when unknown to this
+        # release, was answered before (pokna.db.migrate.NewerSchema). An id that does not exist: exit 2.
+        unresolved = error.__cause__ is not None and _is(
+            error.__cause__, "alembic.script.revision", "ResolutionError"
+        )
         return (
             f"{first_line(str(error))} (`pokna db current` shows the database's revision; "
             "give a revision id, head, base or a step such as -1)",
-            EXIT_FAILURE,
+            EXIT_USAGE if unresolved else EXIT_FAILURE,
         )
     if _is(error, "sqlalchemy.exc", "ArgumentError") or _is(error, "pokna.db.backend", "UnsupportedDatabase"):
         return (

@@ -22,7 +22,7 @@ from psycopg import AsyncConnection
 
 from pokna.cli.app import app
 from pokna.cli.command_database import require_tenant, run_command, streamed_command
-from pokna.cli.errors import CommandError
+from pokna.cli.errors import EXIT_FAILURE, CommandError
 from pokna.ledger import EXPORTERS, check_chain, check_seq_bounds, checkpoint_document, reconcile
 from pokna.ledger.checkpoint import Checkpoint, take_checkpoint_async
 from pokna.ledger.export_aio import EXPORT_FORMATS
@@ -39,23 +39,33 @@ app.add_typer(ledger_app, name="ledger")
 
 @contextmanager
 def output_file(path: Path | None) -> Iterator[TextIO]:
-    """`-` is stdout, as it is stdin to the verifiers (`... -o - | pokna audit verify -`), not a file named `-`.
-
-    A file is written under a name of its own beside it and renamed to `path` only once whole: a journal's
-    prefix verifies, so an export stopped half-way (Ctrl-C, a lost database) must leave no file that could
-    pass for the whole one. A device or a pipe (`/dev/stdout`) is written in place: it cannot be renamed onto."""
+    """`-` is stdout, as it is stdin to the verifiers (`... -o - | pokna audit verify -`), not a file named `-`."""
     if path is None or str(path) == "-":
         yield sys.stdout
         return
-    hint = "give -o a file in a writable directory"
+    with whole_file(path) as handle:
+        yield handle
+
+
+@contextmanager
+def whole_file(
+    path: Path, hint: str = "give -o a file in a writable directory", exit_code: int = EXIT_FAILURE
+) -> Iterator[TextIO]:
+    """A file is written under a name of its own beside it and renamed to `path` only once whole: a journal's
+    prefix verifies, so an export stopped half-way (Ctrl-C, a lost database, a full disk) must leave no file
+    that could pass for the whole one; nor may a report's page. A device or a pipe (`/dev/stdout`) is written
+    in place: it cannot be renamed onto. `hint` and `exit_code` are the caller's answer to a file it cannot
+    open."""
     if path.is_dir():
-        raise CommandError(f"cannot write {path}: it is a directory", hint)
+        raise CommandError(f"cannot write {path}: it is a directory", hint, exit_code=exit_code)
     in_place = path.exists() and not path.is_file()
     writing = path if in_place else path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         handle = writing.open("w" if in_place else "x", encoding="utf-8", newline="")
     except OSError as error:
-        raise CommandError(f"cannot write {path}: {error.strerror or error}", hint) from None
+        raise CommandError(
+            f"cannot write {path}: {error.strerror or error}", hint, exit_code=exit_code
+        ) from None
     try:
         with handle:
             if not in_place and path.is_file():  # a file replaced keeps its mode: one made 0600 stays so

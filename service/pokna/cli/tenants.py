@@ -10,7 +10,7 @@ from psycopg import AsyncConnection
 
 from pokna.cli.app import app
 from pokna.cli.command_database import require_tenant, run_command
-from pokna.cli.errors import CommandError
+from pokna.cli.errors import EXIT_USAGE, CommandError
 from pokna.errors import NotFound
 from pokna.tenants import service
 
@@ -100,8 +100,10 @@ def revoke_key(
     try:
         run_command(lambda connection: service.revoke_api_key(connection, key_id))
     except NotFound:
-        raise CommandError(
-            f"no API key {key_id!r}", "`pokna tenants keys list TENANT_ID` shows a tenant's keys"
+        raise CommandError(  # a wrong argument, as an unknown tenant is (require_tenant): exit 2
+            f"no API key {key_id!r}",
+            "`pokna tenants keys list TENANT_ID` shows a tenant's keys",
+            exit_code=EXIT_USAGE,
         ) from None
     typer.echo(f"revoked {key_id}")
 
