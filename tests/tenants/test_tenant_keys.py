@@ -69,6 +69,7 @@ def test_cli_creates_tenant_and_key_then_revokes_it(
         revoked = runner.invoke(app, ["tenants", "keys", "revoke", payload["key_id"]])
         assert revoked.exit_code == 0
         assert "revoked" in runner.invoke(app, ["tenants", "keys", "list", payload["tenant_id"]]).output
-        assert runner.invoke(app, ["tenants", "keys", "revoke", "key_nope"]).exit_code == 1
+        # an id that does not exist is a wrong argument: exit 2, as README says
+        assert runner.invoke(app, ["tenants", "keys", "revoke", "key_nope"]).exit_code == 2
     finally:
         get_settings.cache_clear()
