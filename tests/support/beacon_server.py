@@ -62,12 +62,20 @@ class BeaconRelay:
     url: str = ""
     offset_ms: int = 0
     frozen_at_round: int | None = None
+    paused_at_ms: int | None = None
     paths: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def now_ms(self) -> int:
         with self.lock:
-            return time.time_ns() // 1_000_000 + self.offset_ms
+            now = time.time_ns() // 1_000_000 if self.paused_at_ms is None else self.paused_at_ms
+            return now + self.offset_ms
+
+    def pause_clock(self) -> None:
+        """From now on the relay's clock moves only by `advance`: a test that reads it twice sees the same
+        instant however slowly the machine runs."""
+        with self.lock:
+            self.paused_at_ms = time.time_ns() // 1_000_000
 
     def advance(self, seconds: float) -> None:
         """Move the relay's clock forward: rounds due by then are published at once."""
