@@ -280,7 +280,14 @@ ON_A_DATABASE = [
         "tenants",
         "create",
         "Chalmun\x1b[2J\tCantina",
-        says=("a tenant name holds no control characters, not U+0009, U+001B",),
+        says=("a tenant name holds no control or invisible formatting characters, not U+0009, U+001B",),
+    ),
+    # a right-to-left override and a zero-width space make a name read as another's on every page and list
+    failure(
+        "tenants",
+        "create",
+        "Chalmun\u202e\u200bCantina",
+        says=("a tenant name holds no control or invisible formatting characters, not U+200B, U+202E",),
     ),
     unknown_id(
         "db",

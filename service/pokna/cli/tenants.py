@@ -25,7 +25,12 @@ TenantArgument = Annotated[str, typer.Argument(help="The tenant's id (`pokna ten
 
 @tenants_app.command("create")
 def create(
-    name: Annotated[str, typer.Argument(help="The app's name: 1-200 characters, no control characters.")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="The app's name: 1-200 characters, no control or invisible formatting characters."
+        ),
+    ],
     as_json: JsonOption = False,
 ) -> None:
     """Create a tenant and its first API key. The key is shown only now."""

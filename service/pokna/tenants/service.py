@@ -40,6 +40,9 @@ class IssuedKey:
     secret: str
 
 
+# Unicode's control (Cc), format (Cf: direction marks and overrides, zero-width marks, the soft hyphen) and
+# line and paragraph separator (Zl, Zp) characters.
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
 _TENANT = "SELECT id, name, created_at FROM tenant"
 _API_KEY = "SELECT id, tenant_id, created_at, revoked_at FROM api_key"
 _TENANT_IDS = "SELECT id FROM tenant ORDER BY id"
@@ -49,9 +52,12 @@ async def create_tenant(connection: AsyncConnection[Any], name: str) -> TenantRe
     name = name.strip()
     if not name or len(name) > 200:
         raise ValueError(f"a tenant name is 1-200 characters, not {len(name)}")
-    if controls := sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) == "Cc"}):
-        # `pokna tenants list` prints names as they are: an escape sequence would drive the terminal.
-        raise ValueError(f"a tenant name holds no control characters, not {', '.join(controls)}")
+    if hidden := sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in _HIDDEN}):
+        # `pokna tenants list` prints names as they are: an escape sequence would drive the terminal, and a
+        # direction override (U+202E) or a zero-width mark would make one name read as another.
+        raise ValueError(
+            f"a tenant name holds no control or invisible formatting characters, not {', '.join(hidden)}"
+        )
     tenant = TenantRecord(new_id("ten"), name, utc_now())
     await connection.execute(
         "INSERT INTO tenant (id, name, created_at) VALUES (%(id)s, %(name)s, %(created_at)s)", vars(tenant)
