@@ -77,12 +77,9 @@ async def _claimed(
 ) -> Claim:
     claim_token, attempt = secrets.token_hex(16), due.attempts + 1
     live = [open_secret(due.sealed_secret, seed_key, due.endpoint_id)]
-    if (
-        due.sealed_previous_secret is not None
-        and due.previous_secret_expires_at is not None
-        and due.previous_secret_expires_at > now
-    ):
-        live.append(open_secret(due.sealed_previous_secret, seed_key, due.endpoint_id))
+    for sealed, expires_at in zip(due.sealed_previous_secrets, due.previous_secrets_expire_at, strict=True):
+        if expires_at > now:  # each earlier secret until the end its own rotation promised
+            live.append(open_secret(sealed, seed_key, due.endpoint_id))
     lease = {"locked_until": now + policy.lease, "claim_token": claim_token, "attempts": attempt, "now": now}
     await repository.claim(connection, tenant_id, due.delivery_id, **lease)
     return Claim(
