@@ -43,6 +43,8 @@ class AttemptResult:
     status_code: int | None
     duration_ms: int
     error: AttemptError | None
+    asked_wait_seconds: float | None = None
+    """What a 429 or 503 asked for with `Retry-After`, in seconds from its answer (backoff.asked_wait)."""
 
     @property
     def delivered(self) -> bool:
@@ -116,7 +118,10 @@ async def record_result(
         else:
             status = DeliveryStatus.PENDING
             next_attempt_at = now + wait_after(
-                attempts, policy.backoff_initial_seconds, policy.backoff_max_seconds
+                attempts,
+                policy.backoff_initial_seconds,
+                policy.backoff_max_seconds,
+                asked_seconds=result.asked_wait_seconds,
             )
         await repository.record(
             connection,

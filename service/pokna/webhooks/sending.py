@@ -5,7 +5,8 @@ those very addresses (pokna.webhooks.pinning), in the resolver's order, the next
 to the previous failed (nothing was sent yet). Redirects are not followed (a 3xx is a failure), proxies
 from the environment are not used, the attempt is bounded by the timeout from connecting to the end of
 the answer, and at most `max_response_bytes` of the answer are read and then dropped: nothing a receiver
-says travels further than its status code.
+says travels further than its status code, and, for a 429 or 503, how long its `Retry-After` asks to wait
+(pokna.webhooks.backoff).
 
 Async, in the worker's event loop (httpx's async client, pokna.webhooks.pinning). The host is resolved with
 the system's resolver in a thread of its own, off the loop, and the lookup counts against the attempt's
@@ -20,6 +21,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 
 import httpx
 
@@ -32,12 +34,14 @@ from pokna.webhooks.addresses import (
     check_url_form,
 )
 from pokna.webhooks.attempts import AttemptResult, Claim
+from pokna.webhooks.backoff import asked_wait
 from pokna.webhooks.pinning import PinnedClient
 from pokna.webhooks.policy import DeliveryPolicy
 from pokna.webhooks.schemas import AttemptError
 from pokna.webhooks.signing import signature_header
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+ASKS_TO_WAIT = (429, 503)  # the answers whose `Retry-After` says when to come back (RFC 9110, 10.2.3)
 
 
 async def send(
@@ -45,8 +49,10 @@ async def send(
 ) -> AttemptResult:
     started = time.monotonic()
 
-    def result(status_code: int | None, error: AttemptError | None) -> AttemptResult:
-        return AttemptResult(status_code, int((time.monotonic() - started) * 1000), error)
+    def result(
+        status_code: int | None, error: AttemptError | None, asked_wait_seconds: float | None = None
+    ) -> AttemptResult:
+        return AttemptResult(status_code, int((time.monotonic() - started) * 1000), error, asked_wait_seconds)
 
     try:
         check_url_form(claim.url, policy.urls)
@@ -94,7 +100,7 @@ async def _post(
     body: bytes,
     policy: DeliveryPolicy,
     started: float,
-    result: Callable[[int | None, AttemptError | None], AttemptResult],
+    result: Callable[[int | None, AttemptError | None, float | None], AttemptResult],
 ) -> AttemptResult:
     # Connecting, sending and the answer's head get what is left of one timeout, shared by all the addresses
     # tried, so an attempt stays within its lease (that, then the answer's body, bounded by the timeout).
@@ -112,4 +118,7 @@ async def _post(
             if read >= policy.max_response_bytes or time.monotonic() - started > policy.timeout_seconds:
                 break
         ok = 200 <= response.status_code < 300
-        return result(response.status_code, None if ok else AttemptError.HTTP_STATUS)
+        asked = None
+        if response.status_code in ASKS_TO_WAIT:
+            asked = asked_wait(response.headers.get("retry-after"), datetime.now(UTC))
+        return result(response.status_code, None if ok else AttemptError.HTTP_STATUS, asked)
