@@ -1,6 +1,6 @@
 """Rotating a secret again within the overlap keeps every earlier secret signing until its own promised
 end: each rotation told the receiver a day (`POKNA_WEBHOOK_SECRET_OVERLAP_SECONDS`), and a second rotation
-must not take that back. A real receiver on 127.0.0.1 gets the message; the standardwebhooks package
+must not take that back. A real receiver on 127.0.0.1 gets the message (on both backends); the standardwebhooks package
 verifies it with each secret still promised. The number of secrets signing at once is bounded: one
 rotation too many is a 409 that says until when."""
 
@@ -30,6 +30,7 @@ __all__ = ["fast_webhook_settings"]
 ENDPOINTS = "/v1/webhooks/endpoints"
 
 
+@pytest.mark.citus
 def test_every_secret_still_promised_verifies_after_rotations_within_the_overlap(
     client: TestClient, sessions: sessionmaker[Session], runtime: Runtime
 ) -> None:
