@@ -40,9 +40,14 @@ def counted(tmp_path: Path, database_url: str) -> Iterator[tuple[TestClient, Wir
     wire = WireTurns(target.host or "127.0.0.1", target.port or 5432)
     proxied = target.set(host="127.0.0.1", port=wire.port).render_as_string(hide_password=False)
     # One connection kept in each pool: psycopg_pool hands its idle connections out in turn, so with more
-    # the warm-up would prepare the statements on some of them only.
+    # the warm-up would prepare the statements on some of them only. No overlap after a rotation: the
+    # warm-up rotates one endpoint's secret more often than secrets may sign at once within one.
     settings = Settings(
-        env=Environment.TEST, data_dir=tmp_path / "data", database_url=proxied, database_pool_size=1
+        env=Environment.TEST,
+        data_dir=tmp_path / "data",
+        database_url=proxied,
+        database_pool_size=1,
+        webhook_secret_overlap_seconds=0,
     )
     engine = make_engine(proxied, pool_size=1)
     try:

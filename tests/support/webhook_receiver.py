@@ -1,7 +1,7 @@
 """A real webhook receiver on 127.0.0.1, for the delivery tests: a small threaded `http.server` that
 records every request it gets and answers as a test tells it to (fail the first N in some way, then 200).
 
-Failures it can play: a 5xx status, a redirect, an answer slower than the sender's timeout (none until the
+Failures it can play: a 5xx status, a 429 (`throttled`), either with a `Retry-After` if one is set, a redirect, an answer slower than the sender's timeout (none until the
 sender hangs up), a connection reset, and `hold`: keep the first request open until released (a worker can be
 killed while it waits).
 """
@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from standardwebhooks import Webhook
 
-Failure = Literal["status", "slow", "reset", "hold", "redirect"]
+Failure = Literal["status", "throttled", "slow", "reset", "hold", "redirect"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class Receiver:
     failure: Failure = "status"
     slow_seconds: float = 30.0  # at most, for a `slow` answer: it waits for the sender to hang up
     redirect_to: str = ""  # where a `redirect` failure points
+    retry_after: str | None = None  # the `Retry-After` of a `status` (503) or `throttled` (429) failure
     answer_after_seconds: float = 0.0  # a pause before every 2xx: widens any window two senders could share
     # The first request is answered only once another arrives while it waits (60 s at most): a worker sends
     # one delivery at a time, so that other request is another worker's, and both are sure to have sent.
@@ -130,6 +131,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             try:
                 if failing and receiver.failure == "status":
                     answered = 503
+                elif failing and receiver.failure == "throttled":
+                    answered = 429
                 elif failing and receiver.failure == "redirect":
                     answered = 307
                 elif failing and receiver.failure == "slow":
@@ -151,6 +154,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 self.send_response(answered)
                 if answered == 307:
                     self.send_header("location", receiver.redirect_to)
+                if answered in (429, 503) and receiver.retry_after is not None:
+                    self.send_header("retry-after", receiver.retry_after)
                 self.send_header("content-type", "text/plain")
                 reply = b"a receiver's body, never shown to anyone"
                 self.send_header("content-length", str(len(reply)))

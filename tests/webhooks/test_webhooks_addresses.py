@@ -7,11 +7,13 @@ import ipaddress
 
 import pytest
 
-from pokna.webhooks.addresses import UnsafeUrl, UrlPolicy, carried_ipv4, check_url, is_public
+from pokna.webhooks.addresses import UnsafeUrl, UrlPolicy, carried_ipv4, is_public
+from support.url_checks import check_url
 
 PRODUCTION = UrlPolicy(https_only=True, public_addresses_only=True)
 METADATA = "169.254.169.254"
 PUBLIC = "93.184.215.14"
+
 
 # Each form that carries an IPv4 address, once around the metadata service (or loopback) and once around
 # a public address. Teredo stores its client's address bit-inverted (~169.254.169.254 is 86.1.86.1).

@@ -17,11 +17,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from pokna.app import create_app
 from pokna.runtime import Runtime
 from pokna.settings import Environment, Settings, SettingsError, get_settings
-from pokna.webhooks.addresses import UrlPolicy, check_url
+from pokna.webhooks.addresses import UrlPolicy
 from pokna.webhooks.policy import DeliveryPolicy
 from pokna_verify.crypto.signing import generate_signing_key, private_key_to_pem
 from support.api_checks import assert_names_field, assert_problem
 from support.tenant_api import new_tenant
+from support.url_checks import check_url
 
 SECRETS: dict[str, Any] = {
     "database_url": "postgresql+psycopg://u@h/db",

@@ -13,12 +13,24 @@ The check is made when an endpoint is saved and again before every attempt, sinc
 can change; the attempt then connects only to an address that check approved and never resolves the name
 again (pokna.webhooks.pinning), so a name whose answer changes in between (DNS rebinding) cannot steer it.
 `resolve_host` is the one place a webhook's host is resolved.
+
+The system's resolver blocks, for as long as its own timeouts and retries say (seconds per server, a
+server after another). So the async roads (`allowed_addresses_within`, `check_url_within`: a delivery's
+attempt, an endpoint's check) ask it in a thread of its own, off the event loop, and wait for its answer
+only as long as the webhook timeout: a slow resolver then costs that one attempt or request its timeout,
+and nothing else on the loop waits for it. The thread is not the "no thread hop" the database road avoids
+(docs/architecture.md): nothing of the database goes through it, only the lookup, which has no async form
+that reads /etc/hosts and nsswitch as the system's resolver does. A lookup given up on finishes in its
+(daemon) thread, and its answer is dropped.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -64,6 +76,10 @@ class UnsafeUrl(ValueError):
 
 class HostNotFound(UnsafeUrl):
     """The URL's host does not resolve now: there is no address to judge or to connect to."""
+
+
+class ResolutionTimedOut(HostNotFound):
+    """The resolver did not answer within the webhook timeout."""
 
 
 @dataclass(frozen=True)
@@ -123,20 +139,56 @@ def check_url_form(url: str, policy: UrlPolicy) -> str:
     return parts.hostname
 
 
-def check_url(url: str, policy: UrlPolicy, resolve: Resolver | None = None) -> None:
-    """The URL's form, and, if the policy wants public addresses only, where its host resolves now."""
+async def check_url_within(
+    url: str, policy: UrlPolicy, seconds: float, resolve: Resolver | None = None
+) -> None:
+    """The URL's form, and, if the policy wants public addresses only, where its host resolves now (the
+    lookup off the event loop, given up after `seconds`: ResolutionTimedOut)."""
     host = check_url_form(url, policy)
     if policy.public_addresses_only:
         parts = urlsplit(url)
-        allowed_addresses(host, parts.port or (443 if parts.scheme == "https" else 80), policy, resolve)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        await allowed_addresses_within(host, port, policy, seconds, resolve)
 
 
-def allowed_addresses(
-    host: str, port: int, policy: UrlPolicy, resolve: Resolver | None = None
+async def allowed_addresses_within(
+    host: str, port: int, policy: UrlPolicy, seconds: float, resolve: Resolver | None = None
 ) -> list[Address]:
-    """What `host` resolves to now, in the resolver's order, if the policy allows every one of them: a
-    single refused address refuses the host, since which answer a client takes is not ours to choose."""
-    found = (resolve or resolve_host)(host, port)
+    """What `host` resolves to now, in the resolver's order, if the policy allows every one of them (a
+    single refused address refuses the host, since which answer a client takes is not ours to choose). The
+    lookup runs in a thread of its own, the event loop free meanwhile, and is given up after `seconds`
+    (ResolutionTimedOut)."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[list[Address]] = loop.create_future()
+
+    def settle(found: list[Address] | None, error: BaseException | None) -> None:
+        if answer.done():  # given up on already
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(found or [])
+
+    def look_up() -> None:
+        found, error = None, None
+        try:
+            found = (resolve or resolve_host)(host, port)
+        except Exception as failed:
+            error = failed
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for this answer any more
+            loop.call_soon_threadsafe(settle, found, error)
+
+    threading.Thread(target=look_up, name=f"pokna-resolve {host}", daemon=True).start()
+    try:
+        async with asyncio.timeout(seconds):
+            found = await answer
+    except TimeoutError:
+        raise ResolutionTimedOut(f"the host {host!r} did not resolve within {seconds:g} s") from None
+    return judged(host, found, policy)
+
+
+def judged(host: str, found: list[Address], policy: UrlPolicy) -> list[Address]:
+    """`found` (what `host` resolved to), if the policy allows every address of it."""
     if not found:
         raise HostNotFound(f"the host {host!r} does not resolve")
     for address in found:

@@ -43,6 +43,8 @@ class AttemptResult:
     status_code: int | None
     duration_ms: int
     error: AttemptError | None
+    asked_wait_seconds: float | None = None
+    """What a 429 or 503 asked for with `Retry-After`, in seconds from its answer (backoff.asked_wait)."""
 
     @property
     def delivered(self) -> bool:
@@ -77,12 +79,9 @@ async def _claimed(
 ) -> Claim:
     claim_token, attempt = secrets.token_hex(16), due.attempts + 1
     live = [open_secret(due.sealed_secret, seed_key, due.endpoint_id)]
-    if (
-        due.sealed_previous_secret is not None
-        and due.previous_secret_expires_at is not None
-        and due.previous_secret_expires_at > now
-    ):
-        live.append(open_secret(due.sealed_previous_secret, seed_key, due.endpoint_id))
+    for sealed, expires_at in zip(due.sealed_previous_secrets, due.previous_secrets_expire_at, strict=True):
+        if expires_at > now:  # each earlier secret until the end its own rotation promised
+            live.append(open_secret(sealed, seed_key, due.endpoint_id))
     lease = {"locked_until": now + policy.lease, "claim_token": claim_token, "attempts": attempt, "now": now}
     await repository.claim(connection, tenant_id, due.delivery_id, **lease)
     return Claim(
@@ -119,7 +118,10 @@ async def record_result(
         else:
             status = DeliveryStatus.PENDING
             next_attempt_at = now + wait_after(
-                attempts, policy.backoff_initial_seconds, policy.backoff_max_seconds
+                attempts,
+                policy.backoff_initial_seconds,
+                policy.backoff_max_seconds,
+                asked_seconds=result.asked_wait_seconds,
             )
         await repository.record(
             connection,

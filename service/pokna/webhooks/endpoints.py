@@ -4,24 +4,24 @@ Each is the work of one keyed transaction (pokna.api.keyed_writes over pokna.ide
 driver: its reads (the endpoint, locked; for a creation, the tenant's endpoints counted under a lock of its
 creations) go with BEGIN and the claim's hold in one round trip, its write with the stored answer and
 COMMIT in the next. Every statement is bound to the tenant as a value (one shard on Citus). A secret is
-answered when it is made (creation, rotation) and never again; it is stored sealed.
+answered when it is made (creation, rotation) and never again; it is stored sealed, and so are the earlier
+ones still signing after a rotation.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pokna.db.types import new_id
 from pokna.idempotency.keyed import Transaction
 from pokna.outbox.events import EventType
-from pokna.webhooks.addresses import UnsafeUrl, check_url
-from pokna.webhooks.errors import EndpointLimitReached, UnsafeWebhookUrl
-from pokna.webhooks.policy import MAX_ENDPOINTS, DeliveryPolicy
+from pokna.webhooks.addresses import UnsafeUrl, check_url_within
+from pokna.webhooks.errors import EndpointLimitReached, SecretRotationLimit, UnsafeWebhookUrl
+from pokna.webhooks.policy import MAX_ENDPOINTS, MAX_LIVE_SECRETS, DeliveryPolicy
 from pokna.webhooks.reads import ENDPOINT, EndpointRecord, as_record, endpoint_found, endpoint_out
 from pokna.webhooks.schemas import WebhookEndpointDeletedOut, WebhookEndpointOut, WebhookEndpointSecretOut
 from pokna.webhooks.signing import generate_secret, seal_secret
@@ -39,8 +39,8 @@ _COUNT = "SELECT count(*) FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s"
 creations before it committed (READ COMMITTED)."""
 _INSERT = (
     "INSERT INTO webhook_endpoint (id, tenant_id, url, description, event_types, enabled, sealed_secret, "
-    "sealed_previous_secret, previous_secret_expires_at, created_at, updated_at) VALUES (%(endpoint_id)s, "
-    "%(tenant_id)s, %(url)s, %(description)s, %(event_types)s::json, true, %(sealed_secret)s, NULL, NULL, "
+    "sealed_previous_secrets, previous_secrets_expire_at, created_at, updated_at) VALUES (%(endpoint_id)s, "
+    "%(tenant_id)s, %(url)s, %(description)s, %(event_types)s::json, true, %(sealed_secret)s, '{}', '{}', "
     "%(now)s, %(now)s)"
 )
 _UPDATE = (
@@ -48,9 +48,15 @@ _UPDATE = (
     "event_types = %(event_types)s::json, enabled = %(enabled)s, updated_at = %(now)s "
     "WHERE tenant_id = %(tenant_id)s AND id = %(endpoint_id)s"
 )
+_SECRETS = (
+    "SELECT sealed_secret, sealed_previous_secrets, previous_secrets_expire_at FROM webhook_endpoint "
+    "WHERE tenant_id = %(tenant_id)s AND id = %(endpoint_id)s"
+)
+"""Sent after the endpoint's locked read in the same round trip: it reads the row that lock holds."""
 _ROTATE = (
-    "UPDATE webhook_endpoint SET sealed_previous_secret = sealed_secret, sealed_secret = %(sealed_secret)s, "
-    "previous_secret_expires_at = %(expires_at)s, updated_at = %(now)s "
+    "UPDATE webhook_endpoint SET sealed_secret = %(sealed_secret)s, "
+    "sealed_previous_secrets = %(sealed_previous)s::varchar[], "
+    "previous_secrets_expire_at = %(expire_at)s::timestamptz[], updated_at = %(now)s "
     "WHERE tenant_id = %(tenant_id)s AND id = %(endpoint_id)s"
 )
 _DELETE = "DELETE FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s AND id = %(endpoint_id)s"
@@ -146,20 +152,46 @@ async def delete_endpoint(opened: Transaction, endpoint_id: str) -> WebhookEndpo
 async def rotate_secret(
     opened: Transaction, seed_key: bytes, policy: DeliveryPolicy, now: datetime, endpoint_id: str
 ) -> WebhookEndpointSecretOut:
-    """A new secret signs from now on; the current one keeps signing too (a second signature in the
-    header) until the overlap has passed, so receivers can switch without missing a message."""
-    endpoint = await _locked(opened, endpoint_id)
+    """A new secret signs from now on; the current one keeps signing too (one more signature in the
+    header) until the overlap has passed, so receivers can switch without missing a message.
+
+    An earlier rotation's promise is kept: a secret it retired signs on until its own overlap ends, however
+    often the secret is rotated meanwhile (Stripe and Svix keep an old secret to its own expiry too), so a
+    receiver that was told "a day" gets the day. Those whose overlap is over are dropped here. At most
+    MAX_LIVE_SECRETS sign at once: a rotation that would need one more is refused (SecretRotationLimit,
+    with when to rotate again) rather than cutting short a promise made."""
+    endpoint, (sealed_current, earlier) = await _locked_with_secrets(opened, endpoint_id)
+    retired = [(sealed_current, now + policy.secret_overlap), *_still_signing(earlier, now)]
+    if len(retired) >= MAX_LIVE_SECRETS:
+        oldest_end = min(expires_at for _, expires_at in retired[1:])
+        raise SecretRotationLimit(
+            f"an endpoint signs with at most {MAX_LIVE_SECRETS} secrets at once, and each of its "
+            f"{len(retired) - 1} earlier ones is still promised to sign; rotate again after "
+            f"{_iso(oldest_end)}, when the oldest one's overlap ends",
+            limit=MAX_LIVE_SECRETS,
+            rotate_again_after=_iso(oldest_end),
+        )
     secret = generate_secret()
-    rotated = replace(endpoint, previous_secret_expires_at=now + policy.secret_overlap, updated_at=now)
+    rotated = replace(endpoint, previous_secret_expires_at=max(end for _, end in retired), updated_at=now)
     values = {
         "tenant_id": opened.tenant,
         "endpoint_id": endpoint_id,
         "sealed_secret": seal_secret(secret, seed_key, endpoint_id),
-        "expires_at": rotated.previous_secret_expires_at,
+        "sealed_previous": [sealed for sealed, _ in retired],
+        "expire_at": [expires_at for _, expires_at in retired],
         "now": now,
     }
     await opened.connection.execute(_ROTATE, values)
     return WebhookEndpointSecretOut(**endpoint_out(rotated).model_dump(), secret=secret)
+
+
+def _still_signing(earlier: list[tuple[str, datetime]], now: datetime) -> list[tuple[str, datetime]]:
+    return [(sealed, expires_at) for sealed, expires_at in earlier if expires_at > now]
+
+
+def _iso(moment: datetime) -> str:
+    """As the answers write a time (RFC 3339 in UTC, `Z`)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 async def _endpoints_counted(opened: Transaction) -> int:
@@ -186,21 +218,38 @@ async def _locked(opened: Transaction, endpoint_id: str) -> EndpointRecord:
     return as_record(EndpointRecord, endpoint_found(endpoint_id, await (await opened.read(queue)).fetchone()))
 
 
+async def _locked_with_secrets(
+    opened: Transaction, endpoint_id: str
+) -> tuple[EndpointRecord, tuple[str, list[tuple[str, datetime]]]]:
+    """The endpoint locked, with its sealed current secret and its earlier ones (sealed, each with its
+    end), newest first: one round trip."""
+
+    async def queue(tenant_id: str) -> tuple[Any, Any]:
+        values = {"tenant_id": tenant_id, "endpoint_id": endpoint_id}
+        locked = await opened.connection.execute(ENDPOINT_LOCKED, values)
+        return locked, await opened.connection.execute(_SECRETS, values)
+
+    locked, secrets = await opened.read(queue)
+    endpoint = as_record(EndpointRecord, endpoint_found(endpoint_id, await locked.fetchone()))
+    row = await secrets.fetchone()
+    assert row is not None  # the row the lock holds
+    return endpoint, (row[0], list(zip(row[1], row[2], strict=True)))
+
+
 async def _check_url(url: str, policy: DeliveryPolicy) -> None:
     """Where the policy wants public addresses only, the host is resolved now; otherwise no I/O.
 
-    The one thread hop left on a request's road, kept on purpose. The system's resolver (getaddrinfo:
+    The one thread hop on a request's road, kept on purpose, and not the database's (the "no thread hop"
+    rule is about the road to the database: docs/architecture.md). The system's resolver (getaddrinfo:
     /etc/hosts, nsswitch, the stub resolver) blocks, and it is the resolver the delivery checks the same
-    name with again (pokna.webhooks.addresses.resolve_host), so the two checks agree. asyncio's
-    `loop.getaddrinfo` would be no different: CPython runs `socket.getaddrinfo` in the loop's default
-    executor, a thread too; an async DNS client would not read /etc/hosts or nsswitch, so an endpoint could
-    pass here and fail at delivery, or the reverse. Only an endpoint's creation or a change of its URL,
-    under the production policy, comes here."""
+    name with again (pokna.webhooks.addresses.resolve_host), so the two checks agree; an async DNS client
+    would not read /etc/hosts or nsswitch, so an endpoint could pass here and fail at delivery, or the
+    reverse. So the lookup runs in a thread of its own, and is given up after the webhook timeout (a
+    refusal: the host does not resolve now), so a slow resolver neither stalls the loop's other requests
+    nor holds this one's transaction open for longer. Only an endpoint's creation or a change of its URL,
+    under the production policy, resolves."""
     try:
-        if policy.urls.public_addresses_only:
-            await asyncio.to_thread(check_url, url, policy.urls)
-        else:
-            check_url(url, policy.urls)
+        await check_url_within(url, policy.urls, policy.timeout_seconds)
     except UnsafeUrl as refusal:
         raise UnsafeWebhookUrl(str(refusal), field="body.url") from None
 

@@ -25,6 +25,11 @@ class UnsafeWebhookUrl(InvalidRequest):
     title = "This URL may not receive webhooks"
 
 
+class SecretRotationLimit(Conflict):
+    code = "webhook_secret_rotation_limit"
+    title = "The endpoint signs with as many secrets as it may"
+
+
 class EndpointLimitReached(Conflict):
     code = "webhook_endpoint_limit_reached"
     title = "The tenant has as many webhook endpoints as it may"

@@ -12,6 +12,10 @@ MAX_RESPONSE_BYTES = 64 * 1024
 MAX_ENDPOINTS = 16
 """A tenant's endpoints, enabled or disabled (Stripe's limit per account): every event fans out to each,
 a delivery row and a request apiece. Deleting one frees its place."""
+MAX_LIVE_SECRETS = 4
+"""An endpoint's secrets signing at once: the current one and up to three earlier ones, each until the end
+of the overlap its rotation promised. A header of four signatures is still short; a fifth rotation within
+one overlap is refused rather than cutting short a promise made (pokna.webhooks.endpoints.rotate_secret)."""
 
 
 @dataclass(frozen=True)

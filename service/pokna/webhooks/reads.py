@@ -52,7 +52,11 @@ class DeliveryRecord:
     created_at: datetime
 
 
-_ENDPOINT_COLUMNS = ", ".join(EndpointRecord.__dataclass_fields__)
+_COLUMN_OF = {
+    # When the last of the earlier secrets stops signing (pokna.webhooks.endpoints.rotate_secret).
+    "previous_secret_expires_at": "(SELECT max(ends) FROM unnest(previous_secrets_expire_at) AS ends)"
+}
+_ENDPOINT_COLUMNS = ", ".join(_COLUMN_OF.get(name, name) for name in EndpointRecord.__dataclass_fields__)
 _ENDPOINTS = f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoint WHERE tenant_id = %(tenant_id)s"  # noqa: S608
 ENDPOINT = _ENDPOINTS + " AND id = %(endpoint_id)s"
 ENDPOINTS = _ENDPOINTS + " ORDER BY id LIMIT %(limit)s"

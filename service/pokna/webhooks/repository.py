@@ -51,7 +51,7 @@ _DISPATCHED = (
 )
 _NEXT_DUE = (
     "SELECT delivery.id, delivery.attempts, event.id, event.body, endpoint.id, endpoint.url, "  # noqa: S608
-    "endpoint.sealed_secret, endpoint.sealed_previous_secret, endpoint.previous_secret_expires_at "
+    "endpoint.sealed_secret, endpoint.sealed_previous_secrets, endpoint.previous_secrets_expire_at "
     "FROM webhook_delivery AS delivery JOIN webhook_event AS event "
     "ON event.tenant_id = delivery.tenant_id AND event.seq = delivery.event_seq "
     f"JOIN webhook_endpoint AS endpoint ON {_ENDPOINT_OF_DELIVERY} "
@@ -152,8 +152,8 @@ class Due:
     endpoint_id: str
     url: str
     sealed_secret: str
-    sealed_previous_secret: str | None
-    previous_secret_expires_at: datetime | None
+    sealed_previous_secrets: list[str]  # the earlier secrets, newest first
+    previous_secrets_expire_at: list[datetime]  # when each stops signing
 
 
 async def next_due_delivery(connection: Connection, tenant_id: str, now: datetime) -> Due | None:

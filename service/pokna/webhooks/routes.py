@@ -20,12 +20,13 @@ from pokna.db.types import utc_now
 from pokna.idempotency.keyed import Transaction
 from pokna.webhooks import reads
 from pokna.webhooks import service as webhooks
-from pokna.webhooks.policy import MAX_ENDPOINTS
+from pokna.webhooks.policy import MAX_ENDPOINTS, MAX_LIVE_SECRETS
 from pokna.webhooks.problem_docs import (
     DELIVERY_IN_FLIGHT,
     DELIVERY_NOT_FOUND,
     ENDPOINT_LIMIT_REACHED,
     ENDPOINT_NOT_FOUND,
+    SECRET_ROTATION_LIMIT,
     UNSAFE_WEBHOOK_URL,
 )
 from pokna.webhooks.requests import WebhookEndpointCreate, WebhookEndpointUpdate
@@ -139,9 +140,12 @@ async def delete_endpoint(endpoint_id: EndpointId, write: KeyedWriteDep) -> Webh
     "/endpoints/{endpoint_id}/rotate-secret",
     response_model=WebhookEndpointSecretOut,
     summary="Rotate the signing secret; the previous one keeps signing for an overlap",
-    description="The new secret is in this answer only. Until `previous_secret_expires_at` every message "
-    "carries two signatures (new and previous), so receivers can switch without missing one.",
-    responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND),
+    description="The new secret is in this answer only. The secret it replaces keeps signing until "
+    "`previous_secret_expires_at` (a second signature in every message), so receivers can switch without "
+    "missing one; a secret an earlier rotation retired keeps signing until the end that rotation promised. "
+    f"At most {MAX_LIVE_SECRETS} secrets sign at once: one rotation more within the overlap is refused "
+    "(409, with when to rotate again).",
+    responses=problems(KEYED, IDEMPOTENT, ENDPOINT_NOT_FOUND, SECRET_ROTATION_LIMIT),
 )
 async def rotate_secret(
     endpoint_id: EndpointId, runtime: RuntimeDep, write: KeyedWriteDep

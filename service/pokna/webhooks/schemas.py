@@ -50,7 +50,9 @@ class WebhookEndpointOut(BaseModel):
     event_types: list[EventType] = Field(description="The event types sent to this endpoint.")
     enabled: bool = Field(description="A disabled endpoint gets no new deliveries and sends none.")
     previous_secret_expires_at: datetime | None = Field(
-        description="After a rotation: until when the previous secret signs too (a second signature)."
+        description="After a rotation: until when the previous secret signs too (a second signature); "
+        "after rotations within one overlap, until when the last of the earlier secrets does (each signs "
+        "until the end its own rotation promised)."
     )
     created_at: datetime
     updated_at: datetime

@@ -4,7 +4,7 @@ An event row is written in the same transaction as the change it describes (gath
 pokna.outbox.Gathered, written by game_write() or ledger_move() with the change), so it
 exists exactly when the change does. The worker fans each event out into one delivery per endpoint that
 wants it (pokna.webhooks.dispatch) and sends them (pokna.webhooks.sending). The schema is
-migrations/versions/0007_webhooks.py.
+migrations/versions/0007_webhooks.py (an endpoint's earlier secrets: 0026_webhook_secret_overlaps.py).
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    ARRAY,
     JSON,
     BigInteger,
     Boolean,
     CheckConstraint,
+    DateTime,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -52,9 +54,17 @@ class WebhookEvent(Base):
 
 class WebhookEndpoint(Base):
     """Where a tenant wants its events sent, and the secret that signs them (sealed at rest). After a
-    rotation the previous secret signs too, until `previous_secret_expires_at`."""
+    rotation each earlier secret signs too, until the end of the overlap its own rotation promised:
+    `sealed_previous_secrets` and `previous_secrets_expire_at` pair them up, newest first, three at most."""
 
     __tablename__ = "webhook_endpoint"
+    __table_args__ = (
+        CheckConstraint(
+            "cardinality(sealed_previous_secrets) = cardinality(previous_secrets_expire_at) "
+            "AND cardinality(sealed_previous_secrets) <= 3",
+            name="previous_secrets_paired",
+        ),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenant.id"), primary_key=True, index=True)
@@ -63,8 +73,8 @@ class WebhookEndpoint(Base):
     event_types: Mapped[list[str]] = mapped_column(JSON)
     enabled: Mapped[bool] = mapped_column(Boolean)
     sealed_secret: Mapped[str] = mapped_column(String(200))
-    sealed_previous_secret: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    sealed_previous_secrets: Mapped[list[str]] = mapped_column(ARRAY(String(200)))
+    previous_secrets_expire_at: Mapped[list[datetime]] = mapped_column(ARRAY(DateTime(timezone=True)))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 

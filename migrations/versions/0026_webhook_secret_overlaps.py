@@ -1,0 +1,82 @@
+"""An endpoint keeps every earlier secret that is still inside the overlap its rotation promised.
+
+An endpoint stored its current secret and one previous one. A second rotation within the overlap
+(`POKNA_WEBHOOK_SECRET_OVERLAP_SECONDS`, a day) overwrote the previous one, so the first secret stopped
+signing at once, though its rotation had told the receiver it would sign for the day. Now:
+
+- `sealed_previous_secrets` (varchar(200)[], NOT NULL): the earlier secrets, each sealed as before
+  (AES-256-GCM under the seed key, pokna.webhooks.signing), newest first.
+- `previous_secrets_expire_at` (timestamptz[], NOT NULL): when each stops signing, in the same order.
+- `ck_webhook_endpoint_previous_secrets_paired`: the two arrays are as long as each other, and hold at
+  most three (pokna.webhooks.policy.MAX_LIVE_SECRETS, the current one besides); the database refuses a row
+  that would pair a secret with another's end, or keep more.
+
+The previous secret and its end are carried over as one-element arrays (none: empty arrays), and
+`sealed_previous_secret` and `previous_secret_expires_at` are dropped.
+
+The downgrade keeps the newest earlier secret and its end, the only one the old columns can hold: the
+others stop signing at once, as they did before this revision.
+
+Revision ID: 0026_webhook_secret_overlaps
+Revises: 0025_posting_created_at
+Create Date: 2026-12-07
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0026_webhook_secret_overlaps"
+down_revision = "0025_posting_created_at"
+branch_labels = None
+depends_on = None
+
+PAIRED = (
+    "cardinality(sealed_previous_secrets) = cardinality(previous_secrets_expire_at) "
+    "AND cardinality(sealed_previous_secrets) <= 3"
+)
+CARRY_OVER = (
+    "UPDATE webhook_endpoint SET "
+    "sealed_previous_secrets = CASE WHEN sealed_previous_secret IS NULL THEN '{}' "
+    "ELSE ARRAY[sealed_previous_secret] END, "
+    "previous_secrets_expire_at = CASE WHEN sealed_previous_secret IS NULL THEN '{}' "
+    "ELSE ARRAY[previous_secret_expires_at] END"
+)
+CARRY_BACK = (
+    "UPDATE webhook_endpoint SET sealed_previous_secret = sealed_previous_secrets[1], "
+    "previous_secret_expires_at = previous_secrets_expire_at[1]"
+)
+
+
+def upgrade() -> None:
+    op.add_column(
+        "webhook_endpoint",
+        sa.Column("sealed_previous_secrets", sa.ARRAY(sa.String(length=200)), nullable=True),
+    )
+    op.add_column(
+        "webhook_endpoint",
+        sa.Column("previous_secrets_expire_at", sa.ARRAY(sa.DateTime(timezone=True)), nullable=True),
+    )
+    op.execute(CARRY_OVER)
+    op.alter_column("webhook_endpoint", "sealed_previous_secrets", nullable=False)
+    op.alter_column("webhook_endpoint", "previous_secrets_expire_at", nullable=False)
+    op.create_check_constraint(
+        op.f("ck_webhook_endpoint_previous_secrets_paired"), "webhook_endpoint", PAIRED
+    )
+    op.drop_column("webhook_endpoint", "sealed_previous_secret")
+    op.drop_column("webhook_endpoint", "previous_secret_expires_at")
+
+
+def downgrade() -> None:
+    op.add_column(
+        "webhook_endpoint", sa.Column("sealed_previous_secret", sa.String(length=200), nullable=True)
+    )
+    op.add_column(
+        "webhook_endpoint",
+        sa.Column("previous_secret_expires_at", sa.DateTime(timezone=True), nullable=True),
+    )
+    op.execute(CARRY_BACK)
+    op.drop_constraint(op.f("ck_webhook_endpoint_previous_secrets_paired"), "webhook_endpoint", type_="check")
+    op.drop_column("webhook_endpoint", "previous_secrets_expire_at")
+    op.drop_column("webhook_endpoint", "sealed_previous_secrets")
