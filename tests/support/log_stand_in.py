@@ -56,6 +56,7 @@ class StandInLog:
     base: str = ""
     corrupt_proofs: bool = False
     origin_prefix: str = "standin.test/games"
+    origin_tenant: str = TENANT  # the tenant its checkpoints name; another is a log signing as another's
 
     @property
     def url(self) -> str:
@@ -63,7 +64,7 @@ class StandInLog:
 
     @property
     def origin(self) -> str:
-        return f"{self.origin_prefix}/{TENANT}"
+        return f"{self.origin_prefix}/{self.origin_tenant}"
 
     def checkpoint(self) -> str:
         history = self.history

@@ -204,3 +204,33 @@ def test_a_log_that_trickles_its_checkpoint_is_given_up_at_the_deadline(
         f"UNUSABLE INPUT: cannot fetch the checkpoint from {log_url}/checkpoint: no whole answer within 2 s, "
         "the limit for one fetch\n"
     )
+
+
+def test_a_log_that_signs_under_a_new_origin_is_not_a_new_log(log: StandInLog, tmp_path: Path) -> None:
+    """The state is kept by origin: a log that signed its checkpoints under another name (its origin's
+    host changed, or it chose to) was judged `first` and kept beside the old one, exit 0, whatever it now
+    shows: a rolled-back history escaped its witnesses by a rename. The origin its address signed under
+    before is pinned (docs/operations.md: "the name ... which witnesses pin")."""
+    state = tmp_path / "witness.json"
+    log.history = History(entries(12), 9, dict(HEADS))
+    assert watch(log, state)[0] == 0
+    before = state.read_text()
+    kept_origin = log.origin
+    log.origin_prefix = "renamed.test/games"
+    log.history = History(entries(12, fork_at=1), 3, {})  # another, shorter history: no proof could join
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (1, "wrong_origin"), said
+    assert kept_origin in str(said["detail"])
+    assert log.origin in str(said["detail"])
+    assert state.read_text() == before, "the evidence is kept, and the new name is not"
+
+
+def test_a_checkpoint_of_another_tenants_log_is_not_this_logs(log: StandInLog, tmp_path: Path) -> None:
+    """The log's address names its tenant, and its origin is `<prefix>/<tenant>` (docs/fairness.md): a
+    checkpoint signed as another tenant's log, served here, was judged `first` of that log, exit 0."""
+    state = tmp_path / "witness.json"
+    log.origin_tenant = "tnt_another"
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (1, "wrong_origin"), said
+    assert "tnt_another" in str(said["detail"])
+    assert not state.exists()

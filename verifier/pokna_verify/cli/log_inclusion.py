@@ -20,7 +20,13 @@ from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import NotThere, UnusableInputError
 from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, judged, keys_url_of, log_base
-from pokna_verify.cli.log_state import kept_checkpoint, read_state, unsigned_checkpoint, write_state
+from pokna_verify.cli.log_state import (
+    kept_checkpoint,
+    origin_problem,
+    read_state,
+    unsigned_checkpoint,
+    write_state,
+)
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
@@ -146,15 +152,18 @@ def entry_for(proof: Mapping[str, Any], served: str) -> bytes:
 
 def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state: Path) -> LogInclusion:
     """The checkpoint the game was proven in, judged against the one kept in the state file and kept."""
-    notes = read_state(checkpoint_state)
+    kept_state = read_state(checkpoint_state)
     latest = unsigned_checkpoint(note)
-    kept = kept_checkpoint(notes, latest.origin, checkpoint_state)
+    renamed = origin_problem(kept_state, base, latest.origin)
+    if renamed is not None:
+        return LogInclusion("failed", renamed, included.origin, included.leaf_index, included.tree_size)
+    kept = kept_checkpoint(kept_state, latest.origin, checkpoint_state)
     witnessed = judged(base, kept, latest)
     if not witnessed.judgement.consistent:
         return LogInclusion(
             "failed", witnessed.detail, included.origin, included.leaf_index, included.tree_size
         )
     if kept is None or latest.size > kept.size:
-        notes[latest.origin] = note
-        write_state(checkpoint_state, notes)
+        kept_state.keep(latest.origin, note, base)
+        write_state(checkpoint_state, kept_state)
     return included
