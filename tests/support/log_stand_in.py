@@ -43,6 +43,7 @@ class History:
     entries: list[bytes]
     size: int
     heads: dict[int, tuple[int, str]] = field(default_factory=dict)
+    extra_lines: tuple[str, ...] = ()  # extension lines signed after the heads' lines, as written
     nodes: dict[Node, bytes] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -72,7 +73,7 @@ class StandInLog:
             self.origin,
             history.size,
             root_hash(history.size, history.nodes),
-            ledger_head_lines(history.heads),
+            (*ledger_head_lines(history.heads), *history.extra_lines),
         )
         return sign_note(body.to_text(), self.origin, self.key)
 

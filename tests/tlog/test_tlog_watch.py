@@ -234,3 +234,28 @@ def test_a_checkpoint_of_another_tenants_log_is_not_this_logs(log: StandInLog, t
     assert (code, said["verdict"]) == (1, "wrong_origin"), said
     assert "tnt_another" in str(said["detail"])
     assert not state.exists()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"ledger 1 {'1' * 5000} {'bb' * 32}",  # int() refused 4300+ digits: a traceback, not a verdict
+        f"ledger 0 11 {'bb' * 32}",  # chain 0 twice: which head is pinned depended on the reader
+        f"ledger 1 011 {'bb' * 32}",  # not one head: it was skipped, and chain 1 was pinned nowhere
+        f"ledger 1 11 {'BB' * 32}",
+    ],
+)
+def test_a_checkpoint_with_a_ledger_line_that_is_not_one_head_is_unusable(
+    log: StandInLog, tmp_path: Path, line: str
+) -> None:
+    """A `ledger` extension line is Pokna's: a signed checkpoint whose line is not one chain's head, once,
+    in order, pins no book an auditor can hold the operator to (a chain with no head requires none of its
+    games to be logged: pokna_verify.bundle.public_log). It was skipped or read last-wins, or crashed the
+    witness (ValueError out of int()); it is a malformed checkpoint, exit 2, the state left as it was."""
+    state = tmp_path / "witness.json"
+    assert watch(log, state)[0] == 0
+    log.history = History(entries(12), 9, dict(HEADS), extra_lines=(line,))
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (2, "unusable"), said
+    assert "ledger" in str(said["detail"])
+    assert kept_size(state) == 5
