@@ -89,7 +89,7 @@ def _check(
             tree_size=checkpoint.size,
         )
     entry, leaf_index = answer.get("entry"), answer.get("leaf_index")
-    if not isinstance(entry, str) or not isinstance(leaf_index, int):
+    if not isinstance(entry, str) or type(leaf_index) is not int:
         raise UnusableInputError(f"{asked} did not answer an entry and a leaf index")
     expected = entry_for(proof, entry)
     if entry.encode() != expected:
