@@ -21,6 +21,7 @@ from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import NotThere, UnusableInputError
 from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, judged, keys_url_of, log_base
 from pokna_verify.cli.log_state import (
+    WitnessState,
     kept_checkpoint,
     origin_problem,
     read_state,
@@ -76,6 +77,9 @@ def _check(
         ring = keys if keys is not None else read_key_ring(keys_url_of(base))
     note = fetch_text(f"{base}/checkpoint", "checkpoint")
     checkpoint = open_checkpoint(note, ring)
+    another_log = origin_problem(WitnessState(), base, checkpoint.origin)
+    if another_log is not None:
+        return LogInclusion("failed", another_log, checkpoint.origin, tree_size=checkpoint.size)
     game_id = str(proof.get("game_id"))
     asked = f"{base}/games/{game_id}/inclusion?tree_size={checkpoint.size}"
     try:
