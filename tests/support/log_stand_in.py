@@ -119,7 +119,9 @@ def serving(log: StandInLog) -> Iterator[StandInLog]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             parts = urllib.parse.urlsplit(self.path)
-            status, media, body = log.answer(parts.path, urllib.parse.parse_qs(parts.query))
+            status, media, body = log.answer(
+                urllib.parse.unquote(parts.path), urllib.parse.parse_qs(parts.query)
+            )
             data = body.encode()
             self.send_response(status)
             self.send_header("Content-Type", media)

@@ -234,6 +234,11 @@ def test_a_checkpoint_of_another_tenants_log_is_not_this_logs(log: StandInLog, t
     assert (code, said["verdict"]) == (1, "wrong_origin"), said
     assert "tnt_another" in str(said["detail"])
     assert not state.exists()
+    log.origin_tenant = "tnt_standin"
+    escaped = log.url.replace("tnt_standin", "tnt%5Fstandin")  # the same log: the service decodes its path
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(["log", "watch", escaped, "--state", str(state), "--json"]) == 0, out.getvalue()
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import urllib.parse
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +61,7 @@ def origin_problem(state: WitnessState, url: str, origin: str) -> str | None:
     name the tenant the address names (`<prefix>/<tenant>`, docs/fairness.md), and must be the origin the
     address signed under when a checkpoint was kept from it: a log signing under a new name would be judged
     the first checkpoint of another log, whatever history it now shows."""
-    tenant = url.rstrip("/").rsplit("/", 1)[-1]
+    tenant = urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])  # as the service reads its path
     if not origin.endswith(f"/{tenant}"):
         return f"{url} served a checkpoint of {origin}, which is not tenant {tenant}'s log"
     renamed = sorted(kept for kept, kept_url in state.urls.items() if kept_url == url and kept != origin)
