@@ -264,3 +264,21 @@ def test_a_checkpoint_with_a_ledger_line_that_is_not_one_head_is_unusable(
     assert (code, said["verdict"]) == (2, "unusable"), said
     assert "ledger" in str(said["detail"])
     assert kept_size(state) == 5
+
+
+def test_two_checkpoints_of_one_size_that_pin_different_books_are_a_fork(
+    log: StandInLog, tmp_path: Path
+) -> None:
+    """The log signs one checkpoint per size. One of the same size and root as the kept one whose ledger
+    lines pin more (or other) books is a second statement about that tree: shown to two witnesses, a split
+    view of the books. Only heads that went back were caught; heads ahead were 'same', exit 0."""
+    state = tmp_path / "witness.json"
+    assert watch(log, state)[0] == 0
+    before = state.read_text()
+    log.history = History(entries(12), 5, {**HEADS, 1: (3, "bb" * 32)})
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (1, "fork"), said
+    assert "ledger" in str(said["detail"])
+    assert state.read_text() == before
+    log.history = History(entries(12), 5, dict(HEADS))  # the very checkpoint kept, signed again: the same
+    assert watch(log, state)[1]["verdict"] == "same"
