@@ -77,8 +77,10 @@ class StandInLog:
         )
         return sign_note(body.to_text(), self.origin, self.key)
 
-    def answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, str]:
+    def answer(self, raw_path: str, query: dict[str, list[str]]) -> tuple[int, str, str]:
+        """`raw_path` as sent: decoded as the service decodes it, each segment on its own."""
         history = self.history
+        path = urllib.parse.unquote(raw_path)
         if path == "/v1/fairness/keys":
             return 200, "application/json", json.dumps(KeyRing.of(self.key.public_key()).to_json())
         prefix = f"/v1/logs/{TENANT}"
@@ -93,7 +95,7 @@ class StandInLog:
                 path_hashes[0] = bytes(32)
             return 200, "application/json", json.dumps({"consistency_path": [b64(h) for h in path_hashes]})
         if path.startswith(f"{prefix}/games/") and path.endswith("/inclusion"):
-            game_id = path.split("/")[-2]
+            game_id = urllib.parse.unquote(raw_path.split("/")[-2])
             size = int(query.get("tree_size", [str(history.size)])[0])
             for index, entry in enumerate(history.entries[:size]):
                 if json.loads(entry)["game_id"] == game_id:
@@ -119,9 +121,7 @@ def serving(log: StandInLog) -> Iterator[StandInLog]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             parts = urllib.parse.urlsplit(self.path)
-            status, media, body = log.answer(
-                urllib.parse.unquote(parts.path), urllib.parse.parse_qs(parts.query)
-            )
+            status, media, body = log.answer(parts.path, urllib.parse.parse_qs(parts.query))
             data = body.encode()
             self.send_response(status)
             self.send_header("Content-Type", media)

@@ -9,6 +9,7 @@ logged yet is said plainly and fails nothing: logging follows a game's end by ab
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,8 @@ def _check(
     if another_log is not None:
         return LogInclusion("failed", another_log, checkpoint.origin, tree_size=checkpoint.size)
     game_id = str(proof.get("game_id"))
-    asked = f"{base}/games/{game_id}/inclusion?tree_size={checkpoint.size}"
+    # One path segment, whatever the proof's id holds: a '#', '?' or '/..' would make it another address.
+    asked = f"{base}/games/{urllib.parse.quote(game_id, safe='')}/inclusion?tree_size={checkpoint.size}"
     try:
         answer = fetch_json(asked, "inclusion proof")
     except NotThere:
