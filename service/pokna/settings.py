@@ -10,6 +10,7 @@ fields, not variables, and may echo a secret).
 
 from __future__ import annotations
 
+import unicodedata
 from enum import StrEnum
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network, ip_network
@@ -191,7 +192,8 @@ class Settings(BaseSettings):
         pattern=r"^[^\s+]+[^\s+/]$",
         description="The public game logs' origin: each tenant's log is `<this>/<tenant id>`, the first line of "
         "its checkpoints and the name its signatures are under. Set it to this deployment's host and path "
-        "(no scheme, no spaces, no '+') before the first game is logged: witnesses pin it.",
+        "(no scheme, no spaces, no '+', no control or invisible character) before the first game is logged: "
+        "witnesses pin it.",
     )
     signing_key: SecretStr | None = Field(
         default=None, description="Ed25519 private key, PEM (PKCS#8). Unset: generated in the data dir."
@@ -248,6 +250,10 @@ class Settings(BaseSettings):
         regex engine of `pattern` has no look-ahead to refuse it there."""
         if "://" in value:
             raise ValueError("no scheme")
+        # Controls fail the signed note (C2SP: no control character in its text) at the first game logged;
+        # invisible formatting (a BOM, a bidi override) would be signed under a name no one sees as typed.
+        if any(unicodedata.category(character) in ("Cc", "Cf") for character in value):
+            raise ValueError("no control or invisible formatting character")
         return value
 
     @field_validator("metrics_allowed_networks")
@@ -334,8 +340,8 @@ VALID_VALUES: dict[str, str] = {
     "client_rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_CLIENT_RATE_LIMIT_PER_SECOND=20",
     "client_rate_limit_burst": "an integer of at least 1, e.g. POKNA_CLIENT_RATE_LIMIT_BURST=100",
     "metrics_allowed_networks": "comma-separated networks, e.g. POKNA_METRICS_ALLOWED_NETWORKS=127.0.0.0/8,10.0.0.0/8",
-    "public_log_origin": "a host and path, no scheme, no spaces, no '+', no trailing '/', "
-    "e.g. POKNA_PUBLIC_LOG_ORIGIN=pokna.example/games",
+    "public_log_origin": "a host and path, no scheme, no spaces, no '+', no control or invisible character, "
+    "no trailing '/', e.g. POKNA_PUBLIC_LOG_ORIGIN=pokna.example/games",
     "signing_key": f"an Ed25519 private key in PEM; {SECRETS_HINT}",
     "seed_encryption_key": f"64 hex characters; {SECRETS_HINT}",
 }

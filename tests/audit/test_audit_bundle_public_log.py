@@ -23,7 +23,7 @@ from pokna_verify.bundle import scan as bundle_scan
 from pokna_verify.bundle.log_records import LOG_CHECKPOINT, LOG_LEAF, NO_LOG
 from pokna_verify.bundle.report import BundleReport, Verdict
 from pokna_verify.bundle.scan import verify_bundle, verify_bundle_stream
-from pokna_verify.tlog.checkpoint import Checkpoint, parse_checkpoint
+from pokna_verify.tlog.checkpoint import Checkpoint, ledger_head_lines, parse_checkpoint
 from pokna_verify.tlog.note import sign_note
 from support.audit_bundles import PlayedBooks, lines_of, play_books, records
 from support.game_logs import ORIGIN_PREFIX, sequence_all
@@ -51,6 +51,14 @@ def _play_one(books: PlayedBooks) -> str:
     wallets = [books.api.wallet(100) for _ in range(3)]
     game = books.api.create_game(wallets[0], wallets[1:], stake=5, challenge_raise=3)
     return str(play([books.api], game, obliging)["id"])
+
+
+def _books_ahead(checkpoint: Checkpoint) -> Checkpoint:
+    """The checkpoint with its last ledger head one transaction further, well formed and signed again."""
+    heads = dict(checkpoint.ledger_heads)
+    chain = max(heads)
+    heads[chain] = (heads[chain][0] + 1, "ee" * 32)
+    return Checkpoint(checkpoint.origin, checkpoint.size, checkpoint.root_hash, ledger_head_lines(heads))
 
 
 def _resigned(note: str, runtime: Runtime, change: Any) -> str:
@@ -286,6 +294,16 @@ def test_the_log_extends_the_previous_bundles_checkpoint(
     )
     result = verify_cli(
         "audit", "verify", str(bundle), "--keys", str(keys), "--previous-checkpoint", str(forked)
+    )
+    assert result.exit_code == 1, result.output
+    assert "is not the one given" in result.output
+
+    # The same size and root, but ledger lines ahead of the carried ones: a second checkpoint of one size,
+    # another statement of the books that go with the tree (it was accepted: only size and root compared).
+    ahead = tmp_path / "ahead.txt"
+    ahead.write_text(_resigned(note, runtime, _books_ahead))
+    result = verify_cli(
+        "audit", "verify", str(bundle), "--keys", str(keys), "--previous-checkpoint", str(ahead)
     )
     assert result.exit_code == 1, result.output
     assert "is not the one given" in result.output

@@ -127,3 +127,30 @@ def test_the_checkpoint_a_game_was_proven_in_is_kept_and_a_fork_caught(
     code, report = verify(verify_cli, files, log, "--state", str(state))
     assert (code, report["public_log"]["status"]) == (1, "failed")  # type: ignore[index]
     assert "fork" in report["public_log"]["detail"]  # type: ignore[index]
+
+
+def test_a_log_address_serving_another_tenants_checkpoint_fails_the_verification(
+    verify_cli: VerifyCli, files: dict[str, Path], log: StandInLog
+) -> None:
+    """`--log https://host/v1/logs/TENANT` asks TENANT's log; a checkpoint signed as another tenant's log
+    (`<prefix>/tnt_another`) proves the game in that log, not in the one asked: it said INCLUDED, exit 0,
+    naming the other origin. `log watch` refuses the same checkpoint (wrong_origin)."""
+    log.origin_tenant = "tnt_another"
+    code, report = verify(verify_cli, files, log)
+    assert (code, report["public_log"]["status"]) == (1, "failed"), report  # type: ignore[index]
+    assert "not tenant tnt_standin's log" in report["public_log"]["detail"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("game_id", ["game#1", "game/../1", "game?tree_size=1&x"])
+def test_a_game_id_is_one_segment_of_the_inclusion_address(
+    verify_cli: VerifyCli, files: dict[str, Path], log: StandInLog, game_id: str
+) -> None:
+    """The proof's game id went into the log's address as it was: `#` cut the address short, `/..` and `?`
+    made it another address, and a logged game was said NOT LOGGED YET. It is percent-encoded, one segment,
+    as the service reads it back. (The proof itself no longer verifies, its id changed: only the log's
+    verdict is looked at.)"""
+    proof = {**sample_proof(), "game_id": game_id}
+    files["proof"].write_text(json.dumps(proof))
+    log.history = logged(proof)
+    _, report = verify(verify_cli, files, log)
+    assert report["public_log"]["status"] == "included", report["public_log"]  # type: ignore[index]

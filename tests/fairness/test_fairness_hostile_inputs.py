@@ -255,6 +255,8 @@ def _logged_link() -> dict[str, Any]:
         ({"entry": '{"leaf": "pokna.game/1"'}, "the log's entry is not a pokna.game/1 leaf"),
         ({"entry": None}, "the link's public_log lacks its checkpoint, entry or leaf index"),
         ({"leaf_index": "0"}, "the link's public_log lacks its checkpoint, entry or leaf index"),
+        # JSON's false is no leaf index (the page refuses it); Python's bool is an int, and it proved leaf 0
+        ({"leaf_index": False}, "the link's public_log lacks its checkpoint, entry or leaf index"),
         ({"inclusion_path": None}, "the link's inclusion_path is not a list of base64 hashes"),
         ({"checkpoint": "standin.test/games/tnt_standin\n1\n"}, "a signed note is text, a blank line"),
     ],

@@ -15,6 +15,7 @@ from test_fairness_js_core import project, run_node_tests
 
 from pokna_verify.tlog.checkpoint import Checkpoint
 from pokna_verify.tlog.game_leaf import game_leaf_entry
+from pokna_verify.tlog.hashing import leaf_hash, node_hash
 from pokna_verify.tlog.note import sign_note
 from pokna_verify.tlog.tree import inclusion_ranges, proof_hashes, root_hash
 from support.log_stand_in import TENANT as TENANT
@@ -59,6 +60,19 @@ def link_place(proof: dict[str, Any], key: Any = NEW_KEY) -> dict[str, Any]:
     }
 
 
+def huge_checkpoint() -> dict[str, Any]:
+    """A checkpoint of 2**53 + 1 games and a 53-hash path from leaf 0 to its root: RFC 9162's steps (and
+    pokna_verify.tlog) refuse it, a tree of that size being 54 deep. JavaScript's Number read the size as
+    2**53, whose path it is, and the page proved the game in a checkpoint of a size it was not signed at."""
+    entry = b"entry 0"
+    path = [bytes([i]) * 32 for i in range(53)]
+    root = leaf_hash(entry)
+    for value in path:
+        root = node_hash(root, value)
+    text = Checkpoint(ORIGIN, 2**53 + 1, root).to_text()
+    return {"checkpoint": text, "entry": entry.decode(), "path": [b64(value) for value in path]}
+
+
 def vectors() -> dict[str, Any]:
     proof = sample_proof()
     link = {
@@ -81,6 +95,7 @@ def vectors() -> dict[str, Any]:
         "link": link,
         "stranger_place": link_place(proof, STRANGER_KEY),
         "other_proof_place": link_place(other),
+        "huge": huge_checkpoint(),
     }
 
 
@@ -88,4 +103,4 @@ def test_the_public_log_checks_under_node_agree_with_python(project: Path, tmp_p
     path = tmp_path / "tlog_vectors.json"
     path.write_text(json.dumps(vectors()))
     summary = run_node_tests(project, "tlog.test.mjs", {"POKNA_TLOG_VECTORS": str(path)})
-    assert summary["pass"] == 6
+    assert summary["pass"] == 7

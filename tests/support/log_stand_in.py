@@ -43,6 +43,7 @@ class History:
     entries: list[bytes]
     size: int
     heads: dict[int, tuple[int, str]] = field(default_factory=dict)
+    extra_lines: tuple[str, ...] = ()  # extension lines signed after the heads' lines, as written
     nodes: dict[Node, bytes] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +57,7 @@ class StandInLog:
     base: str = ""
     corrupt_proofs: bool = False
     origin_prefix: str = "standin.test/games"
+    origin_tenant: str = TENANT  # the tenant its checkpoints name; another is a log signing as another's
 
     @property
     def url(self) -> str:
@@ -63,7 +65,7 @@ class StandInLog:
 
     @property
     def origin(self) -> str:
-        return f"{self.origin_prefix}/{TENANT}"
+        return f"{self.origin_prefix}/{self.origin_tenant}"
 
     def checkpoint(self) -> str:
         history = self.history
@@ -71,12 +73,14 @@ class StandInLog:
             self.origin,
             history.size,
             root_hash(history.size, history.nodes),
-            ledger_head_lines(history.heads),
+            (*ledger_head_lines(history.heads), *history.extra_lines),
         )
         return sign_note(body.to_text(), self.origin, self.key)
 
-    def answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, str]:
+    def answer(self, raw_path: str, query: dict[str, list[str]]) -> tuple[int, str, str]:
+        """`raw_path` as sent: decoded as the service decodes it, each segment on its own."""
         history = self.history
+        path = urllib.parse.unquote(raw_path)
         if path == "/v1/fairness/keys":
             return 200, "application/json", json.dumps(KeyRing.of(self.key.public_key()).to_json())
         prefix = f"/v1/logs/{TENANT}"
@@ -91,7 +95,7 @@ class StandInLog:
                 path_hashes[0] = bytes(32)
             return 200, "application/json", json.dumps({"consistency_path": [b64(h) for h in path_hashes]})
         if path.startswith(f"{prefix}/games/") and path.endswith("/inclusion"):
-            game_id = path.split("/")[-2]
+            game_id = urllib.parse.unquote(raw_path.split("/")[-2])
             size = int(query.get("tree_size", [str(history.size)])[0])
             for index, entry in enumerate(history.entries[:size]):
                 if json.loads(entry)["game_id"] == game_id:

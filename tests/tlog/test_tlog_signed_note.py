@@ -133,6 +133,9 @@ def test_a_checkpoint_signed_under_another_name_is_not_this_logs() -> None:
         open_note(signed_checkpoint(key), [NoteVerifier("pokna.example/log/t2", key.public_key())])
 
 
+ROOT_LINES = "origin\n7\nAAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n"
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -143,8 +146,22 @@ def test_a_checkpoint_signed_under_another_name_is_not_this_logs() -> None:
         "origin\n7\nAAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8\n",
         "\n7\nAAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n",
         "origin\n7\nAAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        f"{ROOT_LINES}ledger 0 012 {'ab' * 32}\n",
+        f"{ROOT_LINES}ledger 0 12 {'AB' * 32}\n",
+        f"{ROOT_LINES}ledger 0 12 {'ab' * 31}\n",
+        f"{ROOT_LINES}ledger 0 0 {'ab' * 32}\n",
+        f"{ROOT_LINES}ledger -1 12 {'ab' * 32}\n",
+        f"{ROOT_LINES}ledger 0 {'1' * 20} {'ab' * 32}\n",
+        f"{ROOT_LINES}ledger 0 12 {'ab' * 32}\nledger 0 13 {'cd' * 32}\n",
+        f"{ROOT_LINES}ledger 3 12 {'ab' * 32}\nledger 0 13 {'cd' * 32}\n",
     ],
 )
 def test_malformed_checkpoints_are_refused(text: str) -> None:
     with pytest.raises(MalformedNoteError):
         parse_checkpoint(text)
+
+
+def test_extension_lines_not_pokna_s_are_kept_and_skipped() -> None:
+    checkpoint = parse_checkpoint(f"{ROOT_LINES}ledger 0 12 {'ab' * 32}\nledgers 0 x\nother 1\n")
+    assert checkpoint.ledger_heads == {0: (12, "ab" * 32)}
+    assert checkpoint.extensions[1:] == ("ledgers 0 x", "other 1")

@@ -204,3 +204,81 @@ def test_a_log_that_trickles_its_checkpoint_is_given_up_at_the_deadline(
         f"UNUSABLE INPUT: cannot fetch the checkpoint from {log_url}/checkpoint: no whole answer within 2 s, "
         "the limit for one fetch\n"
     )
+
+
+def test_a_log_that_signs_under_a_new_origin_is_not_a_new_log(log: StandInLog, tmp_path: Path) -> None:
+    """The state is kept by origin: a log that signed its checkpoints under another name (its origin's
+    host changed, or it chose to) was judged `first` and kept beside the old one, exit 0, whatever it now
+    shows: a rolled-back history escaped its witnesses by a rename. The origin its address signed under
+    before is pinned (docs/operations.md: "the name ... which witnesses pin")."""
+    state = tmp_path / "witness.json"
+    log.history = History(entries(12), 9, dict(HEADS))
+    assert watch(log, state)[0] == 0
+    before = state.read_text()
+    kept_origin = log.origin
+    log.origin_prefix = "renamed.test/games"
+    log.history = History(entries(12, fork_at=1), 3, {})  # another, shorter history: no proof could join
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (1, "wrong_origin"), said
+    assert kept_origin in str(said["detail"])
+    assert log.origin in str(said["detail"])
+    assert state.read_text() == before, "the evidence is kept, and the new name is not"
+
+
+def test_a_checkpoint_of_another_tenants_log_is_not_this_logs(log: StandInLog, tmp_path: Path) -> None:
+    """The log's address names its tenant, and its origin is `<prefix>/<tenant>` (docs/fairness.md): a
+    checkpoint signed as another tenant's log, served here, was judged `first` of that log, exit 0."""
+    state = tmp_path / "witness.json"
+    log.origin_tenant = "tnt_another"
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (1, "wrong_origin"), said
+    assert "tnt_another" in str(said["detail"])
+    assert not state.exists()
+    log.origin_tenant = "tnt_standin"
+    escaped = log.url.replace("tnt_standin", "tnt%5Fstandin")  # the same log: the service decodes its path
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(["log", "watch", escaped, "--state", str(state), "--json"]) == 0, out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"ledger 1 {'1' * 5000} {'bb' * 32}",  # int() refused 4300+ digits: a traceback, not a verdict
+        f"ledger 0 11 {'bb' * 32}",  # chain 0 twice: which head is pinned depended on the reader
+        f"ledger 1 011 {'bb' * 32}",  # not one head: it was skipped, and chain 1 was pinned nowhere
+        f"ledger 1 11 {'BB' * 32}",
+    ],
+)
+def test_a_checkpoint_with_a_ledger_line_that_is_not_one_head_is_unusable(
+    log: StandInLog, tmp_path: Path, line: str
+) -> None:
+    """A `ledger` extension line is Pokna's: a signed checkpoint whose line is not one chain's head, once,
+    in order, pins no book an auditor can hold the operator to (a chain with no head requires none of its
+    games to be logged: pokna_verify.bundle.public_log). It was skipped or read last-wins, or crashed the
+    witness (ValueError out of int()); it is a malformed checkpoint, exit 2, the state left as it was."""
+    state = tmp_path / "witness.json"
+    assert watch(log, state)[0] == 0
+    log.history = History(entries(12), 9, dict(HEADS), extra_lines=(line,))
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (2, "unusable"), said
+    assert "ledger" in str(said["detail"])
+    assert kept_size(state) == 5
+
+
+def test_two_checkpoints_of_one_size_that_pin_different_books_are_a_fork(
+    log: StandInLog, tmp_path: Path
+) -> None:
+    """The log signs one checkpoint per size. One of the same size and root as the kept one whose ledger
+    lines pin more (or other) books is a second statement about that tree: shown to two witnesses, a split
+    view of the books. Only heads that went back were caught; heads ahead were 'same', exit 0."""
+    state = tmp_path / "witness.json"
+    assert watch(log, state)[0] == 0
+    before = state.read_text()
+    log.history = History(entries(12), 5, {**HEADS, 1: (3, "bb" * 32)})
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (1, "fork"), said
+    assert "ledger" in str(said["detail"])
+    assert state.read_text() == before
+    log.history = History(entries(12), 5, dict(HEADS))  # the very checkpoint kept, signed again: the same
+    assert watch(log, state)[1]["verdict"] == "same"

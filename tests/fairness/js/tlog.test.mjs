@@ -88,3 +88,12 @@ test("a changed path hash, a stranger's checkpoint or another proof's leaf fails
     assert.match(report.verdict.detail, /public_log/);
   }
 });
+
+test("a checkpoint of more games than a Number counts exactly is refused, not rounded", async () => {
+  const huge = vectors.huge;
+  assert.throws(() => parseCheckpoint(huge.checkpoint), /more games than this verifier counts exactly/);
+  // What the rounding did: the path of a tree of 2**53 leaves passed for the signed 2**53 + 1.
+  const leaf = await leafHash(encoder.encode(huge.entry));
+  const root = b64Decode(huge.checkpoint.split("\n")[2]);
+  assert.equal(await inclusionProblem(leaf, 0, 2 ** 53, huge.path.map(b64Decode), root), null);
+});

@@ -92,7 +92,7 @@ def _proven(
     if place.get("status") != "logged":
         raise UnusableInputError(f"the link's public_log status is {str(place.get('status'))[:40]!r}")
     note, entry, leaf_index = place.get("checkpoint"), place.get("entry"), place.get("leaf_index")
-    if not isinstance(note, str) or not isinstance(entry, str) or not isinstance(leaf_index, int):
+    if not isinstance(note, str) or not isinstance(entry, str) or type(leaf_index) is not int:
         raise UnusableInputError("the link's public_log lacks its checkpoint, entry or leaf index")
     try:
         checkpoint = open_checkpoint(note, ring) if ring is not None else unsigned_checkpoint(note)

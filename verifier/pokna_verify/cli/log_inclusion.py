@@ -9,6 +9,7 @@ logged yet is said plainly and fails nothing: logging follows a game's end by ab
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,14 @@ from pokna_verify.bounded_input import InputLimitError, loads
 from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.input_files import NotThere, UnusableInputError
 from pokna_verify.cli.log_fetch import fetch_json, fetch_text, hashes_of, judged, keys_url_of, log_base
-from pokna_verify.cli.log_state import kept_checkpoint, read_state, unsigned_checkpoint, write_state
+from pokna_verify.cli.log_state import (
+    WitnessState,
+    kept_checkpoint,
+    origin_problem,
+    read_state,
+    unsigned_checkpoint,
+    write_state,
+)
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.crypto.errors import CryptoError
 from pokna_verify.fairness.keyring import KeyRing
@@ -70,8 +78,12 @@ def _check(
         ring = keys if keys is not None else read_key_ring(keys_url_of(base))
     note = fetch_text(f"{base}/checkpoint", "checkpoint")
     checkpoint = open_checkpoint(note, ring)
+    another_log = origin_problem(WitnessState(), base, checkpoint.origin)
+    if another_log is not None:
+        return LogInclusion("failed", another_log, checkpoint.origin, tree_size=checkpoint.size)
     game_id = str(proof.get("game_id"))
-    asked = f"{base}/games/{game_id}/inclusion?tree_size={checkpoint.size}"
+    # One path segment, whatever the proof's id holds: a '#', '?' or '/..' would make it another address.
+    asked = f"{base}/games/{urllib.parse.quote(game_id, safe='')}/inclusion?tree_size={checkpoint.size}"
     try:
         answer = fetch_json(asked, "inclusion proof")
     except NotThere:
@@ -83,7 +95,7 @@ def _check(
             tree_size=checkpoint.size,
         )
     entry, leaf_index = answer.get("entry"), answer.get("leaf_index")
-    if not isinstance(entry, str) or not isinstance(leaf_index, int):
+    if not isinstance(entry, str) or type(leaf_index) is not int:
         raise UnusableInputError(f"{asked} did not answer an entry and a leaf index")
     expected = entry_for(proof, entry)
     if entry.encode() != expected:
@@ -146,15 +158,18 @@ def entry_for(proof: Mapping[str, Any], served: str) -> bytes:
 
 def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state: Path) -> LogInclusion:
     """The checkpoint the game was proven in, judged against the one kept in the state file and kept."""
-    notes = read_state(checkpoint_state)
+    kept_state = read_state(checkpoint_state)
     latest = unsigned_checkpoint(note)
-    kept = kept_checkpoint(notes, latest.origin, checkpoint_state)
+    renamed = origin_problem(kept_state, base, latest.origin)
+    if renamed is not None:
+        return LogInclusion("failed", renamed, included.origin, included.leaf_index, included.tree_size)
+    kept = kept_checkpoint(kept_state, latest.origin, checkpoint_state)
     witnessed = judged(base, kept, latest)
     if not witnessed.judgement.consistent:
         return LogInclusion(
             "failed", witnessed.detail, included.origin, included.leaf_index, included.tree_size
         )
     if kept is None or latest.size > kept.size:
-        notes[latest.origin] = note
-        write_state(checkpoint_state, notes)
+        kept_state.keep(latest.origin, note, base)
+        write_state(checkpoint_state, kept_state)
     return included

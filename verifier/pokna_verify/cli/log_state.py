@@ -1,8 +1,12 @@
 """The witness's state file: the last checkpoint it accepted of each log, by origin, as served (signed).
 
-JSON, `{"logs": {origin: {"checkpoint": note}}}`, so one file can watch several logs and a player's
-verification can add the checkpoint its game was proven in. Written whole to a temporary file and renamed
-over the old one: a crash mid-write leaves the previous state, never half of one.
+JSON, `{"logs": {origin: {"checkpoint": note, "url": address}}}`, so one file can watch several logs and a
+player's verification can add the checkpoint its game was proven in. Written whole to a temporary file and
+renamed over the old one: a crash mid-write leaves the previous state, never half of one.
+
+`url` is the log's address (https://host/v1/logs/TENANT) the checkpoint was kept from (files written before
+it have none): the origin an address signed under is pinned, so a log cannot leave its witnesses' history
+behind by signing under a new name (`origin_problem`).
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import urllib.parse
 from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pokna_verify.bounded_input import InputLimitError, loads
@@ -20,26 +26,55 @@ from pokna_verify.tlog.errors import LogError, SignatureError
 from pokna_verify.tlog.note import open_note
 
 
-def read_state(path: Path) -> dict[str, str]:
-    """origin -> the kept checkpoint's signed note; nothing kept if the file does not exist yet."""
+@dataclass
+class WitnessState:
+    notes: dict[str, str] = field(default_factory=dict)  # origin -> the kept checkpoint's signed note
+    urls: dict[str, str] = field(default_factory=dict)  # origin -> the log's address it was kept from
+
+    def keep(self, origin: str, note: str, url: str) -> None:
+        self.notes[origin] = note
+        self.urls[origin] = url
+
+
+def read_state(path: Path) -> WitnessState:
+    """What the witness kept; nothing if the file does not exist yet."""
     if not path.exists():
-        return {}
+        return WitnessState()
     data = read_document(path, "state")
     try:
         document = loads(data.decode("utf-8"))
         logs = document["logs"]
         kept = {origin: entry["checkpoint"] for origin, entry in logs.items()}
+        urls = {origin: entry["url"] for origin, entry in logs.items() if "url" in entry}
     except InputLimitError as error:
         raise UnusableInputError(f"the state file {path}: {error}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise UnusableInputError(f"the state file {path} is not a witness's state ({error!r})") from error
-    if not all(isinstance(origin, str) and isinstance(note, str) for origin, note in kept.items()):
+    texts = [*kept.items(), *urls.items()]
+    if not all(isinstance(origin, str) and isinstance(text, str) for origin, text in texts):
         raise UnusableInputError(f"the state file {path} is not a witness's state")
-    return kept
+    return WitnessState(kept, urls)
 
 
-def kept_checkpoint(notes: dict[str, str], origin: str, path: Path) -> Checkpoint | None:
-    note = notes.get(origin)
+def origin_problem(state: WitnessState, url: str, origin: str) -> str | None:
+    """Why the checkpoint served at the log address `url` cannot be this log's, or None. Its origin must
+    name the tenant the address names (`<prefix>/<tenant>`, docs/fairness.md), and must be the origin the
+    address signed under when a checkpoint was kept from it: a log signing under a new name would be judged
+    the first checkpoint of another log, whatever history it now shows."""
+    tenant = urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])  # as the service reads its path
+    if not origin.endswith(f"/{tenant}"):
+        return f"{url} served a checkpoint of {origin}, which is not tenant {tenant}'s log"
+    renamed = sorted(kept for kept, kept_url in state.urls.items() if kept_url == url and kept != origin)
+    if renamed:
+        return (
+            f"{url} now signs as {origin}, after signing as {renamed[0]} (kept in the state file): a log that "
+            "changes its name leaves its witnesses' history behind"
+        )
+    return None
+
+
+def kept_checkpoint(state: WitnessState, origin: str, path: Path) -> Checkpoint | None:
+    note = state.notes.get(origin)
     if note is None:
         return None
     try:
@@ -50,8 +85,13 @@ def kept_checkpoint(notes: dict[str, str], origin: str, path: Path) -> Checkpoin
         ) from error
 
 
-def write_state(path: Path, notes: dict[str, str]) -> None:
-    document = {"logs": {origin: {"checkpoint": note} for origin, note in sorted(notes.items())}}
+def write_state(path: Path, state: WitnessState) -> None:
+    logs: dict[str, dict[str, str]] = {}
+    for origin, note in sorted(state.notes.items()):
+        logs[origin] = {"checkpoint": note}
+        if origin in state.urls:
+            logs[origin]["url"] = state.urls[origin]
+    document = {"logs": logs}
     directory = path.parent if str(path.parent) else Path(".")
     try:
         descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")

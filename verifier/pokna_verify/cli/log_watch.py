@@ -17,7 +17,7 @@ from pokna_verify.bundle.log_records import open_checkpoint
 from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_UNUSABLE, EXIT_VALID
 from pokna_verify.cli.input_files import UnusableInputError
 from pokna_verify.cli.log_fetch import fetch_text, judged, keys_url_of, log_base
-from pokna_verify.cli.log_state import kept_checkpoint, read_state, write_state
+from pokna_verify.cli.log_state import kept_checkpoint, origin_problem, read_state, write_state
 from pokna_verify.cli.proof_inputs import read_key_ring
 from pokna_verify.cli.terminal import say
 from pokna_verify.crypto.errors import CryptoError
@@ -30,19 +30,22 @@ def run_log_watch(url: str, state: Path, *, keys: str | None, as_json: bool) -> 
         base = log_base(url)
         ring = read_key_ring(keys if keys is not None else keys_url_of(base))
         note = fetch_text(f"{base}/checkpoint", "checkpoint")
-        notes = read_state(state)
+        kept_state = read_state(state)
         try:
             latest = open_checkpoint(note, ring)
         except SignatureError as error:
             return _said(as_json, "bad_signature", f"{base}/checkpoint: {error}", EXIT_INVALID)
-        kept = kept_checkpoint(notes, latest.origin, state)
+        renamed = origin_problem(kept_state, base, latest.origin)
+        if renamed is not None:
+            return _said(as_json, "wrong_origin", renamed, EXIT_INVALID)
+        kept = kept_checkpoint(kept_state, latest.origin, state)
         witnessed = judged(base, kept, latest)
     except (UnusableInputError, CryptoError, MalformedNoteError, LogError) as error:
         return _said(as_json, "unusable", str(error), EXIT_UNUSABLE)
     if witnessed.judgement in (Judgement.FIRST, Judgement.EXTENDED):
-        notes[latest.origin] = note
+        kept_state.keep(latest.origin, note, base)
         try:
-            write_state(state, notes)
+            write_state(state, kept_state)
         except UnusableInputError as error:
             return _said(as_json, "unusable", str(error), EXIT_UNUSABLE)
     code = EXIT_VALID if witnessed.judgement.consistent else EXIT_INVALID

@@ -38,8 +38,9 @@ PROOF_STATE = (
 LOG_SUMMARY = "Witness a tenant's public log of finished games."
 LOG_WATCH_SUMMARY = "Check the log's latest checkpoint extends the one kept in --state, and keep it."
 LOG_WATCH_EXIT_CODES = (
-    "Exit codes: 0 the same history (or the first checkpoint seen, now kept); 1 a fork, a rollback or a bad "
-    "signature (the state file is left as it was); 2 unusable input."
+    "Exit codes: 0 the same history (or the first checkpoint seen, now kept); 1 a fork, a rollback, a bad "
+    "signature, or a checkpoint under another origin than the log's (the state file is left as it was); "
+    "2 unusable input."
 )
 LOG_URL = "The log: https://host/v1/logs/TENANT (or its /checkpoint)."
 LOG_STATE = "The witness's state file (JSON; made if missing): the last checkpoint accepted of each log."

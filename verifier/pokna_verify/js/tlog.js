@@ -62,6 +62,8 @@ export function parseCheckpoint(text) {
   if (lines.length < 3) throw new Error("a checkpoint has an origin, a size and a root hash line");
   const [origin, size, root, ...extensions] = lines;
   if (!/^(0|[1-9][0-9]{0,19})$/.test(size) || BigInt(size) >= 2n ** 64n) throw new Error(`the checkpoint's size ${JSON.stringify(size.slice(0, 24))} is not a decimal tree size`);
+  // A Number above 2**53 - 1 is rounded, and a path would be checked against a tree of another size than the signed one.
+  if (BigInt(size) > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`the checkpoint's size ${size} is more games than this verifier counts exactly (2**53 - 1)`);
   const rootHash = b64Decode(root);
   if (rootHash.length !== 32) throw new Error(`the checkpoint's root hash is ${rootHash.length} bytes, not 32`);
   return { origin, size: Number(size), rootHash, extensions };

@@ -7,7 +7,10 @@
 
 Pokna's extension lines are "ledger <chain> <seq> <hash>", one per ledger chain with a transaction, ascending
 by chain: the same heads the ledger's own checkpoints sign. A player who keeps a checkpoint thereby pins the
-books an auditor must be shown, not only the list of games. A witness that knows nothing of Pokna skips them.
+books an auditor must be shown, not only the list of games. A witness that knows nothing of Pokna skips them;
+Pokna's readers refuse a checkpoint with a `ledger ` line that is not one such head, or that names a chain
+twice or out of order: skipped or read last-wins, it would pin no book of that chain (whose games the
+auditor's completeness check then does not ask for), or pin one reader's head and not another's.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from pokna_verify.tlog.hashing import HASH_SIZE
 from pokna_verify.tlog.note import std_b64decode
 
 _SIZE = re.compile(r"0|[1-9][0-9]{0,19}")
-_LEDGER_HEAD = re.compile(r"ledger (0|[1-9][0-9]*) ([1-9][0-9]*) ([0-9a-f]{64})")
+_LEDGER_HEAD = re.compile(r"ledger (0|[1-9][0-9]{0,18}) ([1-9][0-9]{0,18}) ([0-9a-f]{64})")
+_LEDGER_LINE = "ledger "
 LedgerHeads = Mapping[int, tuple[int, str]]
 
 
@@ -69,4 +73,18 @@ def parse_checkpoint(text: str) -> Checkpoint:
         raise MalformedNoteError(f"the checkpoint's root hash is {len(root_hash)} bytes, not {HASH_SIZE}")
     if any(not line for line in extensions):
         raise MalformedNoteError("a checkpoint's extension line is empty")
+    _check_ledger_lines(extensions)
     return Checkpoint(origin, int(size_text), root_hash, tuple(extensions))
+
+
+def _check_ledger_lines(extensions: list[str]) -> None:
+    chains: list[int] = []
+    for line in extensions:
+        if not line.startswith(_LEDGER_LINE):
+            continue
+        match = _LEDGER_HEAD.fullmatch(line)
+        if match is None:
+            raise MalformedNoteError(f"{line[:100]!r} is not a ledger head: ledger <chain> <seq> <64 hex>")
+        chains.append(int(match[1]))
+    if chains != sorted(set(chains)):
+        raise MalformedNoteError("the checkpoint's ledger heads name a chain twice or out of order")

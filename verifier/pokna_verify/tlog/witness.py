@@ -4,7 +4,8 @@ A log that shows two parties two histories (a fork), or hides what it once showe
 checkpoints that no consistency proof can join. Whoever keeps the last checkpoint they saw and checks each
 new one against it catches that; so does anyone comparing the checkpoints two witnesses kept. Pokna's
 checkpoints also carry the ledger's chain heads, and the books only grow too: a head that went back is a
-rollback of the books, caught the same way.
+rollback of the books, caught the same way. The log signs one checkpoint per size, so two of one size
+whose ledger lines differ (even ahead) are two statements of the books for one tree: a fork too.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def judge(kept: Checkpoint | None, latest: Checkpoint, consistency_path: Sequenc
         return Witnessed(Judgement.ROLLBACK, books)
     if latest.size == kept.size:
         if hmac.compare_digest(latest.root_hash, kept.root_hash):
+            if latest.extensions != kept.extensions:  # one checkpoint a size: a second is a split view
+                return Witnessed(
+                    Judgement.FORK,
+                    f"{latest.origin} signed two checkpoints of {latest.size} games whose extension (ledger) "
+                    "lines differ: two statements of the books that go with one tree",
+                )
             return Witnessed(Judgement.SAME, f"{latest.origin}: still {latest.size} games, the same root")
         return Witnessed(
             Judgement.FORK, f"{latest.origin} shows two different trees of {latest.size} games: a fork"
