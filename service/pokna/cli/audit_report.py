@@ -160,13 +160,6 @@ def _write(path: Path, text: str, option: str) -> None:
     """A file the command cannot write (a full disk, a missing directory, no permission) is output it cannot
     use, as unusable as a bad input and answered the same (exit 2, naming it and the OS's reason): not a
     bug in pokna, and not an INVALID bundle (exit 1) (issue 46, L6)."""
-    from pokna.cli.errors import CommandError
-
     hint = f"give {option} a file on a disk with room, in a directory you may write to"
-    try:
-        with whole_file(path, hint, EXIT_UNUSABLE) as handle:  # a cut leaves no page that passes for whole
-            handle.write(text)
-    except OSError as error:
-        raise CommandError(
-            f"cannot write {path}: {error.strerror or error}", hint, exit_code=EXIT_UNUSABLE
-        ) from None
+    with whole_file(path, hint, EXIT_UNUSABLE) as handle:  # a cut leaves no page that passes for whole
+        handle.write(text)
