@@ -20,7 +20,8 @@ def test_no_source_of_the_service_or_the_verifier_asserts() -> None:
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
         if isinstance(node, ast.Assert)
     ]
-    assert SOURCES and found == [], found
+    assert SOURCES
+    assert found == [], found
 
 
 # The tenant's row read for its default rake, which a deleted tenant (never done: its keys would still
