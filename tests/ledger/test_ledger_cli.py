@@ -156,6 +156,16 @@ def test_checkpoint_signs_the_head_and_verify_checks_it(
         "audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", str(stranger)
     )
     assert forged.exit_code == 1
+    # Asked to check a checkpoint, given no key: its heads were checked, not who signed it (anyone can write
+    # one). Not a pass: exit 4, partly verified, as a proof without keys.
+    unsigned = verify_cli("audit", "verify", str(export), "--checkpoint", str(checkpoint))
+    assert unsigned.exit_code == 4, unsigned.output
+    assert "PARTLY VERIFIED" in unsigned.output
+    assert "the checkpoint's signature was not checked" in unsigned.output
+    as_json = verify_cli("audit", "verify", str(export), "--checkpoint", str(checkpoint), "--json")
+    assert as_json.exit_code == 4, as_json.output
+    report = json.loads(as_json.output)
+    assert (report["valid"], report["verdict"]) == (None, "partly_verified"), report
 
 
 def test_other_formats_and_reconcile(cli_env: Path, tenant_id: str, funded: str, tmp_path: Path) -> None:

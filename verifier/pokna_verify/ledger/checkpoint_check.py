@@ -57,6 +57,7 @@ def checkpoint_target(
         heads = _checkpoint_heads(checkpoint["heads"], seq, hash_)
     if public_key is None:
         report.notes.append("no public key given: the checkpoint's signature was not checked")
+        report.checkpoint_signature_unchecked = True
     else:
         problem = signature_problem(checkpoint, public_key)
         if problem is not None:
