@@ -78,8 +78,8 @@ def report_command(
     from pokna_verify.bundle.play_tally import PlayTally
     from pokna_verify.bundle.scan import verify_bundle_stream
 
-    for option, written in (("--html", html), ("--json", json_file)):
-        if written is not None and str(written) == "-":  # `-` is stdin for the bundle, not stdout here
+    for option, target in (("--html", html), ("--json", json_file)):
+        if target is not None and str(target) == "-":  # `-` is stdin for the bundle, not stdout here
             raise typer.BadParameter(
                 "- would be a file named -: the report is written to files only (stdout has its summary); "
                 "give a file name",
