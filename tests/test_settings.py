@@ -196,3 +196,24 @@ def test_an_unreadable_retired_key_is_named(tmp_path: Path) -> None:
         ServiceKeyError, match=r"retired key .*2025\.pem is not a readable Ed25519 public key"
     ):
         load_service_keys(settings)
+
+
+FLOAT_SETTINGS = sorted(name for name, field in Settings.model_fields.items() if field.annotation is float)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e308", "-inf"])
+@pytest.mark.parametrize("field", FLOAT_SETTINGS)
+def test_a_float_setting_refuses_what_no_clock_or_rate_can_use(
+    environment: pytest.MonkeyPatch, field: str, value: str
+) -> None:
+    """Infinity, NaN and a number past any sane bound (1e308 seconds overflows the clocks it is handed to)
+    are refused, naming the variable and a valid value."""
+    variable = f"POKNA_{field.upper()}"
+    environment.setenv(variable, value)
+    with pytest.raises(SettingsError) as refused:
+        get_settings()
+    assert f"{variable}='{value}' is not valid ({VALID_VALUES[field]})" in str(refused.value)
+
+
+def test_the_float_settings_are_found() -> None:
+    assert len(FLOAT_SETTINGS) == 10, FLOAT_SETTINGS

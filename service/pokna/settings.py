@@ -27,6 +27,8 @@ SECRETS_HINT = "`pokna secrets generate` prints a signing key and a seed encrypt
 # tcp_user_timeout (a statement's bound plus a grace, pokna.db.engine.Waits); a connection asking for more is
 # refused as it starts, so a larger setting would leave the API with no connection it could ever open.
 LONGEST_SERVER_WAIT_SECONDS = 2_000_000
+HIGHEST_RATE_PER_SECOND = 1_000_000
+"""The bound of a rate limit's setting: past it the limit is off in all but name (set 0 for that)."""
 
 
 class Environment(StrEnum):
@@ -40,7 +42,9 @@ class SettingsError(ValueError):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+    # allow_inf_nan=False: `inf` would pass `gt=0` and `nan` fails every bound with pydantic's words; a
+    # float setting is a number of seconds or a rate, and either must be finite (and bounded, below).
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", allow_inf_nan=False)
 
     env: Environment = Environment.DEVELOPMENT
     data_dir: Path = Path(".pokna")
@@ -62,12 +66,14 @@ class Settings(BaseSettings):
     request_head_timeout_seconds: float = Field(
         default=10,
         gt=0,
+        le=LONGEST_SERVER_WAIT_SECONDS,
         description="Longest a connection may take to send a request's line and headers, from its first "
         "byte (or from the connection) on, before it is answered 408 and closed.",
     )
     request_body_timeout_seconds: float = Field(
         default=30,
         gt=0,
+        le=LONGEST_SERVER_WAIT_SECONDS,
         description="Longest a request's body may take to arrive, once its headers have, before it is "
         "answered 408 and its connection closed.",
     )
@@ -80,10 +86,14 @@ class Settings(BaseSettings):
     webhook_backoff_initial_seconds: float = Field(
         default=5.0,
         gt=0,
+        le=LONGEST_SERVER_WAIT_SECONDS,
         description="The wait after a webhook's first failed attempt; it doubles after each.",
     )
     webhook_backoff_max_seconds: float = Field(
-        default=4 * 3600.0, gt=0, description="The longest wait between two attempts of one webhook."
+        default=4 * 3600.0,
+        gt=0,
+        le=LONGEST_SERVER_WAIT_SECONDS,
+        description="The longest wait between two attempts of one webhook.",
     )
     webhook_attempt_limit: int = Field(
         default=18, ge=1, le=100, description="Attempts before a delivery is marked failed (18: over a day)."
@@ -139,7 +149,10 @@ class Settings(BaseSettings):
         "gate has as many places as the two together.",
     )
     database_pool_timeout_seconds: float = Field(
-        default=10, gt=0, description="Longest wait for a free pooled connection before answering 503."
+        default=10,
+        gt=0,
+        le=LONGEST_SERVER_WAIT_SECONDS,
+        description="Longest wait for a free pooled connection before answering 503.",
     )
     database_connect_timeout_seconds: int = Field(
         default=5, ge=1, description="Longest wait to connect to one PostgreSQL host (libpq connect_timeout)."
@@ -169,6 +182,7 @@ class Settings(BaseSettings):
     rate_limit_per_second: float = Field(
         default=100,
         ge=0,
+        le=HIGHEST_RATE_PER_SECOND,
         description="Requests per second each API key may make, per API process; 0 turns rate limits off.",
     )
     rate_limit_burst: int = Field(
@@ -177,6 +191,7 @@ class Settings(BaseSettings):
     client_rate_limit_per_second: float = Field(
         default=20,
         ge=0,
+        le=HIGHEST_RATE_PER_SECOND,
         description="Requests per second each client address may make without a known API key (no key, "
         "or one not yet seen to authenticate), per API process; 0 turns this limit off.",
     )
@@ -307,16 +322,16 @@ VALID_VALUES: dict[str, str] = {
     "workers": "an integer of at least 1, e.g. POKNA_WORKERS=4",
     "log_level": f"one of {', '.join(LOG_LEVELS)}, e.g. POKNA_LOG_LEVEL=INFO",
     "max_body_bytes": "an integer of at least 1024, e.g. POKNA_MAX_BODY_BYTES=65536",
-    "request_head_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_HEAD_TIMEOUT_SECONDS=10",
-    "request_body_timeout_seconds": "seconds, more than 0, e.g. POKNA_REQUEST_BODY_TIMEOUT_SECONDS=30",
+    "request_head_timeout_seconds": f"seconds, more than 0 and at most {LONGEST_SERVER_WAIT_SECONDS}, e.g. POKNA_REQUEST_HEAD_TIMEOUT_SECONDS=10",
+    "request_body_timeout_seconds": f"seconds, more than 0 and at most {LONGEST_SERVER_WAIT_SECONDS}, e.g. POKNA_REQUEST_BODY_TIMEOUT_SECONDS=30",
     "open_game_ttl_seconds": "an integer of at least 1, e.g. POKNA_OPEN_GAME_TTL_SECONDS=600",
     "beacon_urls": "http(s) URLs, comma-separated, e.g. POKNA_BEACON_URLS=https://api.drand.sh,https://drand.cloudflare.com",
     "beacon_chain_file": "a path to a drand /info JSON file, e.g. POKNA_BEACON_CHAIN_FILE=/etc/pokna/beacon-info.json",
     "beacon_request_timeout_seconds": "seconds, more than 0 and at most 30, e.g. POKNA_BEACON_REQUEST_TIMEOUT_SECONDS=2",
     "beacon_wait_margin_seconds": "seconds, 0 to 30, e.g. POKNA_BEACON_WAIT_MARGIN_SECONDS=2",
     "webhook_timeout_seconds": "seconds, more than 0 and at most 60, e.g. POKNA_WEBHOOK_TIMEOUT_SECONDS=10",
-    "webhook_backoff_initial_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_INITIAL_SECONDS=5",
-    "webhook_backoff_max_seconds": "seconds, more than 0, e.g. POKNA_WEBHOOK_BACKOFF_MAX_SECONDS=14400",
+    "webhook_backoff_initial_seconds": f"seconds, more than 0 and at most {LONGEST_SERVER_WAIT_SECONDS}, e.g. POKNA_WEBHOOK_BACKOFF_INITIAL_SECONDS=5",
+    "webhook_backoff_max_seconds": f"seconds, more than 0 and at most {LONGEST_SERVER_WAIT_SECONDS}, e.g. POKNA_WEBHOOK_BACKOFF_MAX_SECONDS=14400",
     "webhook_attempt_limit": "an integer from 1 to 100, e.g. POKNA_WEBHOOK_ATTEMPT_LIMIT=18",
     "webhook_allowed_private_networks": "networks in CIDR form, comma-separated, without host bits, "
     "e.g. POKNA_WEBHOOK_ALLOWED_PRIVATE_NETWORKS=10.0.0.0/8,192.168.1.0/24",
@@ -327,7 +342,7 @@ VALID_VALUES: dict[str, str] = {
     "webhook_retention_seconds": "seconds, at least 60, e.g. POKNA_WEBHOOK_RETENTION_SECONDS=604800",
     "database_pool_size": "an integer of at least 1, e.g. POKNA_DATABASE_POOL_SIZE=5",
     "database_pool_overflow": "an integer of at least 0, e.g. POKNA_DATABASE_POOL_OVERFLOW=10",
-    "database_pool_timeout_seconds": "a number of seconds above 0, e.g. POKNA_DATABASE_POOL_TIMEOUT_SECONDS=10",
+    "database_pool_timeout_seconds": f"seconds, more than 0 and at most {LONGEST_SERVER_WAIT_SECONDS}, e.g. POKNA_DATABASE_POOL_TIMEOUT_SECONDS=10",
     "database_connect_timeout_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_CONNECT_TIMEOUT_SECONDS=5",
     "database_statement_timeout_seconds": f"an integer from 1 to {LONGEST_SERVER_WAIT_SECONDS}, "
     "e.g. POKNA_DATABASE_STATEMENT_TIMEOUT_SECONDS=30",
@@ -335,9 +350,9 @@ VALID_VALUES: dict[str, str] = {
     "e.g. POKNA_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS=60",
     "shutdown_timeout_seconds": "an integer of at least 1, e.g. POKNA_SHUTDOWN_TIMEOUT_SECONDS=30",
     "database_retry_after_seconds": "an integer of at least 1, e.g. POKNA_DATABASE_RETRY_AFTER_SECONDS=2",
-    "rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
+    "rate_limit_per_second": f"a number from 0 (off) to {HIGHEST_RATE_PER_SECOND}, e.g. POKNA_RATE_LIMIT_PER_SECOND=100",
     "rate_limit_burst": "an integer of at least 1, e.g. POKNA_RATE_LIMIT_BURST=200",
-    "client_rate_limit_per_second": "a number of at least 0 (0: off), e.g. POKNA_CLIENT_RATE_LIMIT_PER_SECOND=20",
+    "client_rate_limit_per_second": f"a number from 0 (off) to {HIGHEST_RATE_PER_SECOND}, e.g. POKNA_CLIENT_RATE_LIMIT_PER_SECOND=20",
     "client_rate_limit_burst": "an integer of at least 1, e.g. POKNA_CLIENT_RATE_LIMIT_BURST=100",
     "metrics_allowed_networks": "comma-separated networks, e.g. POKNA_METRICS_ALLOWED_NETWORKS=127.0.0.0/8,10.0.0.0/8",
     "public_log_origin": "a host and path, no scheme, no spaces, no '+', no control or invisible character, "

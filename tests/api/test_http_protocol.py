@@ -96,6 +96,7 @@ def test_an_unparsable_request_gets_a_problem_document(server: RawServer, label:
     status, headers, body = _parse(_exchange(host, port, UNPARSABLE[label]))
     assert status == 400
     assert headers["content-type"] == "application/problem+json"
+    assert headers["x-content-type-options"] == "nosniff"
     assert int(headers["content-length"]) == len(body)
     problem = json.loads(body)
     assert (problem["status"], problem["code"]) == (400, "bad_request")

@@ -259,3 +259,18 @@ def test_a_valid_bundles_notes_and_currencies_cannot_drive_the_terminal(
     assert not [line for line in lines if "\x1b" in line or "\n" in line], lines
     assert "  note: game gam_1\\x1b[2J\\n  nothing flagged" in lines
     assert [line for line in lines if line.startswith("  FLAGGED  ") and "CR\\x1b[8m\\nVALID" in line]
+
+
+@pytest.mark.parametrize("option", ["--html", "--json"])
+def test_a_dash_for_a_report_file_is_refused_naming_the_option(
+    option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-` is stdin for the bundle, but the report's files are files only (stdout has the summary): it was
+    written as a file named `-`. Refused before the bundle is read, exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    files = {"--html": "r.html", "--json": "r.json", option: "-"}
+    refused = runner.invoke(app, ["audit", "report", "bundle.jsonl", *sum(files.items(), ())])
+    assert refused.exit_code == 2, refused.output
+    assert f"'{option}'" in refused.output, refused.output
+    assert "a file named -" in refused.output, refused.output
+    assert list(tmp_path.iterdir()) == []

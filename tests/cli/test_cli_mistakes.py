@@ -149,9 +149,33 @@ NO_DATABASE = [
     usage("sweep", "--all", says="No such option: --all"),
     usage("log", "sequence", "--batch", "0", says="'--batch': 0 is not at least 1"),
     usage("log", "sequence", "--interval", "soon", says="'soon' is not a number"),
-    usage("log", "sequence", "--interval", "0.01", says="'--interval': 0.01 is not at least 0.05"),
-    usage("webhooks", "deliver", "--max-seconds", "-1", says="'--max-seconds': -1.0 is not at least 0"),
+    usage("log", "sequence", "--interval", "0.01", says="'--interval': 0.01 is not between 0.05 and 86400"),
+    usage(
+        "webhooks",
+        "deliver",
+        "--max-seconds",
+        "-1",
+        says="'--max-seconds': -1.0 is not between 0 and 31536000",
+    ),
     usage("log", "sequence", "--max-seconds", "nan", says="'nan' is not a number"),
+    usage("log", "sequence", "--interval", "inf", says="'inf' is not a number"),
+    usage(
+        "log", "sequence", "--interval", "1e308", says="'--interval': 1e+308 is not between 0.05 and 86400"
+    ),
+    usage(
+        "webhooks",
+        "deliver",
+        "--poll-seconds",
+        "1e308",
+        says="'--poll-seconds': 1e+308 is not between 0.01 and 3600",
+    ),
+    usage(
+        "webhooks",
+        "deliver",
+        "--max-seconds",
+        "1e308",
+        says="'--max-seconds': 1e+308 is not between 0 and 31536000",
+    ),
     failure(
         "log",
         "sequence",
@@ -159,7 +183,13 @@ NO_DATABASE = [
         env={"POKNA_PUBLIC_LOG_ORIGIN": "a+b"},
         says=("POKNA_PUBLIC_LOG_ORIGIN='a+b'",),
     ),
-    usage("webhooks", "deliver", "--poll-seconds", "0", says="'--poll-seconds': 0.0 is not at least 0.01"),
+    usage(
+        "webhooks",
+        "deliver",
+        "--poll-seconds",
+        "0",
+        says="'--poll-seconds': 0.0 is not between 0.01 and 3600",
+    ),
     failure(
         "webhooks",
         "deliver",
@@ -377,7 +407,8 @@ def _run(argv: tuple[str, ...], cwd: Path, env: dict[str, str]) -> subprocess.Co
 def test_a_mistake_as_a_user_runs_it_is_one_line(mistake: Mistake, files: Path) -> None:
     data_dir = files / "data"
     load_service_keys(Settings(env=Environment.TEST, data_dir=data_dir))  # no "generated a key" warning
-    environment = _environment(data_dir, POKNA_PORT=str(free_port()), **mistake.env)
+    # A free port unless the mistake is its own POKNA_PORT (passed twice, it was a TypeError, not a test).
+    environment = _environment(data_dir, **{"POKNA_PORT": str(free_port()), **mistake.env})
     result = _run(mistake.argv, files, environment)
     _check(mistake, result.returncode, result.stderr, result.stdout)
 

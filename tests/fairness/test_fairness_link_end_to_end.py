@@ -24,6 +24,7 @@ PAGE_STATE = """
 (() => ({
   verdict: document.querySelector('#verdict').textContent,
   state: document.querySelector('#verdict').dataset.state,
+  border: getComputedStyle(document.querySelector('#verdict-box')).borderTopColor,
   checks: Object.fromEntries(Array.from(document.querySelectorAll('#checks li'),
     (li) => [li.dataset.check, li.dataset.status])),
 }))()
@@ -54,6 +55,10 @@ def test_a_player_verifies_a_finished_game_from_its_public_link_alone(
             vigo, han, leia = (app.wallet(100) for _ in range(3))
             game = app.create_game(vigo, [han, leia], stake=5)
             public = game["fairness"]["verify_url"]
+            page = http.get(public)
+            assert page.headers["content-type"].startswith("text/html"), page.headers
+            assert "frame-ancestors 'none'" in page.headers["content-security-policy"], page.headers
+            assert page.headers["x-content-type-options"] == "nosniff", page.headers
 
             browser.open(f"{base}{public}")
             unrevealed: dict[str, Any] = browser.evaluate(PAGE_STATE)
@@ -72,5 +77,7 @@ def test_a_player_verifies_a_finished_game_from_its_public_link_alone(
     assert {check["status"] for check in report["checks"]} == {"pass"}, report
     assert {check["name"] for check in report["checks"]} >= {"signature", "receipt", "rolls", "replay"}
     assert (state["verdict"], state["state"]) == ("VALID", "valid"), state
+    # The page's inline style applied under its Content-Security-Policy header: the valid verdict's green.
+    assert state["border"] == "rgb(19, 111, 42)", state
     assert set(state["checks"]) >= {"signature", "receipt", "commitment", "rolls", "replay"}, state
     assert set(state["checks"].values()) == {"pass"}, state

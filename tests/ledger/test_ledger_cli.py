@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -155,6 +156,16 @@ def test_checkpoint_signs_the_head_and_verify_checks_it(
         "audit", "verify", str(export), "--checkpoint", str(checkpoint), "--public-key", str(stranger)
     )
     assert forged.exit_code == 1
+    # Asked to check a checkpoint, given no key: its heads were checked, not who signed it (anyone can write
+    # one). Not a pass: exit 4, partly verified, as a proof without keys.
+    unsigned = verify_cli("audit", "verify", str(export), "--checkpoint", str(checkpoint))
+    assert unsigned.exit_code == 4, unsigned.output
+    assert "PARTLY VERIFIED" in unsigned.output
+    assert "the checkpoint's signature was not checked" in unsigned.output
+    as_json = verify_cli("audit", "verify", str(export), "--checkpoint", str(checkpoint), "--json")
+    assert as_json.exit_code == 4, as_json.output
+    report = json.loads(as_json.output)
+    assert (report["valid"], report["verdict"]) == (None, "partly_verified"), report
 
 
 def test_other_formats_and_reconcile(cli_env: Path, tenant_id: str, funded: str, tmp_path: Path) -> None:
@@ -189,7 +200,8 @@ def test_an_interrupted_export_leaves_no_file_to_pass_for_a_whole_one(
     cli_env: Path, sessions: sessionmaker[Session], tenant_id: str, funded: str, tmp_path: Path
 ) -> None:
     """Ctrl-C while the export waits for the journal's heads (held locked here); a journal's prefix
-    verifies, so a file left behind, empty or half-written, could pass for the whole export."""
+    verifies, so a file left behind, empty or half-written, could pass for the whole export. The command
+    says it was interrupted, one line, and exits 130 (128 + SIGINT, as a shell reports it)."""
     export = tmp_path / "ledger.jsonl"
     pokna = str(Path(sys.executable).with_name("pokna"))
     with sessions() as holding:
@@ -209,7 +221,59 @@ def test_an_interrupted_export_leaves_no_file_to_pass_for_a_whole_one(
                 process.kill()
                 process.wait(timeout=30)
         holding.rollback()
-    assert process.returncode != 0
-    assert b"Traceback" not in errors
+    # Interrupted, said in one line (issue: it ended with 130 and nothing on stderr), no traceback.
+    assert (process.returncode, errors) == (130, b"error: interrupted\n")
     assert not export.exists()
     assert not [path for path in tmp_path.iterdir() if path.name.startswith(".ledger.jsonl")]
+
+
+def test_an_export_to_a_full_disk_names_the_file(cli_env: Path, tenant_id: str, funded: str) -> None:
+    """A write error (ENOSPC) is no bug in pokna: one line naming the file and the OS's reason, exit 1."""
+    for command in (["export", "--tenant", tenant_id], ["checkpoint", "--tenant", tenant_id]):
+        full = runner.invoke(app, ["ledger", *command, "-o", "/dev/full"])
+        assert full.exit_code == 1, full.output
+        assert "error: cannot write /dev/full: No space left on device" in full.output, full.output
+        assert "unexpected" not in full.output
+
+
+def test_an_export_cut_by_a_full_disk_leaves_no_file(
+    cli_env: Path, tenant_id: str, funded: str, tmp_path: Path
+) -> None:
+    """A file-size limit stands in for a disk that fills half-way: the write fails after LIMIT bytes.
+    Nothing is left at -o, nor its partial file beside it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    limit = 200
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    pokna = str(Path(sys.executable).with_name("pokna"))
+    ran = subprocess.run(
+        [pokna, "ledger", "export", "--tenant", tenant_id, "-o", str(out / "ledger.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_disk,
+    )
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert f"error: cannot write {out / 'ledger.jsonl'}: File too large" in ran.stderr, ran.stderr
+    assert "unexpected" not in ran.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_an_export_to_a_full_standard_output_says_so(cli_env: Path, tenant_id: str, funded: str) -> None:
+    """`pokna ledger export > /dev/full`: the same one line, naming standard output, and no second complaint
+    from the interpreter's last flush at exit."""
+    pokna = str(Path(sys.executable).with_name("pokna"))
+    with open("/dev/full", "w") as full:
+        ran = subprocess.run(
+            [pokna, "ledger", "export", "--tenant", tenant_id],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stderr == "error: cannot write standard output: No space left on device\n", ran.stderr

@@ -5,6 +5,8 @@ the test's tmp path: look at them when changing the page."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 import time
 from html.parser import HTMLParser
@@ -99,6 +101,29 @@ def test_the_page_shows_the_json_figures(document: dict[str, Any]) -> None:
         assert all(f"{count:,}" in page for count in purpose["faces"])
 
 
+RECORD_VIOLATIONS = """window.violations = [];
+document.addEventListener('securitypolicyviolation',
+  (event) => window.violations.push(`${event.effectiveDirective}: ${event.sample}`));"""
+POLICY = "document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]')?.content ?? ''"
+
+
+def test_the_pages_policy_allows_its_own_styles_and_nothing_else(document: dict[str, Any]) -> None:
+    """No script, no fetch, no image, no font; each style sheet the page holds by its hash. The charts'
+    `style` attributes are allowed whole: under `default-src 'none'` a style attribute can reach nothing."""
+    page = render_page(document)
+    (policy,) = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page)
+    directives = dict(directive.strip().split(" ", 1) for directive in policy.split(";"))
+    sheets = re.findall(r"<style[^>]*>(.*?)</style>", page, flags=re.DOTALL)
+    assert len(sheets) == 5  # the page's, and one in each chart
+    hashes = {
+        f"'sha256-{base64.b64encode(hashlib.sha256(sheet.encode()).digest()).decode()}'" for sheet in sheets
+    }
+    assert directives["default-src"] == "'none'"
+    assert set(directives["style-src-elem"].split()) == hashes
+    assert directives["style-src-attr"] == "'unsafe-inline'"
+    assert "script-src" not in directives
+
+
 def _wait_loaded(browser: Browser, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -114,11 +139,15 @@ def test_chromium_renders_it_offline_at_phone_and_desktop_widths(
     path = tmp_path / "report.html"
     path.write_text(render_page(document))
     with browser_session(OFFLINE_FLAGS) as browser:
+        # Run by DevTools before the page's own parsing, so every refusal of the page's policy is seen.
+        browser.call("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_VIOLATIONS})
         for width in (390, 1280):
             browser.set_width(width)
             browser.call("Page.navigate", {"url": path.as_uri()})
             _wait_loaded(browser)
             assert browser.evaluate("performance.getEntriesByType('resource').length") == 0
+            assert browser.evaluate("window.violations") == []  # the policy refused nothing the page uses
+            assert browser.evaluate(POLICY).startswith("default-src 'none'")
             assert browser.evaluate("document.documentElement.scrollWidth") <= width
             charts = browser.evaluate(
                 "[...document.querySelectorAll('svg.chart')].map(chart => chart.getBoundingClientRect().width)"

@@ -38,6 +38,7 @@ import pytest
 
 import pokna
 import pokna_verify
+from pokna.dealer.link_routes import VERIFY_PAGE_POLICY
 
 STATIC_ROOT = Path(pokna.__file__).parent / "static"
 CORE_ROOT = Path(pokna_verify.__file__).parent / "js"
@@ -292,9 +293,12 @@ def _json(status: int, document: Any) -> tuple[int, str, bytes]:
 def serving(site: Site) -> Iterator[Site]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            status, content_type, body = site.answer(self.path.split("?")[0])
+            path = self.path.split("?")[0]
+            status, content_type, body = site.answer(path)
             self.send_response(status)
             self.send_header("Content-Type", content_type)
+            if path == "/verify":  # the page under the service's own header policy, as it is served
+                self.send_header("Content-Security-Policy", VERIFY_PAGE_POLICY)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()

@@ -24,6 +24,7 @@ from pokna.api.database_gate import Place
 from pokna.api.rate_limits import client_party
 from pokna.errors import Unauthorized
 from pokna.runtime import Runtime
+from pokna_verify.invariant import present
 
 
 async def get_runtime(request: Request) -> Runtime:
@@ -67,9 +68,9 @@ class _Connected(AbstractAsyncContextManager[AsyncConnection[Any]]):
         return connection
 
     async def __aexit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
-        assert self._held is not None
+        held = present(self._held, "a connection entered before it is left")
         try:
-            await self._held.__aexit__(kind, error, traceback)
+            await held.__aexit__(kind, error, traceback)
         except BaseException as raised:
             self._ended(raised)
             raise

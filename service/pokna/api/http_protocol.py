@@ -57,6 +57,7 @@ def _problem_headers(payload: bytes, request_id: str) -> list[tuple[bytes, bytes
         (b"content-type", b"application/problem+json"),
         (b"content-length", str(len(payload)).encode()),
         (b"x-request-id", request_id.encode()),
+        (b"x-content-type-options", b"nosniff"),
         (b"connection", b"close"),
     ]
 

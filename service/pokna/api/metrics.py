@@ -27,6 +27,7 @@ from pokna.api.problem_docs import METRICS_NOT_ALLOWED, problems
 from pokna.errors import Forbidden
 from pokna.metrics import MULTIPROCESS_DIR_VARIABLE
 from pokna.settings import Settings
+from pokna_verify.invariant import present
 
 REQUEST_SECONDS = Histogram(
     "pokna_http_request_duration_seconds",
@@ -189,8 +190,7 @@ def _exposition(backlog: BacklogGauges | None) -> bytes:
         if backlog is not None:
             rendering += backlog.exposition()
         _rendered = (time.monotonic(), backlog, rendering)
-    assert _rendered is not None
-    return _rendered[2]
+    return present(_rendered, "the exposition rendered just above")[2]
 
 
 def _registry() -> CollectorRegistry:

@@ -21,6 +21,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from pokna.db.sqlstates import unavailable_reason
 from pokna.metrics.backlog import Backlog, Late
+from pokna_verify.invariant import present
 
 BACKLOG_REUSE_SECONDS = 10.0
 """A read is reported again for this long: Prometheus scrapes every 15 s or so, and several scrapers (or
@@ -70,8 +71,8 @@ class BacklogGauges:
             if not done:  # the database is slow or not answering: this scrape goes without
                 self._shown = (None, time.perf_counter() - started)
                 return
-        assert self._latest is not None
-        self._shown = self._latest[1], self._latest[2]
+        latest = present(self._latest, "a reading taken before it is shown")
+        self._shown = latest[1], latest[2]
 
     async def _read_aside(self) -> None:
         started = time.perf_counter()

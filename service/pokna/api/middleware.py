@@ -34,6 +34,11 @@ convention): nothing was answered, and it is no server error, so neither a 500 i
 error in the log."""
 
 
+NOSNIFF = (b"x-content-type-options", b"nosniff")
+"""On every answer, refusals and the 500 included: a browser must not take a JSON answer (a proof, a
+problem quoting what a client sent) for a script or a page because its bytes look like one."""
+
+
 class _ClientGone(Exception):
     """The client hung up while its body was being read."""
 
@@ -76,7 +81,7 @@ class Edge:
                 response_started = True
                 status = message["status"]
                 replayed = (b"idempotent-replayed", b"true") in message.get("headers", [])
-                message.setdefault("headers", []).extend([*added, request_id_header])
+                message.setdefault("headers", []).extend([*added, request_id_header, NOSNIFF])
             await send(message)
 
         key = bearer_key_digest(scope)

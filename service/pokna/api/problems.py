@@ -19,6 +19,7 @@ from pokna.api.asgi_problems import invalid_param, problem_document
 from pokna.api.problem_docs import INTERNAL_ERROR, PROBLEM_JSON
 from pokna.db.sqlstates import refusal
 from pokna.errors import DatabaseUnavailable, PoknaError
+from pokna_verify.invariant import of_type
 
 log = logging.getLogger("pokna.api")
 
@@ -128,11 +129,11 @@ def _client_location(error: Any, body: Any) -> tuple[Any, ...]:
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    errors = list(exc.errors())
+    refused = of_type(exc, RequestValidationError, "the handler registered for it")
+    errors = list(refused.errors())
     if any(error.get("type") == "json_invalid" for error in errors):
         return _malformed_json(request)
-    params = [invalid_param(_client_location(error, exc.body), str(error["msg"])) for error in errors]
+    params = [invalid_param(_client_location(error, refused.body), str(error["msg"])) for error in errors]
     detail = "; ".join(f"{param['name']}: {param['reason']}" for param in params)
     return problem_response(
         request,
@@ -145,7 +146,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
 
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
+    exc = of_type(exc, StarletteHTTPException, "the handler registered for it")
     if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
         # FastAPI's own refusal of a body json could not decode (e.g. a 5000-digit number): same as malformed JSON.
         return _malformed_json(request)
@@ -177,7 +178,7 @@ def _methods_of_path(request: Request) -> list[str]:
 
 
 async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, PoknaError)
+    exc = of_type(exc, PoknaError, "the handler registered for it")
     response = problem_response(
         request, status=exc.status, code=exc.code, title=exc.title, detail=exc.detail, **exc.extensions
     )

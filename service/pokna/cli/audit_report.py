@@ -3,7 +3,8 @@ made in the same pass that verifies the bundle (pokna_verify.bundle.scan with po
 
 An INVALID bundle gets no report: the findings are printed as `pokna audit verify` prints them, nothing is
 written, exit 1. A bundle with games still in play is reported without them (they are counted on the page).
-Answers: 0 report written, 1 INVALID, 2 unusable input, a file it cannot write or a wrong option.
+Answers: 0 report written, 1 INVALID, 2 unusable input, a file it cannot write or a wrong option (`-` for
+--html or --json among them: the report goes to files, stdout has its summary).
 
 SciPy and Matplotlib are imported only here, once the bundle is verified: `pokna audit verify` never pays
 for them, nor do the worker processes that read the bundle.
@@ -46,10 +47,14 @@ def report_command(
             metavar="BUNDLE.jsonl", help="An audit bundle (`pokna audit bundle`), or - for stdin."
         ),
     ],
-    html: Annotated[Path, typer.Option("--html", metavar="FILE", help="Write the report's page here.")],
+    html: Annotated[
+        Path, typer.Option("--html", metavar="FILE", help="Write the report's page to this file (not -).")
+    ],
     json_file: Annotated[
         Path | None,
-        typer.Option("--json", metavar="FILE", help="Write every figure of the page here, as JSON."),
+        typer.Option(
+            "--json", metavar="FILE", help="Write every figure of the page to this file (not -), as JSON."
+        ),
     ] = None,
     settled_from: Annotated[
         datetime | None,
@@ -73,6 +78,13 @@ def report_command(
     from pokna_verify.bundle.play_tally import PlayTally
     from pokna_verify.bundle.scan import verify_bundle_stream
 
+    for option, target in (("--html", html), ("--json", json_file)):
+        if target is not None and str(target) == "-":  # `-` is stdin for the bundle, not stdout here
+            raise typer.BadParameter(
+                "- would be a file named -: the report is written to files only (stdout has its summary); "
+                "give a file name",
+                param_hint=f"'{option}'",
+            )
     missing = [name for name in ("scipy", "matplotlib") if importlib.util.find_spec(name) is None]
     if missing:
         raise CommandError(
@@ -160,13 +172,6 @@ def _write(path: Path, text: str, option: str) -> None:
     """A file the command cannot write (a full disk, a missing directory, no permission) is output it cannot
     use, as unusable as a bad input and answered the same (exit 2, naming it and the OS's reason): not a
     bug in pokna, and not an INVALID bundle (exit 1) (issue 46, L6)."""
-    from pokna.cli.errors import CommandError
-
     hint = f"give {option} a file on a disk with room, in a directory you may write to"
-    try:
-        with whole_file(path, hint, EXIT_UNUSABLE) as handle:  # a cut leaves no page that passes for whole
-            handle.write(text)
-    except OSError as error:
-        raise CommandError(
-            f"cannot write {path}: {error.strerror or error}", hint, exit_code=EXIT_UNUSABLE
-        ) from None
+    with whole_file(path, hint, EXIT_UNUSABLE) as handle:  # a cut leaves no page that passes for whole
+        handle.write(text)

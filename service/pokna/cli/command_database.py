@@ -44,7 +44,8 @@ MaxSecondsOption = Annotated[
     typer.Option(
         "--max-seconds",
         min=0,
-        help="Stop after this long, at the latest: a step the database leaves unanswered (a frozen server) "
+        max=365 * 24 * 3600,
+        help="Stop after this long (at most a year), at the latest: a step the database leaves unanswered (a frozen server) "
         f"is cut {STOP_GRACE_SECONDS:g} s after it, and the command fails.",
     ),
 ]

@@ -1,7 +1,7 @@
 """One error style for every command: `error: <what is wrong> (<what to do>)`, one line on stderr.
 
 Exit codes: 1 a failure, 2 a usage error: a wrong option or argument, an id among them (a tenant, an API
-key or a migration that does not exist). The offline verifiers keep their own answers (VALID 0, INVALID 1,
+key or a migration that does not exist), 130 interrupted (Ctrl-C: 128 + SIGINT, as a shell reports it). The offline verifiers keep their own answers (VALID 0, INVALID 1,
 UNUSABLE INPUT 2), which they print themselves.
 
 `describe` turns whatever a command raised into that one line. It recognises an exception by its class
@@ -16,6 +16,7 @@ from typing import Any
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 TRACEBACK_ENV = "POKNA_TRACEBACK"  # set to 1 to see the traceback of an unexpected error
 
 

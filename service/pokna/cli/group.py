@@ -10,7 +10,8 @@ one error style.
 - **Parsing**: text, numbers (whole or not) and paths are read here, not through a pydantic TypeAdapter as Typer
   does (importing pydantic alone costs `pokna roll` a tenth of a second); other types go to Typer.
 - **Errors**: everything a command raises that `pokna.cli.errors.describe` knows becomes one line,
-  `error: ...`, on stderr; Click's usage errors become one line too, exit 2.
+  `error: ...`, on stderr; Click's usage errors become one line too, exit 2; Ctrl-C is `error: interrupted`,
+  exit 130, with no traceback.
 
 Which of this is a supported hook, and which is not (Typer 0.29, issue 35 asked):
 - The lazy part is Click's documented lazy group ("Lazily Loading Subcommands": a `Group` whose
@@ -46,7 +47,14 @@ from typer import _click
 from typer._coercion import RuntimeParam
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption, _TyperParameter
 
-from pokna.cli.errors import EXIT_FAILURE, TRACEBACK_ENV, describe, is_database_error, unexpected
+from pokna.cli.errors import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    TRACEBACK_ENV,
+    describe,
+    is_database_error,
+    unexpected,
+)
 
 # Typer's type labels (`<int range>`) as Click names a value in help (`INTEGER`).
 _TYPE_NAMES = {
@@ -195,12 +203,22 @@ class LazyCommand(NamedTuple):
     also: tuple[str, ...] = ()  # modules that add the group's other sub-commands
 
 
+class _Interrupted(Exception):
+    """Ctrl-C, carried past Typer, which turns a KeyboardInterrupt into a silent exit 130."""
+
+
 class PoknaGroup(_PlainHelpOption, TyperGroup):
     """The root of `pokna`: its commands come from a table of `LazyCommand`s, each imported on first use
     and built from the root's Typer app (`root_group` binds both)."""
 
     table: ClassVar[Mapping[str, LazyCommand]] = {}
     typer_app: ClassVar[Callable[[], typer.Typer]]
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted from None
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
         return list(self.table)
@@ -259,6 +277,10 @@ class PoknaGroup(_PlainHelpOption, TyperGroup):
             code = _report(_one_line(error.format_message()), error.exit_code)
         except typer.Abort:
             code = _report("aborted", EXIT_FAILURE)
+        except _Interrupted:
+            if sys.stderr.isatty():
+                _click.echo(err=True)  # off the line of the terminal's ^C
+            code = _report("interrupted", EXIT_INTERRUPTED)
         except Exception as error:
             described = describe(error)
             if is_database_error(error):

@@ -39,9 +39,16 @@ app.add_typer(ledger_app, name="ledger")
 
 @contextmanager
 def output_file(path: Path | None) -> Iterator[TextIO]:
-    """`-` is stdout, as it is stdin to the verifiers (`... -o - | pokna audit verify -`), not a file named `-`."""
+    """`-` is stdout, as it is stdin to the verifiers (`... -o - | pokna audit verify -`), not a file named `-`.
+    A write to it that fails (`> /dev/full`) is said in one line, as a file's is (`whole_file`)."""
     if path is None or str(path) == "-":
-        yield sys.stdout
+        try:
+            yield sys.stdout
+            sys.stdout.flush()
+        except OSError as error:
+            if error.filename is not None:
+                raise
+            raise CommandError(f"cannot write standard output: {error.strerror or error}") from None
         return
     with whole_file(path) as handle:
         yield handle
@@ -55,7 +62,7 @@ def whole_file(
     prefix verifies, so an export stopped half-way (Ctrl-C, a lost database, a full disk) must leave no file
     that could pass for the whole one; nor may a report's page. A device or a pipe (`/dev/stdout`) is written
     in place: it cannot be renamed onto. `hint` and `exit_code` are the caller's answer to a file it cannot
-    open."""
+    open or write (a full disk: one line naming the file, never "unexpected OSError")."""
     if path.is_dir():
         raise CommandError(f"cannot write {path}: it is a directory", hint, exit_code=exit_code)
     in_place = path.exists() and not path.is_file()
@@ -73,6 +80,13 @@ def whole_file(
             yield handle
         if not in_place:
             writing.replace(path)
+    except OSError as error:
+        # A write that fails (a full disk, a file-size limit) names no file: this is the one that knows it.
+        if error.filename not in (None, str(writing), str(path)):
+            raise
+        raise CommandError(
+            f"cannot write {path}: {error.strerror or error}", hint, exit_code=exit_code
+        ) from None
     finally:
         if not in_place:
             writing.unlink(missing_ok=True)

@@ -29,7 +29,13 @@ app.add_typer(log_app, name="log")
 def sequence(
     once: Annotated[bool, typer.Option("--once", help="One pass over every tenant, then stop.")] = False,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.05, help="Seconds from one pass's start to the next's.")
+        float,
+        typer.Option(
+            "--interval",
+            min=0.05,
+            max=86400,
+            help="Seconds from one pass's start to the next's (at most a day).",
+        ),
     ] = INTERVAL_SECONDS,
     batch: Annotated[int, typer.Option("--batch", min=1, help="Games one pass appends to one log.")] = BATCH,
     max_seconds: MaxSecondsOption = None,

@@ -30,7 +30,13 @@ def deliver(
     ] = False,
     max_seconds: MaxSecondsOption = None,
     poll_seconds: Annotated[
-        float, typer.Option("--poll-seconds", min=0.01, help="How long to wait when nothing is due.")
+        float,
+        typer.Option(
+            "--poll-seconds",
+            min=0.01,
+            max=3600,
+            help="How long to wait when nothing is due (at most an hour).",
+        ),
     ] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:

@@ -44,6 +44,7 @@ from psycopg_pool import AsyncConnectionPool
 from pokna import metrics
 from pokna.db.engine import Waits
 from pokna.db.watchdog import watch_async
+from pokna_verify.invariant import present
 
 Pool = AsyncConnectionPool[AsyncConnection[Any]]
 
@@ -156,12 +157,12 @@ class _Checkout(AbstractAsyncContextManager[AsyncConnection[Any]]):
         if self._own is not None:
             await self._own.__aexit__(kind, error, traceback)
             return
-        assert self._pool is not None
-        assert self._connection is not None
+        pool = present(self._pool, "a connection checked out before it is given back")
+        connection = present(self._connection, "a connection checked out before it is given back")
         metrics.db_connections_checked_out(-1)
         # Shielded: a cancelled request still gives its connection back whole, or the pool would count
         # it as taken for ever.
-        await asyncio.shield(_give_back(self._pool, self._connection, error))
+        await asyncio.shield(_give_back(pool, connection, error))
 
 
 async def _give_back(pool: Pool, connection: AsyncConnection[Any], error: BaseException | None) -> None:

@@ -6,6 +6,8 @@ from typing import Any
 
 from sqlalchemy import DateTime, Dialect, TypeDecorator
 
+from pokna_verify.invariant import of_type
+
 
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC in and out: a naive datetime is refused, never guessed."""
@@ -23,8 +25,8 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_result_value(self, value: Any, _: Dialect) -> datetime | None:
         if value is None:
             return None
-        assert isinstance(value, datetime)
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        found = of_type(value, datetime, "a timestamp column's value")
+        return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
 
 
 def utc_now() -> datetime:

@@ -29,11 +29,12 @@ from pokna.outbox.events import (
     PayoutData,
 )
 from pokna_verify.game import Action, GameState, Phase, Timeout, turn
+from pokna_verify.invariant import holds, present
 
 
 def announce_created(outbox: Recorder, game: GameRecord, seats: Sequence[SeatRecord], shown: GameOut) -> None:
     """`shown`: the new game as its creation answers it (pokna.dealer.view.game_out), built once."""
-    assert game.turn_deadline_at is not None  # an open game waits for its start until then
+    holds(game.turn_deadline_at is not None, "a deadline (an open game waits for its start until then)")
     data = GameCreatedData(
         game_id=game.id,
         version=game.version,
@@ -86,34 +87,33 @@ def announce_turn(outbox: Recorder, game: GameRecord, shown: GameOut, moment: da
     """Also called alone where the version moves with no rules step (a client seed set, a beacon roll
     accepted): the turn is announced again with that version, or a receiver acting on the last
     `game.turn` it had would send a stale `expected_version` and be refused with a conflict."""
-    assert shown.turn is not None
+    now = present(shown.turn, "a turn to announce")
     data = GameTurnData(
         game_id=game.id,
         version=game.version,
         phase=shown.phase,
-        seats=shown.turn.seats,
-        account_ids=shown.turn.account_ids,
-        allowed_actions=shown.turn.allowed_actions,
-        default_action=shown.turn.default_action,
-        deadline_at=shown.turn.deadline_at,
+        seats=now.seats,
+        account_ids=now.account_ids,
+        allowed_actions=now.allowed_actions,
+        default_action=now.default_action,
+        deadline_at=now.deadline_at,
     )
     outbox.record(game.id, GameTurn(timestamp=moment, data=data))
 
 
 def _announce_end(outbox: Recorder, game: GameRecord, shown: GameOut, moment: datetime) -> None:
-    assert shown.outcome is not None
-    assert game.ended_at is not None
+    outcome = present(shown.outcome, "an ended game's outcome")
     data = GameEndedData(
         game_id=game.id,
         version=game.version,
-        reason=shown.outcome.reason,
+        reason=outcome.reason,
         payouts=[
             PayoutData(seat=payout.seat, account_id=payout.account_id, amount=payout.amount)
-            for payout in shown.outcome.payouts
+            for payout in outcome.payouts
         ],
         public_url=shown.fairness.public_url,
         verify_url=shown.fairness.verify_url,
-        ended_at=game.ended_at,
+        ended_at=present(game.ended_at, "an ended game's end"),
     )
     ended: GameSettled | GameCancelled = (
         GameSettled(timestamp=moment, data=data)

@@ -39,6 +39,7 @@ from pokna_verify.fairness.beacon import BeaconChain, format_timestamp_ms
 from pokna_verify.fairness.beacon_acceptance import build_roll_acceptance
 from pokna_verify.fairness.json_reader import JsonReader
 from pokna_verify.game import Action, GameError, GameState, Phase, action_from_dict, action_to_dict, step
+from pokna_verify.invariant import present
 
 ROLL_ACCEPTED_EVENT = "roll_accepted"
 SWEEP_AFTER_DUE = timedelta(seconds=5)
@@ -68,12 +69,12 @@ def pending_round(game: GameRecord) -> int | None:
 def roll_pending(locked: LockedGame) -> RollPending:
     """The refusal of anything asked of a game whose accepted roll waits for its round."""
     game = locked.game
-    assert game.pending_roll is not None
+    pending = present(game.pending_roll, "a roll waiting for its round")
     return RollPending(
-        f"the game's accepted {game.pending_roll['action']['action']} waits for drand round "
-        f"{game.pending_roll['beacon_round']} (due {game.pending_roll['acceptance']['round_due_at']}); "
+        f"the game's accepted {pending['action']['action']} waits for drand round "
+        f"{pending['beacon_round']} (due {pending['acceptance']['round_due_at']}); "
         "nothing else is accepted until it resolves",
-        beacon_round=game.pending_roll["beacon_round"],
+        beacon_round=pending["beacon_round"],
         game=locked.shown(),
     )
 
@@ -173,8 +174,7 @@ def accept(
 
 def pending_action(game: GameRecord) -> tuple[Action, str, Mapping[int, int]]:
     """The accepted action, its acceptance time and the balances (by seat) it is decided on."""
-    assert game.pending_roll is not None
-    pending = game.pending_roll
+    pending = present(game.pending_roll, "a roll waiting for its round")
     balances = {int(seat): int(amount) for seat, amount in pending["balances"].items()}
     return action_from_dict(pending["action"]), str(pending["accepted_at"]), balances
 
@@ -184,9 +184,9 @@ def release(locked: LockedGame, writes: GameWrites) -> LockedGame:
     and the resolution's answer is stored under the key of the request that accepted it. The game with no
     roll waiting."""
     game, seats = locked.game, locked.seats
-    assert game.pending_roll is not None
+    pending = present(game.pending_roll, "a roll waiting for its round")
     writes.beacon_phase(game.id, "release", {"account_ids": [seat.account_id for seat in seats]})
-    writes.answer_key = game.pending_roll.get("answer_key")
+    writes.answer_key = pending.get("answer_key")
     return replace(locked, game=replace(game, pending_roll=None))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -68,6 +69,20 @@ def _script(source: Traversable) -> Response:
     return Response(source.read_text(encoding="utf-8"), media_type="text/javascript")
 
 
+_VERIFY_PAGE = _STATIC.joinpath("verify.html").read_text(encoding="utf-8")
+
+
+def _header_policy(page: str) -> str:
+    """The page's own `<meta>` policy (one source: the page also works as a plain static file), plus what
+    only a header can say: no framing (the verdict cannot be overlaid by another site), no `<base>` and no
+    form submission (the page's one form is handled by its script)."""
+    (meta,) = re.findall(r'http-equiv="Content-Security-Policy"\s+content="([^"]*)"', page)
+    return f"{meta}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+
+VERIFY_PAGE_POLICY = _header_policy(_VERIFY_PAGE)
+
+
 @router.get(
     "/verify",
     response_class=HTMLResponse,
@@ -77,7 +92,7 @@ def _script(source: Traversable) -> Response:
     responses=problems(),
 )
 def verify_page() -> HTMLResponse:
-    return HTMLResponse(_STATIC.joinpath("verify.html").read_text(encoding="utf-8"))
+    return HTMLResponse(_VERIFY_PAGE, headers={"Content-Security-Policy": VERIFY_PAGE_POLICY})
 
 
 @router.get("/verify.js", include_in_schema=False)

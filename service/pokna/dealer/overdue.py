@@ -11,6 +11,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from pokna_verify.invariant import present
+
 _DUE = (
     "SELECT id FROM game WHERE tenant_id = %(tenant_id)s AND turn_deadline_at IS NOT NULL "
     "AND turn_deadline_at <= %(now)s ORDER BY turn_deadline_at LIMIT %(limit)s"
@@ -59,8 +61,8 @@ async def overdue_games(connection: AsyncConnection[Any], now: datetime) -> Over
     stopped or the beacon's relays gone."""
     games = await (await connection.execute(_OVERDUE, {"now": now})).fetchone()
     held = await (await connection.execute(_HELD, {"now": now})).fetchone()
-    assert games is not None  # an aggregate answers one row
-    assert held is not None
+    games = present(games, "an aggregate answers one row")
+    held = present(held, "an aggregate answers one row")
     return OverdueGames(
         deadlines=int(games[0]),
         oldest_deadline_at=_in_utc(games[1]),

@@ -28,6 +28,7 @@ from pokna_verify.fairness.proof import (
 from pokna_verify.fairness.proof_replay import outcome_to_json
 from pokna_verify.fairness.terms import GameTerms, SeatAccount
 from pokna_verify.game import GameConfig, GameState
+from pokna_verify.invariant import present
 
 
 def signed_terms(
@@ -64,12 +65,11 @@ def sign_proof(
     rolls: Sequence[RollRecord],
 ) -> dict[str, Any]:
     """`events` and `rolls` are every one the game recorded, in order (the finishing step's included)."""
-    assert game.revealed_server_seed is not None, "a proof is built only once the seed is revealed"
     account_of = {seat.seat: seat.account_id for seat in seats}
     chain = game.receipt.get("beacon_chain")  # a beacon-mode game committed to its chain before play
     return build_proof(
         game_id=game.id,
-        server_seed=game.revealed_server_seed,
+        server_seed=present(game.revealed_server_seed, "a revealed seed (a proof is built only once it is)"),
         client_seeds=[
             SeatClientSeed(
                 seat.seat,

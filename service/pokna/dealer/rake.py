@@ -17,6 +17,7 @@ from pokna.errors import InvalidRequest
 from pokna.idempotency.keyed import Transaction
 from pokna.tenants.settings import GAME_DEFAULTS, SET_DEFAULTS, TenantSettingsOut, settings_out
 from pokna_verify.game import GameConfig, GameError
+from pokna_verify.invariant import present
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,7 @@ def game_config(stake: int, challenge_raise: int | None, player_count: int, rake
 
 async def tenant_defaults(found: psycopg.AsyncCursor[Any]) -> tuple[RakeTerms, str]:
     """GAME_DEFAULTS' row, as sent in the caller's pipeline: the tenant's default rake terms and mode."""
-    row = await found.fetchone()
-    assert row is not None, "a key's tenant is never deleted"
-    bps, cap, mode = row
+    bps, cap, mode = present(await found.fetchone(), "the tenant's row (a key's tenant is never deleted)")
     return RakeTerms(bps, cap), mode
 
 

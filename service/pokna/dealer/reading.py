@@ -30,6 +30,7 @@ from pokna.errors import NotFound
 from pokna.idempotency.keyed import Caller
 from pokna.paging import Page, page_of
 from pokna.tenants import authentication
+from pokna_verify.invariant import present
 
 
 async def read_game(
@@ -85,9 +86,9 @@ async def _first_read(
 ) -> tuple[str, GameRead]:
     if caller.tenant_id is not None:
         return caller.tenant_id, await _read(connection, caller.tenant_id, game_id, page)
-    assert caller.api_key_digest is not None
+    digest = present(caller.api_key_digest, "a key's digest when the tenant is not yet known")
     tenant_id, queued = await authentication.read_beside(
-        connection, caller.api_key_digest, lambda tenant_id: queue_read(connection, tenant_id, game_id, page)
+        connection, digest, lambda tenant_id: queue_read(connection, tenant_id, game_id, page)
     )
     return tenant_id, await fetched_read(queued)
 

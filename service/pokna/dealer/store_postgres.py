@@ -35,6 +35,7 @@ from pokna.dealer.records import (
     seat_row,
 )
 from pokna.errors import NotFound
+from pokna_verify.invariant import present
 
 _SEAT_COLUMNS = ("tenant_id", "game_id", "seat", "account_id", "client_seed", "client_seed_source")
 _EVENT_COLUMNS = ("tenant_id", "game_id", "seq", "kind", "payload", "occurred_at")
@@ -120,8 +121,8 @@ async def fetched_read(queued: QueuedRead) -> GameRead:
     row = await queued.game.fetchone()
     if row is None:
         raise NotFound(f"no game {queued.game_id}")
-    game, seats, balances = locked_records(*row)
-    assert seats is not None, "one statement, one snapshot: its seats are the game's"
+    game, found_seats, balances = locked_records(*row)
+    seats = present(found_seats, "the game's seats (one statement, one snapshot)")
     events = [] if queued.events is None else await queued.events.fetchall()
     return GameRead(
         game,

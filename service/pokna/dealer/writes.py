@@ -53,6 +53,7 @@ from pokna.idempotency.keyed import Refusals
 from pokna.ledger import TransferBatch
 from pokna.ledger.posting_batch import PostingBatch
 from pokna.outbox import Event, Gathered
+from pokna_verify.invariant import present
 
 GAME_WRITE = "SELECT game_write(%s, %s::json)"
 BEACON_ROLL_WRITE = "SELECT beacon_roll_write(%s, %s, %s, %s::jsonb)"
@@ -117,8 +118,7 @@ class GameStep:
     batch: PostingBatch | None
 
     def locking(self, accounts: tuple[str, ...]) -> GameStep:
-        assert self.batch is not None
-        return replace(self, batch=self.batch.locking(accounts))
+        return replace(self, batch=present(self.batch, "a step's batch").locking(accounts))
 
     def as_json(self) -> dict[str, Any]:
         return {

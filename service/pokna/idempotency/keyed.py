@@ -32,6 +32,7 @@ from pokna.db.types import utc_now
 from pokna.idempotency import service as idempotency
 from pokna.idempotency.service import Answer as Answer  # the keyed paths' one answer, named here too
 from pokna.tenants import authentication
+from pokna_verify.invariant import present
 
 T = TypeVar("T")
 Refusals = Mapping[str, Callable[[psycopg.Error], Exception]]
@@ -77,8 +78,8 @@ async def keyed(
     (the work's transaction checks the key beside its reads, `Transaction.read`)."""
     if sent is None:
         if caller.tenant_id is None and not check_in_transaction:
-            assert caller.api_key_digest is not None
-            caller = Caller(tenant_id=await authentication.authenticate(connection, caller.api_key_digest))
+            digest = present(caller.api_key_digest, "a key's digest when the tenant is not yet known")
+            caller = Caller(tenant_id=await authentication.authenticate(connection, digest))
         return await work(caller, None)
     token, started_at = secrets.token_hex(16), utc_now()
     claimed = await idempotency.authenticate_and_claim(
@@ -115,8 +116,7 @@ class Transaction:
     @property
     def tenant(self) -> str:
         """The caller's tenant, once `read` has authenticated it."""
-        assert self.tenant_id is not None, "known once read"
-        return self.tenant_id
+        return present(self.tenant_id, "the tenant, known once read")
 
     async def read(self, queue: Callable[[str], Awaitable[T]]) -> T:
         """The transaction's first round trip: BEGIN, the claim's hold (or the key's check) and what
@@ -129,8 +129,8 @@ class Transaction:
             hold = await self.connection.execute(idempotency.HOLD, values)
             self.tenant_id = claim.tenant_id
         elif self.tenant_id is None:
-            assert self.caller.api_key_digest is not None
-            check = await authentication.check(self.connection, self.caller.api_key_digest)
+            digest = present(self.caller.api_key_digest, "a key's digest when the tenant is not yet known")
+            check = await authentication.check(self.connection, digest)
             self.tenant_id = check.remembered
         if self.tenant_id is not None:
             reads = await queue(self.tenant_id)
@@ -143,8 +143,7 @@ class Transaction:
             if self.tenant_id != remembered:
                 reads = await queue(self.tenant_id)
                 await self.pipeline.sync()
-        assert reads is not None
-        return reads
+        return present(reads, "the reads, queued and synced")
 
     async def end(self, *, commit: bool) -> None:
         """COMMIT (or ROLLBACK) now, before the block ends: what follows is sent after it."""

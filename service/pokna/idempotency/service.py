@@ -45,6 +45,7 @@ from psycopg import AsyncConnection
 
 from pokna.errors import IdempotencyKeyReused, IdempotencyRequestInProgress
 from pokna.tenants import authentication
+from pokna_verify.invariant import present
 
 RETENTION = timedelta(hours=24)
 IN_PROGRESS = "the first request with this key is still being processed"
@@ -132,13 +133,13 @@ async def authenticate_and_claim(
         async with connection.pipeline():
             claim = await _claim(connection, {**values, "tenant_id": tenant_id})
     else:
-        assert secret_sha256 is not None
+        digest = present(secret_sha256, "a key's digest when the caller's tenant is not yet known")
 
         async def unclaim(remembered: str) -> None:  # claimed under a tenant the key is not (or no longer) of
             await release(connection, remembered, key, token)
 
         async with connection.pipeline():  # all sent, and answered, when the block ends
-            key_check = await authentication.check(connection, secret_sha256)
+            key_check = await authentication.check(connection, digest)
             if key_check.remembered is not None:
                 claim = await _claim(connection, {**values, "tenant_id": key_check.remembered})
         tenant_id = await key_check.tenant(unclaim)

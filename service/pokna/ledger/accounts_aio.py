@@ -18,6 +18,7 @@ from pokna.ledger.accounts import AccountSummary, system_external_id
 from pokna.ledger.errors import AccountExists
 from pokna.ledger.model import AccountKind, check_currency
 from pokna.ledger.reads import AccountRecord
+from pokna_verify.invariant import present
 
 ACCOUNT_SUMMARIES = (
     "SELECT id, kind, currency, balance FROM account "
@@ -75,8 +76,7 @@ async def open_system_account(
     async with connection.pipeline():
         await connection.execute(_OPEN_SYSTEM_ACCOUNT, values)
         found = await connection.execute(_SYSTEM_ACCOUNT, values)
-    row = await found.fetchone()
-    assert row is not None
+    row = present(await found.fetchone(), "the system account, made if missing")
     account_id: str = row[0]
     return account_id
 

@@ -28,6 +28,7 @@ from pokna.ledger.checkpoint import Checkpoint
 from pokna.ledger.errors import TenantNotFound
 from pokna.ledger.export_aio import check_chain, first_created_at, head_seqs
 from pokna.ledger.reads import checkpoints_of
+from pokna_verify.invariant import present
 from pokna_verify.ledger.chain import GENESIS_HASH
 
 # How far a checkpoint's created_at may trail a transaction it pins (both are the service's clock, read on
@@ -178,8 +179,7 @@ async def journal_span(connection: AsyncConnection[Any], tenant_id: str, asked: 
         else:
             values = {"tenant_id": tenant_id, "chain": on, "first": seqs.first, "last": seqs.last}
             found = await (await connection.execute(_LINK_HASHES, values)).fetchone()
-            assert found is not None  # one row of two subqueries
-            first_prev_hash, last_hash = found
+            first_prev_hash, last_hash = present(found, "one row of two subqueries")
             span = JournalSpan(seqs.first, seqs.last, str(first_prev_hash), str(last_hash), on)
             spans.append(span)
         if on == 0:

@@ -45,6 +45,7 @@ from pokna.ledger.model import AccountKind, Posting, TransactionKind, check_amou
 from pokna.ledger.move_document import Announcements, LedgerMove
 from pokna.ledger.posting_batch import batch_document
 from pokna.ledger.schemas import JournalTransactionOut
+from pokna_verify.invariant import present
 from pokna_verify.ledger.chain import chain_for
 
 LEDGER_MOVE = "SELECT ledger_move(%s, %s::json)"
@@ -84,7 +85,7 @@ async def move(
 async def _post(
     connection: AsyncConnection[Any], caller: Caller, claim: Claim | None, movement: Movement
 ) -> Answer:
-    assert claim is not None
+    claim = present(claim, "a money move is always keyed")
     kind = TransactionKind.DEPOSIT if movement.kind == "deposit" else TransactionKind.WITHDRAWAL
     signed = movement.amount if kind is TransactionKind.DEPOSIT else -movement.amount
     check_amount(signed)
@@ -108,8 +109,7 @@ async def _post(
             raise InvalidRequest(
                 f"{movement.kind}s go to player wallets, not a {wallet_kind}", field="path.account_id"
             )
-        took = await taken.fetchone()
-        assert took is not None
+        took = present(await taken.fetchone(), "the chain the move takes")
         chain = int(took[0])
         funding_id = (funding_ids or {}).get(system_external_id(currency, chain))
         if funding_id is None:  # the first money on this chain in this currency
@@ -119,8 +119,7 @@ async def _post(
         document = _document(tenant_id, claim.key, kind, signed, movement, currency, funding_id, chain)
         started = time.perf_counter()
         answer = await connection.execute(LEDGER_MOVE, (tenant_id, document))
-    row = await answer.fetchone()
-    assert row is not None
+    row = present(await answer.fetchone(), "ledger_move() answers one row")
     metrics.ledger_posted(1, time.perf_counter() - started)
     return Answer(201, str(row[0]).encode(), replayed=False)
 

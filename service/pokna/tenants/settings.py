@@ -10,6 +10,7 @@ from psycopg import AsyncConnection
 from pydantic import BaseModel, ConfigDict, Field
 
 from pokna.tenants.authentication import read_beside
+from pokna_verify.invariant import present
 
 GAME_DEFAULTS = "SELECT rake_bps, rake_cap, fairness_mode FROM tenant WHERE id = %(tenant_id)s"
 """The default rake terms and fairness mode of new games and tables, for the async paths
@@ -57,9 +58,7 @@ async def read_settings(connection: AsyncConnection[Any], api_key_digest: str) -
         api_key_digest,
         lambda tenant_id: connection.execute(GAME_DEFAULTS, {"tenant_id": tenant_id}),
     )
-    row = await found.fetchone()
-    assert row is not None, "a key's tenant is never deleted"
-    bps, cap, mode = row
+    bps, cap, mode = present(await found.fetchone(), "the tenant's row (a key's tenant is never deleted)")
     return settings_out(tenant_id, bps, cap, mode)
 
 

@@ -25,6 +25,7 @@ from pokna.webhooks.policy import MAX_ENDPOINTS, MAX_LIVE_SECRETS, DeliveryPolic
 from pokna.webhooks.reads import ENDPOINT, EndpointRecord, as_record, endpoint_found, endpoint_out
 from pokna.webhooks.schemas import WebhookEndpointDeletedOut, WebhookEndpointOut, WebhookEndpointSecretOut
 from pokna.webhooks.signing import generate_secret, seal_secret
+from pokna_verify.invariant import present
 
 ENDPOINT_LOCKED = ENDPOINT + " FOR UPDATE"
 _CREATIONS_LOCK = 0x77686570  # "whep": with the tenant's hash, the key of its creations' advisory lock
@@ -204,8 +205,7 @@ async def _endpoints_counted(opened: Transaction) -> int:
         return await opened.connection.execute(_COUNT, {"tenant_id": tenant_id})
 
     row = await (await opened.read(queue)).fetchone()
-    assert row is not None  # an aggregate answers one row
-    return int(row[0])
+    return int(present(row, "an aggregate answers one row")[0])
 
 
 async def _locked(opened: Transaction, endpoint_id: str) -> EndpointRecord:

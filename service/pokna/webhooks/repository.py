@@ -13,6 +13,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from pokna_verify.invariant import present
+
 PURGE_BATCH = 5000  # per call; the sweep calls until nothing is left
 
 _ENDPOINT_OF_DELIVERY = "endpoint.tenant_id = delivery.tenant_id AND endpoint.id = delivery.endpoint_id"
@@ -204,8 +206,8 @@ async def webhook_backlog(connection: Connection, now: datetime) -> WebhookBackl
     work yet: a receiver that is down does not make the worker look late."""
     events = await (await connection.execute(_EVENTS_WAITING)).fetchone()
     deliveries = await (await connection.execute(_DELIVERIES_DUE, {"now": now})).fetchone()
-    assert events is not None  # an aggregate answers one row
-    assert deliveries is not None
+    events = present(events, "an aggregate answers one row")
+    deliveries = present(deliveries, "an aggregate answers one row")
     return WebhookBacklog(Waiting(int(events[0]), events[1]), Waiting(int(deliveries[0]), deliveries[1]))
 
 

@@ -15,6 +15,7 @@ from pokna_verify.bundle.money import GameBook, expected_transfers, pot_flow, ta
 from pokna_verify.bundle.proofs import GameProof
 from pokna_verify.bundle.records import ACCOUNT, DEPOSIT, GAME, TRANSACTION, WITHDRAWAL
 from pokna_verify.bundle.report import BundleReport
+from pokna_verify.invariant import present
 from pokna_verify.ledger.chain import chain_label
 from pokna_verify.ledger.check import is_int
 from pokna_verify.tlog.game_leaf import FINISHED
@@ -107,7 +108,7 @@ class Journal:
         if not isinstance(document, dict):
             said("proof is neither an object nor null")
             return False
-        assert proof is not None  # read_game_proof reads every proof object
+        proof = present(proof, "a proof (read_game_proof reads every proof object)")
         facts = proof.facts
         if facts is None:
             said(f"the proof is malformed: {proof.malformed}")

@@ -9,7 +9,7 @@ from typing import Any
 
 from pokna_verify.bundle.report import BundleReport, Verdict
 from pokna_verify.cli.beacon_chains import also_trusted
-from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_VALID
+from pokna_verify.cli.exit_codes import EXIT_INVALID, EXIT_NOT_REVEALED, EXIT_PARTLY_VERIFIED, EXIT_VALID
 from pokna_verify.cli.terminal import say
 from pokna_verify.ledger.chain import chain_label
 from pokna_verify.ledger.findings import AuditReport, KeptFindings
@@ -62,7 +62,9 @@ def answer_export(path: Path, report: AuditReport, as_json: bool) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         _print_export_report(path, report)
-    return EXIT_VALID if report.valid else EXIT_INVALID
+    return {"valid": EXIT_VALID, "invalid": EXIT_INVALID, "partly_verified": EXIT_PARTLY_VERIFIED}[
+        report.verdict
+    ]
 
 
 def _print_export_report(path: Path, report: AuditReport) -> None:
@@ -98,7 +100,12 @@ def _print_export_report(path: Path, report: AuditReport) -> None:
         line = f"line {finding.line}" if finding.line is not None else "checkpoint"
         say(f"  FAIL  {where:>12}  {line:>10}  {finding.problem}")
     _not_listed(report.findings)
-    say("VALID" if report.valid else f"INVALID: {report.findings.total} finding(s)")
+    if report.verdict == "partly_verified":
+        say(
+            "PARTLY VERIFIED: nothing failed, but the checkpoint's signature was not checked (give --public-key or --keys)"
+        )
+    else:
+        say("VALID" if report.valid else f"INVALID: {report.findings.total} finding(s)")
 
 
 def _not_listed(findings: KeptFindings[Any]) -> None:

@@ -55,7 +55,8 @@ AUDIT_SUMMARY = (
 AUDIT_EXIT_CODES = (
     "Exit codes: 0 valid; 1 invalid (each finding names its record); 2 unusable input (nothing that could "
     "be judged, an empty export or bundle included); 3 not revealed (a bundle with no finding whose games "
-    "are not all over yet: their money cannot be checked until their proofs exist)."
+    "are not all over yet: their money cannot be checked until their proofs exist); 4 partly verified (an "
+    "export whose --checkpoint's signature could not be checked, for want of a key: not a pass)."
 )
 AUDIT_SOURCE_METAVAR = "EXPORT.jsonl|BUNDLE.jsonl"
 AUDIT_SOURCE = "A `pokna ledger export` JSONL file or an audit bundle (`pokna audit bundle`), or - for stdin."

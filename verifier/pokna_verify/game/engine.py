@@ -58,6 +58,7 @@ from pokna_verify.game.model import (
 from pokna_verify.game.split import split_pot
 from pokna_verify.game.transfers import POT, REVENUE, Transfer, TransferKind
 from pokna_verify.game.turn import refusal_for_funds, turn
+from pokna_verify.invariant import present
 
 RollFace = Callable[[int], int]
 
@@ -222,16 +223,14 @@ def _start(play: _Play) -> None:
 
 def _begin_pass(play: _Play) -> None:
     seats = play.state.survivors
-    favor = play.state.favor
-    assert favor is not None
+    favor = present(play.state.favor, "the favor, rolled before any pass")
     play.update(phase=Phase.SEEKING, to_roll=seats, votes=(), pass_number=play.state.pass_number + 1)
     play.emit(PassStarted(play.state.pass_number, seats, favor))
 
 
 def _roll(play: _Play, seat: int) -> None:
     state = play.state
-    favor = state.favor
-    assert favor is not None
+    favor = present(state.favor, "the favor, rolled before any pass")
     if state.phase is Phase.SEEKING:
         rolled = play.roll(seat, RollPurpose.SEEK, favor)
         play.update(to_roll=state.to_roll[1:])
@@ -311,8 +310,8 @@ def _cancel(play: _Play) -> None:
 
 def _timeout(play: _Play) -> None:
     now = turn(play.state)
-    assert now.default_action is not None
-    play.emit(TimedOut(play.state.phase, now.seats, now.default_action))
+    default_action = present(now.default_action, "a default action for a turn that can time out")
+    play.emit(TimedOut(play.state.phase, now.seats, default_action))
     match play.state.phase:
         case Phase.OPEN:
             _cancel(play)

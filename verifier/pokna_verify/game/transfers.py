@@ -7,6 +7,7 @@ from enum import Enum, StrEnum
 from typing import Final, TypeAlias
 
 from pokna_verify.game.json_value import JSONObject
+from pokna_verify.invariant import of_type
 
 
 class Pot(Enum):
@@ -62,8 +63,7 @@ class Transfer:
     def seat(self) -> int:
         """The seat on the other side of the pot (a rake has none)."""
         party = self.payer if self.into_pot else self.payee
-        assert isinstance(party, int)
-        return party
+        return of_type(party, int, "a seat on the other side of the pot")
 
     def to_dict(self) -> JSONObject:
         return {

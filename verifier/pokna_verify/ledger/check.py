@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna_verify.bounded_input import InputLimitError, loads, on_line
 from pokna_verify.crypto.errors import NotCanonicalizableError
+from pokna_verify.invariant import of_type
 from pokna_verify.ledger.chain import GENESIS_HASH, LEDGER_CHAINS, chain_label, line_hash
 from pokna_verify.ledger.checkpoint_check import (
     CHECKPOINT_TYPE,
@@ -122,8 +123,7 @@ class ExportAudit:
                 )
             )
             return None
-        assert isinstance(line, dict)
-        return line
+        return of_type(line, dict, "a line of the shape checked above")
 
     def check_parsed(self, number: int, line: dict[str, Any]) -> None:
         """A line already read, and shaped like an export line (shape_problem found nothing)."""

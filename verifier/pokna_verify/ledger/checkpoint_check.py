@@ -10,6 +10,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna_verify.crypto.signing import signature_problem
+from pokna_verify.invariant import of_type
 from pokna_verify.ledger.chain import GENESIS_HASH, LEDGER_CHAINS, chain_label
 from pokna_verify.ledger.findings import AuditReport, Finding, is_chain, is_int
 
@@ -50,12 +51,13 @@ def checkpoint_target(
         )
     if not isinstance(tenant_id, str):
         raise UnusableCheckpoint("the checkpoint names no tenant")
-    assert isinstance(seq, int)
+    seq = of_type(seq, int, "a seq of the shape checked above")
     heads = {0: (seq, hash_)}
     if "heads" in checkpoint:
         heads = _checkpoint_heads(checkpoint["heads"], seq, hash_)
     if public_key is None:
         report.notes.append("no public key given: the checkpoint's signature was not checked")
+        report.checkpoint_signature_unchecked = True
     else:
         problem = signature_problem(checkpoint, public_key)
         if problem is not None:

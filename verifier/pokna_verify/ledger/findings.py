@@ -96,6 +96,9 @@ class AuditReport:
     balances: dict[str, int] = field(default_factory=dict)
     account_currency: dict[str, str] = field(default_factory=dict)
     checkpoint_checked: bool = False
+    # A --checkpoint whose heads were checked but not its signature (no key): not a pass, as a proof
+    # whose signature nobody checked is none; the verdict is then partly verified.
+    checkpoint_signature_unchecked: bool = False
     # How the work was shared (not part of the report's JSON): processes that parsed and hashed lines, and
     # blocks of lines taken in as checked by a worker rather than checked again line by line here.
     processes: int = 1
@@ -104,6 +107,14 @@ class AuditReport:
     @property
     def valid(self) -> bool:
         return not self.findings
+
+    @property
+    def verdict(self) -> str:
+        """`valid` only when every check asked for ran and passed; `partly_verified` when nothing failed
+        but a checkpoint's signature could not be checked."""
+        if self.findings:
+            return "invalid"
+        return "partly_verified" if self.checkpoint_signature_unchecked else "valid"
 
     def trial_balance(self) -> dict[str, int]:
         """Sum of all balances per currency, over every chain: zero for books that balance."""
@@ -115,7 +126,8 @@ class AuditReport:
 
     def to_json(self) -> dict[str, Any]:
         document = {
-            "valid": self.valid,
+            "valid": None if self.verdict == "partly_verified" else self.valid,
+            "verdict": self.verdict,
             "tenant_id": self.tenant_id,
             "transactions": self.transactions,
             "postings": self.postings,

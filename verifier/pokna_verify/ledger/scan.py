@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from pokna_verify.bounded_input import InputLimitError, finish_line, loads
 from pokna_verify.crypto.errors import NotCanonicalizableError
+from pokna_verify.invariant import of_type
 from pokna_verify.ledger.chain import line_hash
 from pokna_verify.ledger.check import AuditReport, BlockSummary, ChainSpan, ExportAudit, shape_problem
 
@@ -215,7 +216,7 @@ def summarize_lines(lines: Iterable[object], pinned_seqs: Mapping[int, int] | No
     for line in lines:
         if shape_problem(line) is not None:
             return None
-        assert isinstance(line, dict)
+        line = of_type(line, dict, "a line of the shape checked above")
         seq: int = line["seq"]
         chain: int = line.get("chain", 0)
         if tenant_id is None:

@@ -50,6 +50,7 @@ from pokna.errors import NotFound
 from pokna.idempotency.keyed import Caller, Claim, transaction
 from pokna.ledger.accounts_aio import open_system_account
 from pokna.service_keys import ServiceKeys
+from pokna_verify.invariant import present
 
 
 @dataclass(frozen=True)
@@ -227,8 +228,7 @@ async def _decided(
 async def _recorded(connection: AsyncConnection[Any], tenant_id: str, locked: LockedGame) -> Recorded:
     params = {"tenant_id": tenant_id, "game_id": locked.game.id, "kinds": list(PROOF_EVENTS)}
     row = await (await connection.execute(RECORDED_FOR_PROOF, params)).fetchone()
-    assert row is not None
-    return recorded_records(*row)
+    return recorded_records(*present(row, "one row of aggregates"))
 
 
 async def _revenue_account(

@@ -40,6 +40,7 @@ from pokna.dealer.writes import StaleBalances
 from pokna.drand import BeaconRelays, BeaconUnavailable
 from pokna.errors import NotFound, PoknaError, WalletHeld
 from pokna.idempotency.keyed import Answer, Caller, Claim, Keyed, keyed
+from pokna_verify.invariant import present
 
 log = logging.getLogger("pokna.dealer")
 
@@ -124,8 +125,7 @@ async def _act_once(
     async def play(caller: Caller, claim: Claim | None) -> Committed:
         intent = Act(request, None if claim is None else claim.key)
         written = await run(connection, dealer, clock, caller, claim, game_id, intent)
-        assert written is not None, "an action always writes"
-        return written
+        return present(written, "a write (an action always writes)")
 
     return await keyed(connection, caller, sent, play, check_in_transaction=True)
 
@@ -155,8 +155,8 @@ async def _await_and_resolve(
 
 
 def _answered(written: Committed) -> Answer:
-    assert written.body is not None, "an action always answers"
-    return Answer(written.status, written.body.encode(), replayed=False)
+    body = present(written.body, "an answer (an action always answers)")
+    return Answer(written.status, body.encode(), replayed=False)
 
 
 @dataclass(frozen=True)

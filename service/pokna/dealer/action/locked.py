@@ -37,6 +37,7 @@ from pokna.dealer.store_postgres import (
 )
 from pokna.dealer.view import game_out
 from pokna.service_keys import ServiceKeys
+from pokna_verify.invariant import holds
 
 
 @dataclass(frozen=True)
@@ -139,9 +140,9 @@ def _recorded_columns() -> str:
         ("AND game_id = %(game_id)s", f"AND game_id = %(game_id)s AND {MAY_END}"),
         ("%(kinds)s", "ARRAY[" + ", ".join(repr(kind) for kind in PROOF_EVENTS) + "]"),
     ):
-        assert bound in columns, bound
+        holds(bound in columns, f"{bound} in the lock's columns")
         columns = columns.replace(bound, locked)
-    assert "%(kinds)s" not in columns
+    holds("%(kinds)s" not in columns, "every parameter bound")
     return f", {MAY_END}, {columns} FROM game WHERE"
 
 
@@ -150,8 +151,8 @@ _RECORDED_COLUMNS = _recorded_columns()
 LOCK_FOR_ACTION = LOCK_GAME_AND_SEATS.replace(" FROM game WHERE", _RECORDED_COLUMNS, 1)
 """LOCK_GAME_AND_SEATS's three columns, then: whether the next step may end the game, and if so its
 recorded events (of PROOF_EVENTS' kinds) and rolls."""
-assert LOCK_FOR_ACTION.count(MAY_END) == 3
-assert LOCK_FOR_ACTION.endswith("FOR NO KEY UPDATE OF game")
+holds(LOCK_FOR_ACTION.count(MAY_END) == 3, "MAY_END three times in the lock")
+holds(LOCK_FOR_ACTION.endswith("FOR NO KEY UPDATE OF game"), "the lock to end in its FOR NO KEY UPDATE")
 
 
 def split_locked(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], Recorded | None]:

@@ -49,6 +49,7 @@ from pokna_verify.game import (
 from pokna_verify.game.events import Rolled
 from pokna_verify.game.evolve import evolve
 from pokna_verify.game.transfers import party_to_json
+from pokna_verify.invariant import present
 from pokna_verify.ledger.chain import chain_for
 
 
@@ -155,8 +156,8 @@ def apply_step(
     seeded += fixed
     if result.state.is_over:
         writes.finished.append(result.state.outcome.reason.value if result.state.outcome else "cancelled")
-        assert locked.recorded is not None
-        recorded_events, recorded_rolls = writes.recorded_for_proof(game.id, locked.recorded)
+        recorded = present(locked.recorded, "the recorded events of a game that may end")
+        recorded_events, recorded_rolls = writes.recorded_for_proof(game.id, recorded)
         proof = sign_proof(
             game,
             result.state,
@@ -222,8 +223,7 @@ def _post_transfers(
     if any(transfer.payee is REVENUE for transfer in result.transfers):
         # The revenue sub-account of the chain the transfers go on: rakes of games on different chains
         # lock different revenue accounts.
-        assert locked.revenue_account is not None  # apply_step asked for it first
-        account_of[REVENUE] = locked.revenue_account
+        account_of[REVENUE] = present(locked.revenue_account, "the revenue account apply_step asked for")
 
     def account(party: Party) -> str:
         return account_of[party]
