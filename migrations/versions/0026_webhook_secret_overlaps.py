@@ -43,9 +43,13 @@ CARRY_OVER = (
     "previous_secrets_expire_at = CASE WHEN sealed_previous_secret IS NULL THEN '{}' "
     "ELSE ARRAY[previous_secret_expires_at] END"
 )
+# The first element by its ordinality, not `sealed_previous_secrets[1]`: an array subscript as an UPDATE's
+# value crashes the Citus coordinator's backend (signal 11, Citus 14.0 on PostgreSQL 18), on a distributed
+# table whatever the WHERE (tests/citus/test_citus_webhook_secret_overlaps.py).
 CARRY_BACK = (
-    "UPDATE webhook_endpoint SET sealed_previous_secret = sealed_previous_secrets[1], "
-    "previous_secret_expires_at = previous_secrets_expire_at[1]"
+    "UPDATE webhook_endpoint SET sealed_previous_secret = (SELECT sealed FROM unnest(sealed_previous_secrets) "
+    "WITH ORDINALITY AS earlier (sealed, place) WHERE place = 1), previous_secret_expires_at = (SELECT ends "
+    "FROM unnest(previous_secrets_expire_at) WITH ORDINALITY AS earlier (ends, place) WHERE place = 1)"
 )
 
 

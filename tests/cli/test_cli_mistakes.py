@@ -319,6 +319,15 @@ ON_A_DATABASE = [
         "Chalmun\u202e\u200bCantina",
         says=("a tenant name holds no control or invisible formatting characters, not U+200B, U+202E",),
     ),
+    # invisible, though not of category Cf: a grapheme joiner, a Hangul filler, a variation selector
+    failure(
+        "tenants",
+        "create",
+        "Chalmun\u034f\u3164\ufe0fCantina",
+        says=(
+            "a tenant name holds no control or invisible formatting characters, not U+034F, U+3164, U+FE0F",
+        ),
+    ),
     unknown_id(
         "db",
         "downgrade",

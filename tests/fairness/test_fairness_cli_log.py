@@ -154,3 +154,21 @@ def test_a_game_id_is_one_segment_of_the_inclusion_address(
     log.history = logged(proof)
     _, report = verify(verify_cli, files, log)
     assert report["public_log"]["status"] == "included", report["public_log"]  # type: ignore[index]
+
+
+def test_a_state_file_of_the_previous_version_gets_the_logs_address_and_a_rename_is_caught(
+    verify_cli: VerifyCli, files: dict[str, Path], log: StandInLog, tmp_path: Path
+) -> None:
+    """A state file without the log's address (as the previous version wrote it): the next verification
+    proven in the kept checkpoint records the address, so the log signing under a new name later fails."""
+    state = tmp_path / "witness.json"
+    assert verify(verify_cli, files, log, "--state", str(state))[0] == 0
+    document = json.loads(state.read_text())
+    for entry in document["logs"].values():
+        del entry["url"]
+    state.write_text(json.dumps(document))
+    assert verify(verify_cli, files, log, "--state", str(state))[0] == 0
+    log.origin_prefix = "renamed.test/games"
+    code, report = verify(verify_cli, files, log, "--state", str(state))
+    assert (code, report["public_log"]["status"]) == (1, "failed"), report  # type: ignore[index]
+    assert "changes its name" in report["public_log"]["detail"]  # type: ignore[index]

@@ -282,3 +282,23 @@ def test_two_checkpoints_of_one_size_that_pin_different_books_are_a_fork(
     assert state.read_text() == before
     log.history = History(entries(12), 5, dict(HEADS))  # the very checkpoint kept, signed again: the same
     assert watch(log, state)[1]["verdict"] == "same"
+
+
+def test_a_state_file_of_the_previous_version_pins_the_logs_address_at_the_next_watch(
+    log: StandInLog, tmp_path: Path
+) -> None:
+    """A state file written before the address was kept (`{"checkpoint": note}` alone) is read as it is,
+    and the next watch that accepts the kept checkpoint records the address beside it, even when the log
+    has not grown: otherwise a quiet log could rename itself after the upgrade and escape as a new log."""
+    state = tmp_path / "witness.json"
+    log.history = History(entries(12), 9, dict(HEADS))
+    assert watch(log, state)[0] == 0
+    document = json.loads(state.read_text())
+    for entry in document["logs"].values():
+        del entry["url"]  # as the previous version wrote it
+    state.write_text(json.dumps(document))
+    assert watch(log, state)[1]["verdict"] == "same"
+    log.origin_prefix = "renamed.test/games"
+    log.history = History(entries(12, fork_at=1), 3, {})
+    code, said = watch(log, state)
+    assert (code, said["verdict"]) == (1, "wrong_origin"), said

@@ -125,6 +125,8 @@ NOW = datetime(2026, 12, 7, 1, 0, 0, tzinfo=UTC)
         ("soon", None),
         ("120 seconds", None),
         ("9" * 400, 1e9),  # a number too long to mean anything but "much later": the most it can ask
+        ("0000000005", 5.0),  # delta-seconds is 1*DIGIT: leading zeros count for nothing, not for length
+        ("0" * 400 + "7", 7.0),
     ],
 )
 def test_retry_after_is_read_in_both_forms_and_garbage_is_none(

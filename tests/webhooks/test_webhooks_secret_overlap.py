@@ -8,19 +8,28 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from psycopg import AsyncConnection
 from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from pokna.db.types import utc_now
+from pokna.idempotency.keyed import Caller, transaction
+from pokna.outbox.events import EventType
 from pokna.runtime import Runtime
+from pokna.settings import Settings
 from pokna.webhooks.attempts import claim_next
 from pokna.webhooks.dispatch import dispatch_events
+from pokna.webhooks.errors import SecretRotationLimit
 from pokna.webhooks.policy import MAX_LIVE_SECRETS, DeliveryPolicy
+from pokna.webhooks.service import NewEndpoint, create_endpoint, rotate_secret
+from pokna.webhooks.signing import open_secret
 from support.api_checks import assert_problem
+from support.driver import conninfo, create_tenant
 from support.tenant_api import new_tenant
 from support.webhook_receiver import running_receiver
 from support.webhook_worker import drain, fast_webhook_settings
@@ -108,3 +117,59 @@ def test_a_secret_stops_signing_at_its_own_promised_end(
     assert asyncio.run(live_at(ends[0] - timedelta(seconds=1))) == newest_first
     assert asyncio.run(live_at(ends[0])) == newest_first[:2]
     assert asyncio.run(live_at(ends[1])) == newest_first[:1]
+
+
+@pytest.mark.citus
+def test_rotations_at_once_each_keep_the_secret_they_replace(
+    settings: Settings, runtime: Runtime, sessions: sessionmaker[Session]
+) -> None:
+    """Six rotations of one endpoint at once, each on a connection of its own: each waits for the
+    endpoint's lock and reads the secrets the one before it left, so three are made (each secret they
+    replaced still signing) and three refused, whatever their order; none overwrites another's."""
+    tenant_id = create_tenant(sessions, "Rotations").id
+    policy = DeliveryPolicy.from_settings(settings)
+    place = conninfo(sessions)
+
+    async def opened() -> Any:
+        return await AsyncConnection.connect(place, autocommit=True)
+
+    async def made() -> tuple[str, str]:
+        caller = Caller(tenant_id=tenant_id)
+        async with await opened() as connection, transaction(connection, caller, None) as keyed:
+            draft = NewEndpoint(url="http://127.0.0.1:9/hooks", event_types=[EventType.GAME_TURN])
+            created = await create_endpoint(keyed, runtime.keys.seed_key, policy, utc_now(), draft)
+        return created.id, created.secret
+
+    async def one(endpoint_id: str) -> str | Exception:
+        async with await opened() as connection:
+            try:
+                async with transaction(connection, Caller(tenant_id=tenant_id), None) as keyed:
+                    rotated = await rotate_secret(
+                        keyed, runtime.keys.seed_key, policy, utc_now(), endpoint_id
+                    )
+                return rotated.secret
+            except SecretRotationLimit as refusal:
+                return refusal
+
+    async def rotations(endpoint_id: str) -> list[str | Exception]:
+        return list(await asyncio.gather(*(one(endpoint_id) for _ in range(6))))
+
+    endpoint_id, first = asyncio.run(made())
+    answers = asyncio.run(rotations(endpoint_id))
+    secrets = [answer for answer in answers if isinstance(answer, str)]
+    assert len(secrets) == MAX_LIVE_SECRETS - 1
+    assert sum(isinstance(answer, SecretRotationLimit) for answer in answers) == 3
+
+    async def live() -> set[str]:
+        async with runtime.aio.connection() as connection:
+            row = await (
+                await connection.execute(
+                    "SELECT sealed_secret, sealed_previous_secrets FROM webhook_endpoint "
+                    "WHERE tenant_id = %(tenant)s AND id = %(id)s",
+                    {"tenant": tenant_id, "id": endpoint_id},
+                )
+            ).fetchone()
+        assert row is not None
+        return {open_secret(sealed, runtime.keys.seed_key, endpoint_id) for sealed in [row[0], *row[1]]}
+
+    assert asyncio.run(live()) == {first, *secrets}  # every secret made signs: none was overwritten

@@ -13,7 +13,15 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from pokna.webhooks.addresses import Address, HostNotFound, UrlPolicy, check_url_within
+from pokna.webhooks.addresses import (
+    MAX_LOOKUPS,
+    Address,
+    HostNotFound,
+    ResolutionTimedOut,
+    UnsafeUrl,
+    UrlPolicy,
+    check_url_within,
+)
 from pokna.webhooks.attempts import Claim
 from pokna.webhooks.pinning import new_client
 from pokna.webhooks.policy import DeliveryPolicy
@@ -106,3 +114,40 @@ def test_an_endpoints_check_gives_up_on_a_lookup_slower_than_the_timeout() -> No
             resolver.released.set()
 
     assert asyncio.run(check())
+
+
+def test_lookups_the_resolver_still_holds_are_capped_and_one_more_is_given_up_at_once() -> None:
+    """A lookup given up on keeps its thread until the resolver answers; with a resolver that never does,
+    each attempt or endpoint check would leave one more. At most MAX_LOOKUPS wait on it at once: one more
+    is given up without a thread (the host cannot be resolved now), and a place frees once one answers."""
+    held = HangingResolver()
+    extra = HangingResolver()
+
+    def lookups_alive() -> int:
+        return sum(thread.name.endswith(".held.example") for thread in threading.enumerate())
+
+    async def check(host: str, resolver: HangingResolver) -> None:
+        await check_url_within(f"https://{host}/hooks", PRODUCTION_URLS, 0.01, resolver)
+
+    async def hold_every_place() -> list[BaseException | None]:
+        hosts = [f"n{number}.held.example" for number in range(MAX_LOOKUPS)]
+        return await asyncio.gather(*(check(host, held) for host in hosts), return_exceptions=True)
+
+    try:
+        given_up = asyncio.run(hold_every_place())
+        assert all(isinstance(refusal, ResolutionTimedOut) for refusal in given_up)
+        assert lookups_alive() == MAX_LOOKUPS
+        with pytest.raises(ResolutionTimedOut, match="cannot be resolved now"):
+            asyncio.run(check("one-more.held.example", extra))
+        assert lookups_alive() == MAX_LOOKUPS
+        assert not extra.asked.is_set()
+    finally:
+        held.released.set()
+        extra.released.set()
+    for thread in threading.enumerate():
+        if thread.name.endswith(".held.example"):
+            thread.join()
+    after = HangingResolver()
+    after.released.set()
+    with pytest.raises(UnsafeUrl, match=r"non-public address \(127\.0\.0\.1\)"):  # looked up and judged
+        asyncio.run(check("after.example", after))

@@ -43,6 +43,26 @@ class IssuedKey:
 # Unicode's control (Cc), format (Cf: direction marks and overrides, zero-width marks, the soft hyphen) and
 # line and paragraph separator (Zl, Zp) characters.
 _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
+# And the rest of Unicode's default-ignorable code points (DerivedCoreProperties.txt), shown as nothing though
+# of another category: the combining grapheme joiner, the Hangul fillers, the variation selectors, ...
+_IGNORABLE = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
+)
+
+
+def _invisible(character: str) -> bool:
+    code = ord(character)
+    return unicodedata.category(character) in _HIDDEN or any(low <= code <= high for low, high in _IGNORABLE)
+
+
 _TENANT = "SELECT id, name, created_at FROM tenant"
 _API_KEY = "SELECT id, tenant_id, created_at, revoked_at FROM api_key"
 _TENANT_IDS = "SELECT id FROM tenant ORDER BY id"
@@ -52,7 +72,7 @@ async def create_tenant(connection: AsyncConnection[Any], name: str) -> TenantRe
     name = name.strip()
     if not name or len(name) > 200:
         raise ValueError(f"a tenant name is 1-200 characters, not {len(name)}")
-    if hidden := sorted({f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in _HIDDEN}):
+    if hidden := sorted({f"U+{ord(c):04X}" for c in name if _invisible(c)}):
         # `pokna tenants list` prints names as they are: an escape sequence would drive the terminal, and a
         # direction override (U+202E) or a zero-width mark would make one name read as another.
         raise ValueError(

@@ -21,7 +21,9 @@ only as long as the webhook timeout: a slow resolver then costs that one attempt
 and nothing else on the loop waits for it. The thread is not the "no thread hop" the database road avoids
 (docs/architecture.md): nothing of the database goes through it, only the lookup, which has no async form
 that reads /etc/hosts and nsswitch as the system's resolver does. A lookup given up on finishes in its
-(daemon) thread, and its answer is dropped.
+(daemon) thread, and its answer is dropped. At most MAX_LOOKUPS of them wait on the resolver at once: one
+more is given up at once, without a thread, so a resolver that never answers costs a bounded number of
+threads, not one per attempt.
 """
 
 from __future__ import annotations
@@ -79,7 +81,14 @@ class HostNotFound(UnsafeUrl):
 
 
 class ResolutionTimedOut(HostNotFound):
-    """The resolver did not answer within the webhook timeout."""
+    """The resolver did not answer within the webhook timeout (or is still busy with MAX_LOOKUPS lookups)."""
+
+
+MAX_LOOKUPS = 32
+"""Lookups of this process waiting on the resolver at once, those given up on included (their threads end
+only when it answers). Without a cap a resolver that never answers would keep one more thread for each
+attempt or endpoint check; the thread pool the lookup used before had 32 at most (asyncio.to_thread)."""
+_LOOKUP_PLACES = threading.BoundedSemaphore(MAX_LOOKUPS)
 
 
 @dataclass(frozen=True)
@@ -157,7 +166,8 @@ async def allowed_addresses_within(
     """What `host` resolves to now, in the resolver's order, if the policy allows every one of them (a
     single refused address refuses the host, since which answer a client takes is not ours to choose). The
     lookup runs in a thread of its own, the event loop free meanwhile, and is given up after `seconds`
-    (ResolutionTimedOut)."""
+    (ResolutionTimedOut), or not started while MAX_LOOKUPS are waiting on the resolver (ResolutionTimedOut
+    too)."""
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[list[Address]] = loop.create_future()
 
@@ -175,10 +185,20 @@ async def allowed_addresses_within(
             found = (resolve or resolve_host)(host, port)
         except Exception as failed:
             error = failed
+        finally:
+            _LOOKUP_PLACES.release()
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for this answer any more
             loop.call_soon_threadsafe(settle, found, error)
 
-    threading.Thread(target=look_up, name=f"pokna-resolve {host}", daemon=True).start()
+    if not _LOOKUP_PLACES.acquire(blocking=False):
+        raise ResolutionTimedOut(
+            f"the host {host!r} cannot be resolved now: {MAX_LOOKUPS} lookups are still waiting on the resolver"
+        )
+    try:
+        threading.Thread(target=look_up, name=f"pokna-resolve {host}", daemon=True).start()
+    except BaseException:
+        _LOOKUP_PLACES.release()
+        raise
     try:
         async with asyncio.timeout(seconds):
             found = await answer

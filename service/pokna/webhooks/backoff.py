@@ -50,7 +50,8 @@ def asked_wait(retry_after: str | None, now: datetime) -> float | None:
         return None
     text = retry_after.strip()
     if _DELTA_SECONDS.fullmatch(text):
-        seconds = MOST_ASKED_SECONDS if len(text) > 9 else int(text)
+        digits = text.lstrip("0")  # 1*DIGIT: "007" is 7 s; the length read is that of the number itself
+        seconds = MOST_ASKED_SECONDS if len(digits) > 9 else int(digits or "0")
         return float(seconds) if seconds > 0 else None
     try:
         moment = parsedate_to_datetime(text)

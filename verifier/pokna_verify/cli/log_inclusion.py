@@ -172,4 +172,6 @@ def witnessed(included: LogInclusion, base: str, note: str, *, checkpoint_state:
     if kept is None or latest.size > kept.size:
         kept_state.keep(latest.origin, note, base)
         write_state(checkpoint_state, kept_state)
+    elif kept_state.pin_address(latest.origin, base):  # a state file of the previous version
+        write_state(checkpoint_state, kept_state)
     return included

@@ -5,8 +5,9 @@ player's verification can add the checkpoint its game was proven in. Written who
 renamed over the old one: a crash mid-write leaves the previous state, never half of one.
 
 `url` is the log's address (https://host/v1/logs/TENANT) the checkpoint was kept from (files written before
-it have none): the origin an address signed under is pinned, so a log cannot leave its witnesses' history
-behind by signing under a new name (`origin_problem`).
+it have none, until a check that accepts the kept checkpoint records it: `WitnessState.pin_address`): the
+origin an address signed under is pinned, so a log cannot leave its witnesses' history behind by signing
+under a new name (`origin_problem`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ class WitnessState:
     def keep(self, origin: str, note: str, url: str) -> None:
         self.notes[origin] = note
         self.urls[origin] = url
+
+    def pin_address(self, origin: str, url: str) -> bool:
+        """Record `url` as the kept checkpoint's address if none is (a file written before addresses were
+        kept), so that from now on a rename is caught even while the log does not grow; whether it did."""
+        if origin not in self.notes or origin in self.urls:
+            return False
+        self.urls[origin] = url
+        return True
 
 
 def read_state(path: Path) -> WitnessState:

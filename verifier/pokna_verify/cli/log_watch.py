@@ -42,8 +42,10 @@ def run_log_watch(url: str, state: Path, *, keys: str | None, as_json: bool) -> 
         witnessed = judged(base, kept, latest)
     except (UnusableInputError, CryptoError, MalformedNoteError, LogError) as error:
         return _said(as_json, "unusable", str(error), EXIT_UNUSABLE)
-    if witnessed.judgement in (Judgement.FIRST, Judgement.EXTENDED):
+    accepted = witnessed.judgement in (Judgement.FIRST, Judgement.EXTENDED)
+    if accepted:
         kept_state.keep(latest.origin, note, base)
+    if accepted or (witnessed.judgement is Judgement.SAME and kept_state.pin_address(latest.origin, base)):
         try:
             write_state(state, kept_state)
         except UnusableInputError as error:
