@@ -36,12 +36,14 @@ PAIRED = (
     "cardinality(sealed_previous_secrets) = cardinality(previous_secrets_expire_at) "
     "AND cardinality(sealed_previous_secrets) <= 3"
 )
+# A previous secret with no end never signed (the claim asked for both), and a NULL end in the array would
+# make every claim's comparison fail: such a row carries nothing over.
 CARRY_OVER = (
     "UPDATE webhook_endpoint SET "
-    "sealed_previous_secrets = CASE WHEN sealed_previous_secret IS NULL THEN '{}' "
-    "ELSE ARRAY[sealed_previous_secret] END, "
-    "previous_secrets_expire_at = CASE WHEN sealed_previous_secret IS NULL THEN '{}' "
-    "ELSE ARRAY[previous_secret_expires_at] END"
+    "sealed_previous_secrets = CASE WHEN sealed_previous_secret IS NULL OR previous_secret_expires_at IS NULL "
+    "THEN '{}' ELSE ARRAY[sealed_previous_secret] END, "
+    "previous_secrets_expire_at = CASE WHEN sealed_previous_secret IS NULL OR previous_secret_expires_at IS NULL "
+    "THEN '{}' ELSE ARRAY[previous_secret_expires_at] END"
 )
 # The first element by its ordinality, not `sealed_previous_secrets[1]`: an array subscript as an UPDATE's
 # value crashes the Citus coordinator's backend (signal 11, Citus 14.0 on PostgreSQL 18), on a distributed

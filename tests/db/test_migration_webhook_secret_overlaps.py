@@ -54,13 +54,19 @@ def test_0026_carries_the_previous_secret_over_and_back(empty_database_url: str)
             for endpoint_id, previous, expires in (
                 ("whep_fresh", None, None),
                 ("whep_rotated", "v1.b.b", ends),
+                # a previous secret with no end never signed (the claim asked for both): nothing to carry
+                ("whep_unended", "v1.d.d", None),
             ):
                 values = {"id": endpoint_id, "tenant_id": tenant_id, "current": "v1.a.a", "now": now}
                 connection.execute(text(INSERT_0025), {**values, "previous": previous, "ends": expires})
 
         migrate.upgrade(empty_database_url, BEFORE)
         engine.dispose()
-        assert _rows(engine, ARRAYS) == [("whep_fresh", [], []), ("whep_rotated", ["v1.b.b"], [ends])]
+        assert _rows(engine, ARRAYS) == [
+            ("whep_fresh", [], []),
+            ("whep_rotated", ["v1.b.b"], [ends]),
+            ("whep_unended", [], []),
+        ]
 
         for sealed, until in ((["v1.b.b"], []), (["v1.b.b"] * 4, [ends] * 4)):
             with pytest.raises(IntegrityError, match="ck_webhook_endpoint_previous_secrets_paired"):
@@ -70,9 +76,17 @@ def test_0026_carries_the_previous_secret_over_and_back(empty_database_url: str)
 
         migrate.downgrade(empty_database_url, PREVIOUS)
         engine.dispose()
-        assert _rows(engine, SINGLE) == [("whep_fresh", None, None), ("whep_rotated", "v1.c.c", later)]
+        assert _rows(engine, SINGLE) == [
+            ("whep_fresh", None, None),
+            ("whep_rotated", "v1.c.c", later),
+            ("whep_unended", None, None),
+        ]
         migrate.upgrade(empty_database_url)
         engine.dispose()
-        assert _rows(engine, ARRAYS) == [("whep_fresh", [], []), ("whep_rotated", ["v1.c.c"], [later])]
+        assert _rows(engine, ARRAYS) == [
+            ("whep_fresh", [], []),
+            ("whep_rotated", ["v1.c.c"], [later]),
+            ("whep_unended", [], []),
+        ]
     finally:
         engine.dispose()
