@@ -231,8 +231,7 @@ async def _locked_with_secrets(
 
     locked, secrets = await opened.read(queue)
     endpoint = as_record(EndpointRecord, endpoint_found(endpoint_id, await locked.fetchone()))
-    row = await secrets.fetchone()
-    assert row is not None  # the row the lock holds
+    row = present(await secrets.fetchone(), "the secrets of the endpoint row the lock holds")
     return endpoint, (row[0], list(zip(row[1], row[2], strict=True)))
 
 
